@@ -1,0 +1,30 @@
+# The two commands of the README: `make run` (the main job) and `make test` (the whole CTest suite).
+# Both install the Debian packages that are missing, configure CMake (Release) into build/, and build.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+RUN_PROFILE ?= quick
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test run clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
+	  || { cat $(BUILD_DIR).configure.log; echo "make: CMake configure failed" >&2; exit 1; }
+	@grep -E "^-- spartan:" $(BUILD_DIR).configure.log || true
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1500
+
+run: build
+	@bash scripts/run-main-job.sh $(RUN_PROFILE)
+
+clean:
+	rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log

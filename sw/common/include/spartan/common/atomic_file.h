@@ -1,0 +1,46 @@
+// Atomic output files: write to `<path>.tmp.<pid>` beside the target, then rename over it.
+// A run that fails (exception, early return) removes the temporary file and leaves the target as it
+// was, so no half-written output is ever visible under the final name.
+#pragma once
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+namespace spartan {
+
+class AtomicFile {
+ public:
+  /// Opens the temporary file. Throws IoError if the directory is missing or not writable.
+  explicit AtomicFile(const std::string& path);
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  /// Removes the temporary file unless commit() succeeded.
+  ~AtomicFile();
+
+  /// Appends bytes. Throws IoError on a short write (disk full, ...).
+  void write(const void* data, std::size_t bytes);
+  void write(const std::string& s) { write(s.data(), s.size()); }
+  /// Bytes written so far.
+  std::size_t size() const noexcept { return size_; }
+  /// The underlying stream, for libraries that need a FILE* (seek/tell allowed).
+  std::FILE* stream() noexcept { return fp_; }
+  /// Flushes, fsyncs and renames the temporary file to the target. Throws IoError on failure.
+  void commit();
+
+  const std::string& path() const noexcept { return path_; }
+  const std::string& temp_path() const noexcept { return tmp_; }
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* fp_ = nullptr;
+  std::size_t size_ = 0;
+  bool committed_ = false;
+};
+
+/// Writes a whole string to `path` atomically.
+void write_file_atomic(const std::string& path, const std::string& contents);
+
+/// Reads a whole file. Throws IoError naming the file if it cannot be opened or read.
+std::string read_file(const std::string& path);
+
+}  // namespace spartan

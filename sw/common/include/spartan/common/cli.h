@@ -1,0 +1,12 @@
+// Uniform error handling for the project's executables.
+#pragma once
+#include <functional>
+
+namespace spartan {
+
+/// Runs `body` and converts exceptions to one line on stderr and an exit code:
+/// spartan::Error -> its exit_code() (2 for bad input), Boost.Program_options errors -> 2,
+/// anything else -> 1 ("internal error"). `tool` prefixes the line, e.g. "spartan-trace: error: ...".
+int run_cli(const char* tool, const std::function<int()>& body);
+
+}  // namespace spartan

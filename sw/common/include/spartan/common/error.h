@@ -1,0 +1,64 @@
+// Project-wide error types. Library code throws these; executables catch them in spartan::run_cli
+// (cli.h), print one line and exit with the code the error carries (2 = bad input).
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace spartan {
+
+/// Base of every error the project throws on purpose. `what()` is the full one-line message.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg, int exit_code = 2) : std::runtime_error(msg), exit_code_(exit_code) {}
+  /// Process exit code an executable should use for this error (2 = bad input, by convention).
+  int exit_code() const noexcept { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+/// Bad user input: a malformed file, an impossible option, a wrong config key. Exit code 2.
+class InputError : public Error {
+ public:
+  explicit InputError(const std::string& msg) : Error(msg, 2) {}
+};
+
+/// A file that cannot be parsed: carries the file, the offending field/tensor and the byte offset
+/// (or line number) so that the message names where the problem is.
+class FormatError : public InputError {
+ public:
+  FormatError(const std::string& file, const std::string& field, std::uint64_t offset, const std::string& what,
+              const char* offset_kind = "byte offset")
+      : InputError(file + ": " + (field.empty() ? std::string() : field + ": ") + what + " (" + offset_kind + " " +
+                   std::to_string(offset) + ")"),
+        file_(file), field_(field), offset_(offset) {}
+  const std::string& file() const noexcept { return file_; }
+  const std::string& field() const noexcept { return field_; }
+  std::uint64_t offset() const noexcept { return offset_; }
+
+ private:
+  std::string file_, field_;
+  std::uint64_t offset_;
+};
+
+/// A configuration error: names the config file and the key.
+class ConfigError : public InputError {
+ public:
+  ConfigError(const std::string& file, const std::string& key, const std::string& what)
+      : InputError(file + ": key '" + key + "': " + what), file_(file), key_(key) {}
+  const std::string& file() const noexcept { return file_; }
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  std::string file_, key_;
+};
+
+/// An operating-system I/O failure (cannot open, cannot write, cannot rename). Exit code 2: in
+/// practice these are missing files and unwritable output directories named by the user.
+class IoError : public Error {
+ public:
+  explicit IoError(const std::string& msg) : Error(msg, 2) {}
+};
+
+}  // namespace spartan

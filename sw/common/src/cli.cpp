@@ -1,0 +1,30 @@
+#include "spartan/common/cli.h"
+
+#include <boost/program_options/errors.hpp>
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "spartan/common/error.h"
+
+namespace spartan {
+
+int run_cli(const char* tool, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+    return e.exit_code();
+  } catch (const boost::program_options::error& e) {
+    std::fprintf(stderr, "%s: error: %s (see --help)\n", tool, e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s: error: out of memory\n", tool);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: %s\n", tool, e.what());
+    return 1;
+  }
+}
+
+}  // namespace spartan
