@@ -3,13 +3,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "spartan/gemm/tile_sparse.h"
+
 namespace spartan::gemm::detail {
 
-/// One non-zero of a band's row: the row index r of the dense operand D and the value (alpha folded in).
-struct Entry {
-  std::uint32_t r;
-  float v;
-};
 
 /// Out[p][0..Q) += sum_{k in row p} e[k].v * D[e[k].r][0..Q) for p in [0, rows);
 /// row p's entries are e[row_ptr[p] .. row_ptr[p+1]). Out and D are row-major with strides ldo, ldd.
