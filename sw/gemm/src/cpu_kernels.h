@@ -20,4 +20,9 @@ void gather_avx2(const std::uint32_t* row_ptr, const Entry* e, int rows, const f
                  std::size_t ldo, int Q);
 bool cpu_has_avx2_fma();
 
+/// C[i][j] += T[j][i] for i < w, j < rows (T row stride ldt, C row stride ldc).
+using TransposeAddFn = void (*)(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc);
+void transpose_add_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc);
+void transpose_add_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc);
+
 }  // namespace spartan::gemm::detail

@@ -241,8 +241,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   }
   const float alpha = c.alpha;
   row_ptr_.assign(std::size_t(P) + 1, 0);
-  ent_.resize(stats_.nnz);
+  ent_.resize(stats_.nnz + 1);  // + 1: the branch-free ELL loops write one slot past the last entry
   std::size_t ne = 0;
+  const bool u8idx = format::index_bytes(g.tile_cols) == 1;
   if (!trans_s) {  // stored rows are rows of S: walk each band row by row across its sparse tiles
     std::vector<std::size_t> cursor(n_rt);
     for (std::uint32_t band = 0; band < n_bands; ++band) {
@@ -257,39 +258,80 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
           const TileHeader& h = hdr(band, rt);
           if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
           const std::uint32_t base = rt * r_tile;
-          for_row(s, h, rows, g.c_eff(rt), r, cursor[rt],
-                  [&](std::uint32_t col, float v) { ent_[ne++] = {base + col, alpha * v}; });
+          if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free: padding slots write, then get overwritten
+            const std::uint32_t w = h.width;
+            const std::uint8_t* idx = s.tile_payload(h) + std::size_t(r) * w;
+            const float* val = reinterpret_cast<const float*>(s.tile_payload(h) +
+                                                              format::ell_values_offset(rows, w, g.tile_cols)) +
+                               std::size_t(r) * w;
+            for (std::uint32_t j = 0; j < w; ++j) {
+              ent_[ne] = {base + idx[j], alpha * val[j]};
+              ne += !format::is_zero(val[j]);
+            }
+          } else {
+            for_row(s, h, rows, g.c_eff(rt), r, cursor[rt],
+                    [&](std::uint32_t col, float v) { ent_[ne++] = {base + col, alpha * v}; });
+          }
         }
         row_ptr_[band * p_tile + r + 1] = std::uint32_t(ne);
       }
     }
-  } else {  // stored rows run along R: counting sort of the entries by stored column (= row of S)
-    std::vector<std::uint32_t>& cnt = row_ptr_;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (std::uint32_t ti = 0; ti < g.tiles_r(); ++ti)
-        for (std::uint32_t tj = 0; tj < g.tiles_c(); ++tj) {
-          const TileHeader& h = s.header(ti, tj);
-          if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-          const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj), pbase = tj * g.tile_cols, rbase = ti * g.tile_rows;
-          std::size_t cur = 0;
-          for (std::uint32_t lr = 0; lr < re; ++lr) {
-            if (pass == 0)
-              for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float) { ++cnt[pbase + col + 1]; });
-            else
-              for_row(s, h, re, ce, lr, cur,
-                      [&](std::uint32_t col, float v) { ent_[fill_[pbase + col]++] = {rbase + lr, alpha * v}; });
-          }
-        }
-      if (pass == 0) {
-        for (int p = 0; p < P; ++p) cnt[p + 1] += cnt[p];
-        fill_.assign(cnt.begin(), cnt.end() - 1);
+  } else {  // stored rows run along R: per tile column (band), collect in stored order, then sort by column
+    const std::uint32_t TC = g.tile_cols;
+    std::vector<std::uint32_t> cnt(TC + 1);
+    for (std::uint32_t band = 0; band < n_bands; ++band) {
+      const std::uint32_t pbase = band * TC, ce = g.c_eff(band);
+      std::size_t band_nnz = 0;
+      for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
+        const TileHeader& h = s.header(rt, band);
+        if (h.fmt() != TileFormat::Dense) band_nnz += h.nnz;
       }
+      tcol_.resize(band_nnz + 1);
+      tent_.resize(band_nnz + 1);
+      std::uint16_t* tcol = tcol_.data();  // raw pointers: no reloads of the vectors' data pointers
+      detail::Entry* tent = tent_.data();
+      std::size_t n = 0;
+      for (std::uint32_t rt = 0; rt < n_rt && band_nnz; ++rt) {
+        const TileHeader& h = s.header(rt, band);
+        if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+        const std::uint32_t re = g.r_eff(rt), rbase = rt * g.tile_rows;
+        if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free over all ELL slots (padding: +0.0)
+          const std::uint32_t w = h.width;
+          const std::uint8_t* idx = s.tile_payload(h);
+          const float* val =
+              reinterpret_cast<const float*>(s.tile_payload(h) + format::ell_values_offset(re, w, TC));
+          for (std::uint32_t lr = 0; lr < re; ++lr)
+            for (std::uint32_t j = 0; j < w; ++j) {
+              const std::size_t slot = std::size_t(lr) * w + j;
+              tcol[n] = idx[slot];
+              tent[n] = {rbase + lr, alpha * val[slot]};
+              n += !format::is_zero(val[slot]);
+            }
+        } else {
+          std::size_t cur = 0;
+          for (std::uint32_t lr = 0; lr < re; ++lr)
+            for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float v) {
+              tcol[n] = static_cast<std::uint16_t>(col);
+              tent[n++] = {rbase + lr, alpha * v};
+            });
+        }
+      }
+      std::fill(cnt.begin(), cnt.end(), 0);
+      std::uint32_t* cn = cnt.data();
+      for (std::size_t i = 0; i < n; ++i) ++cn[tcol[i] + 1];
+      for (std::uint32_t col = 0; col < ce; ++col) {
+        cn[col + 1] += cn[col];
+        row_ptr_[pbase + col + 1] = std::uint32_t(ne + cn[col + 1]);
+      }
+      detail::Entry* out = ent_.data() + ne;
+      for (std::size_t i = 0; i < n; ++i) out[cn[tcol[i]]++] = tent[i];
+      ne += n;
     }
-    ne = row_ptr_[P];
   }
   ent_.resize(ne);
 
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
+  const detail::TransposeAddFn tadd = avx2_ ? detail::transpose_add_avx2 : detail::transpose_add_portable;
   const int W = pack ? 32 : 64;  // panel width along Q (floats)
   const int n_panels = (Q + W - 1) / W;
   const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
@@ -319,11 +361,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
           if (rp[p0] == rp[p0 + rows]) continue;
           tmp.assign(std::size_t(rows) * w, 0.0f);
           gather(rp + p0, ep, rows, Dp, ldp, tmp.data(), std::size_t(w), w);
-          for (int i = 0; i < w; ++i) {
-            float* crow = c.C + std::size_t(q0 + i) * c.ldc + p0;
-            const float* src = tmp.data() + i;
-            for (int j = 0; j < rows; ++j) crow[j] += src[std::size_t(j) * w];
-          }
+          tadd(tmp.data(), std::size_t(w), rows, w, c.C + std::size_t(q0) * c.ldc + p0, c.ldc);
         }
       }
     }

@@ -79,8 +79,9 @@ class TileSparseEngine final : public GemmEngine {
   bool avx2_ = false;
   TileSparseStats stats_;
   // Reused buffers of the sparse part: row list over P (row pointers, fill cursors, entries).
-  std::vector<std::uint32_t> row_ptr_, fill_;
-  std::vector<detail::Entry> ent_;
+  std::vector<std::uint32_t> row_ptr_;
+  std::vector<detail::Entry> ent_, tent_;
+  std::vector<std::uint16_t> tcol_;
 };
 
 std::unique_ptr<TileSparseEngine> make_tile_sparse_engine(const TileSparseOptions& opt = {});
