@@ -99,12 +99,12 @@ int run_calibrate(const TileSparseOptions& opt, std::ostream& md) {
 int main(int argc, char** argv) {
   return run_cli("bench-gemm", [&]() -> int {
     po::options_description desc("bench-gemm options");
-    std::string tile = "32x32", fmt_name = "ell", md_path, filter;
+    std::string tile = std::to_string(kGemmTileRows) + "x" + std::to_string(kGemmTileCols), fmt_name = "ell", md_path, filter;
     std::string sparsities = "0,0.5,0.7,0.9,0.97";
     double threshold = kCalibratedThreshold, min_time = 0.2;
     int batch = 1, seed = 1;
     bool all_passes = false, calibrate = false, quick = false;
-    desc.add_options()("help,h", "this help")("tile", po::value(&tile), "tile size RxC (default 32x32)")(
+    desc.add_options()("help,h", "this help")("tile", po::value(&tile), "tile size RxC (default: the engine default, 8x256)")(
         "format", po::value(&fmt_name), "sparse tile format: ell | bitmap")(
         "threshold", po::value(&threshold), "density threshold (default: calibrated constant)")(
         "sparsity", po::value(&sparsities), "comma-separated sparsities (default 0,0.5,0.7,0.9,0.97)")(

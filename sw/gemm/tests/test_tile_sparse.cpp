@@ -167,7 +167,10 @@ TEST(TileSparseGemm, PrecompactedMatchesRunAndStatsCount) {
   for (int k = 0; k < 32; ++k)  // top-left 32x32 tile dense, top-middle sparse, rest zero
     for (int n = 0; n < 64; ++n) B[k * N + n] = (n < 32 || (k + n) % 8 == 0) ? u(rng) + 3.0f : 0.0f;
   GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, B.data(), N, C1.data(), N, SparseOperand::B};
-  TileSparseEngine e;
+  TileSparseOptions o;
+  o.tile_rows = o.tile_cols = 32;
+  o.threshold = 0.5;
+  TileSparseEngine e(o);
   e.run(c);
   const TileSparseStats s1 = e.last_stats();
   EXPECT_EQ(s1.tiles_dense, 1u);

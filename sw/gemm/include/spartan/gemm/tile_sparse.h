@@ -20,16 +20,20 @@
 namespace spartan::gemm {
 
 /// Density threshold (nnz / tile elements) at or above which a tile is computed by the dense
-/// micro-kernel. Produced by `bench-gemm --calibrate` (calibrate_threshold below) on the 2-core
-/// x86-64 (AMD EPYC, AVX2) development VM, single thread, 32x32 tiles; see sw/gemm/README.md.
-inline constexpr double kCalibratedThreshold = 0.25;
+/// micro-kernel. Produced by `bench-gemm --calibrate --tile 8x256` (calibrate_threshold below) on the
+/// 2-core x86-64 (AMD EPYC, AVX2) development VM, single thread; table in docs/bench/gemm.md.
+inline constexpr double kCalibratedThreshold = 0.20;
+/// Default tile of the GEMM engines, chosen by bench-gemm (docs/bench/gemm.md): wide tiles amortise the
+/// per-tile-row cost of the sparse path. (The format's own default, 32 x 32, is the hardware line view.)
+inline constexpr std::uint32_t kGemmTileRows = 8;
+inline constexpr std::uint32_t kGemmTileCols = 256;
 
 /// Instruction set of the sparse micro-kernel.
 enum class Isa { Auto, Avx2, Portable };
 
 struct TileSparseOptions {
-  std::uint32_t tile_rows = format::kDefaultTileRows;
-  std::uint32_t tile_cols = format::kDefaultTileCols;
+  std::uint32_t tile_rows = kGemmTileRows;
+  std::uint32_t tile_cols = kGemmTileCols;
   double threshold = kCalibratedThreshold;                ///< see format::CompactOptions::threshold
   format::TileFormat sparse_format = format::TileFormat::Ell;  ///< Ell or Bitmap
   Isa isa = Isa::Auto;  ///< Auto: AVX2+FMA when the CPU has them, else portable
