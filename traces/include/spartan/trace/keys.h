@@ -24,13 +24,15 @@ inline constexpr const char* kFormatVersion = "format_version";
 inline constexpr const char* kModel = "model";
 /// Dataset name, e.g. "fashion-mnist".
 inline constexpr const char* kDataset = "dataset";
-/// Device that ran the training, e.g. "cpu: Intel Xeon (2 threads)" or "cuda: NVIDIA H200".
+/// Device that ran the training: "cpu: <model name> (<threads> threads)" or "cuda: <GPU name> (sm_XY)".
 inline constexpr const char* kDevice = "device";
 /// Random seed of the run (decimal integer as text).
 inline constexpr const char* kSeed = "seed";
 /// Mini-batch size N (decimal integer as text).
 inline constexpr const char* kBatch = "batch";
-/// JSON array: per captured layer, name, type, shapes, im2col geometry and GEMM M/N/K.
+/// Capture period K (decimal integer as text): iterations 0, K, 2K, ... were captured. Optional.
+inline constexpr const char* kCaptureEvery = "capture_every";
+/// JSON array: per conv/FC layer, name, type, shapes, im2col geometry and GEMM M/N/K.
 inline constexpr const char* kLayers = "layers";
 /// JSON array: per captured (iteration, layer), measured GEMM times in ms (dense, tile-sparse).
 inline constexpr const char* kGemmTimes = "gemm_times";
