@@ -6,6 +6,7 @@
 
 #include "golden_data.h"
 #include "spartan/trace/keys.h"
+#include "spartan/trace/metadata.h"
 #include "spartan/trace/sptrace.h"
 #include "test_util.h"
 
@@ -17,7 +18,8 @@ std::string write_golden(const std::string& path) {
   TraceWriter w(path);
   w.set_metadata(keys::kFormatVersion, kFormatVersion);
   w.set_metadata(keys::kModel, "lenet5");
-  w.set_metadata(keys::kLayers, R"([{"index":0}])");
+  w.set_metadata(keys::kLayers, layers_to_json({make_conv_layer(0, "conv1", 2, 3, 4, 4, 8, 3, 3, 1, 1, true),
+                                                 make_fc_layer(1, "fc1", 2, 9, 10, false)}));
   for (const auto& t : testdata::golden_tensors()) w.add_tensor(t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size());
   w.finish();
   return path;
@@ -226,6 +228,7 @@ TEST(TraceCli, InfoAndCheckOnValidFile) {
   // it0/L0/act: every third element of 96 is zero -> 64/96 non-zero.
   EXPECT_NE(c.out.find("0.6667"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("it1/L0/i64"), std::string::npos);
+  EXPECT_NE(c.out.find("32x8x27"), std::string::npos) << c.out;  // conv1 fwd GEMM: M = 2*4*4, N = 8, K = 3*3*3
   c = testutil::run_cli("--help");
   EXPECT_EQ(c.rc, 0);
   EXPECT_NE(c.out.find("check FILE"), std::string::npos);

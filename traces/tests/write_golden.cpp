@@ -6,6 +6,7 @@
 
 #include "golden_data.h"
 #include "spartan/common/atomic_file.h"
+#include "spartan/trace/metadata.h"
 
 using namespace spartan::trace;
 
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
     w.set_metadata("format_version", "1");
     w.set_metadata("model", "golden");
     w.set_metadata("unicode", "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93");
-    w.set_metadata("layers", R"([{"index":0,"name":"conv1","type":"conv"}])");
+    w.set_metadata("layers", layers_to_json({make_conv_layer(0, "conv1", 2, 3, 4, 4, 8, 3, 3, 1, 1, true)}));
     for (const auto& t : tensors) w.add_tensor(t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size());
     w.finish();
   }

@@ -12,6 +12,7 @@
 #include "spartan/common/cli.h"
 #include "spartan/common/error.h"
 #include "spartan/trace/keys.h"
+#include "spartan/trace/metadata.h"
 #include "spartan/trace/sptrace.h"
 
 namespace {
@@ -55,21 +56,6 @@ double density(const TensorView& v) {
   return static_cast<double>(nz) / static_cast<double>(n);
 }
 
-// Structured metadata values must be valid JSON; throws FormatError naming the key.
-void check_metadata(const TraceReader& r) {
-  for (const char* k : {keys::kLayers, keys::kGemmTimes, keys::kSparsity}) {
-    const auto it = r.metadata().find(k);
-    if (it == r.metadata().end()) continue;
-    try {
-      const auto parsed = nlohmann::json::parse(it->second);
-      (void)parsed;
-    } catch (const nlohmann::json::parse_error& e) {
-      throw spartan::FormatError(r.path(), std::string("__metadata__.") + k, e.byte,
-                                 "value is not valid JSON", "character");
-    }
-  }
-}
-
 int cmd_check(const std::string& file) {
   TraceReader r(file);
   check_metadata(r);
@@ -87,10 +73,24 @@ int cmd_info(const std::string& file, bool list_tensors) {
 
   std::printf("metadata (%zu keys):\n", r.metadata().size());
   for (const auto& [k, v] : r.metadata()) {
-    std::string shown = v.size() <= 60 ? v : v.substr(0, 57) + "...";
+    std::string shown = v.size() <= 60 ? v : v.substr(0, 57) + "... (" + std::to_string(v.size()) + " chars)";
     for (char& c : shown)
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';  // keep the terminal sane
     std::printf("  %-16s %s\n", k.c_str(), shown.c_str());
+  }
+
+  const auto layers = read_layers(r);
+  if (!layers.empty()) {
+    std::printf("layers (GEMM M x N x K; A = activation operand):\n");
+    std::printf("  %-6s %-12s %-5s %-18s %-24s %-24s %s\n", "layer", "name", "type", "input", "fwd", "bwd_data",
+                "bwd_weight");
+    auto mnk = [](const GemmShape& g) {
+      return std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
+    };
+    for (const auto& l : layers)
+      std::printf("  L%-5lld %-12s %-5s %-18s %-24s %-24s %s\n", static_cast<long long>(l.index), l.name.c_str(),
+                  l.type.c_str(), shape_str(l.input).c_str(), mnk(l.fwd).c_str(), mnk(l.bwd_data).c_str(),
+                  mnk(l.bwd_weight).c_str());
   }
 
   // Per (layer, kind): dtype, shape set and number of iterations.
