@@ -33,9 +33,9 @@ std::string Conv2d::describe() const {
 GemmShape Conv2d::shape(GemmPass p) const {
   const int kdim = cin * k * k, np = yshape_.n * yshape_.h * yshape_.w;
   switch (p) {
-    case GemmPass::Forward: return {cout, np, kdim};
-    case GemmPass::BackwardData: return {kdim, np, cout};
-    case GemmPass::BackwardWeight: return {cout, kdim, np};
+    case GemmPass::Forward: return {np, cout, kdim};
+    case GemmPass::BackwardData: return {np, kdim, cout};
+    case GemmPass::BackwardWeight: return {kdim, cout, np};
   }
   return {};
 }
@@ -50,7 +50,7 @@ Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
   const int kdim = cin * k * k, p = oh * ow;
   const std::ptrdiff_t np = std::ptrdiff_t(x.n) * p;
   col_.assign(std::size_t(kdim) * np, 0.0f);
-  // im2col: row r = (ci, ki, kj), column (n, oy, ox).
+  // im2col, stored kdim x (N*P): row r = (ci, ki, kj), column (n, oy, ox).
 #pragma omp parallel for collapse(2) schedule(static)
   for (int r = 0; r < kdim; ++r)
     for (int n = 0; n < x.n; ++n) {
@@ -67,21 +67,22 @@ Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
       }
     }
   ytmp_.assign(std::size_t(cout) * np, 0.0f);
-  gemm::GemmCall c;
-  c.M = cout; c.N = static_cast<int>(np); c.K = kdim;
-  c.A = weight.value.data(); c.lda = kdim;
-  c.B = col_.data(); c.ldb = static_cast<int>(np);
-  c.C = ytmp_.data(); c.ldc = static_cast<int>(np);
-  c.sparse = gemm::SparseOperand::B;
+  gemm::GemmCall c;  // Y^T[N*P x Cout] = col^T[N*P x kdim] * W^T[kdim x Cout]
+  c.op_a = gemm::Op::T;
+  c.op_b = gemm::Op::T;
+  c.M = static_cast<int>(np); c.N = cout; c.K = kdim;
+  c.A = col_.data(); c.lda = static_cast<int>(np);
+  c.B = weight.value.data(); c.ldb = kdim;
+  c.C = ytmp_.data(); c.ldc = cout;
+  c.sparse = gemm::SparseOperand::A;
   ctx.gemm->run(id, GemmPass::Forward, c);
   Tensor y(x.n, cout, oh, ow);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for schedule(static)
   for (int n = 0; n < x.n; ++n)
-    for (int co = 0; co < cout; ++co) {
-      const float b = has_bias ? bias.value[co] : 0.0f;
-      const float* src = ytmp_.data() + std::size_t(co) * np + std::size_t(n) * p;
-      float* dst = y.data() + (std::size_t(n) * cout + co) * p;
-      for (int i = 0; i < p; ++i) dst[i] = src[i] + b;
+    for (int i = 0; i < p; ++i) {
+      const float* src = ytmp_.data() + (std::size_t(n) * p + i) * cout;
+      float* dst = y.data() + std::size_t(n) * cout * p + i;
+      for (int co = 0; co < cout; ++co) dst[std::size_t(co) * p] = src[co] + (has_bias ? bias.value[co] : 0.0f);
     }
   return y;
 }
@@ -89,57 +90,55 @@ Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
 Tensor Conv2d::backward(const Tensor& dy, Context& ctx) {
   const int p = yshape_.h * yshape_.w, kdim = cin * k * k;
   const std::ptrdiff_t np = std::ptrdiff_t(dy.n) * p;
-  // Gather dY into Cout x (N*P), the GEMM layout (reuses ytmp_).
-#pragma omp parallel for collapse(2) schedule(static)
+  // dY as (N*P) x Cout, one row per output pixel (reuses ytmp_).
+#pragma omp parallel for schedule(static)
   for (int n = 0; n < dy.n; ++n)
-    for (int co = 0; co < cout; ++co) {
-      const float* src = dy.data() + (std::size_t(n) * cout + co) * p;
-      float* dst = ytmp_.data() + std::size_t(co) * np + std::size_t(n) * p;
-      for (int i = 0; i < p; ++i) dst[i] = src[i];
+    for (int i = 0; i < p; ++i) {
+      float* dst = ytmp_.data() + (std::size_t(n) * p + i) * cout;
+      const float* src = dy.data() + std::size_t(n) * cout * p + i;
+      for (int co = 0; co < cout; ++co) dst[co] = src[std::size_t(co) * p];
     }
   if (has_bias) {
-#pragma omp parallel for schedule(static)
-    for (int co = 0; co < cout; ++co) {
-      double s = 0;
-      const float* row = ytmp_.data() + std::size_t(co) * np;
-      for (std::ptrdiff_t i = 0; i < np; ++i) s += row[i];
-      bias.grad[co] = static_cast<float>(s);
-    }
+    std::vector<double> s(cout, 0.0);
+    for (std::ptrdiff_t i = 0; i < np; ++i)
+      for (int co = 0; co < cout; ++co) s[co] += ytmp_[std::size_t(i) * cout + co];
+    for (int co = 0; co < cout; ++co) bias.grad[co] = static_cast<float>(s[co]);
   }
-  gemm::GemmCall cw;  // dW = dY * col^T
-  cw.op_b = gemm::Op::T;
-  cw.M = cout; cw.N = kdim; cw.K = static_cast<int>(np);
-  cw.A = ytmp_.data(); cw.lda = static_cast<int>(np);
-  cw.B = col_.data(); cw.ldb = static_cast<int>(np);
-  cw.C = weight.grad.data(); cw.ldc = kdim;
-  cw.sparse = gemm::SparseOperand::B;
+  dwt_.assign(std::size_t(kdim) * cout, 0.0f);
+  gemm::GemmCall cw;  // dW^T[kdim x Cout] = col[kdim x N*P] * dY[N*P x Cout]
+  cw.M = kdim; cw.N = cout; cw.K = static_cast<int>(np);
+  cw.A = col_.data(); cw.lda = static_cast<int>(np);
+  cw.B = ytmp_.data(); cw.ldb = cout;
+  cw.C = dwt_.data(); cw.ldc = cout;
+  cw.sparse = gemm::SparseOperand::A;
   ctx.gemm->run(id, GemmPass::BackwardWeight, cw);
+  for (int co = 0; co < cout; ++co)
+    for (int r = 0; r < kdim; ++r) weight.grad[std::size_t(co) * kdim + r] = dwt_[std::size_t(r) * cout + co];
 
-  gemm::GemmCall cd;  // dcol = W^T * dY (col_ is reused as dcol)
-  cd.op_a = gemm::Op::T;
-  cd.M = kdim; cd.N = static_cast<int>(np); cd.K = cout;
-  cd.A = weight.value.data(); cd.lda = kdim;
-  cd.B = ytmp_.data(); cd.ldb = static_cast<int>(np);
-  cd.C = col_.data(); cd.ldc = static_cast<int>(np);
-  cd.sparse = gemm::SparseOperand::B;
+  gemm::GemmCall cd;  // dcol^T[N*P x kdim] = dY[N*P x Cout] * W[Cout x kdim]; col_ is reused for it
+  cd.M = static_cast<int>(np); cd.N = kdim; cd.K = cout;
+  cd.A = ytmp_.data(); cd.lda = cout;
+  cd.B = weight.value.data(); cd.ldb = kdim;
+  cd.C = col_.data(); cd.ldc = kdim;
+  cd.sparse = gemm::SparseOperand::A;
   ctx.gemm->run(id, GemmPass::BackwardData, cd);
 
   Tensor dx(x_.n, x_.c, x_.h, x_.w);
   const int oh = yshape_.h, ow = yshape_.w;
-  // col2im: each (n, ci) plane is written by one thread (rows r of the same ci go together).
+  // col2im: each (n, ci) plane is written by one thread.
 #pragma omp parallel for collapse(2) schedule(static)
   for (int n = 0; n < dx.n; ++n)
     for (int ci = 0; ci < cin; ++ci) {
       float* dst = dx.data() + (std::size_t(n) * cin + ci) * x_.h * x_.w;
       for (int kk = 0; kk < k * k; ++kk) {
         const int ki = kk / k, kj = kk % k, r = ci * k * k + kk;
-        const float* src = col_.data() + std::size_t(r) * np + std::size_t(n) * p;
+        const float* src = col_.data() + std::size_t(n) * p * kdim + r;
         for (int oy = 0; oy < oh; ++oy) {
           const int iy = oy * stride - pad + ki;
           if (iy < 0 || iy >= x_.h) continue;
           for (int ox = 0; ox < ow; ++ox) {
             const int ix = ox * stride - pad + kj;
-            if (ix >= 0 && ix < x_.w) dst[iy * x_.w + ix] += src[oy * ow + ox];
+            if (ix >= 0 && ix < x_.w) dst[iy * x_.w + ix] += src[std::size_t(oy * ow + ox) * kdim];
           }
         }
       }
@@ -159,7 +158,7 @@ GemmShape Linear::shape(GemmPass p) const {
   switch (p) {
     case GemmPass::Forward: return {b, out, in};
     case GemmPass::BackwardData: return {b, in, out};
-    case GemmPass::BackwardWeight: return {out, in, b};
+    case GemmPass::BackwardWeight: return {in, out, b};
   }
   return {};
 }
@@ -191,14 +190,17 @@ Tensor Linear::backward(const Tensor& dy, Context& ctx) {
     for (int n = 0; n < dy.n; ++n) s += dy.v[std::size_t(n) * out + o];
     bias.grad[o] = static_cast<float>(s);
   }
-  gemm::GemmCall cw;  // dW[out x in] = dy^T * x
+  std::vector<float> dwt(std::size_t(in) * out);
+  gemm::GemmCall cw;  // dW^T[in x out] = x^T[in x N] * dy[N x out]
   cw.op_a = gemm::Op::T;
-  cw.M = out; cw.N = in; cw.K = dy.n;
-  cw.A = dy.data(); cw.lda = out;
-  cw.B = x_.data(); cw.ldb = in;
-  cw.C = weight.grad.data(); cw.ldc = in;
-  cw.sparse = gemm::SparseOperand::B;
+  cw.M = in; cw.N = out; cw.K = dy.n;
+  cw.A = x_.data(); cw.lda = in;
+  cw.B = dy.data(); cw.ldb = out;
+  cw.C = dwt.data(); cw.ldc = out;
+  cw.sparse = gemm::SparseOperand::A;
   ctx.gemm->run(id, GemmPass::BackwardWeight, cw);
+  for (int o = 0; o < out; ++o)
+    for (int i = 0; i < in; ++i) weight.grad[std::size_t(o) * in + i] = dwt[std::size_t(i) * out + o];
   Tensor dx(x_.n, x_.c, x_.h, x_.w);
   gemm::GemmCall cd;  // dx[N x in] = dy * W
   cd.M = dy.n; cd.N = in; cd.K = out;

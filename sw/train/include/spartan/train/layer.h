@@ -37,7 +37,7 @@ class Layer {
  public:
   virtual ~Layer() = default;
   virtual Tensor forward(const Tensor& x, Context& ctx) = 0;
-  /// Returns dL/dx given dL/dy; accumulates parameter gradients into Param::grad.
+  /// Returns dL/dx given dL/dy; writes (overwrites) the parameter gradients into Param::grad.
   virtual Tensor backward(const Tensor& dy, Context& ctx) = 0;
   virtual std::vector<Param*> params() { return {}; }
   /// Short description, e.g. "conv3x3 16->32 s1 p1".
@@ -46,7 +46,8 @@ class Layer {
   virtual void gemm_layers(std::vector<class GemmLayer*>& out) { (void)out; }
 };
 
-/// GEMM shapes (row-major M x N = M x K * K x N) of one pass.
+/// GEMM shapes of one pass, C[M x N] = A[M x K] * B[K x N] with A the activation-derived (sparse)
+/// operand: the convention of docs/trace-format.md, section 4.1.
 struct GemmShape {
   int M = 0, N = 0, K = 0;
 };
@@ -66,10 +67,11 @@ class GemmLayer : public Layer {
 };
 
 /// 2-D convolution via im2col + GEMM. Weights Cout x (Cin*kh*kw), bias Cout. He-normal init.
-/// im2col matrix: rows = Cin*kh*kw (channel-major, then kernel row, kernel col), columns =
-/// N*OH*OW (image-major, then output row, output col). fwd: Y[Cout x N*OH*OW] = W * col (sparse B);
-/// bwd_data: dcol[Cin*kh*kw x N*OH*OW] = W^T * dY (sparse B), then col2im;
-/// bwd_weight: dW[Cout x Cin*kh*kw] = dY * col^T (sparse B = col).
+/// im2col matrix `col` stored kdim x P with kdim = Cin*kh*kw (channel-major, then kernel row, kernel
+/// col) and P = N*OH*OW (image-major, then output row, output col). With A always the sparse operand:
+/// fwd: Y^T[P x Cout] = col^T * W^T (M=P, N=Cout, K=kdim);
+/// bwd_data: dcol^T[P x kdim] = dY^T * W (M=P, N=kdim, K=Cout; dY ReLU-masked where a ReLU follows), then col2im;
+/// bwd_weight: dW^T[kdim x Cout] = col * dY^T (M=kdim, N=Cout, K=P).
 class Conv2d final : public GemmLayer {
  public:
   Conv2d(int cin, int cout, int k, int stride, int pad, bool bias, std::mt19937_64& init_rng);
@@ -87,12 +89,12 @@ class Conv2d final : public GemmLayer {
 
  private:
   Tensor x_, yshape_;
-  std::vector<float> col_, ytmp_;
+  std::vector<float> col_, ytmp_, dwt_;
 };
 
 /// Fully connected: y[N x out] = x[N x in] * W^T + b, W stored out x in. He-normal init.
 /// fwd: M=N_batch, N=out, K=in (sparse A = x); bwd_data: dx = dy * W (M=N_batch, N=in, K=out,
-/// sparse A = dy); bwd_weight: dW = dy^T * x (M=out, N=in, K=N_batch, sparse B = x).
+/// sparse A = dy); bwd_weight: dW^T = x^T * dy (M=in, N=out, K=N_batch, sparse A = x^T).
 class Linear final : public GemmLayer {
  public:
   Linear(int in, int out, std::mt19937_64& init_rng);
