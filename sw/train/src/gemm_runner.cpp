@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/tensor.h"
 
 namespace spartan::train {
@@ -66,6 +67,11 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
   const auto t0 = std::chrono::steady_clock::now();
   engine_->run(call);
   t.engine_ms = ms_since(t0);
+  if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*engine_)) {
+    t.tile_sparse = true;
+    t.tile_kernel_ms = st->compute_s * 1e3;
+    t.tile_compact_ms = st->compact_s * 1e3;
+  }
   if (!dense_ || dense_ == engine_) t.dense_ms = t.engine_ms;
   timings_.push_back(t);
 }

@@ -19,6 +19,9 @@ struct GemmTiming {
   int M = 0, N = 0, K = 0;
   double engine_ms = 0;  ///< time of the engine that produced the result
   double dense_ms = -1;  ///< dense (OpenBLAS) time of the same call; == engine_ms when the engine is dense
+  bool tile_sparse = false;  ///< the engine is a tile-sparse one: the two fields below are valid
+  double tile_kernel_ms = -1;   ///< tile-sparse compute alone (operand already compacted)
+  double tile_compact_ms = -1;  ///< dense-to-tile-sparse conversion of the sparse operand
   double operand_sparsity = 0;  ///< zero fraction of the operand marked sparse
 };
 
