@@ -1,7 +1,9 @@
 // GraphBLAS oracle / baseline (see graphblas_ref.h).
 #include "spartan/sdnn/graphblas_ref.h"
 
+extern "C" {  // GraphBLAS.h (v7) has no C++ linkage guard
 #include <GraphBLAS.h>
+}
 
 #include <string>
 
