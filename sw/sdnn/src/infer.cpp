@@ -54,37 +54,55 @@ Csr layer_forward(const Csr& y, const Csr& w, float bias, float ymax) {
       const std::int64_t r0 = c * kChunkRows, r1 = std::min(rows, r0 + kChunkRows);
       ch.row_nnz.assign(static_cast<std::size_t>(r1 - r0), 0);
       for (std::int64_t r = r0; r < r1; ++r) {
-        touched.clear();
-        for (auto p = y.row_ptr[r]; p < y.row_ptr[r + 1]; ++p) {
-          const float yv = y.values[p];
-          const auto j = y.col_idx[p];
-          for (auto q = w.row_ptr[j]; q < w.row_ptr[j + 1]; ++q) {
-            const auto col = w.col_idx[q];
-            if (!mark[col]) {
-              mark[col] = 1;
-              touched.push_back(col);
-              acc[col] = yv * w.values[q];
-            } else {
+        const auto p0 = y.row_ptr[r], p1 = y.row_ptr[r + 1];
+        if (p0 == p1) {
+          ch.row_nnz[r - r0] = static_cast<std::int64_t>(ch.cols.size());
+          continue;
+        }
+        std::int64_t work = 0;
+        for (auto p = p0; p < p1; ++p) work += w.row_ptr[y.col_idx[p] + 1] - w.row_ptr[y.col_idx[p]];
+        if (work * 2 >= n) {
+          // Dense path: branch-free scatter, then one ordered scan of the accumulator.
+          for (auto p = p0; p < p1; ++p) {
+            const float yv = y.values[p];
+            const auto j = y.col_idx[p];
+            const auto q1 = w.row_ptr[j + 1];
+            for (auto q = w.row_ptr[j]; q < q1; ++q) {
+              const auto col = w.col_idx[q];
               acc[col] += yv * w.values[q];
+              mark[col] = 1;
             }
           }
-        }
-        if (touched.size() * 8 > static_cast<std::size_t>(n)) {
-          // Dense row: scan in column order.
           for (std::int64_t col = 0; col < n; ++col) {
             if (!mark[col]) continue;
+            const float v = acc[col] + bias;
+            acc[col] = 0.0f;
             mark[col] = 0;
-            float v = acc[col] + bias;
             if (v > 0.0f) {
               ch.cols.push_back(static_cast<std::int32_t>(col));
               ch.vals.push_back(std::min(v, ymax));
             }
           }
         } else {
+          // Sparse path: remember the touched columns, sort them.
+          touched.clear();
+          for (auto p = p0; p < p1; ++p) {
+            const float yv = y.values[p];
+            const auto j = y.col_idx[p];
+            for (auto q = w.row_ptr[j]; q < w.row_ptr[j + 1]; ++q) {
+              const auto col = w.col_idx[q];
+              if (!mark[col]) {
+                mark[col] = 1;
+                touched.push_back(col);
+              }
+              acc[col] += yv * w.values[q];
+            }
+          }
           std::sort(touched.begin(), touched.end());
           for (auto col : touched) {
+            const float v = acc[col] + bias;
+            acc[col] = 0.0f;
             mark[col] = 0;
-            float v = acc[col] + bias;
             if (v > 0.0f) {
               ch.cols.push_back(col);
               ch.vals.push_back(std::min(v, ymax));
