@@ -29,6 +29,7 @@ Csr load_features(const std::string& path, std::int64_t neurons) {
 }
 
 namespace {
+constexpr double kParallelWork = 2.0e6;  // multiply-adds (about 1-2 ms on one core)
 struct Chunk {
   std::vector<std::int32_t> cols;
   std::vector<float> vals;
@@ -42,7 +43,11 @@ Csr layer_forward(const Csr& y, const Csr& w, float bias, float ymax) {
   constexpr std::int64_t kChunkRows = 32;
   const std::int64_t nchunks = (rows + kChunkRows - 1) / kChunkRows;
   std::vector<Chunk> chunks(static_cast<std::size_t>(nchunks));
-#pragma omp parallel
+  // Like GraphBLAS, use threads only when there is enough work to amortise the fork/join (an oversubscribed
+  // machine makes every barrier cost a time slice): estimated multiply-adds = nnz(Y) x mean nnz per W row.
+  const double est_work = static_cast<double>(y.nnz()) * static_cast<double>(w.nnz()) / static_cast<double>(std::max<std::int64_t>(1, w.rows));
+  const bool parallel = est_work > kParallelWork;
+#pragma omp parallel if (parallel)
   {
     std::vector<float> acc(static_cast<std::size_t>(n), 0.0f);
     std::vector<unsigned char> mark(static_cast<std::size_t>(n), 0);
@@ -121,7 +126,7 @@ Csr layer_forward(const Csr& y, const Csr& w, float bias, float ymax) {
   for (std::int64_t c = 0; c < nchunks; ++c) base[c + 1] = base[c] + static_cast<std::int64_t>(chunks[c].cols.size());
   out.col_idx.resize(static_cast<std::size_t>(base[nchunks]));
   out.values.resize(static_cast<std::size_t>(base[nchunks]));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel)
   for (std::int64_t c = 0; c < nchunks; ++c) {
     const Chunk& ch = chunks[c];
     std::copy(ch.cols.begin(), ch.cols.end(), out.col_idx.begin() + base[c]);
