@@ -12,7 +12,6 @@ namespace spartan::sdnn {
 
 DistEngine::DistEngine(const std::vector<Csr>& w, const Partition& p, int rank, int size, bool use_mpi)
     : rank_(rank), size_(size), mpi_(use_mpi) {
-  if (!use_mpi && size != 1) throw InputError("DistEngine: more than one rank requires MPI");
   if (p.parts != size) throw InputError("partition has " + std::to_string(p.parts) + " parts but the run has " + std::to_string(size) + " ranks");
   if (static_cast<int>(w.size()) != p.layers()) throw InputError("partition has " + std::to_string(p.layers()) + " layers, the network " + std::to_string(w.size()));
   neurons_ = w.empty() ? 0 : w[0].rows;
@@ -117,11 +116,28 @@ void displs(const std::vector<int>& count, int batch, std::vector<int>& c, std::
   }
 }
 
+/// Non-zero image indices of every input slot (CSC of the slot x batch block), so that the layer's work is
+/// proportional to the non-zeros of Y, not to slots x batch.
+struct SlotNz {
+  std::vector<std::int64_t> ptr{0};
+  std::vector<std::int32_t> idx;
+  void build(const std::vector<float>& x, std::size_t slots, int batch) {
+    ptr.assign(1, 0);
+    idx.clear();
+    for (std::size_t s = 0; s < slots; ++s) {
+      const float* xs = x.data() + s * batch;
+      for (int b = 0; b < batch; ++b)
+        if (xs[b] != 0.0f) idx.push_back(b);
+      ptr.push_back(static_cast<std::int64_t>(idx.size()));
+    }
+  }
+};
+
 /// Computes local outputs `rows` of one layer: y = clip(sum_j W(j,c) x_j + b on structural non-zeros).
-void compute_rows(const LayerPlan& L, const std::vector<std::int32_t>& rows, const std::vector<float>& x, const std::vector<unsigned char>& slot_nz,
-                  int batch, const std::vector<float>& bias, float ymax, std::vector<float>& y) {
+void compute_rows(const LayerPlan& L, const std::vector<std::int32_t>& rows, const std::vector<float>& x, const SlotNz& nz, int batch,
+                  const std::vector<float>& bias, float ymax, std::vector<float>& y) {
   const std::int64_t nrows = static_cast<std::int64_t>(rows.size());
-#pragma omp parallel
+#pragma omp parallel if (nz.idx.size() > 4096)
   {
     std::vector<unsigned char> flag(static_cast<std::size_t>(batch));
 #pragma omp for schedule(dynamic, 8)
@@ -132,14 +148,13 @@ void compute_rows(const LayerPlan& L, const std::vector<std::int32_t>& rows, con
       std::fill(flag.begin(), flag.end(), 0);
       for (auto q = L.row_ptr[i]; q < L.row_ptr[i + 1]; ++q) {
         const auto s = L.slot[q];
-        if (!slot_nz[s]) continue;
         const float wv = L.values[q];
         const float* xs = x.data() + static_cast<std::size_t>(s) * batch;
-        for (int b = 0; b < batch; ++b)
-          if (xs[b] != 0.0f) {
-            yi[b] += wv * xs[b];
-            flag[b] = 1;
-          }
+        for (auto e = nz.ptr[s]; e < nz.ptr[s + 1]; ++e) {
+          const auto b = nz.idx[e];
+          yi[b] += wv * xs[b];
+          flag[b] = 1;
+        }
       }
       const float bi = bias[i];
       for (int b = 0; b < batch; ++b) {
@@ -153,6 +168,7 @@ void compute_rows(const LayerPlan& L, const std::vector<std::int32_t>& rows, con
 }  // namespace
 
 void DistEngine::forward(const Csr& features, std::int64_t row0, int batch, const std::vector<std::vector<float>>& bias, float ymax) {
+  if (!mpi_ && size_ != 1) throw InputError("DistEngine: running more than one rank requires MPI (plans can be built without)");
   if (features.cols != neurons_) throw InputError("features have " + std::to_string(features.cols) + " columns, the network " + std::to_string(neurons_) + " neurons");
   batch_ = batch;
   counters_.forward_images += static_cast<std::uint64_t>(batch);
@@ -194,15 +210,8 @@ void DistEngine::forward(const Csr& features, std::int64_t row0, int batch, cons
     }
     auto& y = y_[k];
     y.assign(P.out.size() * static_cast<std::size_t>(batch), 0.0f);
-    auto nz = [&](std::vector<unsigned char>& slot_nz) {
-      slot_nz.assign(P.slot_global.size(), 0);
-      for (std::size_t s = 0; s < P.slot_global.size(); ++s) {
-        const float* xs = x.data() + s * batch;
-        slot_nz[s] = std::any_of(xs, xs + batch, [](float v) { return v != 0.0f; });
-      }
-    };
-    std::vector<unsigned char> slot_nz;
-    nz(slot_nz);  // remote slots are still zero here: interior rows do not read them
+    SlotNz slot_nz;
+    slot_nz.build(x, P.slot_global.size(), batch);  // remote slots are still zero here: interior rows do not read them
     compute_rows(P, P.interior, x, slot_nz, batch, bias[k], ymax, y);
     if (req != MPI_REQUEST_NULL) {
       MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -210,7 +219,7 @@ void DistEngine::forward(const Csr& features, std::int64_t row0, int batch, cons
         std::copy_n(recvbuf.data() + t * batch, batch, x.data() + static_cast<std::size_t>(P.recv_slot[t]) * batch);
     }
     if (!P.boundary.empty()) {
-      nz(slot_nz);
+      slot_nz.build(x, P.slot_global.size(), batch);
       compute_rows(P, P.boundary, x, slot_nz, batch, bias[k], ymax, y);
     }
   }

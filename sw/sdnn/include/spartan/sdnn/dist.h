@@ -42,7 +42,7 @@ struct CommCounters {
 class DistEngine {
  public:
   /// Builds this rank's plan from the full network and partition (every rank holds both).
-  /// `use_mpi` false requires size == 1. Throws InputError if the partition does not match the network or
+  /// With `use_mpi` false and size > 1 only the plan is usable (forward/backward throw). Throws InputError if the partition does not match the network or
   /// the number of parts differs from `size`.
   DistEngine(const std::vector<Csr>& w, const Partition& p, int rank, int size, bool use_mpi);
 
