@@ -39,28 +39,40 @@ std::string yosys_quote(const std::string& path) {
   return "\"" + path + "\"";
 }
 
-std::string memory_verilog(const MemoryInfo& m) {
-  // A stand-alone memory with the same geometry and ports, to measure its flip-flop area.
-  const unsigned rp = std::max(1u, m.read_ports), wp = std::max(1u, m.write_ports);
-  const unsigned ab = std::max(1u, m.abits);
-  std::ostringstream v;
-  v << "module spartan_area_mem (input clk";
-  for (unsigned i = 0; i < wp; ++i)
-    v << ", input we" << i << ", input [" << ab - 1 << ":0] wa" << i << ", input [" << m.width_bits - 1 << ":0] wd"
-      << i;
-  for (unsigned i = 0; i < rp; ++i)
-    v << ", input [" << ab - 1 << ":0] ra" << i << ", output " << (m.sync_read ? "reg " : "") << "["
-      << m.width_bits - 1 << ":0] rd" << i;
-  v << ");\n  reg [" << m.width_bits - 1 << ":0] mem [0:" << m.depth_words - 1 << "];\n";
-  v << "  always @(posedge clk) begin\n";
-  for (unsigned i = 0; i < wp; ++i) v << "    if (we" << i << ") mem[wa" << i << "] <= wd" << i << ";\n";
-  if (m.sync_read)
-    for (unsigned i = 0; i < rp; ++i) v << "    rd" << i << " <= mem[ra" << i << "];\n";
-  v << "  end\n";
-  if (!m.sync_read)
-    for (unsigned i = 0; i < rp; ++i) v << "  assign rd" << i << " = mem[ra" << i << "];\n";
-  v << "endmodule\n";
-  return v.str();
+// Black box standing for an SRAM macro: same parameters and ports as Yosys's $mem_v2 cell (Yosys 0.23).
+const char* kSramBlackbox = R"((* blackbox *)
+module spartan_sram_macro(RD_CLK, RD_EN, RD_ARST, RD_SRST, RD_ADDR, RD_DATA, WR_CLK, WR_EN, WR_ADDR, WR_DATA);
+  parameter MEMID = "", SIZE = 1, OFFSET = 0, ABITS = 1, WIDTH = 1, INIT = 0;
+  parameter RD_PORTS = 1, RD_WIDE_CONTINUATION = 0, RD_CLK_ENABLE = 0, RD_CLK_POLARITY = 0, RD_TRANSPARENCY_MASK = 0;
+  parameter RD_COLLISION_X_MASK = 0, RD_CE_OVER_SRST = 0, RD_INIT_VALUE = 0, RD_ARST_VALUE = 0, RD_SRST_VALUE = 0;
+  parameter WR_PORTS = 1, WR_WIDE_CONTINUATION = 0, WR_CLK_ENABLE = 0, WR_CLK_POLARITY = 0, WR_PRIORITY_MASK = 0;
+  input [RD_PORTS-1:0] RD_CLK, RD_EN, RD_ARST, RD_SRST;
+  input [RD_PORTS*ABITS-1:0] RD_ADDR;
+  output [RD_PORTS*WIDTH-1:0] RD_DATA;
+  input [WR_PORTS-1:0] WR_CLK;
+  input [WR_PORTS*WIDTH-1:0] WR_EN, WR_DATA;
+  input [WR_PORTS*ABITS-1:0] WR_ADDR;
+endmodule
+)";
+
+// Yosys script for one unit; `macros` turns memories into spartan_sram_macro black boxes.
+std::string synth_script(const UnitSpec& unit, const std::string& lib, const fs::path& wd, bool macros) {
+  std::ostringstream ys;
+  for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
+  if (macros) ys << "read_verilog -lib " << (wd / "sram_macro.v").string() << "\n";
+  for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
+  const std::string tag = macros ? "logic_" : "";
+  ys << "hierarchy -check -top " << unit.top << "\n"
+     << "synth -flatten -top " << unit.top << " -run :fine\n";
+  if (macros) ys << "chtype -set spartan_sram_macro t:$mem_v2\n";
+  else ys << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n";
+  ys << "synth -flatten -top " << unit.top << " -run fine:\n"
+     << "dfflibmap -liberty " << lib << "\n"
+     << "abc -liberty " << lib << "\n"
+     << "opt_clean\n"
+     << "tee -q -o " << (wd / (tag + "stat.txt")).string() << " stat -liberty " << lib << "\n";
+  if (!macros) ys << "write_verilog -noattr -noexpr " << (wd / "netlist.v").string() << "\n";
+  return ys.str();
 }
 
 std::string read_if_exists(const std::string& p) { return fs::exists(p) ? read_file(p) : std::string(); }
@@ -174,47 +186,27 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   fs::create_directories(wd);
   const std::string lib = yosys_quote(tools.liberty);
   // --- Yosys: synthesis, memories recorded before memory_map, mapping to the liberty.
-  std::ostringstream ys;
-  for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
-  for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
-  ys << "hierarchy -check -top " << unit.top << "\n"
-     << "synth -flatten -top " << unit.top << " -run :fine\n"
-     << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n"
-     << "synth -flatten -top " << unit.top << " -run fine:\n"
-     << "dfflibmap -liberty " << lib << "\n"
-     << "abc -liberty " << lib << "\n"
-     << "opt_clean\n"
-     << "tee -q -o " << (wd / "stat.txt").string() << " stat -liberty " << lib << "\n"
-     << "write_verilog -noattr -noexpr " << (wd / "netlist.v").string() << "\n";
-  r.yosys_script = ys.str();
+  r.yosys_script = synth_script(unit, lib, wd, false);
   write_file_atomic((wd / "synth.ys").string(), r.yosys_script);
-  const std::string ylog = (wd / "yosys.log").string();
-  if (run_tool({tools.yosys, "-q", "-l", (wd / "yosys.full.log").string(), "-s", (wd / "synth.ys").string()}, ylog) !=
-      0) {
-    const std::string log = read_if_exists((wd / "yosys.full.log").string()) + read_if_exists(ylog);
-    throw InputError("Yosys failed on unit '" + unit.name + "' (top " + unit.top + "): " + first_error(log));
-  }
+  auto run_yosys = [&](const std::string& script, const std::string& what) {
+    const std::string full = (wd / (what + ".full.log")).string(), out = (wd / (what + ".log")).string();
+    if (run_tool({tools.yosys, "-q", "-l", full, "-s", script}, out) != 0)
+      throw InputError("Yosys failed on unit '" + unit.name + "' (top " + unit.top +
+                       "): " + first_error(read_if_exists(full) + read_if_exists(out)));
+  };
+  run_yosys((wd / "synth.ys").string(), "yosys");
   r.stat = parse_yosys_stat(read_file((wd / "stat.txt").string()), unit.name + " stat.txt", unit.top);
   if (!r.stat.has_area) throw InputError("Yosys reported no chip area for '" + unit.name + "' (liberty without areas?)");
   r.netlist = read_file((wd / "netlist.v").string());
-  for (const auto& m : parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt")) {
-    MemoryResult mr;
-    mr.info = m;
-    const fs::path md = wd / ("mem_" + std::to_string(r.memories.size()));
-    fs::create_directories(md);
-    write_file_atomic((md / "mem.v").string(), memory_verilog(m));
-    std::ostringstream ms;
-    ms << "read_verilog " << (md / "mem.v").string() << "\nsynth -top spartan_area_mem\n"
-       << "dfflibmap -liberty " << lib << "\nabc -liberty " << lib << "\nopt_clean\n"
-       << "tee -q -o " << (md / "stat.txt").string() << " stat -liberty " << lib << "\n";
-    write_file_atomic((md / "mem.ys").string(), ms.str());
-    if (run_tool({tools.yosys, "-q", "-s", (md / "mem.ys").string()}, (md / "yosys.log").string()) != 0)
-      throw InputError("Yosys failed on the stand-alone model of memory '" + m.name +
-                       "': " + first_error(read_if_exists((md / "yosys.log").string())));
-    const YosysStat ms_stat = parse_yosys_stat(read_file((md / "stat.txt").string()), m.name + " stat", "spartan_area_mem");
-    mr.ff_area_um2 = ms_stat.chip_area_um2;
-    mr.ff_cells = ms_stat.cells;
-    r.memories.push_back(mr);
+  r.memories = parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt");
+  r.logic_um2 = r.stat.chip_area_um2;
+  if (!r.memories.empty()) {
+    // Same design with the memories as black-box macros: the area of everything else.
+    write_file_atomic((wd / "sram_macro.v").string(), kSramBlackbox);
+    write_file_atomic((wd / "logic.ys").string(), synth_script(unit, lib, wd, true));
+    run_yosys((wd / "logic.ys").string(), "yosys_logic");
+    r.logic_um2 =
+        parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top).chip_area_um2;
   }
   // --- OpenSTA: worst path overall and worst register-to-register path.
   std::ostringstream tcl;
@@ -247,8 +239,7 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   r.worst = all.front();
   r.has_reg2reg = !r2r.empty();
   if (r.has_reg2reg) r.reg2reg = r2r.front();
-  const StaPath& defining = r.has_reg2reg ? r.reg2reg : r.worst;
-  r.critical_path_ns = tools.clock_ns - defining.slack_ns;
+  r.critical_path_ns = tools.clock_ns - r.worst.slack_ns;
   if (!(r.critical_path_ns > 0.0)) throw InputError("OpenSTA reported a non-positive critical path for '" + unit.name + "'");
   r.fmax_mhz = 1000.0 / r.critical_path_ns;
   return r;

@@ -114,25 +114,28 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
     double mem_bits = 0, mem_ff = 0;
     json jm = json::array();
     for (const auto& m : u.memories) {
-      mem_bits += static_cast<double>(m.info.bits());
-      mem_ff += m.ff_area_um2;
-      jm.push_back({{"name", m.info.name}, {"width_bits", m.info.width_bits}, {"depth_words", m.info.depth_words},
-                    {"bits", m.info.bits()}, {"read_ports", m.info.read_ports}, {"write_ports", m.info.write_ports},
-                    {"sync_read", m.info.sync_read}, {"ff_area_um2", m.ff_area_um2},
-                    {"sram_area_um2", sram_area_um2(static_cast<double>(m.info.bits()), kBaseNodeNm)}});
+      mem_bits += static_cast<double>(m.bits());
+      jm.push_back({{"name", m.name}, {"width_bits", m.width_bits}, {"depth_words", m.depth_words},
+                    {"bits", m.bits()}, {"read_ports", m.read_ports}, {"write_ports", m.write_ports},
+                    {"sync_read", m.sync_read},
+                    {"sram_area_um2", sram_area_um2(static_cast<double>(m.bits()), kBaseNodeNm)}});
     }
     const double synth_area = u.stat.chip_area_um2;
-    const double logic = std::max(0.0, synth_area - mem_ff);
+    const double logic = u.logic_um2;
+    mem_ff = std::max(0.0, synth_area - logic);
     ju["memories"] = jm;
     ju["memory_bits"] = mem_bits;
     ju["area_180nm"] = {{"synthesised_um2", synth_area}, {"logic_um2", logic}, {"memory_ff_um2", mem_ff},
                         {"memory_sram_um2", sram_area_um2(mem_bits, kBaseNodeNm)}};
-    const StaPath& def = u.has_reg2reg ? u.reg2reg : u.worst;
-    ju["timing_180nm"] = {{"critical_path_ns", u.critical_path_ns}, {"fmax_mhz", u.fmax_mhz},
-                          {"defined_by", u.has_reg2reg ? "register_to_register" : "all_paths"},
-                          {"startpoint", def.startpoint}, {"endpoint", def.endpoint}, {"logic_stages", def.stages},
-                          {"worst_any_path_arrival_ns", u.worst.arrival_ns},
-                          {"worst_any_path", u.worst.startpoint + " -> " + u.worst.endpoint}};
+    json t180 = {{"critical_path_ns", u.critical_path_ns}, {"fmax_mhz", u.fmax_mhz},
+                 {"defined_by", "worst path, all path groups, zero external I/O delay"},
+                 {"startpoint", u.worst.startpoint}, {"endpoint", u.worst.endpoint},
+                 {"logic_stages", u.worst.stages}};
+    if (u.has_reg2reg)
+      t180["register_to_register"] = {{"arrival_ns", u.reg2reg.arrival_ns}, {"slack_ns", u.reg2reg.slack_ns},
+                                      {"startpoint", u.reg2reg.startpoint}, {"endpoint", u.reg2reg.endpoint},
+                                      {"logic_stages", u.reg2reg.stages}};
+    ju["timing_180nm"] = t180;
     json per_node = json::array();
     for (int nm : share_nodes) {
       const TechNode& n = tech_node(nm);

@@ -83,12 +83,12 @@ TEST(Report, Arithmetic) {
   u.stat.cells = 10;
   u.stat.chip_area_um2 = 10000.0;
   u.stat.has_area = true;
-  MemoryResult m;
-  m.info.name = "tbl";
-  m.info.width_bits = 32;
-  m.info.depth_words = 64;
-  m.ff_area_um2 = 4000.0;
+  MemoryInfo m;
+  m.name = "tbl";
+  m.width_bits = 32;
+  m.depth_words = 64;
   u.memories.push_back(m);
+  u.logic_um2 = 6000.0;
   u.critical_path_ns = 4.0;
   u.fmax_mhz = 250.0;
   u.has_reg2reg = true;

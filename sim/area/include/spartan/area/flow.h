@@ -1,6 +1,8 @@
 // The synthesis and timing flow of spartan-area: Yosys 0.23 -> OSU 0.18 um standard cells -> OpenSTA.
 // Per unit: synth (flattened), memories recorded before they are mapped to flip-flops, dfflibmap + abc to
 // the liberty, `stat -liberty`, gate-level netlist, then OpenSTA report_checks for the critical path.
+// fmax = 1 / (worst path over all path groups), inputs and outputs constrained with zero external delay
+// (the neighbours are assumed registered), so input-to-register logic counts as well.
 #pragma once
 #include <map>
 #include <string>
@@ -47,21 +49,18 @@ struct ToolConfig {
 /// Checks that the tools are executable and the liberty is readable. Throws InputError (one line).
 void check_tools(const ToolConfig& tools);
 
-/// A memory with its flip-flop-synthesis area (the same memory synthesised alone, OSU 0.18 um).
-struct MemoryResult {
-  MemoryInfo info;
-  double ff_area_um2 = 0.0;
-  std::uint64_t ff_cells = 0;
-};
-
 struct UnitResult {
   UnitSpec spec;
   YosysStat stat;                  ///< mapped design, memories as flip-flops
-  std::vector<MemoryResult> memories;
+  std::vector<MemoryInfo> memories;
+  /// Area of everything but the memories: the design synthesised again with each `$mem_v2` turned into
+  /// a black-box macro (zero area), so the logic around the memories is kept exactly. Equals
+  /// stat.chip_area_um2 when there are no memories.
+  double logic_um2 = 0.0;
   bool has_reg2reg = false;
-  StaPath reg2reg;                 ///< worst register-to-register path (defines fmax)
-  StaPath worst;                   ///< worst path of all (I/O with zero external delay included)
-  double critical_path_ns = 0.0;   ///< clock_ns - slack of the path that defines fmax
+  StaPath reg2reg;                 ///< worst register-to-register path (reported)
+  StaPath worst;                   ///< worst path of all, I/O with zero external delay (defines fmax)
+  double critical_path_ns = 0.0;   ///< clock_ns - slack of the worst path
   double fmax_mhz = 0.0;           ///< 1000 / critical_path_ns
   std::string netlist;             ///< gate-level Verilog (write_verilog -noattr)
   std::string yosys_script, sta_script;
