@@ -22,6 +22,10 @@
 #include "spartan/common/cli.h"
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
+#ifdef SPARTAN_BENCH_HAVE_TRACE
+#include "spartan/trace/metadata.h"
+#include "spartan/trace/sptrace.h"
+#endif
 
 namespace po = boost::program_options;
 using namespace spartan;
@@ -94,6 +98,72 @@ int run_calibrate(const TileSparseOptions& opt, std::ostream& md) {
   return 0;
 }
 
+#ifdef SPARTAN_BENCH_HAVE_TRACE
+/// Forward GEMM of every conv/FC layer of a trace, with the layer's recorded activation (`act` of the last
+/// iteration) as the sparse operand: A = im2col(act) [N_b*OH*OW x C*KH*KW] (docs/trace-format.md, 4.1),
+/// B = random weights^T [C*KH*KW x Cout]. Returns the number of layers measured.
+int run_trace(const std::string& path, TileSparseEngine& engine, double min_time, std::ostream& md) {
+  trace::TraceReader r(path);
+  const std::vector<trace::LayerInfo> layers = trace::read_layers(r);
+  if (layers.empty()) throw InputError(path + ": no 'layers' metadata (not a spartan-train trace?)");
+  std::map<std::int64_t, std::string> act;  // layer -> tensor name of its last-iteration activation
+  for (const auto& k : r.keys())
+    if (k.kind == "act") act[k.layer] = k.name();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  int measured = 0;
+  for (const auto& L : layers) {
+    const auto it = act.find(L.index);
+    if (it == act.end() || (L.type != "conv" && L.type != "fc") || L.input.empty()) continue;
+    const std::vector<float> x = r.to_f32(it->second);
+    const trace::Im2colGeometry& g = L.im2col;
+    const std::int64_t batch = L.input[0], M = L.fwd.M, N = L.fwd.N, K = L.fwd.K;
+    if (M != batch * g.OH * g.OW || K != g.C * g.KH * g.KW || std::int64_t(x.size()) != batch * g.C * g.H * g.W)
+      throw InputError(path + ": layer " + std::to_string(L.index) + ": act / im2col / gemm shapes disagree");
+    std::vector<float> A(std::size_t(M) * K, 0.0f), B(std::size_t(K) * N), C(std::size_t(M) * N);
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t oy = 0; oy < g.OH; ++oy)
+        for (std::int64_t ox = 0; ox < g.OW; ++ox) {
+          float* row = A.data() + ((b * g.OH + oy) * g.OW + ox) * K;
+          for (std::int64_t c = 0; c < g.C; ++c)
+            for (std::int64_t kh = 0; kh < g.KH; ++kh)
+              for (std::int64_t kw = 0; kw < g.KW; ++kw) {
+                const std::int64_t iy = oy * g.stride - g.pad + kh, ix = ox * g.stride - g.pad + kw;
+                if (iy >= 0 && iy < g.H && ix >= 0 && ix < g.W)
+                  row[(c * g.KH + kh) * g.KW + kw] = x[std::size_t(((b * g.C + c) * g.H + iy) * g.W + ix)];
+              }
+        }
+    for (auto& v : B) v = u(rng);
+    std::size_t zeros = 0;
+    for (float v : A) zeros += format::is_zero(v);
+    const double sparsity = double(zeros) / double(A.size());
+    GemmCall c{Op::N, Op::N, int(M), int(N), int(K), 1.0f, 0.0f, A.data(), int(K), B.data(), int(N), C.data(), int(N),
+               SparseOperand::A};
+    format::TiledMatrix tm;
+    const double t_compact = time_min([&] { tm = engine.compact_operand(c); }, min_time / 2, 2, 50);
+    const auto [t_blas, t_tile] = time_pair(
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A.data(), int(K),
+                      B.data(), int(N), 0.0f, C.data(), int(N));
+        },
+        [&] { engine.run_compacted(c, tm); }, 2 * min_time, 5, 400);
+    const TileSparseStats& st = engine.last_stats();
+    const std::string tiles =
+        std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
+    const std::string name = "trace:" + L.name;
+    std::printf("%-18s %-10s %5lld %6lld %5lld %5.1f %13s %9.3f %9.3f %7.2f %9.3f %s\n", name.c_str(), "fwd",
+                (long long)M, (long long)N, (long long)K, sparsity * 100, tiles.c_str(), t_blas * 1e3, t_tile * 1e3,
+                t_blas / t_tile, t_compact * 1e3, "(trace act)");
+    md << "| " << name << " | fwd | " << M << " | " << N << " | " << K << " | " << fmt("%.1f", sparsity * 100) << " | "
+       << tiles << " | " << fmt("%.3f", t_blas * 1e3) << " | " << fmt("%.3f", t_tile * 1e3) << " | "
+       << fmt("%.2f", t_blas / t_tile) << " | " << fmt("%.3f", t_compact * 1e3) << " | trace |\n";
+    ++measured;
+  }
+  if (measured == 0) throw InputError(path + ": no conv/FC layer with an 'act' tensor");
+  return measured;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,6 +174,7 @@ int main(int argc, char** argv) {
     double threshold = kCalibratedThreshold, min_time = 0.2;
     int batch = 1, seed = 1;
     bool all_passes = false, calibrate = false, quick = false;
+    std::string trace_path;
     desc.add_options()("help,h", "this help")("tile", po::value(&tile), "tile size RxC (default: the engine default, 8x256)")(
         "format", po::value(&fmt_name), "sparse tile format: ell | bitmap")(
         "threshold", po::value(&threshold), "density threshold (default: calibrated constant)")(
@@ -114,7 +185,8 @@ int main(int argc, char** argv) {
         "min-time", po::value(&min_time), "seconds of repetitions per measurement (default 0.2)")(
         "quick", po::bool_switch(&quick), "one layer per network")("seed", po::value(&seed), "RNG seed")(
         "md", po::value(&md_path), "also write the table as Markdown to this file (atomic)")(
-        "calibrate", po::bool_switch(&calibrate), "run the density-threshold calibration instead");
+        "calibrate", po::bool_switch(&calibrate), "run the density-threshold calibration instead")(
+        "trace", po::value(&trace_path), "also: forward GEMMs with the real activations of this .sptrace");
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, desc), vm);
     po::notify(vm);
@@ -170,6 +242,13 @@ int main(int argc, char** argv) {
                 "tiles z/s/d", "blas_ms", "tile_ms", "ratio", "compact", "target");
     md << "| layer | pass | M | N | K | sparsity % | tiles zero/sparse/dense | OpenBLAS ms | tile-sparse ms | ratio | "
           "compact ms | target |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n";
+    if (!trace_path.empty()) {
+#ifdef SPARTAN_BENCH_HAVE_TRACE
+      run_trace(trace_path, engine, min_time, md);
+#else
+      throw InputError("--trace: this build has no trace library");
+#endif
+    }
     std::vector<bench::ConvShape> layers = bench::conv_layers();
     if (quick) {
       std::vector<bench::ConvShape> q;

@@ -152,7 +152,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   stats_.tiles_dense = tc.dense;
   for (const auto& h : s.headers) stats_.nnz += h.nnz;
   if (c.M == 0 || c.N == 0) return;
-  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0)) {  // all DENSE (or nothing to sum): one sgemm
+  const double density = double(stats_.nnz) / (double(st.rows) * double(st.cols));
+  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || (opt_.whole_call_guard && density >= opt_.threshold)) {
+    // all DENSE, or dense enough overall (call-level guard), or nothing to sum: one sgemm
     stats_.full_dense = c.K > 0;
     stats_.dense_calls = 1;
     make_dense_engine()->run(c);

@@ -38,6 +38,10 @@ struct TileSparseOptions {
   format::TileFormat sparse_format = format::TileFormat::Ell;  ///< Ell or Bitmap
   Isa isa = Isa::Auto;  ///< Auto: AVX2+FMA when the CPU has them, else portable
   int num_threads = 0;  ///< OpenMP threads for the sparse part; 0 = OpenMP default
+  /// Call-level guard: when the whole operand's density (nnz / elements) is >= threshold, run one sgemm
+  /// of the whole call (the calibrated crossover says dense wins on average; mixed tiles would otherwise
+  /// fragment the dense part into many small sgemm calls). Tile counts are still reported.
+  bool whole_call_guard = true;
 };
 
 /// What the last call did (tile counts of the compacted operand and times in seconds).
@@ -45,7 +49,7 @@ struct TileSparseStats {
   std::size_t tiles_zero = 0, tiles_sparse = 0, tiles_dense = 0;
   std::size_t nnz = 0;             ///< non-zeros of the sparse operand
   std::size_t dense_calls = 0;     ///< sgemm calls issued for runs of DENSE tiles
-  bool full_dense = false;         ///< every tile DENSE: one sgemm for the whole call
+  bool full_dense = false;         ///< one sgemm for the whole call (all tiles DENSE, or the call-level guard)
   double compact_s = 0, compute_s = 0;
 };
 
