@@ -323,6 +323,14 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     k.hdr = H.p, k.payload = PL.p, k.S = S.p, k.X = Xd.p, k.C = C.p;
     const std::size_t smem = (std::size_t(k.p_tile) * kQB + std::size_t(k.TR) * k.TC) * sizeof(float) +
                              std::size_t(k.TR) * k.TC * sizeof(NzEntry);
+    int dev = 0, smem_max = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
+    if (smem > std::size_t(smem_max))
+      throw InputError("cuda tile-sparse gemm: tile " + std::to_string(k.TR) + "x" + std::to_string(k.TC) +
+                       " needs " + std::to_string(smem) + " bytes of shared memory per block, the GPU allows " +
+                       std::to_string(smem_max) + " (use smaller tiles)");
+    if (n_bands > 65535) throw InputError("cuda tile-sparse gemm: more than 65535 tile bands (use taller tiles)");
     if (smem > 48 * 1024)
       check(cudaFuncSetAttribute(tile_sparse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
             "cudaFuncSetAttribute");
