@@ -7,8 +7,9 @@
 // range of P (a tile row of the stored matrix, or a tile column when S is its transpose).
 //  - DENSE tiles: maximal runs of adjacent DENSE tiles along R in a band become one sgemm on the
 //    original operands (in place, no copy); consecutive bands with identical runs share one call.
-//  - ELL/BITMAP tiles: a band's non-zeros are gathered into a row list (Entry = {r, alpha*v}) and the
+//  - ELL/BITMAP tiles: the non-zeros are gathered into a row list over P (Entry = {r, alpha*v}) and the
 //    gather micro-kernel accumulates Out rows from rows of D (vectorised along Q).
+//  - Call-level guard: overall density >= threshold -> one sgemm of the whole call.
 #include <cblas.h>
 #include <omp.h>
 
@@ -229,13 +230,13 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   }
 
   // ---- Sparse tiles. (1) The non-zeros of all sparse tiles become one row list over P (CSR-like,
-  // Entry = {r, alpha * v}), rows in order, entries in increasing r. (2) Q is cut into panels; per panel
-  // the gather micro-kernel accumulates Out[p][panel] += v * D[r][panel]. D rows are contiguous along Q
-  // when the dense operand's layout allows (op(B) = B for sparse A, op(A)^T = A for sparse B); otherwise
-  // each panel of D is packed (a W x K transpose, in L2) so that no full transpose is materialised.
+  // Entry = {r, alpha * v}), rows in order, entries in increasing r. (2) The gather micro-kernel
+  // accumulates Out[p][q-block] += v * D[r][q-block] over 64-row chunks and 256-deep blocks of R. D rows
+  // are contiguous along Q when the dense operand's layout allows (op(B) = B for sparse A, op(A)^T = A for
+  // sparse B); otherwise the dense operand is transposed once into a reused buffer (blocked).
   const float* X;  // dense operand as stored
   std::size_t ldx;
-  bool pack;       // D[r][q] = X[q][r] (pack panels) or X[r][q] (use in place)
+  bool pack;       // D[r][q] = X[q][r] (transpose into pack_) or X[r][q] (use in place)
   if (sp_a) {
     X = c.B, ldx = c.ldb, pack = c.op_b == Op::T;
   } else {
