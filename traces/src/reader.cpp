@@ -137,7 +137,9 @@ void TraceReader::Impl::parse() {
   if (!doc.is_object()) fail("header", kLenBytes, "JSON header is not an object");
 
   const std::uint64_t data_size = map.size - data_start;
-  for (const auto& [name, entry] : doc.items()) {
+  for (const auto& item : doc.items()) {
+    const std::string& name = item.key();  // not a structured binding: lambdas below capture it
+    const json& entry = item.value();
     // Only computed on error: a find() per tensor would make big headers quadratic.
     const auto at = [&] { return name_offset(header, name); };
     if (name == "__metadata__") {
