@@ -92,7 +92,7 @@ int run(int argc, char** argv) {
     ("epochs", po::value(&cfg.epochs)->default_value(1), "passes over the training set")
     ("iterations", po::value(&cfg.iterations)->default_value(0), "stop after N steps (0 = run all epochs)")
     ("batch", po::value(&cfg.batch)->default_value(64), "mini-batch size N (the last partial batch of an epoch is dropped)")
-    ("lr", po::value(&cfg.lr)->default_value(0.05f, "0.05"), "base learning rate")
+    ("lr", po::value(&cfg.lr)->default_value(0.02f, "0.02"), "base learning rate")
     ("lr-schedule", po::value(&schedule)->default_value("cosine"), "constant|cosine (cosine decays to 0 over the run)")
     ("momentum", po::value(&cfg.momentum)->default_value(0.9f, "0.9"), "SGD momentum")
     ("weight-decay", po::value(&cfg.weight_decay)->default_value(5e-4f, "5e-4"), "L2 weight decay on conv/FC weights")
