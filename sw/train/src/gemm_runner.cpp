@@ -63,11 +63,21 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
     const auto t0 = std::chrono::steady_clock::now();
     dense_->run(ref);
     t.dense_ms = ms_since(t0);
+    if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*dense_)) {  // a CUDA engine: device time
+      t.dense_ms = st->compute_s * 1e3;
+      t.device_timer = true;
+    }
   }
   const auto t0 = std::chrono::steady_clock::now();
   engine_->run(call);
   t.engine_ms = ms_since(t0);
-  if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*engine_)) {
+  const gemm::TileSparseStats* st = gemm::last_tile_stats(*engine_);
+  const bool cuda = engine_->name().rfind("cuda", 0) == 0;
+  if (st && cuda) {
+    t.engine_ms = st->compute_s * 1e3;  // CUDA events around the kernels, transfers excluded
+    t.device_timer = true;
+  }
+  if (st && engine_->name().find("tile-sparse") != std::string::npos) {
     t.tile_sparse = true;
     t.tile_kernel_ms = st->compute_s * 1e3;
     t.tile_compact_ms = st->compact_s * 1e3;

@@ -92,7 +92,7 @@ TEST_F(Cli, HelpDocumentsEveryOption) {
 
 TEST_F(Cli, BadOptionsExit2WithOneLine) {
   for (const std::string args : {"--bogus", "--model nope --iterations 1", "--batch 0", "--trace-dtype f8",
-                                 "--gemm magic", "--device tpu", "--capture-every 0", "--lr -1", "--epochs x",
+                                 "--gemm magic", "--device tpu", "--device cuda" /* no GPU here */, "--capture-every 0", "--lr -1", "--epochs x",
                                  "--lr-schedule step", "--threads 0"}) {
     const RunResult r = run(args + " --data " + (dir_ / "none").string());
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;

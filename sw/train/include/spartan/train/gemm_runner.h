@@ -22,6 +22,7 @@ struct GemmTiming {
   bool tile_sparse = false;  ///< the engine is a tile-sparse one: the two fields below are valid
   double tile_kernel_ms = -1;   ///< tile-sparse compute alone (operand already compacted)
   double tile_compact_ms = -1;  ///< dense-to-tile-sparse conversion of the sparse operand
+  bool device_timer = false;    ///< times are device times (CUDA events of a CUDA engine), not host wall clock
   double operand_sparsity = 0;  ///< zero fraction of the operand marked sparse
 };
 
