@@ -86,13 +86,13 @@ TEST_F(Cli, HelpDocumentsEveryOption) {
   EXPECT_EQ(r.code, 0);
   for (const char* opt : {"--model", "--data", "--epochs", "--iterations", "--batch", "--lr", "--lr-schedule",
                           "--momentum", "--weight-decay", "--seed", "--threads", "--gemm", "--device", "--trace",
-                          "--capture-every", "--trace-dtype", "--quiet", "--eval-every", "--test-limit", "--out-json"})
+                          "--capture-every", "--gemm-repeats", "--trace-dtype", "--quiet", "--eval-every", "--test-limit", "--out-json"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
 }
 
 TEST_F(Cli, BadOptionsExit2WithOneLine) {
   for (const std::string args : {"--bogus", "--model nope --iterations 1", "--batch 0", "--trace-dtype f8",
-                                 "--gemm magic", "--device tpu", "--device cuda" /* no GPU here */, "--capture-every 0", "--lr -1", "--epochs x",
+                                 "--gemm magic", "--device tpu", "--device cuda" /* no GPU here */, "--capture-every 0", "--gemm-repeats 0", "--lr -1", "--epochs x",
                                  "--lr-schedule step", "--threads 0"}) {
     const RunResult r = run(args + " --data " + (dir_ / "none").string());
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;

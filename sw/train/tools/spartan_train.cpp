@@ -77,6 +77,7 @@ int run(int argc, char** argv) {
   TrainConfig cfg;
   int threads = 2;
   std::int64_t capture_every = 100;
+  int gemm_repeats = 3;
   po::options_description opts(
       "spartan-train: train a CNN on an IDX image dataset (default Fashion-MNIST) with the conv/FC GEMMs\n"
       "going through a chosen GEMM engine, and capture activation traces (.sptrace, docs/trace-format.md).\n\n"
@@ -103,6 +104,7 @@ int run(int argc, char** argv) {
     ("device", po::value(&device)->default_value("cpu"), "cpu|cuda")
     ("trace", po::value(&trace_path), "write an activation trace (.sptrace) to FILE")
     ("capture-every", po::value(&capture_every)->default_value(100), "capture steps 0, K, 2K, ... into the trace")
+    ("gemm-repeats", po::value(&gemm_repeats)->default_value(3), "on capture steps, time each GEMM this many times per engine (median)")
     ("trace-dtype", po::value(&trace_dtype)->default_value("f32"), "element type of captured activations: f32|f16|bf16")
     ("eval-every", po::value(&cfg.eval_every)->default_value(0), "also evaluate on the test set every N steps (0 = at epoch ends)")
     ("test-limit", po::value(&cfg.test_limit)->default_value(0), "evaluate on the first N test images only (0 = all)")
@@ -125,6 +127,7 @@ int run(int argc, char** argv) {
   if (cfg.weight_decay < 0) throw InputError("--weight-decay must be >= 0");
   if (cfg.eval_every < 0 || cfg.test_limit < 0) throw InputError("--eval-every and --test-limit must be >= 0");
   if (capture_every < 1) throw InputError("--capture-every must be >= 1");
+  if (gemm_repeats < 1) throw InputError("--gemm-repeats must be >= 1");
   const trace::DType act_dtype = parse_trace_dtype(trace_dtype);
   learning_rate(schedule, cfg.lr, 0, 1);  // validates the schedule name
   if (device != "cpu" && device != "cuda") throw InputError("--device must be cpu or cuda (got '" + device + "')");
@@ -145,6 +148,7 @@ int run(int argc, char** argv) {
   const Dataset data = load_idx_dataset(data_dir);
   auto model = build_model(model_name, 1, data.train.rows, data.train.cols, data.classes, cfg.seed);
   GemmRunner runner(engine.get(), dense.get());
+  runner.set_repeats(gemm_repeats);
 
   std::vector<TrainObserver*> observers;
   Progress progress;
