@@ -131,6 +131,7 @@ GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
     s.hit_latency_cycles = m.u32("hit_latency_cycles");
     s.bytes_per_cycle = m.u32("bytes_per_cycle");
     s.mshr_entries = m.u32("mshr_entries");
+    s.writeback_entries = m.u32("writeback_entries", s.writeback_entries);
     std::uint64_t total = m.has("size_bytes") ? m.u64("size_bytes") : 0;
     m.finish();
     if (total && total != c.l2.size_bytes())
@@ -179,6 +180,7 @@ void validate_gpu_config(const GpuConfig& c) {
   if (s.line_bytes / s.sector_bytes > 32) fail("l2.sector_bytes", "at most 32 sectors per line");
   if (s.bytes_per_cycle == 0) fail("l2.bytes_per_cycle", "must be > 0");
   if (s.mshr_entries == 0) fail("l2.mshr_entries", "must be > 0");
+  if (s.writeback_entries == 0) fail("l2.writeback_entries", "must be > 0");
   if (c.l2.interleave_bytes == 0 || c.l2.interleave_bytes % s.line_bytes)
     fail("l2.interleave_bytes", "must be a non-zero multiple of l2.line_bytes");
   if (c.l2.hash != "rotate_xor" && c.l2.hash != "modulo")

@@ -44,6 +44,7 @@ struct L2SliceConfig {
   std::uint32_t hit_latency_cycles = 100;   ///< tag+data pipeline latency, L2 cycles
   std::uint32_t bytes_per_cycle = 64;       ///< data-array bandwidth, L2 cycles
   std::uint32_t mshr_entries = 64;          ///< outstanding line fills per slice
+  std::uint32_t writeback_entries = 32;     ///< write-back buffer: dirty evictions in flight to DRAM
   std::uint64_t size_bytes() const { return std::uint64_t(sets) * ways * line_bytes; }
 };
 

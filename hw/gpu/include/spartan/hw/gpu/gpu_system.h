@@ -25,6 +25,7 @@
 namespace spartan::hw::gpu {
 
 class TrafficGenerator;
+class SmScheduler;
 class Crossbar;
 class L2Slice;
 class MemoryController;
@@ -80,6 +81,11 @@ class GpuSystem {
   KernelResult run(const std::vector<RequestSource*>& sources);
   /// Runs the simulation until idle without starting SMs (for modules driving their own traffic).
   void run_until_idle();
+  /// Advances simulated time by `ps` (nothing must be running).
+  void advance(ps_t ps);
+  /// Writes back every dirty L2 line and invalidates all lines, then advances time until the last
+  /// writeback is done in DRAM; returns that time (ps). Gives the next kernel a cold, idle hierarchy.
+  ps_t flush_l2();
   /// Current simulated time in ps.
   ps_t now_ps() const;
 
@@ -94,6 +100,7 @@ class GpuSystem {
   std::unique_ptr<BackingStore> store_;
   std::unique_ptr<Crossbar> xbar_;
   std::vector<std::unique_ptr<TrafficGenerator>> sms_;
+  std::unique_ptr<SmScheduler> sched_;
   std::vector<std::unique_ptr<L2Slice>> l2_;
   std::vector<std::unique_ptr<MemoryController>> mcs_;
 };
