@@ -5,8 +5,8 @@ namespace spartan::hw {
 AddressMap::AddressMap(const GpuConfig& c)
     : interleave_(c.l2.interleave_bytes),
       slices_(c.l2.slices),
-      slices_per_channel_(c.l2.slices / c.dram.channels),
-      burst_bytes_(c.dram.burst_bytes()),
+      spc_(c.l2.slices / c.dram.channels),
+      burst_(c.dram.burst_bytes()),
       bank_groups_(c.dram.bank_groups),
       banks_per_group_(c.dram.banks_per_group),
       bursts_per_row_(c.dram.row_bytes / c.dram.burst_bytes()),

@@ -19,6 +19,16 @@
 
 namespace spartan::hw {
 
+/// Division by a run-time constant: a shift when it is a power of two (the common case), else a divide.
+struct FastDiv {
+  std::uint64_t d = 1;
+  int shift = 0;  ///< -1: not a power of two
+  FastDiv() = default;
+  explicit FastDiv(std::uint64_t v) : d(v), shift((v && !(v & (v - 1))) ? __builtin_ctzll(v) : -1) {}
+  std::uint64_t div(std::uint64_t x) const noexcept { return shift >= 0 ? x >> shift : x / d; }
+  std::uint64_t mod(std::uint64_t x) const noexcept { return shift >= 0 ? x & (d - 1) : x % d; }
+};
+
 struct SliceAddress {
   std::uint32_t slice;  ///< 0 .. slices-1
   std::uint64_t local;  ///< byte address inside the slice's share of memory
@@ -36,43 +46,42 @@ class AddressMap {
   explicit AddressMap(const GpuConfig& cfg);
 
   SliceAddress to_slice(std::uint64_t addr) const noexcept {
-    std::uint64_t chunk = addr / interleave_, off = addr % interleave_;
-    std::uint64_t group = chunk / slices_;
+    std::uint64_t chunk = interleave_.div(addr), off = interleave_.mod(addr);
+    std::uint64_t group = slices_.div(chunk);
     std::uint64_t rot = xor_hash_ ? fold(group) : 0;
-    return {std::uint32_t((chunk % slices_ + rot) % slices_), group * interleave_ + off};
+    return {std::uint32_t(slices_.mod(slices_.mod(chunk) + rot)), group * interleave_.d + off};
   }
   /// Inverse of to_slice().
   std::uint64_t to_global(std::uint32_t slice, std::uint64_t local) const noexcept {
-    std::uint64_t group = local / interleave_, off = local % interleave_;
-    std::uint64_t rot = xor_hash_ ? fold(group) % slices_ : 0;
-    std::uint64_t pos = (slice + slices_ - rot) % slices_;
-    return (group * slices_ + pos) * interleave_ + off;
+    std::uint64_t group = interleave_.div(local), off = interleave_.mod(local);
+    std::uint64_t rot = xor_hash_ ? slices_.mod(fold(group)) : 0;
+    std::uint64_t pos = slices_.mod(slice + slices_.d - rot);
+    return (group * slices_.d + pos) * interleave_.d + off;
   }
   /// DRAM coordinates of a slice-local address.
   DramAddress to_dram(std::uint32_t slice, std::uint64_t local) const noexcept {
-    std::uint32_t ch = slice / slices_per_channel_;
-    std::uint64_t ch_local = (local / interleave_) * slices_per_channel_ * interleave_ +
-                             (slice % slices_per_channel_) * interleave_ + local % interleave_;
-    std::uint64_t x = ch_local / burst_bytes_;
+    std::uint32_t ch = std::uint32_t(spc_.div(slice));
+    std::uint64_t ch_local = interleave_.div(local) * spc_.d * interleave_.d + spc_.mod(slice) * interleave_.d +
+                             interleave_.mod(local);
+    std::uint64_t x = burst_.div(ch_local);
     DramAddress d{};
     d.channel = ch;
-    d.bank_group = std::uint32_t(x % bank_groups_);
-    x /= bank_groups_;
-    d.column = std::uint32_t(x % bursts_per_row_);
-    x /= bursts_per_row_;
-    std::uint32_t bank = std::uint32_t(x % banks_per_group_);
-    x /= banks_per_group_;
+    d.bank_group = std::uint32_t(bank_groups_.mod(x));
+    x = bank_groups_.div(x);
+    d.column = std::uint32_t(bursts_per_row_.mod(x));
+    x = bursts_per_row_.div(x);
+    std::uint32_t bank = std::uint32_t(banks_per_group_.mod(x));
+    x = banks_per_group_.div(x);
     d.row = std::uint32_t(x);
-    d.bank = std::uint32_t((bank ^ x) % banks_per_group_);
+    d.bank = std::uint32_t(banks_per_group_.mod(bank ^ x));
     return d;
   }
-  std::uint32_t slices() const noexcept { return slices_; }
-  std::uint32_t slices_per_channel() const noexcept { return slices_per_channel_; }
+  std::uint32_t slices() const noexcept { return std::uint32_t(slices_.d); }
+  std::uint32_t slices_per_channel() const noexcept { return std::uint32_t(spc_.d); }
 
  private:
   static std::uint64_t fold(std::uint64_t g) noexcept { return g ^ (g >> 5) ^ (g >> 11) ^ (g >> 17); }
-  std::uint64_t interleave_, slices_, slices_per_channel_, burst_bytes_, bank_groups_, banks_per_group_,
-      bursts_per_row_;
+  FastDiv interleave_, slices_, spc_, burst_, bank_groups_, banks_per_group_, bursts_per_row_;
   bool xor_hash_;
 };
 

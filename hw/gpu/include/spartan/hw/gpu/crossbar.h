@@ -39,7 +39,8 @@ class Crossbar : public sc_core::sc_module {
 
  private:
   struct Port {
-    Port(const ClockDomain& clk, std::uint32_t bw) : req(clk, bw), rsp(clk, bw) {}
+    // 8-cycle bins over a 16K-cycle horizon: small enough (8 KiB) to stay in cache across many ports.
+    Port(const ClockDomain& clk, std::uint32_t bw) : req(clk, bw, 8, 2048), rsp(clk, bw, 8, 2048) {}
     BandwidthCalendar req, rsp;
     CrossbarPortStats stats;
   };
