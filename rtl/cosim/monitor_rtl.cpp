@@ -5,10 +5,14 @@
 #include <random>
 #include <stdexcept>
 
+// Verilator's runtime headers are not -Wextra clean; they are third-party code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 #include <verilated.h>
 #include <verilated_vcd_c.h>
 
 #include "Vsparsity_monitor.h"
+#pragma GCC diagnostic pop
 
 namespace spartan::rtl {
 
@@ -124,6 +128,7 @@ std::uint32_t MonitorRtl::mmio_write(std::uint32_t offset, std::uint32_t value) 
   t.mmio_we = 1;
   t.mmio_addr = offset & 0xFFF;
   t.mmio_wdata = value;
+  while (!t.mmio_ready) tick();
   tick();
   t.mmio_valid = 0;
   t.mmio_we = 0;
@@ -138,6 +143,7 @@ std::uint32_t MonitorRtl::mmio_read(std::uint32_t offset, std::uint32_t& value) 
   t.mmio_valid = 1;
   t.mmio_we = 0;
   t.mmio_addr = offset & 0xFFF;
+  while (!t.mmio_ready) tick();
   tick();
   t.mmio_valid = 0;
   while (!t.mmio_rvalid) tick();

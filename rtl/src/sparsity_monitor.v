@@ -59,7 +59,7 @@ module sparsity_monitor #(
   wire [NREG*64-1:0] r_base, r_ct_base;
   wire [NREG*32-1:0] r_size, r_cols, r_tpr, r_tiles;
   wire [NREG*24-1:0] r_pitch;
-  wire [NREG*30-1:0] r_recip;
+  wire [NREG*36-1:0] r_recip;
   wire [NREG*2-1:0]  r_dtype;
   wire [NREG*4-1:0]  r_trl, r_tcl;
   wire [NREG*CAW-1:0] r_ctr_off;
@@ -169,7 +169,7 @@ module sparsity_monitor #(
   wire [LW-1:0] g_lo, g_hi;
   spartan_line_geom #(.LINE_BYTES(LINE_BYTES)) u_geom (
     .line_addr(b_line), .req_lo(b_lo), .req_hi(b_hi), .base(r_base[b_r*64 +: 64]),
-    .size(r_size[b_r*32 +: 32]), .pitch(r_pitch[b_r*24 +: 24]), .recip(r_recip[b_r*30 +: 30]),
+    .size(r_size[b_r*32 +: 32]), .pitch(r_pitch[b_r*24 +: 24]), .recip(r_recip[b_r*36 +: 36]),
     .dtype(b_dtype), .row(g_row), .col0(g_col0), .lo(g_lo), .hi(g_hi));
 
   // ---------------- stage C: row segments x tile buckets ----------------

@@ -3,7 +3,7 @@
 // Outputs: the element lanes [lo, hi) fully inside both the request and [base, base + size), and the
 // (row, col0) of lane lo. row = off / PITCH, col0 = (off % PITCH) / element size are computed with the
 // region's reciprocal RECIP = ceil(2^36 / PITCH) — no divider: q = (off * RECIP) >> 36 is row or row + 1 for
-// off < 2^32, and one subtract/compare corrects it. Requires BASE element-aligned and size < 2^32.
+// off < 2^32 (error < off/2^36 < 1/16), and one subtract/compare corrects it. Requires BASE element-aligned and size < 2^32.
 module spartan_line_geom #(
   parameter LINE_BYTES = 128,
   parameter LW         = $clog2(LINE_BYTES / 2 + 1),
@@ -15,7 +15,7 @@ module spartan_line_geom #(
   input  wire [63:0]   base,
   input  wire [31:0]   size,
   input  wire [23:0]   pitch,
-  input  wire [29:0]   recip,
+  input  wire [35:0]   recip,   // ceil(2^36 / pitch), pitch >= 2
   input  wire [1:0]    dtype,
   output reg  [23:0]   row,
   output reg  [23:0]   col0,
@@ -39,12 +39,12 @@ module spartan_line_geom #(
   wire [BW:0]   lo_b  = f32 ? {e_lo, 2'b00} : {1'b0, e_lo, 1'b0};
   wire [63:0]   off_w = line_addr + {{(63-BW){1'b0}}, lo_b} - base;
   wire [31:0]   off   = off_w[31:0];
-  wire [61:0]   prod  = {30'd0, off} * {32'd0, recip};
-  wire [25:0]   q_est = prod[61:36];
-  wire [49:0]   qp    = {24'd0, q_est} * {26'd0, pitch};
-  wire [50:0]   r_est = {19'd0, off} - {1'b0, qp};
-  wire          neg   = r_est[50];
-  wire [50:0]   r_fix = r_est + {27'd0, pitch};
+  wire [67:0]   prod  = {36'd0, off} * {32'd0, recip};
+  wire [31:0]   q_est = prod[67:36];
+  wire [55:0]   qp    = {24'd0, q_est} * {32'd0, pitch};
+  wire [56:0]   r_est = {25'd0, off} - {1'b0, qp};
+  wire          neg   = r_est[56];
+  wire [56:0]   r_fix = r_est + {33'd0, pitch};
   wire [23:0]   rem   = neg ? r_fix[23:0] : r_est[23:0];
   always @* begin
     row  = neg ? (q_est[23:0] - 24'd1) : q_est[23:0];

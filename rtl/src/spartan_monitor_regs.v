@@ -1,10 +1,11 @@
 // MMIO register block of the sparsity monitor. Register map, error codes and rules: docs/hw-units.md and
 // hw/spartan/include/spartan/hw/regmap.h (namespace monitor) — this block implements that map at pin level.
-// Request: mmio_valid (always accepted: mmio_ready = 1) with we/addr (window offset)/wdata; response one
+// Request: mmio_valid/mmio_ready (ready is low only while a reciprocal is computed) with we/addr (window offset)/wdata; response one
 // cycle later: mmio_rvalid with rdata and err (regmap MmioError code, 0 = ok). A bad access changes nothing
 // and latches ERR_CODE (first error wins). Byte-enable and size errors are decided by the TLM transactor
 // (pins carry only 4-byte accesses).
-// RTL limits beyond the TLM rules (BadValue here): ROW_PITCH < 2^24, ROWS*ROW_PITCH < 2^32, BASE element-aligned.
+// RTL limits beyond the TLM rules (BadValue here): ROW_PITCH < 2^24, ROWS < 2^24, ROWS*ROW_PITCH < 2^32,
+// BASE element-aligned.
 // Enabling a region (CFG.EN 0->1) starts a 36-cycle division RECIP = ceil(2^36 / ROW_PITCH) used by the
 // address generator; div_busy is high meanwhile (the write stream stalls).
 module spartan_monitor_regs #(
@@ -30,7 +31,7 @@ module spartan_monitor_regs #(
   output wire [NREG*64-1:0]   r_base,
   output wire [NREG*32-1:0]   r_size,
   output wire [NREG*24-1:0]   r_pitch,
-  output wire [NREG*30-1:0]   r_recip,
+  output wire [NREG*36-1:0]   r_recip,
   output wire [NREG*32-1:0]   r_cols,
   output wire [NREG*2-1:0]    r_dtype,
   output wire [NREG*4-1:0]    r_trl,
@@ -66,7 +67,7 @@ module spartan_monitor_regs #(
   reg [31:0] coff  [0:NREG-1];
   reg [63:0] ctb   [0:NREG-1];
   reg [31:0] matched [0:NREG-1];
-  reg [29:0] recip [0:NREG-1];
+  reg [35:0] recip [0:NREG-1];
   reg [3:0]  trl   [0:NREG-1];
   reg [3:0]  tcl   [0:NREG-1];
   reg [31:0] tpr   [0:NREG-1];
@@ -80,14 +81,14 @@ module spartan_monitor_regs #(
   reg          dv_busy;
   reg [5:0]    dv_i;
   reg [23:0]   dv_rem;
-  reg [29:0]   dv_q;
+  reg [35:0]   dv_q;
   reg [RW-1:0] dv_r;
   // Waiver: bit 24 of the difference is the borrow of a subtraction that is only taken when it is 0.
   /* verilator lint_off UNUSEDSIGNAL */
   wire [24:0]  dv_sub = {dv_rem, 1'b1} - {1'b0, pitch[dv_r][23:0]};
   /* verilator lint_on UNUSEDSIGNAL */
   assign div_busy   = dv_busy;
-  assign mmio_ready = 1'b1;
+  assign mmio_ready = !dv_busy;   // accesses wait while a reciprocal is computed (<= 37 cycles)
 
   genvar g;
   generate
@@ -96,7 +97,7 @@ module spartan_monitor_regs #(
       assign r_base [g*64 +: 64]       = base[g];
       assign r_size [g*32 +: 32]       = rows[g] * pitch[g];
       assign r_pitch[g*24 +: 24]       = pitch[g][23:0];
-      assign r_recip[g*30 +: 30]       = recip[g];
+      assign r_recip[g*36 +: 36]       = recip[g];
       assign r_cols [g*32 +: 32]       = cols[g];
       assign r_dtype[g*2 +: 2]         = cfg[g][5:4];
       assign r_trl  [g*4 +: 4]         = trl[g];
@@ -146,7 +147,7 @@ module spartan_monitor_regs #(
                      && {3'd0, pitch[ri]} >= v_rowb && ctb[ri][1:0] == 2'd0
                      && v_end <= CAPACITY
                      // RTL limits
-                     && pitch[ri][31:24] == 8'd0 && v_size[63:32] == 32'd0
+                     && pitch[ri][31:24] == 8'd0 && rows[ri][31:24] == 8'd0 && v_size[63:32] == 32'd0
                      && (w_dt == 2'd0 ? base[ri][1:0] == 2'd0 : base[ri][0] == 1'b0);
 
   // ---- access check ----
@@ -180,11 +181,11 @@ module spartan_monitor_regs #(
       lines_seen <= 32'd0; lines_matched <= 32'd0; lines_sampled <= 32'd0; flush_cyc <= 32'd0;
       flush_done_flag <= 1'b0; err_flag <= 1'b0; err_code <= 32'd0;
       flush_mask <= {NREG{1'b0}};
-      dv_busy <= 1'b0; dv_i <= 6'd0; dv_rem <= 24'd0; dv_q <= 30'd0; dv_r <= {RW{1'b0}};
+      dv_busy <= 1'b0; dv_i <= 6'd0; dv_rem <= 24'd0; dv_q <= 36'd0; dv_r <= {RW{1'b0}};
       mmio_rdata <= 32'd0; mmio_err <= 4'd0;
       for (k = 0; k < NREG; k = k + 1) begin
         cfg[k] <= 32'd0; tile[k] <= 32'd0; base[k] <= 64'd0; rows[k] <= 32'd0; cols[k] <= 32'd0;
-        pitch[k] <= 32'd0; coff[k] <= 32'd0; ctb[k] <= 64'd0; matched[k] <= 32'd0; recip[k] <= 30'd0;
+        pitch[k] <= 32'd0; coff[k] <= 32'd0; ctb[k] <= 64'd0; matched[k] <= 32'd0; recip[k] <= 36'd0;
         trl[k] <= 4'd0; tcl[k] <= 4'd0; tpr[k] <= 32'd0; tiles[k] <= 32'd0;
       end
     end else begin
@@ -202,14 +203,14 @@ module spartan_monitor_regs #(
       if (dv_busy) begin
         if (dv_i != 6'd0) begin
           dv_rem <= dv_sub[24] ? {dv_rem[22:0], 1'b1} : dv_sub[23:0];
-          dv_q   <= {dv_q[28:0], !dv_sub[24]};
+          dv_q   <= {dv_q[34:0], !dv_sub[24]};
           dv_i   <= dv_i - 6'd1;
         end else begin
-          recip[dv_r] <= dv_q + 30'd1;
+          recip[dv_r] <= dv_q + 36'd1;
           dv_busy     <= 1'b0;
         end
       end
-      if (mmio_valid) begin
+      if (mmio_valid && mmio_ready) begin
         mmio_rvalid <= 1'b1;
         mmio_err    <= acc_err;
         mmio_rdata  <= 32'd0;
@@ -250,7 +251,7 @@ module spartan_monitor_regs #(
                   tpr[ri]   <= v_tpr;
                   tiles[ri] <= v_tiles[31:0];
                   if (!en[ri]) begin
-                    dv_busy <= 1'b1; dv_i <= 6'd36; dv_rem <= 24'd0; dv_q <= 30'd0; dv_r <= ri;
+                    dv_busy <= 1'b1; dv_i <= 6'd36; dv_rem <= 24'd0; dv_q <= 36'd0; dv_r <= ri;
                   end
                 end
               end

@@ -243,6 +243,9 @@ TEST(MonitorRtl, ConstrainedRandomWithBackPressure) {
       off += static_cast<std::uint32_t>(g.tiles());
       b.program(r, g);
       gs.push_back(g);
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " region " << r << " dtype " << g.dtype << " rows "
+                                      << g.rows << " cols " << g.cols << " pitch " << g.pitch << " tile " << g.tr
+                                      << "x" << g.tc << " base 0x" << std::hex << g.base);
     }
     b.enable(rng() % 2);
     for (unsigned r = 0; r < nreg; ++r) {
@@ -312,5 +315,6 @@ TEST(MonitorRtl, ClearZeroesCountersAndStatistics) {
   b.flush(1);
   b.expect_table(0);
 }
+
 
 }  // namespace
