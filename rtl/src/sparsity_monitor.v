@@ -76,7 +76,7 @@ module sparsity_monitor #(
     .r_pitch(r_pitch), .r_recip(r_recip), .r_cols(r_cols), .r_dtype(r_dtype), .r_trl(r_trl),
     .r_tcl(r_tcl), .r_tpr(r_tpr), .r_tiles(r_tiles), .r_ctr_off(r_ctr_off), .r_ct_base(r_ct_base),
     .flush_start(flush_start), .flush_mask(flush_mask), .clear_start(clear_start), .div_busy(div_busy),
-    .flush_busy(state != S_RUN && state != S_CLEAR), .flush_done(fl_done_pulse), .flush_cycles(fl_cycles),
+    .flush_busy((state != S_RUN && state != S_CLEAR) || fl_done_pulse), .flush_done(fl_done_pulse), .flush_cycles(fl_cycles),
     .st_seen(st_seen), .st_matched(st_matched), .st_sampled(st_sampled), .st_region_hits(st_hits));
 
   localparam [2:0] S_CLEAR = 3'd0, S_RUN = 3'd1, S_DRAIN = 3'd2, S_FL_NEXT = 3'd3, S_FL_SCAN = 3'd4,
@@ -275,7 +275,7 @@ module sparsity_monitor #(
       if (fl_rem[r]) fl_pick = r[RW-1:0];
   end
   wire pipe_empty = !a_valid && !b_valid && !c_valid && !d_valid;
-  assign busy = (state != S_RUN) || !pipe_empty || clr_pending;
+  assign busy = (state != S_RUN) || !pipe_empty || clr_pending || fl_done_pulse;
 
   always @* begin
     ct_rd_en   = u_valid;
