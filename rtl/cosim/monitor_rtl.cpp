@@ -1,8 +1,11 @@
 // Pin-level driver of the Verilated sparsity monitor (see monitor_rtl.h).
 #include "spartan/rtl/monitor_rtl.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <stdexcept>
 
 // Verilator's runtime headers are not -Wextra clean; they are third-party code.
@@ -46,6 +49,14 @@ MonitorRtl::MonitorRtl(const MonitorRtlConfig& cfg, FlushSink sink)
 MonitorRtl::~MonitorRtl() {
   if (impl_->vcd) impl_->vcd->close();
   impl_->top->final();
+#if defined(SPARTAN_RTL_COVERAGE)
+  // Coverage build: each model instance writes its own coverage file (merged by the report).
+  if (const char* dir = std::getenv("SPARTAN_RTL_COVERAGE_DIR")) {
+    static std::atomic<unsigned> n{0};
+    const std::string path = std::string(dir) + "/monitor_" + std::to_string(n++) + ".dat";
+    impl_->ctx.coveragep()->write(path.c_str());
+  }
+#endif
 }
 
 void MonitorRtl::open_wave(const std::string& path, std::uint64_t from, std::uint64_t to) {
