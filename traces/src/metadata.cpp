@@ -46,7 +46,8 @@ const json& field(const json& o, const char* name, const Ctx& c, const std::stri
 std::int64_t get_int(const json& o, const char* name, const Ctx& c, std::int64_t min = 0,
                      const std::string& prefix = "") {
   const json& v = field(o, name, c, prefix);
-  if (!v.is_number_integer()) c.fail(prefix + name, "must be an integer, got " + v.dump().substr(0, 40));
+  if (!v.is_number_integer()) c.fail(prefix + name, std::string("must be an integer, got ") +
+                                                   (v.is_primitive() ? v.dump().substr(0, 40) : v.type_name()));
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
     c.fail(prefix + name, "too large");
   const std::int64_t x = v.get<std::int64_t>();

@@ -138,46 +138,48 @@ void TraceReader::Impl::parse() {
 
   const std::uint64_t data_size = map.size - data_start;
   for (const auto& [name, entry] : doc.items()) {
-    const std::uint64_t at = name_offset(header, name);
+    // Only computed on error: a find() per tensor would make big headers quadratic.
+    const auto at = [&] { return name_offset(header, name); };
     if (name == "__metadata__") {
-      if (!entry.is_object()) fail(name, at, "__metadata__ must be an object of strings");
+      if (!entry.is_object()) fail(name, at(), "__metadata__ must be an object of strings");
       for (const auto& [k, v] : entry.items()) {
         if (!v.is_string()) fail("__metadata__." + k, name_offset(header, k), "metadata value is not a string");
         metadata[k] = v.get<std::string>();
       }
       continue;
     }
-    if (name.empty()) fail("header", at, "empty tensor name");
-    if (!entry.is_object()) fail(name, at, "tensor entry is not an object");
+    if (name.empty()) fail("header", at(), "empty tensor name");
+    if (!entry.is_object()) fail(name, at(), "tensor entry is not an object");
     for (const auto& [k, v] : entry.items()) {
       (void)v;
-      if (k != "dtype" && k != "shape" && k != "data_offsets") fail(name, at, "unknown field '" + k + "'");
+      if (k != "dtype" && k != "shape" && k != "data_offsets") fail(name, at(), "unknown field '" + k + "'");
     }
     TensorInfo t;
     t.name = name;
     const auto d = entry.find("dtype");
-    if (d == entry.end() || !d->is_string()) fail(name, at, "missing or non-string 'dtype'");
+    if (d == entry.end() || !d->is_string()) fail(name, at(), "missing or non-string 'dtype'");
     const auto dt = parse_dtype(d->get<std::string>());
-    if (!dt) fail(name, at, "unknown dtype '" + d->get<std::string>().substr(0, 32) + "'");
+    if (!dt) fail(name, at(), "unknown dtype '" + d->get<std::string>().substr(0, 32) + "'");
     t.dtype = *dt;
     const auto s = entry.find("shape");
-    if (s == entry.end() || !s->is_array()) fail(name, at, "missing or non-array 'shape'");
+    if (s == entry.end() || !s->is_array()) fail(name, at(), "missing or non-array 'shape'");
     std::uint64_t bytes = dtype_size(t.dtype);
     bool overflow = false;
     for (const json& dim : *s) {
       std::uint64_t u = 0;
       if (!json_u64(dim, &u) || u > static_cast<std::uint64_t>(INT64_MAX))
-        fail(name, at, "shape entries must be non-negative integers, got " + dim.dump());
+        fail(name, at(), std::string("shape entries must be non-negative integers, got ") +
+                             (dim.is_primitive() ? dim.dump().substr(0, 40) : dim.type_name()));
       t.shape.push_back(static_cast<std::int64_t>(u));
       if (!overflow && __builtin_mul_overflow(bytes, u, &bytes)) overflow = true;
     }
-    if (overflow) fail(name, at, "shape product x dtype size overflows 64 bits");
+    if (overflow) fail(name, at(), "shape product x dtype size overflows 64 bits");
     const auto o = entry.find("data_offsets");
-    if (o == entry.end() || !o->is_array() || o->size() != 2) fail(name, at, "'data_offsets' must be [begin, end]");
+    if (o == entry.end() || !o->is_array() || o->size() != 2) fail(name, at(), "'data_offsets' must be [begin, end]");
     if (!json_u64((*o)[0], &t.begin) || !json_u64((*o)[1], &t.end))
-      fail(name, at, "'data_offsets' must be non-negative integers");
+      fail(name, at(), "'data_offsets' must be non-negative integers");
     if (t.begin > t.end)
-      fail(name, at, "data_offsets begin " + std::to_string(t.begin) + " > end " + std::to_string(t.end));
+      fail(name, at(), "data_offsets begin " + std::to_string(t.begin) + " > end " + std::to_string(t.end));
     if (t.end > data_size)
       fail(name, data_start + std::min(t.begin, data_size),
            "data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ") outside the " +

@@ -2,6 +2,9 @@
 // `spartan-trace check` prints one line and exits 2. Plus a mutation sweep: never a crash.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <random>
 
 #include "spartan/trace/sptrace.h"
@@ -78,6 +81,13 @@ std::vector<BadCase> bad_cases() {
       {"entry not an object", make_file(R"({"a":[1]})", ""), "a", "not an object"},
       {"duplicate key", make_file("{" + kA + "," + kA + "}", std::string(8, '\0')), "a", "duplicate JSON key"},
       {"invalid UTF-8", make_file("{\"\xff\":{}}", ""), "header", "invalid JSON"},
+      {"deep nesting in shape",
+       make_file("{\"a\":{\"dtype\":\"U8\",\"shape\":[" + std::string(100000, '[') + std::string(100000, ']') +
+                 "],\"data_offsets\":[0,0]}}", ""),
+       "a", "got array"},
+      {"deep nesting in metadata",
+       make_file("{\"__metadata__\":{\"k\":" + std::string(100000, '[') + std::string(100000, ']') + "}}", ""),
+       "__metadata__.k", "not a string"},
       {"deep nesting", make_file("{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}", ""), "a",
        "not an object"},
   };
@@ -160,11 +170,17 @@ TEST(TraceBadInput, MutationSweepNeverCrashes) {
     w.finish();
   }
   const std::string good = testutil::read_bytes(path);
+  std::remove(path.c_str());
+  // Mutants live in an in-memory file (memfd): thousands of disk writes are slow on a loaded machine.
+  const int fd = ::memfd_create("sptrace_mutant", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const std::string mpath = "/proc/self/fd/" + std::to_string(fd);
   int accepted = 0, rejected = 0;
   auto attempt = [&](const std::string& bytes) {
-    testutil::write_bytes(path, bytes);
+    ASSERT_EQ(::ftruncate(fd, 0), 0);
+    ASSERT_EQ(::pwrite(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
     try {
-      TraceReader r(path);
+      TraceReader r(mpath);
       for (const auto& t : r.tensors()) {
         (void)r.to_f32(t.name);
       }
@@ -185,9 +201,9 @@ TEST(TraceBadInput, MutationSweepNeverCrashes) {
     }
     attempt(b);
   }
-  EXPECT_EQ(rejected, static_cast<int>(good.size()) + 3000 - accepted);
+  EXPECT_GT(accepted, 100);  // flips inside the data section keep the file valid
   EXPECT_GT(rejected, 1000);
-  std::remove(path.c_str());
+  ::close(fd);
 }
 
 }  // namespace

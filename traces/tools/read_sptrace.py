@@ -28,6 +28,7 @@ DTYPES = {
     "U8": ("u1", 1), "I8": ("i1", 1), "I32": ("<i4", 4), "U32": ("<u4", 4),
     "I64": ("<i8", 8), "U64": ("<u8", 8), "BOOL": ("?", 1),
 }
+FORMAT_VERSION = "1"  # docs/trace-format.md; traces/include/spartan/trace/keys.h kFormatVersion
 KEY_RE = re.compile(r"^it(0|[1-9][0-9]{0,17})/L(0|[1-9][0-9]{0,17})/([^/]+)$")
 
 
@@ -127,6 +128,10 @@ class SpTrace:
                 raise SpTraceError(path, name, self.data_start + b,
                                    f"byte range of {en - b} does not match shape x {dt} = {nbytes} bytes")
             self.tensors[name] = {"dtype": dt, "shape": tuple(shape), "begin": b, "end": en}
+        version = self.metadata.get("format_version")
+        if version is not None and version != FORMAT_VERSION:
+            raise SpTraceError(path, "__metadata__.format_version", 8,
+                               f"unsupported format version '{version[:16]}' (this reader knows {FORMAT_VERSION})")
         cursor, prev = 0, None
         for name, t in sorted(self.tensors.items(), key=lambda kv: (kv[1]["begin"], kv[1]["end"], kv[0])):
             if t["begin"] < cursor:
@@ -204,11 +209,35 @@ def _compare(trace, expected_path):
     return len(exp["tensors"])
 
 
+def _check_sparsity(trace):
+    """Recomputes act and dz_mask densities from the tensors and compares with the `sparsity` metadata
+    (exercises the mask bit order independently of the C++ code); returns the number of values checked."""
+    layers = {l["index"]: l for l in trace.layers()}
+    checked = 0
+    for s in json.loads(trace.metadata.get("sparsity", "[]")):
+        n_out = int(np.prod(layers[s["layer"]]["output"]))
+        for i, it in enumerate(s["iterations"]):
+            name = f"it{it}/L{s['layer']}/"
+            if name + "act" in trace.tensors:
+                got = float(np.count_nonzero(trace.array(name + "act"))) / trace.array(name + "act").size
+                if abs(got - s["act_density"][i]) > 1e-12:
+                    raise AssertionError(f"{name}act density {got} != metadata {s['act_density'][i]}")
+                checked += 1
+            if name + "dz_mask" in trace.tensors and "dz_mask_density" in s:
+                got = float(trace.unpack_mask(name + "dz_mask", n_out).mean())
+                if abs(got - s["dz_mask_density"][i]) > 1e-12:
+                    raise AssertionError(f"{name}dz_mask density {got} != metadata {s['dz_mask_density'][i]}")
+                checked += 1
+    return checked
+
+
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser(description="Read and summarise a .sptrace file (docs/trace-format.md).")
     ap.add_argument("file")
     ap.add_argument("--compare", metavar="EXPECTED_JSON", help="check values against a JSON dump (tests)")
+    ap.add_argument("--check-sparsity", action="store_true",
+                    help="recompute densities from the tensors and compare with the `sparsity` metadata")
     args = ap.parse_args(argv)
     try:
         t = SpTrace(args.file)
@@ -218,6 +247,13 @@ def main(argv):
     if args.compare:
         n = _compare(t, args.compare)
         print(f"ok: {n} tensors bit-exact against {args.compare}")
+        return 0
+    if args.check_sparsity:
+        n = _check_sparsity(t)
+        if n == 0:
+            print("read_sptrace.py: error: no densities to check", file=sys.stderr)
+            return 1
+        print(f"ok: {n} densities match the sparsity metadata")
         return 0
     print(f"file: {t.path}\ntensors: {len(t.tensors)}")
     for k in sorted(t.metadata):

@@ -30,7 +30,58 @@ void gather_portable(const std::uint32_t* row_ptr, const Entry* e, int rows, con
   }
 }
 
+void transpose_add_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc) {
+  for (int i = 0; i < w; ++i) {
+    float* crow = C + std::size_t(i) * ldc;
+    for (int j = 0; j < rows; ++j) crow[j] += T[std::size_t(j) * ldt + i];
+  }
+}
+
 #ifdef SPARTAN_X86
+__attribute__((target("avx2,fma"))) void transpose_add_avx2(const float* T, std::size_t ldt, int rows, int w,
+                                                            float* C, std::size_t ldc) {
+  const int rows8 = rows / 8 * 8, w8 = w / 8 * 8;
+  for (int j0 = 0; j0 < rows8; j0 += 8)
+    for (int i0 = 0; i0 < w8; i0 += 8) {
+      __m256 r[8], t[8];
+      for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(T + std::size_t(j0 + k) * ldt + i0);
+      // 8x8 transpose: unpack pairs, shuffle quads, swap 128-bit halves.
+      t[0] = _mm256_unpacklo_ps(r[0], r[1]);
+      t[1] = _mm256_unpackhi_ps(r[0], r[1]);
+      t[2] = _mm256_unpacklo_ps(r[2], r[3]);
+      t[3] = _mm256_unpackhi_ps(r[2], r[3]);
+      t[4] = _mm256_unpacklo_ps(r[4], r[5]);
+      t[5] = _mm256_unpackhi_ps(r[4], r[5]);
+      t[6] = _mm256_unpacklo_ps(r[6], r[7]);
+      t[7] = _mm256_unpackhi_ps(r[6], r[7]);
+      r[0] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(1, 0, 1, 0));
+      r[1] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(3, 2, 3, 2));
+      r[2] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(1, 0, 1, 0));
+      r[3] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(3, 2, 3, 2));
+      r[4] = _mm256_shuffle_ps(t[4], t[6], _MM_SHUFFLE(1, 0, 1, 0));
+      r[5] = _mm256_shuffle_ps(t[4], t[6], _MM_SHUFFLE(3, 2, 3, 2));
+      r[6] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(1, 0, 1, 0));
+      r[7] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(3, 2, 3, 2));
+      t[0] = _mm256_permute2f128_ps(r[0], r[4], 0x20);
+      t[1] = _mm256_permute2f128_ps(r[1], r[5], 0x20);
+      t[2] = _mm256_permute2f128_ps(r[2], r[6], 0x20);
+      t[3] = _mm256_permute2f128_ps(r[3], r[7], 0x20);
+      t[4] = _mm256_permute2f128_ps(r[0], r[4], 0x31);
+      t[5] = _mm256_permute2f128_ps(r[1], r[5], 0x31);
+      t[6] = _mm256_permute2f128_ps(r[2], r[6], 0x31);
+      t[7] = _mm256_permute2f128_ps(r[3], r[7], 0x31);
+      for (int k = 0; k < 8; ++k) {
+        float* c = C + std::size_t(i0 + k) * ldc + j0;
+        _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(c), t[k]));
+      }
+    }
+  // Edges: columns i >= w8 for all rows, rows j >= rows8 for i < w8.
+  for (int i = w8; i < w; ++i)
+    for (int j = 0; j < rows; ++j) C[std::size_t(i) * ldc + j] += T[std::size_t(j) * ldt + i];
+  for (int i = 0; i < w8; ++i)
+    for (int j = rows8; j < rows; ++j) C[std::size_t(i) * ldc + j] += T[std::size_t(j) * ldt + i];
+}
+
 bool cpu_has_avx2_fma() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -97,6 +148,9 @@ __attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* row_pt
 }
 #else
 bool cpu_has_avx2_fma() { return false; }
+void transpose_add_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc) {
+  transpose_add_portable(T, ldt, rows, w, C, ldc);
+}
 void gather_avx2(const std::uint32_t* row_ptr, const Entry* e, int rows, const float* D, std::size_t ldd, float* Out,
                  std::size_t ldo, int Q) {
   gather_portable(row_ptr, e, rows, D, ldd, Out, ldo, Q);

@@ -88,6 +88,17 @@ inline void for_row(const TiledMatrix& s, const TileHeader& h, std::uint32_t r_e
   }
 }
 
+// dst[c][r] = src[r][c] for a rows x cols source (row stride lds), destination row stride ldd; blocked.
+void transpose(const float* src, std::size_t lds, int rows, int cols, float* dst, std::size_t ldd) {
+  constexpr int BLK = 16;
+  for (int r0 = 0; r0 < rows; r0 += BLK)
+    for (int c0 = 0; c0 < cols; c0 += BLK) {
+      const int r1 = std::min(rows, r0 + BLK), c1 = std::min(cols, c0 + BLK);
+      for (int c = c0; c < c1; ++c)
+        for (int r = r0; r < r1; ++r) dst[std::size_t(c) * ldd + r] = src[std::size_t(r) * lds + c];
+    }
+}
+
 }  // namespace
 
 TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
@@ -215,100 +226,144 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     return;
   }
 
-  // ---- Sparse tiles: D rows contiguous along Q (pack when the stored layout is transposed).
-  const float* D;
-  std::size_t ldd;
-  if (sp_a) {  // D = op(B) [K x N]
-    if (c.op_b == Op::N) {
-      D = c.B, ldd = c.ldb;
-    } else {  // B stored N x K
-      pack_.resize(std::size_t(R) * Q);
-      for (int n = 0; n < Q; ++n)
-        for (int k = 0; k < R; ++k) pack_[std::size_t(k) * Q + n] = c.B[std::size_t(n) * c.ldb + k];
-      D = pack_.data(), ldd = Q;
-    }
-  } else {  // D = op(A)^T [K x M]
-    if (c.op_a == Op::T) {
-      D = c.A, ldd = c.lda;
-    } else {  // A stored M x K
-      pack_.resize(std::size_t(R) * Q);
-      for (int m = 0; m < Q; ++m)
-        for (int k = 0; k < R; ++k) pack_[std::size_t(k) * Q + m] = c.A[std::size_t(m) * c.lda + k];
-      D = pack_.data(), ldd = Q;
-    }
-  }
-  float* Out;
-  std::size_t ldo;
+  // ---- Sparse tiles. (1) The non-zeros of all sparse tiles become one row list over P (CSR-like,
+  // Entry = {r, alpha * v}), rows in order, entries in increasing r. (2) Q is cut into panels; per panel
+  // the gather micro-kernel accumulates Out[p][panel] += v * D[r][panel]. D rows are contiguous along Q
+  // when the dense operand's layout allows (op(B) = B for sparse A, op(A)^T = A for sparse B); otherwise
+  // each panel of D is packed (a W x K transpose, in L2) so that no full transpose is materialised.
+  const float* X;  // dense operand as stored
+  std::size_t ldx;
+  bool pack;       // D[r][q] = X[q][r] (pack panels) or X[r][q] (use in place)
   if (sp_a) {
-    Out = c.C, ldo = c.ldc;
+    X = c.B, ldx = c.ldb, pack = c.op_b == Op::T;
   } else {
-    ct_.assign(std::size_t(P) * Q, 0.0f);
-    Out = ct_.data(), ldo = Q;
+    X = c.A, ldx = c.lda, pack = c.op_a == Op::N;
   }
-  const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
   const float alpha = c.alpha;
-  const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
+  row_ptr_.assign(std::size_t(P) + 1, 0);
+  ent_.resize(stats_.nnz + 1);  // + 1: the branch-free ELL loops write one slot past the last entry
+  std::size_t ne = 0;
+  const bool u8idx = format::index_bytes(g.tile_cols) == 1;
+  if (!trans_s) {  // stored rows are rows of S: walk each band row by row across its sparse tiles
+    std::vector<std::size_t> cursor(n_rt);
+    for (std::uint32_t band = 0; band < n_bands; ++band) {
+      if (!band_sparse[band]) {
+        for (std::uint32_t r = 0; r < g.r_eff(band); ++r) row_ptr_[band * p_tile + r + 1] = std::uint32_t(ne);
+        continue;
+      }
+      std::fill(cursor.begin(), cursor.end(), 0);
+      const std::uint32_t rows = g.r_eff(band);
+      for (std::uint32_t r = 0; r < rows; ++r) {
+        for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
+          const TileHeader& h = hdr(band, rt);
+          if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+          const std::uint32_t base = rt * r_tile;
+          if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free: padding slots write, then get overwritten
+            const std::uint32_t w = h.width;
+            const std::uint8_t* idx = s.tile_payload(h) + std::size_t(r) * w;
+            const float* val = reinterpret_cast<const float*>(s.tile_payload(h) +
+                                                              format::ell_values_offset(rows, w, g.tile_cols)) +
+                               std::size_t(r) * w;
+            for (std::uint32_t j = 0; j < w; ++j) {
+              ent_[ne] = {base + idx[j], alpha * val[j]};
+              ne += !format::is_zero(val[j]);
+            }
+          } else {
+            for_row(s, h, rows, g.c_eff(rt), r, cursor[rt],
+                    [&](std::uint32_t col, float v) { ent_[ne++] = {base + col, alpha * v}; });
+          }
+        }
+        row_ptr_[band * p_tile + r + 1] = std::uint32_t(ne);
+      }
+    }
+  } else {  // stored rows run along R: per tile column (band), collect in stored order, then sort by column
+    const std::uint32_t TC = g.tile_cols;
+    std::vector<std::uint32_t> cnt(TC + 1);
+    for (std::uint32_t band = 0; band < n_bands; ++band) {
+      const std::uint32_t pbase = band * TC, ce = g.c_eff(band);
+      std::size_t band_nnz = 0;
+      for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
+        const TileHeader& h = s.header(rt, band);
+        if (h.fmt() != TileFormat::Dense) band_nnz += h.nnz;
+      }
+      tcol_.resize(band_nnz + 1);
+      tent_.resize(band_nnz + 1);
+      std::uint16_t* tcol = tcol_.data();  // raw pointers: no reloads of the vectors' data pointers
+      detail::Entry* tent = tent_.data();
+      std::size_t n = 0;
+      for (std::uint32_t rt = 0; rt < n_rt && band_nnz; ++rt) {
+        const TileHeader& h = s.header(rt, band);
+        if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+        const std::uint32_t re = g.r_eff(rt), rbase = rt * g.tile_rows;
+        if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free over all ELL slots (padding: +0.0)
+          const std::uint32_t w = h.width;
+          const std::uint8_t* idx = s.tile_payload(h);
+          const float* val =
+              reinterpret_cast<const float*>(s.tile_payload(h) + format::ell_values_offset(re, w, TC));
+          for (std::uint32_t lr = 0; lr < re; ++lr)
+            for (std::uint32_t j = 0; j < w; ++j) {
+              const std::size_t slot = std::size_t(lr) * w + j;
+              tcol[n] = idx[slot];
+              tent[n] = {rbase + lr, alpha * val[slot]};
+              n += !format::is_zero(val[slot]);
+            }
+        } else {
+          std::size_t cur = 0;
+          for (std::uint32_t lr = 0; lr < re; ++lr)
+            for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float v) {
+              tcol[n] = static_cast<std::uint16_t>(col);
+              tent[n++] = {rbase + lr, alpha * v};
+            });
+        }
+      }
+      std::fill(cnt.begin(), cnt.end(), 0);
+      std::uint32_t* cn = cnt.data();
+      for (std::size_t i = 0; i < n; ++i) ++cn[tcol[i] + 1];
+      for (std::uint32_t col = 0; col < ce; ++col) {
+        cn[col + 1] += cn[col];
+        row_ptr_[pbase + col + 1] = std::uint32_t(ne + cn[col + 1]);
+      }
+      detail::Entry* out = ent_.data() + ne;
+      for (std::size_t i = 0; i < n; ++i) out[cn[tcol[i]]++] = tent[i];
+      ne += n;
+    }
+  }
+  ent_.resize(ne);
 
+  const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
+  const detail::TransposeAddFn tadd = avx2_ ? detail::transpose_add_avx2 : detail::transpose_add_portable;
+  const int W = pack ? 32 : 64;  // panel width along Q (floats)
+  const int n_panels = (Q + W - 1) / W;
+  const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
+  const std::uint32_t* rp = row_ptr_.data();
+  const detail::Entry* ep = ent_.data();
 #pragma omp parallel num_threads(nthreads)
   {
-    std::vector<std::uint32_t> row_ptr, count;
-    std::vector<detail::Entry> ent;
-    std::vector<std::size_t> cursor(n_rt);
+    std::vector<float> panel, tmp;
 #pragma omp for schedule(dynamic, 1)
-    for (std::uint32_t band = 0; band < n_bands; ++band) {
-      if (!band_sparse[band]) continue;
-      const int p0 = int(band * p_tile), rows = std::min(P, p0 + int(p_tile)) - p0;
-      row_ptr.assign(rows + 1, 0);
-      ent.clear();
-      if (!trans_s) {  // stored tile rows are rows of S: walk row by row across the band's tiles
-        std::fill(cursor.begin(), cursor.end(), 0);
-        for (int r = 0; r < rows; ++r) {
-          for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
-            const TileHeader& h = hdr(band, rt);
-            if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-            const std::uint32_t base = rt * r_tile;
-            for_row(s, h, std::uint32_t(rows), g.c_eff(rt), std::uint32_t(r), cursor[rt],
-                    [&](std::uint32_t col, float v) { ent.push_back({base + col, alpha * v}); });
-          }
-          row_ptr[r + 1] = std::uint32_t(ent.size());
-        }
-      } else {  // stored tile rows run along R: counting sort of the entries by their column (= row of S)
-        count.assign(rows + 1, 0);
-        for (int pass = 0; pass < 2; ++pass) {
-          for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
-            const TileHeader& h = hdr(band, rt);
-            if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-            const std::uint32_t re = g.r_eff(rt);
-            std::size_t cur = 0;
-            for (std::uint32_t lr = 0; lr < re; ++lr)
-              for_row(s, h, re, std::uint32_t(rows), lr, cur, [&](std::uint32_t col, float v) {
-                if (pass == 0)
-                  ++count[col + 1];
-                else
-                  ent[row_ptr[col]++] = {rt * r_tile + lr, alpha * v};
-              });
-          }
-          if (pass == 0) {
-            for (int r = 0; r < rows; ++r) count[r + 1] += count[r];
-            ent.resize(count[rows]);
-            std::copy(count.begin(), count.end() - 1, row_ptr.begin());
-          }
-        }
-        std::copy(count.begin(), count.end(), row_ptr.begin());
+    for (int pi = 0; pi < n_panels; ++pi) {
+      const int q0 = pi * W, w = std::min(W, Q - q0);
+      const float* Dp;
+      std::size_t ldp;
+      if (pack) {
+        panel.resize(std::size_t(R) * w);
+        transpose(X + std::size_t(q0) * ldx, ldx, w, R, panel.data(), std::size_t(w));
+        Dp = panel.data(), ldp = std::size_t(w);
+      } else {
+        Dp = X + q0, ldp = ldx;
       }
-      gather(row_ptr.data(), ent.data(), rows, D, ldd, Out + std::size_t(p0) * ldo, ldo, Q);
-    }
-  }
-  if (!sp_a) {  // C[m][n] += Ct[n][m], blocked transpose-add over the bands that had sparse tiles
-    constexpr int BLK = 32;
-    for (std::uint32_t band = 0; band < n_bands; ++band) {
-      if (!band_sparse[band]) continue;
-      const int n0 = int(band * p_tile), n1 = std::min(P, n0 + int(p_tile));
-      for (int m0 = 0; m0 < c.M; m0 += BLK)
-        for (int n = n0; n < n1; ++n) {
-          const float* src = ct_.data() + std::size_t(n) * Q;
-          for (int m = m0; m < std::min(c.M, m0 + BLK); ++m) c.C[std::size_t(m) * c.ldc + n] += src[m];
+      if (sp_a) {  // Out = C: rows m, panel columns n in [q0, q0 + w)
+        gather(rp, ep, P, Dp, ldp, c.C + q0, c.ldc, w);
+      } else {  // Out = C^T: accumulate 64 rows (= columns n of C) at a time, then add transposed
+        constexpr int PB = 64;
+        for (int p0 = 0; p0 < P; p0 += PB) {
+          const int rows = std::min(PB, P - p0);
+          if (rp[p0] == rp[p0 + rows]) continue;
+          tmp.assign(std::size_t(rows) * w, 0.0f);
+          gather(rp + p0, ep, rows, Dp, ldp, tmp.data(), std::size_t(w), w);
+          tadd(tmp.data(), std::size_t(w), rows, w, c.C + std::size_t(q0) * c.ldc + p0, c.ldc);
         }
+      }
     }
   }
   stats_.compute_s = now_s() - t0;

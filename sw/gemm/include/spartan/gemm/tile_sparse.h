@@ -45,6 +45,15 @@ struct TileSparseStats {
   double compact_s = 0, compute_s = 0;
 };
 
+namespace detail {
+/// One non-zero of a row of the logical sparse operand: row index r of the dense operand D and the
+/// value with alpha folded in (internal to the CPU kernels).
+struct Entry {
+  std::uint32_t r;
+  float v;
+};
+}  // namespace detail
+
 class TileSparseEngine final : public GemmEngine {
  public:
   /// Throws spartan::InputError on bad options (tile size, sparse format, AVX2 forced on a CPU without it).
@@ -69,7 +78,10 @@ class TileSparseEngine final : public GemmEngine {
   TileSparseOptions opt_;
   bool avx2_ = false;
   TileSparseStats stats_;
-  std::vector<float> pack_, ct_;  // reused buffers: packed dense operand, transposed output
+  // Reused buffers of the sparse part: row list over P (row pointers, fill cursors, entries).
+  std::vector<std::uint32_t> row_ptr_;
+  std::vector<detail::Entry> ent_, tent_;
+  std::vector<std::uint16_t> tcol_;
 };
 
 std::unique_ptr<TileSparseEngine> make_tile_sparse_engine(const TileSparseOptions& opt = {});
