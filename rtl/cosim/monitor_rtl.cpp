@@ -41,6 +41,7 @@ MonitorRtl::MonitorRtl(const MonitorRtlConfig& cfg, FlushSink sink)
   t.s_valid = 0;
   t.mmio_valid = 0;
   t.m_ready = 0;
+  t.m_done = 0;
   t.clk = 0;
   t.eval();
   reset();
@@ -71,26 +72,24 @@ void MonitorRtl::open_wave(const std::string& path, std::uint64_t from, std::uin
 
 void MonitorRtl::tick() {
   auto& t = *impl_->top;
-  // Memory side of the flush port: accept after the memory latency of the request at the head.
-  bool ready = false;
-  if (t.m_valid) {
-    if (!mem_busy_) {
-      AtomicAdd32B a;
-      a.addr = t.m_addr;
-      for (unsigned i = 0; i < 8; ++i) a.words[i] = t.m_data[i];
-      a.mask = static_cast<std::uint8_t>(t.m_wmask);
-      mem_wait_ = sink_ ? sink_(a) : 0;
-      mem_busy_ = true;
-    }
-    if (mem_wait_ == 0) {
-      ready = true;
-      if (cfg_.flush_ready_stall_pct && (impl_->rng() % 100) < cfg_.flush_ready_stall_pct) ready = false;
-    } else {
-      --mem_wait_;
-    }
-  }
+  // Memory side of the flush port: atomic adds are posted; each completes after the latency the sink
+  // returns, reported on m_done (one completion per cycle). m_ready is high unless the test's random
+  // back-pressure drops it.
+  bool ready = !(cfg_.flush_ready_stall_pct && (impl_->rng() % 100) < cfg_.flush_ready_stall_pct);
   t.m_ready = ready;
-  if (ready) mem_busy_ = false;
+  t.m_done = 0;
+  if (!done_at_.empty() && *done_at_.begin() <= cycle_) {
+    done_at_.erase(done_at_.begin());
+    t.m_done = 1;
+  }
+  if (t.m_valid && ready) {
+    AtomicAdd32B a;
+    a.addr = t.m_addr;
+    for (unsigned i = 0; i < 8; ++i) a.words[i] = t.m_data[i];
+    a.mask = static_cast<std::uint8_t>(t.m_wmask);
+    const std::uint32_t lat = sink_ ? sink_(a) : 0;
+    done_at_.insert(cycle_ + 1 + lat);
+  }
   t.clk = 1;
   t.eval();
   t.clk = 0;
@@ -111,15 +110,14 @@ void MonitorRtl::reset() {
   t.rst = 1;
   t.s_valid = 0;
   t.mmio_valid = 0;
-  mem_busy_ = false;
-  mem_wait_ = 0;
+  done_at_.clear();
   tick();
   tick();
   t.rst = 0;
   run_until_idle();
 }
 
-bool MonitorRtl::busy() const { return impl_->top->busy || impl_->top->m_valid; }
+bool MonitorRtl::busy() const { return impl_->top->busy || impl_->top->m_valid || !done_at_.empty(); }
 
 void MonitorRtl::idle(std::uint64_t n) {
   for (std::uint64_t i = 0; i < n; ++i) tick();

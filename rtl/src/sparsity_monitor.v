@@ -12,11 +12,13 @@
 // Interfaces (one clock, synchronous active-high reset, valid/ready):
 //   s_*      write request: byte address, length (1..LINE_BYTES, inside one line), line-aligned data
 //   mmio_*   register block (spartan_monitor_regs.v)
-//   m_*      flush requests: 32 B atomic add of up to 8 u32 words (m_wmask) at a 32 B-aligned address
+//   m_*      flush requests: 32 B atomic add of up to 8 u32 words (m_wmask) at a 32 B-aligned address;
+//            posted, up to FLUSH_OUTSTANDING in flight, m_done pulses once per completed add
 module sparsity_monitor #(
   parameter LINE_BYTES = 128,
   parameter NREG       = 16,
   parameter CAPACITY   = 8192,
+  parameter FLUSH_OUTSTANDING = 4,       // atomic adds in flight during a flush
   parameter CAW        = $clog2(CAPACITY)
 ) (
   input  wire                    clk,
@@ -38,8 +40,9 @@ module sparsity_monitor #(
   output wire [31:0]             mmio_rdata,
   output wire [3:0]              mmio_err,
   // flush: atomic-add requests into the L2
-  output reg                     m_valid,
+  output wire                    m_valid,
   input  wire                    m_ready,
+  input  wire                    m_done,     // one atomic add completed (pulse, one per cycle at most)
   output reg  [63:0]             m_addr,
   output reg  [255:0]            m_data,
   output reg  [7:0]              m_wmask,
@@ -80,7 +83,9 @@ module sparsity_monitor #(
     .st_seen(st_seen), .st_matched(st_matched), .st_sampled(st_sampled), .st_region_hits(st_hits));
 
   localparam [2:0] S_CLEAR = 3'd0, S_RUN = 3'd1, S_DRAIN = 3'd2, S_FL_NEXT = 3'd3, S_FL_SCAN = 3'd4,
-                   S_FL_WRITE = 3'd5;
+                   S_FL_WRITE = 3'd5, S_FL_WAIT = 3'd6;
+  localparam OW = $clog2(FLUSH_OUTSTANDING + 1);
+  reg [OW-1:0] fl_out;         // atomic adds in flight
 
   // ---------------- stage A: accept, match, sample ----------------
   reg                    a_valid;
@@ -275,6 +280,8 @@ module sparsity_monitor #(
       if (fl_rem[r]) fl_pick = r[RW-1:0];
   end
   wire pipe_empty = !a_valid && !b_valid && !c_valid && !d_valid;
+  assign m_valid  = (state == S_FL_WRITE) && (fl_out != FLUSH_OUTSTANDING[OW-1:0]);
+  wire   m_fire   = m_valid && m_ready;
   assign busy = (state != S_RUN) || !pipe_empty || clr_pending || fl_done_pulse;
 
   always @* begin
@@ -300,7 +307,7 @@ module sparsity_monitor #(
     fl_done_pulse <= 1'b0;
     if (rst) begin
       state <= S_CLEAR; clr_i <= {(CAW+1){1'b0}}; clr_pending <= 1'b0; fl_rem <= {NREG{1'b0}};
-      d_valid <= 1'b0; lw_en <= 1'b0; fl_pend <= 1'b0; fl_has <= 1'b0; m_valid <= 1'b0;
+      d_valid <= 1'b0; lw_en <= 1'b0; fl_pend <= 1'b0; fl_has <= 1'b0; fl_out <= {OW{1'b0}};
       fl_cycles <= 32'd0;
     end else begin
       d_valid <= u_valid;
@@ -310,6 +317,8 @@ module sparsity_monitor #(
       lw_addr <= ct_wr_addr;
       lw_data <= ct_wr_data;
       if (clear_start) clr_pending <= 1'b1;
+      if (m_fire && !m_done) fl_out <= fl_out + 1'b1;
+      else if (!m_fire && m_done && fl_out != {OW{1'b0}}) fl_out <= fl_out - 1'b1;
       if (state != S_RUN && state != S_CLEAR) fl_cycles <= fl_cycles + 32'd1;
       case (state)
         S_CLEAR: begin
@@ -332,8 +341,7 @@ module sparsity_monitor #(
         S_DRAIN: if (pipe_empty) state <= S_FL_NEXT;
         S_FL_NEXT: begin
           if (fl_rem == {NREG{1'b0}}) begin
-            state         <= S_RUN;
-            fl_done_pulse <= 1'b1;
+            state <= S_FL_WAIT;
           end else begin
             fl_r   <= fl_pick;
             fl_rem <= fl_rem & ~({{(NREG-1){1'b0}}, 1'b1} << fl_pick);
@@ -363,7 +371,6 @@ module sparsity_monitor #(
           end
           if (fl_gdone) begin
             if (fl_nz) begin
-              m_valid <= 1'b1;
               m_addr  <= {fl_grp, 5'd0};
               state   <= S_FL_WRITE;
             end else begin
@@ -375,10 +382,15 @@ module sparsity_monitor #(
         end
         S_FL_WRITE: begin
           fl_pend <= 1'b0;
-          if (m_ready) begin
-            m_valid <= 1'b0;
-            fl_has  <= 1'b0;
-            state   <= S_FL_SCAN;
+          if (m_fire) begin
+            fl_has <= 1'b0;
+            state  <= S_FL_SCAN;
+          end
+        end
+        S_FL_WAIT: begin      // the flush ends when the last atomic add has completed
+          if (fl_out == {OW{1'b0}} || (fl_out == {{(OW-1){1'b0}}, 1'b1} && m_done)) begin
+            state         <= S_RUN;
+            fl_done_pulse <= 1'b1;
           end
         end
         default: state <= S_RUN;

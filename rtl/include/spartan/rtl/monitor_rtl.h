@@ -3,15 +3,17 @@
 // MonitorRtl owns one Verilated model and turns high-level operations into pin activity, one clock at a
 // time: MMIO accesses (mmio_* pins, 4-byte registers of regmap.h namespace monitor), write requests
 // (s_* valid/ready stream: byte address, length <= 128 inside one line, line-aligned data) and flush
-// atomic adds (m_* valid/ready: 32 B-aligned group of up to 8 u32 words). The flush requests are handed to
-// a callback that performs the add in memory and returns how many cycles the memory needs; m_ready is held
-// low that long (back-pressure from the L2). Optional random back-pressure on m_ready tests the protocol.
+// atomic adds (m_* valid/ready: 32 B-aligned group of up to 8 u32 words, posted). Each accepted add is
+// handed to a callback that performs it in memory and returns its latency in cycles; its completion is
+// signalled on m_done that many cycles later (the RTL keeps at most FLUSH_OUTSTANDING in flight). Optional
+// random back-pressure on m_ready tests the protocol.
 // Waveforms: VCD of a cycle window only (open_wave()).
 // Errors: std::invalid_argument for requests the pins cannot carry (crossing a line, len 0 or > 128).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace spartan::rtl {
@@ -31,7 +33,7 @@ struct MonitorRtlConfig {
 
 class MonitorRtl {
  public:
-  /// Performs the add; returns the memory latency in monitor cycles (m_ready held low that long).
+  /// Performs the add; returns its latency in monitor cycles (completion reported on m_done then).
   using FlushSink = std::function<std::uint32_t(const AtomicAdd32B&)>;
 
   /// Builds the model and applies reset (the counter-table clear after reset is run to completion).
@@ -67,8 +69,7 @@ class MonitorRtl {
   MonitorRtlConfig cfg_;
   FlushSink sink_;
   std::uint64_t cycle_ = 0, stall_cycles_ = 0;
-  std::uint32_t mem_wait_ = 0;
-  bool mem_busy_ = false;
+  std::multiset<std::uint64_t> done_at_;  ///< completion cycles of posted atomic adds
 };
 
 }  // namespace spartan::rtl
