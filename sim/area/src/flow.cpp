@@ -64,7 +64,7 @@ std::string synth_script(const UnitSpec& unit, const std::string& lib, const fs:
   const std::string tag = macros ? "logic_" : "";
   ys << "hierarchy -check -top " << unit.top << "\n"
      << "synth -flatten -top " << unit.top << " -run :fine\n";
-  if (macros) ys << "chtype -set spartan_sram_macro t:$mem_v2\n";
+  if (macros) ys << "chtype -set spartan_sram_macro " << kSramYosysSelect << "\n";
   else ys << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n";
   ys << "synth -flatten -top " << unit.top << " -run fine:\n"
      << "dfflibmap -liberty " << lib << "\n"
@@ -116,7 +116,72 @@ void check_tools(const ToolConfig& t) {
   if (!(t.clock_ns > 0.0)) throw InputError("--clock-ns must be positive");
 }
 
+namespace {
+UnitRole role_from(const std::string& role, const std::string& file, const std::string& key) {
+  if (role == "monitor") return UnitRole::kMonitor;
+  if (role == "engine") return UnitRole::kEngine;
+  if (role == "other") return UnitRole::kOther;
+  throw ConfigError(file, key, "unknown role '" + role + "' (monitor, engine, other)");
+}
+}  // namespace
+
+std::vector<UnitSpec> load_units_txt(const std::string& path) {
+  std::istringstream in(read_file(path));
+  const fs::path base = fs::path(path).parent_path();
+  std::vector<UnitSpec> out;
+  std::string line;
+  std::size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream ls(line);
+    std::string word;
+    if (!(ls >> word)) continue;
+    const std::string key = "line " + std::to_string(lineno);
+    std::vector<std::string> rest;
+    for (std::string w; ls >> w;) rest.push_back(w);
+    if (word == "top") {
+      if (rest.size() != 1) throw ConfigError(path, key, "expected 'top NAME'");
+      UnitSpec s;
+      s.name = s.top = rest[0];
+      s.role = s.top == "sparsity_monitor" ? UnitRole::kMonitor
+               : s.top == "compaction_engine" ? UnitRole::kEngine : UnitRole::kOther;
+      out.push_back(s);
+      continue;
+    }
+    if (out.empty()) throw ConfigError(path, key, "'" + word + "' before the first 'top' line");
+    UnitSpec& s = out.back();
+    if (word == "params") {
+      for (const auto& kv : rest) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+          throw ConfigError(path, key, "parameter '" + kv + "' is not NAME=VALUE");
+        s.parameters[kv.substr(0, eq)] = kv.substr(eq + 1);
+      }
+    } else if (word == "role") {
+      if (rest.size() != 1) throw ConfigError(path, key, "expected 'role monitor|engine|other'");
+      s.role = role_from(rest[0], path, key);
+    } else if (word == "count") {
+      if (rest.size() != 1 || rest[0].find_first_not_of("0123456789") != std::string::npos)
+        throw ConfigError(path, key, "expected 'count N'");
+      s.count_override = static_cast<unsigned>(std::stoul(rest[0]));
+    } else {
+      if (!rest.empty()) throw ConfigError(path, key, "unknown directive '" + word + "'");
+      fs::path p = word;
+      if (p.is_relative()) p = base / p;
+      if (!fs::exists(p)) throw ConfigError(path, key, "file not found: " + p.string());
+      s.files.push_back(p.string());
+    }
+  }
+  if (out.empty()) throw ConfigError(path, "top", "no unit in the manifest");
+  for (const auto& s : out)
+    if (s.files.empty()) throw ConfigError(path, "top " + s.top, "unit without files");
+  return out;
+}
+
 std::vector<UnitSpec> load_manifest(const std::string& path) {
+  if (fs::path(path).extension() == ".txt") return load_units_txt(path);
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -138,11 +203,7 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
       if (!u["top"]) throw ConfigError(path, key + ".top", "missing");
       s.top = u["top"].as<std::string>();
       s.name = u["name"] ? u["name"].as<std::string>() : s.top;
-      const std::string role = u["role"] ? u["role"].as<std::string>() : "other";
-      if (role == "monitor") s.role = UnitRole::kMonitor;
-      else if (role == "engine") s.role = UnitRole::kEngine;
-      else if (role == "other") s.role = UnitRole::kOther;
-      else throw ConfigError(path, key + ".role", "unknown role '" + role + "' (monitor, engine, other)");
+      s.role = role_from(u["role"] ? u["role"].as<std::string>() : "other", path, key + ".role");
       if (u["count"]) s.count_override = u["count"].as<unsigned>();
       if (u["clock"]) s.clock = u["clock"].as<std::string>();
       if (!u["files"] || !u["files"].IsSequence() || u["files"].size() == 0)
@@ -200,7 +261,7 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   r.netlist = read_file((wd / "netlist.v").string());
   r.memories = parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt");
   r.logic_um2 = r.stat.chip_area_um2;
-  if (!r.memories.empty()) {
+  if (std::any_of(r.memories.begin(), r.memories.end(), [](const MemoryInfo& m) { return m.sram(); })) {
     // Same design with the memories as black-box macros: the area of everything else.
     write_file_atomic((wd / "sram_macro.v").string(), kSramBlackbox);
     write_file_atomic((wd / "logic.ys").string(), synth_script(unit, lib, wd, true));

@@ -62,7 +62,7 @@ int run(int argc, char** argv) {
   po::options_description desc("spartan-area options");
   desc.add_options()("help,h", "this help")("gpu", po::value(&gpu)->required(), "GPU preset name or YAML path")(
       "out", po::value(&out)->required(), "output directory (area.json, area.md, netlists/)")(
-      "rtl-dir", po::value(&rtl_dir)->default_value(rtl_dir), "RTL directory (uses <rtl-dir>/manifest.yaml if present)")(
+      "rtl-dir", po::value(&rtl_dir)->default_value(rtl_dir), "RTL directory (uses <rtl-dir>/units.txt or manifest.yaml)")(
       "manifest", po::value(&manifest), "unit manifest (YAML/JSON; see docs/area.md)")(
       "liberty", po::value(&tools.liberty)->default_value(tools.liberty), "standard-cell liberty")(
       "clock-ns", po::value(&tools.clock_ns)->default_value(tools.clock_ns), "STA clock period, ns")(
@@ -93,8 +93,8 @@ int run(int argc, char** argv) {
   const GpuInfo g = load_gpu(gpu, gpu_dir);
   std::optional<CycleCounts> cycles;
   if (!cycles_file.empty()) cycles = parse_cycle_counts(read_file(cycles_file), cycles_file);
-  if (manifest.empty() && fs::exists(fs::path(rtl_dir) / "manifest.yaml"))
-    manifest = (fs::path(rtl_dir) / "manifest.yaml").string();
+  for (const char* m : {"units.txt", "manifest.yaml"})
+    if (manifest.empty() && fs::exists(fs::path(rtl_dir) / m)) manifest = (fs::path(rtl_dir) / m).string();
   const std::vector<UnitSpec> specs = manifest.empty() ? default_units(rtl_dir) : load_manifest(manifest);
   if (fs::exists(out) && !fs::is_directory(out)) throw InputError("--out exists and is not a directory: " + out);
 

@@ -113,18 +113,21 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
     ju["cell_counts"] = u.stat.cell_counts;
     double mem_bits = 0, mem_ff = 0;
     json jm = json::array();
+    double reg_bits = 0;
     for (const auto& m : u.memories) {
-      mem_bits += static_cast<double>(m.bits());
+      (m.sram() ? mem_bits : reg_bits) += static_cast<double>(m.bits());
       jm.push_back({{"name", m.name}, {"width_bits", m.width_bits}, {"depth_words", m.depth_words},
                     {"bits", m.bits()}, {"read_ports", m.read_ports}, {"write_ports", m.write_ports},
-                    {"sync_read", m.sync_read},
-                    {"sram_area_um2", sram_area_um2(static_cast<double>(m.bits()), kBaseNodeNm)}});
+                    {"sync_read", m.sync_read}, {"sram_eligible", m.sram()},
+                    {"sram_area_um2", m.sram() ? json(sram_area_um2(static_cast<double>(m.bits()), kBaseNodeNm))
+                                               : json(nullptr)}});
     }
     const double synth_area = u.stat.chip_area_um2;
     const double logic = u.logic_um2;
     mem_ff = std::max(0.0, synth_area - logic);
     ju["memories"] = jm;
-    ju["memory_bits"] = mem_bits;
+    ju["memory_bits"] = mem_bits;           // SRAM-eligible memories
+    ju["register_array_bits"] = reg_bits;   // inferred memories that stay flip-flops
     ju["area_180nm"] = {{"synthesised_um2", synth_area}, {"logic_um2", logic}, {"memory_ff_um2", mem_ff},
                         {"memory_sram_um2", sram_area_um2(mem_bits, kBaseNodeNm)}};
     json t180 = {{"critical_path_ns", u.critical_path_ns}, {"fmax_mhz", u.fmax_mhz},
@@ -211,15 +214,16 @@ std::string render_markdown(const json& r) {
      << ", L2 clock " << fmt(g["l2_clock_mhz"].get<double>(), 0) << " MHz. Source: " << g["source"].get<std::string>()
      << ".\n\nTotals count memories as **" << r["memory_model"]["total_uses"].get<std::string>()
      << "** (SRAM array efficiency " << fmt(r["memory_model"]["sram_array_efficiency"].get<double>(), 2) << ").\n\n";
-  md << "## 180 nm synthesis\n\n| unit | role | cells | synthesised area um^2 | logic um^2 | memory bits | "
-        "memory as FF um^2 | memory as SRAM um^2 | critical path ns | fmax MHz | stages |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  md << "## 180 nm synthesis\n\n| unit | role | cells | synthesised area um^2 | logic um^2 | memory bits (SRAM-eligible) | "
+        "register-array bits (kept as FF) | memory as FF um^2 | memory as SRAM um^2 | critical path ns | fmax MHz | stages |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& u : r["units"]) {
     const auto& a = u["area_180nm"];
     const auto& t = u["timing_180nm"];
     md << "| " << u["name"].get<std::string>() << " | " << u["role"].get<std::string>() << " | "
        << u["cells"].get<std::uint64_t>() << " | " << fmt(a["synthesised_um2"].get<double>(), 0) << " | "
        << fmt(a["logic_um2"].get<double>(), 0) << " | " << fmt(u["memory_bits"].get<double>(), 0) << " | "
+       << fmt(u["register_array_bits"].get<double>(), 0) << " | "
        << fmt(a["memory_ff_um2"].get<double>(), 0) << " | " << fmt(a["memory_sram_um2"].get<double>(), 0) << " | "
        << fmt(t["critical_path_ns"].get<double>(), 3) << " | " << fmt(t["fmax_mhz"].get<double>(), 1) << " | "
        << t["logic_stages"].get<unsigned>() << " |\n";

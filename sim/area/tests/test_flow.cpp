@@ -66,12 +66,13 @@ TEST(FlowLive, PopcountAndFifo) {
   EXPECT_NE(p.netlist.find("module popcount"), std::string::npos);
   EXPECT_NE(p.netlist.find("DFFPOSX1"), std::string::npos);
 
-  UnitSpec ff{"fifo8x16", "fifo", {kData + "/fifo.v"}, UnitRole::kEngine, {}, "clk", 0};
+  UnitSpec ff{"fifo32x16", "fifo", {kData + "/fifo.v"}, UnitRole::kEngine, {{"DEPTH_LOG2", "5"}}, "clk", 0};
   const UnitResult f = run_unit(ff, tools, work.path.string());
   ASSERT_EQ(f.memories.size(), 1u);
-  EXPECT_EQ(f.memories[0].bits(), 128u);
-  // The memory as flops (128 x 96 um^2 DFFPOSX1 plus read muxes) is most of the FIFO, not all of it.
-  EXPECT_GT(f.stat.chip_area_um2 - f.logic_um2, 128 * 96.0);
+  EXPECT_EQ(f.memories[0].bits(), 512u);
+  EXPECT_TRUE(f.memories[0].sram());
+  // The memory as flops (512 x 96 um^2 DFFPOSX1 plus read muxes) is most of the FIFO, not all of it.
+  EXPECT_GT(f.stat.chip_area_um2 - f.logic_um2, 512 * 96.0);
   EXPECT_GT(f.logic_um2, 0.0);
   EXPECT_TRUE(f.has_reg2reg);
   EXPECT_GT(f.reg2reg.stages, 2u);

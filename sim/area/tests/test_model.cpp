@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "spartan/area/flow.h"
 #include "spartan/area/gpu.h"
 #include "spartan/area/report.h"
 #include "spartan/area/scaling.h"
@@ -128,4 +129,34 @@ TEST(Report, Arithmetic) {
   const std::string md = render_markdown(rf);
   EXPECT_NE(md.find("not available"), std::string::npos);
   EXPECT_NE(md.find("| mon |"), std::string::npos);
+}
+
+TEST(Manifest, UnitsTxtAndYaml) {
+  const std::string d = SPARTAN_AREA_DATA;
+  const auto u = load_manifest(d + "/units_test.txt");
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].top, "popcount");
+  EXPECT_EQ(u[0].role, UnitRole::kMonitor);
+  EXPECT_EQ(u[0].parameters.at("W"), "8");
+  ASSERT_EQ(u[1].files.size(), 2u);
+  EXPECT_EQ(u[1].files[1], d + "/counter_table.v");
+  EXPECT_EQ(u[1].role, UnitRole::kOther);
+  EXPECT_EQ(u[1].count_override, 3u);
+  EXPECT_EQ(u[1].parameters.at("CW"), "10");
+  EXPECT_THROW(load_manifest(d + "/units_bad_file.txt"), spartan::ConfigError);
+  EXPECT_THROW(load_manifest(d + "/units_bad_order.txt"), spartan::ConfigError);
+  const auto y = load_manifest(d + "/manifest.yaml");
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[1].role, UnitRole::kEngine);
+  EXPECT_EQ(y[2].count_override, 2u);
+  EXPECT_THROW(load_manifest(d + "/nonexistent.yaml"), spartan::ConfigError);
+}
+
+TEST(Memories, SramEligibility) {
+  MemoryInfo table{"t", 32, 64, 6, 1, 1, true};
+  EXPECT_TRUE(table.sram());
+  MemoryInfo regs{"r", 64, 2, 1, 3, 3, false};  // a 2-entry register bank with 3 write ports
+  EXPECT_FALSE(regs.sram());
+  MemoryInfo shallow{"s", 16, 8, 3, 1, 1, false};
+  EXPECT_FALSE(shallow.sram());
 }

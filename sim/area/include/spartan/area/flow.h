@@ -27,13 +27,21 @@ struct UnitSpec {
   unsigned count_override = 0;      ///< instances per GPU when role is kOther (0: not counted per GPU)
 };
 
-/// Reads a unit manifest (YAML or JSON). Format (paths relative to the manifest's directory):
+/// Reads a unit manifest: files ending in .txt go to load_units_txt(), everything else is YAML/JSON.
+/// YAML/JSON format Format (paths relative to the manifest's directory):
 ///   units:
 ///     - {name: sparsity_monitor, top: sparsity_monitor, role: monitor, files: [a.v, b.v],
 ///        parameters: {LANES: 8}, clock: clk}
 /// role: monitor (one per L2 slice) | engine (compaction engines per GPU) | other (count: N, default 0).
 /// Throws ConfigError on a missing key, unknown role, or a listed file that does not exist.
 std::vector<UnitSpec> load_manifest(const std::string& path);
+
+/// Reads the RTL helper's text manifest (rtl/units.txt). Format: '#' comments; "top NAME" starts a unit;
+/// the following indented lines are its files (relative to the manifest's directory, dependency order),
+/// "params K=V K=V ..." (Yosys chparam), and optionally "role monitor|engine|other" and "count N".
+/// Without a role line: top sparsity_monitor -> monitor, compaction_engine -> engine, others -> other.
+/// Throws ConfigError (with the line number) on anything else.
+std::vector<UnitSpec> load_units_txt(const std::string& path);
 
 /// Default units when no manifest exists: sparsity_monitor (monitor) and compaction_engine (engine),
 /// each with every *.v / *.sv file of `rtl_dir`. Throws InputError when rtl_dir has no Verilog.
@@ -53,9 +61,9 @@ struct UnitResult {
   UnitSpec spec;
   YosysStat stat;                  ///< mapped design, memories as flip-flops
   std::vector<MemoryInfo> memories;
-  /// Area of everything but the memories: the design synthesised again with each `$mem_v2` turned into
-  /// a black-box macro (zero area), so the logic around the memories is kept exactly. Equals
-  /// stat.chip_area_um2 when there are no memories.
+  /// Area of everything but the SRAM-eligible memories (MemoryInfo::sram()): the design synthesised
+  /// again with each of them turned into a black-box macro (zero area), so the logic around them is kept
+  /// exactly. Equals stat.chip_area_um2 when there is no SRAM-eligible memory.
   double logic_um2 = 0.0;
   bool has_reg2reg = false;
   StaPath reg2reg;                 ///< worst register-to-register path (reported)
