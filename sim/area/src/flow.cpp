@@ -55,23 +55,37 @@ module spartan_sram_macro(RD_CLK, RD_EN, RD_ARST, RD_SRST, RD_ADDR, RD_DATA, WR_
 endmodule
 )";
 
-// Yosys script for one unit; `macros` turns memories into spartan_sram_macro black boxes.
+// The $mem_v2 parameters, removed from the macro instances so that OpenSTA's Verilog reader (which has no
+// instance parameters) can read the netlist and treat the macro as a black box.
+const char* kMemParams[] = {"MEMID", "SIZE", "OFFSET", "ABITS", "WIDTH", "INIT", "RD_PORTS", "RD_WIDE_CONTINUATION",
+                            "RD_CLK_ENABLE", "RD_CLK_POLARITY", "RD_TRANSPARENCY_MASK", "RD_COLLISION_X_MASK",
+                            "RD_CE_OVER_SRST", "RD_INIT_VALUE", "RD_ARST_VALUE", "RD_SRST_VALUE", "WR_PORTS",
+                            "WR_WIDE_CONTINUATION", "WR_CLK_ENABLE", "WR_CLK_POLARITY", "WR_PRIORITY_MASK"};
+
+// Yosys script for one unit. `macros`: record the memories, turn the SRAM-eligible ones into black-box
+// macros (logic-only run, files logic_*); otherwise every memory becomes flip-flops (files ff_*).
 std::string synth_script(const UnitSpec& unit, const std::string& lib, const fs::path& wd, bool macros) {
   std::ostringstream ys;
   for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
   if (macros) ys << "read_verilog -lib " << (wd / "sram_macro.v").string() << "\n";
   for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
-  const std::string tag = macros ? "logic_" : "";
+  const std::string tag = macros ? "logic_" : "ff_";
   ys << "hierarchy -check -top " << unit.top << "\n"
      << "synth -flatten -top " << unit.top << " -run :fine\n";
-  if (macros) ys << "chtype -set spartan_sram_macro " << kSramYosysSelect << "\n";
-  else ys << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n";
+  if (macros)
+    ys << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n"
+       << "chtype -set spartan_sram_macro " << kSramYosysSelect << "\n";
   ys << "synth -flatten -top " << unit.top << " -run fine:\n"
      << "dfflibmap -liberty " << lib << "\n"
      << "abc -liberty " << lib << "\n"
      << "opt_clean\n"
      << "tee -q -o " << (wd / (tag + "stat.txt")).string() << " stat -liberty " << lib << "\n";
-  if (!macros) ys << "write_verilog -noattr -noexpr " << (wd / "netlist.v").string() << "\n";
+  if (macros) {
+    ys << "setparam";
+    for (const char* p : kMemParams) ys << " -unset " << p;
+    ys << " t:spartan_sram_macro\n";
+  }
+  ys << "write_verilog -noattr -noexpr " << (wd / (tag + "netlist.v")).string() << "\n";
   return ys.str();
 }
 
@@ -246,33 +260,42 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   const fs::path wd = fs::path(work_dir) / unit.name;
   fs::create_directories(wd);
   const std::string lib = yosys_quote(tools.liberty);
-  // --- Yosys: synthesis, memories recorded before memory_map, mapping to the liberty.
-  r.yosys_script = synth_script(unit, lib, wd, false);
-  write_file_atomic((wd / "synth.ys").string(), r.yosys_script);
-  auto run_yosys = [&](const std::string& script, const std::string& what) {
+  // --- Yosys. Run 1: memories recorded, SRAM-eligible ones as black-box macros -> logic area. If there are
+  // none, this run is already the whole design. Run 2 (only then, and only up to ff_memory_limit_bits of
+  // SRAM-eligible memory): every memory as flip-flops -> the synthesised area and the netlist timed.
+  auto run_yosys = [&](const std::string& script_text, const std::string& what) {
+    const std::string script = (wd / (what + ".ys")).string();
+    write_file_atomic(script, script_text);
+    r.yosys_script += script_text;
     const std::string full = (wd / (what + ".full.log")).string(), out = (wd / (what + ".log")).string();
     if (run_tool({tools.yosys, "-q", "-l", full, "-s", script}, out) != 0)
       throw InputError("Yosys failed on unit '" + unit.name + "' (top " + unit.top +
                        "): " + first_error(read_if_exists(full) + read_if_exists(out)));
   };
-  run_yosys((wd / "synth.ys").string(), "yosys");
-  r.stat = parse_yosys_stat(read_file((wd / "stat.txt").string()), unit.name + " stat.txt", unit.top);
-  if (!r.stat.has_area) throw InputError("Yosys reported no chip area for '" + unit.name + "' (liberty without areas?)");
-  r.netlist = read_file((wd / "netlist.v").string());
+  write_file_atomic((wd / "sram_macro.v").string(), kSramBlackbox);
+  run_yosys(synth_script(unit, lib, wd, true), "logic");
   r.memories = parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt");
-  r.logic_um2 = r.stat.chip_area_um2;
-  if (std::any_of(r.memories.begin(), r.memories.end(), [](const MemoryInfo& m) { return m.sram(); })) {
-    // Same design with the memories as black-box macros: the area of everything else.
-    write_file_atomic((wd / "sram_macro.v").string(), kSramBlackbox);
-    write_file_atomic((wd / "logic.ys").string(), synth_script(unit, lib, wd, true));
-    run_yosys((wd / "logic.ys").string(), "yosys_logic");
-    r.logic_um2 =
-        parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top).chip_area_um2;
+  const YosysStat logic_stat =
+      parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top);
+  if (!logic_stat.has_area) throw InputError("Yosys reported no chip area for '" + unit.name + "' (liberty without areas?)");
+  r.logic_um2 = logic_stat.chip_area_um2;
+  std::uint64_t sram_bits = 0;
+  for (const auto& m : r.memories)
+    if (m.sram()) sram_bits += m.bits();
+  std::string netlist_path = (wd / "logic_netlist.v").string();
+  r.stat = logic_stat;
+  r.ff_synthesised = sram_bits == 0 || sram_bits <= tools.ff_memory_limit_bits;
+  r.timed_with_macros = sram_bits > 0 && !r.ff_synthesised;
+  if (sram_bits > 0 && r.ff_synthesised) {
+    run_yosys(synth_script(unit, lib, wd, false), "ff");
+    r.stat = parse_yosys_stat(read_file((wd / "ff_stat.txt").string()), unit.name + " ff_stat.txt", unit.top);
+    netlist_path = (wd / "ff_netlist.v").string();
   }
+  r.netlist = read_file(netlist_path);
   // --- OpenSTA: worst path overall and worst register-to-register path.
   std::ostringstream tcl;
   tcl << "read_liberty {" << tools.liberty << "}\n"
-      << "read_verilog {" << (wd / "netlist.v").string() << "}\n"
+      << "read_verilog {" << netlist_path << "}\n"
       << "link_design " << unit.top << "\n"
       << "if {[llength [get_ports -quiet " << unit.clock << "]] > 0} {\n"
       << "  create_clock -name clk -period " << tools.clock_ns << " [get_ports " << unit.clock << "]\n"

@@ -72,6 +72,8 @@ int run(int argc, char** argv) {
       "gpu-config-dir", po::value(&gpu_dir)->default_value(gpu_dir), "directory of GPU presets")(
       "yosys", po::value(&tools.yosys)->default_value(tools.yosys), "Yosys binary")(
       "sta", po::value(&tools.sta)->default_value(tools.sta), "OpenSTA binary")(
+      "ff-memory-limit-bits", po::value(&tools.ff_memory_limit_bits)->default_value(tools.ff_memory_limit_bits),
+      "largest SRAM-eligible memory (bits per unit) also synthesised as flip-flops")(
       "keep-work", po::value(&keep_work), "copy the scratch directory (scripts, logs) here for inspection");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);

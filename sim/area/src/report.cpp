@@ -124,16 +124,24 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
     }
     const double synth_area = u.stat.chip_area_um2;
     const double logic = u.logic_um2;
-    mem_ff = std::max(0.0, synth_area - logic);
+    if (!u.ff_synthesised && !sram)
+      throw InputError("unit '" + u.spec.name + "': --memory-model ff needs the flip-flop synthesis of its " +
+                       "memories (raise --ff-memory-limit-bits)");
+    mem_ff = u.ff_synthesised ? std::max(0.0, synth_area - logic) : 0.0;
     ju["memories"] = jm;
     ju["memory_bits"] = mem_bits;           // SRAM-eligible memories
     ju["register_array_bits"] = reg_bits;   // inferred memories that stay flip-flops
-    ju["area_180nm"] = {{"synthesised_um2", synth_area}, {"logic_um2", logic}, {"memory_ff_um2", mem_ff},
+    ju["area_180nm"] = {{"synthesised_um2", u.ff_synthesised ? json(synth_area) : json(nullptr)},
+                        {"logic_um2", logic},
+                        {"memory_ff_um2", u.ff_synthesised ? json(mem_ff) : json(nullptr)},
                         {"memory_sram_um2", sram_area_um2(mem_bits, kBaseNodeNm)}};
+    ju["memories_synthesised_as_ff"] = u.ff_synthesised;
     json t180 = {{"critical_path_ns", u.critical_path_ns}, {"fmax_mhz", u.fmax_mhz},
                  {"defined_by", "worst path, all path groups, zero external I/O delay"},
                  {"startpoint", u.worst.startpoint}, {"endpoint", u.worst.endpoint},
-                 {"logic_stages", u.worst.stages}};
+                 {"logic_stages", u.worst.stages},
+                 {"netlist", u.timed_with_macros ? "logic only, SRAM macros as black boxes (access time not modelled)"
+                                                 : "memories as flip-flops"}};
     if (u.has_reg2reg)
       t180["register_to_register"] = {{"arrival_ns", u.reg2reg.arrival_ns}, {"slack_ns", u.reg2reg.slack_ns},
                                       {"startpoint", u.reg2reg.startpoint}, {"endpoint", u.reg2reg.endpoint},
@@ -148,7 +156,7 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
       const double cp = u.critical_path_ns * n.delay_factor;
       const double fmax = 1000.0 / cp;
       json jn = {{"node_nm", nm}, {"logic_um2", logic_n}, {"memory_um2", mem_n}, {"total_um2", total},
-                 {"memory_ff_um2", mem_ff * n.area_factor},
+                 {"memory_ff_um2", u.ff_synthesised ? json(mem_ff * n.area_factor) : json(nullptr)},
                  {"critical_path_ns", cp}, {"fmax_mhz", fmax}, {"meets_l2_clock", fmax >= gpu.l2_clock_mhz},
                  {"per_gpu_mm2", total * inst * 1e-6}, {"extrapolated", n.extrapolated}};
       if (nm == gpu.process_node_nm) jn["share_of_die_percent"] = 100.0 * total * inst * 1e-6 / gpu.die_area_mm2;
@@ -217,14 +225,15 @@ std::string render_markdown(const json& r) {
   md << "## 180 nm synthesis\n\n| unit | role | cells | synthesised area um^2 | logic um^2 | memory bits (SRAM-eligible) | "
         "register-array bits (kept as FF) | memory as FF um^2 | memory as SRAM um^2 | critical path ns | fmax MHz | stages |\n"
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  auto num0 = [](const json& v) { return v.is_null() ? std::string("not synthesised") : fmt(v.get<double>(), 0); };
   for (const auto& u : r["units"]) {
     const auto& a = u["area_180nm"];
     const auto& t = u["timing_180nm"];
     md << "| " << u["name"].get<std::string>() << " | " << u["role"].get<std::string>() << " | "
-       << u["cells"].get<std::uint64_t>() << " | " << fmt(a["synthesised_um2"].get<double>(), 0) << " | "
+       << u["cells"].get<std::uint64_t>() << " | " << num0(a["synthesised_um2"]) << " | "
        << fmt(a["logic_um2"].get<double>(), 0) << " | " << fmt(u["memory_bits"].get<double>(), 0) << " | "
        << fmt(u["register_array_bits"].get<double>(), 0) << " | "
-       << fmt(a["memory_ff_um2"].get<double>(), 0) << " | " << fmt(a["memory_sram_um2"].get<double>(), 0) << " | "
+       << num0(a["memory_ff_um2"]) << " | " << fmt(a["memory_sram_um2"].get<double>(), 0) << " | "
        << fmt(t["critical_path_ns"].get<double>(), 3) << " | " << fmt(t["fmax_mhz"].get<double>(), 1) << " | "
        << t["logic_stages"].get<unsigned>() << " |\n";
   }

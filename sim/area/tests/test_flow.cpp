@@ -78,6 +78,20 @@ TEST(FlowLive, PopcountAndFifo) {
   EXPECT_GT(f.reg2reg.stages, 2u);
   EXPECT_NEAR(f.critical_path_ns, 10.0 - f.worst.slack_ns, 1e-9);
   EXPECT_GE(f.worst.arrival_ns + 1e-9, f.reg2reg.arrival_ns);
+  EXPECT_TRUE(f.ff_synthesised);
+  EXPECT_FALSE(f.timed_with_macros);
+  // Above the flip-flop limit: logic only, timed with the SRAM as a black box; same logic area.
+  ToolConfig no_ff = tools;
+  no_ff.ff_memory_limit_bits = 256;
+  UnitSpec ff2 = ff;
+  ff2.name = "fifo32x16_macro";
+  const UnitResult fm = run_unit(ff2, no_ff, work.path.string());
+  EXPECT_FALSE(fm.ff_synthesised);
+  EXPECT_TRUE(fm.timed_with_macros);
+  EXPECT_DOUBLE_EQ(fm.logic_um2, f.logic_um2);
+  EXPECT_DOUBLE_EQ(fm.stat.chip_area_um2, f.logic_um2);
+  EXPECT_NE(fm.netlist.find("spartan_sram_macro"), std::string::npos);
+  EXPECT_GT(fm.fmax_mhz, 0.0);
   // A parameter override changes the synthesised width.
   UnitSpec pc8 = pc;
   pc8.name = "popcount8";

@@ -4,6 +4,7 @@
 // fmax = 1 / (worst path over all path groups), inputs and outputs constrained with zero external delay
 // (the neighbours are assumed registered), so input-to-register logic counts as well.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -52,6 +53,10 @@ struct ToolConfig {
   std::string sta = "/usr/bin/sta";
   std::string liberty = "/usr/share/qflow/tech/osu018/osu018_stdcells.lib";
   double clock_ns = 10.0;  ///< STA clock period; fmax follows from the slack, not from this value
+  /// Above this many SRAM-eligible memory bits a unit is not synthesised with its memories as flip-flops
+  /// (hours of ABC for a 32 KiB table): its timing then comes from the logic netlist with the macros
+  /// as black boxes, and the flip-flop memory area is not reported.
+  std::uint64_t ff_memory_limit_bits = 65536;
 };
 
 /// Checks that the tools are executable and the liberty is readable. Throws InputError (one line).
@@ -59,7 +64,9 @@ void check_tools(const ToolConfig& tools);
 
 struct UnitResult {
   UnitSpec spec;
-  YosysStat stat;                  ///< mapped design, memories as flip-flops
+  YosysStat stat;                  ///< the netlist that was timed: memories as flip-flops if ff_synthesised
+  bool ff_synthesised = true;      ///< memories were also synthesised as flip-flops (stat is that run)
+  bool timed_with_macros = false;  ///< STA ran on the logic netlist, SRAM macros as black boxes
   std::vector<MemoryInfo> memories;
   /// Area of everything but the SRAM-eligible memories (MemoryInfo::sram()): the design synthesised
   /// again with each of them turned into a black-box macro (zero area), so the logic around them is kept
