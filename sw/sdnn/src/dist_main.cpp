@@ -1,0 +1,73 @@
+// `spartan-sdnn infer --partition FILE` under mpirun (see dist.h).
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/error.h"
+#include "spartan/sdnn/dist.h"
+#include "spartan/sdnn/infer.h"
+#include "spartan/sdnn/mpi_session.h"
+
+namespace spartan::sdnn {
+
+int dist_infer_main(const std::string& weights, int layers, const std::string& features, float bias, const std::string& partition,
+                    const std::string& cats_out, bool verify) {
+  MpiSession mpi;
+  const int rank = mpi.rank(), size = mpi.size();
+  const auto w = load_weights(weights, layers);
+  const auto y0 = load_features(features, w.front().rows);
+  const Partition part = read_partition(partition);
+  DistEngine eng(w, part, rank, size, true);
+  std::vector<std::vector<float>> b(w.size());
+  for (std::size_t k = 0; k < w.size(); ++k) b[k].assign(eng.plan()[k].out.size(), bias);
+  const int batch = static_cast<int>(y0.rows);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  eng.forward(y0, 0, batch, b, 32.0f);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double secs = MPI_Wtime() - t0;
+  const Csr y = eng.gather_output(y0.rows);
+  unsigned long long mine = eng.counters().expand_bytes, measured = 0;
+  MPI_Reduce(&mine, &measured, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  int rc = 0;
+  if (rank == 0) {
+    const auto vol = expand_volume(w, part);
+    unsigned long long entries = 0;
+    for (auto v : vol) entries += static_cast<unsigned long long>(v);
+    const unsigned long long predicted = entries * static_cast<unsigned long long>(batch) * sizeof(float);
+    const auto cats = categories(y);
+    std::printf("ranks %d partition %s (%s)\n", size, partition.c_str(), part.method.c_str());
+    std::printf("categories: %zu of %lld images\n", cats.size(), static_cast<long long>(y0.rows));
+    std::printf("category rows (1-based):");
+    std::string list;
+    for (auto c : cats) {
+      std::printf(" %lld", static_cast<long long>(c + 1));
+      list += std::to_string(c + 1) + "\n";
+    }
+    std::printf("\n");
+    if (!cats_out.empty()) write_file_atomic(cats_out, list);
+    const double edges = static_cast<double>(total_edges(w));
+    std::printf("time_s %.6f throughput %.4g images*edges/s\n", secs, static_cast<double>(y0.rows) * edges / secs);
+    std::printf("expand volume: predicted %llu bytes (connectivity-1 %llu entries x %d images x 4 bytes), measured %llu bytes: %s\n", predicted,
+                entries, batch, measured, predicted == measured ? "EQUAL" : "MISMATCH");
+    if (predicted != measured) rc = 1;
+    if (verify) {
+      const Csr ref = infer(y0, w, bias);
+      const auto rcats = categories(ref);
+      double maxdiff = 0;
+      bool same_structure = ref.row_ptr == y.row_ptr && ref.col_idx == y.col_idx;
+      if (same_structure)
+        for (std::size_t e = 0; e < ref.values.size(); ++e) maxdiff = std::max(maxdiff, std::fabs(static_cast<double>(ref.values[e]) - y.values[e]));
+      const bool ok = rcats == cats && same_structure && maxdiff <= 1e-4;
+      std::printf("verify vs shared-memory inference: categories %s, activation structure %s, max |diff| %.3g: %s\n",
+                  rcats == cats ? "identical" : "DIFFER", same_structure ? "identical" : "DIFFERS", maxdiff, ok ? "OK" : "FAILED");
+      if (!ok) rc = 1;
+    }
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return rc;
+}
+
+}  // namespace spartan::sdnn

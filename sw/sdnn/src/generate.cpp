@@ -1,0 +1,99 @@
+// RadiX-Net-style generator (see generate.h).
+#include "spartan/sdnn/generate.h"
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "spartan/common/error.h"
+
+namespace spartan::sdnn {
+namespace {
+std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+float hash_normal(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t h1 = splitmix(seed ^ splitmix(a * 0x100000001B3ull ^ splitmix(b)));
+  const std::uint64_t h2 = splitmix(h1);
+  const double u1 = (static_cast<double>(h1 >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
+  const double u2 = static_cast<double>(h2 >> 11) / 9007199254740992.0;
+  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+}
+
+void choose_radix(std::int64_t neurons, int nnz_per_row, std::vector<int>& radices, std::int64_t& block) {
+  for (int r = nnz_per_row; r >= 2; --r) {
+    if (nnz_per_row % r) continue;
+    const std::int64_t d = nnz_per_row / r;
+    if (neurons % d) continue;
+    std::int64_t np = neurons / d, m = 0;
+    while (np > 1 && np % r == 0) {
+      np /= r;
+      ++m;
+    }
+    if (np == 1 && m >= 1) {
+      radices.assign(static_cast<std::size_t>(m), r);
+      block = d;
+      return;
+    }
+  }
+  throw InputError("no uniform radix r and dense block D with r*D = " + std::to_string(nnz_per_row) + " and N/D a power of r for N = " + std::to_string(neurons));
+}
+
+std::vector<Csr> generate_radixnet(const RadixNetSpec& spec) {
+  const std::int64_t n = spec.neurons;
+  if (n < 1 || n > INT32_MAX) throw InputError("neurons must be in [1, 2^31), got " + std::to_string(n));
+  if (spec.layers < 1) throw InputError("layers must be >= 1");
+  std::vector<int> radices = spec.radices;
+  std::int64_t block = 1;
+  if (radices.empty()) {
+    choose_radix(n, spec.nnz_per_row, radices, block);
+  } else {
+    std::int64_t prod = 1;
+    for (int r : radices) {
+      if (r < 1) throw InputError("radices must be >= 1");
+      prod *= r;
+    }
+    if (prod < 1 || n % prod) throw InputError("product of radices " + std::to_string(prod) + " does not divide N = " + std::to_string(n));
+    block = n / prod;
+  }
+  const std::int64_t np = n / block;
+  std::vector<std::int64_t> stride(radices.size(), 1);
+  for (std::size_t i = 1; i < radices.size(); ++i) stride[i] = stride[i - 1] * radices[i - 1];
+  std::mt19937_64 rng(spec.seed);
+  std::vector<std::int32_t> perm(static_cast<std::size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::vector<Csr> out;
+  out.reserve(static_cast<std::size_t>(spec.layers));
+  for (int l = 0; l < spec.layers; ++l) {
+    if (spec.permute_every > 0 && l % spec.permute_every == 0 && l > 0)
+      for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng() % i]);
+    const std::size_t p = static_cast<std::size_t>(l) % radices.size();
+    const std::int64_t r = radices[p], s = stride[p];
+    std::vector<Triple> t;
+    t.reserve(static_cast<std::size_t>(n * r * block));
+    const std::int64_t fan_in = r * block;
+    const float he = static_cast<float>(std::sqrt(2.0 / static_cast<double>(fan_in)));
+    for (std::int64_t u = 0; u < np; ++u) {
+      const std::int64_t digit = (u / s) % r, base = u - digit * s;
+      for (std::int64_t m = 0; m < r; ++m) {
+        const std::int64_t u2 = base + m * s;
+        for (std::int64_t v = 0; v < block; ++v)
+          for (std::int64_t v2 = 0; v2 < block; ++v2) {
+            const std::int64_t row = u * block + v, col = perm[static_cast<std::size_t>(u2 * block + v2)];
+            const float val = spec.init == "he" ? he * hash_normal(spec.seed, static_cast<std::uint64_t>(l) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(row), static_cast<std::uint64_t>(col))
+                                                : 1.0f / 16.0f;
+            t.push_back({row, col, val});
+          }
+      }
+    }
+    out.push_back(csr_from_triples(n, n, std::move(t)));
+  }
+  return out;
+}
+
+}  // namespace spartan::sdnn

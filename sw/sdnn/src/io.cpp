@@ -1,0 +1,315 @@
+// Readers and writers for MatrixMarket coordinate and Graph Challenge TSV files (see sparse.h).
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/error.h"
+#include "spartan/sdnn/sparse.h"
+
+namespace spartan::sdnn {
+namespace {
+
+/// Line-by-line reader over gzip or plain files.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path) : path_(path) {
+    if (!std::filesystem::is_regular_file(path)) throw IoError("cannot open '" + path + "': no such file");
+    gz_ = gzopen(path.c_str(), "rb");
+    if (!gz_) throw IoError("cannot open '" + path + "': " + std::strerror(errno));
+    gzbuffer(gz_, 1 << 17);
+  }
+  ~LineReader() {
+    if (gz_) gzclose(gz_);
+  }
+  /// Next line without the newline; false at end of file.
+  bool next(std::string& line) {
+    line.clear();
+    char buf[4096];
+    for (;;) {
+      if (!gzgets(gz_, buf, sizeof buf)) {
+        int err = 0;
+        const char* msg = gzerror(gz_, &err);
+        if (err != Z_OK && err != Z_STREAM_END)
+          throw FormatError(path_, "", line_no_ + 1, std::string("decompression failed: ") + msg, "line");
+        if (line.empty()) return false;
+        ++line_no_;
+        return true;
+      }
+      const std::size_t n = std::strlen(buf);
+      if (n > 0 && buf[n - 1] == '\n') {
+        line.append(buf, n - 1);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        ++line_no_;
+        return true;
+      }
+      line.append(buf, n);
+    }
+  }
+  std::uint64_t line_no() const { return line_no_; }
+
+ private:
+  std::string path_;
+  gzFile gz_ = nullptr;
+  std::uint64_t line_no_ = 0;
+};
+
+bool blank(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t'; });
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// Parses an integer token at p; advances p. False if no integer or trailing garbage attached.
+bool parse_int(const char*& p, std::int64_t& v) {
+  while (*p == ' ' || *p == '\t') ++p;
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(p, &end, 10);
+  if (end == p || errno == ERANGE || (*end != 0 && *end != ' ' && *end != '\t')) return false;
+  v = x;
+  p = end;
+  return true;
+}
+
+bool parse_float(const char*& p, float& v) {
+  while (*p == ' ' || *p == '\t') ++p;
+  char* end = nullptr;
+  const double x = std::strtod(p, &end);
+  if (end == p || (*end != 0 && *end != ' ' && *end != '\t') || !std::isfinite(x)) return false;
+  v = static_cast<float>(x);
+  p = end;
+  return true;
+}
+
+bool at_end(const char* p) {
+  while (*p == ' ' || *p == '\t') ++p;
+  return *p == 0;
+}
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+}  // namespace
+
+Csr csr_from_triples(std::int64_t rows, std::int64_t cols, std::vector<Triple> t) {
+  std::sort(t.begin(), t.end(), [](const Triple& a, const Triple& b) { return a.row != b.row ? a.row < b.row : a.col < b.col; });
+  Csr m;
+  m.rows = rows;
+  m.cols = cols;
+  m.row_ptr.assign(static_cast<std::size_t>(rows) + 1, 0);
+  m.col_idx.reserve(t.size());
+  m.values.reserve(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (i > 0 && t[i].row == t[i - 1].row && t[i].col == t[i - 1].col) {
+      m.values.back() += t[i].value;
+      continue;
+    }
+    m.col_idx.push_back(static_cast<std::int32_t>(t[i].col));
+    m.values.push_back(t[i].value);
+    ++m.row_ptr[static_cast<std::size_t>(t[i].row) + 1];
+  }
+  for (std::int64_t r = 0; r < rows; ++r) m.row_ptr[r + 1] += m.row_ptr[r];
+  return m;
+}
+
+Csr transpose(const Csr& a) {
+  Csr t;
+  t.rows = a.cols;
+  t.cols = a.rows;
+  t.row_ptr.assign(static_cast<std::size_t>(a.cols) + 1, 0);
+  for (auto c : a.col_idx) ++t.row_ptr[static_cast<std::size_t>(c) + 1];
+  for (std::int64_t c = 0; c < a.cols; ++c) t.row_ptr[c + 1] += t.row_ptr[c];
+  t.col_idx.resize(a.col_idx.size());
+  t.values.resize(a.values.size());
+  std::vector<std::int64_t> pos(t.row_ptr.begin(), t.row_ptr.end() - 1);
+  for (std::int64_t r = 0; r < a.rows; ++r)
+    for (auto k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+      const auto c = a.col_idx[k];
+      t.col_idx[pos[c]] = static_cast<std::int32_t>(r);
+      t.values[pos[c]++] = a.values[k];
+    }
+  return t;
+}
+
+Csc to_csc(const Csr& a) {
+  Csr t = transpose(a);
+  Csc c;
+  c.rows = a.rows;
+  c.cols = a.cols;
+  c.col_ptr = std::move(t.row_ptr);
+  c.row_idx = std::move(t.col_idx);
+  c.values = std::move(t.values);
+  return c;
+}
+
+Csr to_csr(const Csc& a) {
+  Csr t;
+  t.rows = a.cols;
+  t.cols = a.rows;
+  t.row_ptr = a.col_ptr;
+  t.col_idx = a.row_idx;
+  t.values = a.values;
+  return transpose(t);
+}
+
+Csr read_matrix_market(const std::string& path) {
+  LineReader in(path);
+  std::string line;
+  if (!in.next(line)) throw FormatError(path, "header", 1, "empty file, expected '%%MatrixMarket' header", "line");
+  std::istringstream hs(line);
+  std::string banner, object, format, field, symmetry, extra;
+  hs >> banner >> object >> format >> field >> symmetry;
+  if (banner != "%%MatrixMarket" || lower(object) != "matrix" || symmetry.empty() || (hs >> extra))
+    throw FormatError(path, "header", 1, "expected '%%MatrixMarket matrix coordinate <field> <symmetry>'", "line");
+  format = lower(format);
+  field = lower(field);
+  symmetry = lower(symmetry);
+  if (format != "coordinate") throw FormatError(path, "header", 1, "only 'coordinate' format is supported, got '" + format + "'", "line");
+  if (field != "real" && field != "integer" && field != "pattern" && field != "double")
+    throw FormatError(path, "header", 1, "unsupported field '" + field + "' (expected real, integer or pattern)", "line");
+  if (symmetry != "general" && symmetry != "symmetric" && symmetry != "skew-symmetric")
+    throw FormatError(path, "header", 1, "unsupported symmetry '" + symmetry + "' (expected general, symmetric or skew-symmetric)", "line");
+  const bool pattern = field == "pattern";
+  const bool integer = field == "integer";
+  const int sym = symmetry == "general" ? 0 : (symmetry == "symmetric" ? 1 : 2);
+
+  // Size line (after comments and blank lines).
+  bool have_size = false;
+  std::int64_t rows = 0, cols = 0, nnz = 0;
+  while (in.next(line)) {
+    if (line.empty() || line[0] == '%' || blank(line)) continue;
+    const char* p = line.c_str();
+    if (!parse_int(p, rows) || !parse_int(p, cols) || !parse_int(p, nnz) || !at_end(p) || rows < 0 || cols < 0 || nnz < 0)
+      throw FormatError(path, "size", in.line_no(), "expected 'rows cols nnz' (three non-negative integers)", "line");
+    if (rows > INT32_MAX || cols > INT32_MAX) throw FormatError(path, "size", in.line_no(), "dimensions exceed 2^31-1", "line");
+    if (sym != 0 && rows != cols) throw FormatError(path, "size", in.line_no(), symmetry + " matrix must be square", "line");
+    have_size = true;
+    break;
+  }
+  if (!have_size) throw FormatError(path, "size", in.line_no() + 1, "missing size line", "line");
+  std::vector<Triple> t;
+  t.reserve(static_cast<std::size_t>(sym ? 2 * nnz : nnz));
+  std::int64_t seen = 0;
+  while (in.next(line)) {
+    if (line.empty() || line[0] == '%' || blank(line)) continue;
+    const auto ln = in.line_no();
+    if (seen == nnz) throw FormatError(path, "entry", ln, "more entries than the " + std::to_string(nnz) + " declared", "line");
+    const char* p = line.c_str();
+    std::int64_t i = 0, j = 0;
+    float v = 1.0f;
+    if (!parse_int(p, i) || !parse_int(p, j)) throw FormatError(path, "entry", ln, "malformed entry, expected 'row col" + std::string(pattern ? "'" : " value'"), "line");
+    if (!pattern) {
+      if (integer) {
+        std::int64_t iv = 0;
+        if (!parse_int(p, iv)) throw FormatError(path, "entry", ln, "malformed integer value", "line");
+        v = static_cast<float>(iv);
+      } else if (!parse_float(p, v)) {
+        throw FormatError(path, "entry", ln, "malformed real value", "line");
+      }
+    }
+    if (!at_end(p)) throw FormatError(path, "entry", ln, "trailing characters after entry", "line");
+    if (i < 1 || i > rows || j < 1 || j > cols)
+      throw FormatError(path, "entry", ln, "index (" + std::to_string(i) + ", " + std::to_string(j) + ") out of range for " + std::to_string(rows) + " x " + std::to_string(cols), "line");
+    if (sym == 1 && i < j) throw FormatError(path, "entry", ln, "symmetric file stores the lower triangle only, got an entry above the diagonal", "line");
+    if (sym == 2 && i <= j) throw FormatError(path, "entry", ln, "skew-symmetric file stores the strict lower triangle only", "line");
+    t.push_back({i - 1, j - 1, v});
+    if (sym != 0 && i != j) t.push_back({j - 1, i - 1, sym == 2 ? -v : v});
+    ++seen;
+  }
+  if (seen != nnz)
+    throw FormatError(path, "entry", in.line_no() + 1, "file ends after " + std::to_string(seen) + " of " + std::to_string(nnz) + " declared entries", "line");
+  return csr_from_triples(rows, cols, std::move(t));
+}
+
+Csr read_tsv(const std::string& path, std::int64_t rows, std::int64_t cols) {
+  LineReader in(path);
+  std::string line;
+  std::vector<Triple> t;
+  std::int64_t max_r = 0, max_c = 0;
+  while (in.next(line)) {
+    if (line.empty() || blank(line)) continue;
+    const auto ln = in.line_no();
+    const char* p = line.c_str();
+    std::int64_t i = 0, j = 0;
+    float v = 0;
+    if (!parse_int(p, i) || !parse_int(p, j) || !parse_float(p, v) || !at_end(p))
+      throw FormatError(path, "entry", ln, "malformed line, expected 'row<TAB>col<TAB>value'", "line");
+    if (i < 1 || j < 1 || (rows > 0 && i > rows) || (cols > 0 && j > cols) || i > INT32_MAX || j > INT32_MAX)
+      throw FormatError(path, "entry", ln, "index (" + std::to_string(i) + ", " + std::to_string(j) + ") out of range" +
+                                               (rows > 0 ? " for " + std::to_string(rows) + " x " + std::to_string(cols) : std::string()), "line");
+    max_r = std::max(max_r, i);
+    max_c = std::max(max_c, j);
+    t.push_back({i - 1, j - 1, v});
+  }
+  return csr_from_triples(rows > 0 ? rows : max_r, cols > 0 ? cols : max_c, std::move(t));
+}
+
+Csr read_matrix(const std::string& path, std::int64_t rows, std::int64_t cols) {
+  if (ends_with(path, ".mtx") || ends_with(path, ".mtx.gz") || ends_with(path, ".mm") || ends_with(path, ".mm.gz"))
+    return read_matrix_market(path);
+  if (ends_with(path, ".tsv") || ends_with(path, ".tsv.gz")) return read_tsv(path, rows, cols);
+  throw InputError("'" + path + "': unknown matrix format (expected .mtx, .mtx.gz, .tsv or .tsv.gz)");
+}
+
+std::string find_layer_file(const std::string& dir, int layer) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw IoError("weights directory '" + dir + "' does not exist");
+  const std::string suffix = "-l" + std::to_string(layer);
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    for (const char* ext : {".mtx", ".mtx.gz", ".tsv", ".tsv.gz"})
+      if (ends_with(name, suffix + ext)) found.push_back(e.path().string());
+  }
+  if (found.empty()) throw IoError("no weight file for layer " + std::to_string(layer) + " (*" + suffix + ".mtx[.gz] or .tsv[.gz]) in '" + dir + "'");
+  std::sort(found.begin(), found.end());
+  return found.front();
+}
+
+void write_matrix_market(const std::string& path, const Csr& a) {
+  std::ostringstream os;
+  os << "%%MatrixMarket matrix coordinate real general\n" << a.rows << ' ' << a.cols << ' ' << a.nnz() << '\n';
+  char buf[64];
+  for (std::int64_t r = 0; r < a.rows; ++r)
+    for (auto k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k) {
+      std::snprintf(buf, sizeof buf, "%lld %d %.9g\n", static_cast<long long>(r + 1), a.col_idx[k] + 1, static_cast<double>(a.values[k]));
+      os << buf;
+    }
+  const std::string s = os.str();
+  if (ends_with(path, ".gz")) {
+    AtomicFile f(path);
+    std::string out;
+    uLongf bound = compressBound(static_cast<uLong>(s.size()));
+    (void)bound;
+    // gzip stream via gzdopen on a dup of the temp file descriptor is awkward; compress with deflate in gzip mode.
+    z_stream zs{};
+    if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw IoError("zlib init failed for '" + path + "'");
+    out.resize(deflateBound(&zs, static_cast<uLong>(s.size())) + 64);
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(s.data()));
+    zs.avail_in = static_cast<uInt>(s.size());
+    zs.next_out = reinterpret_cast<Bytef*>(out.data());
+    zs.avail_out = static_cast<uInt>(out.size());
+    const int rc = deflate(&zs, Z_FINISH);
+    const auto produced = zs.total_out;
+    deflateEnd(&zs);
+    if (rc != Z_STREAM_END) throw IoError("zlib compression failed for '" + path + "'");
+    out.resize(produced);
+    f.write(out);
+    f.commit();
+  } else {
+    write_file_atomic(path, s);
+  }
+}
+
+}  // namespace spartan::sdnn

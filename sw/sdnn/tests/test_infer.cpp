@@ -1,0 +1,93 @@
+// Inference against independent oracles: SuiteSparse:GraphBLAS on the 30-layer, 1200-image challenge subset,
+// and a dense reference (written here) for the structural-bias rule.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "spartan/common/error.h"
+#include "spartan/sdnn/graphblas_ref.h"
+#include "spartan/sdnn/infer.h"
+
+using namespace spartan::sdnn;
+
+TEST(SdnnInfer, ChallengeSubsetMatchesGraphBLAS) {
+  const auto w = load_weights(SDNN_DATA_DIR, 30);
+  const auto y0 = load_features(std::string(SDNN_DATA_DIR) + "/sparse-images-1024_subset.mtx.gz", 1024);
+  const Csr y = infer(y0, w, -0.3f);
+  graphblas::Problem gb(y0, w);
+  const Csr ref = gb.run(-0.3f);
+  const auto cats = categories(y), rcats = categories(ref);
+  ASSERT_FALSE(rcats.empty());
+  EXPECT_EQ(cats, rcats);
+  ASSERT_EQ(y.row_ptr, ref.row_ptr);
+  ASSERT_EQ(y.col_idx, ref.col_idx);
+  for (std::size_t e = 0; e < y.values.size(); ++e) ASSERT_NEAR(y.values[e], ref.values[e], 1e-4f * std::max(1.0f, std::fabs(ref.values[e])));
+  for (float v : y.values) {
+    ASSERT_GT(v, 0.0f);
+    ASSERT_LE(v, 32.0f);
+  }
+}
+
+TEST(SdnnInfer, ThreadCountDoesNotChangeResult) {
+  const auto w = load_weights(SDNN_DATA_DIR, 5);
+  const auto y0 = load_features(std::string(SDNN_DATA_DIR) + "/sparse-images-1024_subset.mtx.gz", 1024);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Csr a = infer(y0, w, -0.3f);
+  omp_set_num_threads(2);
+  const Csr b = infer(y0, w, -0.3f);
+  omp_set_num_threads(saved);
+  EXPECT_EQ(a, b);
+}
+
+// Dense reference: z = y W (in double), bias only where some y_ij != 0 meets W_jk != 0.
+TEST(SdnnInfer, StructuralBiasMatchesDenseReference) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> val(-1.0f, 1.0f);
+  const int rows = 37, n = 50;
+  std::vector<Triple> ty, tw;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < n; ++c)
+      if (rng() % 6 == 0) ty.push_back({r, c, std::fabs(val(rng)) * 3});
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < n; ++c)
+      if (rng() % 9 == 0) tw.push_back({r, c, val(rng) * 4});
+  const Csr y = csr_from_triples(rows, n, ty), w = csr_from_triples(n, n, tw);
+  for (float bias : {0.5f, -0.3f}) {
+    SCOPED_TRACE(bias);
+    const Csr out = layer_forward(y, w, bias, 2.0f);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < n; ++c) {
+        double z = 0;
+        bool structural = false;
+        for (auto p = y.row_ptr[r]; p < y.row_ptr[r + 1]; ++p) {
+          const int j = y.col_idx[p];
+          for (auto q = w.row_ptr[j]; q < w.row_ptr[j + 1]; ++q)
+            if (w.col_idx[q] == c) {
+              z += static_cast<double>(y.values[p]) * w.values[q];
+              structural = true;
+            }
+        }
+        const double expect = structural ? std::min(std::max(z + bias, 0.0), 2.0) : 0.0;
+        float got = 0;
+        for (auto q = out.row_ptr[r]; q < out.row_ptr[r + 1]; ++q)
+          if (out.col_idx[q] == c) got = out.values[q];
+        ASSERT_NEAR(got, expect, 1e-5) << r << "," << c;
+      }
+  }
+  EXPECT_THROW(layer_forward(y, csr_from_triples(n + 1, n, {}), 0.0f), spartan::InputError);
+}
+
+TEST(SdnnInfer, CliBadInputExitsTwo) {
+  const std::string bin = SDNN_BIN;
+  const std::string d = SDNN_DATA_DIR;
+  auto run = [](const std::string& cmd) { return WEXITSTATUS(std::system((cmd + " >/dev/null 2>&1").c_str())); };
+  EXPECT_EQ(run(bin + " infer --weights /nonexistent --layers 2 --features x.mtx --bias -0.3"), 2);
+  EXPECT_EQ(run(bin + " infer --weights " + d + " --layers 31 --features " + d + "/sparse-images-1024_subset.mtx.gz --bias -0.3"), 2);
+  EXPECT_EQ(run(bin + " infer --weights " + d + " --layers 2 --bias -0.3"), 2);
+  EXPECT_EQ(run(bin + " frobnicate"), 2);
+  EXPECT_EQ(run(bin + " infer --weights " + d + " --layers 2 --features " + d + "/sparse-images-1024_subset.mtx.gz --bias -0.3"), 0);
+}

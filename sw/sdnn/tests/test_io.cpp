@@ -1,0 +1,199 @@
+// Readers: MatrixMarket (every field and symmetry kind) and Graph Challenge TSV, plain and gzip, and the
+// error paths (file + line number).
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "spartan/common/error.h"
+#include "spartan/sdnn/sparse.h"
+
+using namespace spartan::sdnn;
+
+namespace {
+
+std::string tmp_path(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sdnn_io_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string p = tmp_path(name);
+  if (name.size() > 3 && name.substr(name.size() - 3) == ".gz") {
+    gzFile f = gzopen(p.c_str(), "wb");
+    gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+    gzclose(f);
+  } else {
+    std::ofstream(p) << text;
+  }
+  return p;
+}
+
+float at(const Csr& a, std::int64_t r, std::int64_t c) {
+  for (auto q = a.row_ptr[r]; q < a.row_ptr[r + 1]; ++q)
+    if (a.col_idx[q] == c) return a.values[q];
+  return 0.0f;
+}
+
+/// Expects a FormatError from `fn` whose line number is `line` and whose message names the file.
+template <class F>
+void expect_line_error(F fn, const std::string& path, std::uint64_t line, const std::string& needle) {
+  try {
+    fn();
+    FAIL() << "no error for " << path;
+  } catch (const spartan::FormatError& e) {
+    EXPECT_EQ(e.offset(), line) << e.what();
+    EXPECT_EQ(e.file(), path);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("line " + std::to_string(line)), std::string::npos) << msg;
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+
+TEST(SdnnIo, GeneralRealWithCommentsAndDuplicates) {
+  const auto p = write("g.mtx", "%%MatrixMarket matrix coordinate real general\n% comment\n\n3 4 4\n1 1 1.5\n3 4 -2\n2 2 0.25\n1 1 0.5\n");
+  const Csr a = read_matrix_market(p);
+  EXPECT_EQ(a.rows, 3);
+  EXPECT_EQ(a.cols, 4);
+  EXPECT_EQ(a.nnz(), 3);  // the duplicate (1,1) is summed
+  EXPECT_FLOAT_EQ(at(a, 0, 0), 2.0f);
+  EXPECT_FLOAT_EQ(at(a, 2, 3), -2.0f);
+  EXPECT_FLOAT_EQ(at(a, 1, 1), 0.25f);
+  const Csc c = to_csc(a);
+  EXPECT_EQ(c.col_ptr, (std::vector<std::int64_t>{0, 1, 2, 2, 3}));
+  EXPECT_EQ(c.row_idx, (std::vector<std::int32_t>{0, 1, 2}));
+  EXPECT_EQ(to_csr(c), a);
+}
+
+TEST(SdnnIo, IntegerPatternAndGzip) {
+  const auto pi = write("i.mtx.gz", "%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 2 7\n2 1 -3\n");
+  const Csr a = read_matrix_market(pi);
+  EXPECT_FLOAT_EQ(at(a, 0, 1), 7.0f);
+  EXPECT_FLOAT_EQ(at(a, 1, 0), -3.0f);
+  const auto pp = write("p.mtx", "%%MatrixMarket matrix coordinate pattern general\n2 3 2\n1 3\n2 2\n");
+  const Csr b = read_matrix_market(pp);
+  EXPECT_EQ(b.nnz(), 2);
+  EXPECT_FLOAT_EQ(at(b, 0, 2), 1.0f);
+  EXPECT_FLOAT_EQ(at(b, 1, 1), 1.0f);
+}
+
+TEST(SdnnIo, SymmetricMirrorsLowerTriangle) {
+  const auto p = write("s.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n1 1 4\n3 1 2\n3 2 -1\n");
+  const Csr a = read_matrix_market(p);
+  EXPECT_EQ(a.nnz(), 5);
+  EXPECT_FLOAT_EQ(at(a, 0, 0), 4.0f);
+  EXPECT_FLOAT_EQ(at(a, 2, 0), 2.0f);
+  EXPECT_FLOAT_EQ(at(a, 0, 2), 2.0f);
+  EXPECT_FLOAT_EQ(at(a, 1, 2), -1.0f);
+  EXPECT_EQ(transpose(a), a);
+}
+
+TEST(SdnnIo, SkewSymmetricMirrorsNegated) {
+  const auto p = write("k.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 5\n3 2 -1.5\n");
+  const Csr a = read_matrix_market(p);
+  EXPECT_EQ(a.nnz(), 4);
+  EXPECT_FLOAT_EQ(at(a, 1, 0), 5.0f);
+  EXPECT_FLOAT_EQ(at(a, 0, 1), -5.0f);
+  EXPECT_FLOAT_EQ(at(a, 2, 1), -1.5f);
+  EXPECT_FLOAT_EQ(at(a, 1, 2), 1.5f);
+}
+
+TEST(SdnnIo, PatternSymmetric) {
+  const auto p = write("ps.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n2 2 1\n2 1\n");
+  const Csr a = read_matrix_market(p);
+  EXPECT_EQ(a.nnz(), 2);
+  EXPECT_FLOAT_EQ(at(a, 0, 1), 1.0f);
+}
+
+TEST(SdnnIo, MatrixMarketErrorsNameFileAndLine) {
+  const std::string hdr = "%%MatrixMarket matrix coordinate real general\n";
+  struct Case {
+    const char* name;
+    std::string text;
+    std::uint64_t line;
+    const char* needle;
+  };
+  const std::vector<Case> cases = {
+      {"e_banner.mtx", "%%MatrixMarkt matrix coordinate real general\n1 1 0\n", 1, "MatrixMarket"},
+      {"e_array.mtx", "%%MatrixMarket matrix array real general\n1 1\n1\n", 1, "coordinate"},
+      {"e_complex.mtx", "%%MatrixMarket matrix coordinate complex general\n1 1 0\n", 1, "field"},
+      {"e_herm.mtx", "%%MatrixMarket matrix coordinate real hermitian\n1 1 0\n", 1, "symmetry"},
+      {"e_empty.mtx", "", 1, "empty"},
+      {"e_size.mtx", hdr + "% c\n3 x 2\n", 3, "rows cols nnz"},
+      {"e_nosize.mtx", hdr + "% only comments\n", 3, "missing size"},
+      {"e_malformed.mtx", hdr + "2 2 2\n1 1 1\n1 2 abc\n", 4, "malformed"},
+      {"e_short.mtx", hdr + "2 2 2\n1 1 1\n2\n", 4, "malformed"},
+      {"e_trailing.mtx", hdr + "2 2 1\n1 1 1 9\n", 3, "trailing"},
+      {"e_range.mtx", hdr + "2 2 2\n1 1 1\n3 1 1\n", 4, "out of range"},
+      {"e_zero.mtx", hdr + "2 2 1\n0 1 1\n", 3, "out of range"},
+      {"e_few.mtx", hdr + "2 2 3\n1 1 1\n2 2 1\n", 5, "2 of 3"},
+      {"e_many.mtx", hdr + "2 2 1\n1 1 1\n2 2 1\n", 4, "more entries"},
+      {"e_upper.mtx", "%%MatrixMarket matrix coordinate real symmetric\n2 2 1\n1 2 1\n", 3, "lower triangle"},
+      {"e_skewdiag.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n1 1 1\n", 3, "strict lower"},
+      {"e_symrect.mtx", "%%MatrixMarket matrix coordinate real symmetric\n2 3 0\n", 2, "square"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto p = write(c.name, c.text);
+    expect_line_error([&] { read_matrix_market(p); }, p, c.line, c.needle);
+  }
+}
+
+TEST(SdnnIo, MissingFileIsIoError) { EXPECT_THROW(read_matrix_market(tmp_path("does-not-exist.mtx")), spartan::IoError); }
+
+TEST(SdnnIo, TsvTriples) {
+  const auto p = write("w.tsv.gz", "1\t2\t0.0625\n3\t1\t-0.3\n\n2\t2\t1\n");
+  const Csr a = read_tsv(p, 3, 3);
+  EXPECT_EQ(a.rows, 3);
+  EXPECT_EQ(a.nnz(), 3);
+  EXPECT_FLOAT_EQ(at(a, 0, 1), 0.0625f);
+  EXPECT_FLOAT_EQ(at(a, 2, 0), -0.3f);
+  const Csr inferred = read_matrix(p);
+  EXPECT_EQ(inferred.rows, 3);
+  EXPECT_EQ(inferred.cols, 2);
+}
+
+TEST(SdnnIo, TsvErrorsNameFileAndLine) {
+  const auto bad = write("bad.tsv", "1\t1\t1\n1\tx\t1\n");
+  expect_line_error([&] { read_tsv(bad); }, bad, 2, "malformed");
+  const auto two = write("two.tsv", "1\t1\t1\n2\t2\n");
+  expect_line_error([&] { read_tsv(two); }, two, 2, "malformed");
+  const auto range = write("range.tsv", "1\t1\t1\n\n1\t5\t1\n");
+  expect_line_error([&] { read_tsv(range, 4, 4); }, range, 3, "out of range");
+  const auto zero = write("zero.tsv", "0\t1\t1\n");
+  expect_line_error([&] { read_tsv(zero); }, zero, 1, "out of range");
+  EXPECT_THROW(read_matrix(write("x.csv", "1,1,1\n")), spartan::InputError);
+}
+
+TEST(SdnnIo, WriteReadRoundTrip) {
+  const auto p = write("src.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 2 0.1\n2 3 -7.25\n3 1 3\n");
+  const Csr a = read_matrix_market(p);
+  for (const char* name : {"rt.mtx", "rt.mtx.gz"}) {
+    const auto q = tmp_path(name);
+    write_matrix_market(q, a);
+    EXPECT_EQ(read_matrix_market(q), a) << name;
+  }
+}
+
+TEST(SdnnIo, ChallengeSubsetHeaders) {
+  // Every layer: 1024 x 1024 with 32 non-zeros per row and column once symmetric storage is mirrored.
+  for (int k : {1, 6, 30}) {
+    SCOPED_TRACE(k);
+    const Csr w = read_matrix(find_layer_file(SDNN_DATA_DIR, k));
+    ASSERT_EQ(w.rows, 1024);
+    ASSERT_EQ(w.nnz(), 32 * 1024);
+    for (std::int64_t r = 0; r < w.rows; ++r) ASSERT_EQ(w.row_ptr[r + 1] - w.row_ptr[r], 32);
+    const Csr t = transpose(w);
+    for (std::int64_t r = 0; r < t.rows; ++r) ASSERT_EQ(t.row_ptr[r + 1] - t.row_ptr[r], 32);
+  }
+  const Csr y = read_matrix(std::string(SDNN_DATA_DIR) + "/sparse-images-1024_subset.mtx.gz");
+  EXPECT_EQ(y.rows, 1200);
+  EXPECT_EQ(y.cols, 1024);
+  EXPECT_EQ(y.nnz(), 122713);
+  for (float v : y.values) ASSERT_EQ(v, 1.0f);  // pattern
+}

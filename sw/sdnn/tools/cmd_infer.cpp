@@ -1,0 +1,66 @@
+// spartan-sdnn infer: Graph Challenge inference, single process (OpenMP) or distributed (--partition, MPI).
+#include <omp.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "commands.h"
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/error.h"
+#include "spartan/sdnn/dist.h"
+#include "spartan/sdnn/infer.h"
+
+namespace po = boost::program_options;
+
+namespace spartan::sdnn::cli {
+
+int cmd_infer(const std::vector<std::string>& args) {
+  std::string weights, features, partition, cats_out;
+  int layers = 0, threads = 0;
+  float bias = 0;
+  po::options_description desc("spartan-sdnn infer options");
+  desc.add_options()("help,h", "show this help")(
+      "weights", po::value(&weights)->required(), "directory with the layer files *-l{k}.mtx[.gz] or .tsv[.gz]")(
+      "layers", po::value(&layers)->required(), "number of layers to run")(
+      "features", po::value(&features)->required(), "input features (images x neurons), .mtx[.gz] or .tsv[.gz]")(
+      "bias", po::value(&bias)->required(), "bias added to the structural non-zeros of every layer (e.g. -0.3 for 1024 neurons)")(
+      "threads", po::value(&threads)->default_value(0), "OpenMP threads (0 = default)")(
+      "partition", po::value(&partition), "partition file: run distributed under mpirun (one rank per part)")(
+      "categories-out", po::value(&cats_out), "write the 1-based categories, one per line, to this file");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  if (threads < 0) throw InputError("--threads must be >= 0");
+  if (threads > 0) omp_set_num_threads(threads);
+
+  if (!partition.empty()) return dist_infer_main(weights, layers, features, bias, partition, cats_out);
+
+  const auto w = load_weights(weights, layers);
+  const auto y0 = load_features(features, w.front().rows);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Csr y = infer(y0, w, bias);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto cats = categories(y);
+  std::printf("categories: %zu of %lld images\n", cats.size(), static_cast<long long>(y0.rows));
+  std::string list;
+  for (auto c : cats) list += std::to_string(c + 1) + "\n";
+  if (!cats_out.empty()) write_file_atomic(cats_out, list);
+  std::printf("category rows (1-based):");
+  for (auto c : cats) std::printf(" %lld", static_cast<long long>(c + 1));
+  std::printf("\n");
+  const double edges = static_cast<double>(total_edges(w));
+  std::printf("layers %d neurons %lld edges %.0f images %lld threads %d\n", layers, static_cast<long long>(w[0].rows), edges,
+              static_cast<long long>(y0.rows), omp_get_max_threads());
+  std::printf("time_s %.6f throughput %.4g images*edges/s (%.4g Tedges/s)\n", secs, static_cast<double>(y0.rows) * edges / secs,
+              static_cast<double>(y0.rows) * edges / secs / 1e12);
+  return 0;
+}
+
+}  // namespace spartan::sdnn::cli

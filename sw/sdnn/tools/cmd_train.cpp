@@ -1,0 +1,157 @@
+// spartan-sdnn train: SGD on the fixed sparsity pattern, single process or under mpirun with --partition.
+#include <omp.h>
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "commands.h"
+#include "spartan/common/error.h"
+#include "spartan/sdnn/generate.h"
+#include "spartan/sdnn/infer.h"
+#include "spartan/sdnn/mpi_session.h"
+#include "spartan/sdnn/train.h"
+#include "trace_out.h"
+
+namespace po = boost::program_options;
+
+namespace spartan::sdnn::cli {
+
+int cmd_train(const std::vector<std::string>& args) {
+  std::string weights, data, partition, bias_mode, trace, init;
+  int layers = 0, epochs = 1, threads = 0, permute_every = 4;
+  std::int64_t neurons = 1024, train_limit = 0, test_limit = 0;
+  std::uint64_t seed = 1;
+  bool linear = false, verify = false;
+  TrainConfig cfg;
+  po::options_description desc("spartan-sdnn train options");
+  desc.add_options()("help,h", "show this help")("weights", po::value(&weights), "body weights directory (else a RadiX-Net body is generated)")(
+      "neurons", po::value(&neurons)->default_value(1024), "neurons per layer of the generated body (a perfect square)")(
+      "layers", po::value(&layers)->required(), "body layers")("permute-every", po::value(&permute_every)->default_value(4), "generator: permutation period")(
+      "data", po::value(&data)->default_value("/usr/share/datasets/fashion-mnist"), "Fashion-MNIST directory (gzip IDX)")(
+      "train-limit", po::value(&train_limit)->default_value(0), "use the first N training images (0 = all 60000)")(
+      "test-limit", po::value(&test_limit)->default_value(0), "use the first N test images (0 = all 10000)")(
+      "epochs", po::value(&epochs)->default_value(1), "epochs")("batch", po::value(&cfg.batch)->default_value(64), "mini-batch size")(
+      "lr", po::value(&cfg.lr)->default_value(0.05f), "SGD learning rate")("bias-mode", po::value(&bias_mode)->default_value("neuron"), "neuron | layer")(
+      "bias-init", po::value(&cfg.bias_init)->default_value(0.0f), "initial bias")("seed", po::value(&seed)->default_value(1), "generator and head seed")(
+      "init", po::value(&init)->default_value("he"), "generated body values: he | challenge")(
+      "threads", po::value(&threads)->default_value(0), "OpenMP threads (0 = default)")(
+      "partition", po::value(&partition), "partition file: distributed training under mpirun")(
+      "verify", po::bool_switch(&verify), "distributed: rank 0 also trains on one rank and compares the loss curves")(
+      "linear-baseline", po::bool_switch(&linear), "also train a softmax-regression baseline on the same inputs")(
+      "trace", po::value(&trace), "write per-layer activations of the first test batch to this .sptrace file");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  if (bias_mode != "neuron" && bias_mode != "layer") throw InputError("--bias-mode must be 'neuron' or 'layer', got '" + bias_mode + "'");
+  if (init != "he" && init != "challenge") throw InputError("--init must be 'he' or 'challenge', got '" + init + "'");
+  if (epochs < 1) throw InputError("--epochs must be >= 1");
+  if (threads < 0) throw InputError("--threads must be >= 0");
+  if (threads > 0) omp_set_num_threads(threads);
+  cfg.bias_per_neuron = bias_mode == "neuron";
+  cfg.seed = seed;
+
+  std::vector<Csr> w;
+  if (!weights.empty()) {
+    w = load_weights(weights, layers);
+  } else {
+    RadixNetSpec spec;
+    spec.neurons = neurons;
+    spec.layers = layers;
+    spec.seed = seed;
+    spec.init = init;
+    spec.permute_every = permute_every;
+    w = generate_radixnet(spec);
+  }
+  const std::int64_t n = w[0].rows;
+  const auto train = load_fashion_mnist(data, "train", n, train_limit);
+  const auto test = load_fashion_mnist(data, "t10k", n, test_limit);
+
+  std::unique_ptr<MpiSession> mpi;
+  int rank = 0, size = 1;
+  Partition part;
+  if (!partition.empty()) {
+    mpi = std::make_unique<MpiSession>();
+    rank = mpi->rank();
+    size = mpi->size();
+    part = read_partition(partition);
+  } else {
+    part.parts = 1;
+    part.neurons = n;
+    part.method = "single";
+    part.part.assign(w.size(), std::vector<std::int32_t>(static_cast<std::size_t>(n), 0));
+  }
+  Trainer tr(w, part, rank, size, mpi != nullptr, cfg);
+  const bool root = rank == 0;
+  if (root)
+    std::printf("train: %lld neurons x %d layers (%lld edges), %lld train / %lld test images, batch %d, lr %g, bias per %s, ranks %d\n",
+                static_cast<long long>(n), layers, static_cast<long long>(total_edges(w)), static_cast<long long>(train.features.rows),
+                static_cast<long long>(test.features.rows), cfg.batch, static_cast<double>(cfg.lr), bias_mode.c_str(), size);
+  std::vector<double> curve;
+  double epoch_seconds = 0;
+  for (int e = 0; e < epochs; ++e) {
+    const EpochStats s = tr.epoch(train, test);
+    curve.insert(curve.end(), s.batch_loss.begin(), s.batch_loss.end());
+    epoch_seconds += s.seconds;
+    if (root) {
+      std::printf("epoch %d loss %.5f (first batch %.5f, last batch %.5f) train_acc %.4f test_acc %.4f epoch_time_s %.3f\n", e + 1, s.mean_loss,
+                  s.batch_loss.front(), s.batch_loss.back(), s.train_acc, s.test_acc, s.seconds);
+      std::fflush(stdout);
+    }
+  }
+  int rc = 0;
+  if (mpi) {
+    const auto& c = tr.engine().counters();
+    unsigned long long mine[2] = {c.expand_bytes, c.fold_bytes}, tot[2] = {0, 0};
+    MPI_Reduce(mine, tot, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (root) {
+      unsigned long long entries = 0;
+      for (auto v : expand_volume(w, part)) entries += static_cast<unsigned long long>(v);
+      const unsigned long long pf = entries * c.forward_images * 4, pb = entries * c.backward_images * 4;
+      std::printf("expand volume: predicted %llu bytes (connectivity-1 %llu x %llu images x 4), measured %llu: %s\n", pf, entries,
+                  static_cast<unsigned long long>(c.forward_images), tot[0], pf == tot[0] ? "EQUAL" : "MISMATCH");
+      std::printf("fold volume: predicted %llu bytes (connectivity-1 %llu x %llu images x 4), measured %llu: %s\n", pb, entries,
+                  static_cast<unsigned long long>(c.backward_images), tot[1], pb == tot[1] ? "EQUAL" : "MISMATCH");
+      if (pf != tot[0] || pb != tot[1]) rc = 1;
+      if (verify) {
+        Partition one;
+        one.parts = 1;
+        one.neurons = n;
+        one.part.assign(w.size(), std::vector<std::int32_t>(static_cast<std::size_t>(n), 0));
+        Trainer ref(w, one, 0, 1, false, cfg);
+        std::vector<double> rcurve;
+        for (int e = 0; e < epochs; ++e) {
+          const auto s = ref.epoch(train, test);
+          rcurve.insert(rcurve.end(), s.batch_loss.begin(), s.batch_loss.end());
+        }
+        double maxrel = 0;
+        for (std::size_t i = 0; i < curve.size() && i < rcurve.size(); ++i)
+          maxrel = std::max(maxrel, std::fabs(curve[i] - rcurve[i]) / std::max(1e-6, std::fabs(rcurve[i])));
+        const bool ok = curve.size() == rcurve.size() && maxrel <= 1e-3;
+        std::printf("verify vs single-rank training: %zu batch losses, max relative difference %.3g: %s\n", curve.size(), maxrel, ok ? "OK" : "FAILED");
+        if (!ok) rc = 1;
+      }
+    }
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  }
+  if (root) {
+    std::printf("loss curve (every batch):");
+    for (double l : curve) std::printf(" %.4f", l);
+    std::printf("\n");
+  }
+  if (linear && root) {
+    const double acc = train_linear(train, test, epochs, cfg.batch, cfg.lr, cfg.classes);
+    std::printf("linear softmax baseline: test_acc %.4f (same inputs, epochs, batch, lr)\n", acc);
+  }
+  if (!trace.empty()) write_activation_trace(trace, tr, test, cfg.batch, rank == 0);
+  return rc;
+}
+
+}  // namespace spartan::sdnn::cli

@@ -1,0 +1,33 @@
+// spartan-sdnn: sparse DNN inference, training, partitioning and network generation.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "spartan/common/cli.h"
+#include "spartan/common/error.h"
+
+int main(int argc, char** argv) {
+  return spartan::run_cli("spartan-sdnn", [&]() -> int {
+    const char* usage =
+        "usage: spartan-sdnn <command> [options]\n"
+        "commands:\n"
+        "  infer      Graph Challenge inference (single process, or under mpirun with --partition)\n"
+        "  train      SGD on the fixed sparsity pattern (RadiX-Net body + softmax head)\n"
+        "  partition  partition a network's neurons over P ranks (block, random, hypergraph, graph)\n"
+        "  generate   write a RadiX-Net-style sparse network\n"
+        "run 'spartan-sdnn <command> --help' for the options of a command\n";
+    if (argc < 2) throw spartan::InputError(std::string("missing command\n") + usage);
+    const std::string cmd = argv[1];
+    std::vector<std::string> args(argv + 2, argv + argc);
+    if (cmd == "infer") return spartan::sdnn::cli::cmd_infer(args);
+    if (cmd == "train") return spartan::sdnn::cli::cmd_train(args);
+    if (cmd == "partition") return spartan::sdnn::cli::cmd_partition(args);
+    if (cmd == "generate") return spartan::sdnn::cli::cmd_generate(args);
+    if (cmd == "--help" || cmd == "-h") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    throw spartan::InputError("unknown command '" + cmd + "' (expected infer, train, partition or generate)");
+  });
+}
