@@ -59,6 +59,7 @@ int run(int argc, char** argv) {
   std::string gpu, out, rtl_dir = "rtl", manifest, cycles_file, gpu_dir = "sim/configs/gpu", mem_model = "sram",
                          nodes = "45,16,7,5", keep_work;
   ToolConfig tools;
+  unsigned engines = 0;
   po::options_description desc("spartan-area options");
   desc.add_options()("help,h", "this help")("gpu", po::value(&gpu)->required(), "GPU preset name or YAML path")(
       "out", po::value(&out)->required(), "output directory (area.json, area.md, netlists/)")(
@@ -69,6 +70,7 @@ int run(int argc, char** argv) {
       "cycles", po::value(&cycles_file), "RTL co-simulation cycle counts (JSON; see docs/area.md)")(
       "memory-model", po::value(&mem_model)->default_value(mem_model), "memories in the totals: sram | ff")(
       "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 130 90 65 45 32 20 16 14 10 7 5)")(
+      "engines", po::value(&engines), "compaction engines per GPU (default: the preset's, else 1)")(
       "gpu-config-dir", po::value(&gpu_dir)->default_value(gpu_dir), "directory of GPU presets")(
       "yosys", po::value(&tools.yosys)->default_value(tools.yosys), "Yosys binary")(
       "sta", po::value(&tools.sta)->default_value(tools.sta), "OpenSTA binary")(
@@ -92,7 +94,13 @@ int run(int argc, char** argv) {
 
   // Everything that can be checked before the (slow) tools run.
   check_tools(tools);
-  const GpuInfo g = load_gpu(gpu, gpu_dir);
+  GpuInfo g = load_gpu(gpu, gpu_dir);
+  if (vm.count("engines")) {
+    if (engines == 0) throw InputError("--engines must be at least 1");
+    g.engines = engines;
+    g.engines_assumed = false;
+    g.source += "; engines from --engines";
+  }
   std::optional<CycleCounts> cycles;
   if (!cycles_file.empty()) cycles = parse_cycle_counts(read_file(cycles_file), cycles_file);
   for (const char* m : {"units.txt", "manifest.yaml"})

@@ -160,3 +160,13 @@ TEST(Memories, SramEligibility) {
   MemoryInfo shallow{"s", 16, 8, 3, 1, 1, false};
   EXPECT_FALSE(shallow.sram());
 }
+
+TEST(Gpu, PresetInTheGpuHelpersFormat) {
+  // Keys as written by sim/configs/gpu/v100.yaml: node_nm, clocks.l2_mhz, l2.slices.
+  const std::string d = SPARTAN_AREA_DATA;
+  const GpuInfo g = load_gpu(d + "/gpu_preset_style.yaml", "");
+  EXPECT_DOUBLE_EQ(g.die_area_mm2, 815.0);
+  EXPECT_EQ(g.process_node_nm, 16);
+  EXPECT_EQ(g.l2_slices, 64u);
+  EXPECT_DOUBLE_EQ(g.l2_clock_mhz, 1447.0);
+}
