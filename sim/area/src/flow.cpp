@@ -64,7 +64,23 @@ const char* kMemParams[] = {"MEMID", "SIZE", "OFFSET", "ABITS", "WIDTH", "INIT",
 
 // Yosys script for one unit. `macros`: record the memories, turn the SRAM-eligible ones into black-box
 // macros (logic-only run, files logic_*); otherwise every memory becomes flip-flops (files ff_*).
-std::string synth_script(const UnitSpec& unit, const std::string& lib, const fs::path& wd, bool macros) {
+// ABC script for mapping to the liberty with buffering and gate sizing: Yosys 0.23's default liberty flow
+// (fraig, scorr, dc2, dretime, dch, &nf) followed by `buffer -N 10; upsize; dnsize` against the delay target.
+// Without buffering, one X1 inverter drives hundreds of mux inputs and STA reports tens of ns.
+const char* kAbcScript =
+    "+strash;&get,-n;&fraig,-x;&put;scorr;dc2;dretime;strash;&get,-n;&dch,-f;&nf,{D};&put;"
+    "buffer,-N,10;upsize,{D};dnsize,{D};stime,-p";
+
+std::string abc_command(const ToolConfig& tools, const std::string& lib) {
+  if (!tools.abc_buffering) return "abc -liberty " + lib;
+  std::ostringstream c;
+  c << "abc -D " << static_cast<long long>(tools.clock_ns * 1000.0 + 0.5) << " -liberty " << lib << " -script "
+    << kAbcScript;
+  return c.str();
+}
+
+std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const std::string& lib, const fs::path& wd,
+                         bool macros) {
   std::ostringstream ys;
   for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
   if (macros) ys << "read_verilog -lib " << (wd / "sram_macro.v").string() << "\n";
@@ -77,7 +93,7 @@ std::string synth_script(const UnitSpec& unit, const std::string& lib, const fs:
        << "chtype -set spartan_sram_macro " << kSramYosysSelect << "\n";
   ys << "synth -flatten -top " << unit.top << " -run fine:\n"
      << "dfflibmap -liberty " << lib << "\n"
-     << "abc -liberty " << lib << "\n"
+     << abc_command(tools, lib) << "\n"
      << "opt_clean\n"
      << "tee -q -o " << (wd / (tag + "stat.txt")).string() << " stat -liberty " << lib << "\n";
   if (macros) {
@@ -273,7 +289,7 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
                        "): " + first_error(read_if_exists(full) + read_if_exists(out)));
   };
   write_file_atomic((wd / "sram_macro.v").string(), kSramBlackbox);
-  run_yosys(synth_script(unit, lib, wd, true), "logic");
+  run_yosys(synth_script(unit, tools, lib, wd, true), "logic");
   r.memories = parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt");
   const YosysStat logic_stat =
       parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top);
@@ -287,7 +303,7 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   r.ff_synthesised = sram_bits == 0 || sram_bits <= tools.ff_memory_limit_bits;
   r.timed_with_macros = sram_bits > 0 && !r.ff_synthesised;
   if (sram_bits > 0 && r.ff_synthesised) {
-    run_yosys(synth_script(unit, lib, wd, false), "ff");
+    run_yosys(synth_script(unit, tools, lib, wd, false), "ff");
     r.stat = parse_yosys_stat(read_file((wd / "ff_stat.txt").string()), unit.name + " ff_stat.txt", unit.top);
     netlist_path = (wd / "ff_netlist.v").string();
   }

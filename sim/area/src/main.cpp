@@ -60,6 +60,7 @@ int run(int argc, char** argv) {
                          nodes = "45,16,7,5", keep_work;
   ToolConfig tools;
   unsigned engines = 0;
+  bool no_buffering = false;
   po::options_description desc("spartan-area options");
   desc.add_options()("help,h", "this help")("gpu", po::value(&gpu)->required(), "GPU preset name or YAML path")(
       "out", po::value(&out)->required(), "output directory (area.json, area.md, netlists/)")(
@@ -76,6 +77,7 @@ int run(int argc, char** argv) {
       "sta", po::value(&tools.sta)->default_value(tools.sta), "OpenSTA binary")(
       "ff-memory-limit-bits", po::value(&tools.ff_memory_limit_bits)->default_value(tools.ff_memory_limit_bits),
       "largest SRAM-eligible memory (bits per unit) also synthesised as flip-flops")(
+      "no-buffering", po::bool_switch(&no_buffering), "plain `abc -liberty` (no buffering or gate sizing)")(
       "keep-work", po::value(&keep_work), "copy the scratch directory (scripts, logs) here for inspection");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -84,6 +86,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   po::notify(vm);
+  tools.abc_buffering = !no_buffering;
   ReportOptions ropt;
   if (mem_model == "sram") ropt.memory_model = MemoryModel::kSram;
   else if (mem_model == "ff") ropt.memory_model = MemoryModel::kFlipFlops;
@@ -91,6 +94,7 @@ int run(int argc, char** argv) {
   ropt.nodes_nm = parse_nodes(nodes);
   ropt.clock_ns = tools.clock_ns;
   ropt.liberty = tools.liberty;
+  ropt.abc_buffering = tools.abc_buffering;
 
   // Everything that can be checked before the (slow) tools run.
   check_tools(tools);

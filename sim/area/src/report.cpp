@@ -77,6 +77,8 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
   rep["tool"] = "spartan-area";
   rep["synthesis"] = {{"node_nm", kBaseNodeNm}, {"liberty", opt.liberty}, {"yosys", "Yosys 0.23"},
                       {"sta", "OpenSTA"}, {"sta_clock_ns", opt.clock_ns},
+                      {"abc", opt.abc_buffering ? "delay target = STA clock, buffer -N 10, upsize, dnsize"
+                                                : "plain abc -liberty (no buffering, no sizing)"},
                       {"area_unit", "um^2 per instance (liberty area unit of OSU 0.18 um)"}};
   rep["memory_model"] = {
       {"total_uses", sram ? "sram" : "flip_flops"},
@@ -214,7 +216,8 @@ std::string render_markdown(const json& r) {
   const json& g = r["gpu"];
   md << "# spartan-area: " << g["name"].get<std::string>() << "\n\n";
   md << "Synthesis: Yosys 0.23 to OSU 0.18 um (" << r["synthesis"]["liberty"].get<std::string>()
-     << "), OpenSTA, STA clock " << fmt(r["synthesis"]["sta_clock_ns"].get<double>(), 2) << " ns. "
+     << "), ABC: " << r["synthesis"]["abc"].get<std::string>() << "; OpenSTA, clock "
+     << fmt(r["synthesis"]["sta_clock_ns"].get<double>(), 2) << " ns. "
      << "GPU: die " << fmt(g["die_area_mm2"].get<double>(), 0) << " mm^2 (" << g["process"].get<std::string>()
      << ", share computed at " << g["process_node_nm"].get<int>() << " nm), " << g["l2_slices"].get<unsigned>()
      << " L2 slices (= monitors), " << g["compaction_engines"].get<unsigned>() << " compaction engine(s)"

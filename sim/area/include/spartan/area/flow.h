@@ -57,6 +57,9 @@ struct ToolConfig {
   /// (hours of ABC for a 32 KiB table): its timing then comes from the logic netlist with the macros
   /// as black boxes, and the flip-flop memory area is not reported.
   std::uint64_t ff_memory_limit_bits = 65536;
+  /// ABC maps with the clock as delay target, buffers high-fanout nets and sizes gates (see flow.cpp);
+  /// false gives the plain `abc -liberty` mapping (unbuffered, X1 cells: timing far too pessimistic).
+  bool abc_buffering = true;
 };
 
 /// Checks that the tools are executable and the liberty is readable. Throws InputError (one line).
