@@ -252,7 +252,15 @@ std::string render_markdown(const json& r) {
          << " | " << fmt(n["critical_path_ns"].get<double>(), 3) << " | " << fmt(n["fmax_mhz"].get<double>(), 0)
          << " | " << (n["meets_l2_clock"].get<bool>() ? "yes" : "no") << " |\n";
     }
-  md << "\n## Whole GPU\n\n| node nm | all units per GPU mm^2 | share of die % |\n|---:|---:|---:|\n";
+  md << "\n## Whole GPU\n\n";
+  for (const char* role : {"monitor", "engine"}) {
+    bool found = false;
+    for (const auto& u : r["units"]) found = found || u["role"].get<std::string>() == role;
+    if (!found)
+      md << "**No unit with role '" << role << "' in the manifest: the GPU totals do not include "
+         << (std::string(role) == "monitor" ? "sparsity monitors" : "compaction engines") << ".**\n\n";
+  }
+  md << "| node nm | all units per GPU mm^2 | share of die % |\n|---:|---:|---:|\n";
   for (const auto& t : r["gpu_totals"])
     md << "| " << t["node_nm"].get<int>() << " | " << fmt_g(t["per_gpu_mm2"].get<double>()) << " | "
        << (t.contains("share_of_die_percent") ? fmt_g(t["share_of_die_percent"].get<double>()) : std::string("-"))
