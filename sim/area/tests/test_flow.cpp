@@ -49,7 +49,7 @@ int run_area(const std::string& args, const fs::path& dir, std::string& err) {
 
 }  // namespace
 
-TEST(FlowLive, PopcountAndFifo) {
+TEST(AreaFlowLive, PopcountAndFifo) {
   if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
   TempDir work;
   const ToolConfig tools;
@@ -101,7 +101,7 @@ TEST(FlowLive, PopcountAndFifo) {
   EXPECT_EQ(p8.stat.cell_counts.at("DFFPOSX1"), 5u);
 }
 
-TEST(FlowLive, ExecutableWritesReport) {
+TEST(AreaFlowLive, ExecutableWritesReport) {
   if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
   TempDir tmp;
   const fs::path out = tmp.path / "out";
@@ -127,7 +127,7 @@ TEST(FlowLive, ExecutableWritesReport) {
   EXPECT_NE(md.find("not available"), std::string::npos);
 }
 
-TEST(FlowBadInput, MissingLibertyBadVerilogMissingTool) {
+TEST(AreaFlowBadInput, MissingLibertyBadVerilogMissingTool) {
   TempDir tmp;
   const fs::path out = tmp.path / "out";
   std::string err;

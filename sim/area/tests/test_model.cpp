@@ -11,7 +11,7 @@
 
 using namespace spartan::area;
 
-TEST(Scaling, StillmakerBaasFactors) {
+TEST(AreaScaling, StillmakerBaasFactors) {
   EXPECT_DOUBLE_EQ(tech_node(180).area_factor, 1.0);
   EXPECT_DOUBLE_EQ(tech_node(180).delay_factor, 1.0);
   EXPECT_DOUBLE_EQ(tech_node(45).area_factor, 1.0 / 19.0);
@@ -34,7 +34,7 @@ TEST(Scaling, StillmakerBaasFactors) {
   EXPECT_THROW(stillmaker_delay_poly(5, 0.7), spartan::InputError);
 }
 
-TEST(Scaling, SramDensity) {
+TEST(AreaScaling, SramDensity) {
   EXPECT_DOUBLE_EQ(sram_area_um2(1024, 180), 1024 * 5.59 / kSramArrayEfficiency);
   EXPECT_DOUBLE_EQ(sram_area_um2(1024, 7), 1024 * 0.027 / kSramArrayEfficiency);
   EXPECT_FALSE(sram_bitcell_source(45).empty());
@@ -45,7 +45,7 @@ TEST(Scaling, SramDensity) {
   EXPECT_EQ(gpu_process_node_nm("3nm"), 0);
 }
 
-TEST(Gpu, BuiltinV100AndPreset) {
+TEST(AreaGpu, BuiltinV100AndPreset) {
   const GpuInfo v = load_gpu("v100", "/nonexistent");
   EXPECT_EQ(v.l2_slices, 64u);
   EXPECT_DOUBLE_EQ(v.l2_clock_mhz, 1447.0);
@@ -63,7 +63,7 @@ TEST(Gpu, BuiltinV100AndPreset) {
   EXPECT_THROW(load_gpu("a100", "/nonexistent"), spartan::ConfigError);  // built-in lacks slices/clock
 }
 
-TEST(Cycles, ParseAndReject) {
+TEST(AreaCycles, ParseAndReject) {
   const CycleCounts c = parse_cycle_counts(
       R"({"source":"x","units":{"m":{"tiles":10,"busy_cycles":40,"tile_latency_cycles":7}}})", "c.json");
   EXPECT_EQ(c.source, "x");
@@ -76,7 +76,7 @@ TEST(Cycles, ParseAndReject) {
   EXPECT_THROW(parse_cycle_counts(R"({"x":1})", "c.json"), spartan::FormatError);
 }
 
-TEST(Report, Arithmetic) {
+TEST(AreaReport, Arithmetic) {
   UnitResult u;
   u.spec.name = "mon";
   u.spec.top = "mon";
@@ -131,7 +131,7 @@ TEST(Report, Arithmetic) {
   EXPECT_NE(md.find("| mon |"), std::string::npos);
 }
 
-TEST(Manifest, UnitsTxtAndYaml) {
+TEST(AreaManifest, UnitsTxtAndYaml) {
   const std::string d = SPARTAN_AREA_DATA;
   const auto u = load_manifest(d + "/units_test.txt");
   ASSERT_EQ(u.size(), 2u);
@@ -152,7 +152,7 @@ TEST(Manifest, UnitsTxtAndYaml) {
   EXPECT_THROW(load_manifest(d + "/nonexistent.yaml"), spartan::ConfigError);
 }
 
-TEST(Memories, SramEligibility) {
+TEST(AreaMemories, SramEligibility) {
   MemoryInfo table{"t", 32, 64, 6, 1, 1, true};
   EXPECT_TRUE(table.sram());
   MemoryInfo regs{"r", 64, 2, 1, 3, 3, false};  // a 2-entry register bank with 3 write ports
@@ -161,7 +161,7 @@ TEST(Memories, SramEligibility) {
   EXPECT_FALSE(shallow.sram());
 }
 
-TEST(Gpu, PresetInTheGpuHelpersFormat) {
+TEST(AreaGpu, PresetInTheGpuHelpersFormat) {
   // Keys as written by sim/configs/gpu/v100.yaml: node_nm, clocks.l2_mhz, l2.slices.
   const std::string d = SPARTAN_AREA_DATA;
   const GpuInfo g = load_gpu(d + "/gpu_preset_style.yaml", "");
