@@ -9,11 +9,14 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "spartan/common/error.h"
 
 namespace spartan::trace {
 
@@ -110,6 +113,26 @@ class TraceReader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+template <class T>
+std::vector<T> TraceReader::copy_as(const std::string& name) const {
+  const TensorView v = view(name);
+  if (dtype_size(v.info->dtype) != sizeof(T))
+    throw InputError(path() + ": " + name + ": dtype " + dtype_name(v.info->dtype) + " has " +
+                     std::to_string(dtype_size(v.info->dtype)) + "-byte elements, requested type has " +
+                     std::to_string(sizeof(T)));
+  std::vector<T> out(v.bytes / sizeof(T));
+  if (v.bytes) std::memcpy(out.data(), v.data, v.bytes);
+  return out;
+}
+
+/// Bit-packing of masks (kind `dz_mask`, docs/trace-format.md): element e is bit (e % 8) of byte
+/// e / 8 (little-endian bit order, numpy.packbits(..., bitorder="little")); padding bits are 0.
+/// pack_bits: `flags` holds n bytes, non-zero = 1; returns ceil(n / 8) bytes.
+std::vector<std::uint8_t> pack_bits(const std::uint8_t* flags, std::size_t n);
+/// unpack_bits: returns n bytes of 0/1. Throws InputError if `v` is not U8 or holds a different
+/// number of bytes than ceil(n / 8).
+std::vector<std::uint8_t> unpack_bits(const TensorView& v, std::uint64_t n);
 
 /// IEEE 754 half and bfloat16 conversions (round to nearest even; NaN stays NaN).
 float f16_to_f32(std::uint16_t h);

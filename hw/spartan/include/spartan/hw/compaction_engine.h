@@ -1,0 +1,112 @@
+// CompactionEngine: converts a dense activation matrix in memory into the project's tile-sparse format,
+// near the L2, driven by descriptors pushed through MMIO.
+//
+// Per descriptor (docs/hw-units.md "CompactionEngine"): read the monitor's per-tile count table, keep
+// tiles at or above the density threshold as DENSE (not read), skip all-zero tiles (exact counts only),
+// read the remaining tiles line by line, compact them (zero detect + prefix sum) into ELL or BITMAP with
+// the byte layout of sw/format/include/spartan/format/tile_format.h (the one definition; this model calls
+// its functions for the bytes), and write the payload and the 16-byte tile headers through the L2.
+// Source: Spartan (Dong et al., IEEE TPDS 32(10), 2021) for the function; descriptor, registers and
+// timing are this project's design.
+//
+// Timing (loosely timed): one read request per cycle with at most `outstanding_reads` in flight, tile
+// reads limited by `read_buffer_bytes`, compaction at `elements_per_cycle`, one write per cycle with at
+// most `outstanding_writes` in flight, compaction stalls when more than `write_buffer_bytes` wait.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "spartan/hw/mmio.h"
+#include "spartan/hw/regmap.h"
+#include "spartan/hw/unit_timing.h"
+
+namespace spartan::hw {
+
+/// Parameters (defaults: docs/hw-units.md "Timing parameters"; initial assumptions, to be calibrated
+/// from the RTL).
+struct EngineConfig {
+  std::uint32_t engine_id = 0;
+  double clock_mhz = 1000.0;              ///< the L2 clock of the GPU preset
+  std::uint32_t elements_per_cycle = 32;  ///< compactor throughput
+  std::uint32_t outstanding_reads = 16;
+  std::uint32_t outstanding_writes = 16;
+  std::uint32_t read_buffer_bytes = 8192;   ///< a tile must fit (TR*TC*elem bytes), else SUBMIT is BadValue
+  std::uint32_t write_buffer_bytes = 4096;
+  std::uint32_t queue_depth = 8;
+  std::uint32_t job_setup_cycles = 4;
+  std::uint32_t mmio_latency_cycles = 2;
+  std::uint32_t line_bytes = 128;           ///< request granularity (L2 line)
+};
+
+struct EngineStats {
+  std::uint64_t jobs = 0, job_errors = 0;
+  std::uint64_t tiles = 0, tiles_dense = 0, tiles_zero = 0, tiles_compacted = 0;
+  std::uint64_t reads = 0, bytes_read = 0;          ///< matrix data
+  std::uint64_t table_bytes_read = 0;               ///< count table
+  std::uint64_t writes = 0, payload_bytes_written = 0, header_bytes_written = 0;
+  std::uint64_t busy_ps = 0;                        ///< job start to job end, summed
+  std::uint64_t compactor_busy_ps = 0;              ///< compactor occupied
+  std::uint64_t buffer_stall_ps = 0;                ///< reads held back by a full read buffer
+  std::uint64_t mmio_reads = 0, mmio_writes = 0, mmio_errors = 0;
+};
+
+/// One job as run (also what the co-simulation scoreboard compares).
+struct EngineJob {
+  regmap::Descriptor desc;
+  regmap::engine::JobStatus status = regmap::engine::JobStatus::Ok;
+  sc_core::sc_time submitted, started, finished;
+  std::uint64_t cycles = 0;           ///< LAST_CYCLES
+  std::uint64_t payload_bytes = 0;    ///< LAST_OUT_BYTES (payload area size, 16-byte aligned)
+  std::uint64_t tiles_dense = 0, tiles_zero = 0, tiles_compacted = 0;
+};
+
+class CompactionEngine : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_target_socket<CompactionEngine> mmio;
+  tlm_utils::simple_initiator_socket<CompactionEngine> mem;
+
+  SC_HAS_PROCESS(CompactionEngine);
+  CompactionEngine(sc_core::sc_module_name name, const EngineConfig& cfg);
+
+  /// Observers: called when a descriptor is accepted (done = false) and when its job ends (done = true).
+  using JobObserver = std::function<void(const EngineJob& job, bool done)>;
+  void add_job_observer(JobObserver fn) { observers_.push_back(std::move(fn)); }
+
+  const EngineConfig& config() const { return cfg_; }
+  const EngineStats& stats() const { return stats_; }
+  const UnitClock& clock() const { return clock_; }
+  /// Completed jobs, in completion order.
+  const std::vector<EngineJob>& jobs() const { return done_; }
+  /// True when no job is queued or running.
+  bool idle() const { return queue_.empty() && !busy_; }
+  const sc_core::sc_event& job_done_event() const { return job_done_ev_; }
+
+ private:
+  void b_transport_mmio(tlm::tlm_generic_payload& p, sc_core::sc_time& delay);
+  unsigned transport_dbg_mmio(tlm::tlm_generic_payload& p);
+  regmap::MmioError reg_read(std::uint32_t off, std::uint32_t& v) const;
+  regmap::MmioError reg_write(std::uint32_t off, std::uint32_t v, const sc_core::sc_time& when);
+  void job_thread();
+  void run_job(EngineJob& job);
+
+  EngineConfig cfg_;
+  UnitClock clock_;
+  EngineStats stats_;
+  std::uint32_t ctrl_ = 0, done_count_ = 0;
+  std::array<std::uint32_t, regmap::engine::kDescWords> staged_{};
+  MmioErrorLatch err_;
+  std::deque<EngineJob> queue_;
+  bool busy_ = false;
+  std::vector<EngineJob> done_;
+  sc_core::sc_event work_ev_, job_done_ev_;
+  std::vector<JobObserver> observers_;
+};
+
+}  // namespace spartan::hw

@@ -1,0 +1,65 @@
+// Trace replay (`spartan-sim run`): drives the GPU memory model (hw/gpu), one SparsityMonitor per L2
+// slice and a CompactionEngine with the real activations of a .sptrace file, and compares the hardware
+// path with the software baselines on the same memory hierarchy.
+//
+// Per captured (iteration, layer) (docs/hw-units.md, "Trace replay"):
+//   A (software): producer writes the activation; profiling kernel; conversion = count pass, scan, scatter.
+//   B (hardware): count table zeroed; producer writes the activation again while the monitors count;
+//                 monitor flush + one MMIO read; engine descriptor + job + one MMIO read.
+//   then the consumer GEMM reads the tile-sparse operand (traffic only; GEMM times come from the trace).
+// Functional checks: monitor counts == exact counts (with sampling: estimate error reported), software
+// profile counts == exact, engine and software outputs byte-identical to tile_format.h's compact()
+// (exact counts), expand(engine output) == the dense activation bit for bit.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spartan/format/tile_format.h"
+#include "spartan/hw/compaction_engine.h"
+#include "spartan/hw/sparsity_monitor.h"
+#include "spartan/hw/sw_baselines.h"
+
+namespace spartan::hw {
+
+class RunExtension;
+
+struct ReplayOptions {
+  std::string trace_path;
+  std::string gpu = "v100";              ///< preset name or YAML path
+  std::string out_dir;                   ///< stats.json and summary.txt go here
+  format::TileFormat format = format::TileFormat::Ell;
+  std::uint32_t tile_rows = 32, tile_cols = 32;
+  double threshold = 0.5;                ///< density at or above which a tile stays DENSE (Q16.16 in hardware)
+  std::uint32_t sampling = 0;            ///< monitor SAMPLE_SHIFT
+  std::vector<std::int64_t> iterations;  ///< empty: every captured iteration
+  std::vector<std::int64_t> layers;      ///< empty: every captured layer
+  bool quiet = false;
+  MonitorConfig monitor;                 ///< slice_id and clock are set per instance from the preset
+  EngineConfig engine;
+  BaselineConfig baseline;
+  double host_mmio_read_ns = 1000;       ///< one uncached MMIO read from the host (PCIe round trip), assumption
+  double host_mmio_write_ns = 100;       ///< one posted MMIO write from the host, assumption
+  std::vector<RunExtension*> extensions; ///< active extensions (run_hooks.h)
+};
+
+/// Applies a units YAML file (`monitor:`, `engine:`, `baseline:`, `host:` mappings; unknown keys are
+/// errors) to `opt`. Throws spartan::ConfigError naming the file and key.
+void load_units_config(const std::string& file, ReplayOptions& opt);
+
+/// The Q16.16 threshold register value for a density threshold (round to nearest; clamped to u32).
+std::uint32_t threshold_to_q16(double threshold);
+
+/// Runs the replay; returns the stats.json document (also written, atomically, to out_dir/stats.json with
+/// a readable out_dir/summary.txt). `progress` receives one line per layer (unless opt.quiet).
+/// Throws spartan::InputError on a bad trace or options. Functional-check failures are recorded in the
+/// document ("checks.passed": false) and do not throw.
+nlohmann::json run_replay(const ReplayOptions& opt, const std::function<void(const std::string&)>& progress);
+
+/// The readable summary of a stats.json document.
+std::string replay_summary(const nlohmann::json& doc);
+
+}  // namespace spartan::hw

@@ -1,0 +1,138 @@
+// SparsityMonitor: counts non-zero activations per tile as they are written into an L2 slice.
+//
+// One instance per L2 slice, on the slice's write path (the slice calls observe_write() for every write
+// request it accepts from the crossbar). Register map, counting semantics, flush state machine and timing:
+// docs/hw-units.md; offsets and fields: regmap.h. Source: the Spartan paper (Dong et al., IEEE TPDS 32(10),
+// 2021) describes the function; the register map, flush protocol and timing are this project's design.
+//
+// Sockets:
+//   mmio (target):    4 KiB register window, window-relative addresses, 4-byte accesses only; bad accesses
+//                     get TLM error responses (never an exception or abort).
+//   mem  (initiator): flush traffic (read-modify-write of the count table) into the L2.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "spartan/hw/mmio.h"
+#include "spartan/hw/regmap.h"
+#include "spartan/hw/unit_timing.h"
+
+namespace spartan::hw {
+
+/// Structural and timing parameters (defaults: docs/hw-units.md "Timing parameters"; initial assumptions,
+/// to be calibrated from the RTL).
+struct MonitorConfig {
+  std::uint32_t slice_id = 0;                 ///< L2 slice index (SLICE_ID register)
+  double clock_mhz = 1000.0;                  ///< the L2 clock of the GPU preset
+  std::uint32_t lines_per_cycle = 1;          ///< write requests accepted per cycle
+  std::uint32_t pipeline_latency_cycles = 3;  ///< request -> counter update
+  std::uint32_t counter_entries = 8192;       ///< u32 counters (CAPACITY)
+  std::uint32_t flush_groups_per_cycle = 1;   ///< 32 B count-table groups scanned per cycle
+  std::uint32_t flush_outstanding = 4;        ///< flush read-modify-writes in flight
+  std::uint32_t mmio_latency_cycles = 2;      ///< register access latency
+};
+
+/// Statistics (counters are plain integers, read by the stats registry when dumping).
+struct MonitorStats {
+  std::uint64_t lines_seen = 0;           ///< write requests seen while enabled
+  std::uint64_t lines_matched = 0;        ///< ... hitting >= 1 enabled region
+  std::uint64_t lines_sampled = 0;        ///< ... of those, counted (sampling)
+  std::uint64_t elements_counted = 0;     ///< elements inspected in sampled lines
+  std::uint64_t nonzero_counted = 0;      ///< non-zero elements added to counters
+  std::uint64_t partial_elements = 0;     ///< elements cut by a request boundary (not counted)
+  std::uint64_t busy_ps = 0;              ///< time the counting pipeline was occupied
+  std::uint64_t backpressure_ps = 0;      ///< time lines waited because they arrived faster than lines_per_cycle
+  std::uint64_t flush_count = 0;
+  std::uint64_t flush_rmw_groups = 0;     ///< count-table groups read-modify-written
+  std::uint64_t flush_bytes_read = 0, flush_bytes_written = 0;
+  std::uint64_t flush_ps = 0;             ///< total flush duration
+  std::uint64_t counter_entries_used_peak = 0;  ///< max over time of sum(TILES of enabled regions)
+  std::uint64_t mmio_reads = 0, mmio_writes = 0, mmio_errors = 0;
+};
+
+class SparsityMonitor : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_target_socket<SparsityMonitor> mmio;
+  tlm_utils::simple_initiator_socket<SparsityMonitor> mem;
+
+  SC_HAS_PROCESS(SparsityMonitor);
+  SparsityMonitor(sc_core::sc_module_name name, const MonitorConfig& cfg);
+
+  /// The L2 slice's write-path hook: one write request (addr, len bytes of data) accepted at absolute
+  /// simulated time `when`. Never blocks and never fails; requests outside every region are only counted
+  /// in lines_seen.
+  void observe_write(std::uint64_t addr, const std::uint8_t* data, std::uint32_t len, const sc_core::sc_time& when);
+
+  /// Observers (co-simulation, tracing): called for every request seen by observe_write (before it is
+  /// processed, also while disabled), and when a flush completes.
+  using LineObserver = std::function<void(std::uint32_t slice, std::uint64_t addr, const std::uint8_t* data,
+                                          std::uint32_t len, const sc_core::sc_time& when)>;
+  using FlushObserver = std::function<void(std::uint32_t slice, std::uint64_t cycles, const sc_core::sc_time& done)>;
+  void add_line_observer(LineObserver fn) { line_observers_.push_back(std::move(fn)); }
+  void add_flush_observer(FlushObserver fn) { flush_observers_.push_back(std::move(fn)); }
+
+  const MonitorConfig& config() const { return cfg_; }
+  const MonitorStats& stats() const { return stats_; }
+  MonitorStats& stats() { return stats_; }
+  const UnitClock& clock() const { return clock_; }
+  bool flush_busy() const { return flush_busy_; }
+  /// Notified when a flush completes.
+  const sc_core::sc_event& flush_done_event() const { return flush_done_ev_; }
+  /// Absolute time the last flush completed.
+  sc_core::sc_time last_flush_done() const { return last_flush_done_; }
+  /// Counter-memory entry (for tests and scoreboards).
+  std::uint32_t counter(std::uint32_t entry) const { return counters_.at(entry); }
+
+ private:
+  struct Region {
+    std::uint32_t cfg = 0, tile = 0, base_lo = 0, base_hi = 0, rows = 0, cols = 0, pitch = 0, cnt_offset = 0,
+                  ct_lo = 0, ct_hi = 0, matched = 0;
+    // Derived while enabled.
+    bool en = false;
+    unsigned eb = 4;
+    regmap::ElemType dtype = regmap::ElemType::F32;
+    std::uint64_t base = 0, size = 0, ct_base = 0, tiles = 0, tpr = 0;
+    std::uint32_t tr = 1, tc = 1;
+  };
+
+  void b_transport_mmio(tlm::tlm_generic_payload& p, sc_core::sc_time& delay);
+  unsigned transport_dbg_mmio(tlm::tlm_generic_payload& p);
+  regmap::MmioError reg_read(std::uint32_t off, std::uint32_t& v) const;
+  regmap::MmioError reg_write(std::uint32_t off, std::uint32_t v, const sc_core::sc_time& when);
+  regmap::MmioError region_write(unsigned r, std::uint32_t reg, std::uint32_t v);
+  bool region_validate(const Region& g, unsigned self) const;
+  static void region_derive(Region& g);
+  std::uint64_t tiles_of(const Region& g) const;
+  void count_line(Region& g, std::uint64_t addr, const std::uint8_t* data, std::uint32_t len);
+  void clear_all();
+  void update_occupancy();
+  void flush_thread();
+  void rmw_group(std::uint64_t addr, const std::uint32_t* add, unsigned words, sc_core::sc_time issue,
+                 sc_core::sc_time& done);
+
+  MonitorConfig cfg_;
+  UnitClock clock_;
+  MonitorStats stats_;
+  std::vector<std::uint32_t> counters_;
+  std::array<Region, regmap::monitor::kNumRegions> regions_{};
+  std::uint32_t ctrl_ = 0, sample_shift_ = 0, lines_seen_ = 0, lines_matched_ = 0, lines_sampled_ = 0,
+                flush_cycles_ = 0;
+  std::uint64_t sample_ctr_ = 0;
+  MmioErrorLatch err_;
+  bool flush_busy_ = false, flush_done_ = false;
+  std::uint32_t flush_mask_ = 0;
+  sc_core::sc_time flush_start_, last_flush_done_, input_free_;
+  sc_core::sc_event flush_start_ev_, flush_done_ev_;
+  std::vector<LineObserver> line_observers_;
+  std::vector<FlushObserver> flush_observers_;
+};
+
+}  // namespace spartan::hw

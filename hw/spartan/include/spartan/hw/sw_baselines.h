@@ -1,0 +1,111 @@
+// Software baselines and the other kernels of the trace replay, as memory traffic issued by the GPU
+// model's SM traffic generators (hw/gpu RequestSource), with real data.
+//
+// Kernels (docs/hw-units.md, "Software baselines"):
+//   producer     writes the dense activation tile by tile (tile t on SM t mod S), line-sized writes;
+//   profile      (a) re-reads every tile, reduces its non-zero count, writes one u32 per tile;
+//   count        (b1) conversion count pass: re-reads every tile, writes {nnz, ELL width} (8 B) per tile;
+//   scan         (b2) exclusive scan of the tile payload sizes: reads the count array, writes the 16-byte
+//                tile headers (format, nnz, width, offset) of tile_format.h;
+//   scatter      (b3) re-reads every tile that is neither DENSE nor all-zero and writes its compacted payload;
+//   memset       zero-fills a buffer (the count table before the monitors' flush);
+//   consumer     the tile-sparse GEMM's operand reads: header, then payload (or the DENSE tile in place).
+// Each SM works on `tiles_in_flight_per_sm` tiles at a time: their line reads overlap, and the writes that
+// depend on a tile's data wait for the last read of the batch (MemRequest::dependent).
+//
+// Compute cost: the memory model has no instruction timing, so every kernel also accumulates a documented
+// compute cost per line and per tile (core cycles of one warp); an SM retires `issue_width` warp
+// instructions per cycle. A kernel's time is max(memory time, compute time) + launch overhead, i.e.
+// compute fully overlaps memory (the roofline assumption).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "spartan/format/tile_format.h"
+#include "spartan/hw/gpu/request.h"
+#include "spartan/hw/regmap.h"
+
+namespace spartan::hw {
+
+/// Per-line / per-tile compute costs (core cycles of one warp) and launch overhead. Defaults are this
+/// project's estimates from the instruction sequence of each kernel (listed beside each value); they are
+/// assumptions, not measurements.
+struct BaselineConfig {
+  double kernel_launch_ns = 3000;        ///< per kernel launch: CUDA launch overhead is commonly 3-5 us
+  std::uint32_t issue_width = 4;         ///< warp schedulers per SM (Volta: 4)
+  std::uint32_t tiles_in_flight_per_sm = 4;
+  /// profile: load (1) + 32-lane compare (1) + ballot (1) + popc (1) + accumulate (1) + loop (3)
+  std::uint32_t profile_cycles_per_line = 8;
+  /// profile: warp shuffle reduction (5 x 2) + shared-memory block reduction (10) + store (4)
+  std::uint32_t profile_cycles_per_tile = 24;
+  /// count pass: as profile + per-row running max for the ELL width (2)
+  std::uint32_t count_cycles_per_line = 10;
+  std::uint32_t count_cycles_per_tile = 32;
+  /// scan: decoupled look-back scan, per tile: load, size formula (6), scan step (4), header store (2)
+  std::uint32_t scan_cycles_per_tile = 16;
+  /// scatter: load (1), compare + ballot (2), masked popc prefix (3), index/value stores (8), bitmap (4), loop (6)
+  std::uint32_t scatter_cycles_per_line = 24;
+  std::uint32_t scatter_cycles_per_tile = 16;
+  /// consumer: operand load only (the GEMM's compute is the trace's measured time)
+  std::uint32_t consumer_cycles_per_line = 1;
+};
+
+/// A dense matrix in simulated memory, with its host copy (what the producer writes).
+struct DenseOperand {
+  std::uint64_t base = 0;
+  std::uint32_t rows = 0, cols = 0, pitch_bytes = 0;
+  regmap::ElemType dtype = regmap::ElemType::F32;
+  std::uint32_t tile_rows = 32, tile_cols = 32;
+  const std::uint8_t* host = nullptr;  ///< rows * pitch_bytes bytes
+  unsigned eb() const { return regmap::elem_bytes(dtype); }
+  format::TileGrid grid() const { return format::TileGrid{rows, cols, tile_rows, tile_cols}; }
+};
+
+/// Where the tile-sparse output of a conversion goes.
+struct SparseOutput {
+  std::uint64_t header_base = 0, payload_base = 0;
+};
+
+/// A kernel: one RequestSource per SM plus its compute cost.
+struct Kernel {
+  std::string name;
+  std::vector<std::unique_ptr<gpu::RequestSource>> per_sm;
+  std::vector<double> compute_cycles;  ///< per SM, core cycles (already divided by issue_width)
+  std::vector<gpu::RequestSource*> sources() const;
+  double max_compute_cycles() const;
+};
+
+/// Line-sized pieces of one tile's rows (row segment split at `line` boundaries), in row order.
+struct LinePiece {
+  std::uint64_t addr;
+  std::uint32_t bytes;
+  std::uint32_t host_offset;  ///< offset in the tile buffer (row-major r_eff x c_eff elements)
+};
+std::vector<LinePiece> tile_lines(const DenseOperand& m, std::uint32_t ti, std::uint32_t tj, std::uint32_t line);
+
+Kernel make_producer(const DenseOperand& m, std::uint32_t sms, std::uint32_t line);
+Kernel make_memset(std::uint64_t base, std::uint64_t bytes, std::uint32_t sms, std::uint32_t line);
+/// (a) profiling kernel; writes one u32 count per tile at `count_table`.
+Kernel make_profile(const DenseOperand& m, std::uint64_t count_table, const BaselineConfig& c, std::uint32_t sms,
+                    std::uint32_t line);
+/// (b1) count pass; writes {u32 nnz, u32 max_row_nnz} per tile at `count_array`.
+Kernel make_count_pass(const DenseOperand& m, std::uint64_t count_array, const BaselineConfig& c, std::uint32_t sms,
+                       std::uint32_t line);
+/// (b2) scan; `headers` = the headers it computes (from the count array in memory after the count pass).
+Kernel make_scan(std::uint64_t count_array, const std::vector<format::TileHeader>& headers, const SparseOutput& out,
+                 const BaselineConfig& c, std::uint32_t sms, std::uint32_t line);
+/// (b3) scatter; payload bytes come from the tile data the SM read, packed by tile_format.h.
+Kernel make_scatter(const DenseOperand& m, const std::vector<format::TileHeader>& headers, format::TileFormat fmt,
+                    const SparseOutput& out, const BaselineConfig& c, std::uint32_t sms, std::uint32_t line);
+/// The consumer GEMM's operand reads (headers, payloads, in-place DENSE tiles).
+Kernel make_consumer(const DenseOperand& m, const std::vector<format::TileHeader>& headers, const SparseOutput& out,
+                     const BaselineConfig& c, std::uint32_t sms, std::uint32_t line);
+
+/// The headers the scan computes from per-tile {nnz, width}: DENSE at or above the threshold (Q16.16,
+/// regmap::tile_is_dense, the engine's rule), else the sparse format; offsets per tile_format.h.
+std::vector<format::TileHeader> scan_headers(const DenseOperand& m, const std::vector<std::uint32_t>& nnz,
+                                             const std::vector<std::uint32_t>& width, std::uint32_t threshold_q16,
+                                             format::TileFormat fmt, std::uint64_t* payload_bytes);
+
+}  // namespace spartan::hw

@@ -1,0 +1,121 @@
+// Internal: the trace-replay driver class shared by replay.cpp (setup, totals) and replay_layer.cpp.
+#pragma once
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spartan/common/error.h"
+#include "spartan/hw/gpu/gpu_system.h"
+#include "spartan/hw/gpu/request.h"
+#include "spartan/hw/mmio_bus.h"
+#include "spartan/hw/replay.h"
+#include "spartan/hw/run_hooks.h"
+#include "spartan/trace/metadata.h"
+#include "spartan/trace/sptrace.h"
+
+namespace spartan::hw::replay_detail {
+
+namespace fmt = spartan::format;
+using json = nlohmann::json;
+using sc_core::sc_time;
+
+
+/// Adapter: the L2 slice's write-path hook -> the slice's monitor.
+class MonitorTap : public gpu::L2WriteObserver {
+ public:
+  explicit MonitorTap(SparsityMonitor& m) : m_(m) {}
+  void on_l2_write(const gpu::L2WriteEvent& ev) override {
+    m_.observe_write(ev.addr, ev.data, ev.bytes, sc_time::from_value(ev.time_ps));
+  }
+
+ private:
+  SparsityMonitor& m_;
+};
+
+struct Traffic {
+  std::uint64_t l2_bytes = 0, dram_bytes = 0;
+};
+inline Traffic traffic(gpu::GpuSystem& g) {
+  auto& s = g.stats();
+  return {s.total("l2_slice", "bytes_read") + s.total("l2_slice", "bytes_written"),
+          s.total("memory_controller", "read_bytes") + s.total("memory_controller", "write_bytes")};
+}
+
+/// One timed step of a path.
+struct Step {
+  std::string name;
+  double mem_ns = 0, compute_ns = 0, overhead_ns = 0;
+  std::uint64_t l2_bytes = 0, dram_bytes = 0;
+  double total_ns() const { return std::max(mem_ns, compute_ns) + overhead_ns; }
+  json to_json() const {
+    return {{"name", name}, {"time_ns", total_ns()}, {"memory_ns", mem_ns}, {"compute_ns", compute_ns},
+            {"overhead_ns", overhead_ns}, {"l2_bytes", l2_bytes}, {"dram_bytes", dram_bytes}};
+  }
+};
+
+struct PathTotals {
+  double ns = 0;
+  std::uint64_t l2 = 0, dram = 0;
+  void add(const Step& s) {
+    ns += s.total_ns();
+    l2 += s.l2_bytes;
+    dram += s.dram_bytes;
+  }
+};
+
+inline constexpr std::uint64_t kAlign = 1 << 16;
+inline std::uint64_t align64k(std::uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+/// Upper bound of the payload bytes of any compaction of the grid.
+inline std::uint64_t payload_bound(const fmt::TileGrid& g, unsigned eb) {
+  const std::uint64_t per_tile = std::uint64_t(g.tile_rows) * g.tile_cols * (eb + 2) +
+                                 fmt::bitmap_bytes(g.tile_rows, g.tile_cols) + 2 * fmt::kPayloadAlignBytes;
+  return per_tile * g.num_tiles();
+}
+
+inline regmap::ElemType elem_of(trace::DType d, const std::string& name) {
+  switch (d) {
+    case trace::DType::F32: return regmap::ElemType::F32;
+    case trace::DType::F16: return regmap::ElemType::F16;
+    case trace::DType::BF16: return regmap::ElemType::BF16;
+    default: throw InputError(name + ": activation dtype " + trace::dtype_name(d) + " is not F32, F16 or BF16");
+  }
+}
+
+class Replay {
+ public:
+  Replay(const ReplayOptions& opt, const std::function<void(const std::string&)>& progress)
+      : opt_(opt), progress_(progress), reader_(opt.trace_path) {}
+
+  json run();
+
+ private:
+  void build();
+  json replay_layer(const trace::TraceKey& key);
+  Step kernel(Kernel& k, bool launch);
+  double core_ns(double cycles) const { return cycles * 1e3 / gpu_->config().clocks.core_mhz; }
+  void mmio_w(std::size_t unit, std::uint32_t off, std::uint32_t v, const char* what) {
+    host_->must_write(MmioBus::window_base(unit) + off, v, what);
+  }
+
+  ReplayOptions opt_;
+  std::function<void(const std::string&)> progress_;
+  trace::TraceReader reader_;
+  std::vector<trace::LayerInfo> layers_;
+  std::vector<trace::GemmTimes> times_;
+  std::unique_ptr<gpu::GpuSystem> gpu_;
+  std::vector<std::unique_ptr<SparsityMonitor>> monitors_;
+  std::vector<std::unique_ptr<MonitorTap>> taps_;
+  std::unique_ptr<CompactionEngine> engine_;
+  std::unique_ptr<MmioBus> bus_;
+  std::unique_ptr<MmioHost> host_;
+  ReplayContext ctx_;
+  std::uint32_t sms_ = 0, line_ = 128;
+  bool all_passed_ = true;
+};
+
+}  // namespace spartan::hw::replay_detail

@@ -1,0 +1,370 @@
+// One captured (iteration, layer) of the trace replay: software path, hardware path, consumer, checks.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "replay_impl.h"
+
+namespace spartan::hw::replay_detail {
+
+namespace {
+
+std::vector<std::uint8_t> read_mem(gpu::GpuSystem& g, std::uint64_t addr, std::size_t n) {
+  std::vector<std::uint8_t> v(n);
+  if (n) g.backing_store().read(addr, v.data(), n);
+  return v;
+}
+std::vector<std::uint32_t> read_u32s(gpu::GpuSystem& g, std::uint64_t addr, std::size_t n) {
+  const auto b = read_mem(g, addr, 4 * n);
+  std::vector<std::uint32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = mmio_load_u32(b.data() + 4 * i);
+  return v;
+}
+
+/// expand(output) vs the dense matrix: exact bits, except -0.0 in compacted tiles (stored as +0.0 by the
+/// format). Returns {mismatches, normalised negative zeros}.
+std::pair<std::uint64_t, std::uint64_t> expand_check(fmt::TiledMatrix& tm, const std::vector<std::uint8_t>& dense,
+                                                     unsigned eb) {
+  const fmt::TileGrid& g = tm.grid;
+  std::vector<std::uint8_t> out(std::size_t(g.rows) * g.cols * eb);
+  fmt::expand(tm, out.data(), g.cols);
+  std::uint64_t bad = 0, negz = 0;
+  for (std::size_t i = 0; i < std::size_t(g.rows) * g.cols; ++i) {
+    if (std::memcmp(out.data() + i * eb, dense.data() + i * eb, eb) == 0) continue;
+    std::uint32_t want = 0, got = 0;
+    std::memcpy(&want, dense.data() + i * eb, eb);
+    std::memcpy(&got, out.data() + i * eb, eb);
+    const std::uint32_t sign = eb == 4 ? 0x80000000u : 0x8000u;
+    const std::size_t r = i / g.cols, c = i % g.cols;
+    const auto& h = tm.header(static_cast<std::uint32_t>(r / g.tile_rows), static_cast<std::uint32_t>(c / g.tile_cols));
+    if (want == sign && got == 0 && h.fmt() != fmt::TileFormat::Dense)
+      ++negz;
+    else
+      ++bad;
+  }
+  return {bad, negz};
+}
+
+std::string fmt_us(double ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f us", ns * 1e-3);
+  return b;
+}
+
+}  // namespace
+
+json Replay::replay_layer(const trace::TraceKey& key) {
+  const std::string tname = key.name();
+  const trace::TensorInfo* info = reader_.find(tname);
+  const regmap::ElemType et = elem_of(info->dtype, tname);
+  const unsigned eb = regmap::elem_bytes(et);
+  // Matrix view of the activation: [N*C, H*W] for NCHW (one row per feature map, as the producer writes
+  // it), [N, K] for FC; generally rows = d0*d1, cols = the rest for rank >= 3.
+  const auto& sh = info->shape;
+  std::uint64_t rows = 1, cols = 1;
+  if (sh.size() >= 3) {
+    rows = std::uint64_t(sh[0]) * std::uint64_t(sh[1]);
+    for (std::size_t i = 2; i < sh.size(); ++i) cols *= std::uint64_t(sh[i]);
+  } else if (sh.size() == 2) {
+    rows = std::uint64_t(sh[0]);
+    cols = std::uint64_t(sh[1]);
+  } else if (sh.size() == 1) {
+    cols = std::uint64_t(sh[0]);
+  }
+  if (rows == 0 || cols == 0 || rows > 0xFFFFFFFFull || cols * eb > 0xFFFFFFFFull)
+    throw InputError(opt_.trace_path + ": " + tname + ": activation shape cannot be replayed (empty or too large)");
+  const trace::TensorView view = reader_.view(tname);
+  std::vector<std::uint8_t> host(view.data, view.data + view.bytes);
+
+  DenseOperand m;
+  m.rows = static_cast<std::uint32_t>(rows);
+  m.cols = static_cast<std::uint32_t>(cols);
+  m.pitch_bytes = static_cast<std::uint32_t>(cols * eb);
+  m.dtype = et;
+  m.tile_rows = opt_.tile_rows;
+  m.tile_cols = opt_.tile_cols;
+  m.host = host.data();
+  const fmt::TileGrid g = m.grid();
+  const std::uint64_t tiles = g.num_tiles();
+  if (tiles > opt_.monitor.counter_entries)
+    throw InputError(tname + ": " + std::to_string(tiles) + " tiles need more monitor counters than the " +
+                     std::to_string(opt_.monitor.counter_entries) +
+                     " configured (raise monitor.counter_entries with --units, or use larger tiles)");
+  const std::uint32_t q16 = threshold_to_q16(opt_.threshold);
+
+  // Reference compaction (tile_format.h) of the same matrix: exact per-tile counts and expected bytes.
+  fmt::CompactOptions copt;
+  copt.tile_rows = opt_.tile_rows;
+  copt.tile_cols = opt_.tile_cols;
+  copt.threshold = q16 / 65536.0;
+  copt.sparse_format = opt_.format;
+  copt.elem = static_cast<fmt::ElemType>(et);
+  const fmt::TiledMatrix ref = fmt::compact(host.data(), m.rows, m.cols, m.cols, copt);
+  std::vector<std::uint32_t> exact(tiles);
+  std::uint64_t nnz_total = 0;
+  for (std::uint64_t t = 0; t < tiles; ++t) nnz_total += (exact[t] = ref.headers[t].nnz);
+  const auto kinds = fmt::count_tiles(ref);
+
+  // Memory layout.
+  const std::uint64_t A = 0x40000000ull;
+  m.base = A;
+  const std::uint64_t ct_hw = align64k(A + rows * m.pitch_bytes);
+  const std::uint64_t ct_sw = align64k(ct_hw + 4 * tiles);
+  const std::uint64_t cnt_sw = align64k(ct_sw + 4 * tiles);
+  const SparseOutput sw_out{align64k(cnt_sw + 8 * tiles), align64k(align64k(cnt_sw + 8 * tiles) + 16 * tiles)};
+  const std::uint64_t bound = payload_bound(g, eb);
+  const SparseOutput hw_out{align64k(sw_out.payload_base + bound), align64k(align64k(sw_out.payload_base + bound) + 16 * tiles)};
+  if (bound > 0xFFFFFFFFull) throw InputError(tname + ": activation too large for the engine's 32-bit OUT_CAPACITY");
+
+  // Monitors: region 0 = this activation.
+  namespace mr = regmap::monitor;
+  const std::size_t S = monitors_.size();
+  for (std::size_t u = 0; u < S; ++u) {
+    mmio_w(u, mr::CTRL, 0, "monitor CTRL");
+    mmio_w(u, mr::region_reg(0, mr::R_CFG), 0, "region CFG");
+    mmio_w(u, mr::region_reg(0, mr::R_TILE), opt_.tile_rows | (opt_.tile_cols << 16), "region TILE");
+    mmio_w(u, mr::region_reg(0, mr::R_BASE_LO), static_cast<std::uint32_t>(A), "region BASE_LO");
+    mmio_w(u, mr::region_reg(0, mr::R_BASE_HI), static_cast<std::uint32_t>(A >> 32), "region BASE_HI");
+    mmio_w(u, mr::region_reg(0, mr::R_ROWS), m.rows, "region ROWS");
+    mmio_w(u, mr::region_reg(0, mr::R_COLS), m.cols, "region COLS");
+    mmio_w(u, mr::region_reg(0, mr::R_ROW_PITCH), m.pitch_bytes, "region ROW_PITCH");
+    mmio_w(u, mr::region_reg(0, mr::R_CNT_OFFSET), 0, "region CNT_OFFSET");
+    mmio_w(u, mr::region_reg(0, mr::R_CT_BASE_LO), static_cast<std::uint32_t>(ct_hw), "region CT_BASE_LO");
+    mmio_w(u, mr::region_reg(0, mr::R_CT_BASE_HI), static_cast<std::uint32_t>(ct_hw >> 32), "region CT_BASE_HI");
+    mmio_w(u, mr::region_reg(0, mr::R_CFG), 1u | (static_cast<std::uint32_t>(et) << mr::R_CFG_DTYPE_LSB), "region CFG");
+    mmio_w(u, mr::SAMPLE_SHIFT, opt_.sampling, "SAMPLE_SHIFT");
+  }
+
+  json L;
+  L["iteration"] = key.iteration;
+  L["layer"] = key.layer;
+  std::string lname;
+  for (const auto& li : layers_)
+    if (li.index == key.layer) lname = li.name;
+  L["name"] = lname;
+  L["tensor"] = tname;
+  L["dtype"] = trace::dtype_name(info->dtype);
+  L["rows"] = m.rows;
+  L["cols"] = m.cols;
+  L["tiles"] = tiles;
+  L["density"] = double(nnz_total) / (double(rows) * double(cols));
+  L["tile_kinds"] = {{"dense", kinds.dense}, {"sparse", kinds.sparse}, {"zero", kinds.zero}};
+
+  // ---------------- A: software path ----------------
+  const BaselineConfig& bc = opt_.baseline;
+  Kernel prodA = make_producer(m, sms_, line_);
+  const Step sp = kernel(prodA, false);
+  Kernel kp = make_profile(m, ct_sw, bc, sms_, line_);
+  const Step s_prof = kernel(kp, true);
+  Kernel kc = make_count_pass(m, cnt_sw, bc, sms_, line_);
+  const Step s_cnt = kernel(kc, true);
+  std::vector<std::uint32_t> nnz(tiles), width(tiles);
+  {
+    const auto v = read_u32s(*gpu_, cnt_sw, 2 * tiles);
+    for (std::uint64_t t = 0; t < tiles; ++t) {
+      nnz[t] = v[2 * t];
+      width[t] = v[2 * t + 1];
+    }
+  }
+  std::uint64_t sw_payload = 0;
+  const auto sw_headers = scan_headers(m, nnz, width, q16, opt_.format, &sw_payload);
+  Kernel ks = make_scan(cnt_sw, sw_headers, sw_out, bc, sms_, line_);
+  const Step s_scan = kernel(ks, true);
+  Kernel kx = make_scatter(m, sw_headers, opt_.format, sw_out, bc, sms_, line_);
+  const Step s_scat = kernel(kx, true);
+  Step sw_conv{"convert", 0, 0, 0, 0, 0};
+  for (const Step* s : {&s_cnt, &s_scan, &s_scat}) {
+    sw_conv.mem_ns += s->total_ns();  // kernels run back to back: their times add
+    sw_conv.l2_bytes += s->l2_bytes;
+    sw_conv.dram_bytes += s->dram_bytes;
+  }
+  const bool sw_profile_exact = read_u32s(*gpu_, ct_sw, tiles) == exact;
+  const bool sw_output_identical = read_mem(*gpu_, sw_out.header_base, 16 * tiles) == ref.header_bytes() &&
+                                   read_mem(*gpu_, sw_out.payload_base, ref.payload.size()) == ref.payload;
+
+  // ---------------- B: hardware path ----------------
+  Kernel kz = make_memset(ct_hw, 4 * tiles, sms_, line_);
+  const Step s_zero = kernel(kz, false);  // memory time only: issued by the driver ahead of the producer
+  std::vector<std::uint64_t> busy0(S);
+  for (std::size_t u = 0; u < S; ++u) {
+    mmio_w(u, mr::CTRL, (1u << mr::CTRL_ENABLE_BIT) | (1u << mr::CTRL_CLEAR_BIT), "monitor CTRL");
+    busy0[u] = monitors_[u]->stats().busy_ps;
+  }
+  Kernel prodB = make_producer(m, sms_, line_);
+  const Step hp = kernel(prodB, false);
+  double busy_sum = 0, busy_max = 0;
+  for (std::size_t u = 0; u < S; ++u) {
+    const double b = double(monitors_[u]->stats().busy_ps - busy0[u]);
+    busy_sum += b;
+    busy_max = std::max(busy_max, b);
+  }
+  const double prod_ps = std::max(1.0, hp.mem_ns * 1e3);
+  // Flush all monitors (one broadcast register write), wait, then one MMIO read of the status.
+  const Traffic f0 = traffic(*gpu_);
+  const sc_time t_flush = sc_core::sc_time_stamp();
+  for (std::size_t u = 0; u < S; ++u) mmio_w(u, mr::FLUSH, 1, "monitor FLUSH");
+  gpu_->run_until_idle();
+  sc_time flush_end = t_flush;
+  std::uint64_t flush_cycles_max = 0;
+  for (std::size_t u = 0; u < S; ++u) {
+    if (monitors_[u]->flush_busy()) throw std::logic_error("monitor flush did not complete");
+    flush_end = std::max(flush_end, monitors_[u]->last_flush_done());
+    flush_cycles_max = std::max<std::uint64_t>(flush_cycles_max, host_->must_read(MmioBus::window_base(u) + mr::FLUSH_CYCLES, "FLUSH_CYCLES"));
+  }
+  const Traffic f1 = traffic(*gpu_);
+  for (std::size_t u = 0; u < S; ++u) mmio_w(u, mr::CTRL, 0, "monitor CTRL");
+  Step h_flush{"flush", (flush_end - t_flush).to_seconds() * 1e9, 0, opt_.host_mmio_read_ns,
+               f1.l2_bytes - f0.l2_bytes, f1.dram_bytes - f0.dram_bytes};
+  Step hw_prof{"profile", s_zero.mem_ns + h_flush.mem_ns, 0, h_flush.overhead_ns,
+               s_zero.l2_bytes + h_flush.l2_bytes, s_zero.dram_bytes + h_flush.dram_bytes};
+  const auto ct = read_u32s(*gpu_, ct_hw, tiles);
+
+  // Engine job.
+  regmap::Descriptor d;
+  d.src = A;
+  d.rows = m.rows;
+  d.cols = m.cols;
+  d.row_pitch_bytes = m.pitch_bytes;
+  d.dtype = et;
+  d.format = static_cast<std::uint32_t>(opt_.format);
+  d.sample_shift = opt_.sampling;
+  d.tile_rows = opt_.tile_rows;
+  d.tile_cols = opt_.tile_cols;
+  d.threshold_q16 = q16;
+  d.count_table = ct_hw;
+  d.header_base = hw_out.header_base;
+  d.out_base = hw_out.payload_base;
+  d.out_capacity_bytes = static_cast<std::uint32_t>(bound);
+  d.tag = static_cast<std::uint32_t>(key.iteration * 1000 + key.layer);
+  const std::size_t E = S;  // engine window index
+  const auto words = d.to_words();
+  const Traffic e0 = traffic(*gpu_);
+  const std::size_t jobs_before = engine_->jobs().size();
+  const std::uint64_t compactor_busy0 = engine_->stats().compactor_busy_ps;
+  mmio_w(E, regmap::engine::CTRL, 1u << regmap::engine::CTRL_ENABLE_BIT, "engine CTRL");
+  for (unsigned i = 0; i < regmap::engine::kDescWords; ++i) mmio_w(E, regmap::engine::DESC_BASE + 4 * i, words[i], "DESC");
+  mmio_w(E, regmap::engine::SUBMIT, 1, "engine SUBMIT");
+  gpu_->run_until_idle();
+  if (engine_->jobs().size() != jobs_before + 1) throw std::logic_error("engine job did not complete");
+  const EngineJob& job = engine_->jobs().back();
+  const Traffic e1 = traffic(*gpu_);
+  Step hw_conv{"convert", (job.finished - job.submitted).to_seconds() * 1e9, 0,
+               (regmap::engine::kDescWords + 1) * opt_.host_mmio_write_ns + opt_.host_mmio_read_ns,
+               e1.l2_bytes - e0.l2_bytes, e1.dram_bytes - e0.dram_bytes};
+
+  // ---------------- consumer ----------------
+  fmt::TiledMatrix out;
+  out.grid = g;
+  out.elem = static_cast<fmt::ElemType>(et);
+  out.sparse_format = opt_.format;
+  out.threshold = copt.threshold;
+  const auto hb = read_mem(*gpu_, hw_out.header_base, 16 * tiles);
+  for (std::uint64_t t = 0; t < tiles; ++t) out.headers.push_back(fmt::decode_header(hb.data() + 16 * t));
+  out.payload = read_mem(*gpu_, hw_out.payload_base, job.payload_bytes);
+  out.source = host.data();
+  out.source_ld = m.cols;
+  Kernel kcons = make_consumer(m, out.headers, hw_out, bc, sms_, line_);
+  const Step s_cons = kernel(kcons, false);
+
+  // ---------------- checks ----------------
+  json C;
+  bool ok = sw_profile_exact && sw_output_identical && job.status == regmap::engine::JobStatus::Ok;
+  C["sw_profile_counts_exact"] = sw_profile_exact;
+  C["sw_output_identical_to_reference"] = sw_output_identical;
+  C["engine_status"] = static_cast<std::uint32_t>(job.status);
+  if (opt_.sampling == 0) {
+    const bool counts_ok = ct == exact;
+    const bool bytes_ok = hb == ref.header_bytes() && out.payload == ref.payload;
+    C["monitor_counts_exact"] = counts_ok;
+    C["engine_output_identical_to_reference"] = bytes_ok;
+    ok = ok && counts_ok && bytes_ok;
+  } else {
+    // Sampled counts: estimate = count << s; report its error and the DENSE decisions it changes.
+    double abs_err = 0, max_err = 0;
+    std::uint64_t decisions_differ = 0;
+    for (std::uint64_t t = 0; t < tiles; ++t) {
+      const double est = double(std::uint64_t(ct[t]) << opt_.sampling);
+      const double e = std::fabs(est - double(exact[t]));
+      abs_err += e;
+      max_err = std::max(max_err, e);
+      const std::uint64_t elems = std::uint64_t(g.r_eff(static_cast<std::uint32_t>(t / g.tiles_c()))) *
+                                  g.c_eff(static_cast<std::uint32_t>(t % g.tiles_c()));
+      decisions_differ += regmap::tile_is_dense(std::uint64_t(ct[t]) << opt_.sampling, elems, q16) !=
+                          regmap::tile_is_dense(exact[t], elems, q16);
+    }
+    C["sampling"] = {{"shift", opt_.sampling},
+                     {"relative_error", nnz_total ? abs_err / double(nnz_total) : 0.0},
+                     {"max_abs_error_per_tile", max_err},
+                     {"dense_decisions_changed", decisions_differ}};
+  }
+  bool expand_ok = false;
+  std::uint64_t negz = 0;
+  try {
+    fmt::validate(out);
+    const auto [bad, nz] = expand_check(out, host, eb);
+    expand_ok = bad == 0;
+    negz = nz;
+    C["expand_mismatches"] = bad;
+  } catch (const spartan::Error& e) {
+    C["expand_error"] = e.what();
+  }
+  C["expand_bit_exact"] = expand_ok;
+  C["negative_zeros_normalised"] = negz;
+  ok = ok && expand_ok;
+  C["passed"] = ok;
+  all_passed_ = all_passed_ && ok;
+  L["checks"] = C;
+
+  // ---------------- record ----------------
+  json swj, hwj;
+  swj["steps"] = {s_prof.to_json(), s_cnt.to_json(), s_scan.to_json(), s_scat.to_json()};
+  swj["profile"] = s_prof.to_json();
+  swj["convert"] = sw_conv.to_json();
+  hwj["steps"] = {[&] { auto z = s_zero.to_json(); z["name"] = "count_table_zero"; return z; }(), h_flush.to_json(),
+                  hw_conv.to_json()};
+  hwj["profile"] = hw_prof.to_json();
+  hwj["convert"] = hw_conv.to_json();
+  hwj["flush_cycles_max"] = flush_cycles_max;
+  hwj["engine_cycles"] = job.cycles;
+  hwj["monitor_utilisation_mean"] = busy_sum / (double(S) * prod_ps);
+  hwj["monitor_utilisation_max"] = busy_max / prod_ps;
+  const double job_ps = std::max(1.0, (job.finished - job.started).to_seconds() * 1e12);
+  hwj["engine_utilisation"] = double(engine_->stats().compactor_busy_ps - compactor_busy0) / job_ps;
+  hwj["engine_tiles"] = {{"dense", job.tiles_dense}, {"zero", job.tiles_zero}, {"compacted", job.tiles_compacted}};
+  hwj["payload_bytes"] = job.payload_bytes;
+  L["software"] = swj;
+  L["hardware"] = hwj;
+  L["producer"] = {{"software_run", sp.to_json()}, {"hardware_run", hp.to_json()}};
+  L["consumer"] = s_cons.to_json();
+  const double prof_ratio = hw_prof.total_ns() > 0 ? s_prof.total_ns() / hw_prof.total_ns() : 0.0;
+  const double conv_ratio = hw_conv.total_ns() > 0 ? sw_conv.total_ns() / hw_conv.total_ns() : 0.0;
+  L["profile_ratio"] = prof_ratio;
+  L["convert_ratio"] = conv_ratio;
+  json G = json::object();
+  for (const auto& tt : times_)
+    if (tt.iteration == key.iteration && tt.layer == key.layer) {
+      G["device"] = tt.device;
+      G["dense_ms"] = tt.fwd.dense_ms;
+      if (tt.fwd.tile_sparse_ms) {
+        const double ts = *tt.fwd.tile_sparse_ms;
+        G["tile_sparse_ms"] = ts;
+        G["speedup_software"] = tt.fwd.dense_ms / (ts + (s_prof.total_ns() + sw_conv.total_ns()) * 1e-6);
+        G["speedup_hardware"] = tt.fwd.dense_ms / (ts + (hw_prof.total_ns() + hw_conv.total_ns()) * 1e-6);
+      } else {
+        G["tile_sparse_ms"] = nullptr;
+      }
+    }
+  if (G.empty()) G["note"] = "no measured GEMM times for this (iteration, layer) in the trace";
+  L["gemm"] = G;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "it%lld L%lld %-8s %6ux%-6u dens %.2f | profile SW %s HW %s (%.1fx) | convert SW %s HW %s (%.1fx) | %s",
+                static_cast<long long>(key.iteration), static_cast<long long>(key.layer), lname.c_str(), m.rows, m.cols,
+                double(nnz_total) / (double(rows) * double(cols)), fmt_us(s_prof.total_ns()).c_str(),
+                fmt_us(hw_prof.total_ns()).c_str(), prof_ratio, fmt_us(sw_conv.total_ns()).c_str(),
+                fmt_us(hw_conv.total_ns()).c_str(), conv_ratio, ok ? "checks ok" : "CHECKS FAILED");
+  L["progress"] = line;
+  return L;
+}
+
+}  // namespace spartan::hw::replay_detail

@@ -1,0 +1,158 @@
+// Readable summary of a replay's stats.json, and the units YAML config.
+#include <cstdio>
+#include <sstream>
+
+#include "spartan/common/atomic_file.h"
+#include "spartan/hw/config_reader.h"
+#include "spartan/hw/replay.h"
+
+namespace spartan::hw {
+
+using json = nlohmann::json;
+
+namespace {
+std::string f(const char* fmt_, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, fmt_, v);
+  return b;
+}
+std::string us(double ns) { return f("%.2f", ns * 1e-3); }
+std::string mb(std::uint64_t bytes) { return f("%.2f", double(bytes) / 1e6); }
+}  // namespace
+
+std::string replay_summary(const json& doc) {
+  std::ostringstream o;
+  const auto& opt = doc["options"];
+  o << "spartan-sim run: " << doc["trace"]["path"].get<std::string>() << " (model "
+    << doc["trace"]["model"].get<std::string>() << ")\n";
+  o << "GPU " << doc["gpu"]["preset"].get<std::string>() << ": " << doc["gpu"]["sms"] << " SMs, "
+    << doc["gpu"]["l2_slices"] << " L2 slices (one SparsityMonitor each), 1 CompactionEngine; format "
+    << opt["format"].get<std::string>() << ", tile " << opt["tile"].get<std::string>() << ", threshold "
+    << opt["threshold"] << ", sampling shift " << opt["sampling_shift"] << "\n";
+  o << "assumed overheads: kernel launch " << opt["kernel_launch_ns"] << " ns (software kernels), host MMIO read "
+    << opt["host_mmio_read_ns"] << " ns, posted MMIO write " << opt["host_mmio_write_ns"] << " ns\n\n";
+  o << "times in us; traffic in MB (L2 = bytes read+written at the L2 slices, DRAM = at the memory controllers)\n";
+  char h[400];
+  std::snprintf(h, sizeof h, "%-6s %-4s %-8s %13s %5s | %8s %8s %7s | %8s %8s %7s | %9s %9s | %9s %9s | %5s %5s | %7s %7s | %s\n",
+                "iter", "lyr", "name", "matrix", "dens", "prof SW", "prof HW", "ratio", "conv SW", "conv HW", "ratio",
+                "L2 SW", "L2 HW", "DRAM SW", "DRAM HW", "mon%", "eng%", "spd SW", "spd HW", "checks");
+  o << h;
+  for (const auto& L : doc["layers"]) {
+    const auto& sw = L["software"];
+    const auto& hw = L["hardware"];
+    const std::uint64_t l2sw = sw["profile"]["l2_bytes"].get<std::uint64_t>() + sw["convert"]["l2_bytes"].get<std::uint64_t>();
+    const std::uint64_t l2hw = hw["profile"]["l2_bytes"].get<std::uint64_t>() + hw["convert"]["l2_bytes"].get<std::uint64_t>();
+    const std::uint64_t drsw = sw["profile"]["dram_bytes"].get<std::uint64_t>() + sw["convert"]["dram_bytes"].get<std::uint64_t>();
+    const std::uint64_t drhw = hw["profile"]["dram_bytes"].get<std::uint64_t>() + hw["convert"]["dram_bytes"].get<std::uint64_t>();
+    const auto& G = L["gemm"];
+    const std::string ssw = G.contains("speedup_software") ? f("%.2f", G["speedup_software"].get<double>()) : "-";
+    const std::string shw = G.contains("speedup_hardware") ? f("%.2f", G["speedup_hardware"].get<double>()) : "-";
+    const std::string shape = std::to_string(L["rows"].get<std::uint64_t>()) + "x" + std::to_string(L["cols"].get<std::uint64_t>());
+    char r[512];
+    std::snprintf(r, sizeof r,
+                  "%-6lld %-4lld %-8s %13s %5.2f | %8s %8s %6.1fx | %8s %8s %6.1fx | %9s %9s | %9s %9s | %5.1f %5.1f | %7s %7s | %s\n",
+                  L["iteration"].get<long long>(), L["layer"].get<long long>(), L["name"].get<std::string>().c_str(),
+                  shape.c_str(), L["density"].get<double>(), us(sw["profile"]["time_ns"].get<double>()).c_str(),
+                  us(hw["profile"]["time_ns"].get<double>()).c_str(), L["profile_ratio"].get<double>(),
+                  us(sw["convert"]["time_ns"].get<double>()).c_str(), us(hw["convert"]["time_ns"].get<double>()).c_str(),
+                  L["convert_ratio"].get<double>(), mb(l2sw).c_str(), mb(l2hw).c_str(), mb(drsw).c_str(),
+                  mb(drhw).c_str(), 100.0 * hw["monitor_utilisation_mean"].get<double>(),
+                  100.0 * hw["engine_utilisation"].get<double>(), ssw.c_str(), shw.c_str(),
+                  L["checks"]["passed"].get<bool>() ? "ok" : "FAILED");
+    o << r;
+  }
+  const auto& ov = doc["overall"];
+  o << "\noverall (" << ov["layers"] << " layers):\n";
+  o << "  profiling:  software " << us(ov["profile"]["sw_ns"].get<double>()) << " us, hardware (flush + MMIO read) "
+    << us(ov["profile"]["hw_ns"].get<double>()) << " us -> " << f("%.1f", ov["profile"]["ratio"].get<double>())
+    << "x of the total, " << f("%.1f", ov["profile"]["mean_layer_ratio"].get<double>())
+    << "x mean over layers (Spartan reports 52.5x on average)\n";
+  o << "  conversion: software " << us(ov["convert"]["sw_ns"].get<double>()) << " us, compaction engine "
+    << us(ov["convert"]["hw_ns"].get<double>()) << " us -> " << f("%.1f", ov["convert"]["ratio"].get<double>()) << "x\n";
+  o << "  traffic:    profiling L2 " << mb(ov["profile"]["sw_l2_bytes"].get<std::uint64_t>()) << " MB (SW) vs "
+    << mb(ov["profile"]["hw_l2_bytes"].get<std::uint64_t>()) << " MB (HW), DRAM "
+    << mb(ov["profile"]["sw_dram_bytes"].get<std::uint64_t>()) << " vs " << mb(ov["profile"]["hw_dram_bytes"].get<std::uint64_t>())
+    << " MB; conversion L2 " << mb(ov["convert"]["sw_l2_bytes"].get<std::uint64_t>()) << " vs "
+    << mb(ov["convert"]["hw_l2_bytes"].get<std::uint64_t>()) << " MB, DRAM "
+    << mb(ov["convert"]["sw_dram_bytes"].get<std::uint64_t>()) << " vs " << mb(ov["convert"]["hw_dram_bytes"].get<std::uint64_t>())
+    << " MB\n";
+  if (ov.contains("speedup")) {
+    std::string dev;
+    for (const auto& L : doc["layers"])
+      if (L["gemm"].contains("device")) dev = L["gemm"]["device"].get<std::string>();
+    o << "  layer speedup T_dense / (T_tile_sparse + T_profile + T_convert), GEMM times measured on " << dev
+      << ": software path " << f("%.2f", ov["speedup"]["software"].get<double>()) << "x, hardware path "
+      << f("%.2f", ov["speedup"]["hardware"].get<double>()) << "x\n";
+  } else {
+    o << "  layer speedup: not available (the trace lacks tile-sparse GEMM times for some layers)\n";
+  }
+  o << "checks: " << (doc["checks"]["passed"].get<bool>() ? "all passed" : "FAILED (see stats.json layers[].checks)")
+    << "\n";
+  return o.str();
+}
+
+void load_units_config(const std::string& file, ReplayOptions& opt) {
+  const YAML::Node root = parse_yaml(read_file(file), file);
+  ConfigMap top(root, file, "");
+  if (top.has("monitor")) {
+    ConfigMap m = top.child("monitor");
+    auto& c = opt.monitor;
+    c.lines_per_cycle = m.u32("lines_per_cycle", c.lines_per_cycle);
+    c.pipeline_latency_cycles = m.u32("pipeline_latency_cycles", c.pipeline_latency_cycles);
+    c.counter_entries = m.u32("counter_entries", c.counter_entries);
+    c.flush_groups_per_cycle = m.u32("flush_groups_per_cycle", c.flush_groups_per_cycle);
+    c.flush_outstanding = m.u32("flush_outstanding", c.flush_outstanding);
+    c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
+    if (c.lines_per_cycle == 0) m.fail("lines_per_cycle", "must be >= 1");
+    if (c.counter_entries == 0) m.fail("counter_entries", "must be >= 1");
+    if (c.flush_outstanding == 0) m.fail("flush_outstanding", "must be >= 1");
+    if (c.flush_groups_per_cycle == 0) m.fail("flush_groups_per_cycle", "must be >= 1");
+    m.finish();
+  }
+  if (top.has("engine")) {
+    ConfigMap m = top.child("engine");
+    auto& c = opt.engine;
+    c.elements_per_cycle = m.u32("elements_per_cycle", c.elements_per_cycle);
+    c.outstanding_reads = m.u32("outstanding_reads", c.outstanding_reads);
+    c.outstanding_writes = m.u32("outstanding_writes", c.outstanding_writes);
+    c.read_buffer_bytes = m.u32("read_buffer_bytes", c.read_buffer_bytes);
+    c.write_buffer_bytes = m.u32("write_buffer_bytes", c.write_buffer_bytes);
+    c.queue_depth = m.u32("queue_depth", c.queue_depth);
+    c.job_setup_cycles = m.u32("job_setup_cycles", c.job_setup_cycles);
+    c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
+    if (c.elements_per_cycle == 0) m.fail("elements_per_cycle", "must be >= 1");
+    if (c.outstanding_reads == 0) m.fail("outstanding_reads", "must be >= 1");
+    if (c.outstanding_writes == 0) m.fail("outstanding_writes", "must be >= 1");
+    if (c.queue_depth == 0) m.fail("queue_depth", "must be >= 1");
+    m.finish();
+  }
+  if (top.has("baseline")) {
+    ConfigMap m = top.child("baseline");
+    auto& c = opt.baseline;
+    c.kernel_launch_ns = m.f64("kernel_launch_ns", c.kernel_launch_ns);
+    c.issue_width = m.u32("issue_width", c.issue_width);
+    c.tiles_in_flight_per_sm = m.u32("tiles_in_flight_per_sm", c.tiles_in_flight_per_sm);
+    c.profile_cycles_per_line = m.u32("profile_cycles_per_line", c.profile_cycles_per_line);
+    c.profile_cycles_per_tile = m.u32("profile_cycles_per_tile", c.profile_cycles_per_tile);
+    c.count_cycles_per_line = m.u32("count_cycles_per_line", c.count_cycles_per_line);
+    c.count_cycles_per_tile = m.u32("count_cycles_per_tile", c.count_cycles_per_tile);
+    c.scan_cycles_per_tile = m.u32("scan_cycles_per_tile", c.scan_cycles_per_tile);
+    c.scatter_cycles_per_line = m.u32("scatter_cycles_per_line", c.scatter_cycles_per_line);
+    c.scatter_cycles_per_tile = m.u32("scatter_cycles_per_tile", c.scatter_cycles_per_tile);
+    c.consumer_cycles_per_line = m.u32("consumer_cycles_per_line", c.consumer_cycles_per_line);
+    if (c.kernel_launch_ns < 0) m.fail("kernel_launch_ns", "must be >= 0");
+    if (c.issue_width == 0) m.fail("issue_width", "must be >= 1");
+    m.finish();
+  }
+  if (top.has("host")) {
+    ConfigMap m = top.child("host");
+    opt.host_mmio_read_ns = m.f64("mmio_read_ns", opt.host_mmio_read_ns);
+    opt.host_mmio_write_ns = m.f64("mmio_write_ns", opt.host_mmio_write_ns);
+    if (opt.host_mmio_read_ns < 0) m.fail("mmio_read_ns", "must be >= 0");
+    if (opt.host_mmio_write_ns < 0) m.fail("mmio_write_ns", "must be >= 0");
+    m.finish();
+  }
+  top.finish();
+}
+
+}  // namespace spartan::hw

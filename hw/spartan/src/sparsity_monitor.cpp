@@ -1,0 +1,419 @@
+#include "spartan/hw/sparsity_monitor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include <tlm_utils/tlm_quantumkeeper.h>
+
+namespace spartan::hw {
+
+using namespace regmap;
+using namespace regmap::monitor;
+using sc_core::sc_time;
+using sc_core::SC_ZERO_TIME;
+
+namespace {
+/// Count-table groups being read-modify-written by some monitor (only matters if a target's b_transport
+/// yields between the read and the write: then other monitors must not interleave on the same group).
+std::set<std::uint64_t>& rmw_locks() {
+  static std::set<std::uint64_t> s;
+  return s;
+}
+
+inline bool nonzero_elem(const std::uint8_t* p, unsigned eb) {
+  if (eb == 4) {
+    std::uint32_t b;
+    std::memcpy(&b, p, 4);
+    return (b & 0x7FFFFFFFu) != 0;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  return (h & 0x7FFFu) != 0;
+}
+}  // namespace
+
+SparsityMonitor::SparsityMonitor(sc_core::sc_module_name name, const MonitorConfig& cfg)
+    : sc_module(name), mmio("mmio"), mem("mem"), cfg_(cfg), clock_{cfg.clock_mhz},
+      counters_(cfg.counter_entries, 0) {
+  mmio.register_b_transport(this, &SparsityMonitor::b_transport_mmio);
+  mmio.register_transport_dbg(this, &SparsityMonitor::transport_dbg_mmio);
+  SC_THREAD(flush_thread);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Write path
+// ------------------------------------------------------------------------------------------------
+void SparsityMonitor::observe_write(std::uint64_t addr, const std::uint8_t* data, std::uint32_t len,
+                                    const sc_time& when) {
+  for (auto& fn : line_observers_) fn(cfg_.slice_id, addr, data, len, when);
+  if (!(ctrl_ & (1u << CTRL_ENABLE_BIT)) || len == 0 || data == nullptr) return;
+  ++stats_.lines_seen;
+  ++lines_seen_;
+  // Input pipeline occupancy: lines_per_cycle requests per cycle; a faster arrival waits (reported, the
+  // L2 is not stalled by the model).
+  const sc_time slot = clock_.cycles(1.0 / std::max<std::uint32_t>(1, cfg_.lines_per_cycle));
+  if (input_free_ > when) stats_.backpressure_ps += (input_free_ - when).value();
+  input_free_ = std::max(input_free_, when) + slot;
+  stats_.busy_ps += slot.value();
+
+  unsigned hits = 0;
+  std::array<unsigned, kNumRegions> hit{};
+  const std::uint64_t end = addr + len;
+  for (unsigned r = 0; r < kNumRegions; ++r) {
+    const Region& g = regions_[r];
+    if (g.en && addr < g.base + g.size && end > g.base) hit[hits++] = r;
+  }
+  if (hits == 0) return;
+  const std::uint64_t mask = (std::uint64_t(1) << sample_shift_) - 1;
+  const bool sampled = (sample_ctr_ & mask) == 0;
+  ++sample_ctr_;
+  ++stats_.lines_matched;
+  ++lines_matched_;
+  for (unsigned i = 0; i < hits; ++i) ++regions_[hit[i]].matched;
+  if (!sampled) return;
+  ++stats_.lines_sampled;
+  ++lines_sampled_;
+  for (unsigned i = 0; i < hits; ++i) count_line(regions_[hit[i]], addr, data, len);
+}
+
+void SparsityMonitor::count_line(Region& g, std::uint64_t addr, const std::uint8_t* data, std::uint32_t len) {
+  const std::uint64_t lo = std::max(addr, g.base) - g.base;
+  const std::uint64_t hi = std::min(addr + len, g.base + g.size) - g.base;
+  const unsigned eb = g.eb;
+  std::uint64_t o = (lo + eb - 1) / eb * eb;  // first element start inside the request
+  const std::uint64_t row_bytes = std::uint64_t(g.cols) * eb;
+  if (o != lo && (lo % g.pitch) < row_bytes) ++stats_.partial_elements;
+  std::uint64_t r = o / g.pitch, cb = o % g.pitch;
+  for (; o + eb <= hi; o += eb, cb += eb) {
+    if (cb >= g.pitch) {
+      cb -= g.pitch;
+      ++r;
+    }
+    if (cb >= row_bytes || r >= g.rows) continue;
+    ++stats_.elements_counted;
+    if (!nonzero_elem(data + (g.base + o - addr), eb)) continue;
+    const std::uint64_t c = cb / eb;
+    const std::uint64_t t = (r / g.tr) * g.tpr + c / g.tc;
+    std::uint32_t& ctr = counters_[g.cnt_offset + t];
+    if (ctr != 0xFFFFFFFFu) ++ctr;
+    ++stats_.nonzero_counted;
+  }
+  if (o < hi && (o % g.pitch) < row_bytes && o / g.pitch < g.rows) ++stats_.partial_elements;
+}
+
+// ------------------------------------------------------------------------------------------------
+// MMIO
+// ------------------------------------------------------------------------------------------------
+void SparsityMonitor::b_transport_mmio(tlm::tlm_generic_payload& p, sc_time& delay) {
+  delay += clock_.cycles(cfg_.mmio_latency_cycles);
+  if (p.get_command() == tlm::TLM_IGNORE_COMMAND) {
+    p.set_response_status(tlm::TLM_OK_RESPONSE);
+    return;
+  }
+  const bool write = p.is_write();
+  MmioError e = mmio_check_payload(p);
+  const std::uint32_t off = static_cast<std::uint32_t>(p.get_address());
+  if (e == MmioError::None) {
+    if (write) {
+      e = reg_write(off, mmio_load_u32(p.get_data_ptr()), sc_core::sc_time_stamp() + delay);
+    } else {
+      std::uint32_t v = 0;
+      e = reg_read(off, v);
+      if (e == MmioError::None) mmio_store_u32(p.get_data_ptr(), v);
+    }
+  }
+  (write ? stats_.mmio_writes : stats_.mmio_reads)++;
+  if (e != MmioError::None) {
+    ++stats_.mmio_errors;
+    err_.latch(e, p.get_address(), write);
+  }
+  p.set_response_status(mmio_response_for(e));
+}
+
+unsigned SparsityMonitor::transport_dbg_mmio(tlm::tlm_generic_payload& p) {
+  // Debug reads only (no side effects); writes through the debug port are refused.
+  if (!p.is_read() || p.get_data_length() != 4 || p.get_address() % 4 != 0) return 0;
+  std::uint32_t v = 0;
+  if (reg_read(static_cast<std::uint32_t>(p.get_address()), v) != MmioError::None) return 0;
+  mmio_store_u32(p.get_data_ptr(), v);
+  return 4;
+}
+
+MmioError SparsityMonitor::reg_read(std::uint32_t off, std::uint32_t& v) const {
+  if (off >= REGION_BASE) {
+    const std::uint32_t rel = off - REGION_BASE;
+    const unsigned r = rel / REGION_STRIDE;
+    if (r >= kNumRegions) return MmioError::Unmapped;
+    const Region& g = regions_[r];
+    const std::uint64_t size = std::uint64_t(g.rows) * g.pitch;
+    switch (rel % REGION_STRIDE) {
+      case R_CFG: v = g.cfg; return MmioError::None;
+      case R_TILE: v = g.tile; return MmioError::None;
+      case R_BASE_LO: v = g.base_lo; return MmioError::None;
+      case R_BASE_HI: v = g.base_hi; return MmioError::None;
+      case R_ROWS: v = g.rows; return MmioError::None;
+      case R_COLS: v = g.cols; return MmioError::None;
+      case R_ROW_PITCH: v = g.pitch; return MmioError::None;
+      case R_CNT_OFFSET: v = g.cnt_offset; return MmioError::None;
+      case R_CT_BASE_LO: v = g.ct_lo; return MmioError::None;
+      case R_CT_BASE_HI: v = g.ct_hi; return MmioError::None;
+      case R_SIZE_LO: v = static_cast<std::uint32_t>(size); return MmioError::None;
+      case R_SIZE_HI: v = static_cast<std::uint32_t>(size >> 32); return MmioError::None;
+      case R_TILES: v = static_cast<std::uint32_t>(tiles_of(g)); return MmioError::None;
+      case R_MATCHED: v = g.matched; return MmioError::None;
+      default: return MmioError::Unmapped;
+    }
+  }
+  switch (off) {
+    case ID: v = kIdValue; return MmioError::None;
+    case CTRL: v = ctrl_ & (1u << CTRL_ENABLE_BIT); return MmioError::None;
+    case STATUS:
+      v = (flush_busy_ ? 1u << STATUS_FLUSH_BUSY_BIT : 0u) | (flush_done_ ? 1u << STATUS_FLUSH_DONE_BIT : 0u) |
+          (err_.pending() ? 1u << STATUS_ERR_BIT : 0u);
+      return MmioError::None;
+    case ERR_CODE: v = err_.err_code; return MmioError::None;
+    case SAMPLE_SHIFT: v = sample_shift_; return MmioError::None;
+    case FLUSH: v = 0; return MmioError::None;
+    case LINES_SEEN: v = lines_seen_; return MmioError::None;
+    case LINES_MATCHED: v = lines_matched_; return MmioError::None;
+    case LINES_SAMPLED: v = lines_sampled_; return MmioError::None;
+    case CAPACITY: v = cfg_.counter_entries; return MmioError::None;
+    case FLUSH_CYCLES: v = flush_cycles_; return MmioError::None;
+    case SLICE_ID: v = cfg_.slice_id; return MmioError::None;
+    default: return MmioError::Unmapped;
+  }
+}
+
+MmioError SparsityMonitor::reg_write(std::uint32_t off, std::uint32_t v, const sc_time& when) {
+  if (off >= REGION_BASE) {
+    const std::uint32_t rel = off - REGION_BASE;
+    const unsigned r = rel / REGION_STRIDE;
+    if (r >= kNumRegions) return MmioError::Unmapped;
+    return region_write(r, rel % REGION_STRIDE, v);
+  }
+  switch (off) {
+    case ID:
+    case STATUS:
+    case LINES_SEEN:
+    case LINES_MATCHED:
+    case LINES_SAMPLED:
+    case CAPACITY:
+    case FLUSH_CYCLES:
+    case SLICE_ID: return MmioError::ReadOnly;
+    case CTRL:
+      if ((v & (1u << CTRL_CLEAR_BIT)) && flush_busy_) return MmioError::Busy;
+      ctrl_ = v & (1u << CTRL_ENABLE_BIT);
+      if (v & (1u << CTRL_CLEAR_BIT)) clear_all();
+      return MmioError::None;
+    case ERR_CODE: err_.clear(); return MmioError::None;
+    case SAMPLE_SHIFT: sample_shift_ = v & ((1u << SAMPLE_SHIFT_WIDTH) - 1); return MmioError::None;
+    case FLUSH:
+      if (flush_busy_) return MmioError::Busy;
+      flush_busy_ = true;
+      flush_done_ = false;
+      flush_mask_ = v & 0xFFFFu;
+      flush_start_ = when;
+      flush_start_ev_.notify(SC_ZERO_TIME);
+      return MmioError::None;
+    default: return MmioError::Unmapped;
+  }
+}
+
+std::uint64_t SparsityMonitor::tiles_of(const Region& g) const {
+  const std::uint32_t tr = field_get(g.tile, R_TILE_ROWS_LSB, R_TILE_WIDTH);
+  const std::uint32_t tc = field_get(g.tile, R_TILE_COLS_LSB, R_TILE_WIDTH);
+  if (tr == 0 || tc == 0) return 0;
+  return tile_count(g.rows, g.cols, tr, tc);
+}
+
+void SparsityMonitor::region_derive(Region& g) {
+  g.dtype = static_cast<ElemType>(field_get(g.cfg, R_CFG_DTYPE_LSB, R_CFG_DTYPE_WIDTH));
+  g.eb = elem_bytes(g.dtype);
+  g.base = g.base_lo | (std::uint64_t(g.base_hi) << 32);
+  g.ct_base = g.ct_lo | (std::uint64_t(g.ct_hi) << 32);
+  g.size = std::uint64_t(g.rows) * g.pitch;
+  g.tr = field_get(g.tile, R_TILE_ROWS_LSB, R_TILE_WIDTH);
+  g.tc = field_get(g.tile, R_TILE_COLS_LSB, R_TILE_WIDTH);
+  g.tpr = tiles_per_row(g.cols, g.tc);
+  g.tiles = tile_count(g.rows, g.cols, g.tr, g.tc);
+}
+
+bool SparsityMonitor::region_validate(const Region& g, unsigned self) const {
+  const std::uint32_t dt = field_get(g.cfg, R_CFG_DTYPE_LSB, R_CFG_DTYPE_WIDTH);
+  if (!elem_type_valid(dt)) return false;
+  const unsigned eb = elem_bytes(static_cast<ElemType>(dt));
+  const std::uint32_t tr = field_get(g.tile, R_TILE_ROWS_LSB, R_TILE_WIDTH);
+  const std::uint32_t tc = field_get(g.tile, R_TILE_COLS_LSB, R_TILE_WIDTH);
+  if (!tile_dim_valid(tr) || !tile_dim_valid(tc) || g.rows == 0 || g.cols == 0) return false;
+  if (g.pitch % eb != 0 || std::uint64_t(g.pitch) < std::uint64_t(g.cols) * eb) return false;
+  if (g.ct_lo % 4 != 0) return false;
+  const std::uint64_t tiles = tile_count(g.rows, g.cols, tr, tc);
+  if (std::uint64_t(g.cnt_offset) + tiles > cfg_.counter_entries) return false;
+  // Counter ranges of enabled regions must not overlap.
+  for (unsigned r = 0; r < kNumRegions; ++r) {
+    const Region& o = regions_[r];
+    if (r == self || !o.en) continue;
+    if (g.cnt_offset < o.cnt_offset + o.tiles && o.cnt_offset < g.cnt_offset + tiles) return false;
+  }
+  return true;
+}
+
+MmioError SparsityMonitor::region_write(unsigned r, std::uint32_t reg, std::uint32_t v) {
+  Region& g = regions_[r];
+  switch (reg) {
+    case R_SIZE_LO:
+    case R_SIZE_HI:
+    case R_TILES:
+    case R_MATCHED: return MmioError::ReadOnly;
+    case R_CFG:
+    case R_TILE:
+    case R_BASE_LO:
+    case R_BASE_HI:
+    case R_ROWS:
+    case R_COLS:
+    case R_ROW_PITCH:
+    case R_CNT_OFFSET:
+    case R_CT_BASE_LO:
+    case R_CT_BASE_HI: break;
+    default: return MmioError::Unmapped;
+  }
+  if (flush_busy_) return MmioError::Busy;
+  if (reg != R_CFG) {
+    if (g.en) return MmioError::Busy;
+    switch (reg) {
+      case R_TILE: g.tile = v; break;
+      case R_BASE_LO: g.base_lo = v; break;
+      case R_BASE_HI: g.base_hi = v; break;
+      case R_ROWS: g.rows = v; break;
+      case R_COLS: g.cols = v; break;
+      case R_ROW_PITCH: g.pitch = v; break;
+      case R_CNT_OFFSET: g.cnt_offset = v; break;
+      case R_CT_BASE_LO: g.ct_lo = v; break;
+      case R_CT_BASE_HI: g.ct_hi = v; break;
+      default: break;
+    }
+    return MmioError::None;
+  }
+  const std::uint32_t cfg = v & ((1u << R_CFG_EN_BIT) | (((1u << R_CFG_DTYPE_WIDTH) - 1) << R_CFG_DTYPE_LSB));
+  if (!elem_type_valid(field_get(cfg, R_CFG_DTYPE_LSB, R_CFG_DTYPE_WIDTH))) return MmioError::BadValue;
+  const bool en = (cfg >> R_CFG_EN_BIT) & 1u;
+  if (en) {
+    Region trial = g;
+    trial.cfg = cfg;
+    if (!region_validate(trial, r)) return MmioError::BadValue;
+  }
+  g.cfg = cfg;
+  g.en = en;
+  if (en) region_derive(g);
+  update_occupancy();
+  return MmioError::None;
+}
+
+void SparsityMonitor::update_occupancy() {
+  std::uint64_t used = 0;
+  for (const Region& g : regions_)
+    if (g.en) used += g.tiles;
+  stats_.counter_entries_used_peak = std::max(stats_.counter_entries_used_peak, used);
+}
+
+void SparsityMonitor::clear_all() {
+  std::fill(counters_.begin(), counters_.end(), 0u);
+  lines_seen_ = lines_matched_ = lines_sampled_ = 0;
+  sample_ctr_ = 0;
+  flush_done_ = false;
+  for (Region& g : regions_) g.matched = 0;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Flush
+// ------------------------------------------------------------------------------------------------
+void SparsityMonitor::rmw_group(std::uint64_t addr, const std::uint32_t* add, unsigned words, sc_time issue,
+                                sc_time& done) {
+  const std::uint64_t key = addr & ~std::uint64_t(31);
+  while (rmw_locks().count(key)) sc_core::wait(clock_.cycles(1));
+  rmw_locks().insert(key);
+  std::uint8_t buf[32];
+  const unsigned len = words * 4;
+  tlm::tlm_generic_payload p;
+  p.set_address(addr);
+  p.set_data_ptr(buf);
+  p.set_data_length(len);
+  p.set_streaming_width(len);
+  p.set_byte_enable_ptr(nullptr);
+  p.set_dmi_allowed(false);
+  p.set_command(tlm::TLM_READ_COMMAND);
+  p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  sc_time d = issue > sc_core::sc_time_stamp() ? issue - sc_core::sc_time_stamp() : SC_ZERO_TIME;
+  mem->b_transport(p, d);
+  const bool read_ok = p.is_response_ok();
+  if (read_ok) {
+    for (unsigned i = 0; i < words; ++i) {
+      const std::uint32_t v = mmio_load_u32(buf + 4 * i) + add[i];  // u32 add, wraps like a ROP atomic
+      mmio_store_u32(buf + 4 * i, v);
+    }
+    p.set_command(tlm::TLM_WRITE_COMMAND);
+    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    d += clock_.cycles(1);  // the add
+    mem->b_transport(p, d);
+  }
+  rmw_locks().erase(key);
+  stats_.flush_bytes_read += len;
+  stats_.flush_bytes_written += read_ok ? len : 0;
+  ++stats_.flush_rmw_groups;
+  done = sc_core::sc_time_stamp() + d;
+}
+
+void SparsityMonitor::flush_thread() {
+  for (;;) {
+    sc_core::wait(flush_start_ev_);
+    if (flush_start_ > sc_core::sc_time_stamp()) sc_core::wait(flush_start_ - sc_core::sc_time_stamp());
+    const sc_time start = sc_core::sc_time_stamp();
+    InflightWindow win(cfg_.flush_outstanding);
+    const double group_cycles = 1.0 / std::max<std::uint32_t>(1, cfg_.flush_groups_per_cycle);
+    std::uint64_t groups = 0;
+    sc_time end = start;
+    for (unsigned r = 0; r < kNumRegions; ++r) {
+      Region& g = regions_[r];
+      if (!g.en || !((flush_mask_ >> r) & 1u)) continue;
+      std::uint64_t t = 0;
+      while (t < g.tiles) {
+        const std::uint64_t a = g.ct_base + 4 * t;
+        const std::uint64_t group_end = (a & ~std::uint64_t(31)) + 32;
+        const std::uint64_t t_end = std::min<std::uint64_t>(g.tiles, t + (group_end - a) / 4);
+        ++groups;
+        const sc_time scanned = start + clock_.cycles(double(groups) * group_cycles);
+        end = std::max(end, scanned);
+        std::uint32_t* ctr = &counters_[g.cnt_offset + t];
+        const unsigned words = static_cast<unsigned>(t_end - t);
+        if (std::any_of(ctr, ctr + words, [](std::uint32_t c) { return c != 0; })) {
+          const sc_time issue = win.earliest_issue(scanned);
+          // Temporal decoupling: never run more than a global quantum ahead of the kernel.
+          const sc_time q = tlm_utils::tlm_quantumkeeper::get_global_quantum();
+          if (issue > sc_core::sc_time_stamp() && q > SC_ZERO_TIME && issue - sc_core::sc_time_stamp() > q)
+            sc_core::wait(issue - sc_core::sc_time_stamp());
+          std::uint32_t add[8];
+          std::copy(ctr, ctr + words, add);
+          std::fill(ctr, ctr + words, 0u);
+          sc_time done;
+          rmw_group(a, add, words, issue, done);
+          win.push(done);
+          end = std::max(end, done);
+        }
+        t = t_end;
+      }
+    }
+    if (end > sc_core::sc_time_stamp()) sc_core::wait(end - sc_core::sc_time_stamp());
+    const sc_time dur = sc_core::sc_time_stamp() - start;
+    flush_cycles_ = static_cast<std::uint32_t>(clock_.whole_cycles(dur));
+    stats_.flush_ps += dur.value();
+    ++stats_.flush_count;
+    flush_busy_ = false;
+    flush_done_ = true;
+    last_flush_done_ = sc_core::sc_time_stamp();
+    for (auto& fn : flush_observers_) fn(cfg_.slice_id, flush_cycles_, last_flush_done_);
+    flush_done_ev_.notify(SC_ZERO_TIME);
+  }
+}
+
+}  // namespace spartan::hw

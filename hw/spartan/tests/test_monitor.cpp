@@ -1,0 +1,368 @@
+// SparsityMonitor: register map, bad MMIO -> TLM error responses, counting for all dtypes, region edge
+// cases (lines straddling tiles and region boundaries), sampling, flush through memory.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "sc_test_util.h"
+#include "spartan/hw/flat_memory.h"
+#include "spartan/hw/sparsity_monitor.h"
+#include "unit_test_data.h"
+
+namespace spartan::hw::test {
+namespace {
+
+using namespace regmap;
+using namespace regmap::monitor;
+
+struct RegionSpec {
+  std::uint64_t base = 0x100000;
+  std::uint32_t rows = 64, cols = 64, pitch = 256, tr = 32, tc = 32, cnt_offset = 0;
+  ElemType dtype = ElemType::F32;
+  std::uint64_t ct = 0x800000;
+};
+
+tlm::tlm_response_status program_region(Driver& d, unsigned unit, unsigned r, const RegionSpec& s, bool enable = true) {
+  d.wr(unit, region_reg(r, R_CFG), 0);
+  d.wr(unit, region_reg(r, R_TILE), s.tr | (s.tc << 16));
+  d.wr(unit, region_reg(r, R_BASE_LO), static_cast<std::uint32_t>(s.base));
+  d.wr(unit, region_reg(r, R_BASE_HI), static_cast<std::uint32_t>(s.base >> 32));
+  d.wr(unit, region_reg(r, R_ROWS), s.rows);
+  d.wr(unit, region_reg(r, R_COLS), s.cols);
+  d.wr(unit, region_reg(r, R_ROW_PITCH), s.pitch);
+  d.wr(unit, region_reg(r, R_CNT_OFFSET), s.cnt_offset);
+  d.wr(unit, region_reg(r, R_CT_BASE_LO), static_cast<std::uint32_t>(s.ct));
+  d.wr(unit, region_reg(r, R_CT_BASE_HI), static_cast<std::uint32_t>(s.ct >> 32));
+  return d.wr(unit, region_reg(r, R_CFG), (enable ? 1u : 0u) | (static_cast<std::uint32_t>(s.dtype) << R_CFG_DTYPE_LSB));
+}
+
+/// Monitors + memory + driver; writes are routed to monitor (addr / 256) % n, like address-sliced L2s.
+struct Bench {
+  FlatMemory mem{"mem"};
+  std::vector<std::unique_ptr<SparsityMonitor>> mons;
+  Driver drv;
+  explicit Bench(unsigned n, MonitorConfig cfg = {}) : drv("drv", n) {
+    for (unsigned i = 0; i < n; ++i) {
+      cfg.slice_id = i;
+      mons.push_back(std::make_unique<SparsityMonitor>(sc_core::sc_gen_unique_name("mon"), cfg));
+      drv.mmio[i]->bind(mons[i]->mmio);
+      mons[i]->mem.bind(mem.socket);
+    }
+    drv.mem.bind(mem.socket);
+    mem.set_write_hook([this](std::uint64_t a, const std::uint8_t* p, std::uint32_t n, const sc_core::sc_time& t) {
+      mons[(a / 256) % mons.size()]->observe_write(a, p, n, t);
+    });
+  }
+  void run(std::function<void(Driver&)> body) {
+    drv.body = std::move(body);
+    sc_core::sc_start();
+  }
+  std::vector<std::uint32_t> table(std::uint64_t ct, std::size_t n) {
+    std::vector<std::uint32_t> v(n);
+    mem.read_bytes(ct, v.data(), 4 * n);
+    return v;
+  }
+};
+
+void write_matrix(Driver& d, const RawMatrix& m, std::uint64_t base, std::uint32_t tr, std::uint32_t tc) {
+  for (const WriteReq& w : tile_order_writes(m, base, tr, tc))
+    d.mem_write(w.addr, m.bytes.data() + (w.addr - base), w.len);
+}
+
+void flush_and_wait(Driver& d, unsigned unit, std::uint32_t mask) {
+  EXPECT_EQ(d.wr(unit, FLUSH, mask), tlm::TLM_OK_RESPONSE);
+  for (int i = 0; i < 100000 && !(d.rd(unit, STATUS) & (1u << STATUS_FLUSH_DONE_BIT)); ++i)
+    sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+  EXPECT_TRUE(d.rd(unit, STATUS) & (1u << STATUS_FLUSH_DONE_BIT));
+}
+
+TEST(Monitor, ResetValuesAndReadWrite) {
+  SC_SCENARIO([] {
+    MonitorConfig cfg;
+    cfg.counter_entries = 1024;
+    Bench b(1, cfg);
+    b.run([](Driver& d) {
+      EXPECT_EQ(d.rd(0, ID), kIdValue);
+      EXPECT_EQ(d.rd(0, CTRL), 0u);
+      EXPECT_EQ(d.rd(0, STATUS), 0u);
+      EXPECT_EQ(d.rd(0, ERR_CODE), 0u);
+      EXPECT_EQ(d.rd(0, CAPACITY), 1024u);
+      EXPECT_EQ(d.rd(0, SLICE_ID), 0u);
+      EXPECT_EQ(d.rd(0, FLUSH), 0u);
+      for (unsigned r = 0; r < kNumRegions; ++r) {
+        for (std::uint32_t reg = 0; reg < 0x38; reg += 4) EXPECT_EQ(d.rd(0, region_reg(r, reg)), 0u);
+      }
+      EXPECT_EQ(d.wr(0, SAMPLE_SHIFT, 0xFFFFFFF3u), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, SAMPLE_SHIFT), 3u);  // reserved bits ignored
+      EXPECT_EQ(d.wr(0, CTRL, 0xFFFFFFFDu), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, CTRL), 1u);
+      RegionSpec s;
+      s.rows = 100;
+      s.cols = 70;
+      s.pitch = 300;
+      s.tr = 16;
+      s.tc = 8;
+      EXPECT_EQ(program_region(d, 0, 5, s), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, region_reg(5, R_CFG)), 1u);
+      EXPECT_EQ(d.rd(0, region_reg(5, R_ROWS)), 100u);
+      EXPECT_EQ(d.rd(0, region_reg(5, R_SIZE_LO)), 30000u);
+      EXPECT_EQ(d.rd(0, region_reg(5, R_TILES)), 7u * 9u);
+      EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_ERR_BIT), 0u);
+    });
+  });
+}
+
+TEST(Monitor, BadMmioGivesErrorResponses) {
+  SC_SCENARIO([] {
+    Bench b(1);
+    b.run([](Driver& d) {
+      auto& s = *d.mmio[0];
+      unsigned char buf[8] = {};
+      // Unmapped offsets: holes in the global block, region +0x38/+0x3C, past the regions, past the window.
+      for (std::uint32_t off : {0x030u, 0x0FCu, 0x138u, 0x13Cu, 0x500u, 0xFFCu, 0x1000u, 0x7FFFF000u}) {
+        EXPECT_EQ(d.access(s, tlm::TLM_READ_COMMAND, off, buf, 4), tlm::TLM_ADDRESS_ERROR_RESPONSE) << off;
+        EXPECT_EQ(d.access(s, tlm::TLM_WRITE_COMMAND, off, buf, 4), tlm::TLM_ADDRESS_ERROR_RESPONSE) << off;
+      }
+      EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::Unmapped));
+      EXPECT_EQ((d.rd(0, ERR_CODE) >> kErrOffsetLsb) & 0xFFF, 0x030u);  // first error wins
+      EXPECT_TRUE(d.rd(0, STATUS) & (1u << STATUS_ERR_BIT));
+      EXPECT_EQ(d.wr(0, ERR_CODE, 0), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, ERR_CODE), 0u);
+      EXPECT_FALSE(d.rd(0, STATUS) & (1u << STATUS_ERR_BIT));
+      // Misaligned.
+      EXPECT_EQ(d.access(s, tlm::TLM_READ_COMMAND, 0x006, buf, 4), tlm::TLM_ADDRESS_ERROR_RESPONSE);
+      EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::Misaligned));
+      d.wr(0, ERR_CODE, 0);
+      // Wrong widths.
+      EXPECT_EQ(d.access(s, tlm::TLM_READ_COMMAND, 0x000, buf, 8), tlm::TLM_BURST_ERROR_RESPONSE);
+      EXPECT_EQ(d.access(s, tlm::TLM_WRITE_COMMAND, 0x004, buf, 2), tlm::TLM_BURST_ERROR_RESPONSE);
+      EXPECT_EQ(d.access(s, tlm::TLM_WRITE_COMMAND, 0x004, buf, 1), tlm::TLM_BURST_ERROR_RESPONSE);
+      EXPECT_EQ(d.access(s, tlm::TLM_READ_COMMAND, 0x004, buf, 0), tlm::TLM_BURST_ERROR_RESPONSE);
+      EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::BadSize));
+      EXPECT_EQ(d.rd(0, ERR_CODE) >> kErrWriteBit, 0u);  // first was a read
+      d.wr(0, ERR_CODE, 0);
+      // Byte enables.
+      unsigned char be[4] = {0xFF, 0xFF, 0, 0};
+      EXPECT_EQ(d.access(s, tlm::TLM_WRITE_COMMAND, 0x010, buf, 4, be, 4), tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+      d.wr(0, ERR_CODE, 0);
+      // Writes to read-only registers change nothing.
+      for (std::uint32_t off : {ID, STATUS, LINES_SEEN, LINES_MATCHED, LINES_SAMPLED, CAPACITY, FLUSH_CYCLES,
+                                SLICE_ID, region_reg(3, R_SIZE_LO), region_reg(3, R_SIZE_HI),
+                                region_reg(3, R_TILES), region_reg(3, R_MATCHED)})
+        EXPECT_EQ(d.wr(0, off, 0x12345678u), tlm::TLM_COMMAND_ERROR_RESPONSE) << off;
+      EXPECT_EQ(d.rd(0, ID), kIdValue);
+      EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::ReadOnly));
+      EXPECT_EQ(d.rd(0, ERR_CODE) >> kErrWriteBit, 1u);
+      d.wr(0, ERR_CODE, 0);
+      // Invalid regions: each is BadValue and leaves the region disabled.
+      RegionSpec ok;
+      auto bad = [&](RegionSpec spec, ElemType dt = ElemType::F32) {
+        spec.dtype = dt;
+        EXPECT_EQ(program_region(d, 0, 2, spec), tlm::TLM_COMMAND_ERROR_RESPONSE);
+        EXPECT_EQ(d.rd(0, region_reg(2, R_CFG)) & 1u, 0u);
+        EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::BadValue));
+        d.wr(0, ERR_CODE, 0);
+      };
+      RegionSpec t = ok; t.tr = 24; bad(t);                 // not a power of two
+      t = ok; t.tc = 512; bad(t);                           // > 256
+      t = ok; t.pitch = 200; bad(t);                        // pitch < cols * 4
+      t = ok; t.pitch = 258; bad(t, ElemType::F32);         // pitch not a multiple of 4
+      t = ok; t.rows = 0; bad(t);
+      t = ok; t.ct = 0x800002; bad(t);                      // table not 4-byte aligned
+      t = ok; t.rows = 8192; t.cols = 8192; t.pitch = 32768; bad(t);  // exceeds CAPACITY
+      EXPECT_EQ(d.wr(0, region_reg(2, R_CFG), 3u << R_CFG_DTYPE_LSB), tlm::TLM_COMMAND_ERROR_RESPONSE);  // DTYPE 3
+      d.wr(0, ERR_CODE, 0);
+      // Overlapping counter ranges of two enabled regions.
+      EXPECT_EQ(program_region(d, 0, 0, ok), tlm::TLM_OK_RESPONSE);
+      t = ok; t.cnt_offset = 3; bad(t);
+      t = ok; t.cnt_offset = 4; EXPECT_EQ(program_region(d, 0, 2, t), tlm::TLM_OK_RESPONSE);
+      // Registers of an enabled region are Busy; CFG may disable it.
+      EXPECT_EQ(d.wr(0, region_reg(0, R_ROWS), 7), tlm::TLM_COMMAND_ERROR_RESPONSE);
+      EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::Busy));
+      EXPECT_EQ(d.rd(0, region_reg(0, R_ROWS)), 64u);
+      EXPECT_EQ(d.wr(0, region_reg(0, R_CFG), 0), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.wr(0, region_reg(0, R_ROWS), 7), tlm::TLM_OK_RESPONSE);
+      // IGNORE command: OK, no effect.
+      EXPECT_EQ(d.access(s, tlm::TLM_IGNORE_COMMAND, 0x004, buf, 4), tlm::TLM_OK_RESPONSE);
+    });
+  });
+}
+
+TEST(Monitor, RandomMmioNeverCrashes) {
+  SC_SCENARIO([] {
+    Bench b(1);
+    b.run([](Driver& d) {
+      std::mt19937 rng(7);
+      unsigned errors = 0;
+      for (int i = 0; i < 3000; ++i) {
+        unsigned char buf[16];
+        for (auto& x : buf) x = static_cast<unsigned char>(rng());
+        const std::uint64_t off = rng() % 0x1400;
+        const unsigned len = (rng() % 4 == 0) ? rng() % 16 : 4;
+        const auto cmd = (rng() & 1) ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND;
+        auto st = d.access(*d.mmio[0], cmd, off, buf, len);
+        EXPECT_NE(st, tlm::TLM_INCOMPLETE_RESPONSE);
+        EXPECT_NE(st, tlm::TLM_GENERIC_ERROR_RESPONSE);
+        errors += st != tlm::TLM_OK_RESPONSE;
+      }
+      EXPECT_GT(errors, 100u);
+      EXPECT_EQ(d.rd(0, ID), kIdValue);
+    });
+  });
+}
+
+void counting_scenario(ElemType dt, std::uint32_t tr, std::uint32_t tc, unsigned monitors) {
+  SC_SCENARIO([=] {
+    Bench b(monitors);
+    const unsigned eb = elem_bytes(dt);
+    RegionSpec s;
+    s.dtype = dt;
+    s.rows = 77;                          // not a multiple of the tile
+    s.cols = 90;
+    s.pitch = (90 * eb + 127) / 128 * 128 + 64;  // row padding that must be ignored
+    s.tr = tr;
+    s.tc = tc;
+    const RawMatrix m = make_matrix(dt, s.rows, s.cols, s.pitch, 0.35, 11 + static_cast<unsigned>(dt));
+    const auto ref = reference_counts(m, tr, tc);
+    b.run([&](Driver& d) {
+      for (unsigned u = 0; u < monitors; ++u) {
+        EXPECT_EQ(program_region(d, u, 1, s), tlm::TLM_OK_RESPONSE);
+        d.wr(u, CTRL, 1u | (1u << CTRL_CLEAR_BIT));
+      }
+      write_matrix(d, m, s.base, tr, tc);
+      // Per-monitor counters sum to the reference before the flush.
+      for (std::size_t t = 0; t < ref.size(); ++t) {
+        std::uint32_t sum = 0;
+        for (auto& mon : b.mons) sum += mon->counter(static_cast<std::uint32_t>(t));
+        EXPECT_EQ(sum, ref[t]) << "tile " << t;
+      }
+      for (unsigned u = 0; u < monitors; ++u) flush_and_wait(d, u, 1u << 1);
+      for (unsigned u = 0; u < monitors; ++u) EXPECT_GT(d.rd(u, FLUSH_CYCLES), 0u);
+    });
+    EXPECT_EQ(b.table(s.ct, ref.size()), ref);
+    // Counters are zero after the flush.
+    for (auto& mon : b.mons)
+      for (std::size_t t = 0; t < ref.size(); ++t) EXPECT_EQ(mon->counter(static_cast<std::uint32_t>(t)), 0u);
+    std::uint64_t nz = 0;
+    for (auto& mon : b.mons) nz += mon->stats().nonzero_counted;
+    std::uint64_t refnz = 0;
+    for (auto v : ref) refnz += v;
+    EXPECT_EQ(nz, refnz);
+  });
+}
+
+TEST(Monitor, CountsF32) { counting_scenario(ElemType::F32, 32, 32, 1); }
+TEST(Monitor, CountsF16) { counting_scenario(ElemType::F16, 32, 32, 1); }
+TEST(Monitor, CountsBF16) { counting_scenario(ElemType::BF16, 16, 64, 1); }
+// 16-column F32 tiles: every 128-byte line straddles two tiles.
+TEST(Monitor, LineStraddlesTwoTiles) { counting_scenario(ElemType::F32, 8, 16, 1); }
+// Four monitors add their partial counts into one table (atomic add through memory).
+TEST(Monitor, FourMonitorsAccumulateIntoOneTable) { counting_scenario(ElemType::F16, 32, 32, 4); }
+
+TEST(Monitor, LineStraddlesRegionBoundary) {
+  SC_SCENARIO([] {
+    Bench b(1);
+    b.run([&](Driver& d) {
+      // Region of 1 row x 16 F32 elements starting 32 bytes into a 128-byte line; a second region right
+      // after it. One 128-byte write of all-ones covers 8 elements before, 16 of region A, 8 of region B.
+      RegionSpec a;
+      a.base = 0x200020;
+      a.rows = 1;
+      a.cols = 16;
+      a.pitch = 64;
+      a.tr = 1;
+      a.tc = 4;
+      EXPECT_EQ(program_region(d, 0, 0, a), tlm::TLM_OK_RESPONSE);
+      RegionSpec c = a;
+      c.base = 0x200060;
+      c.cols = 8;
+      c.pitch = 32;
+      c.cnt_offset = 4;
+      c.ct = 0x900000;
+      EXPECT_EQ(program_region(d, 0, 7, c), tlm::TLM_OK_RESPONSE);
+      d.wr(0, CTRL, 1);
+      std::vector<float> ones(32, 1.0f);
+      ones[9] = -0.0f;  // element 1 of region A: zero
+      d.mem_write(0x200000, ones.data(), 128);
+      EXPECT_EQ(b.mons[0]->counter(0), 3u);  // A tile 0 = elements 0..3, one -0.0
+      EXPECT_EQ(b.mons[0]->counter(1), 4u);
+      EXPECT_EQ(b.mons[0]->counter(2), 4u);
+      EXPECT_EQ(b.mons[0]->counter(3), 4u);
+      EXPECT_EQ(b.mons[0]->counter(4), 4u);  // B tiles
+      EXPECT_EQ(b.mons[0]->counter(5), 4u);
+      EXPECT_EQ(d.rd(0, region_reg(0, R_MATCHED)), 1u);
+      EXPECT_EQ(d.rd(0, region_reg(7, R_MATCHED)), 1u);
+      EXPECT_EQ(d.rd(0, LINES_MATCHED), 1u);
+      // A write that does not touch any region is seen but not matched.
+      d.mem_write(0x300000, ones.data(), 128);
+      EXPECT_EQ(d.rd(0, LINES_SEEN), 2u);
+      EXPECT_EQ(d.rd(0, LINES_MATCHED), 1u);
+      // A write cut in the middle of an element: the partial element is not counted.
+      d.mem_write(0x200022, ones.data(), 8);  // bytes 2..9 of element 0, 2 bytes of element 1... of region A
+      EXPECT_EQ(b.mons[0]->counter(0), 4u);   // only element 1 (bytes 4..7 relative to base) is complete
+      EXPECT_EQ(b.mons[0]->stats().partial_elements, 2u);
+    });
+  });
+}
+
+TEST(Monitor, SamplingCountsOneOfTwoToTheS) {
+  SC_SCENARIO([] {
+    Bench b(1);
+    RegionSpec s;
+    s.rows = 64;
+    s.cols = 64;
+    s.pitch = 256;
+    const RawMatrix m = make_matrix(ElemType::F32, s.rows, s.cols, s.pitch, 0.5, 3);
+    const auto writes = tile_order_writes(m, s.base, 32, 32);
+    // Reference with the documented rule: matched line k is counted iff k mod 4 == 0.
+    std::vector<std::uint32_t> ref(4, 0);
+    for (std::size_t k = 0; k < writes.size(); k += 4) {
+      const auto& w = writes[k];
+      for (std::uint32_t o = 0; o < w.len; o += 4) {
+        const std::uint64_t off = w.addr - s.base + o;
+        const std::uint32_t r = static_cast<std::uint32_t>(off / s.pitch), c = static_cast<std::uint32_t>(off % s.pitch / 4);
+        if (m.nonzero(r, c)) ++ref[(r / 32) * 2 + c / 32];
+      }
+    }
+    b.run([&](Driver& d) {
+      EXPECT_EQ(program_region(d, 0, 0, s), tlm::TLM_OK_RESPONSE);
+      d.wr(0, SAMPLE_SHIFT, 2);
+      d.wr(0, CTRL, 1);
+      for (const auto& w : writes) d.mem_write(w.addr, m.bytes.data() + (w.addr - s.base), w.len);
+      EXPECT_EQ(d.rd(0, LINES_MATCHED), writes.size());
+      EXPECT_EQ(d.rd(0, LINES_SAMPLED), (writes.size() + 3) / 4);
+      flush_and_wait(d, 0, 1);
+    });
+    EXPECT_EQ(b.table(s.ct, 4), ref);
+  });
+}
+
+TEST(Monitor, FlushWhileBusyIsRejectedAndClearZeroes) {
+  SC_SCENARIO([] {
+    Bench b(1);
+    RegionSpec s;
+    const RawMatrix m = make_matrix(ElemType::F32, s.rows, s.cols, s.pitch, 0.9, 5);
+    b.run([&](Driver& d) {
+      EXPECT_EQ(program_region(d, 0, 0, s), tlm::TLM_OK_RESPONSE);
+      d.wr(0, CTRL, 1);
+      write_matrix(d, m, s.base, 32, 32);
+      EXPECT_EQ(d.wr(0, FLUSH, 1), tlm::TLM_OK_RESPONSE);
+      EXPECT_TRUE(d.rd(0, STATUS) & (1u << STATUS_FLUSH_BUSY_BIT));
+      EXPECT_EQ(d.wr(0, FLUSH, 1), tlm::TLM_COMMAND_ERROR_RESPONSE);
+      EXPECT_EQ(d.wr(0, CTRL, 3), tlm::TLM_COMMAND_ERROR_RESPONSE);            // CLEAR while flushing
+      EXPECT_EQ(d.wr(0, region_reg(0, R_CFG), 0), tlm::TLM_COMMAND_ERROR_RESPONSE);
+      sc_core::wait(b.mons[0]->flush_done_event());
+      sc_core::wait(sc_core::SC_ZERO_TIME);
+      EXPECT_EQ(d.rd(0, STATUS) & 3u, 2u);
+      write_matrix(d, m, s.base, 32, 32);
+      EXPECT_GT(b.mons[0]->counter(0), 0u);
+      EXPECT_EQ(d.wr(0, CTRL, 1u | 2u), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(b.mons[0]->counter(0), 0u);
+      EXPECT_EQ(d.rd(0, LINES_SEEN), 0u);
+      EXPECT_EQ(d.rd(0, STATUS) & 2u, 0u);
+    });
+  });
+}
+
+}  // namespace
+}  // namespace spartan::hw::test

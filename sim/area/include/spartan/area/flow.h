@@ -1,0 +1,76 @@
+// The synthesis and timing flow of spartan-area: Yosys 0.23 -> OSU 0.18 um standard cells -> OpenSTA.
+// Per unit: synth (flattened), memories recorded before they are mapped to flip-flops, dfflibmap + abc to
+// the liberty, `stat -liberty`, gate-level netlist, then OpenSTA report_checks for the critical path.
+// fmax = 1 / (worst path over all path groups), inputs and outputs constrained with zero external delay
+// (the neighbours are assumed registered), so input-to-register logic counts as well.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "spartan/area/parse.h"
+
+namespace spartan::area {
+
+/// What a unit is in the GPU: decides how many instances a GPU has.
+enum class UnitRole { kMonitor, kEngine, kOther };
+const char* role_name(UnitRole r);
+
+/// One synthesis unit (a top module and its sources).
+struct UnitSpec {
+  std::string name;                 ///< report name
+  std::string top;                  ///< top module
+  std::vector<std::string> files;   ///< Verilog sources (absolute or relative to the cwd)
+  UnitRole role = UnitRole::kOther;
+  std::map<std::string, std::string> parameters;  ///< top-level parameter overrides (Yosys chparam)
+  std::string clock = "clk";        ///< clock port; a virtual clock is used when the port does not exist
+  unsigned count_override = 0;      ///< instances per GPU when role is kOther (0: not counted per GPU)
+};
+
+/// Reads a unit manifest (YAML or JSON). Format (paths relative to the manifest's directory):
+///   units:
+///     - {name: sparsity_monitor, top: sparsity_monitor, role: monitor, files: [a.v, b.v],
+///        parameters: {LANES: 8}, clock: clk}
+/// role: monitor (one per L2 slice) | engine (compaction engines per GPU) | other (count: N, default 0).
+/// Throws ConfigError on a missing key, unknown role, or a listed file that does not exist.
+std::vector<UnitSpec> load_manifest(const std::string& path);
+
+/// Default units when no manifest exists: sparsity_monitor (monitor) and compaction_engine (engine),
+/// each with every *.v / *.sv file of `rtl_dir`. Throws InputError when rtl_dir has no Verilog.
+std::vector<UnitSpec> default_units(const std::string& rtl_dir);
+
+struct ToolConfig {
+  std::string yosys = "/usr/bin/yosys";
+  std::string sta = "/usr/bin/sta";
+  std::string liberty = "/usr/share/qflow/tech/osu018/osu018_stdcells.lib";
+  double clock_ns = 10.0;  ///< STA clock period; fmax follows from the slack, not from this value
+};
+
+/// Checks that the tools are executable and the liberty is readable. Throws InputError (one line).
+void check_tools(const ToolConfig& tools);
+
+struct UnitResult {
+  UnitSpec spec;
+  YosysStat stat;                  ///< mapped design, memories as flip-flops
+  std::vector<MemoryInfo> memories;
+  /// Area of everything but the memories: the design synthesised again with each `$mem_v2` turned into
+  /// a black-box macro (zero area), so the logic around the memories is kept exactly. Equals
+  /// stat.chip_area_um2 when there are no memories.
+  double logic_um2 = 0.0;
+  bool has_reg2reg = false;
+  StaPath reg2reg;                 ///< worst register-to-register path (reported)
+  StaPath worst;                   ///< worst path of all, I/O with zero external delay (defines fmax)
+  double critical_path_ns = 0.0;   ///< clock_ns - slack of the worst path
+  double fmax_mhz = 0.0;           ///< 1000 / critical_path_ns
+  std::string netlist;             ///< gate-level Verilog (write_verilog -noattr)
+  std::string yosys_script, sta_script;
+};
+
+/// Runs the flow for one unit in `work_dir` (must exist). Throws InputError with the tool's first ERROR
+/// line when Yosys rejects the RTL or OpenSTA cannot link the netlist.
+UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::string& work_dir);
+
+/// Runs `argv` with stdout+stderr to `log_path`; returns the exit status (127 when it cannot start).
+int run_tool(const std::vector<std::string>& argv, const std::string& log_path);
+
+}  // namespace spartan::area

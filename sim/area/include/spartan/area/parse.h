@@ -1,0 +1,61 @@
+// Parsers for the text reports of the synthesis and timing tools used by spartan-area.
+// Yosys 0.23 `stat -liberty` and `dump t:$mem_v2`; OpenSTA 2.x `report_checks -path_delay max`.
+// All parsers take the report text and a name for error messages; malformed reports throw
+// spartan::FormatError naming the report and the line.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace spartan::area {
+
+/// One module's statistics from Yosys `stat -liberty FILE` (after mapping to standard cells).
+struct YosysStat {
+  std::string module;                        ///< module name without the leading backslash
+  std::uint64_t cells = 0;                   ///< "Number of cells"
+  std::map<std::string, std::uint64_t> cell_counts;  ///< liberty cell name -> instances
+  double chip_area_um2 = 0.0;                ///< "Chip area for module" (liberty area unit: um^2 for OSU 0.18)
+  std::uint64_t memories = 0;                ///< "Number of memories" (0 after memory mapping)
+  std::uint64_t memory_bits = 0;             ///< "Number of memory bits"
+  bool has_area = false;                     ///< the report carried a chip area line
+};
+
+/// Parses the report of `stat -liberty` for a flattened design: exactly one module block is expected;
+/// if several are present (hierarchical design) the one named `top` is returned, or the last one when
+/// `top` is empty. Throws FormatError if no module block or no cell count is found.
+YosysStat parse_yosys_stat(const std::string& text, const std::string& report_name, const std::string& top = "");
+
+/// A memory inferred by Yosys (`$mem_v2` cell after `memory -nomap`), from an RTLIL `dump`.
+struct MemoryInfo {
+  std::string name;            ///< memory id (hierarchical after flattening, without backslash)
+  std::uint64_t width_bits = 0;   ///< WIDTH parameter: bits per word
+  std::uint64_t depth_words = 0;  ///< SIZE parameter: words
+  unsigned abits = 0;          ///< ABITS parameter: address bits
+  unsigned read_ports = 0;     ///< RD_PORTS
+  unsigned write_ports = 0;    ///< WR_PORTS
+  bool sync_read = false;      ///< any RD_CLK_ENABLE bit set (registered read port)
+  std::uint64_t bits() const noexcept { return width_bits * depth_words; }
+};
+
+/// Parses the RTLIL text of `dump t:$mem_v2` (Yosys 0.23). An empty dump means no memories.
+/// Throws FormatError on a `$mem_v2` cell that lacks WIDTH or SIZE.
+std::vector<MemoryInfo> parse_yosys_memories(const std::string& text, const std::string& report_name);
+
+/// One timing path from OpenSTA `report_checks -path_delay max` (times in the liberty time unit, ns).
+struct StaPath {
+  std::string startpoint, endpoint;
+  std::string path_group;
+  double arrival_ns = 0.0;    ///< "data arrival time"
+  double required_ns = 0.0;   ///< "data required time"
+  double slack_ns = 0.0;      ///< "slack (MET|VIOLATED)"
+  bool met = true;
+  unsigned stages = 0;        ///< cell output pins on the path (logic depth incl. the launching flop)
+};
+
+/// Parses every path in an OpenSTA report_checks text (several reports may be concatenated).
+/// Returns an empty vector when the report says "No paths found." Throws FormatError when a path
+/// block lacks its arrival, required or slack line.
+std::vector<StaPath> parse_sta_paths(const std::string& text, const std::string& report_name);
+
+}  // namespace spartan::area

@@ -1,0 +1,48 @@
+// Assembles spartan-area's results: per unit area (logic, memories as flip-flops and as SRAM), timing,
+// node scaling, per-GPU totals, share of die, and latency/throughput from RTL co-simulation cycle counts.
+// Output: area.json (nlohmann::json) and area.md (Markdown tables).
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spartan/area/flow.h"
+#include "spartan/area/gpu.h"
+
+namespace spartan::area {
+
+/// How the total area counts memories.
+enum class MemoryModel { kSram, kFlipFlops };
+
+/// Cycle counts measured by the RTL co-simulation for one unit (the --cycles JSON, see docs/area.md):
+///   {"source": "...", "units": {"<unit name>": {"tiles": N, "busy_cycles": C,
+///                                                "tile_latency_cycles": L, "tile_bytes": B}}}
+/// Every field but `tiles` + `busy_cycles` (together) is optional.
+struct UnitCycles {
+  std::optional<double> tiles, busy_cycles, tile_latency_cycles, tile_bytes;
+};
+struct CycleCounts {
+  std::string source;
+  std::map<std::string, UnitCycles> units;
+};
+
+/// Parses the --cycles file. Throws FormatError/ConfigError naming the file and field.
+CycleCounts parse_cycle_counts(const std::string& text, const std::string& file);
+
+struct ReportOptions {
+  std::vector<int> nodes_nm = {180, 45, 16, 7, 5};
+  MemoryModel memory_model = MemoryModel::kSram;
+  double clock_ns = 10.0;
+  std::string liberty;
+};
+
+/// Builds the JSON report (all numbers; areas in um^2 per instance, mm^2 per GPU).
+nlohmann::json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu,
+                            const std::optional<CycleCounts>& cycles, const ReportOptions& opt);
+
+/// Renders the JSON report as Markdown tables.
+std::string render_markdown(const nlohmann::json& report);
+
+}  // namespace spartan::area

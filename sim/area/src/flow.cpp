@@ -1,0 +1,248 @@
+// Yosys + OpenSTA flow for spartan-area (see flow.h).
+#include "spartan/area/flow.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <filesystem>
+#include <sstream>
+
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/error.h"
+
+extern char** environ;
+
+namespace spartan::area {
+namespace fs = std::filesystem;
+
+namespace {
+
+// First "ERROR:" / "Error:" line of a tool log, or its last non-empty line.
+std::string first_error(const std::string& log) {
+  std::istringstream in(log);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.rfind("ERROR:", 0) == 0 || line.rfind("Error:", 0) == 0 || line.rfind("Error ", 0) == 0) return line;
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+// Yosys identifiers in scripts: plain names are fine; escape anything else.
+std::string yosys_quote(const std::string& path) {
+  if (path.find_first_of(" \t\"") == std::string::npos) return path;
+  return "\"" + path + "\"";
+}
+
+// Black box standing for an SRAM macro: same parameters and ports as Yosys's $mem_v2 cell (Yosys 0.23).
+const char* kSramBlackbox = R"((* blackbox *)
+module spartan_sram_macro(RD_CLK, RD_EN, RD_ARST, RD_SRST, RD_ADDR, RD_DATA, WR_CLK, WR_EN, WR_ADDR, WR_DATA);
+  parameter MEMID = "", SIZE = 1, OFFSET = 0, ABITS = 1, WIDTH = 1, INIT = 0;
+  parameter RD_PORTS = 1, RD_WIDE_CONTINUATION = 0, RD_CLK_ENABLE = 0, RD_CLK_POLARITY = 0, RD_TRANSPARENCY_MASK = 0;
+  parameter RD_COLLISION_X_MASK = 0, RD_CE_OVER_SRST = 0, RD_INIT_VALUE = 0, RD_ARST_VALUE = 0, RD_SRST_VALUE = 0;
+  parameter WR_PORTS = 1, WR_WIDE_CONTINUATION = 0, WR_CLK_ENABLE = 0, WR_CLK_POLARITY = 0, WR_PRIORITY_MASK = 0;
+  input [RD_PORTS-1:0] RD_CLK, RD_EN, RD_ARST, RD_SRST;
+  input [RD_PORTS*ABITS-1:0] RD_ADDR;
+  output [RD_PORTS*WIDTH-1:0] RD_DATA;
+  input [WR_PORTS-1:0] WR_CLK;
+  input [WR_PORTS*WIDTH-1:0] WR_EN, WR_DATA;
+  input [WR_PORTS*ABITS-1:0] WR_ADDR;
+endmodule
+)";
+
+// Yosys script for one unit; `macros` turns memories into spartan_sram_macro black boxes.
+std::string synth_script(const UnitSpec& unit, const std::string& lib, const fs::path& wd, bool macros) {
+  std::ostringstream ys;
+  for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
+  if (macros) ys << "read_verilog -lib " << (wd / "sram_macro.v").string() << "\n";
+  for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
+  const std::string tag = macros ? "logic_" : "";
+  ys << "hierarchy -check -top " << unit.top << "\n"
+     << "synth -flatten -top " << unit.top << " -run :fine\n";
+  if (macros) ys << "chtype -set spartan_sram_macro t:$mem_v2\n";
+  else ys << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n";
+  ys << "synth -flatten -top " << unit.top << " -run fine:\n"
+     << "dfflibmap -liberty " << lib << "\n"
+     << "abc -liberty " << lib << "\n"
+     << "opt_clean\n"
+     << "tee -q -o " << (wd / (tag + "stat.txt")).string() << " stat -liberty " << lib << "\n";
+  if (!macros) ys << "write_verilog -noattr -noexpr " << (wd / "netlist.v").string() << "\n";
+  return ys.str();
+}
+
+std::string read_if_exists(const std::string& p) { return fs::exists(p) ? read_file(p) : std::string(); }
+
+}  // namespace
+
+const char* role_name(UnitRole r) {
+  switch (r) {
+    case UnitRole::kMonitor: return "monitor";
+    case UnitRole::kEngine: return "engine";
+    default: return "other";
+  }
+}
+
+int run_tool(const std::vector<std::string>& argv, const std::string& log_path) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return 127;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return 127;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+void check_tools(const ToolConfig& t) {
+  if (access(t.yosys.c_str(), X_OK) != 0) throw InputError("yosys not found or not executable: " + t.yosys);
+  if (access(t.sta.c_str(), X_OK) != 0) throw InputError("OpenSTA (sta) not found or not executable: " + t.sta);
+  if (access(t.liberty.c_str(), R_OK) != 0 || fs::is_directory(t.liberty))
+    throw InputError("liberty file not found or not readable: " + t.liberty);
+  if (!(t.clock_ns > 0.0)) throw InputError("--clock-ns must be positive");
+}
+
+std::vector<UnitSpec> load_manifest(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(path, "-", "cannot open manifest");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path, "-", std::string("cannot parse: ") + e.what());
+  }
+  const fs::path base = fs::path(path).parent_path();
+  const YAML::Node units = root["units"];
+  if (!units || !units.IsSequence() || units.size() == 0) throw ConfigError(path, "units", "missing or empty list");
+  std::vector<UnitSpec> out;
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const YAML::Node u = units[i];
+    const std::string key = "units[" + std::to_string(i) + "]";
+    if (!u.IsMap()) throw ConfigError(path, key, "must be a map");
+    UnitSpec s;
+    try {
+      if (!u["top"]) throw ConfigError(path, key + ".top", "missing");
+      s.top = u["top"].as<std::string>();
+      s.name = u["name"] ? u["name"].as<std::string>() : s.top;
+      const std::string role = u["role"] ? u["role"].as<std::string>() : "other";
+      if (role == "monitor") s.role = UnitRole::kMonitor;
+      else if (role == "engine") s.role = UnitRole::kEngine;
+      else if (role == "other") s.role = UnitRole::kOther;
+      else throw ConfigError(path, key + ".role", "unknown role '" + role + "' (monitor, engine, other)");
+      if (u["count"]) s.count_override = u["count"].as<unsigned>();
+      if (u["clock"]) s.clock = u["clock"].as<std::string>();
+      if (!u["files"] || !u["files"].IsSequence() || u["files"].size() == 0)
+        throw ConfigError(path, key + ".files", "missing or empty list");
+      for (const auto& f : u["files"]) {
+        fs::path p = f.as<std::string>();
+        if (p.is_relative()) p = base / p;
+        if (!fs::exists(p)) throw ConfigError(path, key + ".files", "file not found: " + p.string());
+        s.files.push_back(p.string());
+      }
+      if (u["parameters"]) {
+        if (!u["parameters"].IsMap()) throw ConfigError(path, key + ".parameters", "must be a map");
+        for (const auto& kv : u["parameters"]) s.parameters[kv.first.as<std::string>()] = kv.second.as<std::string>();
+      }
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(path, key, std::string("bad value: ") + e.what());
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<UnitSpec> default_units(const std::string& rtl_dir) {
+  if (!fs::is_directory(rtl_dir)) throw InputError("RTL directory not found: " + rtl_dir);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(rtl_dir)) {
+    const auto ext = e.path().extension();
+    if (e.is_regular_file() && (ext == ".v" || ext == ".sv")) files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw InputError("no Verilog (*.v, *.sv) in " + rtl_dir + " and no manifest.yaml there");
+  UnitSpec mon{"sparsity_monitor", "sparsity_monitor", files, UnitRole::kMonitor, {}, "clk", 0};
+  UnitSpec eng{"compaction_engine", "compaction_engine", files, UnitRole::kEngine, {}, "clk", 0};
+  return {mon, eng};
+}
+
+UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::string& work_dir) {
+  UnitResult r;
+  r.spec = unit;
+  const fs::path wd = fs::path(work_dir) / unit.name;
+  fs::create_directories(wd);
+  const std::string lib = yosys_quote(tools.liberty);
+  // --- Yosys: synthesis, memories recorded before memory_map, mapping to the liberty.
+  r.yosys_script = synth_script(unit, lib, wd, false);
+  write_file_atomic((wd / "synth.ys").string(), r.yosys_script);
+  auto run_yosys = [&](const std::string& script, const std::string& what) {
+    const std::string full = (wd / (what + ".full.log")).string(), out = (wd / (what + ".log")).string();
+    if (run_tool({tools.yosys, "-q", "-l", full, "-s", script}, out) != 0)
+      throw InputError("Yosys failed on unit '" + unit.name + "' (top " + unit.top +
+                       "): " + first_error(read_if_exists(full) + read_if_exists(out)));
+  };
+  run_yosys((wd / "synth.ys").string(), "yosys");
+  r.stat = parse_yosys_stat(read_file((wd / "stat.txt").string()), unit.name + " stat.txt", unit.top);
+  if (!r.stat.has_area) throw InputError("Yosys reported no chip area for '" + unit.name + "' (liberty without areas?)");
+  r.netlist = read_file((wd / "netlist.v").string());
+  r.memories = parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt");
+  r.logic_um2 = r.stat.chip_area_um2;
+  if (!r.memories.empty()) {
+    // Same design with the memories as black-box macros: the area of everything else.
+    write_file_atomic((wd / "sram_macro.v").string(), kSramBlackbox);
+    write_file_atomic((wd / "logic.ys").string(), synth_script(unit, lib, wd, true));
+    run_yosys((wd / "logic.ys").string(), "yosys_logic");
+    r.logic_um2 =
+        parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top).chip_area_um2;
+  }
+  // --- OpenSTA: worst path overall and worst register-to-register path.
+  std::ostringstream tcl;
+  tcl << "read_liberty {" << tools.liberty << "}\n"
+      << "read_verilog {" << (wd / "netlist.v").string() << "}\n"
+      << "link_design " << unit.top << "\n"
+      << "if {[llength [get_ports -quiet " << unit.clock << "]] > 0} {\n"
+      << "  create_clock -name clk -period " << tools.clock_ns << " [get_ports " << unit.clock << "]\n"
+      << "  set spartan_inputs [delete_from_list [all_inputs] [get_ports " << unit.clock << "]]\n"
+      << "} else {\n  create_clock -name clk -period " << tools.clock_ns << "\n  set spartan_inputs [all_inputs]\n}\n"
+      << "set_input_delay 0 -clock clk $spartan_inputs\nset_output_delay 0 -clock clk [all_outputs]\n"
+      << "puts \"@@SPARTAN all\"\nreport_checks -path_delay max -digits 4\n"
+      << "puts \"@@SPARTAN reg2reg\"\n"
+      << "if {[llength [all_registers]] > 0} {\n"
+      << "  report_checks -path_delay max -from [all_registers -clock_pins] -to [all_registers -data_pins] -digits 4\n"
+      << "}\nputs \"@@SPARTAN end\"\n";
+  r.sta_script = tcl.str();
+  write_file_atomic((wd / "sta.tcl").string(), r.sta_script);
+  const std::string slog = (wd / "sta.log").string();
+  const int src = run_tool({tools.sta, "-no_init", "-no_splash", "-exit", (wd / "sta.tcl").string()}, slog);
+  const std::string sta_out = read_if_exists(slog);
+  const auto p_all = sta_out.find("@@SPARTAN all"), p_r2r = sta_out.find("@@SPARTAN reg2reg"),
+             p_end = sta_out.find("@@SPARTAN end");
+  if (src != 0 || p_all == std::string::npos || p_r2r == std::string::npos || p_end == std::string::npos ||
+      sta_out.find("\nError") != std::string::npos || sta_out.rfind("Error", 0) == 0)
+    throw InputError("OpenSTA failed on unit '" + unit.name + "': " + first_error(sta_out));
+  const auto all = parse_sta_paths(sta_out.substr(p_all, p_r2r - p_all), unit.name + " sta.log");
+  const auto r2r = parse_sta_paths(sta_out.substr(p_r2r, p_end - p_r2r), unit.name + " sta.log");
+  if (all.empty()) throw InputError("OpenSTA found no timing path in unit '" + unit.name + "' (no ports or logic?)");
+  r.worst = all.front();
+  r.has_reg2reg = !r2r.empty();
+  if (r.has_reg2reg) r.reg2reg = r2r.front();
+  r.critical_path_ns = tools.clock_ns - r.worst.slack_ns;
+  if (!(r.critical_path_ns > 0.0)) throw InputError("OpenSTA reported a non-positive critical path for '" + unit.name + "'");
+  r.fmax_mhz = 1000.0 / r.critical_path_ns;
+  return r;
+}
+
+}  // namespace spartan::area

@@ -1,0 +1,127 @@
+// spartan-area: area, timing and latency of the Spartan units from their RTL.
+//   spartan-area --gpu v100 --out DIR [--rtl-dir rtl] [--manifest FILE] [--liberty FILE] [--clock-ns 10]
+//                [--cycles FILE] [--memory-model sram|ff] [--gpu-config-dir sim/configs/gpu]
+// Writes DIR/area.json, DIR/area.md and DIR/netlists/<unit>.v, all or nothing (atomic, after every unit
+// succeeded). Bad input (missing tool or liberty, Yosys error, bad config) -> one line, exit 2.
+#include <boost/program_options.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "spartan/area/flow.h"
+#include "spartan/area/report.h"
+#include "spartan/area/scaling.h"
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/cli.h"
+#include "spartan/common/error.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace spartan;
+using namespace spartan::area;
+
+namespace {
+
+// A private scratch directory removed on every exit path.
+struct ScratchDir {
+  std::string path;
+  bool keep = false;
+  ScratchDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/spartan-area.XXXXXX";
+    if (!mkdtemp(templ.data())) throw IoError("cannot create a scratch directory under " + templ);
+    path = templ;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!keep) fs::remove_all(path, ec);
+  }
+};
+
+std::vector<int> parse_nodes(const std::string& s) {
+  std::vector<int> out{180};
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    const auto comma = s.find(',', pos);
+    const std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    const long v = std::strtol(tok.c_str(), &end, 10);
+    if (tok.empty() || *end != '\0' || v <= 0) throw InputError("--nodes: bad node '" + tok + "'");
+    tech_node(static_cast<int>(v));  // validates
+    if (v != 180) out.push_back(static_cast<int>(v));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+int run(int argc, char** argv) {
+  std::string gpu, out, rtl_dir = "rtl", manifest, cycles_file, gpu_dir = "sim/configs/gpu", mem_model = "sram",
+                         nodes = "45,16,7,5", keep_work;
+  ToolConfig tools;
+  po::options_description desc("spartan-area options");
+  desc.add_options()("help,h", "this help")("gpu", po::value(&gpu)->required(), "GPU preset name or YAML path")(
+      "out", po::value(&out)->required(), "output directory (area.json, area.md, netlists/)")(
+      "rtl-dir", po::value(&rtl_dir)->default_value(rtl_dir), "RTL directory (uses <rtl-dir>/manifest.yaml if present)")(
+      "manifest", po::value(&manifest), "unit manifest (YAML/JSON; see docs/area.md)")(
+      "liberty", po::value(&tools.liberty)->default_value(tools.liberty), "standard-cell liberty")(
+      "clock-ns", po::value(&tools.clock_ns)->default_value(tools.clock_ns), "STA clock period, ns")(
+      "cycles", po::value(&cycles_file), "RTL co-simulation cycle counts (JSON; see docs/area.md)")(
+      "memory-model", po::value(&mem_model)->default_value(mem_model), "memories in the totals: sram | ff")(
+      "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 130 90 65 45 32 20 16 14 10 7 5)")(
+      "gpu-config-dir", po::value(&gpu_dir)->default_value(gpu_dir), "directory of GPU presets")(
+      "yosys", po::value(&tools.yosys)->default_value(tools.yosys), "Yosys binary")(
+      "sta", po::value(&tools.sta)->default_value(tools.sta), "OpenSTA binary")(
+      "keep-work", po::value(&keep_work), "copy the scratch directory (scripts, logs) here for inspection");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, desc), vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  ReportOptions ropt;
+  if (mem_model == "sram") ropt.memory_model = MemoryModel::kSram;
+  else if (mem_model == "ff") ropt.memory_model = MemoryModel::kFlipFlops;
+  else throw InputError("--memory-model must be 'sram' or 'ff', not '" + mem_model + "'");
+  ropt.nodes_nm = parse_nodes(nodes);
+  ropt.clock_ns = tools.clock_ns;
+  ropt.liberty = tools.liberty;
+
+  // Everything that can be checked before the (slow) tools run.
+  check_tools(tools);
+  const GpuInfo g = load_gpu(gpu, gpu_dir);
+  std::optional<CycleCounts> cycles;
+  if (!cycles_file.empty()) cycles = parse_cycle_counts(read_file(cycles_file), cycles_file);
+  if (manifest.empty() && fs::exists(fs::path(rtl_dir) / "manifest.yaml"))
+    manifest = (fs::path(rtl_dir) / "manifest.yaml").string();
+  const std::vector<UnitSpec> specs = manifest.empty() ? default_units(rtl_dir) : load_manifest(manifest);
+  if (fs::exists(out) && !fs::is_directory(out)) throw InputError("--out exists and is not a directory: " + out);
+
+  ScratchDir scratch;
+  std::vector<UnitResult> results;
+  for (const auto& s : specs) {
+    std::cerr << "spartan-area: " << s.name << " (top " << s.top << ", " << s.files.size() << " file(s))\n";
+    results.push_back(run_unit(s, tools, scratch.path));
+  }
+  const nlohmann::json rep = build_report(results, g, cycles, ropt);
+  const std::string md = render_markdown(rep);
+
+  // All results exist: publish them (each file atomically).
+  fs::create_directories(fs::path(out) / "netlists");
+  for (const auto& r : results) write_file_atomic((fs::path(out) / "netlists" / (r.spec.name + ".v")).string(), r.netlist);
+  write_file_atomic((fs::path(out) / "area.md").string(), md);
+  write_file_atomic((fs::path(out) / "area.json").string(), rep.dump(2) + "\n");
+  if (!keep_work.empty()) {
+    fs::create_directories(keep_work);
+    fs::copy(scratch.path, keep_work, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  }
+  std::cout << md;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_cli("spartan-area", [&] { return run(argc, argv); });
+}

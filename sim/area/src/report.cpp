@@ -1,0 +1,267 @@
+// Report assembly for spartan-area (see report.h).
+#include "spartan/area/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "spartan/area/scaling.h"
+#include "spartan/common/error.h"
+
+namespace spartan::area {
+using nlohmann::json;
+
+namespace {
+
+std::optional<double> opt_number(const json& obj, const char* key, const std::string& file, const std::string& where) {
+  if (!obj.contains(key) || obj[key].is_null()) return std::nullopt;
+  if (!obj[key].is_number() || obj[key].get<double>() < 0.0)
+    throw FormatError(file, where + "." + key, 0, "must be a non-negative number", "field");
+  return obj[key].get<double>();
+}
+
+unsigned instances_per_gpu(const UnitSpec& s, const GpuInfo& g) {
+  switch (s.role) {
+    case UnitRole::kMonitor: return g.l2_slices;
+    case UnitRole::kEngine: return g.engines;
+    default: return s.count_override;
+  }
+}
+
+std::string fmt(double v, int prec = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+
+std::string fmt_g(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+}  // namespace
+
+CycleCounts parse_cycle_counts(const std::string& text, const std::string& file) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw FormatError(file, "", e.byte, "not valid JSON");
+  }
+  if (!j.is_object() || !j.contains("units") || !j["units"].is_object())
+    throw FormatError(file, "units", 0, "missing object 'units'", "field");
+  CycleCounts c;
+  if (j.contains("source") && j["source"].is_string()) c.source = j["source"].get<std::string>();
+  for (const auto& [name, u] : j["units"].items()) {
+    if (!u.is_object()) throw FormatError(file, "units." + name, 0, "must be an object", "field");
+    UnitCycles uc;
+    const std::string where = "units." + name;
+    uc.tiles = opt_number(u, "tiles", file, where);
+    uc.busy_cycles = opt_number(u, "busy_cycles", file, where);
+    uc.tile_latency_cycles = opt_number(u, "tile_latency_cycles", file, where);
+    uc.tile_bytes = opt_number(u, "tile_bytes", file, where);
+    if (uc.tiles.has_value() != uc.busy_cycles.has_value())
+      throw FormatError(file, where, 0, "'tiles' and 'busy_cycles' must be given together", "field");
+    if (uc.busy_cycles && *uc.busy_cycles <= 0.0) throw FormatError(file, where + ".busy_cycles", 0, "must be > 0", "field");
+    c.units[name] = uc;
+  }
+  return c;
+}
+
+json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, const std::optional<CycleCounts>& cycles,
+                  const ReportOptions& opt) {
+  json rep;
+  const bool sram = opt.memory_model == MemoryModel::kSram;
+  rep["tool"] = "spartan-area";
+  rep["synthesis"] = {{"node_nm", kBaseNodeNm}, {"liberty", opt.liberty}, {"yosys", "Yosys 0.23"},
+                      {"sta", "OpenSTA"}, {"sta_clock_ns", opt.clock_ns},
+                      {"area_unit", "um^2 per instance (liberty area unit of OSU 0.18 um)"}};
+  rep["memory_model"] = {
+      {"total_uses", sram ? "sram" : "flip_flops"},
+      {"sram_array_efficiency", kSramArrayEfficiency},
+      {"note", "flip_flops: memories as synthesised registers; sram: bits x published 6T bit cell / array efficiency"}};
+  json nodes = json::array();
+  for (int nm : opt.nodes_nm) {
+    const TechNode& n = tech_node(nm);
+    nodes.push_back({{"node_nm", nm}, {"area_factor", n.area_factor}, {"delay_factor", n.delay_factor},
+                     {"vdd_v", n.vdd_v}, {"sram_bitcell_um2", n.sram_bitcell_um2},
+                     {"sram_bitcell_source", sram_bitcell_source(nm)}, {"extrapolated", n.extrapolated},
+                     {"source", n.source}});
+  }
+  rep["nodes"] = nodes;
+  rep["gpu"] = {{"name", gpu.name}, {"die_area_mm2", gpu.die_area_mm2}, {"process", gpu.process},
+                {"process_node_nm", gpu.process_node_nm}, {"l2_slices", gpu.l2_slices},
+                {"l2_clock_mhz", gpu.l2_clock_mhz}, {"compaction_engines", gpu.engines},
+                {"compaction_engines_assumed", gpu.engines_assumed}, {"source", gpu.source}};
+  std::vector<int> share_nodes = opt.nodes_nm;
+  if (gpu.process_node_nm != 0 &&
+      std::find(share_nodes.begin(), share_nodes.end(), gpu.process_node_nm) == share_nodes.end())
+    share_nodes.push_back(gpu.process_node_nm);
+
+  json jus = json::array();
+  std::map<int, double> gpu_total_mm2;
+  for (const UnitResult& u : units) {
+    json ju;
+    ju["name"] = u.spec.name;
+    ju["top"] = u.spec.top;
+    ju["role"] = role_name(u.spec.role);
+    const unsigned inst = instances_per_gpu(u.spec, gpu);
+    ju["instances_per_gpu"] = inst;
+    ju["cells"] = u.stat.cells;
+    ju["cell_counts"] = u.stat.cell_counts;
+    double mem_bits = 0, mem_ff = 0;
+    json jm = json::array();
+    for (const auto& m : u.memories) {
+      mem_bits += static_cast<double>(m.bits());
+      jm.push_back({{"name", m.name}, {"width_bits", m.width_bits}, {"depth_words", m.depth_words},
+                    {"bits", m.bits()}, {"read_ports", m.read_ports}, {"write_ports", m.write_ports},
+                    {"sync_read", m.sync_read},
+                    {"sram_area_um2", sram_area_um2(static_cast<double>(m.bits()), kBaseNodeNm)}});
+    }
+    const double synth_area = u.stat.chip_area_um2;
+    const double logic = u.logic_um2;
+    mem_ff = std::max(0.0, synth_area - logic);
+    ju["memories"] = jm;
+    ju["memory_bits"] = mem_bits;
+    ju["area_180nm"] = {{"synthesised_um2", synth_area}, {"logic_um2", logic}, {"memory_ff_um2", mem_ff},
+                        {"memory_sram_um2", sram_area_um2(mem_bits, kBaseNodeNm)}};
+    json t180 = {{"critical_path_ns", u.critical_path_ns}, {"fmax_mhz", u.fmax_mhz},
+                 {"defined_by", "worst path, all path groups, zero external I/O delay"},
+                 {"startpoint", u.worst.startpoint}, {"endpoint", u.worst.endpoint},
+                 {"logic_stages", u.worst.stages}};
+    if (u.has_reg2reg)
+      t180["register_to_register"] = {{"arrival_ns", u.reg2reg.arrival_ns}, {"slack_ns", u.reg2reg.slack_ns},
+                                      {"startpoint", u.reg2reg.startpoint}, {"endpoint", u.reg2reg.endpoint},
+                                      {"logic_stages", u.reg2reg.stages}};
+    ju["timing_180nm"] = t180;
+    json per_node = json::array();
+    for (int nm : share_nodes) {
+      const TechNode& n = tech_node(nm);
+      const double logic_n = logic * n.area_factor;
+      const double mem_n = sram ? sram_area_um2(mem_bits, nm) : mem_ff * n.area_factor;
+      const double total = logic_n + mem_n;
+      const double cp = u.critical_path_ns * n.delay_factor;
+      const double fmax = 1000.0 / cp;
+      json jn = {{"node_nm", nm}, {"logic_um2", logic_n}, {"memory_um2", mem_n}, {"total_um2", total},
+                 {"memory_ff_um2", mem_ff * n.area_factor},
+                 {"critical_path_ns", cp}, {"fmax_mhz", fmax}, {"meets_l2_clock", fmax >= gpu.l2_clock_mhz},
+                 {"per_gpu_mm2", total * inst * 1e-6}, {"extrapolated", n.extrapolated}};
+      if (nm == gpu.process_node_nm) jn["share_of_die_percent"] = 100.0 * total * inst * 1e-6 / gpu.die_area_mm2;
+      gpu_total_mm2[nm] += total * inst * 1e-6;
+      per_node.push_back(jn);
+    }
+    ju["scaled"] = per_node;
+    // Latency / throughput from the RTL co-simulation cycle counts, in the GPU's L2 clock.
+    json lat = {{"available", false}};
+    const UnitCycles* uc = nullptr;
+    if (cycles) {
+      auto it = cycles->units.find(u.spec.name);
+      if (it == cycles->units.end()) it = cycles->units.find(u.spec.top);
+      if (it != cycles->units.end()) uc = &it->second;
+    }
+    if (uc) {
+      lat["available"] = true;
+      lat["source"] = cycles->source;
+      lat["l2_clock_mhz"] = gpu.l2_clock_mhz;
+      if (uc->tile_latency_cycles) {
+        lat["tile_latency_cycles"] = *uc->tile_latency_cycles;
+        lat["tile_latency_ns"] = *uc->tile_latency_cycles * 1000.0 / gpu.l2_clock_mhz;
+      }
+      if (uc->tiles && uc->busy_cycles) {
+        const double tpc = *uc->tiles / *uc->busy_cycles;
+        lat["tiles"] = *uc->tiles;
+        lat["busy_cycles"] = *uc->busy_cycles;
+        lat["tiles_per_cycle"] = tpc;
+        lat["tiles_per_s_per_instance"] = tpc * gpu.l2_clock_mhz * 1e6;
+        lat["tiles_per_s_per_gpu"] = tpc * gpu.l2_clock_mhz * 1e6 * inst;
+        if (uc->tile_bytes) {
+          lat["tile_bytes"] = *uc->tile_bytes;
+          lat["gb_per_s_per_instance"] = tpc * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 / 1e9;
+          lat["gb_per_s_per_gpu"] = tpc * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 * inst / 1e9;
+        }
+      }
+    }
+    ju["latency"] = lat;
+    jus.push_back(ju);
+  }
+  rep["units"] = jus;
+  json tot = json::array();
+  for (int nm : share_nodes) {
+    json t = {{"node_nm", nm}, {"per_gpu_mm2", gpu_total_mm2[nm]}};
+    if (nm == gpu.process_node_nm) t["share_of_die_percent"] = 100.0 * gpu_total_mm2[nm] / gpu.die_area_mm2;
+    tot.push_back(t);
+  }
+  rep["gpu_totals"] = tot;
+  rep["cycles_source"] = cycles ? json(cycles->source) : json("not available");
+  return rep;
+}
+
+std::string render_markdown(const json& r) {
+  std::ostringstream md;
+  const json& g = r["gpu"];
+  md << "# spartan-area: " << g["name"].get<std::string>() << "\n\n";
+  md << "Synthesis: Yosys 0.23 to OSU 0.18 um (" << r["synthesis"]["liberty"].get<std::string>()
+     << "), OpenSTA, STA clock " << fmt(r["synthesis"]["sta_clock_ns"].get<double>(), 2) << " ns. "
+     << "GPU: die " << fmt(g["die_area_mm2"].get<double>(), 0) << " mm^2 (" << g["process"].get<std::string>()
+     << ", share computed at " << g["process_node_nm"].get<int>() << " nm), " << g["l2_slices"].get<unsigned>()
+     << " L2 slices (= monitors), " << g["compaction_engines"].get<unsigned>() << " compaction engine(s)"
+     << (g["compaction_engines_assumed"].get<bool>() ? " (assumed: not configured in the preset)" : "")
+     << ", L2 clock " << fmt(g["l2_clock_mhz"].get<double>(), 0) << " MHz. Source: " << g["source"].get<std::string>()
+     << ".\n\nTotals count memories as **" << r["memory_model"]["total_uses"].get<std::string>()
+     << "** (SRAM array efficiency " << fmt(r["memory_model"]["sram_array_efficiency"].get<double>(), 2) << ").\n\n";
+  md << "## 180 nm synthesis\n\n| unit | role | cells | synthesised area um^2 | logic um^2 | memory bits | "
+        "memory as FF um^2 | memory as SRAM um^2 | critical path ns | fmax MHz | stages |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& u : r["units"]) {
+    const auto& a = u["area_180nm"];
+    const auto& t = u["timing_180nm"];
+    md << "| " << u["name"].get<std::string>() << " | " << u["role"].get<std::string>() << " | "
+       << u["cells"].get<std::uint64_t>() << " | " << fmt(a["synthesised_um2"].get<double>(), 0) << " | "
+       << fmt(a["logic_um2"].get<double>(), 0) << " | " << fmt(u["memory_bits"].get<double>(), 0) << " | "
+       << fmt(a["memory_ff_um2"].get<double>(), 0) << " | " << fmt(a["memory_sram_um2"].get<double>(), 0) << " | "
+       << fmt(t["critical_path_ns"].get<double>(), 3) << " | " << fmt(t["fmax_mhz"].get<double>(), 1) << " | "
+       << t["logic_stages"].get<unsigned>() << " |\n";
+  }
+  md << "\n## Scaled (Stillmaker & Baas 2017; 5 nm extrapolated)\n\n| unit | node nm | total um^2 | instances | "
+        "per GPU mm^2 | share of die % | critical path ns | fmax MHz | meets L2 clock |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& u : r["units"])
+    for (const auto& n : u["scaled"]) {
+      md << "| " << u["name"].get<std::string>() << " | " << n["node_nm"].get<int>()
+         << (n["extrapolated"].get<bool>() ? " (extrap.)" : "") << " | " << fmt_g(n["total_um2"].get<double>())
+         << " | " << u["instances_per_gpu"].get<unsigned>() << " | " << fmt_g(n["per_gpu_mm2"].get<double>()) << " | "
+         << (n.contains("share_of_die_percent") ? fmt_g(n["share_of_die_percent"].get<double>()) : std::string("-"))
+         << " | " << fmt(n["critical_path_ns"].get<double>(), 3) << " | " << fmt(n["fmax_mhz"].get<double>(), 0)
+         << " | " << (n["meets_l2_clock"].get<bool>() ? "yes" : "no") << " |\n";
+    }
+  md << "\n## Whole GPU\n\n| node nm | all units per GPU mm^2 | share of die % |\n|---:|---:|---:|\n";
+  for (const auto& t : r["gpu_totals"])
+    md << "| " << t["node_nm"].get<int>() << " | " << fmt_g(t["per_gpu_mm2"].get<double>()) << " | "
+       << (t.contains("share_of_die_percent") ? fmt_g(t["share_of_die_percent"].get<double>()) : std::string("-"))
+       << " |\n";
+  md << "\n## Latency and throughput (L2 clock " << fmt(g["l2_clock_mhz"].get<double>(), 0) << " MHz)\n\n";
+  md << "| unit | tile latency cycles | tile latency ns | tiles/cycle | tiles/s per GPU | GB/s per GPU |\n"
+        "|---|---:|---:|---:|---:|---:|\n";
+  for (const auto& u : r["units"]) {
+    const auto& l = u["latency"];
+    auto cell = [&](const char* k, bool sci) {
+      if (!l.contains(k)) return std::string("not available");
+      return sci ? fmt_g(l[k].get<double>()) : fmt(l[k].get<double>(), 2);
+    };
+    md << "| " << u["name"].get<std::string>() << " | " << cell("tile_latency_cycles", false) << " | "
+       << cell("tile_latency_ns", false) << " | " << cell("tiles_per_cycle", true) << " | "
+       << cell("tiles_per_s_per_gpu", true) << " | " << cell("gb_per_s_per_gpu", true) << " |\n";
+  }
+  md << "\nCycle counts: " << r["cycles_source"].get<std::string>() << ".\n\n## Scaling factors\n\n"
+     << "| node nm | area factor | delay factor | Vdd V | SRAM bit cell um^2 | source |\n|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& n : r["nodes"])
+    md << "| " << n["node_nm"].get<int>() << " | " << fmt_g(n["area_factor"].get<double>()) << " | "
+       << fmt_g(n["delay_factor"].get<double>()) << " | " << fmt(n["vdd_v"].get<double>(), 2) << " | "
+       << fmt_g(n["sram_bitcell_um2"].get<double>()) << " | " << n["source"].get<std::string>() << "; "
+       << n["sram_bitcell_source"].get<std::string>() << " |\n";
+  return md.str();
+}
+
+}  // namespace spartan::area

@@ -1,0 +1,137 @@
+// Live runs of the Yosys + OpenSTA flow on the small test blocks, and spartan-area's bad-input paths.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "spartan/area/flow.h"
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/error.h"
+
+using namespace spartan::area;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kData = SPARTAN_AREA_DATA;
+
+bool tools_present() {
+  const ToolConfig t;
+  return access(t.yosys.c_str(), X_OK) == 0 && access(t.sta.c_str(), X_OK) == 0 &&
+         access(t.liberty.c_str(), R_OK) == 0;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "spartan-area-test.XXXXXX").string();
+    if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp");
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// Runs spartan-area with `args`; returns its exit code and puts stderr in `err`.
+int run_area(const std::string& args, const fs::path& dir, std::string& err) {
+  const fs::path errf = dir / "stderr.txt";
+  const std::string cmd = std::string(SPARTAN_AREA_BIN) + " " + args + " > " + (dir / "stdout.txt").string() +
+                          " 2> " + errf.string();
+  const int st = std::system(cmd.c_str());
+  err = fs::exists(errf) ? spartan::read_file(errf.string()) : "";
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+}  // namespace
+
+TEST(FlowLive, PopcountAndFifo) {
+  if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
+  TempDir work;
+  const ToolConfig tools;
+  UnitSpec pc{"popcount16", "popcount", {kData + "/popcount.v"}, UnitRole::kMonitor, {{"W", "16"}}, "clk", 0};
+  const UnitResult p = run_unit(pc, tools, work.path.string());
+  EXPECT_TRUE(p.memories.empty());
+  EXPECT_DOUBLE_EQ(p.logic_um2, p.stat.chip_area_um2);
+  EXPECT_GT(p.stat.chip_area_um2, 0.0);
+  // 6 flops: out_valid + 5-bit count; DFFPOSX1 is 96 um^2 in OSU 0.18 um.
+  EXPECT_EQ(p.stat.cell_counts.at("DFFPOSX1"), 6u);
+  ASSERT_TRUE(p.has_reg2reg || p.worst.arrival_ns > 0);
+  EXPECT_NEAR(p.fmax_mhz * p.critical_path_ns, 1000.0, 1e-6);
+  EXPECT_GT(p.worst.stages, 2u);
+  EXPECT_NE(p.netlist.find("module popcount"), std::string::npos);
+  EXPECT_NE(p.netlist.find("DFFPOSX1"), std::string::npos);
+
+  UnitSpec ff{"fifo8x16", "fifo", {kData + "/fifo.v"}, UnitRole::kEngine, {}, "clk", 0};
+  const UnitResult f = run_unit(ff, tools, work.path.string());
+  ASSERT_EQ(f.memories.size(), 1u);
+  EXPECT_EQ(f.memories[0].bits(), 128u);
+  // The memory as flops (128 x 96 um^2 DFFPOSX1 plus read muxes) is most of the FIFO, not all of it.
+  EXPECT_GT(f.stat.chip_area_um2 - f.logic_um2, 128 * 96.0);
+  EXPECT_GT(f.logic_um2, 0.0);
+  EXPECT_TRUE(f.has_reg2reg);
+  EXPECT_GT(f.reg2reg.stages, 2u);
+  EXPECT_NEAR(f.critical_path_ns, 10.0 - f.worst.slack_ns, 1e-9);
+  EXPECT_GE(f.worst.arrival_ns + 1e-9, f.reg2reg.arrival_ns);
+  // A parameter override changes the synthesised width.
+  UnitSpec pc8 = pc;
+  pc8.name = "popcount8";
+  pc8.parameters["W"] = "8";
+  const UnitResult p8 = run_unit(pc8, tools, work.path.string());
+  EXPECT_LT(p8.stat.chip_area_um2, p.stat.chip_area_um2);
+  EXPECT_EQ(p8.stat.cell_counts.at("DFFPOSX1"), 5u);
+}
+
+TEST(FlowLive, ExecutableWritesReport) {
+  if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  std::string err;
+  const int rc = run_area("--gpu " + kData + "/gpu_test.yaml --manifest " + kData + "/manifest.yaml --cycles " +
+                              kData + "/cycles.json --out " + out.string(),
+                          tmp.path, err);
+  ASSERT_EQ(rc, 0) << err;
+  const auto rep = nlohmann::json::parse(spartan::read_file((out / "area.json").string()));
+  ASSERT_EQ(rep["units"].size(), 3u);
+  EXPECT_EQ(rep["units"][0]["instances_per_gpu"].get<unsigned>(), 4u);  // monitor: one per L2 slice
+  EXPECT_EQ(rep["units"][1]["instances_per_gpu"].get<unsigned>(), 2u);  // engines from the preset
+  EXPECT_EQ(rep["units"][2]["instances_per_gpu"].get<unsigned>(), 2u);  // manifest count
+  EXPECT_EQ(rep["units"][2]["memory_bits"].get<double>(), 16.0 * 12.0);
+  EXPECT_TRUE(rep["units"][0]["latency"]["available"].get<bool>());
+  EXPECT_DOUBLE_EQ(rep["units"][0]["latency"]["tile_latency_ns"].get<double>(), 6.0);  // 6 cycles at 1 GHz
+  EXPECT_FALSE(rep["units"][2]["latency"]["available"].get<bool>());
+  EXPECT_TRUE(rep["gpu_totals"][3].contains("share_of_die_percent"));  // 7 nm is the preset's node
+  EXPECT_TRUE(fs::exists(out / "area.md"));
+  EXPECT_TRUE(fs::exists(out / "netlists" / "counter_table.v"));
+  const std::string md = spartan::read_file((out / "area.md").string());
+  EXPECT_NE(md.find("| counter_table |"), std::string::npos);
+  EXPECT_NE(md.find("not available"), std::string::npos);
+}
+
+TEST(FlowBadInput, MissingLibertyBadVerilogMissingTool) {
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  std::string err;
+  const std::string base = "--gpu " + kData + "/gpu_test.yaml --out " + out.string() + " ";
+  EXPECT_EQ(run_area(base + "--manifest " + kData + "/manifest.yaml --liberty /nonexistent.lib", tmp.path, err), 2);
+  EXPECT_NE(err.find("liberty"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(run_area(base + "--manifest " + kData + "/manifest.yaml --yosys /nonexistent/yosys", tmp.path, err), 2);
+  EXPECT_NE(err.find("yosys"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(run_area(base + "--manifest " + kData + "/manifest.yaml --memory-model dram", tmp.path, err), 2);
+  EXPECT_EQ(run_area(base + "--manifest " + kData + "/nonexistent.yaml", tmp.path, err), 2);
+  EXPECT_EQ(run_area("--gpu nosuchgpu --out " + out.string() + " --manifest " + kData + "/manifest.yaml", tmp.path, err), 2);
+  EXPECT_EQ(run_area(base + "--manifest " + kData + "/manifest.yaml --cycles " + kData + "/popcount.v", tmp.path, err), 2);
+  EXPECT_FALSE(fs::exists(out));
+  if (!tools_present()) GTEST_SKIP() << "yosys/sta missing: the bad-Verilog case needs them";
+  EXPECT_EQ(run_area(base + "--manifest " + kData + "/manifest_bad.yaml", tmp.path, err), 2);
+  EXPECT_NE(err.find("Yosys failed on unit 'broken'"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 2) << err;  // progress line + the error line
+  EXPECT_FALSE(fs::exists(out));
+}

@@ -1,0 +1,131 @@
+// Scaling factors, GPU facts, cycle-count input and report arithmetic (no external tools needed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "spartan/area/gpu.h"
+#include "spartan/area/report.h"
+#include "spartan/area/scaling.h"
+#include "spartan/common/error.h"
+
+using namespace spartan::area;
+
+TEST(Scaling, StillmakerBaasFactors) {
+  EXPECT_DOUBLE_EQ(tech_node(180).area_factor, 1.0);
+  EXPECT_DOUBLE_EQ(tech_node(180).delay_factor, 1.0);
+  EXPECT_DOUBLE_EQ(tech_node(45).area_factor, 1.0 / 19.0);
+  EXPECT_DOUBLE_EQ(tech_node(16).area_factor, 1.0 / 99.0);
+  EXPECT_DOUBLE_EQ(tech_node(7).area_factor, 1.0 / 320.0);
+  // Delay: polynomial ratios at nominal supply; smaller nodes are faster along 180 > 45 > 16 > 7 > 5.
+  double prev = 2.0;
+  for (int nm : {180, 45, 16, 7, 5}) {
+    const TechNode& n = tech_node(nm);
+    EXPECT_LT(n.delay_factor, prev) << nm;
+    EXPECT_GT(n.delay_factor, 0.0) << nm;
+    prev = n.delay_factor;
+  }
+  EXPECT_NEAR(tech_node(45).delay_factor,
+              stillmaker_delay_poly(45, 1.0) / stillmaker_delay_poly(180, 1.8), 1e-12);
+  EXPECT_FALSE(tech_node(7).extrapolated);
+  EXPECT_TRUE(tech_node(5).extrapolated);
+  EXPECT_NEAR(tech_node(5).area_factor, tech_node(7).area_factor / 1.84, 1e-15);
+  EXPECT_THROW(tech_node(3), spartan::InputError);
+  EXPECT_THROW(stillmaker_delay_poly(5, 0.7), spartan::InputError);
+}
+
+TEST(Scaling, SramDensity) {
+  EXPECT_DOUBLE_EQ(sram_area_um2(1024, 180), 1024 * 5.59 / kSramArrayEfficiency);
+  EXPECT_DOUBLE_EQ(sram_area_um2(1024, 7), 1024 * 0.027 / kSramArrayEfficiency);
+  EXPECT_FALSE(sram_bitcell_source(45).empty());
+  EXPECT_THROW(sram_area_um2(1, 14), spartan::InputError);
+  EXPECT_EQ(gpu_process_node_nm("12nm"), 16);
+  EXPECT_EQ(gpu_process_node_nm("4N"), 5);
+  EXPECT_EQ(gpu_process_node_nm("7 nm"), 7);
+  EXPECT_EQ(gpu_process_node_nm("3nm"), 0);
+}
+
+TEST(Gpu, BuiltinV100AndPreset) {
+  const GpuInfo v = load_gpu("v100", "/nonexistent");
+  EXPECT_EQ(v.l2_slices, 64u);
+  EXPECT_DOUBLE_EQ(v.l2_clock_mhz, 1447.0);
+  EXPECT_DOUBLE_EQ(v.die_area_mm2, 815.0);
+  EXPECT_EQ(v.process_node_nm, 16);
+  EXPECT_TRUE(v.engines_assumed);
+  const GpuInfo t = load_gpu(std::string(SPARTAN_AREA_DATA) + "/gpu_test.yaml", "");
+  EXPECT_EQ(t.name, "gpu_test");
+  EXPECT_EQ(t.l2_slices, 4u);
+  EXPECT_EQ(t.engines, 2u);
+  EXPECT_FALSE(t.engines_assumed);
+  EXPECT_EQ(t.process_node_nm, 7);
+  EXPECT_THROW(load_gpu("nosuchgpu", "/nonexistent"), spartan::InputError);
+  EXPECT_THROW(load_gpu("/nonexistent/x.yaml", ""), spartan::ConfigError);
+  EXPECT_THROW(load_gpu("a100", "/nonexistent"), spartan::ConfigError);  // built-in lacks slices/clock
+}
+
+TEST(Cycles, ParseAndReject) {
+  const CycleCounts c = parse_cycle_counts(
+      R"({"source":"x","units":{"m":{"tiles":10,"busy_cycles":40,"tile_latency_cycles":7}}})", "c.json");
+  EXPECT_EQ(c.source, "x");
+  EXPECT_DOUBLE_EQ(*c.units.at("m").busy_cycles, 40.0);
+  EXPECT_FALSE(c.units.at("m").tile_bytes.has_value());
+  EXPECT_THROW(parse_cycle_counts("{", "c.json"), spartan::FormatError);
+  EXPECT_THROW(parse_cycle_counts(R"({"units":{"m":{"tiles":1}}})", "c.json"), spartan::FormatError);
+  EXPECT_THROW(parse_cycle_counts(R"({"units":{"m":{"tiles":1,"busy_cycles":0}}})", "c.json"), spartan::FormatError);
+  EXPECT_THROW(parse_cycle_counts(R"({"units":{"m":{"tile_latency_cycles":"7"}}})", "c.json"), spartan::FormatError);
+  EXPECT_THROW(parse_cycle_counts(R"({"x":1})", "c.json"), spartan::FormatError);
+}
+
+TEST(Report, Arithmetic) {
+  UnitResult u;
+  u.spec.name = "mon";
+  u.spec.top = "mon";
+  u.spec.role = UnitRole::kMonitor;
+  u.stat.cells = 10;
+  u.stat.chip_area_um2 = 10000.0;
+  u.stat.has_area = true;
+  MemoryInfo m;
+  m.name = "tbl";
+  m.width_bits = 32;
+  m.depth_words = 64;
+  u.memories.push_back(m);
+  u.logic_um2 = 6000.0;
+  u.critical_path_ns = 4.0;
+  u.fmax_mhz = 250.0;
+  u.has_reg2reg = true;
+  GpuInfo g;
+  g.name = "g";
+  g.die_area_mm2 = 100.0;
+  g.process_node_nm = 7;
+  g.l2_slices = 8;
+  g.l2_clock_mhz = 1000.0;
+  g.engines = 1;
+  CycleCounts cyc;
+  cyc.source = "test";
+  cyc.units["mon"] = UnitCycles{100.0, 400.0, 6.0, 4096.0};
+  ReportOptions o;
+  o.nodes_nm = {180, 7};
+  const auto r = build_report({u}, g, cyc, o);
+  const auto& ju = r["units"][0];
+  EXPECT_EQ(ju["instances_per_gpu"].get<unsigned>(), 8u);
+  EXPECT_DOUBLE_EQ(ju["area_180nm"]["logic_um2"].get<double>(), 6000.0);
+  const auto& n7 = ju["scaled"][1];
+  ASSERT_EQ(n7["node_nm"].get<int>(), 7);
+  const double logic7 = 6000.0 / 320.0, mem7 = 2048 * 0.027 / kSramArrayEfficiency;
+  EXPECT_NEAR(n7["total_um2"].get<double>(), logic7 + mem7, 1e-9);
+  EXPECT_NEAR(n7["per_gpu_mm2"].get<double>(), 8 * (logic7 + mem7) * 1e-6, 1e-15);
+  EXPECT_NEAR(n7["share_of_die_percent"].get<double>(), 100.0 * 8 * (logic7 + mem7) * 1e-6 / 100.0, 1e-12);
+  EXPECT_NEAR(n7["critical_path_ns"].get<double>(), 4.0 * tech_node(7).delay_factor, 1e-12);
+  EXPECT_FALSE(ju["scaled"][0].contains("share_of_die_percent"));
+  const auto& lat = ju["latency"];
+  EXPECT_DOUBLE_EQ(lat["tile_latency_ns"].get<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(lat["tiles_per_s_per_gpu"].get<double>(), 0.25 * 1e9 * 8);
+  EXPECT_DOUBLE_EQ(lat["gb_per_s_per_gpu"].get<double>(), 0.25 * 4096 * 8);
+  // The flip-flop model scales the synthesised memory area instead.
+  o.memory_model = MemoryModel::kFlipFlops;
+  const auto rf = build_report({u}, g, std::nullopt, o);
+  EXPECT_NEAR(rf["units"][0]["scaled"][1]["total_um2"].get<double>(), 10000.0 / 320.0, 1e-9);
+  EXPECT_FALSE(rf["units"][0]["latency"]["available"].get<bool>());
+  const std::string md = render_markdown(rf);
+  EXPECT_NE(md.find("not available"), std::string::npos);
+  EXPECT_NE(md.find("| mon |"), std::string::npos);
+}

@@ -1,0 +1,120 @@
+// Parsing of recorded Yosys `stat`/`dump` and OpenSTA `report_checks` output (tests/data/README.md).
+#include <gtest/gtest.h>
+
+#include "spartan/area/parse.h"
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/error.h"
+
+using namespace spartan::area;
+
+namespace {
+std::string data(const std::string& name) { return spartan::read_file(std::string(SPARTAN_AREA_DATA) + "/" + name); }
+}  // namespace
+
+TEST(YosysStat, FlatFifo) {
+  const YosysStat s = parse_yosys_stat(data("yosys_stat_fifo.txt"), "fifo", "fifo");
+  EXPECT_EQ(s.module, "fifo");
+  ASSERT_TRUE(s.has_area);
+  std::uint64_t sum = 0;
+  for (const auto& [cell, n] : s.cell_counts) sum += n;
+  EXPECT_EQ(sum, s.cells);  // per-cell counts add up to the total
+  EXPECT_GT(s.cell_counts.at("DFFPOSX1"), 128u);  // 8 x 16 memory bits as flops plus pointers
+  EXPECT_EQ(s.memory_bits, 0u);  // memories are mapped by then
+}
+
+TEST(YosysStat, AreaEqualsSumOfLibertyCellAreas) {
+  // OSU 0.18 um areas (um^2) of the cells in the recording, from osu018_stdcells.lib.
+  const std::map<std::string, double> lib = {{"AND2X1", 32}, {"AOI21X1", 32}, {"AOI22X1", 40}, {"DFFPOSX1", 96},
+                                             {"INVX1", 16},  {"MUX2X1", 48},  {"NAND2X1", 24}, {"NAND3X1", 36},
+                                             {"NOR2X1", 24}, {"NOR3X1", 64},  {"OAI21X1", 23}, {"OAI22X1", 40},
+                                             {"OR2X1", 32},  {"XNOR2X1", 56}, {"XOR2X1", 56},  {"BUFX2", 32},
+                                             {"INVX2", 16},  {"AND2X2", 32},  {"OR2X2", 32}};
+  for (const char* f : {"yosys_stat_fifo.txt", "yosys_stat_counter_table.txt"}) {
+    const YosysStat s = parse_yosys_stat(data(f), f);
+    double area = 0;
+    for (const auto& [cell, n] : s.cell_counts) {
+      ASSERT_TRUE(lib.count(cell)) << "cell " << cell << " not in the test's table";
+      area += lib.at(cell) * static_cast<double>(n);
+    }
+    EXPECT_DOUBLE_EQ(area, s.chip_area_um2) << f;
+  }
+}
+
+TEST(YosysStat, HierarchyUsesTopModuleTotal) {
+  const std::string t = data("yosys_stat_hier.txt");
+  const YosysStat top = parse_yosys_stat(t, "hier", "counter_table");
+  const YosysStat sub = parse_yosys_stat(t, "hier", "$paramod\\popcount\\W=s32'00000000000000000000000000010000");
+  // The design-hierarchy block's "Chip area for top module" includes the popcount submodule.
+  EXPECT_GT(top.chip_area_um2, 46778.0);
+  EXPECT_NEAR(top.chip_area_um2, 46778.0 + sub.chip_area_um2, 1e-6);
+  EXPECT_THROW(parse_yosys_stat(t, "hier", "nope"), spartan::FormatError);
+}
+
+TEST(YosysStat, Malformed) {
+  EXPECT_THROW(parse_yosys_stat("", "empty"), spartan::FormatError);
+  EXPECT_THROW(parse_yosys_stat("=== m ===\n   Number of wires: 3\n", "nocells"), spartan::FormatError);
+  EXPECT_THROW(parse_yosys_stat("=== m ===\n   Number of cells: 1\n   Chip area for module '\\m': abc\n", "x"),
+               spartan::FormatError);
+}
+
+TEST(YosysMemories, FifoAndCounterTable) {
+  const auto f = parse_yosys_memories(data("yosys_mem_fifo.txt"), "fifo");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].name, "mem");
+  EXPECT_EQ(f[0].width_bits, 16u);
+  EXPECT_EQ(f[0].depth_words, 8u);
+  EXPECT_EQ(f[0].bits(), 128u);
+  EXPECT_EQ(f[0].abits, 3u);
+  EXPECT_EQ(f[0].read_ports, 1u);
+  EXPECT_EQ(f[0].write_ports, 1u);
+  EXPECT_TRUE(f[0].sync_read);  // mem[rp] with a registered rp: memory_dff absorbs the address register
+  const auto c = parse_yosys_memories(data("yosys_mem_counter_table.txt"), "ct");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].width_bits, 12u);
+  EXPECT_EQ(c[0].depth_words, 16u);
+  EXPECT_TRUE(c[0].sync_read);  // rd_count <= table_q[rd_tile]
+  EXPECT_GE(c[0].read_ports, 2u);  // read-modify-write port plus the readout port
+  EXPECT_TRUE(parse_yosys_memories("", "none").empty());
+  EXPECT_THROW(parse_yosys_memories("  cell $mem_v2 \\m\n    parameter \\WIDTH 4\n  end\n", "bad"), spartan::FormatError);
+}
+
+TEST(StaReport, RegisterToRegister) {
+  const auto p = parse_sta_paths(data("sta_fifo.txt"), "sta_fifo");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].startpoint, "_0948_");
+  EXPECT_EQ(p[0].endpoint, "_1047_");
+  EXPECT_EQ(p[0].path_group, "clk");
+  EXPECT_DOUBLE_EQ(p[0].arrival_ns, 1.9696);
+  EXPECT_DOUBLE_EQ(p[0].required_ns, 9.8112);
+  EXPECT_DOUBLE_EQ(p[0].slack_ns, 7.8416);
+  EXPECT_TRUE(p[0].met);
+  EXPECT_EQ(p[0].stages, 9u);  // launching flop + 8 gates
+  EXPECT_NEAR(p[0].required_ns - p[0].arrival_ns, p[0].slack_ns, 1e-9);
+}
+
+TEST(StaReport, SeveralReportsViolatedAndNoPaths) {
+  const auto p = parse_sta_paths(data("sta_counter_table.txt"), "sta_ct");
+  ASSERT_EQ(p.size(), 3u);  // the fourth report says "No paths found."
+  EXPECT_TRUE(p[0].met);
+  EXPECT_FALSE(p[2].met);
+  EXPECT_DOUBLE_EQ(p[2].slack_ns, -3.3847);
+  EXPECT_DOUBLE_EQ(p[2].arrival_ns, p[0].arrival_ns);
+  // Clock period recovered from either report: required + setup margin is the same path.
+  EXPECT_NEAR((p[0].required_ns - p[0].slack_ns) - (p[2].required_ns - p[2].slack_ns), 0.0, 1e-9);
+}
+
+TEST(StaReport, OutputPortEndpoint) {
+  const auto p = parse_sta_paths(data("sta_output_port.txt"), "sta_out");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].endpoint, "dout[0]");
+  EXPECT_DOUBLE_EQ(p[0].arrival_ns, 2.0663);
+  EXPECT_DOUBLE_EQ(p[0].required_ns, 10.0);
+  EXPECT_EQ(p[0].stages, 5u);
+}
+
+TEST(StaReport, Malformed) {
+  EXPECT_TRUE(parse_sta_paths("No paths found.\n", "none").empty());
+  EXPECT_THROW(parse_sta_paths("Startpoint: a (input port)\nEndpoint: b\n   7.0 slack (MET)\n", "noarr"),
+               spartan::FormatError);
+  EXPECT_THROW(parse_sta_paths("Startpoint: a (input port)\nEndpoint: b\n", "truncated"), spartan::FormatError);
+}

@@ -1,0 +1,146 @@
+// spartan-sim run: trace-driven co-simulation of the SparsityMonitor and CompactionEngine against the
+// software baselines on the GPU memory model (docs/hw-units.md, "Trace replay"). Extensions registered
+// through spartan/hw/run_hooks.h (e.g. --rtl) add their options here without editing this file.
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "spartan/common/error.h"
+#include "spartan/sim/command.h"
+
+#if defined(SPARTAN_HAVE_REPLAY)
+#include "spartan/hw/replay.h"
+#include "spartan/hw/run_hooks.h"
+#endif
+
+namespace po = boost::program_options;
+
+namespace {
+
+#if defined(SPARTAN_HAVE_REPLAY)
+
+std::vector<std::int64_t> parse_list(const std::string& opt, const std::string& text) {
+  std::vector<std::int64_t> v;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t pos = 0;
+    long long x = -1;
+    try {
+      x = std::stoll(item, &pos);
+    } catch (const std::exception&) {
+      pos = 0;
+    }
+    if (item.empty() || pos != item.size() || x < 0)
+      throw spartan::InputError(opt + ": expected a comma-separated list of non-negative integers, got '" + text + "'");
+    v.push_back(x);
+  }
+  if (v.empty()) throw spartan::InputError(opt + ": empty list");
+  return v;
+}
+
+int run_main(const std::vector<std::string>& args) {
+  spartan::hw::ReplayOptions opt;
+  std::string format = "ell", tile = "32x32", iterations, layers, units;
+  po::options_description desc(
+      "spartan-sim run --trace FILE --out DIR [options]\n"
+      "Replays the captured activations of a .sptrace through the GPU memory model with one SparsityMonitor per\n"
+      "L2 slice and a CompactionEngine, beside the software profiling/conversion kernels; writes DIR/stats.json\n"
+      "and DIR/summary.txt. Exit 0: all functional checks passed; 1: a check failed; 2: bad input.\n\noptions");
+  desc.add_options()("help,h", "show this help")(
+      "trace", po::value(&opt.trace_path), "input trace (.sptrace from spartan-train)")(
+      "gpu", po::value(&opt.gpu)->default_value("v100"), "GPU preset name (sim/configs/gpu/<name>.yaml) or YAML path")(
+      "format", po::value(&format)->default_value("ell"), "sparse tile format: ell or bitmap")(
+      "tile", po::value(&tile)->default_value("32x32"), "tile size ROWSxCOLS (powers of two, 1..256)")(
+      "threshold", po::value(&opt.threshold)->default_value(0.5), "density at or above which a tile stays DENSE")(
+      "sampling", po::value(&opt.sampling)->default_value(0), "monitor sampling shift s: count 1 of 2^s lines (0..15)")(
+      "iterations", po::value(&iterations), "comma-separated iterations to replay (default: all captured)")(
+      "layers", po::value(&layers), "comma-separated layer indices to replay (default: all captured)")(
+      "units", po::value(&units), "YAML with monitor/engine/baseline/host parameters (docs/hw-units.md)")(
+      "quiet,q", po::bool_switch(&opt.quiet), "no progress lines, no summary on stdout")(
+      "out", po::value(&opt.out_dir), "output directory (created if missing)");
+  // Extensions (run_hooks.h).
+  std::vector<std::unique_ptr<spartan::hw::RunExtension>> exts;
+  for (auto& make : spartan::hw::run_extensions()) exts.push_back(make());
+  for (auto& e : exts)
+    for (auto& o : e->options()) {
+      if (o.takes_value)
+        desc.add_options()(o.name.c_str(), po::value<std::string>(), o.help.c_str());
+      else
+        desc.add_options()(o.name.c_str(), po::bool_switch(), o.help.c_str());
+    }
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::ostringstream o;
+    o << desc;
+    std::printf("%s", o.str().c_str());
+    return 0;
+  }
+  for (auto& e : exts)
+    for (auto& o : e->options()) {
+      if (!vm.count(o.name)) continue;
+      if (o.takes_value) {
+        o.given = true;
+        o.value = vm[o.name].as<std::string>();
+      } else {
+        o.given = vm[o.name].as<bool>();
+      }
+    }
+  if (opt.trace_path.empty()) throw spartan::InputError("--trace is required (see --help)");
+  if (opt.out_dir.empty()) throw spartan::InputError("--out is required (see --help)");
+  if (format == "ell")
+    opt.format = spartan::format::TileFormat::Ell;
+  else if (format == "bitmap")
+    opt.format = spartan::format::TileFormat::Bitmap;
+  else
+    throw spartan::InputError("--format: expected ell or bitmap, got '" + format + "'");
+  {
+    unsigned tr = 0, tc = 0;
+    char x = 0, extra = 0;
+    if (std::sscanf(tile.c_str(), "%u%c%u%c", &tr, &x, &tc, &extra) != 3 || x != 'x' ||
+        !spartan::hw::regmap::tile_dim_valid(tr) || !spartan::hw::regmap::tile_dim_valid(tc))
+      throw spartan::InputError("--tile: expected ROWSxCOLS with powers of two from 1 to 256, got '" + tile + "'");
+    opt.tile_rows = tr;
+    opt.tile_cols = tc;
+  }
+  if (!(opt.threshold >= 0.0) || opt.threshold > 65536.0)
+    throw spartan::InputError("--threshold: expected a density >= 0, got " + std::to_string(opt.threshold));
+  if (opt.sampling > 15) throw spartan::InputError("--sampling: expected 0..15, got " + std::to_string(opt.sampling));
+  if (!iterations.empty()) opt.iterations = parse_list("--iterations", iterations);
+  if (!layers.empty()) opt.layers = parse_list("--layers", layers);
+  if (!units.empty()) spartan::hw::load_units_config(units, opt);
+  if (!std::filesystem::exists(opt.trace_path)) throw spartan::IoError("--trace: cannot open '" + opt.trace_path + "'");
+  std::error_code ec;
+  std::filesystem::create_directories(opt.out_dir, ec);
+  if (!std::filesystem::is_directory(opt.out_dir))
+    throw spartan::IoError("--out: cannot create directory '" + opt.out_dir + "'");
+  for (auto& e : exts)
+    if (e->active()) opt.extensions.push_back(e.get());
+
+  const auto doc = spartan::hw::run_replay(opt, [](const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+  });
+  if (!opt.quiet) std::printf("%s", spartan::hw::replay_summary(doc).c_str());
+  return doc["checks"]["passed"].get<bool>() ? 0 : 1;
+}
+
+spartan::sim::CommandRegistration reg(
+    "run", {"replay a training trace: SparsityMonitor + CompactionEngine vs software baselines", run_main});
+
+#else
+
+spartan::sim::CommandRegistration reg(
+    "run", {"(unavailable: built without the GPU model or the trace library)", [](const std::vector<std::string>&) -> int {
+              throw spartan::Error("spartan-sim run: this build lacks hw/gpu or the trace library", 1);
+            }});
+
+#endif
+
+}  // namespace

@@ -1,0 +1,467 @@
+// The ONE tile-sparse format of the project (design: ARCHITECTURE.md, "The tile-sparse format";
+// byte-level specification with a worked example: docs/tile-format.md).
+//
+// Used by the CPU and CUDA GEMM kernels (sw/gemm), the TLM compaction-engine model and the RTL
+// scoreboards. Everything that defines bytes lives here: header layout, payload layout per format,
+// alignment, the zero test, and the reference compact/expand.
+//
+// Summary
+//  - A stored (row-major) matrix of `rows x cols` elements is cut into tiles of `tile_rows x tile_cols`
+//    (TR x TC); edge tiles are clipped (their effective size is r_eff x c_eff). Tiles are numbered in
+//    row-major tile order: tile (ti, tj) has index ti * tiles_c + tj.
+//  - Each tile has a 16-byte TileHeader {format, flags, width, nnz, offset} (little-endian).
+//  - nnz is always the true number of non-zero elements of the tile, whatever its format.
+//  - A tile with density nnz / (r_eff * c_eff) >= threshold is DENSE; otherwise it gets the requested
+//    sparse format (ELL or BITMAP). A tile with nnz == 0 below the threshold is a "zero tile": sparse
+//    format, width 0, no payload. Kernels skip every tile with nnz == 0.
+//  - DENSE tiles stay in place in the source matrix (DenseStorage::InPlace, the default, as the
+//    hardware compaction engine does) or are copied row-major into the payload (DenseStorage::Payload,
+//    header flag kFlagDenseInPayload) so that a TiledMatrix is self-contained.
+//  - Every tile's payload starts at a multiple of kPayloadAlignBytes (16) from the start of the payload
+//    area; gaps are zero bytes. Every offset is a multiple of 16, also for tiles without payload (their
+//    offset is the running offset), so offsets never decrease and tile t occupies
+//    [offset, offset + tile_payload_bytes(t)).
+//  - Zero means +0.0 or -0.0 only; NaN, Inf and denormals are non-zero (is_zero_bits). ELL/BITMAP tiles
+//    do not store zeros, so expand() writes +0.0 where the source had -0.0; DENSE tiles keep every bit.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "spartan/common/error.h"
+
+namespace spartan::format {
+
+/// Per-tile storage format (header byte 0). Values are part of the byte format; never renumber.
+enum class TileFormat : std::uint8_t {
+  Dense = 0,   ///< r_eff x c_eff elements row-major, in place in the source or copied to the payload.
+  Ell = 1,     ///< ELLPACK over the tile's rows: width = max non-zeros in one tile row.
+  Bitmap = 2,  ///< one bit per element (row-major, u32 words per row) + packed non-zero values.
+  // 3 is reserved for CSR (not implemented).
+};
+
+/// Element type of the matrix (matrix-level, not per tile). Values are part of the format.
+enum class ElemType : std::uint8_t { F32 = 0, F16 = 1, BF16 = 2 };
+
+/// Where DENSE tiles live.
+enum class DenseStorage : std::uint8_t { InPlace = 0, Payload = 1 };
+
+inline constexpr std::size_t kHeaderBytes = 16;
+inline constexpr std::size_t kPayloadAlignBytes = 16;
+/// ELL: the column-index block is padded to this many bytes before the value block starts.
+inline constexpr std::size_t kEllValueAlignBytes = 4;
+/// Header flag bit 0: this DENSE tile's elements are in the payload (else in place in the source).
+inline constexpr std::uint8_t kFlagDenseInPayload = 0x01;
+/// Default tile grid. 32 x 32 f32 = one 128-byte L2 line per tile row (the SparsityMonitor counts per
+/// line); benchmark comparison of tile sizes: docs/bench/gemm.md.
+inline constexpr std::uint32_t kDefaultTileRows = 32;
+inline constexpr std::uint32_t kDefaultTileCols = 32;
+
+/// Per-tile header, exactly 16 bytes, little-endian:
+///   byte 0      format (TileFormat)
+///   byte 1      flags  (bit 0 = kFlagDenseInPayload; other bits 0)
+///   bytes 2-3   width  (u16: ELL width; 0 for DENSE/BITMAP and for zero tiles)
+///   bytes 4-7   nnz    (u32: true non-zero count of the tile)
+///   bytes 8-15  offset (u64: byte offset of the tile's payload from the start of the payload area)
+struct TileHeader {
+  std::uint8_t format = 0;
+  std::uint8_t flags = 0;
+  std::uint16_t width = 0;
+  std::uint32_t nnz = 0;
+  std::uint64_t offset = 0;
+
+  TileFormat fmt() const { return static_cast<TileFormat>(format); }
+  bool operator==(const TileHeader& o) const {
+    return format == o.format && flags == o.flags && width == o.width && nnz == o.nnz && offset == o.offset;
+  }
+};
+static_assert(sizeof(TileHeader) == kHeaderBytes, "TileHeader must be 16 bytes");
+static_assert(offsetof(TileHeader, width) == 2 && offsetof(TileHeader, nnz) == 4 && offsetof(TileHeader, offset) == 8,
+              "TileHeader field offsets are part of the byte format");
+static_assert(std::is_trivially_copyable<TileHeader>::value, "TileHeader must be trivially copyable");
+
+/// Writes the header's 16 bytes in little-endian order (independent of the host byte order).
+inline void encode_header(const TileHeader& h, std::uint8_t out[kHeaderBytes]) {
+  out[0] = h.format;
+  out[1] = h.flags;
+  for (int i = 0; i < 2; ++i) out[2 + i] = static_cast<std::uint8_t>(h.width >> (8 * i));
+  for (int i = 0; i < 4; ++i) out[4 + i] = static_cast<std::uint8_t>(h.nnz >> (8 * i));
+  for (int i = 0; i < 8; ++i) out[8 + i] = static_cast<std::uint8_t>(h.offset >> (8 * i));
+}
+
+/// Reads a header from its 16 little-endian bytes.
+inline TileHeader decode_header(const std::uint8_t in[kHeaderBytes]) {
+  TileHeader h;
+  h.format = in[0];
+  h.flags = in[1];
+  h.width = static_cast<std::uint16_t>(in[2] | (in[3] << 8));
+  for (int i = 3; i >= 0; --i) h.nnz = (h.nnz << 8) | in[4 + i];
+  for (int i = 7; i >= 0; --i) h.offset = (h.offset << 8) | in[8 + i];
+  return h;
+}
+
+inline std::size_t elem_bytes(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
+
+/// Zero test on raw element bits: +0.0 and -0.0 are zero; NaN, Inf, denormals are non-zero.
+inline bool is_zero_bits(std::uint32_t bits) { return (bits & 0x7FFFFFFFu) == 0; }  // f32
+inline bool is_zero_bits(std::uint16_t bits) { return (bits & 0x7FFFu) == 0; }      // f16 and bf16
+inline bool is_zero(float x) {
+  std::uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return is_zero_bits(b);
+}
+
+/// Column-index width in bytes for ELL: u8 when tile_cols <= 256, else u16 (tile_cols <= 65535).
+inline std::size_t index_bytes(std::uint32_t tile_cols) { return tile_cols <= 256 ? 1 : 2; }
+
+inline std::size_t align_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
+
+/// Tile grid over a stored row-major matrix.
+struct TileGrid {
+  std::uint32_t rows = 0, cols = 0;                                     ///< stored matrix, elements
+  std::uint32_t tile_rows = kDefaultTileRows, tile_cols = kDefaultTileCols;  ///< TR, TC
+
+  std::uint32_t tiles_r() const { return (rows + tile_rows - 1) / tile_rows; }
+  std::uint32_t tiles_c() const { return (cols + tile_cols - 1) / tile_cols; }
+  std::size_t num_tiles() const { return std::size_t(tiles_r()) * tiles_c(); }
+  std::uint32_t row0(std::uint32_t ti) const { return ti * tile_rows; }
+  std::uint32_t col0(std::uint32_t tj) const { return tj * tile_cols; }
+  /// Effective (clipped) size of the tiles in tile row ti / tile column tj.
+  std::uint32_t r_eff(std::uint32_t ti) const { return std::min(tile_rows, rows - ti * tile_rows); }
+  std::uint32_t c_eff(std::uint32_t tj) const { return std::min(tile_cols, cols - tj * tile_cols); }
+};
+
+/// Bytes of a BITMAP tile's bitmap: each of the r_eff rows has ceil(c_eff / 32) little-endian u32
+/// words; element (r, c) is bit (c % 32) of word c / 32 of row r (LSB first).
+inline std::size_t bitmap_row_words(std::uint32_t c_eff) { return (c_eff + 31) / 32; }
+inline std::size_t bitmap_bytes(std::uint32_t r_eff, std::uint32_t c_eff) {
+  return std::size_t(r_eff) * bitmap_row_words(c_eff) * 4;
+}
+/// Bytes of an ELL tile's index block (before padding to kEllValueAlignBytes).
+inline std::size_t ell_index_bytes(std::uint32_t r_eff, std::uint32_t width, std::uint32_t tile_cols) {
+  return std::size_t(r_eff) * width * index_bytes(tile_cols);
+}
+/// Offset of the ELL value block from the tile's payload start.
+inline std::size_t ell_values_offset(std::uint32_t r_eff, std::uint32_t width, std::uint32_t tile_cols) {
+  return align_up(ell_index_bytes(r_eff, width, tile_cols), kEllValueAlignBytes);
+}
+
+/// Exact payload size of one tile in bytes (before the 16-byte alignment of the next tile).
+///   DENSE in place: 0; DENSE in payload: r_eff*c_eff*eb.
+///   ELL: align4(r_eff*width*ib) + r_eff*width*eb.   BITMAP: bitmap_bytes + nnz*eb.   nnz == 0 (sparse): 0.
+inline std::size_t tile_payload_bytes(const TileHeader& h, std::uint32_t r_eff, std::uint32_t c_eff,
+                                      std::uint32_t tile_cols, ElemType et) {
+  const std::size_t eb = elem_bytes(et);
+  switch (h.fmt()) {
+    case TileFormat::Dense:
+      return (h.flags & kFlagDenseInPayload) ? std::size_t(r_eff) * c_eff * eb : 0;
+    case TileFormat::Ell:
+      if (h.nnz == 0) return 0;
+      return ell_values_offset(r_eff, h.width, tile_cols) + std::size_t(r_eff) * h.width * eb;
+    case TileFormat::Bitmap:
+      if (h.nnz == 0) return 0;
+      return bitmap_bytes(r_eff, c_eff) + std::size_t(h.nnz) * eb;
+  }
+  return 0;
+}
+
+/// Options of compact().
+struct CompactOptions {
+  std::uint32_t tile_rows = kDefaultTileRows;
+  std::uint32_t tile_cols = kDefaultTileCols;
+  /// Density (nnz / elements of the clipped tile) at or above which a tile stays DENSE. 0 makes every
+  /// tile DENSE; a value > 1 makes every tile sparse. The GEMM kernels' default comes from calibration
+  /// (sw/gemm/README.md).
+  double threshold = 0.5;
+  TileFormat sparse_format = TileFormat::Ell;  ///< format of non-DENSE tiles: Ell or Bitmap
+  DenseStorage dense_storage = DenseStorage::InPlace;
+  ElemType elem = ElemType::F32;
+};
+
+/// A compacted matrix: grid, one header per tile (row-major tile order) and the payload area.
+/// With DenseStorage::InPlace, DENSE tiles are read from `source` (non-owning; must outlive this).
+struct TiledMatrix {
+  TileGrid grid;
+  ElemType elem = ElemType::F32;
+  TileFormat sparse_format = TileFormat::Ell;
+  DenseStorage dense_storage = DenseStorage::InPlace;
+  double threshold = 0.5;
+  std::vector<TileHeader> headers;
+  std::vector<std::uint8_t> payload;
+  const void* source = nullptr;  ///< the dense source (for in-place DENSE tiles)
+  std::size_t source_ld = 0;     ///< row stride of `source`, elements
+
+  const TileHeader& header(std::uint32_t ti, std::uint32_t tj) const {
+    return headers[std::size_t(ti) * grid.tiles_c() + tj];
+  }
+  const std::uint8_t* tile_payload(const TileHeader& h) const { return payload.data() + h.offset; }
+  /// Pointer to element (r, c) of the dense source.
+  const std::uint8_t* source_at(std::size_t r, std::size_t c) const {
+    return static_cast<const std::uint8_t*>(source) + (r * source_ld + c) * elem_bytes(elem);
+  }
+  /// Headers as the 16-byte little-endian records of the byte format (what hardware writes).
+  std::vector<std::uint8_t> header_bytes() const {
+    std::vector<std::uint8_t> out(headers.size() * kHeaderBytes);
+    for (std::size_t i = 0; i < headers.size(); ++i) encode_header(headers[i], out.data() + i * kHeaderBytes);
+    return out;
+  }
+};
+
+/// Counts of tiles by kind, for reporting.
+struct TileCounts {
+  std::size_t zero = 0, sparse = 0, dense = 0;  ///< zero: nnz == 0 (any format); dense/sparse: nnz > 0
+};
+inline TileCounts count_tiles(const TiledMatrix& m) {
+  TileCounts c;
+  for (const auto& h : m.headers) {
+    if (h.nnz == 0)
+      ++c.zero;
+    else if (h.fmt() == TileFormat::Dense)
+      ++c.dense;
+    else
+      ++c.sparse;
+  }
+  return c;
+}
+
+namespace detail {
+
+template <class T>
+inline T load_bits(const std::uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <class T>
+inline void store_le(std::uint8_t* p, T v) {  // little-endian store of an unsigned integer
+  for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+template <class T>
+inline T load_le(const std::uint8_t* p) {
+  T v = 0;
+  for (std::size_t i = sizeof(T); i-- > 0;) v = static_cast<T>((v << 8) | p[i]);
+  return v;
+}
+
+/// T = std::uint32_t (F32) or std::uint16_t (F16/BF16): the raw element bits.
+template <class T>
+TiledMatrix compact_bits(const T* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
+                         const CompactOptions& opt) {
+  TiledMatrix m;
+  m.grid = TileGrid{rows, cols, opt.tile_rows, opt.tile_cols};
+  m.elem = opt.elem;
+  m.sparse_format = opt.sparse_format;
+  m.dense_storage = opt.dense_storage;
+  m.threshold = opt.threshold;
+  m.source = dense;
+  m.source_ld = ld;
+  const TileGrid& g = m.grid;
+  const std::uint32_t TR = g.tile_rows, TC = g.tile_cols;
+  const std::uint32_t nr = g.tiles_r(), nc = g.tiles_c();
+  m.headers.resize(g.num_tiles());
+  // Pass 1: per tile nnz, ELL width, format, payload size; running offsets.
+  std::uint64_t off = 0;
+  for (std::uint32_t ti = 0; ti < nr; ++ti)
+    for (std::uint32_t tj = 0; tj < nc; ++tj) {
+      const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
+      std::uint32_t nnz = 0, width = 0;
+      for (std::uint32_t r = 0; r < re; ++r) {
+        const T* row = dense + std::size_t(ti * TR + r) * ld + std::size_t(tj) * TC;
+        std::uint32_t rn = 0;
+        for (std::uint32_t c = 0; c < ce; ++c) rn += !is_zero_bits(row[c]);
+        nnz += rn;
+        width = std::max(width, rn);
+      }
+      TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
+      h.nnz = nnz;
+      const double density = double(nnz) / (double(re) * ce);
+      if (density >= opt.threshold) {
+        h.format = std::uint8_t(TileFormat::Dense);
+        h.flags = opt.dense_storage == DenseStorage::Payload ? kFlagDenseInPayload : 0;
+      } else {
+        h.format = std::uint8_t(opt.sparse_format);
+        h.width = opt.sparse_format == TileFormat::Ell ? static_cast<std::uint16_t>(width) : 0;
+      }
+      const std::size_t bytes = tile_payload_bytes(h, re, ce, TC, opt.elem);
+      off = align_up(off, kPayloadAlignBytes);
+      h.offset = off;
+      off += bytes;
+    }
+  m.payload.assign(align_up(off, kPayloadAlignBytes), 0);
+  // Pass 2: fill payloads.
+  const std::size_t ib = index_bytes(TC);
+  for (std::uint32_t ti = 0; ti < nr; ++ti)
+    for (std::uint32_t tj = 0; tj < nc; ++tj) {
+      const TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
+      const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
+      std::uint8_t* p = m.payload.data() + h.offset;
+      auto row_ptr = [&](std::uint32_t r) { return dense + std::size_t(ti * TR + r) * ld + std::size_t(tj) * TC; };
+      if (h.fmt() == TileFormat::Dense) {
+        if (!(h.flags & kFlagDenseInPayload)) continue;
+        for (std::uint32_t r = 0; r < re; ++r) std::memcpy(p + std::size_t(r) * ce * sizeof(T), row_ptr(r), ce * sizeof(T));
+      } else if (h.nnz == 0) {
+        continue;
+      } else if (h.fmt() == TileFormat::Ell) {
+        std::uint8_t* vals = p + ell_values_offset(re, h.width, TC);
+        for (std::uint32_t r = 0; r < re; ++r) {
+          const T* row = row_ptr(r);
+          std::uint32_t j = 0;
+          for (std::uint32_t c = 0; c < ce; ++c)
+            if (!is_zero_bits(row[c])) {
+              const std::size_t slot = std::size_t(r) * h.width + j++;
+              if (ib == 1)
+                p[slot] = static_cast<std::uint8_t>(c);
+              else
+                store_le<std::uint16_t>(p + 2 * slot, static_cast<std::uint16_t>(c));
+              store_le<T>(vals + slot * sizeof(T), row[c]);
+            }
+        }
+      } else {  // Bitmap
+        const std::size_t words = bitmap_row_words(ce);
+        std::uint8_t* vals = p + bitmap_bytes(re, ce);
+        std::size_t k = 0;
+        for (std::uint32_t r = 0; r < re; ++r) {
+          const T* row = row_ptr(r);
+          for (std::size_t w = 0; w < words; ++w) {
+            std::uint32_t bits = 0;
+            for (std::uint32_t b = 0; b < 32 && w * 32 + b < ce; ++b) {
+              const T x = row[w * 32 + b];
+              if (!is_zero_bits(x)) {
+                bits |= 1u << b;
+                store_le<T>(vals + (k++) * sizeof(T), x);
+              }
+            }
+            store_le<std::uint32_t>(p + (std::size_t(r) * words + w) * 4, bits);
+          }
+        }
+      }
+    }
+  return m;
+}
+
+template <class T>
+void expand_bits(const TiledMatrix& m, T* out, std::size_t ld) {
+  const TileGrid& g = m.grid;
+  const std::uint32_t TR = g.tile_rows, TC = g.tile_cols;
+  const std::size_t ib = index_bytes(TC);
+  for (std::uint32_t ti = 0; ti < g.tiles_r(); ++ti)
+    for (std::uint32_t tj = 0; tj < g.tiles_c(); ++tj) {
+      const TileHeader& h = m.header(ti, tj);
+      const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
+      auto orow = [&](std::uint32_t r) { return out + std::size_t(ti * TR + r) * ld + std::size_t(tj) * TC; };
+      for (std::uint32_t r = 0; r < re; ++r) std::fill(orow(r), orow(r) + ce, T(0));
+      const std::uint8_t* p = m.payload.data() + h.offset;
+      if (h.fmt() == TileFormat::Dense) {
+        for (std::uint32_t r = 0; r < re; ++r) {
+          const std::uint8_t* src = (h.flags & kFlagDenseInPayload)
+                                        ? p + std::size_t(r) * ce * sizeof(T)
+                                        : m.source_at(std::size_t(ti) * TR + r, std::size_t(tj) * TC);
+          std::memcpy(orow(r), src, ce * sizeof(T));
+        }
+      } else if (h.nnz == 0) {
+        continue;
+      } else if (h.fmt() == TileFormat::Ell) {
+        const std::uint8_t* vals = p + ell_values_offset(re, h.width, TC);
+        for (std::uint32_t r = 0; r < re; ++r)
+          for (std::uint32_t j = 0; j < h.width; ++j) {
+            const std::size_t slot = std::size_t(r) * h.width + j;
+            const T v = load_le<T>(vals + slot * sizeof(T));
+            if (is_zero_bits(v)) break;  // padding (+0.0) only at the end of a row
+            const std::uint32_t c = ib == 1 ? p[slot] : load_le<std::uint16_t>(p + 2 * slot);
+            orow(r)[c] = v;
+          }
+      } else if (h.fmt() == TileFormat::Bitmap) {
+        const std::size_t words = bitmap_row_words(ce);
+        const std::uint8_t* vals = p + bitmap_bytes(re, ce);
+        std::size_t k = 0;
+        for (std::uint32_t r = 0; r < re; ++r)
+          for (std::size_t w = 0; w < words; ++w) {
+            std::uint32_t bits = load_le<std::uint32_t>(p + (std::size_t(r) * words + w) * 4);
+            while (bits) {
+              const int b = __builtin_ctz(bits);
+              bits &= bits - 1;
+              orow(r)[w * 32 + b] = load_le<T>(vals + (k++) * sizeof(T));
+            }
+          }
+      }
+    }
+}
+
+}  // namespace detail
+
+/// Checks the options against the matrix shape. Throws spartan::InputError.
+inline void check_options(std::uint32_t rows, std::uint32_t cols, std::size_t ld, const CompactOptions& o) {
+  if (o.tile_rows == 0 || o.tile_cols == 0 || o.tile_cols > 65535)
+    throw InputError("tile format: tile size must be 1..65535 columns and >= 1 row");
+  if (o.sparse_format != TileFormat::Ell && o.sparse_format != TileFormat::Bitmap)
+    throw InputError("tile format: sparse format must be ELL or BITMAP");
+  if (ld < cols) throw InputError("tile format: leading dimension smaller than the number of columns");
+  if (!(o.threshold == o.threshold)) throw InputError("tile format: threshold is NaN");
+  if (o.tile_rows > 0 && o.tile_cols > 0 && std::uint64_t(o.tile_rows) * o.tile_cols > 0xFFFFFFFFull)
+    throw InputError("tile format: tile too large for a u32 nnz");
+  (void)rows;
+}
+
+/// Compacts a row-major dense matrix of raw element bits (`elem` says which type; ld in elements).
+/// Throws spartan::InputError on bad options.
+inline TiledMatrix compact(const void* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
+                           const CompactOptions& opt) {
+  check_options(rows, cols, ld, opt);
+  if (opt.elem == ElemType::F32)
+    return detail::compact_bits(static_cast<const std::uint32_t*>(dense), rows, cols, ld, opt);
+  return detail::compact_bits(static_cast<const std::uint16_t*>(dense), rows, cols, ld, opt);
+}
+/// F32 convenience overload (opt.elem is forced to F32).
+inline TiledMatrix compact(const float* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
+                           CompactOptions opt) {
+  opt.elem = ElemType::F32;
+  return compact(static_cast<const void*>(dense), rows, cols, ld, opt);
+}
+
+/// Writes the dense matrix back (row-major, ld in elements >= cols): bit-exact inverse of compact().
+/// In-place DENSE tiles are read from m.source.
+inline void expand(const TiledMatrix& m, void* out, std::size_t ld) {
+  if (ld < m.grid.cols) throw InputError("tile format: expand: leading dimension smaller than the columns");
+  if (m.elem == ElemType::F32)
+    detail::expand_bits(m, static_cast<std::uint32_t*>(out), ld);
+  else
+    detail::expand_bits(m, static_cast<std::uint16_t*>(out), ld);
+}
+/// F32 convenience: returns a new rows x cols row-major matrix.
+inline std::vector<float> expand(const TiledMatrix& m) {
+  std::vector<float> out(std::size_t(m.grid.rows) * m.grid.cols);
+  expand(m, static_cast<void*>(out.data()), m.grid.cols);
+  return out;
+}
+
+/// Structural validation of a TiledMatrix (e.g. one written by a hardware model): formats known,
+/// nnz <= tile size, ELL width <= c_eff, offsets aligned, non-decreasing and inside the payload.
+/// Throws spartan::InputError naming the first bad tile.
+inline void validate(const TiledMatrix& m) {
+  const TileGrid& g = m.grid;
+  if (m.headers.size() != g.num_tiles()) throw InputError("tile format: header count does not match the grid");
+  std::uint64_t prev_end = 0;
+  for (std::uint32_t ti = 0; ti < g.tiles_r(); ++ti)
+    for (std::uint32_t tj = 0; tj < g.tiles_c(); ++tj) {
+      const TileHeader& h = m.header(ti, tj);
+      const std::string where = "tile format: tile (" + std::to_string(ti) + "," + std::to_string(tj) + "): ";
+      const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
+      if (h.format > 2) throw InputError(where + "unknown format " + std::to_string(h.format));
+      if (h.nnz > std::uint64_t(re) * ce) throw InputError(where + "nnz larger than the tile");
+      if (h.fmt() == TileFormat::Ell && (h.width > ce || std::uint64_t(h.width) * re < h.nnz))
+        throw InputError(where + "ELL width inconsistent with nnz / tile columns");
+      if (h.fmt() == TileFormat::Dense && !(h.flags & kFlagDenseInPayload) && !m.source)
+        throw InputError(where + "in-place DENSE tile but no source matrix");
+      const std::size_t bytes = tile_payload_bytes(h, re, ce, g.tile_cols, m.elem);
+      if (h.offset < prev_end) throw InputError(where + "payload offset overlaps the previous tile");
+      if (h.offset % kPayloadAlignBytes) throw InputError(where + "payload offset not 16-byte aligned");
+      if (h.offset + bytes > m.payload.size()) throw InputError(where + "payload beyond the payload area");
+      prev_end = h.offset + bytes;
+    }
+}
+
+}  // namespace spartan::format

@@ -1,0 +1,237 @@
+// Property tests of the tile-sparse format: expand(compact(x)) == x bit-exactly, header layout,
+// byte-exact worked example (docs/tile-format.md) and validation of corrupted matrices.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "spartan/common/error.h"
+#include "spartan/format/tile_format.h"
+
+using namespace spartan::format;
+
+namespace {
+
+std::uint32_t bits_of(float x) {
+  std::uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+
+// Random matrix with the given fraction of zeros; zeros are a mix of +0.0 and -0.0 and the
+// non-zeros include NaN, +-Inf and denormals.
+std::vector<float> random_matrix(std::mt19937& rng, std::size_t rows, std::size_t ld, double sparsity) {
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<float> m(rows * ld);
+  for (auto& x : m) {
+    if (u(rng) < sparsity) {
+      x = u(rng) < 0.5 ? 0.0f : -0.0f;
+      continue;
+    }
+    const double k = u(rng);
+    if (k < 0.02)
+      x = std::numeric_limits<float>::quiet_NaN();
+    else if (k < 0.04)
+      x = k < 0.03 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    else if (k < 0.08)
+      x = std::numeric_limits<float>::denorm_min() * float(1 + int(k * 1000));
+    else
+      x = float(u(rng) * 2 - 1);
+  }
+  return m;
+}
+
+void expect_roundtrip(const std::vector<float>& x, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
+                      const CompactOptions& opt) {
+  const TiledMatrix t = compact(x.data(), rows, cols, ld, opt);
+  ASSERT_NO_THROW(validate(t));
+  std::vector<float> y(rows * ld, 1.0f);
+  expand(t, static_cast<void*>(y.data()), ld);
+  // Bit-exact, except that ELL/BITMAP tiles do not keep the sign of a zero (-0.0 comes back as +0.0);
+  // DENSE tiles keep every bit.
+  for (std::uint32_t r = 0; r < rows; ++r)
+    for (std::uint32_t c = 0; c < cols; ++c)
+      ASSERT_EQ(bits_of(y[r * ld + c]),
+                t.header(r / opt.tile_rows, c / opt.tile_cols).fmt() != TileFormat::Dense && is_zero(x[r * ld + c])
+                    ? 0u
+                    : bits_of(x[r * ld + c]))
+          << "at (" << r << "," << c << ") rows=" << rows << " cols=" << cols << " tile=" << opt.tile_rows << "x"
+          << opt.tile_cols << " fmt=" << int(opt.sparse_format) << " thr=" << opt.threshold;
+  // nnz in every header is the true count.
+  std::size_t nnz = 0, expect = 0;
+  for (const auto& h : t.headers) nnz += h.nnz;
+  for (std::uint32_t r = 0; r < rows; ++r)
+    for (std::uint32_t c = 0; c < cols; ++c) expect += !is_zero(x[r * ld + c]);
+  EXPECT_EQ(nnz, expect);
+}
+
+}  // namespace
+
+TEST(TileFormat, HeaderIsSixteenLittleEndianBytes) {
+  TileHeader h;
+  h.format = 1;
+  h.flags = 0;
+  h.width = 0x0203;
+  h.nnz = 0x04050607;
+  h.offset = 0x08090A0B0C0D0E0Full;
+  std::uint8_t b[16];
+  encode_header(h, b);
+  const std::uint8_t want[16] = {1, 0, 3, 2, 7, 6, 5, 4, 0x0F, 0x0E, 0x0D, 0x0C, 0x0B, 0x0A, 9, 8};
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(b[i], want[i]) << i;
+  EXPECT_EQ(decode_header(b), h);
+  // On a little-endian host the struct's memory image is the byte format.
+  std::uint8_t mem[16];
+  std::memcpy(mem, &h, 16);
+  EXPECT_EQ(0, std::memcmp(mem, want, 16));
+}
+
+TEST(TileFormat, ZeroTestOnlySignedZeros) {
+  EXPECT_TRUE(is_zero(0.0f));
+  EXPECT_TRUE(is_zero(-0.0f));
+  EXPECT_FALSE(is_zero(std::numeric_limits<float>::denorm_min()));
+  EXPECT_FALSE(is_zero(-std::numeric_limits<float>::denorm_min()));
+  EXPECT_FALSE(is_zero(std::numeric_limits<float>::quiet_NaN()));
+  EXPECT_FALSE(is_zero(std::numeric_limits<float>::infinity()));
+  EXPECT_TRUE(is_zero_bits(std::uint16_t(0x8000)));
+  EXPECT_FALSE(is_zero_bits(std::uint16_t(0x0001)));
+}
+
+TEST(TileFormat, RoundTripRandomShapesAllFormats) {
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> dim(1, 150);
+  const std::uint32_t tiles[][2] = {{32, 32}, {8, 16}, {7, 5}, {1, 64}, {64, 1}, {4, 300}};
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::uint32_t rows = dim(rng), cols = trial % 8 == 0 ? 300 + dim(rng) : dim(rng);
+    const std::size_t ld = cols + (trial % 3);
+    const double sparsity = std::vector<double>{0, 0.5, 0.9, 0.97, 1.0}[trial % 5];
+    const auto x = random_matrix(rng, rows, ld, sparsity);
+    for (auto& ts : tiles)
+      for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
+        for (double thr : {0.0, 0.3, 0.75, 1.0, 2.0})
+          for (DenseStorage ds : {DenseStorage::InPlace, DenseStorage::Payload}) {
+            CompactOptions o;
+            o.tile_rows = ts[0];
+            o.tile_cols = ts[1];
+            o.sparse_format = f;
+            o.threshold = thr;
+            o.dense_storage = ds;
+            expect_roundtrip(x, rows, cols, ld, o);
+          }
+  }
+}
+
+TEST(TileFormat, AllZeroAndAllDense) {
+  std::mt19937 rng(7);
+  for (double sp : {0.0, 1.0}) {
+    const auto x = random_matrix(rng, 70, 45, sp);
+    for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap}) {
+      CompactOptions o;
+      o.sparse_format = f;
+      o.threshold = 0.5;
+      const TiledMatrix t = compact(x.data(), 70, 45, 45, o);
+      const TileCounts c = count_tiles(t);
+      if (sp == 1.0) {
+        EXPECT_EQ(c.zero, t.headers.size());
+        EXPECT_TRUE(t.payload.empty());  // zero tiles have no payload
+      } else {
+        EXPECT_EQ(c.dense, t.headers.size());
+        EXPECT_TRUE(t.payload.empty());  // in-place DENSE tiles have no payload
+      }
+      expect_roundtrip(x, 70, 45, 45, o);
+    }
+  }
+}
+
+TEST(TileFormat, HalfPrecisionRoundTrip) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> v(0, 65535);
+  std::vector<std::uint16_t> x(37 * 41);
+  for (auto& e : x) e = (v(rng) % 3 == 0) ? std::uint16_t(v(rng)) : std::uint16_t(v(rng) % 2 ? 0x8000 : 0);
+  for (ElemType et : {ElemType::F16, ElemType::BF16})
+    for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap}) {
+      CompactOptions o;
+      o.elem = et;
+      o.sparse_format = f;
+      o.tile_rows = 8;
+      o.tile_cols = 8;
+      o.threshold = 0.9;
+      const TiledMatrix t = compact(static_cast<const void*>(x.data()), 37, 41, 41, o);
+      validate(t);
+      std::vector<std::uint16_t> y(x.size(), 7);
+      expand(t, static_cast<void*>(y.data()), 41);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const bool dense = t.header(std::uint32_t(i / 41 / 8), std::uint32_t(i % 41 / 8)).fmt() == TileFormat::Dense;
+        ASSERT_EQ(y[i], !dense && is_zero_bits(x[i]) ? 0 : x[i]) << i;
+      }
+    }
+}
+
+// The worked example of docs/tile-format.md, byte for byte (both sparse formats).
+TEST(TileFormat, WorkedExampleBytes) {
+  const float x[3 * 5] = {0,    1.0f, 0,     2.0f, /**/ 0,     //
+                          0,    0,    -0.0f, 0,    /**/ 3.0f,  //
+                          4.0f, 5.0f, 6.0f,  7.0f, /**/ 0};
+  CompactOptions o;
+  o.tile_rows = 2;
+  o.tile_cols = 4;
+  o.threshold = 0.75;
+  using B = std::vector<std::uint8_t>;
+  o.sparse_format = TileFormat::Ell;
+  TiledMatrix t = compact(x, 3, 5, 5, o);
+  EXPECT_EQ(t.header_bytes(), (B{
+      0x01, 0x00, 0x02, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // (0,0)
+      0x01, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // (0,1)
+      0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // (1,0)
+      0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}));  // (1,1)
+  EXPECT_EQ(t.payload, (B{
+      0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40, 0x40, 0x00, 0x00, 0x00, 0x00}));
+  o.sparse_format = TileFormat::Bitmap;
+  t = compact(x, 3, 5, 5, o);
+  EXPECT_EQ(t.header_bytes(), (B{
+      0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}));
+  EXPECT_EQ(t.payload, (B{
+      0x0A, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x00, 0x40,
+      0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40, 0x40, 0x00, 0x00, 0x00, 0x00}));
+}
+
+TEST(TileFormat, ValidateCatchesCorruption) {
+  std::mt19937 rng(5);
+  const auto x = random_matrix(rng, 40, 40, 0.9);
+  CompactOptions o;
+  o.tile_rows = 8;
+  o.tile_cols = 8;
+  TiledMatrix t = compact(x.data(), 40, 40, 40, o);
+  ASSERT_NO_THROW(validate(t));
+  TiledMatrix bad = t;
+  bad.headers[3].format = 7;
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  bad = t;
+  bad.headers[2].nnz = 65;
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  bad = t;
+  bad.headers.back().offset = bad.payload.size() + 16;
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  bad = t;
+  bad.headers.pop_back();
+  EXPECT_THROW(validate(bad), spartan::InputError);
+}
+
+TEST(TileFormat, RejectsBadOptions) {
+  std::vector<float> x(16);
+  CompactOptions o;
+  o.tile_rows = 0;
+  EXPECT_THROW(compact(x.data(), 4, 4, 4, o), spartan::InputError);
+  o = CompactOptions{};
+  o.sparse_format = TileFormat::Dense;
+  EXPECT_THROW(compact(x.data(), 4, 4, 4, o), spartan::InputError);
+  o = CompactOptions{};
+  EXPECT_THROW(compact(x.data(), 4, 4, 3, o), spartan::InputError);
+}

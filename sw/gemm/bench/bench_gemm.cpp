@@ -1,0 +1,222 @@
+// bench-gemm: OpenBLAS sgemm vs the tile-sparse GEMM, side by side, single thread, on the GEMM shapes of
+// real conv layers (shapes.cpp) at activation sparsity 0/50/70/90/97% (uniformly random non-zeros).
+// Prints time(OpenBLAS) / time(tile-sparse) per shape and sparsity, tile-sparse time excluding compact
+// (operand pre-compacted) and the compact time separately. `--calibrate` runs the threshold calibration.
+// Results of this machine: docs/bench/gemm.md.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "shapes.h"
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/cli.h"
+#include "spartan/common/error.h"
+#include "spartan/gemm/tile_sparse.h"
+
+namespace po = boost::program_options;
+using namespace spartan;
+using namespace spartan::gemm;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Minimum over repetitions (after one warm-up) of f's wall time; repeats until min_total_s is spent
+/// (at least min_reps, at most max_reps).
+template <class F>
+double time_min(F&& f, double min_total_s, int min_reps, int max_reps) {
+  f();
+  double best = 1e30, total = 0;
+  for (int i = 0; i < max_reps && (i < min_reps || total < min_total_s); ++i) {
+    const double t0 = now_s();
+    f();
+    const double dt = now_s() - t0;
+    best = std::min(best, dt);
+    total += dt;
+  }
+  return best;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+double target_for(double sparsity) { return sparsity >= 0.97 ? 8.0 : sparsity >= 0.9 ? 3.0 : sparsity <= 0.5 ? 1.0 : 0; }
+
+int run_calibrate(const TileSparseOptions& opt, std::ostream& md) {
+  const Calibration cal = calibrate_threshold(opt);
+  std::printf("threshold calibration (M=128 N=784 K=1152, activation B, %ux%u tiles, %s, 1 thread)\n", opt.tile_rows,
+              opt.tile_cols, opt.sparse_format == format::TileFormat::Ell ? "ELL" : "BITMAP");
+  std::printf("%8s %12s %12s\n", "density", "sparse_ms", "dense_ms");
+  md << "| density | sparse path ms | dense path ms |\n|---:|---:|---:|\n";
+  for (std::size_t i = 0; i < cal.density.size(); ++i) {
+    std::printf("%8.2f %12.3f %12.3f\n", cal.density[i], cal.sparse_s[i] * 1e3, cal.dense_s[i] * 1e3);
+    md << "| " << cal.density[i] << " | " << fmt("%.3f", cal.sparse_s[i] * 1e3) << " | "
+       << fmt("%.3f", cal.dense_s[i] * 1e3) << " |\n";
+  }
+  std::printf("crossover threshold: %.2f\n", cal.threshold);
+  md << "\nCrossover threshold: **" << cal.threshold << "**\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_cli("bench-gemm", [&]() -> int {
+    po::options_description desc("bench-gemm options");
+    std::string tile = "32x32", fmt_name = "ell", md_path, filter;
+    std::string sparsities = "0,0.5,0.7,0.9,0.97";
+    double threshold = kCalibratedThreshold, min_time = 0.2;
+    int batch = 1, seed = 1;
+    bool all_passes = false, calibrate = false, quick = false;
+    desc.add_options()("help,h", "this help")("tile", po::value(&tile), "tile size RxC (default 32x32)")(
+        "format", po::value(&fmt_name), "sparse tile format: ell | bitmap")(
+        "threshold", po::value(&threshold), "density threshold (default: calibrated constant)")(
+        "sparsity", po::value(&sparsities), "comma-separated sparsities (default 0,0.5,0.7,0.9,0.97)")(
+        "batch", po::value(&batch), "batch size folded into N (default 1)")(
+        "all-passes", po::bool_switch(&all_passes), "also backward-data and backward-weight GEMMs")(
+        "filter", po::value(&filter), "only shapes whose name contains this")(
+        "min-time", po::value(&min_time), "seconds of repetitions per measurement (default 0.2)")(
+        "quick", po::bool_switch(&quick), "one layer per network")("seed", po::value(&seed), "RNG seed")(
+        "md", po::value(&md_path), "also write the table as Markdown to this file (atomic)")(
+        "calibrate", po::bool_switch(&calibrate), "run the density-threshold calibration instead");
+    po::variables_map vm;
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      std::ostringstream s;
+      s << desc;
+      std::printf("%s", s.str().c_str());
+      return 0;
+    }
+    TileSparseOptions opt;
+    unsigned tr = 0, tc = 0;
+    char x = 0;
+    std::istringstream ts(tile);
+    if (!(ts >> tr >> x >> tc) || x != 'x' || tr == 0 || tc == 0) throw InputError("--tile must look like 32x32");
+    opt.tile_rows = tr, opt.tile_cols = tc;
+    if (fmt_name == "ell")
+      opt.sparse_format = format::TileFormat::Ell;
+    else if (fmt_name == "bitmap")
+      opt.sparse_format = format::TileFormat::Bitmap;
+    else
+      throw InputError("--format must be ell or bitmap");
+    if (batch < 1) throw InputError("--batch must be >= 1");
+    opt.threshold = threshold;
+    opt.num_threads = 1;
+    openblas_set_num_threads(1);
+    omp_set_num_threads(1);
+    std::vector<double> sp;
+    {
+      std::istringstream ss(sparsities);
+      std::string tok;
+      while (std::getline(ss, tok, ',')) {
+        std::size_t used = 0;
+        double v = -1;
+        try {
+          v = std::stod(tok, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != tok.size() || v < 0 || v > 1) throw InputError("--sparsity: '" + tok + "' is not in [0, 1]");
+        sp.push_back(v);
+      }
+    }
+    std::ostringstream md;
+    if (calibrate) {
+      run_calibrate(opt, md);
+      if (!md_path.empty()) write_file_atomic(md_path, md.str());
+      return 0;
+    }
+    TileSparseEngine engine(opt);
+    std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d\n", tr, tc,
+                fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch);
+    std::printf("%-18s %-10s %5s %6s %5s %5s %13s %9s %9s %7s %9s %s\n", "layer", "pass", "M", "N", "K", "sp%",
+                "tiles z/s/d", "blas_ms", "tile_ms", "ratio", "compact", "target");
+    md << "| layer | pass | M | N | K | sparsity % | tiles zero/sparse/dense | OpenBLAS ms | tile-sparse ms | ratio | "
+          "compact ms | target |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n";
+    std::vector<bench::ConvShape> layers = bench::conv_layers();
+    if (quick) {
+      std::vector<bench::ConvShape> q;
+      std::map<std::string, int> seen;
+      for (const auto& l : layers)
+        if (seen[l.net]++ == 0 || l.layer == "conv3_x") q.push_back(l);
+      layers = q;
+    }
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::uniform_real_distribution<double> p(0, 1);
+    std::map<double, std::vector<double>> ratios;
+    int met = 0, with_target = 0;
+    for (const auto& s : bench::gemm_shapes(layers, batch, all_passes)) {
+      if (!filter.empty() && s.name.find(filter) == std::string::npos) continue;
+      const int ar = s.op_a == Op::N ? s.M : s.K, ac = s.op_a == Op::N ? s.K : s.M;
+      const int br = s.op_b == Op::N ? s.K : s.N, bc = s.op_b == Op::N ? s.N : s.K;
+      std::vector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C(std::size_t(s.M) * s.N);
+      for (auto& v : A) v = u(rng);
+      for (double sparsity : sp) {
+        for (auto& v : B) v = p(rng) < sparsity ? 0.0f : u(rng);
+        GemmCall c{s.op_a, s.op_b, s.M, s.N, s.K, 1.0f, 0.0f, A.data(), ac, B.data(), bc, C.data(), s.N,
+                   SparseOperand::B};
+        const double t_blas = time_min(
+            [&] {
+              cblas_sgemm(CblasRowMajor, s.op_a == Op::N ? CblasNoTrans : CblasTrans,
+                          s.op_b == Op::N ? CblasNoTrans : CblasTrans, s.M, s.N, s.K, 1.0f, A.data(), ac, B.data(), bc,
+                          0.0f, C.data(), s.N);
+            },
+            min_time, 3, 200);
+        format::TiledMatrix tm;
+        const double t_compact = time_min([&] { tm = engine.compact_operand(c); }, min_time / 2, 2, 50);
+        const double t_tile = time_min([&] { engine.run_compacted(c, tm); }, min_time, 3, 200);
+        const TileSparseStats& st = engine.last_stats();
+        const double ratio = t_blas / t_tile, tgt = target_for(sparsity);
+        ratios[sparsity].push_back(ratio);
+        std::string verdict = "-";
+        if (tgt > 0) {
+          ++with_target;
+          met += ratio >= tgt;
+          verdict = (ratio >= tgt ? ">=" : "<") + fmt("%.0f", tgt) + (ratio >= tgt ? " ok" : " MISS");
+        }
+        const std::string tiles =
+            std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
+        std::printf("%-18s %-10s %5d %6d %5d %5.0f %13s %9.3f %9.3f %7.2f %9.3f %s\n", s.name.c_str(),
+                    bench::pass_name(s.pass), s.M, s.N, s.K, sparsity * 100, tiles.c_str(), t_blas * 1e3, t_tile * 1e3,
+                    ratio, t_compact * 1e3, verdict.c_str());
+        std::fflush(stdout);
+        md << "| " << s.name << " | " << bench::pass_name(s.pass) << " | " << s.M << " | " << s.N << " | " << s.K
+           << " | " << fmt("%.0f", sparsity * 100) << " | " << tiles << " | " << fmt("%.3f", t_blas * 1e3) << " | "
+           << fmt("%.3f", t_tile * 1e3) << " | " << fmt("%.2f", ratio) << " | " << fmt("%.3f", t_compact * 1e3)
+           << " | " << verdict << " |\n";
+      }
+    }
+    std::printf("\ngeometric-mean ratio per sparsity:");
+    md << "\n| sparsity % | geo-mean ratio | min | max |\n|---:|---:|---:|---:|\n";
+    for (const auto& [s, v] : ratios) {
+      double lg = 0;
+      for (double r : v) lg += std::log(r);
+      const double gm = std::exp(lg / v.size());
+      std::printf("  %.0f%%: %.2f", s * 100, gm);
+      md << "| " << fmt("%.0f", s * 100) << " | " << fmt("%.2f", gm) << " | "
+         << fmt("%.2f", *std::min_element(v.begin(), v.end())) << " | "
+         << fmt("%.2f", *std::max_element(v.begin(), v.end())) << " |\n";
+    }
+    std::printf("\ntargets met: %d of %d measurements\n", met, with_target);
+    md << "\nTargets met: " << met << " of " << with_target << " measurements.\n";
+    if (!md_path.empty()) write_file_atomic(md_path, md.str());
+    return 0;
+  });
+}

@@ -1,0 +1,111 @@
+// Tile-sparse GEMM engines (CPU; CUDA ones in cuda.h) and the engine factory.
+//
+// C = alpha * op(A) * op(B) + beta * C (row-major, BLAS convention of gemm.h), where the operand named
+// by GemmCall::sparse (the ReLU activation or the ReLU-masked gradient) is compacted into the one
+// tile-sparse format (spartan/format/tile_format.h) and the other operand is dense. Per tile of the
+// stored sparse operand: nnz == 0 -> skipped; DENSE (density >= threshold) -> dense micro-kernel
+// (OpenBLAS sgemm on maximal runs of adjacent dense tiles, left in place); ELL/BITMAP -> sparse
+// micro-kernel (AVX2/FMA or portable, chosen at run time; OpenMP over tile bands).
+// No transpose of an operand is materialised except the dense operand's packing for the sparse
+// micro-kernel when its rows are not contiguous along the output (documented in sw/gemm/README.md).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spartan/format/tile_format.h"
+#include "spartan/gemm/gemm.h"
+
+namespace spartan::gemm {
+
+/// Density threshold (nnz / tile elements) at or above which a tile is computed by the dense
+/// micro-kernel. Produced by `bench-gemm --calibrate` (calibrate_threshold below) on the 2-core
+/// x86-64 (AMD EPYC, AVX2) development VM, single thread, 32x32 tiles; see sw/gemm/README.md.
+inline constexpr double kCalibratedThreshold = 0.25;
+
+/// Instruction set of the sparse micro-kernel.
+enum class Isa { Auto, Avx2, Portable };
+
+struct TileSparseOptions {
+  std::uint32_t tile_rows = format::kDefaultTileRows;
+  std::uint32_t tile_cols = format::kDefaultTileCols;
+  double threshold = kCalibratedThreshold;                ///< see format::CompactOptions::threshold
+  format::TileFormat sparse_format = format::TileFormat::Ell;  ///< Ell or Bitmap
+  Isa isa = Isa::Auto;  ///< Auto: AVX2+FMA when the CPU has them, else portable
+  int num_threads = 0;  ///< OpenMP threads for the sparse part; 0 = OpenMP default
+};
+
+/// What the last call did (tile counts of the compacted operand and times in seconds).
+struct TileSparseStats {
+  std::size_t tiles_zero = 0, tiles_sparse = 0, tiles_dense = 0;
+  std::size_t nnz = 0;             ///< non-zeros of the sparse operand
+  std::size_t dense_calls = 0;     ///< sgemm calls issued for runs of DENSE tiles
+  bool full_dense = false;         ///< every tile DENSE: one sgemm for the whole call
+  double compact_s = 0, compute_s = 0;
+};
+
+namespace detail {
+/// One non-zero of a row of the logical sparse operand: row index r of the dense operand D and the
+/// value with alpha folded in (internal to the CPU kernels).
+struct Entry {
+  std::uint32_t r;
+  float v;
+};
+}  // namespace detail
+
+class TileSparseEngine final : public GemmEngine {
+ public:
+  /// Throws spartan::InputError on bad options (tile size, sparse format, AVX2 forced on a CPU without it).
+  explicit TileSparseEngine(const TileSparseOptions& opt = {});
+  /// Compacts the sparse operand (GemmCall::sparse), then computes. sparse == None: plain sgemm.
+  void run(const GemmCall& call) override;
+  std::string name() const override { return "tile-sparse"; }
+
+  /// Compacts the stored sparse operand of `call` with this engine's options.
+  format::TiledMatrix compact_operand(const GemmCall& call) const;
+  /// Computes with an already compacted sparse operand: `s` must be the compaction of the stored
+  /// matrix that `call` names as sparse (same shape; its DENSE tiles are read from the call's pointer).
+  /// Throws spartan::InputError when the shapes do not match.
+  void run_compacted(const GemmCall& call, const format::TiledMatrix& s);
+
+  const TileSparseStats& last_stats() const { return stats_; }
+  const TileSparseOptions& options() const { return opt_; }
+  /// The micro-kernel ISA actually used ("avx2" or "portable").
+  std::string isa_name() const;
+
+ private:
+  TileSparseOptions opt_;
+  bool avx2_ = false;
+  TileSparseStats stats_;
+  // Reused buffers of the sparse part: row list over P (row pointers, fill cursors, entries).
+  std::vector<std::uint32_t> row_ptr_;
+  std::vector<detail::Entry> ent_, tent_;
+  std::vector<std::uint16_t> tcol_;
+};
+
+std::unique_ptr<TileSparseEngine> make_tile_sparse_engine(const TileSparseOptions& opt = {});
+
+/// Engine by name: "dense", "tile-sparse", and with CUDA "cuda-dense", "cuda-tile-sparse".
+/// Throws spartan::InputError naming the known engines for an unknown name.
+std::unique_ptr<GemmEngine> make_engine(const std::string& name, const TileSparseOptions& opt = {});
+/// Names make_engine accepts in this build.
+std::vector<std::string> engine_names();
+
+/// Tile counts / nnz / times of an engine's last call, when it is a tile-sparse engine (CPU or CUDA);
+/// nullptr otherwise.
+const TileSparseStats* last_tile_stats(const GemmEngine& engine);
+
+/// Result of the threshold calibration: time per call of the sparse and dense micro-kernel paths at
+/// each density, and the crossover density (smallest density where dense is not slower).
+struct Calibration {
+  std::vector<double> density, sparse_s, dense_s;
+  double threshold = 1.0;
+};
+/// Measures, on a synthetic forward-conv-like GEMM (activation B of K x N with uniformly random
+/// non-zeros; M = out channels), the sparse path (threshold > 1) against the dense path (threshold 0)
+/// per density and returns the crossover. Deterministic inputs for a given seed; times are measured.
+Calibration calibrate_threshold(const TileSparseOptions& opt, int M = 128, int N = 784, int K = 1152,
+                                unsigned seed = 1, int repeats = 3);
+
+}  // namespace spartan::gemm

@@ -1,0 +1,160 @@
+// Sparse micro-kernels: row gather over the dense operand, vectorised along the output row.
+// The AVX2 path keeps up to 64 output floats in 8 ymm accumulators per row and issues one broadcast,
+// NV loads and NV FMAs per non-zero; the portable path is plain C++ the compiler vectorises for the
+// baseline ISA. The ISA is chosen at run time (__builtin_cpu_supports), never at compile time.
+#include "cpu_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SPARTAN_X86 1
+#endif
+
+namespace spartan::gemm::detail {
+
+void gather_portable(const std::uint32_t* row_ptr, const Entry* e, int rows, const float* D, std::size_t ldd,
+                     float* Out, std::size_t ldo, int Q) {
+  constexpr int QB = 64;
+  for (int q0 = 0; q0 < Q; q0 += QB) {
+    const int qn = Q - q0 < QB ? Q - q0 : QB;
+    for (int p = 0; p < rows; ++p) {
+      float acc[QB];
+      float* out = Out + std::size_t(p) * ldo + q0;
+      for (int q = 0; q < qn; ++q) acc[q] = out[q];
+      for (std::uint32_t k = row_ptr[p]; k < row_ptr[p + 1]; ++k) {
+        const float v = e[k].v;
+        const float* d = D + std::size_t(e[k].r) * ldd + q0;
+        for (int q = 0; q < qn; ++q) acc[q] += v * d[q];
+      }
+      for (int q = 0; q < qn; ++q) out[q] = acc[q];
+    }
+  }
+}
+
+void transpose_add_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc) {
+  for (int i = 0; i < w; ++i) {
+    float* crow = C + std::size_t(i) * ldc;
+    for (int j = 0; j < rows; ++j) crow[j] += T[std::size_t(j) * ldt + i];
+  }
+}
+
+#ifdef SPARTAN_X86
+__attribute__((target("avx2,fma"))) void transpose_add_avx2(const float* T, std::size_t ldt, int rows, int w,
+                                                            float* C, std::size_t ldc) {
+  const int rows8 = rows / 8 * 8, w8 = w / 8 * 8;
+  for (int j0 = 0; j0 < rows8; j0 += 8)
+    for (int i0 = 0; i0 < w8; i0 += 8) {
+      __m256 r[8], t[8];
+      for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(T + std::size_t(j0 + k) * ldt + i0);
+      // 8x8 transpose: unpack pairs, shuffle quads, swap 128-bit halves.
+      t[0] = _mm256_unpacklo_ps(r[0], r[1]);
+      t[1] = _mm256_unpackhi_ps(r[0], r[1]);
+      t[2] = _mm256_unpacklo_ps(r[2], r[3]);
+      t[3] = _mm256_unpackhi_ps(r[2], r[3]);
+      t[4] = _mm256_unpacklo_ps(r[4], r[5]);
+      t[5] = _mm256_unpackhi_ps(r[4], r[5]);
+      t[6] = _mm256_unpacklo_ps(r[6], r[7]);
+      t[7] = _mm256_unpackhi_ps(r[6], r[7]);
+      r[0] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(1, 0, 1, 0));
+      r[1] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(3, 2, 3, 2));
+      r[2] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(1, 0, 1, 0));
+      r[3] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(3, 2, 3, 2));
+      r[4] = _mm256_shuffle_ps(t[4], t[6], _MM_SHUFFLE(1, 0, 1, 0));
+      r[5] = _mm256_shuffle_ps(t[4], t[6], _MM_SHUFFLE(3, 2, 3, 2));
+      r[6] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(1, 0, 1, 0));
+      r[7] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(3, 2, 3, 2));
+      t[0] = _mm256_permute2f128_ps(r[0], r[4], 0x20);
+      t[1] = _mm256_permute2f128_ps(r[1], r[5], 0x20);
+      t[2] = _mm256_permute2f128_ps(r[2], r[6], 0x20);
+      t[3] = _mm256_permute2f128_ps(r[3], r[7], 0x20);
+      t[4] = _mm256_permute2f128_ps(r[0], r[4], 0x31);
+      t[5] = _mm256_permute2f128_ps(r[1], r[5], 0x31);
+      t[6] = _mm256_permute2f128_ps(r[2], r[6], 0x31);
+      t[7] = _mm256_permute2f128_ps(r[3], r[7], 0x31);
+      for (int k = 0; k < 8; ++k) {
+        float* c = C + std::size_t(i0 + k) * ldc + j0;
+        _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(c), t[k]));
+      }
+    }
+  // Edges: columns i >= w8 for all rows, rows j >= rows8 for i < w8.
+  for (int i = w8; i < w; ++i)
+    for (int j = 0; j < rows; ++j) C[std::size_t(i) * ldc + j] += T[std::size_t(j) * ldt + i];
+  for (int i = 0; i < w8; ++i)
+    for (int j = rows8; j < rows; ++j) C[std::size_t(i) * ldc + j] += T[std::size_t(j) * ldt + i];
+}
+
+bool cpu_has_avx2_fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+namespace {
+
+// NV full ymm vectors, plus (when TAIL) one masked vector of `tail` lanes.
+template <int NV, bool TAIL>
+__attribute__((target("avx2,fma"))) inline void gather_block(const std::uint32_t* row_ptr, const Entry* e, int rows,
+                                                             const float* D, std::size_t ldd, float* Out,
+                                                             std::size_t ldo, int q0, __m256i mask) {
+  for (int p = 0; p < rows; ++p) {
+    float* out = Out + std::size_t(p) * ldo + q0;
+    __m256 acc[NV + (TAIL ? 1 : 0)];
+    for (int i = 0; i < NV; ++i) acc[i] = _mm256_loadu_ps(out + 8 * i);
+    if (TAIL) acc[NV] = _mm256_maskload_ps(out + 8 * NV, mask);
+    const std::uint32_t kb = row_ptr[p], ke = row_ptr[p + 1];
+    for (std::uint32_t k = kb; k < ke; ++k) {
+      const __m256 v = _mm256_set1_ps(e[k].v);
+      const float* d = D + std::size_t(e[k].r) * ldd + q0;
+      for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(v, _mm256_loadu_ps(d + 8 * i), acc[i]);
+      if (TAIL) acc[NV] = _mm256_fmadd_ps(v, _mm256_maskload_ps(d + 8 * NV, mask), acc[NV]);
+    }
+    for (int i = 0; i < NV; ++i) _mm256_storeu_ps(out + 8 * i, acc[i]);
+    if (TAIL) _mm256_maskstore_ps(out + 8 * NV, mask, acc[NV]);
+  }
+}
+
+template <bool TAIL>
+__attribute__((target("avx2,fma"))) void gather_nv(int nv, const std::uint32_t* rp, const Entry* e, int rows,
+                                                    const float* D, std::size_t ldd, float* Out, std::size_t ldo,
+                                                    int q0, __m256i mask) {
+  switch (nv) {
+    case 0: gather_block<0, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 1: gather_block<1, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 2: gather_block<2, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 3: gather_block<3, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 4: gather_block<4, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 5: gather_block<5, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 6: gather_block<6, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    default: gather_block<7, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
+  }
+}
+
+}  // namespace
+
+__attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* row_ptr, const Entry* e, int rows,
+                                                     const float* D, std::size_t ldd, float* Out, std::size_t ldo,
+                                                     int Q) {
+  const __m256i none = _mm256_setzero_si256();
+  int q0 = 0;
+  for (; q0 + 64 <= Q; q0 += 64) gather_block<8, false>(row_ptr, e, rows, D, ldd, Out, ldo, q0, none);
+  const int rem = Q - q0;
+  if (rem == 0) return;
+  const int nv = rem / 8, tail = rem % 8;
+  if (tail == 0) {
+    gather_nv<false>(nv, row_ptr, e, rows, D, ldd, Out, ldo, q0, none);
+  } else {
+    alignas(32) int m[8];
+    for (int i = 0; i < 8; ++i) m[i] = i < tail ? -1 : 0;
+    gather_nv<true>(nv, row_ptr, e, rows, D, ldd, Out, ldo, q0, _mm256_load_si256(reinterpret_cast<const __m256i*>(m)));
+  }
+}
+#else
+bool cpu_has_avx2_fma() { return false; }
+void transpose_add_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc) {
+  transpose_add_portable(T, ldt, rows, w, C, ldc);
+}
+void gather_avx2(const std::uint32_t* row_ptr, const Entry* e, int rows, const float* D, std::size_t ldd, float* Out,
+                 std::size_t ldo, int Q) {
+  gather_portable(row_ptr, e, rows, D, ldd, Out, ldo, Q);
+}
+#endif
+
+}  // namespace spartan::gemm::detail

@@ -1,0 +1,209 @@
+// Tile-sparse CPU GEMM against the OpenBLAS reference: all sparse-operand/op combinations, both sparse
+// formats, both ISAs, thresholds that force all-sparse / mixed / all-dense, odd shapes.
+//
+// Tolerance (fp32): |C - C_ref| <= 8 * K * 2^-24 * (|alpha| * sum_k |a_ik| |b_kj| + |beta| |C0_ij|) + 1e-30.
+// Both sides are fp32 sums of the same K products in different orders; the bound is the standard
+// worst-case error of recursive summation (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1)
+// for the two results, with margin.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "spartan/common/error.h"
+#include "spartan/gemm/tile_sparse.h"
+
+using namespace spartan::gemm;
+using spartan::format::TileFormat;
+
+namespace {
+
+struct Case {
+  SparseOperand sp;
+  Op oa, ob;
+  int M, N, K;
+  double sparsity;
+};
+
+void check_case(const Case& cs, const TileSparseOptions& opt, std::mt19937& rng, float alpha = 1.0f,
+                float beta = 0.0f, int pad = 0) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int ar = cs.oa == Op::N ? cs.M : cs.K, ac = cs.oa == Op::N ? cs.K : cs.M;
+  const int br = cs.ob == Op::N ? cs.K : cs.N, bc = cs.ob == Op::N ? cs.N : cs.K;
+  const int lda = ac + pad, ldb = bc + pad, ldc = cs.N + pad;
+  std::vector<float> A(std::size_t(ar) * lda), B(std::size_t(br) * ldb), C0(std::size_t(cs.M) * ldc);
+  const double sa = cs.sp == SparseOperand::A ? cs.sparsity : 0, sb = cs.sp == SparseOperand::B ? cs.sparsity : 0;
+  // Clustered zeros (whole 8x8 blocks) for half of the sparsity, random for the rest: mixes zero,
+  // sparse and dense tiles.
+  for (int i = 0; i < ar; ++i)
+    for (int j = 0; j < ac; ++j) A[std::size_t(i) * lda + j] = p(rng) < sa ? (p(rng) < 0.5 ? 0.0f : -0.0f) : u(rng);
+  for (int i = 0; i < br; ++i)
+    for (int j = 0; j < bc; ++j) B[std::size_t(i) * ldb + j] = p(rng) < sb ? 0.0f : u(rng);
+  if (cs.sparsity > 0.5) {
+    float* S = cs.sp == SparseOperand::A ? A.data() : B.data();
+    const int rows = cs.sp == SparseOperand::A ? ar : br, cols = cs.sp == SparseOperand::A ? ac : bc;
+    const int ld = cs.sp == SparseOperand::A ? lda : ldb;
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j)
+        if (((i / 24) + (j / 24)) % 3 == 0) S[std::size_t(i) * ld + j] = 0.0f;
+  }
+  for (auto& x : C0) x = u(rng);
+  std::vector<float> C = C0, R = C0;
+  GemmCall c{cs.oa, cs.ob, cs.M, cs.N, cs.K, alpha, beta, A.data(), lda, B.data(), ldb, C.data(), ldc, cs.sp};
+  GemmCall r = c;
+  r.C = R.data();
+  make_dense_engine()->run(r);
+  TileSparseEngine e(opt);
+  e.run(c);
+  auto a = [&](int i, int k) { return cs.oa == Op::N ? A[std::size_t(i) * lda + k] : A[std::size_t(k) * lda + i]; };
+  auto b = [&](int k, int j) { return cs.ob == Op::N ? B[std::size_t(k) * ldb + j] : B[std::size_t(j) * ldb + k]; };
+  for (int i = 0; i < cs.M; ++i)
+    for (int j = 0; j < cs.N; ++j) {
+      double mag = 0;
+      for (int k = 0; k < cs.K; ++k) mag += std::fabs(double(a(i, k)) * b(k, j));
+      const double tol =
+          8.0 * cs.K * std::ldexp(1.0, -24) * (std::fabs(alpha) * mag + std::fabs(beta * C0[std::size_t(i) * ldc + j])) +
+          1e-30;
+      ASSERT_LE(std::fabs(double(C[std::size_t(i) * ldc + j]) - R[std::size_t(i) * ldc + j]), tol)
+          << "C(" << i << "," << j << ") sp=" << int(cs.sp) << " oa=" << int(cs.oa) << " ob=" << int(cs.ob)
+          << " M=" << cs.M << " N=" << cs.N << " K=" << cs.K << " thr=" << opt.threshold
+          << " fmt=" << int(opt.sparse_format) << " isa=" << e.isa_name();
+    }
+  // Padding columns of C untouched.
+  for (int i = 0; i < cs.M; ++i)
+    for (int j = cs.N; j < ldc; ++j) ASSERT_EQ(C[std::size_t(i) * ldc + j], C0[std::size_t(i) * ldc + j]);
+  const TileSparseStats& st = e.last_stats();
+  std::size_t nnz = 0;
+  const float* S = cs.sp == SparseOperand::A ? A.data() : B.data();
+  const int rows = cs.sp == SparseOperand::A ? ar : br, cols = cs.sp == SparseOperand::A ? ac : bc;
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) nnz += !spartan::format::is_zero(S[std::size_t(i) * (cols + pad) + j]);
+  EXPECT_EQ(st.nnz, nnz);
+  const std::size_t tiles = std::size_t((rows + opt.tile_rows - 1) / opt.tile_rows) *
+                            ((cols + opt.tile_cols - 1) / opt.tile_cols);
+  EXPECT_EQ(st.tiles_zero + st.tiles_sparse + st.tiles_dense, tiles);
+  if (opt.threshold > 1) {
+    EXPECT_EQ(st.tiles_dense, 0u);
+  }
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v = {Isa::Portable};
+  if (TileSparseEngine().isa_name() == "avx2") v.push_back(Isa::Avx2);
+  return v;
+}
+
+}  // namespace
+
+// The three training GEMMs of a conv layer (im2col, row-major):
+//   forward           Y[Cout x HW]    = W[Cout x CKK] * col[CKK x HW]          sparse B, N N
+//   backward-weight   dW[Cout x CKK]  = dY[Cout x HW] * col^T                    sparse B (op T) or A (dY masked)
+//   backward-data     dcol[CKK x HW]  = W^T * dY                                 sparse B, T N
+// plus sparse A with A transposed; every combination is checked.
+TEST(TileSparseGemm, AllOpsFormatsIsasThresholds) {
+  std::mt19937 rng(11);
+  const int shapes[][3] = {{37, 70, 45}, {5, 131, 33}, {100, 9, 77}};
+  for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+    for (Op oa : {Op::N, Op::T})
+      for (Op ob : {Op::N, Op::T})
+        for (auto& sh : shapes)
+          for (double sparsity : {0.0, 0.6, 0.95}) {
+            Case cs{sp, oa, ob, sh[0], sh[1], sh[2], sparsity};
+            for (Isa isa : isas())
+              for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
+                for (double thr : {0.0, 0.3, 2.0}) {
+                  TileSparseOptions o;
+                  o.isa = isa;
+                  o.sparse_format = f;
+                  o.threshold = thr;
+                  o.tile_rows = 32;
+                  o.tile_cols = 32;
+                  check_case(cs, o, rng);
+                }
+          }
+}
+
+TEST(TileSparseGemm, AlphaBetaStridesAndTileSizes) {
+  std::mt19937 rng(12);
+  const std::uint32_t tiles[][2] = {{8, 8}, {16, 64}, {7, 300}, {64, 16}};
+  for (auto& t : tiles)
+    for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+      for (Op oa : {Op::N, Op::T})
+        for (Op ob : {Op::N, Op::T}) {
+          TileSparseOptions o;
+          o.tile_rows = t[0];
+          o.tile_cols = t[1];
+          o.threshold = 0.5;
+          check_case(Case{sp, oa, ob, 41, 67, 83, 0.8}, o, rng, 1.5f, 0.5f, 3);
+          check_case(Case{sp, oa, ob, 41, 67, 83, 0.8}, o, rng, -2.0f, 1.0f, 0);
+        }
+}
+
+TEST(TileSparseGemm, BetaZeroIgnoresNanInC) {
+  std::vector<float> A(4 * 4, 1.0f), B(4 * 4, 0.0f), C(16, NAN);
+  B[0] = 2.0f;
+  GemmCall c{Op::N, Op::N, 4, 4, 4, 1.0f, 0.0f, A.data(), 4, B.data(), 4, C.data(), 4, SparseOperand::B};
+  TileSparseOptions o;
+  o.tile_rows = o.tile_cols = 2;
+  o.threshold = 0.5;
+  TileSparseEngine e(o);
+  e.run(c);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(C[i * 4 + 0], 2.0f);
+    for (int j = 1; j < 4; ++j) EXPECT_EQ(C[i * 4 + j], 0.0f);
+  }
+  EXPECT_EQ(e.last_stats().tiles_zero, 3u);
+  EXPECT_EQ(e.last_stats().tiles_sparse, 1u);
+}
+
+TEST(TileSparseGemm, PrecompactedMatchesRunAndStatsCount) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int M = 32, N = 96, K = 64;
+  std::vector<float> A(M * K), B(K * N, 0.0f), C1(M * N), C2(M * N);
+  for (auto& x : A) x = u(rng);
+  for (int k = 0; k < 32; ++k)  // top-left 32x32 tile dense, top-middle sparse, rest zero
+    for (int n = 0; n < 64; ++n) B[k * N + n] = (n < 32 || (k + n) % 8 == 0) ? u(rng) + 3.0f : 0.0f;
+  GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, B.data(), N, C1.data(), N, SparseOperand::B};
+  TileSparseEngine e;
+  e.run(c);
+  const TileSparseStats s1 = e.last_stats();
+  EXPECT_EQ(s1.tiles_dense, 1u);
+  EXPECT_EQ(s1.tiles_sparse, 1u);
+  EXPECT_EQ(s1.tiles_zero, 4u);
+  EXPECT_EQ(s1.dense_calls, 1u);
+  const auto t = e.compact_operand(c);
+  c.C = C2.data();
+  e.run_compacted(c, t);
+  EXPECT_EQ(C1, C2);
+  EXPECT_EQ(e.last_stats().compact_s, 0.0);
+  const TileSparseStats* ls = last_tile_stats(e);
+  ASSERT_NE(ls, nullptr);
+  EXPECT_EQ(ls->tiles_zero, 4u);
+  EXPECT_EQ(last_tile_stats(*make_dense_engine()), nullptr);
+}
+
+TEST(TileSparseGemm, RejectsMismatchedCompactedOperandAndBadOptions) {
+  std::vector<float> A(16), B(16), C(16);
+  GemmCall c{Op::N, Op::N, 4, 4, 4, 1.0f, 0.0f, A.data(), 4, B.data(), 4, C.data(), 4, SparseOperand::B};
+  TileSparseEngine e;
+  spartan::format::CompactOptions o;
+  const auto wrong = spartan::format::compact(B.data(), 2, 8, 8, o);
+  EXPECT_THROW(e.run_compacted(c, wrong), spartan::InputError);
+  TileSparseOptions bad;
+  bad.tile_rows = 0;
+  EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError);
+  bad = TileSparseOptions{};
+  bad.sparse_format = TileFormat::Dense;
+  EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError);
+}
+
+TEST(TileSparseGemm, FactoryByName) {
+  for (const auto& n : engine_names()) {
+    if (n.rfind("cuda", 0) == 0) continue;  // exercised by test_gemm_cuda where a GPU exists
+    EXPECT_EQ(make_engine(n)->name(), n);
+  }
+  EXPECT_THROW(make_engine("sparse-magic"), spartan::InputError);
+}

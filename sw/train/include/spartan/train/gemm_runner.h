@@ -1,0 +1,48 @@
+// Routes every GEMM of the training engine through one spartan::gemm::GemmEngine and, when timing is
+// on (capture iterations), measures each call and re-runs it on the dense reference engine so that
+// the trace holds both times for the same call.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "spartan/gemm/gemm.h"
+
+namespace spartan::train {
+
+/// The three GEMMs of a conv / FC layer (names as in the trace metadata).
+enum class GemmPass { Forward, BackwardData, BackwardWeight };
+const char* pass_name(GemmPass p);  ///< "fwd", "bwd_data", "bwd_weight"
+
+struct GemmTiming {
+  int layer = 0;
+  GemmPass pass = GemmPass::Forward;
+  int M = 0, N = 0, K = 0;
+  double engine_ms = 0;  ///< time of the engine that produced the result
+  double dense_ms = -1;  ///< dense (OpenBLAS) time of the same call; == engine_ms when the engine is dense
+  bool tile_sparse = false;  ///< the engine is a tile-sparse one: the two fields below are valid
+  double tile_kernel_ms = -1;   ///< tile-sparse compute alone (operand already compacted)
+  double tile_compact_ms = -1;  ///< dense-to-tile-sparse conversion of the sparse operand
+  double operand_sparsity = 0;  ///< zero fraction of the operand marked sparse
+};
+
+class GemmRunner {
+ public:
+  /// `engine` computes every call; `dense` (may equal `engine`) is the reference timed beside it.
+  /// Neither is owned.
+  GemmRunner(gemm::GemmEngine* engine, gemm::GemmEngine* dense);
+  /// Runs `call` for `layer`'s `pass`; records a GemmTiming when timing is enabled.
+  void run(int layer, GemmPass pass, const gemm::GemmCall& call);
+  void set_timing(bool on) { timing_ = on; }
+  bool timing() const { return timing_; }
+  std::vector<GemmTiming> take_timings();
+  const gemm::GemmEngine& engine() const { return *engine_; }
+
+ private:
+  gemm::GemmEngine* engine_;
+  gemm::GemmEngine* dense_;
+  bool timing_ = false;
+  std::vector<GemmTiming> timings_;
+  std::vector<float> scratch_;
+};
+
+}  // namespace spartan::train

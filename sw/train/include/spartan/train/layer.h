@@ -1,0 +1,209 @@
+// Layers of the training engine. Every layer has forward and backward on NCHW float tensors; layers
+// keep what their backward needs from the last forward (so forward/backward must alternate).
+// Conv2d and Linear ("GEMM layers") run their three GEMMs through the GemmRunner with the activation
+// operand marked sparse: forward and backward-weight mark the input activation (im2col matrix for
+// conv), backward-data marks the incoming gradient (ReLU-masked where a ReLU follows).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "spartan/train/gemm_runner.h"
+#include "spartan/train/tensor.h"
+
+namespace spartan::train {
+
+/// A trainable parameter with its gradient and SGD momentum buffer (same size).
+struct Param {
+  std::string name;
+  std::vector<float> value, grad, velocity;
+  bool weight_decay = true;  ///< false for biases and batch-norm shift/scale
+  explicit Param(std::string n = {}, std::size_t size = 0, bool decay = true)
+      : name(std::move(n)), value(size, 0.0f), grad(size, 0.0f), velocity(size, 0.0f), weight_decay(decay) {}
+};
+
+/// Per-pass state shared by all layers.
+struct Context {
+  bool training = true;
+  std::mt19937_64* rng = nullptr;  ///< dropout masks (seeded by the trainer)
+  GemmRunner* gemm = nullptr;
+};
+
+class ReLU;
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual Tensor forward(const Tensor& x, Context& ctx) = 0;
+  /// Returns dL/dx given dL/dy; writes (overwrites) the parameter gradients into Param::grad.
+  virtual Tensor backward(const Tensor& dy, Context& ctx) = 0;
+  virtual std::vector<Param*> params() { return {}; }
+  /// Short description, e.g. "conv3x3 16->32 s1 p1".
+  virtual std::string describe() const = 0;
+  /// Appends this layer's GEMM layers (itself, or its children for composite layers) in forward order.
+  virtual void gemm_layers(std::vector<class GemmLayer*>& out) { (void)out; }
+};
+
+/// GEMM shapes of one pass, C[M x N] = A[M x K] * B[K x N] with A the activation-derived (sparse)
+/// operand: the convention of docs/trace-format.md, section 4.1.
+struct GemmShape {
+  int M = 0, N = 0, K = 0;
+};
+
+/// A conv or fully-connected layer: its GEMMs, and what trace capture records about it.
+class GemmLayer : public Layer {
+ public:
+  int id = 0;                    ///< index in the model's GEMM-layer list (trace `L{id}`)
+  const ReLU* next_relu = nullptr;  ///< ReLU whose mask gates this layer's output gradient (may be null)
+  virtual std::string kind() const = 0;  ///< "conv" or "fc"
+  /// The activation that fed the last forward (NCHW).
+  virtual const Tensor& input() const = 0;
+  /// Output shape of the last forward.
+  virtual const Tensor& output_shape() const = 0;
+  virtual GemmShape shape(GemmPass p) const = 0;
+  void gemm_layers(std::vector<GemmLayer*>& out) override { out.push_back(this); }
+};
+
+/// 2-D convolution via im2col + GEMM. Weights Cout x (Cin*kh*kw), bias Cout. He-normal init.
+/// im2col matrix `col` stored kdim x P with kdim = Cin*kh*kw (channel-major, then kernel row, kernel
+/// col) and P = N*OH*OW (image-major, then output row, output col). With A always the sparse operand:
+/// fwd: Y^T[P x Cout] = col^T * W^T (M=P, N=Cout, K=kdim);
+/// bwd_data: dcol^T[P x kdim] = dY^T * W (M=P, N=kdim, K=Cout; dY ReLU-masked where a ReLU follows), then col2im;
+/// bwd_weight: dW^T[kdim x Cout] = col * dY^T (M=kdim, N=Cout, K=P).
+class Conv2d final : public GemmLayer {
+ public:
+  Conv2d(int cin, int cout, int k, int stride, int pad, bool bias, std::mt19937_64& init_rng);
+  Tensor forward(const Tensor& x, Context& ctx) override;
+  Tensor backward(const Tensor& dy, Context& ctx) override;
+  std::vector<Param*> params() override;
+  std::string describe() const override;
+  std::string kind() const override { return "conv"; }
+  const Tensor& input() const override { return x_; }
+  const Tensor& output_shape() const override { return yshape_; }
+  GemmShape shape(GemmPass p) const override;
+  int cin, cout, k, stride, pad;
+  Param weight, bias;
+  bool has_bias;
+
+ private:
+  Tensor x_, yshape_;
+  std::vector<float> col_, ytmp_, dwt_;
+};
+
+/// Fully connected: y[N x out] = x[N x in] * W^T + b, W stored out x in. He-normal init.
+/// fwd: M=N_batch, N=out, K=in (sparse A = x); bwd_data: dx = dy * W (M=N_batch, N=in, K=out,
+/// sparse A = dy); bwd_weight: dW^T = x^T * dy (M=in, N=out, K=N_batch, sparse A = x^T).
+class Linear final : public GemmLayer {
+ public:
+  Linear(int in, int out, std::mt19937_64& init_rng);
+  Tensor forward(const Tensor& x, Context& ctx) override;
+  Tensor backward(const Tensor& dy, Context& ctx) override;
+  std::vector<Param*> params() override { return {&weight, &bias}; }
+  std::string describe() const override;
+  std::string kind() const override { return "fc"; }
+  const Tensor& input() const override { return x_; }
+  const Tensor& output_shape() const override { return yshape_; }
+  GemmShape shape(GemmPass p) const override;
+  int in, out;
+  Param weight, bias;
+
+ private:
+  Tensor x_, yshape_;
+};
+
+class ReLU final : public Layer {
+ public:
+  Tensor forward(const Tensor& x, Context& ctx) override;
+  Tensor backward(const Tensor& dy, Context& ctx) override;
+  std::string describe() const override { return "relu"; }
+  /// Output of the last forward (mask = output > 0).
+  const Tensor& output() const { return y_; }
+
+ private:
+  Tensor y_;
+};
+
+/// Max pooling, kernel k x k, stride s, no padding (floor mode). Ties: the first maximum wins.
+class MaxPool2d final : public Layer {
+ public:
+  MaxPool2d(int k, int stride) : k_(k), s_(stride) {}
+  Tensor forward(const Tensor& x, Context& ctx) override;
+  Tensor backward(const Tensor& dy, Context& ctx) override;
+  std::string describe() const override;
+
+ private:
+  int k_, s_;
+  Tensor xshape_;
+  std::vector<std::int32_t> argmax_;
+};
+
+/// Global average pooling: N x C x H x W -> N x C x 1 x 1.
+class GlobalAvgPool final : public Layer {
+ public:
+  Tensor forward(const Tensor& x, Context& ctx) override;
+  Tensor backward(const Tensor& dy, Context& ctx) override;
+  std::string describe() const override { return "global-avg-pool"; }
+
+ private:
+  Tensor xshape_;
+};
+
+/// Batch normalisation (Ioffe & Szegedy, ICML 2015) over N,H,W per channel (for N x F x 1 x 1 inputs:
+/// per feature). Training: batch statistics (biased variance), running mean/var updated with
+/// momentum 0.1 (unbiased variance), as in PyTorch's BatchNorm2d. Eval: running statistics. eps 1e-5.
+class BatchNorm final : public Layer {
+ public:
+  explicit BatchNorm(int channels, float momentum = 0.1f, float eps = 1e-5f);
+  Tensor forward(const Tensor& x, Context& ctx) override;
+  Tensor backward(const Tensor& dy, Context& ctx) override;
+  std::vector<Param*> params() override { return {&gamma, &beta}; }
+  std::string describe() const override { return "batchnorm " + std::to_string(c_); }
+  Param gamma, beta;
+  std::vector<float> running_mean, running_var;
+
+ private:
+  int c_;
+  float momentum_, eps_;
+  Tensor xhat_;
+  std::vector<float> inv_std_;
+};
+
+/// Inverted dropout with drop probability p (kept values scaled by 1/(1-p)); identity in eval.
+/// The mask is drawn from Context::rng, so runs are reproducible for a seed.
+class Dropout final : public Layer {
+ public:
+  explicit Dropout(float p) : p_(p) {}
+  Tensor forward(const Tensor& x, Context& ctx) override;
+  Tensor backward(const Tensor& dy, Context& ctx) override;
+  std::string describe() const override;
+
+ private:
+  float p_;
+  std::vector<float> scale_;  ///< 0 or 1/(1-p) per element; empty in eval mode
+};
+
+/// ResNet basic block (He et al., CVPR 2016, Fig. 2/Table 1): conv3x3(stride) - BN - ReLU - conv3x3 - BN,
+/// plus a shortcut (identity, or 1x1 conv(stride) - BN "projection" when shape changes), add, ReLU.
+class BasicBlock final : public Layer {
+ public:
+  BasicBlock(int cin, int cout, int stride, std::mt19937_64& init_rng);
+  Tensor forward(const Tensor& x, Context& ctx) override;
+  Tensor backward(const Tensor& dy, Context& ctx) override;
+  std::vector<Param*> params() override;
+  std::string describe() const override;
+  void gemm_layers(std::vector<GemmLayer*>& out) override;
+  bool projection() const { return static_cast<bool>(proj_); }
+
+ private:
+  std::unique_ptr<Conv2d> conv1_, conv2_, proj_;
+  std::unique_ptr<BatchNorm> bn1_, bn2_, proj_bn_;
+  ReLU relu1_, relu_out_;
+};
+
+/// Mean softmax cross-entropy over the batch. `logits` N x classes x 1 x 1.
+/// Returns the loss and writes dL/dlogits into `dlogits`; `correct` counts argmax hits.
+double softmax_cross_entropy(const Tensor& logits, const std::uint8_t* labels, Tensor& dlogits, int* correct);
+
+}  // namespace spartan::train

@@ -1,0 +1,49 @@
+// Sequential CNN models and the named, scaled-down networks of the Spartan paper (AlexNet, VGG-16,
+// ResNet-18) plus LeNet-5, sized for 28x28 single-channel inputs (Fashion-MNIST) on a small CPU.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spartan/train/layer.h"
+
+namespace spartan::train {
+
+class Model {
+ public:
+  explicit Model(std::string name) : name_(std::move(name)) {}
+  /// Appends a layer. A ReLU that follows a GEMM layer (possibly through a BatchNorm) becomes that
+  /// layer's `next_relu` (its mask is the trace's `dz_mask`). GEMM layers are numbered in order.
+  void add(std::unique_ptr<Layer> layer);
+  Tensor forward(const Tensor& x, Context& ctx);
+  Tensor backward(const Tensor& dy, Context& ctx);
+  std::vector<Param*> params();
+  const std::vector<GemmLayer*>& gemm_layers() const { return gemm_layers_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  const std::string& name() const { return name_; }
+  std::size_t num_parameters();
+
+ private:
+  std::string name_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<GemmLayer*> gemm_layers_;
+  GemmLayer* pending_ = nullptr;
+};
+
+/// Names accepted by build_model: lenet5, alexnet-s, vgg-s, resnet-s.
+std::vector<std::string> model_names();
+
+/// Builds a named model for `in_c` x `in_h` x `in_w` inputs and `classes` outputs; weights He-initialised
+/// from `seed`. Throws spartan::InputError for an unknown name or inputs too small for the model.
+///  - lenet5 (LeCun et al. 1998, with ReLU and max-pool): conv5x5(6,p2)-pool-conv5x5(16)-pool-fc120-fc84-fc.
+///  - alexnet-s (Krizhevsky et al. 2012 pattern): conv5x5(32)-pool3s2-conv5x5(64)-pool3s2-conv3x3(96,96,64)
+///    -pool3s2-[dropout-fc256]x2-fc; overlapping 3x3/s2 pooling, no LRN.
+///  - vgg-s (Simonyan & Zisserman 2015, VGG-16 with BN): 13 conv3x3 in blocks of 2,2,3,3,3 with widths
+///    16,32,64,128,128, 2x2 max-pool after blocks 1-3 and 3x3 after block 5, then fc256-fc256-fc with dropout.
+///  - resnet-s (He et al. 2016, ResNet-18 pattern): conv3x3(16)-BN-ReLU, 4 stages x 2 basic blocks with
+///    widths 16,32,64,128 (stride 2 and 1x1 projection shortcut at stages 2-4), global average pool, fc.
+std::unique_ptr<Model> build_model(const std::string& name, int in_c, int in_h, int in_w, int classes,
+                                   std::uint64_t seed);
+
+}  // namespace spartan::train

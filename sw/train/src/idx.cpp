@@ -1,0 +1,133 @@
+#include "spartan/train/idx.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "spartan/common/error.h"
+
+namespace spartan::train {
+namespace {
+
+std::vector<std::uint8_t> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path + ": cannot open");
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return bytes;
+}
+
+std::vector<std::uint8_t> gunzip(const std::string& path, const std::vector<std::uint8_t>& in) {
+  std::vector<std::uint8_t> out;
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) throw IoError(path + ": zlib inflateInit2 failed");
+  zs.next_in = const_cast<Bytef*>(in.data());
+  zs.avail_in = static_cast<uInt>(in.size());
+  std::vector<std::uint8_t> buf(1 << 20);
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    zs.next_out = buf.data();
+    zs.avail_out = static_cast<uInt>(buf.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      const std::uint64_t at = zs.total_in;
+      inflateEnd(&zs);
+      throw FormatError(path, "gzip", at,
+                        rc == Z_BUF_ERROR ? "truncated gzip stream" : "corrupt gzip stream (zlib code " +
+                                                                          std::to_string(rc) + ")",
+                        "compressed byte offset");
+    }
+    out.insert(out.end(), buf.data(), buf.data() + (buf.size() - zs.avail_out));
+    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
+      const std::uint64_t at = zs.total_in;
+      inflateEnd(&zs);
+      throw FormatError(path, "gzip", at, "truncated gzip stream", "compressed byte offset");
+    }
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+}  // namespace
+
+IdxArray read_idx(const std::string& path) {
+  std::vector<std::uint8_t> bytes = read_all(path);
+  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) bytes = gunzip(path, bytes);
+  if (bytes.size() < 4) throw FormatError(path, "magic", bytes.size(), "file shorter than the 4-byte IDX magic");
+  if (bytes[0] != 0 || bytes[1] != 0) throw FormatError(path, "magic", 0, "bad IDX magic (first two bytes must be 0)");
+  if (bytes[2] != 0x08)
+    throw FormatError(path, "magic", 2, "unsupported IDX element type 0x" + std::to_string(bytes[2]) + " (need 0x08 = u8)");
+  const int d = bytes[3];
+  if (d < 1 || d > 4) throw FormatError(path, "magic", 3, "unsupported number of dimensions " + std::to_string(d));
+  const std::size_t header = 4 + 4 * static_cast<std::size_t>(d);
+  if (bytes.size() < header) throw FormatError(path, "dims", bytes.size(), "file ends inside the dimension sizes");
+  IdxArray a;
+  std::uint64_t count = 1;
+  for (int i = 0; i < d; ++i) {
+    const std::uint8_t* p = bytes.data() + 4 + 4 * i;
+    const std::uint32_t v = (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
+    a.dims.push_back(v);
+    count *= v;
+  }
+  if (count > (std::uint64_t(1) << 34)) throw FormatError(path, "dims", 4, "implausible element count");
+  if (bytes.size() - header < count)
+    throw FormatError(path, "data", bytes.size(),
+                      "truncated: header declares " + std::to_string(count) + " elements, file holds " +
+                          std::to_string(bytes.size() - header));
+  a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header),
+                bytes.begin() + static_cast<std::ptrdiff_t>(header + count));
+  return a;
+}
+
+namespace {
+
+std::string find_file(const std::string& dir, const std::string& stem) {
+  namespace fs = std::filesystem;
+  for (const std::string& name : {stem + ".gz", stem}) {
+    const fs::path p = fs::path(dir) / name;
+    if (fs::exists(p)) return p.string();
+  }
+  throw IoError(dir + ": missing IDX file " + stem + "[.gz]");
+}
+
+DataSplit load_split(const std::string& dir, const std::string& prefix) {
+  const std::string img_path = find_file(dir, prefix + "-images-idx3-ubyte");
+  const std::string lab_path = find_file(dir, prefix + "-labels-idx1-ubyte");
+  IdxArray img = read_idx(img_path);
+  IdxArray lab = read_idx(lab_path);
+  if (img.dims.size() != 3) throw FormatError(img_path, "dims", 3, "image file must have 3 dimensions (N, rows, cols)");
+  if (lab.dims.size() != 1) throw FormatError(lab_path, "dims", 3, "label file must have 1 dimension (N)");
+  if (img.dims[0] != lab.dims[0])
+    throw InputError(img_path + ": " + std::to_string(img.dims[0]) + " images but " + lab_path + " has " +
+                     std::to_string(lab.dims[0]) + " labels");
+  DataSplit s;
+  s.n = static_cast<int>(img.dims[0]);
+  s.rows = static_cast<int>(img.dims[1]);
+  s.cols = static_cast<int>(img.dims[2]);
+  s.images.resize(img.data.size());
+  std::transform(img.data.begin(), img.data.end(), s.images.begin(), [](std::uint8_t v) { return v / 255.0f; });
+  s.labels = std::move(lab.data);
+  return s;
+}
+
+}  // namespace
+
+Dataset load_idx_dataset(const std::string& dir) {
+  Dataset ds;
+  ds.dir = dir;
+  ds.name = std::filesystem::path(dir).filename().string();
+  if (ds.name.empty()) ds.name = std::filesystem::path(dir).parent_path().filename().string();
+  ds.train = load_split(dir, "train");
+  ds.test = load_split(dir, "t10k");
+  if (ds.train.rows != ds.test.rows || ds.train.cols != ds.test.cols)
+    throw InputError(dir + ": train and test images have different sizes");
+  int max_label = 0;
+  for (auto* s : {&ds.train, &ds.test})
+    for (std::uint8_t l : s->labels) max_label = std::max<int>(max_label, l);
+  if (max_label > 255) throw InputError(dir + ": bad labels");
+  ds.classes = std::max(10, max_label + 1);
+  return ds;
+}
+
+}  // namespace spartan::train

@@ -1,0 +1,148 @@
+#include "spartan/train/model.h"
+
+#include "spartan/common/error.h"
+
+namespace spartan::train {
+
+void Model::add(std::unique_ptr<Layer> layer) {
+  Layer* l = layer.get();
+  layers_.push_back(std::move(layer));
+  std::vector<GemmLayer*> g;
+  l->gemm_layers(g);
+  for (GemmLayer* gl : g) {
+    gl->id = static_cast<int>(gemm_layers_.size());
+    gemm_layers_.push_back(gl);
+  }
+  if (auto* gl = dynamic_cast<GemmLayer*>(l)) {
+    pending_ = gl;
+  } else if (auto* r = dynamic_cast<ReLU*>(l)) {
+    if (pending_) pending_->next_relu = r;
+    pending_ = nullptr;
+  } else if (!dynamic_cast<BatchNorm*>(l)) {
+    pending_ = nullptr;
+  }
+}
+
+Tensor Model::forward(const Tensor& x, Context& ctx) {
+  Tensor t = x;
+  for (auto& l : layers_) t = l->forward(t, ctx);
+  return t;
+}
+
+Tensor Model::backward(const Tensor& dy, Context& ctx) {
+  Tensor t = dy;
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) t = (*it)->backward(t, ctx);
+  return t;
+}
+
+std::vector<Param*> Model::params() {
+  std::vector<Param*> out;
+  for (auto& l : layers_)
+    for (Param* p : l->params()) out.push_back(p);
+  return out;
+}
+
+std::size_t Model::num_parameters() {
+  std::size_t n = 0;
+  for (Param* p : params()) n += p->value.size();
+  return n;
+}
+
+std::vector<std::string> model_names() { return {"lenet5", "alexnet-s", "vgg-s", "resnet-s"}; }
+
+namespace {
+
+struct Builder {
+  Model& m;
+  std::mt19937_64& rng;
+  int c, h, w;
+  void conv(int cout, int k, int stride, int pad, bool bn) {
+    m.add(std::make_unique<Conv2d>(c, cout, k, stride, pad, !bn, rng));
+    c = cout;
+    h = (h + 2 * pad - k) / stride + 1;
+    w = (w + 2 * pad - k) / stride + 1;
+    if (h <= 0 || w <= 0) throw InputError("model " + m.name() + ": input too small");
+    if (bn) m.add(std::make_unique<BatchNorm>(cout));
+    m.add(std::make_unique<ReLU>());
+  }
+  void pool(int k, int s) {
+    m.add(std::make_unique<MaxPool2d>(k, s));
+    h = (h - k) / s + 1;
+    w = (w - k) / s + 1;
+    if (h <= 0 || w <= 0) throw InputError("model " + m.name() + ": input too small");
+  }
+  void fc(int out, bool relu) {
+    m.add(std::make_unique<Linear>(c * h * w, out, rng));
+    c = out;
+    h = w = 1;
+    if (relu) m.add(std::make_unique<ReLU>());
+  }
+  void dropout(float p) { m.add(std::make_unique<Dropout>(p)); }
+  void block(int cout, int stride) {
+    m.add(std::make_unique<BasicBlock>(c, cout, stride, rng));
+    c = cout;
+    h = (h + 2 - 3) / stride + 1;
+    w = (w + 2 - 3) / stride + 1;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Model> build_model(const std::string& name, int in_c, int in_h, int in_w, int classes,
+                                   std::uint64_t seed) {
+  auto m = std::make_unique<Model>(name);
+  std::mt19937_64 rng(seed);
+  Builder b{*m, rng, in_c, in_h, in_w};
+  if (name == "lenet5") {
+    b.conv(6, 5, 1, 2, false);
+    b.pool(2, 2);
+    b.conv(16, 5, 1, 0, false);
+    b.pool(2, 2);
+    b.fc(120, true);
+    b.fc(84, true);
+    b.fc(classes, false);
+  } else if (name == "alexnet-s") {
+    b.conv(32, 5, 1, 2, false);
+    b.pool(3, 2);
+    b.conv(64, 5, 1, 2, false);
+    b.pool(3, 2);
+    b.conv(96, 3, 1, 1, false);
+    b.conv(96, 3, 1, 1, false);
+    b.conv(64, 3, 1, 1, false);
+    b.pool(3, 2);
+    b.dropout(0.5f);
+    b.fc(256, true);
+    b.dropout(0.5f);
+    b.fc(256, true);
+    b.fc(classes, false);
+  } else if (name == "vgg-s") {
+    const int widths[5] = {16, 32, 64, 128, 128}, convs[5] = {2, 2, 3, 3, 3};
+    for (int blk = 0; blk < 5; ++blk) {
+      for (int i = 0; i < convs[blk]; ++i) b.conv(widths[blk], 3, 1, 1, true);
+      if (blk < 3) b.pool(2, 2);
+      if (blk == 4) b.pool(b.h, b.h);
+    }
+    b.fc(256, true);
+    b.dropout(0.5f);
+    b.fc(256, true);
+    b.dropout(0.5f);
+    b.fc(classes, false);
+  } else if (name == "resnet-s") {
+    b.conv(16, 3, 1, 1, true);
+    const int widths[4] = {16, 32, 64, 128};
+    for (int s = 0; s < 4; ++s) {
+      b.block(widths[s], s == 0 ? 1 : 2);
+      b.block(widths[s], 1);
+    }
+    m->add(std::make_unique<GlobalAvgPool>());
+    b.h = b.w = 1;
+    b.fc(classes, false);
+  } else {
+    std::string list;
+    for (const auto& n : model_names()) list += (list.empty() ? "" : ", ") + n;
+    throw InputError("unknown model '" + name + "' (choose one of: " + list + ")");
+  }
+  return m;
+}
+
+}  // namespace spartan::train

@@ -1,0 +1,202 @@
+#include "spartan/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "spartan/common/error.h"
+
+namespace spartan::train {
+
+void sgd_step(const std::vector<Param*>& params, float lr, float momentum, float weight_decay) {
+  for (Param* p : params) {
+    const float wd = p->weight_decay ? weight_decay : 0.0f;
+    const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(p->value.size());
+    float* w = p->value.data();
+    float* v = p->velocity.data();
+    const float* g = p->grad.data();
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (std::ptrdiff_t i = 0; i < n; ++i) {
+      v[i] = momentum * v[i] + g[i] + wd * w[i];
+      w[i] -= lr * v[i];
+    }
+  }
+}
+
+float learning_rate(const std::string& schedule, float base, std::int64_t step, std::int64_t total) {
+  if (schedule == "constant") return base;
+  if (schedule == "cosine") {
+    if (total <= 0) return base;
+    const double t = std::min<double>(1.0, static_cast<double>(step) / static_cast<double>(total));
+    return static_cast<float>(base * 0.5 * (1.0 + std::cos(M_PI * t)));
+  }
+  throw InputError("unknown learning-rate schedule '" + schedule + "' (choose constant or cosine)");
+}
+
+std::vector<std::string> gemm_layer_names(const Model& model) {
+  std::vector<std::string> names;
+  int conv = 0, fc = 0;
+  for (const GemmLayer* g : model.gemm_layers())
+    names.push_back(g->kind() == "conv" ? "conv" + std::to_string(++conv) : "fc" + std::to_string(++fc));
+  return names;
+}
+
+namespace {
+
+Tensor make_batch(const DataSplit& s, const std::vector<int>& order, std::size_t first, int count,
+                  std::vector<std::uint8_t>& labels) {
+  Tensor x(count, 1, s.rows, s.cols);
+  labels.resize(count);
+  const std::size_t per = std::size_t(s.rows) * s.cols;
+  for (int i = 0; i < count; ++i) {
+    const int idx = order.empty() ? static_cast<int>(first) + i : order[first + i];
+    std::copy_n(s.images.data() + std::size_t(idx) * per, per, x.data() + std::size_t(i) * per);
+    labels[i] = s.labels[idx];
+  }
+  return x;
+}
+
+double density_of_relu(const ReLU* r) {
+  const Tensor& y = r->output();
+  return 1.0 - zero_fraction(y.data(), y.numel());
+}
+
+}  // namespace
+
+double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limit, int batch) {
+  const int n = limit > 0 ? std::min(limit, split.n) : split.n;
+  if (n == 0) return 0.0;
+  const bool timing = gemm.timing();
+  gemm.set_timing(false);
+  Context ctx;
+  ctx.training = false;
+  ctx.gemm = &gemm;
+  std::int64_t correct = 0;
+  std::vector<std::uint8_t> labels;
+  for (int first = 0; first < n; first += batch) {
+    const int count = std::min(batch, n - first);
+    const Tensor x = make_batch(split, {}, static_cast<std::size_t>(first), count, labels);
+    const Tensor z = model.forward(x, ctx);
+    Tensor dz;
+    int c = 0;
+    softmax_cross_entropy(z, labels.data(), dz, &c);
+    correct += c;
+  }
+  gemm.set_timing(timing);
+  return static_cast<double>(correct) / n;
+}
+
+TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const TrainConfig& cfg,
+                  const std::vector<TrainObserver*>& observers) {
+  const DataSplit& tr = data.train;
+  if (cfg.batch < 1 || cfg.batch > tr.n)
+    throw InputError("batch size " + std::to_string(cfg.batch) + " must be in [1, " + std::to_string(tr.n) + "]");
+  if (cfg.epochs < 1) throw InputError("epochs must be >= 1");
+  if (cfg.iterations < 0) throw InputError("iterations must be >= 0");
+  learning_rate(cfg.lr_schedule, cfg.lr, 0, 1);  // validates the schedule name
+  const std::int64_t per_epoch = tr.n / cfg.batch;
+  std::int64_t total = per_epoch * cfg.epochs;
+  if (cfg.iterations > 0) total = std::min(total, cfg.iterations);
+
+  std::mt19937_64 shuffle_rng(cfg.seed * 0x9E3779B97F4A7C15ULL + 1);
+  std::mt19937_64 dropout_rng(cfg.seed * 0x9E3779B97F4A7C15ULL + 2);
+  Context ctx;
+  ctx.training = true;
+  ctx.rng = &dropout_rng;
+  ctx.gemm = &gemm;
+  const auto params = model.params();
+  const auto& glayers = model.gemm_layers();
+  const auto names = gemm_layer_names(model);
+
+  TrainResult res;
+  res.sparsity.resize(glayers.size());
+  for (std::size_t l = 0; l < glayers.size(); ++l) {
+    res.sparsity[l].layer = static_cast<int>(l);
+    res.sparsity[l].name = names[l];
+    res.sparsity[l].describe = glayers[l]->describe();
+    res.sparsity[l].relu_after = glayers[l]->next_relu != nullptr;
+  }
+  std::vector<double> losses, accs;
+  std::vector<int> order(tr.n);
+  std::vector<std::uint8_t> labels;
+  const auto t_start = std::chrono::steady_clock::now();
+  double last_test = -1;
+  std::int64_t it = 0;
+  for (int epoch = 0; epoch < cfg.epochs && it < total; ++epoch) {
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
+    double epoch_train_s = 0;
+    for (std::int64_t b = 0; b < per_epoch && it < total; ++b, ++it) {
+      const auto t0 = std::chrono::steady_clock::now();
+      bool capture = false;
+      for (TrainObserver* o : observers) capture = o->wants_capture(it) || capture;
+      gemm.set_timing(capture);
+      const Tensor x = make_batch(tr, order, static_cast<std::size_t>(b * cfg.batch), cfg.batch, labels);
+      const Tensor z = model.forward(x, ctx);
+      Tensor dz;
+      int correct = 0;
+      const double loss = softmax_cross_entropy(z, labels.data(), dz, &correct);
+      if (!std::isfinite(loss)) throw Error("training diverged at iteration " + std::to_string(it) + " (loss " + std::to_string(loss) + "); lower --lr", 1);
+      model.backward(dz, ctx);
+      gemm.set_timing(false);
+      // Sparsity of every GEMM layer's activation (and of the ReLU mask of its output gradient).
+      double mean_sp = 0;
+      const bool sample = it % std::max<std::int64_t>(1, cfg.sparsity_every) == 0 || capture;
+      for (std::size_t l = 0; l < glayers.size(); ++l) {
+        const Tensor& a = glayers[l]->input();
+        const double ad = 1.0 - zero_fraction(a.data(), a.numel());
+        const double dd = glayers[l]->next_relu ? density_of_relu(glayers[l]->next_relu) : 1.0;
+        LayerSparsity& s = res.sparsity[l];
+        s.act_density_sum += ad;
+        s.dz_density_sum += dd;
+        ++s.samples;
+        if (sample) {
+          s.iterations.push_back(it);
+          s.act_density.push_back(ad);
+          if (s.relu_after) s.dz_mask_density.push_back(dd);
+        }
+        mean_sp += 1.0 - ad;
+      }
+      if (!glayers.empty()) mean_sp /= static_cast<double>(glayers.size());
+      if (capture) {
+        const auto timings = gemm.take_timings();
+        for (TrainObserver* o : observers) o->on_capture(it, model, timings);
+      }
+      sgd_step(params, learning_rate(cfg.lr_schedule, cfg.lr, it, total), cfg.momentum, cfg.weight_decay);
+      epoch_train_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      losses.push_back(loss);
+      accs.push_back(static_cast<double>(correct) / cfg.batch);
+
+      const bool epoch_end = b + 1 == per_epoch || it + 1 == total;
+      if ((cfg.eval_every > 0 && (it + 1) % cfg.eval_every == 0) || epoch_end) {
+        last_test = evaluate(model, data.test, gemm, cfg.test_limit);
+        res.test_history.emplace_back(it + 1, last_test);
+        for (TrainObserver* o : observers) o->on_eval(it + 1, last_test);
+      }
+      IterationInfo info;
+      info.iteration = it;
+      info.total_iterations = total;
+      info.epoch = epoch;
+      info.loss = loss;
+      info.batch_accuracy = accs.back();
+      info.mean_act_sparsity = mean_sp;
+      info.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      info.last_test_accuracy = last_test;
+      for (TrainObserver* o : observers) o->on_iteration(info);
+    }
+    res.epoch_seconds.push_back(epoch_train_s);
+  }
+  res.iterations = it;
+  const std::size_t w = std::min<std::size_t>(100, losses.size()), w0 = std::min<std::size_t>(20, losses.size());
+  if (w > 0) {
+    res.final_train_loss = std::accumulate(losses.end() - static_cast<std::ptrdiff_t>(w), losses.end(), 0.0) / w;
+    res.final_train_accuracy = std::accumulate(accs.end() - static_cast<std::ptrdiff_t>(w), accs.end(), 0.0) / w;
+    res.first_train_loss = std::accumulate(losses.begin(), losses.begin() + static_cast<std::ptrdiff_t>(w0), 0.0) / w0;
+  }
+  res.test_accuracy = last_test;
+  res.test_images = data.test.n == 0 ? 0 : (cfg.test_limit > 0 ? std::min(cfg.test_limit, data.test.n) : data.test.n);
+  return res;
+}
+
+}  // namespace spartan::train

@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "spartan/common/error.h"
+#include "spartan/train/idx.h"
+
+namespace fs = std::filesystem;
+using spartan::train::read_idx;
+
+namespace {
+
+std::vector<std::uint8_t> idx_bytes(const std::vector<std::uint32_t>& dims, std::size_t data_bytes, std::uint8_t fill = 7) {
+  std::vector<std::uint8_t> b = {0, 0, 8, static_cast<std::uint8_t>(dims.size())};
+  for (auto d : dims)
+    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<std::uint8_t>(d >> s));
+  for (std::size_t i = 0; i < data_bytes; ++i) b.push_back(static_cast<std::uint8_t>(fill + i));
+  return b;
+}
+
+class IdxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("spartan_idx_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write_raw(const std::string& name, const std::vector<std::uint8_t>& b) {
+    const std::string p = (dir_ / name).string();
+    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    return p;
+  }
+  std::string write_gz(const std::string& name, const std::vector<std::uint8_t>& b) {
+    const std::string p = (dir_ / name).string();
+    gzFile f = gzopen(p.c_str(), "wb");
+    gzwrite(f, b.data(), static_cast<unsigned>(b.size()));
+    gzclose(f);
+    return p;
+  }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(IdxTest, ReadsRawAndGzip) {
+  const auto b = idx_bytes({2, 3, 4}, 24);
+  for (const std::string& p : {write_raw("a.idx", b), write_gz("a.idx.gz", b)}) {
+    const auto a = read_idx(p);
+    ASSERT_EQ(a.dims, (std::vector<std::uint32_t>{2, 3, 4}));
+    ASSERT_EQ(a.data.size(), 24u);
+    EXPECT_EQ(a.data[0], 7);
+    EXPECT_EQ(a.data[23], 30);
+  }
+}
+
+TEST_F(IdxTest, BadMagicNamesOffset) {
+  auto b = idx_bytes({3}, 3);
+  b[1] = 1;
+  const std::string p = write_raw("bad.idx", b);
+  try {
+    read_idx(p);
+    FAIL() << "no throw";
+  } catch (const spartan::FormatError& e) {
+    EXPECT_EQ(e.file(), p);
+    EXPECT_EQ(e.offset(), 0u);
+  }
+  b[1] = 0;
+  b[2] = 0x0D;  // float elements: unsupported
+  EXPECT_THROW(read_idx(write_raw("f.idx", b)), spartan::FormatError);
+}
+
+TEST_F(IdxTest, TruncatedDataAndHeader) {
+  auto b = idx_bytes({10, 2}, 20);
+  b.resize(b.size() - 5);
+  try {
+    read_idx(write_raw("t.idx", b));
+    FAIL() << "no throw";
+  } catch (const spartan::FormatError& e) {
+    EXPECT_EQ(e.offset(), b.size());
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos);
+  }
+  EXPECT_THROW(read_idx(write_raw("h.idx", {0, 0, 8, 3, 0, 0})), spartan::FormatError);
+  EXPECT_THROW(read_idx(write_raw("e.idx", {0, 0})), spartan::FormatError);
+}
+
+TEST_F(IdxTest, TruncatedGzipStream) {
+  const std::string p = write_gz("z.gz", idx_bytes({100}, 100));
+  std::ifstream in(p, std::ios::binary);
+  std::vector<std::uint8_t> gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  gz.resize(gz.size() / 2);
+  EXPECT_THROW(read_idx(write_raw("z2.gz", gz)), spartan::FormatError);
+}
+
+TEST_F(IdxTest, MissingFileIsIoError) {
+  EXPECT_THROW(read_idx((dir_ / "nope").string()), spartan::IoError);
+  EXPECT_THROW(spartan::train::load_idx_dataset(dir_.string()), spartan::IoError);
+}
+
+TEST_F(IdxTest, LoadsDatasetPairsAndChecksCounts) {
+  write_gz("train-images-idx3-ubyte.gz", idx_bytes({3, 2, 2}, 12, 0));
+  write_raw("train-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 3, 0, 1, 9});
+  write_raw("t10k-images-idx3-ubyte", idx_bytes({1, 2, 2}, 4, 251));
+  write_raw("t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 1, 2});
+  const auto ds = spartan::train::load_idx_dataset(dir_.string());
+  EXPECT_EQ(ds.train.n, 3);
+  EXPECT_EQ(ds.test.n, 1);
+  EXPECT_EQ(ds.train.rows, 2);
+  EXPECT_FLOAT_EQ(ds.train.images[0], 0.0f);
+  EXPECT_FLOAT_EQ(ds.test.images[3], 254.0f / 255.0f);
+  EXPECT_EQ(ds.classes, 10);
+  write_raw("t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 2, 2, 3});
+  EXPECT_THROW(spartan::train::load_idx_dataset(dir_.string()), spartan::InputError);
+}

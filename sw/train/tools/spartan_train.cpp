@@ -1,0 +1,230 @@
+// spartan-train: trains a CNN on an IDX dataset (Fashion-MNIST by default) with every conv/FC GEMM
+// going through the chosen GEMM engine, and optionally captures an activation trace (.sptrace).
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/cli.h"
+#include "spartan/common/error.h"
+#include "spartan/gemm/tile_sparse.h"
+#include "spartan/train/capture.h"
+#include "spartan/train/threads.h"
+#include "spartan/train/trainer.h"
+
+namespace po = boost::program_options;
+using namespace spartan;
+using namespace spartan::train;
+
+namespace {
+
+std::string fmt_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "--:--";
+  const long t = std::lround(s);
+  char buf[32];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%02ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+/// One-line progress display on stderr: rewritten in place (\r) on a terminal; on a pipe or file,
+/// one line every 30 s and at each evaluation.
+class Progress final : public TrainObserver {
+ public:
+  Progress() : tty_(isatty(STDERR_FILENO) != 0) {}
+  void on_iteration(const IterationInfo& i) override {
+    const auto now = std::chrono::steady_clock::now();
+    const double since = std::chrono::duration<double>(now - last_).count();
+    const bool last = i.iteration + 1 == i.total_iterations;
+    if (!last && since < (tty_ ? 0.25 : 30.0) && !eval_pending_) return;
+    eval_pending_ = false;
+    last_ = now;
+    const double done = static_cast<double>(i.iteration + 1);
+    const double eta = i.elapsed_s / done * static_cast<double>(i.total_iterations - i.iteration - 1);
+    char test[32] = "-";
+    if (i.last_test_accuracy >= 0) std::snprintf(test, sizeof test, "%.2f%%", 100 * i.last_test_accuracy);
+    std::fprintf(stderr, "%sepoch %d  iter %lld/%lld  loss %.4f  batch-acc %.1f%%  test-acc %s  act-sparsity %.1f%%  %s  ETA %s%s",
+                 tty_ ? "\r" : "", i.epoch + 1, static_cast<long long>(i.iteration + 1),
+                 static_cast<long long>(i.total_iterations), i.loss, 100 * i.batch_accuracy, test,
+                 100 * i.mean_act_sparsity, fmt_duration(i.elapsed_s).c_str(), fmt_duration(eta).c_str(),
+                 tty_ ? "\033[K" : "\n");
+    if (last && tty_) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  }
+  void on_eval(std::int64_t, double) override { eval_pending_ = true; }
+
+ private:
+  bool tty_;
+  bool eval_pending_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+trace::DType parse_trace_dtype(const std::string& s) {
+  if (s == "f32") return trace::DType::F32;
+  if (s == "f16") return trace::DType::F16;
+  if (s == "bf16") return trace::DType::BF16;
+  throw InputError("--trace-dtype must be f32, f16 or bf16 (got '" + s + "')");
+}
+
+int run(int argc, char** argv) {
+  std::string model_name, data_dir, gemm_name, device, trace_path, trace_dtype, out_json, schedule;
+  TrainConfig cfg;
+  int threads = 2;
+  std::int64_t capture_every = 100;
+  po::options_description opts(
+      "spartan-train: train a CNN on an IDX image dataset (default Fashion-MNIST) with the conv/FC GEMMs\n"
+      "going through a chosen GEMM engine, and capture activation traces (.sptrace, docs/trace-format.md).\n\n"
+      "Usage: spartan-train [options]\n\nOptions", 110, 60);
+  std::string engines;
+  for (const auto& e : gemm::engine_names()) engines += (engines.empty() ? "" : "|") + e;
+  std::string models;
+  for (const auto& m : model_names()) models += (models.empty() ? "" : "|") + m;
+  opts.add_options()
+    ("help,h", "print this help and exit")
+    ("model", po::value(&model_name)->default_value("vgg-s"), ("network: " + models).c_str())
+    ("data", po::value(&data_dir)->default_value(kDefaultFashionMnistDir),
+     "directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] (gzip or raw IDX)")
+    ("epochs", po::value(&cfg.epochs)->default_value(1), "passes over the training set")
+    ("iterations", po::value(&cfg.iterations)->default_value(0), "stop after N steps (0 = run all epochs)")
+    ("batch", po::value(&cfg.batch)->default_value(64), "mini-batch size N (the last partial batch of an epoch is dropped)")
+    ("lr", po::value(&cfg.lr)->default_value(0.05f, "0.05"), "base learning rate")
+    ("lr-schedule", po::value(&schedule)->default_value("cosine"), "constant|cosine (cosine decays to 0 over the run)")
+    ("momentum", po::value(&cfg.momentum)->default_value(0.9f, "0.9"), "SGD momentum")
+    ("weight-decay", po::value(&cfg.weight_decay)->default_value(5e-4f, "5e-4"), "L2 weight decay on conv/FC weights")
+    ("seed", po::value(&cfg.seed)->default_value(1), "seed of weight init, data order and dropout")
+    ("threads", po::value(&threads)->default_value(2), "OpenMP and OpenBLAS threads")
+    ("gemm", po::value(&gemm_name)->default_value("tile-sparse"), ("GEMM engine for every conv/FC GEMM: " + engines).c_str())
+    ("device", po::value(&device)->default_value("cpu"), "cpu|cuda")
+    ("trace", po::value(&trace_path), "write an activation trace (.sptrace) to FILE")
+    ("capture-every", po::value(&capture_every)->default_value(100), "capture steps 0, K, 2K, ... into the trace")
+    ("trace-dtype", po::value(&trace_dtype)->default_value("f32"), "element type of captured activations: f32|f16|bf16")
+    ("eval-every", po::value(&cfg.eval_every)->default_value(0), "also evaluate on the test set every N steps (0 = at epoch ends)")
+    ("test-limit", po::value(&cfg.test_limit)->default_value(0), "evaluate on the first N test images only (0 = all)")
+    ("out-json", po::value(&out_json), "write final metrics (loss, accuracy, per-layer sparsity, time/epoch) to FILE")
+    ("quiet,q", "no progress line and no summary on stdout");
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\nExit status: 0 on success, 2 on bad options or bad input data.\n";
+    return 0;
+  }
+  po::notify(vm);
+  const bool quiet = vm.count("quiet") > 0;
+  cfg.lr_schedule = schedule;
+  if (cfg.iterations < 0) throw InputError("--iterations must be >= 0");
+  if (cfg.epochs < 1) throw InputError("--epochs must be >= 1");
+  if (cfg.batch < 1) throw InputError("--batch must be >= 1");
+  if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) throw InputError("--lr must be > 0");
+  if (cfg.momentum < 0 || cfg.momentum >= 1) throw InputError("--momentum must be in [0, 1)");
+  if (cfg.weight_decay < 0) throw InputError("--weight-decay must be >= 0");
+  if (cfg.eval_every < 0 || cfg.test_limit < 0) throw InputError("--eval-every and --test-limit must be >= 0");
+  if (capture_every < 1) throw InputError("--capture-every must be >= 1");
+  const trace::DType act_dtype = parse_trace_dtype(trace_dtype);
+  learning_rate(schedule, cfg.lr, 0, 1);  // validates the schedule name
+  if (device != "cpu" && device != "cuda") throw InputError("--device must be cpu or cuda (got '" + device + "')");
+  if (device == "cuda") {
+#ifdef SPARTAN_HAVE_CUDA
+    throw InputError("--device cuda: the CUDA training path is not implemented yet in this build (use --device cpu)");
+#else
+    throw InputError("--device cuda: this build has no CUDA support");
+#endif
+  }
+  set_num_threads(threads);
+  auto engine = gemm::make_engine(gemm_name);
+  auto dense = gemm::make_engine("dense");
+  cfg.sparsity_every = std::min<std::int64_t>(capture_every, 50);
+
+  const Dataset data = load_idx_dataset(data_dir);
+  auto model = build_model(model_name, 1, data.train.rows, data.train.cols, data.classes, cfg.seed);
+  GemmRunner runner(engine.get(), dense.get());
+  const std::string device_name = cpu_device_name(threads);
+
+  std::vector<TrainObserver*> observers;
+  Progress progress;
+  if (!quiet) observers.push_back(&progress);
+  std::unique_ptr<TraceCapture> capture;
+  if (!trace_path.empty()) {
+    CaptureOptions co;
+    co.path = trace_path;
+    co.every = capture_every;
+    co.act_dtype = act_dtype;
+    co.model = model_name;
+    co.dataset = data.name + "/train";
+    co.device = device_name;
+    co.seed = cfg.seed;
+    co.batch = cfg.batch;
+    co.writer = "spartan-train 0.1.0 (gemm " + engine->name() + ")";
+    capture = std::make_unique<TraceCapture>(co, *model);
+    observers.push_back(capture.get());
+  }
+  if (!quiet)
+    std::printf("spartan-train: %s (%zu parameters, %zu conv/FC layers) on %s (%d train / %d test images), "
+                "gemm %s, %s\n", model_name.c_str(), model->num_parameters(), model->gemm_layers().size(),
+                data.dir.c_str(), data.train.n, data.test.n, engine->name().c_str(), device_name.c_str());
+  std::fflush(stdout);
+  const TrainResult res = spartan::train::train(*model, data, runner, cfg, observers);
+  if (capture) capture->finish(res);
+
+  const auto names = gemm_layer_names(*model);
+  if (!quiet) {
+    std::printf("\nfinal: %lld steps, train loss %.4f (first steps %.4f), train acc %.2f%%, test acc %.2f%% on %d images\n",
+                static_cast<long long>(res.iterations), res.final_train_loss, res.first_train_loss,
+                100 * res.final_train_accuracy, 100 * res.test_accuracy, res.test_images);
+    for (std::size_t e = 0; e < res.epoch_seconds.size(); ++e)
+      std::printf("epoch %zu: %.1f s training\n", e + 1, res.epoch_seconds[e]);
+    std::printf("\nper-layer activation sparsity over training (mean over steps; first -> last sample):\n");
+    std::printf("  %-3s %-7s %-24s %10s %18s %14s\n", "L", "name", "layer", "act-sparse", "first->last", "dz-mask-sparse");
+    for (const LayerSparsity& s : res.sparsity) {
+      const double first = s.act_density.empty() ? 0 : 1 - s.act_density.front();
+      const double last = s.act_density.empty() ? 0 : 1 - s.act_density.back();
+      char dz[32] = "-";
+      if (s.relu_after) std::snprintf(dz, sizeof dz, "%.1f%%", 100 * s.mean_dz_sparsity());
+      std::printf("  %-3d %-7s %-24s %9.1f%% %8.1f%%->%6.1f%% %14s\n", s.layer, s.name.c_str(), s.describe.c_str(),
+                  100 * s.mean_act_sparsity(), 100 * first, 100 * last, dz);
+    }
+    if (capture) std::printf("\ntrace: %s (%lld captured steps)\n", trace_path.c_str(), static_cast<long long>(capture->captures()));
+  }
+  if (!out_json.empty()) {
+    nlohmann::json j;
+    j["model"] = model_name;
+    j["dataset"] = data.name;
+    j["device"] = device_name;
+    j["gemm"] = engine->name();
+    j["seed"] = cfg.seed;
+    j["batch"] = cfg.batch;
+    j["iterations"] = res.iterations;
+    j["train_loss"] = res.final_train_loss;
+    j["train_accuracy"] = res.final_train_accuracy;
+    j["test_accuracy"] = res.test_accuracy;
+    j["test_images"] = res.test_images;
+    j["epoch_seconds"] = res.epoch_seconds;
+    nlohmann::json hist = nlohmann::json::array();
+    for (const auto& [it, acc] : res.test_history) hist.push_back({{"iteration", it}, {"test_accuracy", acc}});
+    j["test_history"] = hist;
+    nlohmann::json layers = nlohmann::json::array();
+    for (const LayerSparsity& s : res.sparsity) {
+      nlohmann::json l = {{"layer", s.layer}, {"name", s.name}, {"describe", s.describe},
+                          {"act_sparsity_mean", s.mean_act_sparsity()}, {"iterations", s.iterations},
+                          {"act_density", s.act_density}};
+      if (s.relu_after) {
+        l["dz_mask_sparsity_mean"] = s.mean_dz_sparsity();
+        l["dz_mask_density"] = s.dz_mask_density;
+      }
+      layers.push_back(l);
+    }
+    j["layers"] = layers;
+    write_file_atomic(out_json, j.dump(2) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_cli("spartan-train", [&] { return run(argc, argv); });
+}

@@ -1,0 +1,343 @@
+// Structured metadata (docs/trace-format.md, section 4): JSON text <-> C++ structs, with validation.
+#include "spartan/trace/metadata.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "spartan/common/error.h"
+#include "spartan/trace/keys.h"
+#include "spartan/trace/sptrace.h"
+
+namespace spartan::trace {
+
+namespace {
+using json = nlohmann::json;
+
+// Error context: file, metadata key and entry index.
+struct Ctx {
+  const std::string& file;
+  std::string key;
+  std::size_t entry = 0;
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw FormatError(file, "__metadata__." + key + "[" + std::to_string(entry) + "]" +
+                                (field.empty() ? "" : "." + field),
+                      entry, what, "entry");
+  }
+};
+
+json parse_array(const std::string& text, const Ctx& c) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw FormatError(c.file, "__metadata__." + c.key, e.byte, "value is not valid JSON", "character");
+  }
+  if (!j.is_array()) throw FormatError(c.file, "__metadata__." + c.key, 0, "value must be a JSON array", "character");
+  return j;
+}
+
+const json& field(const json& o, const char* name, const Ctx& c, const std::string& prefix = "") {
+  if (!o.is_object()) c.fail(prefix, "must be an object");
+  const auto it = o.find(name);
+  if (it == o.end()) c.fail(prefix + name, "missing");
+  return *it;
+}
+
+std::int64_t get_int(const json& o, const char* name, const Ctx& c, std::int64_t min = 0,
+                     const std::string& prefix = "") {
+  const json& v = field(o, name, c, prefix);
+  if (!v.is_number_integer()) c.fail(prefix + name, std::string("must be an integer, got ") +
+                                                   (v.is_primitive() ? v.dump().substr(0, 40) : v.type_name()));
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    c.fail(prefix + name, "too large");
+  const std::int64_t x = v.get<std::int64_t>();
+  if (x < min) c.fail(prefix + name, "must be >= " + std::to_string(min) + ", got " + std::to_string(x));
+  return x;
+}
+
+std::string get_str(const json& o, const char* name, const Ctx& c) {
+  const json& v = field(o, name, c);
+  if (!v.is_string()) c.fail(name, "must be a string");
+  return v.get<std::string>();
+}
+
+double to_ms(const json& v, const Ctx& c, const std::string& name) {
+  if (!v.is_number()) c.fail(name, "must be a number (milliseconds)");
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x < 0) c.fail(name, "must be a finite non-negative number");
+  return x;
+}
+
+std::optional<double> opt_ms(const json& o, const char* name, const Ctx& c, const std::string& prefix) {
+  const auto it = o.find(name);
+  if (it == o.end() || it->is_null()) return std::nullopt;
+  return to_ms(*it, c, prefix + name);
+}
+
+std::vector<std::int64_t> get_shape(const json& o, const char* name, const Ctx& c) {
+  const json& v = field(o, name, c);
+  if (!v.is_array() || v.empty()) c.fail(name, "must be a non-empty array of positive integers");
+  std::vector<std::int64_t> s;
+  for (const json& d : v) {
+    if (!d.is_number_integer() || d.get<std::int64_t>() <= 0 ||
+        (d.is_number_unsigned() && d.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
+      c.fail(name, "must be a non-empty array of positive integers");
+    s.push_back(d.get<std::int64_t>());
+  }
+  return s;
+}
+
+std::vector<double> get_fractions(const json& o, const char* name, const Ctx& c) {
+  const json& v = field(o, name, c);
+  if (!v.is_array()) c.fail(name, "must be an array of numbers in [0, 1]");
+  std::vector<double> out;
+  for (const json& d : v) {
+    if (!d.is_number() || !(d.get<double>() >= 0.0 && d.get<double>() <= 1.0))
+      c.fail(name, "must be an array of numbers in [0, 1]");
+    out.push_back(d.get<double>());
+  }
+  return out;
+}
+
+json gemm_json(const GemmShape& g) { return {{"M", g.M}, {"N", g.N}, {"K", g.K}}; }
+
+json time_json(const GemmTime& t) {
+  json j = {{"dense_ms", t.dense_ms}};
+  j["tile_sparse_ms"] = t.tile_sparse_ms ? json(*t.tile_sparse_ms) : json(nullptr);
+  if (t.compact_ms) j["compact_ms"] = *t.compact_ms;
+  return j;
+}
+
+bool mul_ok(std::int64_t a, std::int64_t b, std::int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+}  // namespace
+
+Im2colGeometry Im2colGeometry::conv(std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t KH,
+                                    std::int64_t KW, std::int64_t stride, std::int64_t pad) {
+  if (C <= 0 || H <= 0 || W <= 0 || KH <= 0 || KW <= 0 || stride <= 0 || pad < 0)
+    throw InputError("im2col: C, H, W, KH, KW and stride must be positive, pad non-negative");
+  if (H + 2 * pad < KH || W + 2 * pad < KW) throw InputError("im2col: kernel larger than the padded input");
+  Im2colGeometry g;
+  g.C = C, g.H = H, g.W = W, g.KH = KH, g.KW = KW, g.stride = stride, g.pad = pad;
+  g.OH = (H + 2 * pad - KH) / stride + 1;
+  g.OW = (W + 2 * pad - KW) / stride + 1;
+  return g;
+}
+
+Im2colGeometry Im2colGeometry::fc(std::int64_t in_features) { return conv(in_features, 1, 1, 1, 1, 1, 0); }
+
+void fill_gemm_shapes(LayerInfo& l, std::int64_t batch, std::int64_t out_channels) {
+  const Im2colGeometry& g = l.im2col;
+  const std::int64_t pixels = batch * g.OH * g.OW, patch = g.C * g.KH * g.KW;
+  l.fwd = {pixels, out_channels, patch};
+  l.bwd_data = {pixels, patch, out_channels};
+  l.bwd_weight = {patch, out_channels, pixels};
+}
+
+LayerInfo make_conv_layer(std::int64_t index, const std::string& name, std::int64_t batch, std::int64_t C,
+                          std::int64_t H, std::int64_t W, std::int64_t Cout, std::int64_t KH, std::int64_t KW,
+                          std::int64_t stride, std::int64_t pad, bool relu_after) {
+  if (batch <= 0 || Cout <= 0) throw InputError("conv layer " + name + ": batch and Cout must be positive");
+  LayerInfo l;
+  l.index = index, l.name = name, l.type = "conv", l.relu_after = relu_after;
+  l.im2col = Im2colGeometry::conv(C, H, W, KH, KW, stride, pad);
+  l.input = {batch, C, H, W};
+  l.output = {batch, Cout, l.im2col.OH, l.im2col.OW};
+  fill_gemm_shapes(l, batch, Cout);
+  return l;
+}
+
+LayerInfo make_fc_layer(std::int64_t index, const std::string& name, std::int64_t batch, std::int64_t in,
+                        std::int64_t out, bool relu_after) {
+  if (batch <= 0 || out <= 0) throw InputError("fc layer " + name + ": batch and out must be positive");
+  LayerInfo l;
+  l.index = index, l.name = name, l.type = "fc", l.relu_after = relu_after;
+  l.im2col = Im2colGeometry::fc(in);
+  l.input = {batch, in};
+  l.output = {batch, out};
+  fill_gemm_shapes(l, batch, out);
+  return l;
+}
+
+std::string layers_to_json(const std::vector<LayerInfo>& layers) {
+  json a = json::array();
+  for (const LayerInfo& l : layers) {
+    const Im2colGeometry& g = l.im2col;
+    a.push_back({{"index", l.index},
+                 {"name", l.name},
+                 {"type", l.type},
+                 {"relu_after", l.relu_after},
+                 {"input", l.input},
+                 {"output", l.output},
+                 {"im2col",
+                  {{"C", g.C}, {"H", g.H}, {"W", g.W}, {"KH", g.KH}, {"KW", g.KW}, {"stride", g.stride},
+                   {"pad", g.pad}, {"OH", g.OH}, {"OW", g.OW}}},
+                 {"gemm", {{"fwd", gemm_json(l.fwd)}, {"bwd_data", gemm_json(l.bwd_data)},
+                           {"bwd_weight", gemm_json(l.bwd_weight)}}}});
+  }
+  return a.dump();
+}
+
+std::string gemm_times_to_json(const std::vector<GemmTimes>& times) {
+  json a = json::array();
+  for (const GemmTimes& t : times)
+    a.push_back({{"iteration", t.iteration},
+                 {"layer", t.layer},
+                 {"device", t.device},
+                 {"timer", t.timer},
+                 {"fwd", time_json(t.fwd)},
+                 {"bwd_data", time_json(t.bwd_data)},
+                 {"bwd_weight", time_json(t.bwd_weight)}});
+  return a.dump();
+}
+
+std::string sparsity_to_json(const std::vector<LayerSparsity>& sparsity) {
+  json a = json::array();
+  for (const LayerSparsity& s : sparsity) {
+    json o = {{"layer", s.layer}, {"name", s.name}, {"iterations", s.iterations}, {"act_density", s.act_density}};
+    if (!s.dz_mask_density.empty()) o["dz_mask_density"] = s.dz_mask_density;
+    a.push_back(std::move(o));
+  }
+  return a.dump();
+}
+
+std::vector<LayerInfo> layers_from_json(const std::string& text, const std::string& file) {
+  Ctx c{file, keys::kLayers};
+  const json a = parse_array(text, c);
+  std::vector<LayerInfo> out;
+  for (const json& o : a) {
+    LayerInfo l;
+    l.index = get_int(o, "index", c);
+    l.name = get_str(o, "name", c);
+    l.type = get_str(o, "type", c);
+    const json& r = field(o, "relu_after", c);
+    if (!r.is_boolean()) c.fail("relu_after", "must be true or false");
+    l.relu_after = r.get<bool>();
+    l.input = get_shape(o, "input", c);
+    l.output = get_shape(o, "output", c);
+    const json& g = field(o, "im2col", c);
+    Im2colGeometry& m = l.im2col;
+    m.C = get_int(g, "C", c, 1, "im2col."), m.H = get_int(g, "H", c, 1, "im2col."), m.W = get_int(g, "W", c, 1, "im2col.");
+    m.KH = get_int(g, "KH", c, 1, "im2col."), m.KW = get_int(g, "KW", c, 1, "im2col.");
+    m.stride = get_int(g, "stride", c, 1, "im2col."), m.pad = get_int(g, "pad", c, 0, "im2col.");
+    m.OH = get_int(g, "OH", c, 1, "im2col."), m.OW = get_int(g, "OW", c, 1, "im2col.");
+    const json& gm = field(o, "gemm", c);
+    for (auto [name, dst] : {std::pair<const char*, GemmShape*>{"fwd", &l.fwd}, {"bwd_data", &l.bwd_data},
+                             {"bwd_weight", &l.bwd_weight}}) {
+      const json& s = field(gm, name, c, "gemm.");
+      const std::string p = std::string("gemm.") + name + ".";
+      *dst = {get_int(s, "M", c, 1, p), get_int(s, "N", c, 1, p), get_int(s, "K", c, 1, p)};
+    }
+    // Consistency with the geometry (known types only; other writers' types are passed through).
+    if (l.type == "conv" || l.type == "fc") {
+      if (m.H + 2 * m.pad < m.KH || m.W + 2 * m.pad < m.KW ||
+          m.OH != (m.H + 2 * m.pad - m.KH) / m.stride + 1 || m.OW != (m.W + 2 * m.pad - m.KW) / m.stride + 1)
+        c.fail("im2col", "OH/OW do not follow from H, W, KH, KW, stride and pad");
+      const std::int64_t batch = l.input[0];
+      std::int64_t pixels = 0, patch = 0;
+      if (!mul_ok(batch, m.OH, &pixels) || !mul_ok(pixels, m.OW, &pixels) || !mul_ok(m.C, m.KH, &patch) ||
+          !mul_ok(patch, m.KW, &patch))
+        c.fail("im2col", "GEMM dimensions overflow");
+      const std::int64_t cout = l.output.size() >= 2 ? l.output[1] : 0;
+      LayerInfo expect = l;
+      fill_gemm_shapes(expect, batch, cout);
+      if (!(expect.fwd == l.fwd) || !(expect.bwd_data == l.bwd_data) || !(expect.bwd_weight == l.bwd_weight))
+        c.fail("gemm", "M/N/K do not match im2col geometry, batch " + std::to_string(batch) + " and " +
+                           std::to_string(cout) + " output channels");
+      const bool conv = l.type == "conv";
+      const std::vector<std::int64_t> in = conv ? std::vector<std::int64_t>{batch, m.C, m.H, m.W}
+                                                : std::vector<std::int64_t>{batch, m.C};
+      const std::vector<std::int64_t> outs = conv ? std::vector<std::int64_t>{batch, cout, m.OH, m.OW}
+                                                  : std::vector<std::int64_t>{batch, cout};
+      if (l.input != in) c.fail("input", "does not match the im2col geometry");
+      if (l.output != outs) c.fail("output", "does not match the im2col geometry");
+    }
+    out.push_back(std::move(l));
+    ++c.entry;
+  }
+  return out;
+}
+
+std::vector<GemmTimes> gemm_times_from_json(const std::string& text, const std::string& file) {
+  Ctx c{file, keys::kGemmTimes};
+  const json a = parse_array(text, c);
+  std::vector<GemmTimes> out;
+  for (const json& o : a) {
+    GemmTimes t;
+    t.iteration = get_int(o, "iteration", c);
+    t.layer = get_int(o, "layer", c);
+    t.device = get_str(o, "device", c);
+    t.timer = get_str(o, "timer", c);
+    for (auto [name, dst] : {std::pair<const char*, GemmTime*>{"fwd", &t.fwd}, {"bwd_data", &t.bwd_data},
+                             {"bwd_weight", &t.bwd_weight}}) {
+      const json& g = field(o, name, c);
+      const std::string p = std::string(name) + ".";
+      dst->dense_ms = to_ms(field(g, "dense_ms", c, p), c, p + "dense_ms");
+      dst->tile_sparse_ms = opt_ms(g, "tile_sparse_ms", c, p);
+      dst->compact_ms = opt_ms(g, "compact_ms", c, p);
+    }
+    out.push_back(std::move(t));
+    ++c.entry;
+  }
+  return out;
+}
+
+std::vector<LayerSparsity> sparsity_from_json(const std::string& text, const std::string& file) {
+  Ctx c{file, keys::kSparsity};
+  const json a = parse_array(text, c);
+  std::vector<LayerSparsity> out;
+  for (const json& o : a) {
+    LayerSparsity s;
+    s.layer = get_int(o, "layer", c);
+    s.name = get_str(o, "name", c);
+    const json& its = field(o, "iterations", c);
+    if (!its.is_array()) c.fail("iterations", "must be an array of non-negative integers");
+    for (const json& i : its) {
+      if (!i.is_number_integer() || i.get<std::int64_t>() < 0)
+        c.fail("iterations", "must be an array of non-negative integers");
+      s.iterations.push_back(i.get<std::int64_t>());
+    }
+    s.act_density = get_fractions(o, "act_density", c);
+    if (s.act_density.size() != s.iterations.size()) c.fail("act_density", "length differs from iterations");
+    if (o.contains("dz_mask_density")) {
+      s.dz_mask_density = get_fractions(o, "dz_mask_density", c);
+      if (s.dz_mask_density.size() != s.iterations.size())
+        c.fail("dz_mask_density", "length differs from iterations");
+    }
+    out.push_back(std::move(s));
+    ++c.entry;
+  }
+  return out;
+}
+
+namespace {
+const std::string* find_meta(const TraceReader& r, const char* key) {
+  const auto it = r.metadata().find(key);
+  return it == r.metadata().end() ? nullptr : &it->second;
+}
+}  // namespace
+
+std::vector<LayerInfo> read_layers(const TraceReader& r) {
+  const std::string* v = find_meta(r, keys::kLayers);
+  return v ? layers_from_json(*v, r.path()) : std::vector<LayerInfo>{};
+}
+std::vector<GemmTimes> read_gemm_times(const TraceReader& r) {
+  const std::string* v = find_meta(r, keys::kGemmTimes);
+  return v ? gemm_times_from_json(*v, r.path()) : std::vector<GemmTimes>{};
+}
+std::vector<LayerSparsity> read_sparsity(const TraceReader& r) {
+  const std::string* v = find_meta(r, keys::kSparsity);
+  return v ? sparsity_from_json(*v, r.path()) : std::vector<LayerSparsity>{};
+}
+
+void check_metadata(const TraceReader& r) {
+  if (const std::string* v = find_meta(r, keys::kFormatVersion); v && *v != kFormatVersion)
+    throw FormatError(r.path(), std::string("__metadata__.") + keys::kFormatVersion, 0,
+                      "unsupported format version '" + v->substr(0, 16) + "' (this reader knows " + kFormatVersion +
+                          ")",
+                      "character");
+  (void)read_layers(r);
+  (void)read_gemm_times(r);
+  (void)read_sparsity(r);
+}
+
+}  // namespace spartan::trace

@@ -1,0 +1,126 @@
+// Structured metadata: builders, JSON round trips, schema and consistency errors.
+#include <gtest/gtest.h>
+
+#include "spartan/trace/keys.h"
+#include "spartan/trace/metadata.h"
+#include "spartan/trace/sptrace.h"
+#include "test_util.h"
+
+namespace spartan::trace {
+namespace {
+
+TEST(TraceMetadata, ConvAndFcGemmShapes) {
+  // 64 x 1 x 28 x 28 input, 32 filters 3x3, stride 1, pad 1 (docs/trace-format.md example).
+  const LayerInfo c = make_conv_layer(0, "conv1", 64, 1, 28, 28, 32, 3, 3, 1, 1, true);
+  EXPECT_EQ(c.im2col.OH, 28);
+  EXPECT_EQ(c.output, (std::vector<std::int64_t>{64, 32, 28, 28}));
+  EXPECT_EQ(c.fwd, (GemmShape{50176, 32, 9}));
+  EXPECT_EQ(c.bwd_data, (GemmShape{50176, 9, 32}));
+  EXPECT_EQ(c.bwd_weight, (GemmShape{9, 32, 50176}));
+  const LayerInfo s = make_conv_layer(1, "conv2", 8, 16, 14, 14, 32, 5, 5, 2, 0, true);
+  EXPECT_EQ(s.im2col.OH, 5);  // (14 - 5) / 2 + 1
+  EXPECT_EQ(s.fwd, (GemmShape{8 * 25, 32, 16 * 25}));
+  const LayerInfo f = make_fc_layer(7, "fc1", 64, 1024, 256, false);
+  EXPECT_EQ(f.fwd, (GemmShape{64, 256, 1024}));
+  EXPECT_EQ(f.bwd_data, (GemmShape{64, 1024, 256}));
+  EXPECT_EQ(f.bwd_weight, (GemmShape{1024, 256, 64}));
+  EXPECT_THROW(make_conv_layer(0, "x", 1, 1, 2, 2, 1, 5, 5, 1, 0, true), InputError);
+}
+
+TEST(TraceMetadata, JsonRoundTrip) {
+  const std::vector<LayerInfo> layers = {make_conv_layer(0, "conv1", 4, 3, 8, 8, 6, 3, 3, 1, 1, true),
+                                         make_fc_layer(1, "fc", 4, 384, 10, false)};
+  const auto back = layers_from_json(layers_to_json(layers), "f");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].name, "conv1");
+  EXPECT_TRUE(back[0].relu_after);
+  EXPECT_EQ(back[0].input, layers[0].input);
+  EXPECT_EQ(back[0].bwd_weight, layers[0].bwd_weight);
+  EXPECT_EQ(back[1].type, "fc");
+  EXPECT_EQ(back[1].im2col.C, 384);
+
+  GemmTimes t;
+  t.iteration = 100, t.layer = 1, t.device = "cuda: NVIDIA H200 (sm_90)", t.timer = "cuda-events";
+  t.fwd = {0.5, 0.25, 0.125};
+  t.bwd_data = {0.75, std::nullopt, std::nullopt};
+  t.bwd_weight = {1.0, 0.5, std::nullopt};
+  const auto tb = gemm_times_from_json(gemm_times_to_json({t}), "f");
+  ASSERT_EQ(tb.size(), 1u);
+  EXPECT_EQ(tb[0].device, t.device);
+  EXPECT_EQ(tb[0].fwd.tile_sparse_ms, 0.25);
+  EXPECT_EQ(tb[0].fwd.compact_ms, 0.125);
+  EXPECT_FALSE(tb[0].bwd_data.tile_sparse_ms);
+  EXPECT_EQ(tb[0].bwd_weight.dense_ms, 1.0);
+
+  LayerSparsity sp{2, "conv3", {0, 100}, {1.0, 0.4}, {0.5, 0.45}};
+  const auto sb = sparsity_from_json(sparsity_to_json({sp, LayerSparsity{3, "fc", {0}, {0.9}, {}}}), "f");
+  ASSERT_EQ(sb.size(), 2u);
+  EXPECT_EQ(sb[0].act_density, sp.act_density);
+  EXPECT_EQ(sb[0].dz_mask_density, sp.dz_mask_density);
+  EXPECT_TRUE(sb[1].dz_mask_density.empty());
+}
+
+void expect_format_error(const std::function<void()>& f, const std::string& field, const std::string& phrase) {
+  try {
+    f();
+    ADD_FAILURE() << "accepted";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+    EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
+  }
+}
+
+TEST(TraceMetadata, SchemaErrorsNameTheField) {
+  const std::string good = layers_to_json({make_conv_layer(0, "conv1", 4, 3, 8, 8, 6, 3, 3, 1, 1, true)});
+  auto edit = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const auto p = s.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    return s.replace(p, from.size(), to);
+  };
+  expect_format_error([&] { layers_from_json("[{", "f"); }, "__metadata__.layers", "not valid JSON");
+  expect_format_error([&] { layers_from_json("{}", "f"); }, "__metadata__.layers", "JSON array");
+  expect_format_error([&] { layers_from_json(edit("\"M\":256", "\"M\":255"), "f"); }, "__metadata__.layers[0].gemm",
+                      "do not match");
+  expect_format_error([&] { layers_from_json(edit("\"OH\":8", "\"OH\":7"), "f"); }, "__metadata__.layers[0].im2col",
+                      "OH/OW");
+  expect_format_error([&] { layers_from_json(edit("\"KH\":3", "\"KH\":\"3\""), "f"); },
+                      "__metadata__.layers[0].im2col.KH", "integer");
+  expect_format_error([&] { layers_from_json(edit("\"name\":\"conv1\",", ""), "f"); }, "__metadata__.layers[0].name",
+                      "missing");
+  expect_format_error([&] { layers_from_json(edit("\"input\":[4,3,8,8]", "\"input\":[4,3,8,9]"), "f"); },
+                      "__metadata__.layers[0].input", "geometry");
+  expect_format_error([&] { gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"cpu","timer":"steady_clock",
+      "fwd":{"dense_ms":-1},"bwd_data":{"dense_ms":1},"bwd_weight":{"dense_ms":1}}])", "f"); },
+                      "__metadata__.gemm_times[0].fwd.dense_ms", "non-negative");
+  expect_format_error([&] { sparsity_from_json(R"([{"layer":0,"name":"c","iterations":[0,1],"act_density":[0.5]}])", "f"); },
+                      "__metadata__.sparsity[0].act_density", "length");
+  expect_format_error([&] { sparsity_from_json(R"([{"layer":0,"name":"c","iterations":[0],"act_density":[1.5]}])", "f"); },
+                      "__metadata__.sparsity[0].act_density", "[0, 1]");
+}
+
+TEST(TraceMetadata, CheckRejectsBadStructuredMetadata) {
+  const std::string path = testutil::temp_path("meta.sptrace");
+  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {keys::kFormatVersion, "2"},
+           {keys::kLayers, "[{\"index\": 0}]"},
+           {keys::kGemmTimes, "[1]"},
+           {keys::kSparsity, "nope"}}) {
+    SCOPED_TRACE(key);
+    {
+      TraceWriter w(path);
+      w.set_metadata(key, value);
+      w.finish();
+    }
+    TraceReader r(path);
+    EXPECT_THROW(check_metadata(r), FormatError);
+    const auto c = testutil::run_cli("check '" + path + "'");
+    EXPECT_EQ(c.rc, 2);
+    EXPECT_EQ(testutil::count_lines(c.err), 1) << c.err;
+    EXPECT_NE(c.err.find("__metadata__." + key), std::string::npos) << c.err;
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace spartan::trace

@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+"""Read .sptrace trace files (safetensors layout) with only the standard library and numpy.
+
+Format: docs/trace-format.md.  Use as a module:
+
+    from read_sptrace import SpTrace
+    t = SpTrace("run.sptrace")
+    t.metadata["model"]                 # __metadata__ (str -> str)
+    t.layers()                          # json.loads(t.metadata["layers"]) or []
+    a = t.array("it0/L3/act")           # numpy array, NCHW; F16 -> float16, BF16 -> float32 (exact)
+    m = t.unpack_mask("it0/L3/dz_mask", n)   # uint8 0/1, n elements
+    for it, layer, kind in t.keys(): ...
+
+or from the shell:  read_sptrace.py FILE [--compare EXPECTED.json]
+Malformed files raise SpTraceError (exit code 2 from the command line); the checks are the same as
+the C++ reader's (traces/src/reader.cpp).
+"""
+import json
+import mmap
+import re
+import sys
+
+import numpy as np
+
+# safetensors dtype name -> (numpy storage dtype, element size in bytes)
+DTYPES = {
+    "F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": ("<u2", 2), "F64": ("<f8", 8),
+    "U8": ("u1", 1), "I8": ("i1", 1), "I32": ("<i4", 4), "U32": ("<u4", 4),
+    "I64": ("<i8", 8), "U64": ("<u8", 8), "BOOL": ("?", 1),
+}
+FORMAT_VERSION = "1"  # docs/trace-format.md; traces/include/spartan/trace/keys.h kFormatVersion
+KEY_RE = re.compile(r"^it(0|[1-9][0-9]{0,17})/L(0|[1-9][0-9]{0,17})/([^/]+)$")
+
+
+class SpTraceError(ValueError):
+    """A malformed trace: the message names the file, the tensor and the byte offset."""
+
+    def __init__(self, path, field, offset, what):
+        super().__init__(f"{path}: {field + ': ' if field else ''}{what} (byte offset {offset})")
+
+
+def _no_duplicates(pairs):
+    seen = {}
+    for k, v in pairs:
+        if k in seen:
+            raise ValueError(f"duplicate JSON key {k!r}")
+        seen[k] = v
+    return seen
+
+
+def _is_uint(x):
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def parse_key(name):
+    """(iteration, layer, kind) for a name `it{i}/L{l}/{kind}`, else None."""
+    m = KEY_RE.match(name)
+    return (int(m.group(1)), int(m.group(2)), m.group(3)) if m else None
+
+
+class SpTrace:
+    def __init__(self, path):
+        self.path = path
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            if size < 8:
+                raise SpTraceError(path, "", size, f"file is {size} bytes, shorter than the 8-byte header length")
+            self._buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        n = int.from_bytes(self._buf[:8], "little")
+        if n > size - 8:
+            raise SpTraceError(path, "header", 0, f"header length {n} exceeds the {size - 8} bytes after the length field")
+        if n == 0:
+            raise SpTraceError(path, "header", 8, "empty JSON header")
+        raw = bytes(self._buf[8:8 + n])
+        if raw[:1] != b"{":
+            raise SpTraceError(path, "header", 8, "JSON header does not start with '{'")
+        try:
+            header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise SpTraceError(path, "header", 8, f"invalid JSON: {e}") from None
+        if not isinstance(header, dict):
+            raise SpTraceError(path, "header", 8, "JSON header is not an object")
+        self.data_start = 8 + n
+        data_size = size - self.data_start
+        self.metadata = {}
+        self.tensors = {}  # name -> dict(dtype, shape, begin, end)
+        for name, e in header.items():
+            if name == "__metadata__":
+                if not isinstance(e, dict):
+                    raise SpTraceError(path, name, 8, "__metadata__ must be an object of strings")
+                for k, v in e.items():
+                    if not isinstance(v, str):
+                        raise SpTraceError(path, "__metadata__." + k, 8, "metadata value is not a string")
+                self.metadata = dict(e)
+                continue
+            if not name:
+                raise SpTraceError(path, "header", 8, "empty tensor name")
+            if not isinstance(e, dict):
+                raise SpTraceError(path, name, 8, "tensor entry is not an object")
+            extra = set(e) - {"dtype", "shape", "data_offsets"}
+            if extra:
+                raise SpTraceError(path, name, 8, f"unknown field '{sorted(extra)[0]}'")
+            dt = e.get("dtype")
+            if not isinstance(dt, str):
+                raise SpTraceError(path, name, 8, "missing or non-string 'dtype'")
+            if dt not in DTYPES:
+                raise SpTraceError(path, name, 8, f"unknown dtype '{dt[:32]}'")
+            shape = e.get("shape")
+            if not isinstance(shape, list) or not all(_is_uint(d) and d < 2**63 for d in shape):
+                raise SpTraceError(path, name, 8, "shape entries must be non-negative integers")
+            nbytes = DTYPES[dt][1]
+            for d in shape:
+                nbytes *= d
+            if nbytes >= 2**64:
+                raise SpTraceError(path, name, 8, "shape product x dtype size overflows 64 bits")
+            off = e.get("data_offsets")
+            if not isinstance(off, list) or len(off) != 2:
+                raise SpTraceError(path, name, 8, "'data_offsets' must be [begin, end]")
+            if not all(_is_uint(o) for o in off):
+                raise SpTraceError(path, name, 8, "'data_offsets' must be non-negative integers")
+            b, en = off
+            if b > en:
+                raise SpTraceError(path, name, 8, f"data_offsets begin {b} > end {en}")
+            if en > data_size:
+                raise SpTraceError(path, name, self.data_start + min(b, data_size),
+                                   f"data_offsets [{b}, {en}) outside the {data_size}-byte data section")
+            if en - b != nbytes:
+                raise SpTraceError(path, name, self.data_start + b,
+                                   f"byte range of {en - b} does not match shape x {dt} = {nbytes} bytes")
+            self.tensors[name] = {"dtype": dt, "shape": tuple(shape), "begin": b, "end": en}
+        version = self.metadata.get("format_version")
+        if version is not None and version != FORMAT_VERSION:
+            raise SpTraceError(path, "__metadata__.format_version", 8,
+                               f"unsupported format version '{version[:16]}' (this reader knows {FORMAT_VERSION})")
+        cursor, prev = 0, None
+        for name, t in sorted(self.tensors.items(), key=lambda kv: (kv[1]["begin"], kv[1]["end"], kv[0])):
+            if t["begin"] < cursor:
+                raise SpTraceError(path, name, self.data_start + t["begin"], f"byte range overlaps tensor '{prev}'")
+            if t["begin"] > cursor:
+                raise SpTraceError(path, name, self.data_start + cursor,
+                                   f"hole of {t['begin'] - cursor} bytes in the data section before this tensor")
+            cursor, prev = t["end"], name
+        if cursor != data_size:
+            raise SpTraceError(path, prev or "data", self.data_start + cursor,
+                               f"{data_size - cursor} trailing bytes after the last tensor")
+
+    def raw(self, name):
+        """Zero-copy numpy view with the storage dtype (BF16 -> uint16 bit patterns)."""
+        t = self.tensors[name]
+        dt = np.dtype(DTYPES[t["dtype"]][0])
+        n = (t["end"] - t["begin"]) // dt.itemsize
+        a = np.frombuffer(self._buf, dtype=dt, count=n, offset=self.data_start + t["begin"]) if n else np.empty(0, dt)
+        return a.reshape(t["shape"])
+
+    def array(self, name):
+        """Numpy array with the natural dtype; BF16 is widened to float32 exactly (bits << 16)."""
+        a = self.raw(name)
+        if self.tensors[name]["dtype"] == "BF16":
+            return (a.astype(np.uint32) << 16).view(np.float32)
+        return a
+
+    def f32(self, name):
+        return self.array(name).astype(np.float32)
+
+    def unpack_mask(self, name, n):
+        """Bit-packed U8 mask (little-endian bit order) -> n uint8 values 0/1."""
+        a = self.raw(name)
+        if a.dtype != np.uint8 or a.size != (n + 7) // 8:
+            raise SpTraceError(self.path, name, self.data_start + self.tensors[name]["begin"],
+                               f"not a U8 bit-packed mask of {n} elements")
+        return np.unpackbits(a.reshape(-1), bitorder="little")[:n]
+
+    def keys(self):
+        """Sorted (iteration, layer, kind) of every tensor named it{i}/L{l}/{kind}."""
+        return sorted(k for k in map(parse_key, self.tensors) if k)
+
+    def layers(self):
+        return json.loads(self.metadata.get("layers", "[]"))
+
+
+def _compare(trace, expected_path):
+    """Checks every tensor against the C++ writer's expected bits; returns the number checked."""
+    with open(expected_path) as f:
+        exp = json.load(f)
+    if trace.metadata != exp["metadata"]:
+        raise AssertionError(f"metadata differs: {trace.metadata} != {exp['metadata']}")
+    if set(trace.tensors) != set(exp["tensors"]):
+        raise AssertionError("tensor names differ")
+    for name, e in exp["tensors"].items():
+        t = trace.tensors[name]
+        if t["dtype"] != e["dtype"] or list(t["shape"]) != e["shape"]:
+            raise AssertionError(f"{name}: dtype/shape {t['dtype']} {t['shape']} != {e['dtype']} {e['shape']}")
+        raw = trace.raw(name).reshape(-1)
+        if e["dtype"] in ("F32", "F16"):  # compare the storage bits, not the float values
+            raw = raw.view("<u4" if e["dtype"] == "F32" else "<u2")
+        got = [int(x) for x in raw]
+        if got != e["raw"]:
+            raise AssertionError(f"{name}: raw values differ: {got} != {e['raw']}")
+        if "f32_bits" in e:
+            f = trace.f32(name).reshape(-1)
+            bits = f.view("<u4")
+            for i, want in enumerate(e["f32_bits"]):
+                want_nan = (want & 0x7F800000) == 0x7F800000 and (want & 0x7FFFFF) != 0
+                if want_nan:
+                    if not np.isnan(f[i]):
+                        raise AssertionError(f"{name}[{i}]: expected NaN, got {f[i]}")
+                elif int(bits[i]) != want:
+                    raise AssertionError(f"{name}[{i}]: float32 bits {int(bits[i]):#010x} != {want:#010x}")
+    return len(exp["tensors"])
+
+
+def _check_sparsity(trace):
+    """Recomputes act and dz_mask densities from the tensors and compares with the `sparsity` metadata
+    (exercises the mask bit order independently of the C++ code); returns the number of values checked."""
+    layers = {l["index"]: l for l in trace.layers()}
+    checked = 0
+    for s in json.loads(trace.metadata.get("sparsity", "[]")):
+        n_out = int(np.prod(layers[s["layer"]]["output"]))
+        for i, it in enumerate(s["iterations"]):
+            name = f"it{it}/L{s['layer']}/"
+            if name + "act" in trace.tensors:
+                got = float(np.count_nonzero(trace.array(name + "act"))) / trace.array(name + "act").size
+                if abs(got - s["act_density"][i]) > 1e-12:
+                    raise AssertionError(f"{name}act density {got} != metadata {s['act_density'][i]}")
+                checked += 1
+            if name + "dz_mask" in trace.tensors and "dz_mask_density" in s:
+                got = float(trace.unpack_mask(name + "dz_mask", n_out).mean())
+                if abs(got - s["dz_mask_density"][i]) > 1e-12:
+                    raise AssertionError(f"{name}dz_mask density {got} != metadata {s['dz_mask_density'][i]}")
+                checked += 1
+    return checked
+
+
+def main(argv):
+    import argparse
+    ap = argparse.ArgumentParser(description="Read and summarise a .sptrace file (docs/trace-format.md).")
+    ap.add_argument("file")
+    ap.add_argument("--compare", metavar="EXPECTED_JSON", help="check values against a JSON dump (tests)")
+    ap.add_argument("--check-sparsity", action="store_true",
+                    help="recompute densities from the tensors and compare with the `sparsity` metadata")
+    args = ap.parse_args(argv)
+    try:
+        t = SpTrace(args.file)
+    except (SpTraceError, OSError) as e:
+        print(f"read_sptrace.py: error: {e}", file=sys.stderr)
+        return 2
+    if args.compare:
+        n = _compare(t, args.compare)
+        print(f"ok: {n} tensors bit-exact against {args.compare}")
+        return 0
+    if args.check_sparsity:
+        n = _check_sparsity(t)
+        if n == 0:
+            print("read_sptrace.py: error: no densities to check", file=sys.stderr)
+            return 1
+        print(f"ok: {n} densities match the sparsity metadata")
+        return 0
+    print(f"file: {t.path}\ntensors: {len(t.tensors)}")
+    for k in sorted(t.metadata):
+        print(f"  meta {k}: {t.metadata[k][:60]}")
+    for name, info in t.tensors.items():
+        print(f"  {name:32s} {info['dtype']:5s} {list(info['shape'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
