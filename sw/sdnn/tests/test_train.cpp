@@ -1,6 +1,7 @@
 // Training: finite-difference gradient check on a tiny RadiX-Net body + softmax head (both bias modes),
 // loss falls and beats a linear classifier on Fashion-MNIST, trace output.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -161,3 +162,30 @@ TEST(SdnnTrain, FashionMnistLoaderErrors) {
   EXPECT_THROW(load_fashion_mnist("/nonexistent", "train", 1024, 10), spartan::IoError);
   EXPECT_THROW(load_fashion_mnist("/usr/share/datasets/fashion-mnist", "train", 1000, 10), spartan::InputError);
 }
+
+#ifdef SPARTAN_SDNN_HAVE_TRACE
+#include <cstdlib>
+
+#include "spartan/trace/sptrace.h"
+
+TEST(SdnnTrain, TraceHasPerLayerActivationsAndMasks) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "Fashion-MNIST not installed at " << dir;
+  const std::string out = (std::filesystem::temp_directory_path() / ("sdnn_trace_" + std::to_string(::getpid()) + ".sptrace")).string();
+  const std::string cmd = std::string(SDNN_BIN) + " train --neurons 256 --layers 3 --init he --train-limit 64 --test-limit 32 --batch 16 --trace " + out + " >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  spartan::trace::TraceReader r(out);
+  EXPECT_EQ(r.metadata().at("format_version"), "1");
+  EXPECT_EQ(r.metadata().at("batch"), "16");
+  const auto keys = r.keys();
+  ASSERT_EQ(keys.size(), 7u);  // act for L0..L3 (L3 = head input), dz_mask for L0..L2
+  for (int k = 0; k < 3; ++k) {
+    const std::string it = "it4/L";
+    const auto next = r.to_f32(it + std::to_string(k + 1) + "/act");
+    ASSERT_EQ(next.size(), 16u * 256u);
+    const auto mask = spartan::trace::unpack_bits(r.view(it + std::to_string(k) + "/dz_mask"), next.size());
+    for (std::size_t e = 0; e < next.size(); ++e) ASSERT_EQ(mask[e] != 0, next[e] > 0.0f && next[e] < 32.0f) << k << " " << e;
+  }
+  std::filesystem::remove(out);
+}
+#endif

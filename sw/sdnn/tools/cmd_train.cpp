@@ -157,7 +157,9 @@ int cmd_train(const std::vector<std::string>& args) {
     }
     std::printf("linear softmax baseline (best lr %g; same inputs, epochs, batch): test_acc %.4f\n", static_cast<double>(best_lr), best);
   }
-  if (!trace.empty()) write_activation_trace(trace, tr, test, cfg.batch, rank == 0);
+  if (!trace.empty())
+    write_activation_trace(trace, tr, train, cfg.batch, rank == 0, tr.steps(), seed,
+                           weights.empty() ? "radixnet-" + std::to_string(n) + "x" + std::to_string(layers) : "sdnn-" + std::to_string(n) + "x" + std::to_string(layers));
   return rc;
 }
 
