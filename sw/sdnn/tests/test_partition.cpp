@@ -196,3 +196,6 @@ TEST(SdnnGenerate, MixedRadixAndPermutation) {
   spec.neurons = 1000;
   EXPECT_THROW(generate_radixnet(spec), spartan::InputError);
 }
+
+// Sanitizer builds: Zoltan initialises MPI; suppress leak reports from OpenMPI / Zoltan internals only.
+extern "C" const char* __lsan_default_suppressions() { return "leak:libmpi\nleak:libopen-pal\nleak:libopen-rte\nleak:libpmix\nleak:libhwloc\nleak:libtrilinos_zoltan\n"; }
