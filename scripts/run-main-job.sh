@@ -33,25 +33,29 @@ fi
 
 mkdir -p "$RUN"
 step_no=0
+NSTEPS=7
 step() {  # step NAME CMD...: runs one step, logs to run/NAME.log, stops the job on failure
   local name="$1"; shift
   step_no=$((step_no + 1))
-  echo "== [$step_no/5] $name: $*"
+  echo "== [$step_no/$NSTEPS] $name: $*"
   local t0=$SECONDS
   if ! "$@" 2>&1 | tee "$RUN/$name.log"; then
     echo "make run: step '$name' failed (see $RUN/$name.log); outputs of earlier steps in $RUN/ are intact" >&2
     exit 1
   fi
-  echo "== [$step_no/5] $name done in $((SECONDS - t0)) s"
+  echo "== [$step_no/$NSTEPS] $name done in $((SECONDS - t0)) s"
 }
 
 step train "$BIN/spartan-train" --model vgg-s --device "$DEVICE" --seed 1 "${TRAIN_ARGS[@]}" \
   --trace "$RUN/run.sptrace" --out-json "$RUN/train.json"
 step trace-check "$BIN/spartan-trace" check "$RUN/run.sptrace"
 
-LAST_IT=$("$BIN/spartan-trace" info "$RUN/run.sptrace" | sed -n 's/^.*captured steps: *//p' | tr ',' '\n' | tail -1)
-step simulate "$BIN/spartan-sim" run --trace "$RUN/run.sptrace" --gpu "$GPU" --out "$RUN/sim" \
-  --rtl ${RTL_LAYERS:+--rtl-layers "$RTL_LAYERS"} ${LAST_IT:+--rtl-iterations "$LAST_IT"}
-step area "$BIN/spartan-area" --gpu "$GPU" --out "$RUN/area" --cycles "$RUN/sim/rtl_cycles.json"
+# The last captured step: RTL lockstep runs on it (the TLM replay covers every captured step).
+LAST_IT=$(/usr/bin/python3 -c 'import json,sys; print(max(json.load(open(sys.argv[1]))["layers"][0]["iterations"]))' \
+  "$RUN/train.json" 2>/dev/null || true)
+step simulate "$BIN/spartan-sim" run --trace "$RUN/run.sptrace" --gpu "$GPU" --out "$RUN/sim"
+step rtl "$BIN/spartan-sim" rtl-check --trace "$RUN/run.sptrace" ${LAST_IT:+--iteration "$LAST_IT"} \
+  ${RTL_LAYERS:+--layers "$RTL_LAYERS"} --out "$RUN/rtl.json"
+step area "$BIN/spartan-area" --gpu "$GPU" --out "$RUN/area"
 step report /usr/bin/python3 scripts/make_report.py --run "$RUN" --out "$REPORT" --profile "$PROFILE"
 echo "make run: report written to $REPORT/report.md (also report.html, report.json, PNG plots)"

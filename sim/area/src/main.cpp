@@ -4,6 +4,7 @@
 // Writes DIR/area.json, DIR/area.md and DIR/netlists/<unit>.v, all or nothing (atomic, after every unit
 // succeeded). Bad input (missing tool or liberty, Yosys error, bad config) -> one line, exit 2.
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -89,6 +90,9 @@ int run(int argc, char** argv) {
   }
   po::notify(vm);
   tools.abc_buffering = !no_buffering;
+  // A non-finite or non-positive period would make OpenSTA loop or divide by zero.
+  if (!std::isfinite(tools.clock_ns) || tools.clock_ns <= 0)
+    throw InputError("--clock-ns must be a finite period > 0 ns, not " + std::to_string(tools.clock_ns));
   ReportOptions ropt;
   if (mem_model == "sram") ropt.memory_model = MemoryModel::kSram;
   else if (mem_model == "ff") ropt.memory_model = MemoryModel::kFlipFlops;
