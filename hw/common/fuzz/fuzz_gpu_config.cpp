@@ -1,6 +1,6 @@
 // libFuzzer target for the strict YAML GPU preset loader (hw/common, parse_gpu_config): any text must either
 // give a configuration that passes validate_gpu_config, or throw spartan::Error (ConfigError naming the
-// key). yaml-cpp exceptions must not escape. Run: build-fuzz/bin/fuzz_gpu_config hw/common/fuzz/corpus/gpu_config
+// key). yaml-cpp exceptions must not escape. Run: build-fuzz/bin/fuzz_gpu_config hw/common/fuzz/corpus/fuzz_gpu_config
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

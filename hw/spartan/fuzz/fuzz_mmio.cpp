@@ -7,7 +7,7 @@
 // One SystemC world (one monitor, one engine, one flat memory) is elaborated on the first input and
 // reused: SystemC cannot re-elaborate in one process. Each input starts by disabling both units and
 // clearing their error latches, so inputs are close to independent (queued jobs may still drain).
-// Run: build-fuzz/bin/fuzz_hw_mmio hw/spartan/fuzz/corpus/mmio
+// Run: build-fuzz/bin/fuzz_hw_mmio hw/spartan/fuzz/corpus/fuzz_hw_mmio
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

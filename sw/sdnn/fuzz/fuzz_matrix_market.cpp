@@ -1,6 +1,6 @@
 // libFuzzer target for the MatrixMarket reader (sw/sdnn/src/io.cpp): any byte string (plain or gzip) must
 // either give a well-formed CSR (row_ptr monotone, column indices sorted, unique and in range) or throw
-// spartan::Error. Run: build-fuzz/bin/fuzz_sdnn_matrix_market sw/sdnn/fuzz/corpus/matrix_market
+// spartan::Error. Run: build-fuzz/bin/fuzz_sdnn_matrix_market sw/sdnn/fuzz/corpus/fuzz_sdnn_matrix_market
 #include <cstdlib>
 
 #include "fuzz_memfd.h"

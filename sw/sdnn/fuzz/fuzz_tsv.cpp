@@ -1,6 +1,6 @@
 // libFuzzer target for the Graph Challenge TSV reader (sw/sdnn/src/io.cpp): any byte string (plain or gzip) must
 // either give a well-formed CSR (row_ptr monotone, column indices sorted, unique and in range) or throw
-// spartan::Error (dimensions inferred or fixed at 64 x 64, chosen by the input length). Run: build-fuzz/bin/fuzz_sdnn_tsv sw/sdnn/fuzz/corpus/tsv
+// spartan::Error (dimensions inferred or fixed at 64 x 64, chosen by the input length). Run: build-fuzz/bin/fuzz_sdnn_tsv sw/sdnn/fuzz/corpus/fuzz_sdnn_tsv
 #include <cstdlib>
 
 #include "fuzz_memfd.h"

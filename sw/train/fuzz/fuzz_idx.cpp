@@ -1,7 +1,7 @@
 // libFuzzer target for the IDX reader (sw/train/src/idx.cpp): any byte string (raw or gzip) must either
 // decode to dims whose product equals the data size, or throw spartan::Error. Never a crash, never an
 // allocation driven by an unchecked header (huge dims in a short file must be rejected before allocating).
-// Run: build-fuzz/bin/fuzz_train_idx sw/train/fuzz/corpus/idx
+// Run: build-fuzz/bin/fuzz_train_idx sw/train/fuzz/corpus/fuzz_train_idx
 #include <cstdlib>
 
 #include "fuzz_memfd.h"
