@@ -151,6 +151,13 @@ class Runner:
         self.rows.append((tool, cls, name, status if not problems else "FAIL: " + "; ".join(problems), first))
 
     def report(self, title):
+        md = os.environ.get("RELIABILITY_MARKDOWN")  # docs/reliability.md table rows, when asked for
+        if md:
+            with open(md, "w") as f:
+                f.write("| command | class | input | result | first stderr line (paths shortened) |\n|---|---|---|---|---|\n")
+                for t, c, n, res, first in self.rows:
+                    cells = [t, c, n, res, first.replace(self.work + "/", "")[:160]]
+                    f.write("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |\n")
         print(f"{title}: {len(self.rows)} cases, {len(self.failures)} failures")
         for r in self.rows:
             print(f"  {r[0]:13s} {r[1]:24s} {r[2]:40s} {r[3]}  | {r[4][:150]}")
@@ -388,15 +395,41 @@ def bad_input(r):
             r.case("spartan-sim", cls, "run " + name, argv, setup)
         else:
             r.rows.append(("spartan-sim", cls, "run " + name, "SKIPPED (spartan-sim run not in this build)", ""))
-    mb = ["microbench", "--out", "@D/out"]
+    # microbench: its input is the GPU preset (--gpu YAML): every YAML class is tried through it, plus outputs.
+    v100 = open(os.path.join(r.src, "sim/configs/gpu/v100.yaml")).read() if os.path.exists(
+        os.path.join(r.src, "sim/configs/gpu/v100.yaml")) else ""
+
+    def preset(fn):
+        return lambda d: (write(os.path.join(d, "gpu.yaml"), fn(v100)), write(os.path.join(d, "blocker"), b"x"))
+
+    def sub(old, new):
+        return lambda t: t.replace(old, new, 1)
+    mb = ["microbench", "--gpu", "@D/gpu.yaml", "--out", "@D/mb.json", "--only", "stream"]
     mb_cases = [
-        ("unknown config keys", "unknown option", mb + ["--frobnicate"]),
-        ("missing files", "--gpu nosuchgpu", mb + ["--gpu", "nosuchgpu"]),
-        ("unwritable output directory", "--out under a regular file", ["microbench", "--out", "@D/blocker/out"]),
+        ("missing files", "--gpu file missing", [a if a != "@D/gpu.yaml" else "@D/nope.yaml" for a in mb], preset(lambda t: t)),
+        ("missing files", "--gpu unknown preset name", [a if a != "@D/gpu.yaml" else "nosuchgpu" for a in mb], preset(lambda t: t)),
+        ("empty", "empty preset", mb, preset(lambda t: "")),
+        ("truncated", "preset cut after `dram:`", mb, preset(lambda t: t[:t.index("dram:") + 5] + "\n")),
+        ("unknown config keys", "unknown top-level key", mb, preset(lambda t: t + "\nfrobnicate: 1\n")),
+        ("unknown config keys", "misspelt nested key (l2.wayz)", mb, preset(sub("  ways: 24", "  wayz: 24"))),
+        ("wrong type", "string for an integer (sm.count)", mb, preset(sub("  count: 80", "  count: eighty"))),
+        ("wrong type", "preset is a YAML list", mb, preset(lambda t: "- 1\n- 2\n")),
+        ("negative or zero sizes", "l2.slices 0", mb, preset(sub("  slices: 64", "  slices: 0"))),
+        ("negative or zero sizes", "sm.count -80", mb, preset(sub("  count: 80", "  count: -80"))),
+        ("huge dimensions", "l2.sets 2^40", mb, preset(sub("  sets: 32 ", "  sets: 1099511627776 "))),
+        ("overlapping ranges", "tRAS > tRC", mb, preset(sub("    tRAS: 28", "    tRAS: 280"))),
+        ("NaN/Inf/-0.0 in data", "clocks.core_mhz .nan", mb, preset(sub("  core_mhz: 1447", "  core_mhz: .nan"))),
+        ("NaN/Inf/-0.0 in data", "clocks.dram_mhz .inf", mb, preset(sub("  dram_mhz: 850", "  dram_mhz: .inf"))),
+        ("NaN/Inf/-0.0 in data", "clocks.l2_mhz -0.0", mb, preset(sub("  l2_mhz: 1447", "  l2_mhz: -0.0"))),
+        ("unknown config keys", "unknown option", mb + ["--frobnicate"], preset(lambda t: t)),
+        ("unknown config keys", "--only everything", [a if a != "stream" else "everything" for a in mb], preset(lambda t: t)),
+        ("unwritable output directory", "--out under a regular file", [a if a != "@D/mb.json" else "@D/blocker/mb.json" for a in mb],
+         preset(lambda t: t)),
+        ("unwritable output directory", "--stats under a regular file", mb + ["--stats", "@D/blocker/stats.json"], preset(lambda t: t)),
     ]
-    for cls, name, argv in mb_cases:
-        if have_mb:
-            r.case("spartan-sim", cls, "microbench " + name, argv, lambda d: write(os.path.join(d, "blocker"), b"x"))
+    for cls, name, argv, setup in mb_cases:
+        if have_mb and v100:
+            r.case("spartan-sim", cls, "microbench " + name, argv, setup)
         else:
             r.rows.append(("spartan-sim", cls, "microbench " + name, "SKIPPED (spartan-sim microbench not in this build)", ""))
     if sim:
