@@ -7,7 +7,8 @@
                      seed for --threads 1 and 2: identical trace tensors and metadata (except the measured
                      gemm_times) and identical --out-json (except wall-clock fields).
   determinism-sim    spartan-sim run twice on traces/samples/tiny-lenet5.sptrace: identical stats.json.
-  memory-growth      spartan-sim run on a trace with N and 2N captured iterations: peak RSS within 10 %.
+  memory-growth      spartan-sim run on traces with N = 40 and 2N = 80 captured iterations: peak RSS may grow
+                     only by the in-memory report (16 x the stats.json growth) plus 5 %.
 
 Executables come as --tool=NAME=PATH (only those built); rows of missing tools are reported as skipped.
 """
@@ -583,7 +584,7 @@ def memory_growth(r):
         h["__metadata__"]["gemm_times"] = json.dumps([dict(g, iteration=i) for i in all_its for g in gt if g["iteration"] == its[0]])
         write_safetensors(path, h, bytes(blob))
     rss = {}
-    for copies in (4, 8):
+    for copies in (20, 40):
         path = os.path.join(d, f"long{copies}.sptrace")
         longer(copies, path)
         p = subprocess.run(["/usr/bin/time", "-f", "%M", exe, "run", "--trace", path, "--out", os.path.join(d, f"o{copies}"), "-q"],
@@ -593,9 +594,14 @@ def memory_growth(r):
             return 1
         rss[copies] = int(p.stderr.decode().strip().splitlines()[-1])
         print(f"{copies * len(its)} iterations: peak RSS {rss[copies]} KiB")
-    growth = rss[8] / rss[4] - 1
-    print(f"peak RSS growth from N to 2N iterations: {100 * growth:.1f} % (limit 10 %)")
-    return 0 if growth <= 0.10 else 1
+    # The replay keeps one record per (iteration, layer) for stats.json (nlohmann JSON in memory, roughly
+    # 10x its text size), so RSS legitimately grows with the report; anything beyond 16 x the growth of
+    # stats.json plus 5 % of RSS(N) is state that should not outlive an iteration.
+    js = {c: os.path.getsize(os.path.join(d, f"o{c}", "stats.json")) // 1024 for c in (20, 40)}
+    growth, allowed = rss[40] - rss[20], 16 * (js[40] - js[20]) + rss[20] // 20
+    print(f"peak RSS growth N -> 2N: {growth} KiB ({100 * growth / rss[20]:.1f} %); stats.json grew {js[40] - js[20]} KiB; "
+          f"allowed {allowed} KiB")
+    return 0 if growth <= allowed else 1
 
 
 def main():
