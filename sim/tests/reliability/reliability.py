@@ -43,6 +43,12 @@ KNOWN_FAILURES = {
     ("spartan-area", "--out under a regular file"):
         "the output directory is created only after synthesis: progress lines on stderr before the error "
         "(and exit 1 'internal error' before sw/common run_cli mapped filesystem errors to exit 2)",
+    ("spartan-sim", "run trace: batch metadata = -1"):
+        "spartan-sim run does not validate the `batch` metadata key (spartan-trace check does); the replay runs",
+    ("spartan-sim", "run --layers 0,0"):
+        "a repeated layer index is accepted silently (exit 0) instead of being rejected as a duplicate",
+    ("spartan-sim", "microbench --stats under a regular file"):
+        "--out is committed before --stats is opened: exit 2 with one line, but mb.json stays behind",
     ("spartan-train", "--weight-decay nan"):
         "same: `weight_decay < 0` is false for NaN; the run exits 0 with NaN weights",
     ("spartan-train", "--out-json under a regular file"):
@@ -155,6 +161,8 @@ class Runner:
             problems.append("left behind: " + ", ".join(extra[:5]))
         first = lines[0] if lines else ""
         known = KNOWN_FAILURES.get((tool, name))
+        if not known and tool == "spartan-sim" and name.startswith("run ") and extra == ["out"] and rc == 2:
+            known = "spartan-sim run creates the --out directory before validating its inputs (an empty directory stays)"
         if problems and known:
             self.rows.append((tool, cls, name, "XFAIL: " + "; ".join(problems) + " [known: " + known + "]", first))
             return
