@@ -3,8 +3,8 @@
 //
 //   spartan-rtl-bench [--trace FILE [--tensor it0/L1/act]] [--rows R --cols C --density D] [--tile 32x32]
 //
-// With --trace, the layer's `act` tensor (F32/F16/BF16, any shape) is viewed as a row-major matrix of
-// rows = shape[0] * shape[1] (N*C) and cols = the product of the remaining dims (H*W). Without it, a
+// With --trace, the layer's `act` tensor (F32/F16/BF16) is viewed as spartan-sim run does: rank 2 [N, K]
+// as N x K, rank >= 3 as rows = shape[0] * shape[1] (N*C) x cols = the remaining dims (H*W). Without it, a
 // synthetic ReLU-like matrix (non-zeros with probability D, zeros as +0.0/-0.0) is used and the output
 // says so. Prints cycles, wall time, cycles/s, cycles per write request and the check against exact counts.
 #include <chrono>
@@ -56,7 +56,8 @@ int run(int argc, char** argv) {
     const auto v = r.view(tensor);
     const auto& sh = v.info->shape;
     if (sh.size() < 2) throw spartan::InputError(tensor + ": needs >= 2 dims");
-    rows = static_cast<std::uint32_t>(sh[0] * sh[1]);
+    // same matrix view as spartan-sim run: rank 2 [N, K]; rank >= 3: rows = d0*d1, cols = the rest
+    rows = static_cast<std::uint32_t>(sh.size() == 2 ? sh[0] : sh[0] * sh[1]);
     cols = static_cast<std::uint32_t>(v.info->numel() / rows);
     switch (v.info->dtype) {
       case spartan::trace::DType::F32: dtype = 0; eb = 4; break;
