@@ -13,7 +13,7 @@ PACKAGES=(
   libopenblas-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev zlib1g-dev
   libopenmpi-dev openmpi-bin libtrilinos-zoltan-dev libmetis-dev libgraphblas-dev
   # data, plots, python helpers
-  dataset-fashion-mnist gnuplot-nox python3 python3-numpy python3-scipy
+  dataset-fashion-mnist gnuplot-nox python3 python3-numpy python3-scipy python3-markdown
 )
 
 missing=()

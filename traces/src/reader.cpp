@@ -68,6 +68,40 @@ std::uint64_t name_offset(const std::string& header, const std::string& name) {
   return kLenBytes + (pos == std::string::npos ? 0 : pos);
 }
 
+// SAX handler that records the first key repeated inside one JSON object; builds nothing else.
+struct DuplicateKeyFinder : nlohmann::json_sax<json> {
+  std::vector<std::set<std::string>> open;  // key sets of the objects being parsed (innermost last)
+  std::string duplicate;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open.emplace_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (!open.back().insert(k).second && duplicate.empty()) duplicate = k;
+    return true;
+  }
+  bool end_object() override {
+    open.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
+    error_at = position;
+    error = ex.what();
+    return false;  // stop parsing
+  }
+  std::size_t error_at = 0;
+  std::string error;
+};
+
 bool json_u64(const json& v, std::uint64_t* out) {
   if (v.is_number_unsigned()) {
     *out = v.get<std::uint64_t>();
@@ -110,21 +144,17 @@ void TraceReader::Impl::parse() {
   const std::string header(reinterpret_cast<const char*>(b + kLenBytes), static_cast<std::size_t>(n));
   if (header[0] != '{') fail("header", kLenBytes, "JSON header does not start with '{'");
 
-  // Parse; reject duplicate keys in any object (nlohmann would silently keep the last one).
-  std::vector<std::set<std::string>> open_objects;
-  std::string duplicate;
-  auto cb = [&](int /*depth*/, json::parse_event_t ev, json& parsed) {
-    if (ev == json::parse_event_t::object_start) open_objects.emplace_back();
-    else if (ev == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
-    else if (ev == json::parse_event_t::key && !open_objects.empty() && duplicate.empty()) {
-      const std::string& k = parsed.get_ref<const std::string&>();
-      if (!open_objects.back().insert(k).second) duplicate = k;
-    }
-    return true;
-  };
+  // Parse in two linear passes: a SAX pass that rejects duplicate keys in any object (nlohmann would
+  // silently keep the last one; its callback-parser API is quadratic in the object size), then the DOM.
+  DuplicateKeyFinder dup;
   json doc;
   try {
-    doc = json::parse(header.begin(), header.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    if (!json::sax_parse(header.begin(), header.end(), &dup)) {
+      std::string msg = dup.error;
+      if (msg.size() > 160) msg = msg.substr(0, 160) + "...";
+      fail("header", kLenBytes + (dup.error_at > 0 ? dup.error_at - 1 : 0), "invalid JSON: " + msg);
+    }
+    if (dup.duplicate.empty()) doc = json::parse(header.begin(), header.end());
   } catch (const json::parse_error& e) {
     const std::uint64_t at = kLenBytes + (e.byte > 0 ? e.byte - 1 : 0);
     std::string msg = e.what();
@@ -133,11 +163,14 @@ void TraceReader::Impl::parse() {
   } catch (const json::exception& e) {
     fail("header", kLenBytes, std::string("invalid JSON: ") + e.what());
   }
+  const std::string& duplicate = dup.duplicate;
   if (!duplicate.empty()) fail(duplicate, name_offset(header, duplicate), "duplicate JSON key");
   if (!doc.is_object()) fail("header", kLenBytes, "JSON header is not an object");
 
   const std::uint64_t data_size = map.size - data_start;
-  for (const auto& [name, entry] : doc.items()) {
+  for (const auto& item : doc.items()) {
+    const std::string& name = item.key();  // not a structured binding: lambdas below capture it
+    const json& entry = item.value();
     // Only computed on error: a find() per tensor would make big headers quadratic.
     const auto at = [&] { return name_offset(header, name); };
     if (name == "__metadata__") {

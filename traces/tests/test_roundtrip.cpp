@@ -40,7 +40,9 @@ TEST(TraceRoundTrip, EveryDtypeBitExact) {
     EXPECT_EQ(info->shape, t.shape);
     const TensorView v = r.view(t.name);
     ASSERT_EQ(v.bytes, t.bytes.size());
-    EXPECT_EQ(std::memcmp(v.data, t.bytes.data(), v.bytes), 0);
+    if (v.bytes > 0) {
+      EXPECT_EQ(std::memcmp(v.data, t.bytes.data(), v.bytes), 0);
+    }
   }
   // Tensors come back in data-offset order = insertion order, contiguous from 0.
   std::uint64_t cursor = 0;

@@ -348,13 +348,15 @@ void SparsityMonitor::rmw_group(std::uint64_t addr, const std::uint32_t* add, un
   mem->b_transport(p, d);
   const bool read_ok = p.is_response_ok();
   if (read_ok) {
+    // The add happens at the L2 (ROP atomic): the read above only fetches the functional value; the
+    // atomic's cost is the write message from the issue time (its read timing is not on the path).
     for (unsigned i = 0; i < words; ++i) {
       const std::uint32_t v = mmio_load_u32(buf + 4 * i) + add[i];  // u32 add, wraps like a ROP atomic
       mmio_store_u32(buf + 4 * i, v);
     }
     p.set_command(tlm::TLM_WRITE_COMMAND);
     p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    d += clock_.cycles(1);  // the add
+    d = (issue > sc_core::sc_time_stamp() ? issue - sc_core::sc_time_stamp() : SC_ZERO_TIME) + clock_.cycles(1);
     mem->b_transport(p, d);
   }
   rmw_locks().erase(key);

@@ -86,7 +86,7 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
       throw ConfigError(path, "-", std::string("cannot parse YAML: ") + e.what());
     }
     read_first(root, {"die_area_mm2", "gpu.die_area_mm2"}, path, g.die_area_mm2);
-    read_first(root, {"process", "process_node", "gpu.process", "gpu.process_node"}, path, g.process);
+    read_first(root, {"process", "node_nm", "process_node", "gpu.process", "gpu.node_nm"}, path, g.process);
     read_first(root, {"l2.slices", "l2.num_slices", "l2_slices", "memory.l2_slices", "l2.slice_count"}, path,
                g.l2_slices);
     read_first(root, {"l2.clock_mhz", "clocks.l2_mhz", "l2_clock_mhz", "clocks.l2.mhz", "clocks.l2"}, path,

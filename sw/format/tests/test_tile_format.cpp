@@ -51,15 +51,18 @@ void expect_roundtrip(const std::vector<float>& x, std::uint32_t rows, std::uint
   std::vector<float> y(rows * ld, 1.0f);
   expand(t, static_cast<void*>(y.data()), ld);
   // Bit-exact, except that ELL/BITMAP tiles do not keep the sign of a zero (-0.0 comes back as +0.0);
-  // DENSE tiles keep every bit.
+  // DENSE tiles keep every bit. (Plain loop, one assertion: per-element gtest macros are slow under ASan.)
   for (std::uint32_t r = 0; r < rows; ++r)
-    for (std::uint32_t c = 0; c < cols; ++c)
-      ASSERT_EQ(bits_of(y[r * ld + c]),
-                t.header(r / opt.tile_rows, c / opt.tile_cols).fmt() != TileFormat::Dense && is_zero(x[r * ld + c])
-                    ? 0u
-                    : bits_of(x[r * ld + c]))
-          << "at (" << r << "," << c << ") rows=" << rows << " cols=" << cols << " tile=" << opt.tile_rows << "x"
-          << opt.tile_cols << " fmt=" << int(opt.sparse_format) << " thr=" << opt.threshold;
+    for (std::uint32_t c = 0; c < cols; ++c) {
+      const std::uint32_t want =
+          t.header(r / opt.tile_rows, c / opt.tile_cols).fmt() != TileFormat::Dense && is_zero(x[r * ld + c])
+              ? 0u
+              : bits_of(x[r * ld + c]);
+      if (bits_of(y[r * ld + c]) != want) {
+        FAIL() << "at (" << r << "," << c << ") rows=" << rows << " cols=" << cols << " tile=" << opt.tile_rows
+               << "x" << opt.tile_cols << " fmt=" << int(opt.sparse_format) << " thr=" << opt.threshold;
+      }
+    }
   // nnz in every header is the true count.
   std::size_t nnz = 0, expect = 0;
   for (const auto& h : t.headers) nnz += h.nnz;
@@ -103,7 +106,7 @@ TEST(TileFormat, RoundTripRandomShapesAllFormats) {
   std::mt19937 rng(42);
   std::uniform_int_distribution<int> dim(1, 150);
   const std::uint32_t tiles[][2] = {{32, 32}, {8, 16}, {7, 5}, {1, 64}, {64, 1}, {4, 300}};
-  for (int trial = 0; trial < 40; ++trial) {
+  for (int trial = 0; trial < 25; ++trial) {
     const std::uint32_t rows = dim(rng), cols = trial % 8 == 0 ? 300 + dim(rng) : dim(rng);
     const std::size_t ld = cols + (trial % 3);
     const double sparsity = std::vector<double>{0, 0.5, 0.9, 0.97, 1.0}[trial % 5];

@@ -11,16 +11,17 @@
 
 namespace spartan::gemm::detail {
 
-void gather_portable(const std::uint32_t* row_ptr, const Entry* e, int rows, const float* D, std::size_t ldd,
-                     float* Out, std::size_t ldo, int Q) {
+void gather_portable(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
+                     std::size_t ldd, float* Out, std::size_t ldo, int Q) {
   constexpr int QB = 64;
   for (int q0 = 0; q0 < Q; q0 += QB) {
     const int qn = Q - q0 < QB ? Q - q0 : QB;
     for (int p = 0; p < rows; ++p) {
+      if (lo[p] == hi[p]) continue;
       float acc[QB];
       float* out = Out + std::size_t(p) * ldo + q0;
       for (int q = 0; q < qn; ++q) acc[q] = out[q];
-      for (std::uint32_t k = row_ptr[p]; k < row_ptr[p + 1]; ++k) {
+      for (std::uint32_t k = lo[p]; k < hi[p]; ++k) {
         const float v = e[k].v;
         const float* d = D + std::size_t(e[k].r) * ldd + q0;
         for (int q = 0; q < qn; ++q) acc[q] += v * d[q];
@@ -91,15 +92,16 @@ namespace {
 
 // NV full ymm vectors, plus (when TAIL) one masked vector of `tail` lanes.
 template <int NV, bool TAIL>
-__attribute__((target("avx2,fma"))) inline void gather_block(const std::uint32_t* row_ptr, const Entry* e, int rows,
-                                                             const float* D, std::size_t ldd, float* Out,
-                                                             std::size_t ldo, int q0, __m256i mask) {
+__attribute__((target("avx2,fma"))) inline void gather_block(const std::uint32_t* lo, const std::uint32_t* hi,
+                                                             const Entry* e, int rows, const float* D, std::size_t ldd,
+                                                             float* Out, std::size_t ldo, int q0, __m256i mask) {
   for (int p = 0; p < rows; ++p) {
+    const std::uint32_t kb = lo[p], ke = hi[p];
+    if (kb == ke) continue;
     float* out = Out + std::size_t(p) * ldo + q0;
     __m256 acc[NV + (TAIL ? 1 : 0)];
     for (int i = 0; i < NV; ++i) acc[i] = _mm256_loadu_ps(out + 8 * i);
     if (TAIL) acc[NV] = _mm256_maskload_ps(out + 8 * NV, mask);
-    const std::uint32_t kb = row_ptr[p], ke = row_ptr[p + 1];
     for (std::uint32_t k = kb; k < ke; ++k) {
       const __m256 v = _mm256_set1_ps(e[k].v);
       const float* d = D + std::size_t(e[k].r) * ldd + q0;
@@ -112,38 +114,39 @@ __attribute__((target("avx2,fma"))) inline void gather_block(const std::uint32_t
 }
 
 template <bool TAIL>
-__attribute__((target("avx2,fma"))) void gather_nv(int nv, const std::uint32_t* rp, const Entry* e, int rows,
+__attribute__((target("avx2,fma"))) void gather_nv(int nv, const std::uint32_t* lo, const std::uint32_t* hi,
+                                                    const Entry* e, int rows,
                                                     const float* D, std::size_t ldd, float* Out, std::size_t ldo,
                                                     int q0, __m256i mask) {
   switch (nv) {
-    case 0: gather_block<0, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 1: gather_block<1, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 2: gather_block<2, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 3: gather_block<3, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 4: gather_block<4, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 5: gather_block<5, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 6: gather_block<6, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    default: gather_block<7, TAIL>(rp, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 0: gather_block<0, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 1: gather_block<1, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 2: gather_block<2, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 3: gather_block<3, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 4: gather_block<4, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 5: gather_block<5, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 6: gather_block<6, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    default: gather_block<7, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
   }
 }
 
 }  // namespace
 
-__attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* row_ptr, const Entry* e, int rows,
-                                                     const float* D, std::size_t ldd, float* Out, std::size_t ldo,
-                                                     int Q) {
+__attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi,
+                                                     const Entry* e, int rows, const float* D, std::size_t ldd,
+                                                     float* Out, std::size_t ldo, int Q) {
   const __m256i none = _mm256_setzero_si256();
   int q0 = 0;
-  for (; q0 + 64 <= Q; q0 += 64) gather_block<8, false>(row_ptr, e, rows, D, ldd, Out, ldo, q0, none);
+  for (; q0 + 64 <= Q; q0 += 64) gather_block<8, false>(lo, hi, e, rows, D, ldd, Out, ldo, q0, none);
   const int rem = Q - q0;
   if (rem == 0) return;
   const int nv = rem / 8, tail = rem % 8;
   if (tail == 0) {
-    gather_nv<false>(nv, row_ptr, e, rows, D, ldd, Out, ldo, q0, none);
+    gather_nv<false>(nv, lo, hi, e, rows, D, ldd, Out, ldo, q0, none);
   } else {
     alignas(32) int m[8];
     for (int i = 0; i < 8; ++i) m[i] = i < tail ? -1 : 0;
-    gather_nv<true>(nv, row_ptr, e, rows, D, ldd, Out, ldo, q0, _mm256_load_si256(reinterpret_cast<const __m256i*>(m)));
+    gather_nv<true>(nv, lo, hi, e, rows, D, ldd, Out, ldo, q0, _mm256_load_si256(reinterpret_cast<const __m256i*>(m)));
   }
 }
 #else
@@ -151,9 +154,9 @@ bool cpu_has_avx2_fma() { return false; }
 void transpose_add_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc) {
   transpose_add_portable(T, ldt, rows, w, C, ldc);
 }
-void gather_avx2(const std::uint32_t* row_ptr, const Entry* e, int rows, const float* D, std::size_t ldd, float* Out,
-                 std::size_t ldo, int Q) {
-  gather_portable(row_ptr, e, rows, D, ldd, Out, ldo, Q);
+void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
+                 std::size_t ldd, float* Out, std::size_t ldo, int Q) {
+  gather_portable(lo, hi, e, rows, D, ldd, Out, ldo, Q);
 }
 #endif
 

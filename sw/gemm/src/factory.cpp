@@ -55,27 +55,29 @@ Calibration calibrate_threshold(const TileSparseOptions& base, int M, int N, int
   GemmCall c;
   c.M = M, c.N = N, c.K = K, c.A = A.data(), c.lda = K, c.B = B.data(), c.ldb = N, c.C = C.data(), c.ldc = N;
   c.sparse = SparseOperand::B;
-  auto best_of = [&](TileSparseEngine& e, const format::TiledMatrix& t) {
-    double best = 1e30;
-    for (int i = 0; i < repeats + 1; ++i) {  // first run warms caches
-      e.run_compacted(c, t);
-      if (i > 0) best = std::min(best, e.last_stats().compute_s);
-    }
-    return best;
-  };
   for (double d : {0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0}) {
     for (auto& x : B) x = p(rng) < d ? u(rng) + 2.0f : 0.0f;
     const format::TiledMatrix ts = se.compact_operand(c), td = de.compact_operand(c);
-    cal.density.push_back(d);
-    cal.sparse_s.push_back(best_of(se, ts));
-    cal.dense_s.push_back(best_of(de, td));
-  }
-  cal.threshold = 1.0;
-  for (std::size_t i = 0; i < cal.density.size(); ++i)
-    if (cal.dense_s[i] <= cal.sparse_s[i]) {
-      cal.threshold = cal.density[i];
-      break;
+    // Interleaved (sparse, dense, sparse, ...) so that both paths see the same machine load; minimum of
+    // each after one warm-up call.
+    double bs = 1e30, bd = 1e30;
+    for (int i = 0; i < repeats + 1; ++i) {
+      se.run_compacted(c, ts);
+      de.run_compacted(c, td);
+      if (i == 0) continue;
+      bs = std::min(bs, se.last_stats().compute_s);
+      bd = std::min(bd, de.last_stats().compute_s);
     }
+    cal.density.push_back(d);
+    cal.sparse_s.push_back(bs);
+    cal.dense_s.push_back(bd);
+  }
+  // Crossover: the smallest measured density from which on the dense path is never slower.
+  cal.threshold = 1.0;
+  for (std::size_t i = cal.density.size(); i-- > 0;) {
+    if (cal.dense_s[i] > cal.sparse_s[i]) break;
+    cal.threshold = cal.density[i];
+  }
   return cal;
 }
 

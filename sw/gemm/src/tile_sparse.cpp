@@ -7,8 +7,9 @@
 // range of P (a tile row of the stored matrix, or a tile column when S is its transpose).
 //  - DENSE tiles: maximal runs of adjacent DENSE tiles along R in a band become one sgemm on the
 //    original operands (in place, no copy); consecutive bands with identical runs share one call.
-//  - ELL/BITMAP tiles: a band's non-zeros are gathered into a row list (Entry = {r, alpha*v}) and the
+//  - ELL/BITMAP tiles: the non-zeros are gathered into a row list over P (Entry = {r, alpha*v}) and the
 //    gather micro-kernel accumulates Out rows from rows of D (vectorised along Q).
+//  - Call-level guard: overall density >= threshold -> one sgemm of the whole call.
 #include <cblas.h>
 #include <omp.h>
 
@@ -152,7 +153,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   stats_.tiles_dense = tc.dense;
   for (const auto& h : s.headers) stats_.nnz += h.nnz;
   if (c.M == 0 || c.N == 0) return;
-  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0)) {  // all DENSE (or nothing to sum): one sgemm
+  const double density = double(stats_.nnz) / (double(st.rows) * double(st.cols));
+  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || (opt_.whole_call_guard && density >= opt_.threshold)) {
+    // all DENSE, or dense enough overall (call-level guard), or nothing to sum: one sgemm
     stats_.full_dense = c.K > 0;
     stats_.dense_calls = 1;
     make_dense_engine()->run(c);
@@ -227,13 +230,13 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   }
 
   // ---- Sparse tiles. (1) The non-zeros of all sparse tiles become one row list over P (CSR-like,
-  // Entry = {r, alpha * v}), rows in order, entries in increasing r. (2) Q is cut into panels; per panel
-  // the gather micro-kernel accumulates Out[p][panel] += v * D[r][panel]. D rows are contiguous along Q
-  // when the dense operand's layout allows (op(B) = B for sparse A, op(A)^T = A for sparse B); otherwise
-  // each panel of D is packed (a W x K transpose, in L2) so that no full transpose is materialised.
+  // Entry = {r, alpha * v}), rows in order, entries in increasing r. (2) The gather micro-kernel
+  // accumulates Out[p][q-block] += v * D[r][q-block] over 64-row chunks and 256-deep blocks of R. D rows
+  // are contiguous along Q when the dense operand's layout allows (op(B) = B for sparse A, op(A)^T = A for
+  // sparse B); otherwise the dense operand is transposed once into a reused buffer (blocked).
   const float* X;  // dense operand as stored
   std::size_t ldx;
-  bool pack;       // D[r][q] = X[q][r] (pack panels) or X[r][q] (use in place)
+  bool pack;       // D[r][q] = X[q][r] (transpose into pack_) or X[r][q] (use in place)
   if (sp_a) {
     X = c.B, ldx = c.ldb, pack = c.op_b == Op::T;
   } else {
@@ -332,38 +335,52 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
 
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
   const detail::TransposeAddFn tadd = avx2_ ? detail::transpose_add_avx2 : detail::transpose_add_portable;
-  const int W = pack ? 32 : 64;  // panel width along Q (floats)
-  const int n_panels = (Q + W - 1) / W;
+  const float* D;
+  std::size_t ldd;
+  if (pack) {  // D = X^T [R x Q], blocked transpose into a reused buffer
+    pack_.resize(std::size_t(R) * Q);
+    transpose(X, ldx, Q, R, pack_.data(), std::size_t(Q));
+    D = pack_.data(), ldd = std::size_t(Q);
+  } else {
+    D = X, ldd = ldx;
+  }
+  // Rows of S in chunks of PB and R in blocks of KB: a chunk's entries stay in L1/L2 and the D block
+  // (KB rows x 64 floats per sweep of the gather) stays in L2 while the chunk's rows reuse it. Chunks
+  // write disjoint rows of Out, so they run in parallel.
+  constexpr int PB = 64, KB = 256;
+  const int n_chunks = (P + PB - 1) / PB;
   const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
   const std::uint32_t* rp = row_ptr_.data();
   const detail::Entry* ep = ent_.data();
 #pragma omp parallel num_threads(nthreads)
   {
-    std::vector<float> panel, tmp;
+    std::vector<float> tmp;
+    std::uint32_t lo[PB], hi[PB];
 #pragma omp for schedule(dynamic, 1)
-    for (int pi = 0; pi < n_panels; ++pi) {
-      const int q0 = pi * W, w = std::min(W, Q - q0);
-      const float* Dp;
-      std::size_t ldp;
-      if (pack) {
-        panel.resize(std::size_t(R) * w);
-        transpose(X + std::size_t(q0) * ldx, ldx, w, R, panel.data(), std::size_t(w));
-        Dp = panel.data(), ldp = std::size_t(w);
-      } else {
-        Dp = X + q0, ldp = ldx;
+    for (int ci = 0; ci < n_chunks; ++ci) {
+      const int p0 = ci * PB, rows = std::min(PB, P - p0);
+      if (rp[p0] == rp[p0 + rows]) continue;
+      float* out;
+      std::size_t ldo;
+      if (sp_a) {  // Out = C: rows m
+        out = c.C + std::size_t(p0) * c.ldc, ldo = c.ldc;
+      } else {  // Out = C^T: accumulate rows (= columns n of C) in tmp, add transposed at the end
+        tmp.assign(std::size_t(rows) * Q, 0.0f);
+        out = tmp.data(), ldo = std::size_t(Q);
       }
-      if (sp_a) {  // Out = C: rows m, panel columns n in [q0, q0 + w)
-        gather(rp, ep, P, Dp, ldp, c.C + q0, c.ldc, w);
-      } else {  // Out = C^T: accumulate 64 rows (= columns n of C) at a time, then add transposed
-        constexpr int PB = 64;
-        for (int p0 = 0; p0 < P; p0 += PB) {
-          const int rows = std::min(PB, P - p0);
-          if (rp[p0] == rp[p0 + rows]) continue;
-          tmp.assign(std::size_t(rows) * w, 0.0f);
-          gather(rp + p0, ep, rows, Dp, ldp, tmp.data(), std::size_t(w), w);
-          tadd(tmp.data(), std::size_t(w), rows, w, c.C + std::size_t(q0) * c.ldc + p0, c.ldc);
+      for (int j = 0; j < rows; ++j) hi[j] = rp[p0 + j];
+      for (int k0 = 0; k0 < R; k0 += KB) {
+        const std::uint32_t k1 = std::uint32_t(std::min(R, k0 + KB));
+        for (int j = 0; j < rows; ++j) {
+          lo[j] = hi[j];
+          const std::uint32_t end = rp[p0 + j + 1];
+          std::uint32_t k = lo[j];
+          while (k < end && ep[k].r < k1) ++k;
+          hi[j] = k;
         }
+        gather(lo, hi, ep, rows, D, ldd, out, ldo, Q);
       }
+      if (!sp_a) tadd(tmp.data(), std::size_t(Q), rows, Q, c.C + p0, c.ldc);
     }
   }
   stats_.compute_s = now_s() - t0;

@@ -138,6 +138,9 @@ TEST(TileSparseGemm, AlphaBetaStridesAndTileSizes) {
           o.threshold = 0.5;
           check_case(Case{sp, oa, ob, 41, 67, 83, 0.8}, o, rng, 1.5f, 0.5f, 3);
           check_case(Case{sp, oa, ob, 41, 67, 83, 0.8}, o, rng, -2.0f, 1.0f, 0);
+          o.whole_call_guard = false;  // mixed DENSE / sparse / zero tiles even where the call is dense overall
+          o.threshold = 0.3;
+          check_case(Case{sp, oa, ob, 41, 67, 83, 0.6}, o, rng, 1.0f, 0.0f, 1);
         }
 }
 
@@ -167,7 +170,10 @@ TEST(TileSparseGemm, PrecompactedMatchesRunAndStatsCount) {
   for (int k = 0; k < 32; ++k)  // top-left 32x32 tile dense, top-middle sparse, rest zero
     for (int n = 0; n < 64; ++n) B[k * N + n] = (n < 32 || (k + n) % 8 == 0) ? u(rng) + 3.0f : 0.0f;
   GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, B.data(), N, C1.data(), N, SparseOperand::B};
-  TileSparseEngine e;
+  TileSparseOptions o;
+  o.tile_rows = o.tile_cols = 32;
+  o.threshold = 0.5;
+  TileSparseEngine e(o);
   e.run(c);
   const TileSparseStats s1 = e.last_stats();
   EXPECT_EQ(s1.tiles_dense, 1u);
@@ -206,4 +212,29 @@ TEST(TileSparseGemm, FactoryByName) {
     EXPECT_EQ(make_engine(n)->name(), n);
   }
   EXPECT_THROW(make_engine("sparse-magic"), spartan::InputError);
+}
+
+TEST(TileSparseGemm, WholeCallGuardRunsOneSgemm) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int M = 16, N = 64, K = 64;
+  std::vector<float> A(M * K), B(K * N, 0.0f), C(M * N);
+  for (auto& x : A) x = u(rng);
+  for (int k = 0; k < K; ++k)  // left half dense, right half empty: overall density 0.5
+    for (int n = 0; n < N / 2; ++n) B[k * N + n] = u(rng) + 2.0f;
+  GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, B.data(), N, C.data(), N, SparseOperand::B};
+  TileSparseOptions o;
+  o.tile_rows = o.tile_cols = 32;
+  o.threshold = 0.4;
+  TileSparseEngine guarded(o);
+  guarded.run(c);
+  EXPECT_TRUE(guarded.last_stats().full_dense);
+  EXPECT_EQ(guarded.last_stats().dense_calls, 1u);
+  EXPECT_EQ(guarded.last_stats().tiles_zero, 2u);  // counts are reported either way
+  o.whole_call_guard = false;
+  TileSparseEngine tiled(o);
+  tiled.run(c);
+  EXPECT_FALSE(tiled.last_stats().full_dense);
+  EXPECT_EQ(tiled.last_stats().tiles_dense, 2u);
+  EXPECT_EQ(tiled.last_stats().tiles_zero, 2u);
 }

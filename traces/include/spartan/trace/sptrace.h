@@ -84,8 +84,11 @@ struct TensorView {
 /// header length within the file, valid JSON object, every entry has known dtype, integer
 /// non-negative shape, data_offsets [begin,end] with begin<=end inside the data section,
 /// (end-begin) == product(shape)*dtype_size, no two ranges overlap, and the ranges cover the data
-/// section without holes. Any violation throws spartan::FormatError naming the file, the tensor
-/// and the byte offset.
+/// section without holes or trailing bytes; also: no duplicate JSON keys, no unknown entry fields,
+/// __metadata__ is a string->string map. Any violation throws spartan::FormatError naming the file,
+/// the tensor and the byte offset (docs/trace-format.md, "What a reader checks"); a missing or
+/// unreadable file throws spartan::IoError. Opening is linear in the header size. The structured
+/// metadata values are parsed by metadata.h (read_layers, ...), not here.
 class TraceReader {
  public:
   explicit TraceReader(const std::string& path);

@@ -20,20 +20,28 @@
 namespace spartan::gemm {
 
 /// Density threshold (nnz / tile elements) at or above which a tile is computed by the dense
-/// micro-kernel. Produced by `bench-gemm --calibrate` (calibrate_threshold below) on the 2-core
-/// x86-64 (AMD EPYC, AVX2) development VM, single thread, 32x32 tiles; see sw/gemm/README.md.
-inline constexpr double kCalibratedThreshold = 0.25;
+/// micro-kernel. Produced by `bench-gemm --calibrate --tile 8x256` (calibrate_threshold below) on the
+/// 2-core x86-64 (AMD EPYC, AVX2) development VM, single thread; table in docs/bench/gemm.md.
+inline constexpr double kCalibratedThreshold = 0.20;
+/// Default tile of the GEMM engines, chosen by bench-gemm (docs/bench/gemm.md): wide tiles amortise the
+/// per-tile-row cost of the sparse path. (The format's own default, 32 x 32, is the hardware line view.)
+inline constexpr std::uint32_t kGemmTileRows = 8;
+inline constexpr std::uint32_t kGemmTileCols = 256;
 
 /// Instruction set of the sparse micro-kernel.
 enum class Isa { Auto, Avx2, Portable };
 
 struct TileSparseOptions {
-  std::uint32_t tile_rows = format::kDefaultTileRows;
-  std::uint32_t tile_cols = format::kDefaultTileCols;
+  std::uint32_t tile_rows = kGemmTileRows;
+  std::uint32_t tile_cols = kGemmTileCols;
   double threshold = kCalibratedThreshold;                ///< see format::CompactOptions::threshold
   format::TileFormat sparse_format = format::TileFormat::Ell;  ///< Ell or Bitmap
   Isa isa = Isa::Auto;  ///< Auto: AVX2+FMA when the CPU has them, else portable
   int num_threads = 0;  ///< OpenMP threads for the sparse part; 0 = OpenMP default
+  /// Call-level guard: when the whole operand's density (nnz / elements) is >= threshold, run one sgemm
+  /// of the whole call (the calibrated crossover says dense wins on average; mixed tiles would otherwise
+  /// fragment the dense part into many small sgemm calls). Tile counts are still reported.
+  bool whole_call_guard = true;
 };
 
 /// What the last call did (tile counts of the compacted operand and times in seconds).
@@ -41,7 +49,7 @@ struct TileSparseStats {
   std::size_t tiles_zero = 0, tiles_sparse = 0, tiles_dense = 0;
   std::size_t nnz = 0;             ///< non-zeros of the sparse operand
   std::size_t dense_calls = 0;     ///< sgemm calls issued for runs of DENSE tiles
-  bool full_dense = false;         ///< every tile DENSE: one sgemm for the whole call
+  bool full_dense = false;         ///< one sgemm for the whole call (all tiles DENSE, or the call-level guard)
   double compact_s = 0, compute_s = 0;
 };
 
@@ -81,6 +89,7 @@ class TileSparseEngine final : public GemmEngine {
   // Reused buffers of the sparse part: row list over P (row pointers, fill cursors, entries).
   std::vector<std::uint32_t> row_ptr_;
   std::vector<detail::Entry> ent_, tent_;
+  std::vector<float> pack_;  // the dense operand transposed (when its rows do not run along Q)
   std::vector<std::uint16_t> tcol_;
 };
 
@@ -103,9 +112,10 @@ struct Calibration {
   double threshold = 1.0;
 };
 /// Measures, on a synthetic forward-conv-like GEMM (activation B of K x N with uniformly random
-/// non-zeros; M = out channels), the sparse path (threshold > 1) against the dense path (threshold 0)
-/// per density and returns the crossover. Deterministic inputs for a given seed; times are measured.
+/// non-zeros; default shape = ResNet-18 conv3_x at batch 1), the sparse path (threshold > 1) against the
+/// dense path (threshold 0) per density, interleaved, best of `repeats`, and returns the crossover: the
+/// smallest measured density from which on dense is never slower. Deterministic inputs for a seed.
 Calibration calibrate_threshold(const TileSparseOptions& opt, int M = 128, int N = 784, int K = 1152,
-                                unsigned seed = 1, int repeats = 3);
+                                unsigned seed = 1, int repeats = 10);
 
 }  // namespace spartan::gemm

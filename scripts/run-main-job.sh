@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The main job (`make run`): training -> trace -> co-simulation (TLM, and RTL in lockstep on a subset)
+# -> area -> report/. Profiles: quick (default; about 20 minutes on a 2-core machine) and full
+# (RUN_PROFILE=full: 10 epochs of vgg-s, RTL on every layer). Each step's outputs stay in run/; a failing
+# step stops the job with one line naming the step and leaves earlier outputs intact.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PROFILE="${1:-quick}"
+BIN=build/bin
+RUN=run
+REPORT=report
+GPU="${RUN_GPU:-v100}"
+
+case "$PROFILE" in
+  quick)
+    # 300 SGD steps of vgg-s (about a third of an epoch), captured at steps 0, 100, 200;
+    # RTL lockstep on three layers of the last captured step (first conv, a middle conv, first FC).
+    TRAIN_ARGS=(--iterations 300 --capture-every 100)
+    RTL_LAYERS="0,6,13"
+    ;;
+  full)
+    TRAIN_ARGS=(--epochs 10 --capture-every 1000)
+    RTL_LAYERS=""
+    ;;
+  *) echo "make run: unknown RUN_PROFILE '$PROFILE' (quick|full)" >&2; exit 2 ;;
+esac
+
+DEVICE=cpu
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && "$BIN/spartan-train" --help | grep -q cuda; then
+  DEVICE=cuda
+fi
+
+mkdir -p "$RUN"
+step_no=0
+step() {  # step NAME CMD...: runs one step, logs to run/NAME.log, stops the job on failure
+  local name="$1"; shift
+  step_no=$((step_no + 1))
+  echo "== [$step_no/5] $name: $*"
+  local t0=$SECONDS
+  if ! "$@" 2>&1 | tee "$RUN/$name.log"; then
+    echo "make run: step '$name' failed (see $RUN/$name.log); outputs of earlier steps in $RUN/ are intact" >&2
+    exit 1
+  fi
+  echo "== [$step_no/5] $name done in $((SECONDS - t0)) s"
+}
+
+step train "$BIN/spartan-train" --model vgg-s --device "$DEVICE" --seed 1 "${TRAIN_ARGS[@]}" \
+  --trace "$RUN/run.sptrace" --out-json "$RUN/train.json"
+step trace-check "$BIN/spartan-trace" check "$RUN/run.sptrace"
+
+LAST_IT=$("$BIN/spartan-trace" info "$RUN/run.sptrace" | sed -n 's/^.*captured steps: *//p' | tr ',' '\n' | tail -1)
+step simulate "$BIN/spartan-sim" run --trace "$RUN/run.sptrace" --gpu "$GPU" --out "$RUN/sim" \
+  --rtl ${RTL_LAYERS:+--rtl-layers "$RTL_LAYERS"} ${LAST_IT:+--rtl-iterations "$LAST_IT"}
+step area "$BIN/spartan-area" --gpu "$GPU" --out "$RUN/area" --cycles "$RUN/sim/rtl_cycles.json"
+step report /usr/bin/python3 scripts/make_report.py --run "$RUN" --out "$REPORT" --profile "$PROFILE"
+echo "make run: report written to $REPORT/report.md (also report.html, report.json, PNG plots)"

@@ -1,0 +1,33 @@
+// CUDA GEMM engines (built only with SPARTAN_HAVE_CUDA): cuBLAS SGEMM and the tile-sparse GEMM on the
+// one tile-sparse format (spartan/format/tile_format.h), with the same per-tile dispatch as the CPU
+// engine: nnz == 0 skipped, DENSE tiles through a shared-memory dense tile kernel, ELL/BITMAP tiles
+// decoded into a shared-memory non-zero list and multiplied non-zero by non-zero.
+//
+// GemmCall pointers are host pointers (as for the CPU engines): each run() copies operands to the
+// device and C back. Times in the stats are device times of the GEMM kernels only (CUDA events),
+// excluding transfers and compaction (compact_s is the host compaction time).
+#pragma once
+#include <memory>
+
+#include "spartan/gemm/tile_sparse.h"
+
+namespace spartan::gemm {
+
+/// Number of CUDA devices; 0 when the driver/runtime reports none or fails (no exception).
+int cuda_device_count();
+
+/// cuBLAS SGEMM engine ("cuda-dense"). Throws spartan::Error when no GPU is usable.
+std::unique_ptr<GemmEngine> make_cuda_dense_engine();
+/// CUDA tile-sparse engine ("cuda-tile-sparse"); options as for the CPU engine (isa/num_threads ignored).
+/// Throws spartan::Error when no GPU is usable, spartan::InputError on bad options.
+std::unique_ptr<GemmEngine> make_cuda_tile_sparse_engine(const TileSparseOptions& opt = {});
+/// Stats of the last call of a CUDA engine (tile counts for the tile-sparse one, compute_s for both);
+/// nullptr when `e` is not a CUDA engine.
+const TileSparseStats* cuda_last_tile_stats(const GemmEngine& e);
+
+/// Times C = op(A) * B_sparse with cuSPARSE SpMM (CSR of the activation operand B, op(B) = N, row-major
+/// A [M x K], B [K x N], C [M x N]); returns device seconds per call (CUDA events, best of `repeats`).
+/// For the benchmark's comparison. Throws spartan::Error on CUDA/cuSPARSE failure.
+double cusparse_spmm_seconds(const float* A, const float* B, float* C, int M, int N, int K, int repeats);
+
+}  // namespace spartan::gemm

@@ -1,0 +1,86 @@
+// CUDA engines against the OpenBLAS reference. Skips (GTEST_SKIP) when no CUDA GPU is present.
+// Tolerance as in test_tile_sparse.cpp: 8 * K * 2^-24 * (|alpha| sum_k |a_ik b_kj| + |beta c0_ij|).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "spartan/common/error.h"
+#include "spartan/gemm/cuda.h"
+
+using namespace spartan::gemm;
+using spartan::format::TileFormat;
+
+namespace {
+
+void check_engine(GemmEngine& e, SparseOperand sp, Op oa, Op ob, int M, int N, int K, double sparsity,
+                  std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int ar = oa == Op::N ? M : K, ac = oa == Op::N ? K : M, br = ob == Op::N ? K : N, bc = ob == Op::N ? N : K;
+  std::vector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C0(std::size_t(M) * N);
+  for (auto& x : A) x = (sp == SparseOperand::A && p(rng) < sparsity) ? 0.0f : u(rng);
+  for (auto& x : B) x = (sp == SparseOperand::B && p(rng) < sparsity) ? 0.0f : u(rng);
+  for (auto& x : C0) x = u(rng);
+  std::vector<float> C = C0, R = C0;
+  const float alpha = 1.5f, beta = 0.5f;
+  GemmCall c{oa, ob, M, N, K, alpha, beta, A.data(), ac, B.data(), bc, C.data(), N, sp};
+  GemmCall r = c;
+  r.C = R.data();
+  make_dense_engine()->run(r);
+  e.run(c);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double mag = 0;
+      for (int k = 0; k < K; ++k) {
+        const double a = oa == Op::N ? A[std::size_t(i) * ac + k] : A[std::size_t(k) * ac + i];
+        const double b = ob == Op::N ? B[std::size_t(k) * bc + j] : B[std::size_t(j) * bc + k];
+        mag += std::fabs(a * b);
+      }
+      const double tol = 8.0 * K * std::ldexp(1.0, -24) * (alpha * mag + beta * std::fabs(C0[i * N + j])) + 1e-30;
+      ASSERT_LE(std::fabs(double(C[i * N + j]) - R[i * N + j]), tol)
+          << e.name() << " C(" << i << "," << j << ") sp=" << int(sp) << " oa=" << int(oa) << " ob=" << int(ob);
+    }
+}
+
+}  // namespace
+
+TEST(CudaGemm, MatchesOpenBlasAllOpsAndFormats) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  std::mt19937 rng(3);
+  auto dense = make_cuda_dense_engine();
+  for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+    for (Op oa : {Op::N, Op::T})
+      for (Op ob : {Op::N, Op::T}) {
+        check_engine(*dense, sp, oa, ob, 37, 150, 70, 0.5, rng);
+        for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
+          for (double thr : {0.0, 0.3, 2.0}) {
+            TileSparseOptions o;
+            o.sparse_format = f;
+            o.threshold = thr;
+            auto e = make_cuda_tile_sparse_engine(o);
+            for (double s : {0.0, 0.7, 0.97}) check_engine(*e, sp, oa, ob, 37, 150, 70, s, rng);
+            const TileSparseStats* st = cuda_last_tile_stats(*e);
+            ASSERT_NE(st, nullptr);
+            EXPECT_GT(st->tiles_zero + st->tiles_sparse + st->tiles_dense, 0u);
+          }
+      }
+}
+
+TEST(CudaGemm, FactoryNamesAndBadOptions) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  EXPECT_EQ(make_engine("cuda-dense")->name(), "cuda-dense");
+  EXPECT_EQ(make_engine("cuda-tile-sparse")->name(), "cuda-tile-sparse");
+  TileSparseOptions bad;
+  bad.tile_rows = 128;
+  bad.tile_cols = 128;
+  EXPECT_THROW(make_cuda_tile_sparse_engine(bad), spartan::InputError);
+}
+
+TEST(CudaGemm, NoGpuIsReportedNotCrashed) {
+  // Holds on every machine: without a GPU the engines throw spartan::Error instead of crashing.
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present; this checks the no-GPU path";
+  EXPECT_THROW(make_cuda_dense_engine(), spartan::Error);
+  EXPECT_THROW(make_cuda_tile_sparse_engine(), spartan::Error);
+}
