@@ -111,7 +111,8 @@ class SparsityMonitor : public sc_core::sc_module {
   bool region_validate(const Region& g, unsigned self) const;
   static void region_derive(Region& g);
   std::uint64_t tiles_of(const Region& g) const;
-  void count_line(Region& g, std::uint64_t addr, const std::uint8_t* data, std::uint32_t len);
+  /// Counts one request into region g; returns its counting-stage cycles (>= 1, see observe_write).
+  std::uint64_t count_line(Region& g, std::uint64_t addr, const std::uint8_t* data, std::uint32_t len);
   void clear_all();
   void update_occupancy();
   void flush_thread();
