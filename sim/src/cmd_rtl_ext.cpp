@@ -68,7 +68,7 @@ std::uint32_t dbg_read(spartan::hw::SparsityMonitor& m, std::uint32_t off) {
   p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
   p.set_data_length(4);
   p.set_streaming_width(4);
-  if (m.mmio->transport_dbg(p) != 4) throw std::logic_error("--rtl: debug read of a monitor register failed");
+  if (m.mmio.get_base_export()->transport_dbg(p) != 4) throw std::logic_error("--rtl: debug read of a monitor register failed");
   return v;
 }
 
@@ -77,11 +77,18 @@ double dev_pct(double tlm, double rtl) { return tlm > 0 ? 100.0 * (rtl - tlm) / 
 class RtlExtension : public spartan::hw::RunExtension {
  public:
   RtlExtension() {
-    opts_ = {{"rtl", "RTL co-simulation: replay each layer's activation through the Verilated sparsity monitor and a TLM "
-                     "monitor in lockstep; adds stats.json \"rtl\" (mismatches fail the run)", false},
-             {"rtl-layers", "with --rtl: comma-separated layer indices to check (default: every replayed layer)", true},
-             {"wave", "with --rtl: write a VCD of the RTL monitor to FILE (needs --wave-window)", true},
-             {"wave-window", "with --wave: RTL cycles FROM:TO to dump (counted from the first checked layer)", true}};
+    auto opt = [](const char* n, const char* help, bool value) {
+      spartan::hw::ExtensionOption o;
+      o.name = n;
+      o.help = help;
+      o.takes_value = value;
+      return o;
+    };
+    opts_ = {opt("rtl", "RTL co-simulation: replay each layer's activation through the Verilated sparsity monitor and a "
+                        "TLM monitor in lockstep; adds stats.json \"rtl\" (mismatches fail the run)", false),
+             opt("rtl-layers", "with --rtl: comma-separated layer indices to check (default: every replayed layer)", true),
+             opt("wave", "with --rtl: write a VCD of the RTL monitor to FILE (needs --wave-window)", true),
+             opt("wave-window", "with --wave: RTL cycles FROM:TO to dump (counted from the first checked layer)", true)};
   }
   std::string name() const override { return "rtl"; }
   std::vector<spartan::hw::ExtensionOption>& options() override { return opts_; }

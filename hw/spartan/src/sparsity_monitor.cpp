@@ -391,6 +391,9 @@ void SparsityMonitor::rmw_group(std::uint64_t addr, const std::uint32_t* add, un
   done = sc_core::sc_time_stamp() + d;
 }
 
+// RTL: the last atomic add's completion (m_done) reaches FLUSH_DONE two cycles later (calibration).
+constexpr double kFlushDoneCycles = 2.0;
+
 void SparsityMonitor::flush_thread() {
   for (;;) {
     sc_core::wait(flush_start_ev_);
@@ -399,7 +402,8 @@ void SparsityMonitor::flush_thread() {
     InflightWindow win(cfg_.flush_outstanding);
     // Scan timing calibrated from the RTL (docs/hw-units.md "Timing parameters"): 2 cycles to start, 1 per
     // flushed region, and per 32 B group of the count table one cycle per counter + 1 to close the group
-    // + 1 to issue its atomic add if it is non-zero; flush_groups_per_cycle divides this scan cost.
+    // + 1 to issue its atomic add if it is non-zero (issued after that cycle); flush_groups_per_cycle divides
+    // this scan cost.
     const double scale = 1.0 / std::max<std::uint32_t>(1, cfg_.flush_groups_per_cycle);
     double scan = 2.0;
     sc_time end = start + clock_.cycles(scan * scale);
@@ -419,8 +423,9 @@ void SparsityMonitor::flush_thread() {
         end = std::max(end, scanned);
         if (std::any_of(ctr, ctr + words, [](std::uint32_t c) { return c != 0; })) {
           scan += 1.0;
-          end = std::max(end, start + clock_.cycles(scan * scale));
-          const sc_time issue = win.earliest_issue(scanned);
+          const sc_time issued = start + clock_.cycles(scan * scale);
+          end = std::max(end, issued);
+          const sc_time issue = win.earliest_issue(issued);
           // Temporal decoupling: never run more than a global quantum ahead of the kernel.
           const sc_time q = tlm_utils::tlm_quantumkeeper::get_global_quantum();
           if (issue > sc_core::sc_time_stamp() && q > SC_ZERO_TIME && issue - sc_core::sc_time_stamp() > q)
@@ -431,7 +436,7 @@ void SparsityMonitor::flush_thread() {
           sc_time done;
           rmw_group(a, add, words, issue, done);
           win.push(done);
-          end = std::max(end, done);
+          end = std::max(end, done + clock_.cycles(kFlushDoneCycles));
         }
         t = t_end;
       }
