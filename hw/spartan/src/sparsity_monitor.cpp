@@ -400,17 +400,16 @@ void SparsityMonitor::flush_thread() {
     if (flush_start_ > sc_core::sc_time_stamp()) sc_core::wait(flush_start_ - sc_core::sc_time_stamp());
     const sc_time start = sc_core::sc_time_stamp();
     InflightWindow win(cfg_.flush_outstanding);
-    // Scan timing calibrated from the RTL (docs/hw-units.md "Timing parameters"): 2 cycles to start, 1 per
-    // flushed region, and per 32 B group of the count table one cycle per counter + 1 to close the group
-    // + 1 to issue its atomic add if it is non-zero (issued after that cycle); flush_groups_per_cycle divides
-    // this scan cost.
+    // Scan timing calibrated from the RTL (docs/hw-units.md "Timing parameters"; the RTL's flush FSM reads one
+    // counter per cycle): 2 cycles to start, and per 32 B group of the count table one cycle per counter
+    // + 2 (last read's data, close the group) + 1 to issue its atomic add if it is non-zero (issued after
+    // that cycle); flush_groups_per_cycle divides this scan cost.
     const double scale = 1.0 / std::max<std::uint32_t>(1, cfg_.flush_groups_per_cycle);
     double scan = 2.0;
     sc_time end = start + clock_.cycles(scan * scale);
     for (unsigned r = 0; r < kNumRegions; ++r) {
       Region& g = regions_[r];
       if (!g.en || !((flush_mask_ >> r) & 1u)) continue;
-      scan += 1.0;
       std::uint64_t t = 0;
       while (t < g.tiles) {
         const std::uint64_t a = g.ct_base + 4 * t;
@@ -418,7 +417,7 @@ void SparsityMonitor::flush_thread() {
         const std::uint64_t t_end = std::min<std::uint64_t>(g.tiles, t + (group_end - a) / 4);
         std::uint32_t* ctr = &counters_[g.cnt_offset + t];
         const unsigned words = static_cast<unsigned>(t_end - t);
-        scan += double(words) + 1.0;
+        scan += double(words) + 2.0;
         const sc_time scanned = start + clock_.cycles(scan * scale);
         end = std::max(end, scanned);
         if (std::any_of(ctr, ctr + words, [](std::uint32_t c) { return c != 0; })) {
