@@ -10,9 +10,10 @@ rtl = doc["rtl"]
 want = [int(x) for x in sys.argv[2:]]
 assert rtl["mismatches"] == 0, rtl["mismatches"]
 layers = rtl["layers"]
-replayed = [L["layer"] for L in doc["layers"]]
-expect = want if want else replayed
-assert [j["layer"] for j in layers] == expect, ([j["layer"] for j in layers], expect)
+replayed = [(L["iteration"], L["layer"]) for L in doc["layers"]]
+expect = [k for k in replayed if not want or k[1] in want]
+got = [(j["iteration"], j["layer"]) for j in layers]
+assert got == expect and got, (got, expect)
 dev = 0.0
 for j in layers:
     for k in ("iteration", "layer", "name", "unit", "mismatches", "rtl_cycles", "tlm_cycles", "cycle_deviation_percent"):
@@ -22,6 +23,6 @@ for j in layers:
     dev = max(dev, abs(j["cycle_deviation_percent"]))
 assert abs(rtl["max_abs_cycle_deviation_percent"] - dev) < 1e-9
 for L in doc["layers"]:
-    assert ("rtl" in L) == (L["layer"] in expect)
+    assert ("rtl" in L) == ((L["iteration"], L["layer"]) in expect)
 assert doc["checks"]["passed"]
 print("rtl section ok:", len(layers), "layers, max |deviation| %.2f %%" % dev)
