@@ -29,11 +29,13 @@
 #include <tlm>
 
 #include "spartan/common/error.h"
+#include "spartan/hw/compaction_engine.h"
 #include "spartan/hw/gpu/backing_store.h"
 #include "spartan/hw/gpu/gpu_system.h"
 #include "spartan/hw/regmap.h"
 #include "spartan/hw/run_hooks.h"
 #include "spartan/hw/sparsity_monitor.h"
+#include "spartan/rtl/engine_rtl.h"
 #include "spartan/rtl/monitor_lockstep.h"
 
 namespace {
@@ -123,7 +125,14 @@ class RtlExtension : public spartan::hw::RunExtension {
     const double mhz = ctx.monitors[0]->config().clock_mhz;
     runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz);
     if (opts_[2].given) runner_->lockstep.wave(opts_[2].value, from, to);
+    if (ctx.engine)
+      ctx.engine->add_job_observer([this](const spartan::hw::EngineJob& j, bool done) {
+        if (!done) return;
+        job_ = j;
+        have_job_ = true;
+      });
   }
+  void layer_begin(const spartan::hw::ReplayLayer&) override { have_job_ = false; }
 
   void layer_end(const spartan::hw::ReplayLayer& rl, json& L) override {
     const std::int64_t layer = L.value("layer", rl.layer);
@@ -170,16 +179,62 @@ class RtlExtension : public spartan::hw::RunExtension {
                 {"rtl_cycles_simulated", r.rtl_cycles_total}, {"wall_s", r.wall_seconds}};
     L["rtl"] = rec;
     records_.push_back(rec);
+    if (have_job_) engine_check(L);
     if (!ctx_.quiet)
       std::fprintf(stderr, "rtl: it%lld/L%lld monitor: %llu mismatches, RTL %.0f vs TLM %.0f cycles (%+.2f %%)\n",
                    static_cast<long long>(rec["iteration"].get<std::int64_t>()), static_cast<long long>(layer),
                    static_cast<unsigned long long>(mism), rtl, tlm, dev);
   }
 
+  // The layer's engine job again on the engine RTL (serial datapath): same descriptor, same source matrix and
+  // count table (from the GPU's functional memory); every header and payload byte is compared with what the
+  // TLM engine wrote; job cycles RTL vs TLM.
+  void engine_check(json& L) {
+    const auto& d = job_.desc;
+    auto& store = ctx_.gpu->backing_store();
+    spartan::rtl::EngineRtl rtl;
+    const auto r = rtl.run(d, [&](std::uint64_t a, std::uint8_t* dst) { store.read(a, dst, 128); });
+    const auto& w = rtl.written();
+    std::uint64_t bad = 0;
+    if (!r.finished || r.status != static_cast<std::uint32_t>(job_.status)) ++bad;
+    if (job_.status == spartan::hw::regmap::engine::JobStatus::Ok) {
+      if (r.out_bytes != job_.payload_bytes) ++bad;
+      const std::uint64_t tiles = spartan::hw::regmap::tile_count(d.rows, d.cols, d.tile_rows, d.tile_cols);
+      std::vector<std::uint8_t> ref(16 * tiles);
+      store.read(d.header_base, ref.data(), ref.size());
+      for (std::uint64_t i = 0; i < ref.size(); ++i) {
+        auto it = w.find(d.header_base + i);
+        bad += it == w.end() || it->second != ref[i];
+      }
+      ref.assign(job_.payload_bytes, 0);
+      store.read(d.out_base, ref.data(), ref.size());
+      for (std::uint64_t i = 0; i < ref.size(); ++i) {
+        auto it = w.find(d.out_base + i);
+        bad += it == w.end() || it->second != ref[i];
+      }
+    }
+    mismatches_ += bad;
+    const double tlm = double(job_.cycles), rtlc = double(r.job_cycles), dev = dev_pct(tlm, rtlc);
+    max_dev_engine_ = std::max(max_dev_engine_, std::fabs(dev));
+    json rec = {{"iteration", L.value("iteration", std::int64_t(0))}, {"layer", L.value("layer", std::int64_t(0))},
+                {"name", L.value("name", std::string())}, {"unit", "engine"}, {"mismatches", bad},
+                {"rtl_cycles", r.job_cycles}, {"tlm_cycles", job_.cycles}, {"cycle_deviation_percent", dev},
+                {"payload_bytes", job_.payload_bytes}, {"bytes_compared", w.size()},
+                {"rtl_cycles_simulated", r.rtl_cycles}};
+    L["rtl_engine"] = rec;
+    records_.push_back(rec);
+    if (!ctx_.quiet)
+      std::fprintf(stderr, "rtl: engine: %llu mismatches, RTL %.0f vs TLM %.0f cycles (%+.1f %%, serial RTL datapath)\n",
+                   static_cast<unsigned long long>(bad), rtlc, tlm, dev);
+  }
+
   void finish(json& stats) override {
-    stats["rtl"] = {{"mismatches", mismatches_}, {"max_abs_cycle_deviation_percent", max_dev_}, {"layers", records_},
-                    {"method", "lockstep: TLM SparsityMonitor and Verilated RTL monitor on the layer's activation "
-                               "(128 B line requests), counting + flush cycles"}};
+    stats["rtl"] = {{"mismatches", mismatches_}, {"max_abs_cycle_deviation_percent", std::max(max_dev_, max_dev_engine_)},
+                    {"max_abs_cycle_deviation_percent_by_unit", {{"monitor", max_dev_}, {"engine", max_dev_engine_}}},
+                    {"layers", records_},
+                    {"method", "monitor: lockstep TLM SparsityMonitor vs Verilated RTL monitor on the layer's activation "
+                               "(128 B line requests), counting + flush cycles; engine: the layer's engine job re-run on the "
+                               "Verilated engine RTL (serial datapath), header/payload bytes vs the TLM engine's, job cycles"}};
   }
   std::uint64_t mismatches() const override { return mismatches_; }
 
@@ -189,7 +244,9 @@ class RtlExtension : public spartan::hw::RunExtension {
   std::set<std::int64_t> layers_;
   std::unique_ptr<RtlRunner> runner_;
   std::uint64_t mismatches_ = 0;
-  double max_dev_ = 0;
+  double max_dev_ = 0, max_dev_engine_ = 0;
+  spartan::hw::EngineJob job_;
+  bool have_job_ = false;
   json records_ = json::array();
 };
 
