@@ -50,21 +50,31 @@ void SparsityMonitor::observe_write(std::uint64_t addr, const std::uint8_t* data
   if (!(ctrl_ & (1u << CTRL_ENABLE_BIT)) || len == 0 || data == nullptr) return;
   ++stats_.lines_seen;
   ++lines_seen_;
-  // Input pipeline occupancy (calibrated from the RTL, docs/hw-units.md "Timing parameters"): a request
-  // occupies the counting stage for `cost` cycles = 1, or for a sampled request hitting regions, the sum over
-  // those regions of, per row segment of the request, max(1, distinct tiles with a counted non-zero); divided
-  // by lines_per_cycle. A faster arrival waits (reported; the L2 is not stalled by the model).
-  std::uint64_t cost = 1;
+  // Input pipeline timing (calibrated from the RTL, docs/hw-units.md "Timing parameters"): the accept stage
+  // takes one request per cycle; a sampled request hitting regions then occupies the counting stage for
+  // `cost` cycles = the sum over those regions of, per row segment of the request, max(1, distinct tiles with
+  // a counted non-zero) (divided by lines_per_cycle). Two requests can wait between accept and counting, so
+  // the accept stage is free again once the counted request ahead has started counting. Unmatched and
+  // unsampled requests need only the accept stage and overlap with counting. busy_ps = time the accept stage
+  // is occupied; a faster arrival waits (reported as back-pressure; the L2 is not stalled by the model).
+  std::uint64_t cost = 0;  // 0: accept stage only
   struct Occupy {
     SparsityMonitor& m;
     const sc_time& when;
     std::uint64_t& cost;
     ~Occupy() {
-      const sc_time slot =
-          m.clock_.cycles(double(std::max<std::uint64_t>(1, cost)) / std::max<std::uint32_t>(1, m.cfg_.lines_per_cycle));
-      if (m.input_free_ > when) m.stats_.backpressure_ps += (m.input_free_ - when).value();
-      m.input_free_ = std::max(m.input_free_, when) + slot;
-      m.stats_.busy_ps += slot.value();
+      const double lpc = std::max<std::uint32_t>(1, m.cfg_.lines_per_cycle);
+      const sc_time t_acc = std::max(when, m.input_free_);
+      if (t_acc > when) m.stats_.backpressure_ps += (t_acc - when).value();
+      sc_time free = t_acc + m.clock_.cycles(1.0 / lpc);
+      if (cost > 0) {
+        const sc_time t_c = std::max(t_acc, m.count_free_);
+        m.count_free_ = t_c + m.clock_.cycles(double(cost) / lpc);
+        free = std::max(free, m.last_count_start_);
+        m.last_count_start_ = t_c;
+      }
+      m.stats_.busy_ps += (free - t_acc).value();
+      m.input_free_ = free;
     }
   } occupy{*this, when, cost};
 
@@ -85,7 +95,6 @@ void SparsityMonitor::observe_write(std::uint64_t addr, const std::uint8_t* data
   if (!sampled) return;
   ++stats_.lines_sampled;
   ++lines_sampled_;
-  cost = 0;
   for (unsigned i = 0; i < hits; ++i) cost += count_line(regions_[hit[i]], addr, data, len);
 }
 

@@ -131,6 +131,7 @@ class SparsityMonitor : public sc_core::sc_module {
   bool flush_busy_ = false, flush_done_ = false;
   std::uint32_t flush_mask_ = 0;
   sc_core::sc_time flush_start_, last_flush_done_, input_free_;
+  sc_core::sc_time count_free_, last_count_start_;  ///< counting stage free; start of the last counted request
   sc_core::sc_event flush_start_ev_, flush_done_ev_;
   std::vector<LineObserver> line_observers_;
   std::vector<FlushObserver> flush_observers_;
