@@ -27,15 +27,15 @@
 
 namespace spartan::hw {
 
-/// Structural and timing parameters (defaults: docs/hw-units.md "Timing parameters"; initial assumptions,
-/// to be calibrated from the RTL).
+/// Structural and timing parameters (defaults: docs/hw-units.md "Timing parameters"; the timing rules are
+/// calibrated from the RTL, rtl/src/sparsity_monitor.v: docs/hw-units.md "Calibration from the RTL").
 struct MonitorConfig {
   std::uint32_t slice_id = 0;                 ///< L2 slice index (SLICE_ID register)
   double clock_mhz = 1000.0;                  ///< the L2 clock of the GPU preset
-  std::uint32_t lines_per_cycle = 1;          ///< write requests accepted per cycle
+  std::uint32_t lines_per_cycle = 1;          ///< speed-up of accept + counting stages (1 = the RTL)
   std::uint32_t pipeline_latency_cycles = 3;  ///< request -> counter update
   std::uint32_t counter_entries = 8192;       ///< u32 counters (CAPACITY)
-  std::uint32_t flush_groups_per_cycle = 1;   ///< 32 B count-table groups scanned per cycle
+  std::uint32_t flush_groups_per_cycle = 1;   ///< speed-up of the flush scan (1 = the RTL: 1 counter/cycle)
   std::uint32_t flush_outstanding = 4;        ///< flush read-modify-writes in flight
   std::uint32_t mmio_latency_cycles = 2;      ///< register access latency
 };
