@@ -179,6 +179,7 @@ struct Host : sc_core::sc_module {
 TEST(MonitorRtlVsTlm, SameTrafficSameCountsAndStatistics) {
   ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   hw::MonitorConfig mc;
+  mc.flush_outstanding = 4;  // the RTL instance's FLUSH_OUTSTANDING
   mc.clock_mhz = 1000.0;
   hw::SparsityMonitor tlm_mon("tlm_monitor", mc);
   rtl::MonitorRtlScConfig rc;

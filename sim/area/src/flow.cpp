@@ -101,7 +101,10 @@ std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const st
     for (const char* p : kMemParams) ys << " -unset " << p;
     ys << " t:spartan_sram_macro\n";
   }
-  ys << "write_verilog -noattr -noexpr " << (wd / (tag + "netlist.v")).string() << "\n";
+  // Netlist for OpenSTA, after the area was taken: its Verilog reader takes no `assign` with
+  // concatenations, so wire-to-wire connections become buffers (a few BUFX2 on port nets).
+  ys << "opt_clean -purge\nsetundef -zero\nsplitnets -ports\ninsbuf -buf " << tools.buffer_cell << "\nopt_clean\n"
+     << "write_verilog -noattr -noexpr " << (wd / (tag + "netlist.v")).string() << "\n";
   return ys.str();
 }
 

@@ -94,7 +94,7 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
     if (read_first(root, {"spartan.compaction_engines", "units.compaction_engine.count", "compaction_engines"}, path,
                    g.engines))
       g.engines_assumed = false;
-    g.source = path + (b != builtin().end() ? " (missing keys from the built-in table)" : "");
+    g.source = path + (b != builtin().end() ? " (keys it lacks from the built-in table)" : "");
   }
   const std::string where = path.empty() ? "built-in table" : path;
   if (g.die_area_mm2 <= 0.0) throw ConfigError(where, "die_area_mm2", "missing or not positive");

@@ -78,6 +78,8 @@ int run(int argc, char** argv) {
       "ff-memory-limit-bits", po::value(&tools.ff_memory_limit_bits)->default_value(tools.ff_memory_limit_bits),
       "largest SRAM-eligible memory (bits per unit) also synthesised as flip-flops")(
       "no-buffering", po::bool_switch(&no_buffering), "plain `abc -liberty` (no buffering or gate sizing)")(
+      "buffer-cell", po::value(&tools.buffer_cell)->default_value(tools.buffer_cell),
+      "liberty buffer 'CELL IN OUT' used to remove assigns from the STA netlist")(
       "keep-work", po::value(&keep_work), "copy the scratch directory (scripts, logs) here for inspection");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);

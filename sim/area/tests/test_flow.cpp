@@ -101,6 +101,18 @@ TEST(AreaFlowLive, PopcountAndFifo) {
   EXPECT_EQ(p8.stat.cell_counts.at("DFFPOSX1"), 5u);
 }
 
+TEST(AreaFlowLive, CombinationalVirtualClock) {
+  if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
+  TempDir work;
+  UnitSpec c{"comb", "comb_concat", {kData + "/comb_concat.v"}, UnitRole::kOther, {}, "clk", 0};
+  const UnitResult r = run_unit(c, ToolConfig{}, work.path.string());
+  EXPECT_FALSE(r.has_reg2reg);
+  EXPECT_EQ(r.stat.cell_counts.count("DFFPOSX1"), 0u);
+  EXPECT_GT(r.worst.stages, 2u);  // the 8-bit adder's carry chain
+  EXPECT_GT(r.fmax_mhz, 0.0);
+  EXPECT_EQ(r.netlist.find("assign {"), std::string::npos);
+}
+
 TEST(AreaFlowLive, ExecutableWritesReport) {
   if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
   TempDir tmp;

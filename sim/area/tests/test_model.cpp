@@ -41,6 +41,7 @@ TEST(AreaScaling, SramDensity) {
   EXPECT_THROW(sram_area_um2(1, 14), spartan::InputError);
   EXPECT_EQ(gpu_process_node_nm("12nm"), 16);
   EXPECT_EQ(gpu_process_node_nm("4N"), 5);
+  EXPECT_EQ(gpu_process_node_nm("4"), 5);
   EXPECT_EQ(gpu_process_node_nm("7 nm"), 7);
   EXPECT_EQ(gpu_process_node_nm("3nm"), 0);
 }

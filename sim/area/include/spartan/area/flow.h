@@ -60,6 +60,8 @@ struct ToolConfig {
   /// ABC maps with the clock as delay target, buffers high-fanout nets and sizes gates (see flow.cpp);
   /// false gives the plain `abc -liberty` mapping (unbuffered, X1 cells: timing far too pessimistic).
   bool abc_buffering = true;
+  /// "CELL IN OUT" buffer used by Yosys `insbuf` to replace assigns in the netlist given to OpenSTA.
+  std::string buffer_cell = "BUFX2 A Y";
 };
 
 /// Checks that the tools are executable and the liberty is readable. Throws InputError (one line).

@@ -20,6 +20,7 @@
 #include "spartan/hw/address_map.h"
 #include "spartan/hw/gpu_config.h"
 #include "spartan/hw/stats.h"
+#include "spartan/hw/gpu/backing_store.h"  // backing_store() is part of the API: complete type
 #include "spartan/hw/gpu/request.h"
 
 namespace spartan::hw::gpu {
@@ -29,7 +30,6 @@ class SmScheduler;
 class Crossbar;
 class L2Slice;
 class MemoryController;
-class BackingStore;
 
 /// Timing of one run() ("kernel"): first issue to last completion over all SMs.
 struct KernelResult {
