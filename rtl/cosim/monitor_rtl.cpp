@@ -27,7 +27,7 @@ struct MonitorRtl::Impl {
   VerilatedContext ctx;
   std::unique_ptr<Vsparsity_monitor> top;
   std::unique_ptr<VerilatedVcdC> vcd;
-  std::uint64_t wave_from = 0, wave_to = 0;
+  std::uint64_t wave_from = 0, wave_to = 0, wave_origin = 0;
   bool wave_armed = false;
   std::mt19937_64 rng;
 };
@@ -67,6 +67,7 @@ void MonitorRtl::open_wave(const std::string& path, std::uint64_t from, std::uin
   impl_->vcd->open(path.c_str());
   impl_->wave_from = from;
   impl_->wave_to = to;
+  impl_->wave_origin = cycle_;
   impl_->wave_armed = true;
 }
 
@@ -95,8 +96,9 @@ void MonitorRtl::tick() {
   t.clk = 0;
   t.eval();
   if (impl_->vcd && cycle_ >= impl_->wave_from && cycle_ < impl_->wave_to) {
-    impl_->vcd->dump(2 * cycle_ + 1);
-    impl_->vcd->dump(2 * cycle_ + 2);
+    // two time steps per clock (rising, falling edge), counted from the cycle open_wave() was called
+    impl_->vcd->dump(2 * (cycle_ - impl_->wave_origin) + 1);
+    impl_->vcd->dump(2 * (cycle_ - impl_->wave_origin) + 2);
   }
   if (impl_->vcd && cycle_ + 1 == impl_->wave_to) {
     impl_->vcd->close();

@@ -90,9 +90,13 @@ void MonitorRtlSc::b_transport_wr(tlm::tlm_generic_payload& p, sc_core::sc_time&
 }
 
 std::uint32_t MonitorRtlSc::flush_add(const AtomicAdd32B& a) {
-  // 32 B read + 32 B write through the L2, as the TLM model's read-modify-write of a count-table group.
+  // As the TLM model (docs/hw-units.md, "Count table and flush"): the add happens at the L2 (ROP atomic),
+  // modelled as one write message of the group whose completion is the atomic's completion, issued one
+  // cycle after the request; the group is also read functionally first (that read's timing is not on the
+  // path, as in the TLM model).
   std::uint8_t buf[32] = {};
-  sc_core::sc_time d = now_of_rtl() - sc_core::sc_time_stamp();
+  const sc_core::sc_time d0 = now_of_rtl() - sc_core::sc_time_stamp();
+  sc_core::sc_time d = d0;
   tlm::tlm_generic_payload p;
   p.set_command(tlm::TLM_READ_COMMAND);
   p.set_address(a.addr);
@@ -110,6 +114,7 @@ std::uint32_t MonitorRtlSc::flush_add(const AtomicAdd32B& a) {
   }
   p.set_command(tlm::TLM_WRITE_COMMAND);
   p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  d = d0 + period_;
   mem->b_transport(p, d);
   const sc_core::sc_time elapsed = (sc_core::sc_time_stamp() + d) - now_of_rtl();
   return static_cast<std::uint32_t>(std::llround(elapsed / period_));

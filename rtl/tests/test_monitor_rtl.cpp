@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "monitor_reference.h"
@@ -229,6 +230,7 @@ TEST(MonitorRtl, ConstrainedRandomWithBackPressure) {
     const unsigned nreg = 1 + rng() % 3;
     std::vector<RefRegion> gs;
     std::uint32_t off = 0;
+    std::ostringstream trace;
     for (unsigned r = 0; r < nreg; ++r) {
       RefRegion g;
       g.dtype = rng() % 3;
@@ -243,10 +245,11 @@ TEST(MonitorRtl, ConstrainedRandomWithBackPressure) {
       off += static_cast<std::uint32_t>(g.tiles());
       b.program(r, g);
       gs.push_back(g);
-      SCOPED_TRACE(testing::Message() << "seed " << seed << " region " << r << " dtype " << g.dtype << " rows "
-                                      << g.rows << " cols " << g.cols << " pitch " << g.pitch << " tile " << g.tr
-                                      << "x" << g.tc << " base 0x" << std::hex << g.base);
+      trace << "seed " << seed << " region " << r << " dtype " << g.dtype << " rows " << g.rows << " cols "
+            << g.cols << " pitch " << g.pitch << " tile " << g.tr << "x" << g.tc << " base 0x" << std::hex
+            << g.base << std::dec << "; ";
     }
+    SCOPED_TRACE(trace.str());
     b.enable(rng() % 2);
     for (unsigned r = 0; r < nreg; ++r) {
       const auto m = random_matrix(rng, gs[r], (rng() % 100) / 100.0);

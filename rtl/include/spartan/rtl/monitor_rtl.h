@@ -59,7 +59,8 @@ class MonitorRtl {
   /// Cycles during which a write request was presented but not accepted (back-pressure on s_ready).
   std::uint64_t stall_cycles() const { return stall_cycles_; }
 
-  /// VCD of cycles [from, to) only (Verilator --trace); file is written as the run passes the window.
+  /// VCD of absolute cycles [from, to) only (Verilator --trace), written as the run passes the window and
+  /// closed at its end. VCD time = 2 steps per cycle, counted from the cycle this is called at.
   void open_wave(const std::string& path, std::uint64_t from, std::uint64_t to);
 
  private:

@@ -6,8 +6,8 @@
 //                       decided here (the pins carry only 4-byte accesses).
 //   wr (target)         write requests the L2 slice accepted (TLM_WRITE_COMMAND, <= 128 B inside one line)
 //                       -> s_* pins; the annotated delay grows by the cycles s_ready was low.
-//   mem (initiator)     flush atomic adds from the m_* pins -> a 32 B read + 32 B write through the L2
-//                       (as the TLM model); m_ready is held low for the read+write latency.
+//   mem (initiator)     flush atomic adds from the m_* pins -> a 32 B read (functional) + 32 B write through the L2
+//                       (as the TLM model); the add completes (m_done) one cycle + the write latency after issue.
 // Timing is loosely timed and in lockstep: before each transaction the RTL is clocked up to the
 // transaction's local time (sc_time_stamp() + delay) in cycles of `clock_mhz`, so RTL cycle n = time n*T
 // (cycles counted from the end of the post-reset counter clear).
