@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= build-fuzz
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test run clean fuzz
+.PHONY: all deps configure build test test-asan run clean fuzz
 
 all: build
 
@@ -24,6 +24,10 @@ build: configure
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1500
+
+# The whole suite again under ASan + UBSan (separate tree build-asan, -O1, no CUDA).
+test-asan: deps
+	@bash scripts/test-asan.sh
 
 run: build
 	@bash scripts/run-main-job.sh $(RUN_PROFILE)
