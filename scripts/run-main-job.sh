@@ -20,6 +20,8 @@ case "$PROFILE" in
     # RTL lockstep on three layers of each captured step (first conv, a middle conv, first FC).
     TRAIN_ARGS=(--iterations 300 --capture-every 100)
     RTL_LAYERS="0,6,13"
+    # Memories counted as SRAM only: skips the second, flip-flop synthesis of each unit (minutes of ABC).
+    AREA_ARGS=(--ff-memory-limit-bits 0)
     ;;
   tiny)
     # For the end-to-end test (scripts/tests/test_main_job.py): lenet5, 20 steps, RTL on one layer, area
