@@ -36,36 +36,14 @@ CompactionEngine::CompactionEngine(sc_core::sc_module_name name, const EngineCon
 // ------------------------------------------------------------------------------------------------
 void CompactionEngine::b_transport_mmio(tlm::tlm_generic_payload& p, sc_time& delay) {
   delay += clock_.cycles(cfg_.mmio_latency_cycles);
-  if (p.get_command() == tlm::TLM_IGNORE_COMMAND) {
-    p.set_response_status(tlm::TLM_OK_RESPONSE);
-    return;
-  }
-  const bool write = p.is_write();
-  MmioError e = mmio_check_payload(p);
-  const std::uint32_t off = static_cast<std::uint32_t>(p.get_address());
-  if (e == MmioError::None) {
-    if (write) {
-      e = reg_write(off, mmio_load_u32(p.get_data_ptr()), sc_core::sc_time_stamp() + delay);
-    } else {
-      std::uint32_t v = 0;
-      e = reg_read(off, v);
-      if (e == MmioError::None) mmio_store_u32(p.get_data_ptr(), v);
-    }
-  }
-  (write ? stats_.mmio_writes : stats_.mmio_reads)++;
-  if (e != MmioError::None) {
-    ++stats_.mmio_errors;
-    err_.latch(e, p.get_address(), write);
-  }
-  p.set_response_status(mmio_response_for(e));
+  serve_mmio(
+      p, stats_, err_, [&](std::uint32_t off, std::uint32_t& v) { return reg_read(off, v); },
+      [&](std::uint32_t off, std::uint32_t v) { return reg_write(off, v, sc_core::sc_time_stamp() + delay); });
 }
 
 unsigned CompactionEngine::transport_dbg_mmio(tlm::tlm_generic_payload& p) {
-  if (!p.is_read() || p.get_data_length() != 4 || p.get_address() % 4 != 0) return 0;
-  std::uint32_t v = 0;
-  if (reg_read(static_cast<std::uint32_t>(p.get_address()), v) != MmioError::None) return 0;
-  mmio_store_u32(p.get_data_ptr(), v);
-  return 4;
+  // Debug reads only (no side effects); writes through the debug port are refused.
+  return serve_mmio_debug(p, [&](std::uint32_t off, std::uint32_t& v) { return reg_read(off, v); });
 }
 
 MmioError CompactionEngine::reg_read(std::uint32_t off, std::uint32_t& v) const {
