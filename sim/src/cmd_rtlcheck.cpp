@@ -135,16 +135,8 @@ std::vector<Layer> load(const Options& o) {
       default: throw spartan::InputError(o.trace + ": " + L.name + ": act must be F32, F16 or BF16");
     }
     const auto& sh = v.info->shape;
-    std::uint64_t rows = 1, cols = 1;
-    if (sh.size() >= 3) {
-      rows = std::uint64_t(sh[0]) * std::uint64_t(sh[1]);
-      for (std::size_t i = 2; i < sh.size(); ++i) cols *= std::uint64_t(sh[i]);
-    } else if (sh.size() == 2) {
-      rows = std::uint64_t(sh[0]);
-      cols = std::uint64_t(sh[1]);
-    } else if (sh.size() == 1) {
-      cols = std::uint64_t(sh[0]);
-    }
+    const auto mv = spartan::trace::activation_matrix_view(sh);
+    const std::uint64_t rows = mv.rows, cols = mv.cols;
     if (rows == 0 || cols == 0 || rows >= (1u << 24)) throw spartan::InputError(o.trace + ": " + L.name + ": unsupported shape");
     L.rows = static_cast<std::uint32_t>(rows);
     L.cols = static_cast<std::uint32_t>(cols);

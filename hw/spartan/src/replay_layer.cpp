@@ -61,16 +61,8 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // Matrix view of the activation: [N*C, H*W] for NCHW (one row per feature map, as the producer writes
   // it), [N, K] for FC; generally rows = d0*d1, cols = the rest for rank >= 3.
   const auto& sh = info->shape;
-  std::uint64_t rows = 1, cols = 1;
-  if (sh.size() >= 3) {
-    rows = std::uint64_t(sh[0]) * std::uint64_t(sh[1]);
-    for (std::size_t i = 2; i < sh.size(); ++i) cols *= std::uint64_t(sh[i]);
-  } else if (sh.size() == 2) {
-    rows = std::uint64_t(sh[0]);
-    cols = std::uint64_t(sh[1]);
-  } else if (sh.size() == 1) {
-    cols = std::uint64_t(sh[0]);
-  }
+  const auto mv = trace::activation_matrix_view(sh);
+  const std::uint64_t rows = mv.rows, cols = mv.cols;
   if (rows == 0 || cols == 0 || rows > 0xFFFFFFFFull || cols * eb > 0xFFFFFFFFull)
     throw InputError(opt_.trace_path + ": " + tname + ": activation shape cannot be replayed (empty or too large)");
   const trace::TensorView view = reader_.view(tname);
