@@ -290,23 +290,31 @@ def build(a, train, sim, area, rtl, tmp):
 
 
 def area_section(area, tmp):
+    """Area per unit (180 nm, synthesised), per GPU and share of die per node, from area.json."""
     out = []
-    units = area.get("units", [])
-    rows = []
-    for u in units:
-        rows.append([u.get("name"), fmt(get(u, "synthesis", "cells", "count", default=get(u, "synthesis", "cells")), "d"),
-                     fmt(get(u, "synthesis", "total_um2", default=get(u, "total_um2")), ".0f"),
-                     fmt(get(u, "timing", "fmax_mhz", default=get(u, "fmax_mhz")), ".1f"),
-                     fmt(get(u, "instances_per_gpu"), "d")])
-    out.append(md_table(["unit", "cells", "area at 180 nm (um^2)", "fmax at 180 nm (MHz)", "instances per GPU"],
-                        rows) + "\n")
-    nodes = get(area, "gpu_totals", "nodes", default=[])
+    rows, dat = [], []
+    for u in area.get("units", []):
+        a180 = u.get("area_180nm", {})
+        logic, sram, ff = a180.get("logic_um2"), a180.get("memory_sram_um2"), a180.get("memory_ff_um2")
+        rows.append([u.get("name"), u.get("role"), fmt(u.get("cells"), "d"), fmt(logic, ".0f"), fmt(sram, ".0f"),
+                     fmt(get(u, "timing_180nm", "fmax_mhz"), ".1f"), fmt(u.get("instances_per_gpu"), "d")])
+        dat.append([u.get("name"), fmt((logic or 0) / 1e6, ".4f"), fmt((sram or 0) / 1e6, ".4f")])
+    out.append(md_table(["unit", "role", "cells", "logic at 180 nm (um^2)", "memory as SRAM (um^2)",
+                         "fmax at 180 nm (MHz)", "instances per GPU"], rows) + "\n")
+    nodes = get(area, "gpu_totals", default=[]) or []
     if nodes:
-        rows = [[n.get("node_nm"), fmt(n.get("per_gpu_mm2"), ".4f"), fmt(n.get("share_of_die_percent"), ".4f")]
-                for n in nodes]
-        out.append(md_table(["node (nm)", "all units per GPU (mm^2)", "share of die (%)"], rows) + "\n")
-    out.append(f"Source: `spartan-area` ({get(area, 'tool', default='Yosys + OpenSTA')}); memories counted as "
-               f"{get(area, 'memory_model', default='?')}.\n")
+        rows = [[n.get("node_nm"), fmt(n.get("per_gpu_mm2"), ".4f"),
+                 fmt(n.get("share_of_die_percent"), ".4f") if "share_of_die_percent" in n else "-"] for n in nodes]
+        out.append(f"All units of one {get(area, 'gpu', 'name', default='GPU')} (one monitor per L2 slice, "
+                   "engines as configured); the share of die is given at the GPU's own node:\n")
+        out.append(md_table(["node (nm)", "units per GPU (mm^2)", "share of die (%)"], rows) + "\n")
+    write_dat(os.path.join(tmp, "area.dat"), ["unit", "logic_mm2", "sram_mm2"], dat)
+    if dat and gnuplot(GP_HEAD + "set output 'area.png'\nset title 'Area per instance at 180 nm (synthesised)'\n"
+                       "set style histogram rowstacked\nset ylabel 'mm^2'\n"
+                       "plot 'area.dat' using 2:xtic(1) title 'logic', '' using 3 title 'memory (SRAM estimate)'\n", tmp):
+        out.append("![area breakdown](area.png)\n")
+    out.append(f"Source: `spartan-area` (Yosys + OpenSTA, OSU 0.18 um); memories in the totals: "
+               f"{get(area, 'memory_model', 'total_uses', default='?')}. Details: `run/area/area.md`.\n")
     return "\n".join(out)
 
 
