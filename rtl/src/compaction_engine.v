@@ -1,17 +1,24 @@
 // Compaction engine (docs/hw-units.md "CompactionEngine"; register map and descriptor: regmap.h namespace
 // engine; output bytes: sw/format/include/spartan/format/tile_format.h). This project's design.
 //
-// Datapath of this first RTL: serial, one element per cycle (tile reads through a one-line cache, three
-// passes per compacted tile: count/ELL width, indices or bitmap, values), one output byte per cycle into two
-// line packers (payload, headers). It is functionally complete (ELL/BITMAP, DENSE in place, zero tiles,
-// sampling estimates, OutOverflow, bus errors) but much slower than the 32-lanes-per-cycle TLM timing.
+// Datapath: one 128 B line per cycle. Per tile: the count word (one-line count-table cache) decides DENSE /
+// zero / compact. A compacted tile is fetched into the tile buffer (line reads, one issued per cycle, up to
+// RD_OUTS in flight); each response is zero-detected per lane (32 F32 / 64 F16-BF16 lanes) as it arrives
+// (row non-zeros, ELL width, nnz). Then one or two emit passes over the buffered lines, one line per cycle:
+// ELL indices (8-bit column lanes through a prefix-sum compactor) or BITMAP rows, then the values (16-bit
+// granules through a second compactor); each cycle's packed bytes (+ ELL row padding) go as one chunk of up
+// to 128 B into the output packer (spartan_line_writer), which writes a full line per cycle. Headers go
+// through a second packer. Timing rule: docs/hw-units.md "Calibration from the RTL" (the TLM engine's).
+// Functionally: ELL/BITMAP, DENSE in place, zero tiles, sampling estimates, OutOverflow, bus errors.
 //
 // Pins: MMIO as the monitor (response one cycle after acceptance, mmio_err = MmioError code);
 // rd_*: line read requests (128 B-aligned address) and in-order responses, one outstanding;
 // wr_*: line writes with byte strobes, posted; wr_resp_valid pulses once per completed write.
 module compaction_engine #(
   parameter QDEPTH            = 8,
-  parameter READ_BUFFER_BYTES = 16384
+  parameter READ_BUFFER_BYTES = 16384,
+  parameter RD_OUTS           = 64,                              // line reads in flight
+  parameter BUF_LINES         = READ_BUFFER_BYTES / 128 + 512    // tile buffer: any valid tile's lines
 ) (
   input  wire          clk,
   input  wire          rst,
@@ -71,7 +78,14 @@ module compaction_engine #(
   wire [33:0] s_row_bytes = (s_dt == 2'd0) ? {desc[3], 2'b00} : {1'b0, desc[3], 1'b0};
   wire [17:0] s_te = {9'd0, s_tr[8:0]} * {9'd0, s_tc[8:0]};
   wire [19:0] s_tile_bytes = (s_dt == 2'd0) ? {s_te, 2'b00} : {1'b0, s_te, 1'b0};
-  wire s_valid = (s_dt != 2'd3) && (desc[2] != 32'd0) && (desc[3] != 32'd0) && (s_fmt == 4'd1 || s_fmt == 4'd2) &&
+  // lines of the worst-case tile (each row segment touches at most ceil(TC*eb/128) + 1 lines)
+  wire [10:0] s_tcb = (s_dt == 2'd0) ? {s_tc[8:0], 2'b00} : {1'b0, s_tc[8:0], 1'b0};
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [11:0] s_tcl = {1'b0, s_tcb} + 12'd127;
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire [13:0] s_lines = {5'd0, s_tr[8:0]} * {9'd0, s_tcl[11:7] + 5'd1};
+  wire s_valid = (s_dt != 2'd3) && ((s_dt == 2'd0) ? (desc[0][1:0] == 2'b00) : (desc[0][0] == 1'b0)) &&
+                 ({18'd0, s_lines} <= BUF_LINES) && (desc[2] != 32'd0) && (desc[3] != 32'd0) && (s_fmt == 4'd1 || s_fmt == 4'd2) &&
                  s_tr_ok && s_tc_ok && ((s_dt == 2'd0) ? (desc[4][1:0] == 2'b00) : (desc[4][0] == 1'b0)) &&
                  ({2'b00, desc[4]} >= s_row_bytes) && (desc[8][1:0] == 2'b00) &&
                  ({12'd0, s_tile_bytes} <= READ_BUFFER_BYTES);
@@ -155,10 +169,11 @@ module compaction_engine #(
   end
 
   // ---------------- job FSM ----------------
-  localparam [3:0] S_IDLE = 4'd0, S_TILE = 4'd1, S_RD = 4'd2, S_RW = 4'd3, S_ELEM = 4'd4, S_PEND = 4'd5,
+  localparam [3:0] S_IDLE = 4'd0, S_TILE = 4'd1, S_CRD = 4'd2, S_FETCH = 4'd3, S_CNTD = 4'd4, S_PASS = 4'd5,
                    S_NEXT = 4'd7, S_FIN = 4'd8, S_DONE = 4'd9;
-  localparam [1:0] P_CNT = 2'd0, P_IDX = 2'd1, P_BM = 2'd2, P_VAL = 2'd3;
-  reg [3:0]  st, ret;
+  localparam [1:0] P_IDX = 2'd1, P_BM = 2'd2, P_VAL = 2'd3;
+  localparam BW = $clog2(BUF_LINES + 1);
+  reg [3:0]  st;
   reg [1:0]  pass;
   // latched descriptor
   reg [63:0] j_ct, j_hdr, j_out;
@@ -169,39 +184,33 @@ module compaction_engine #(
   reg [8:0]  j_tr, j_tc;
   // tile walk
   reg [31:0] t, r0, c0, tj;
-  reg [63:0] trow_addr, row_addr;
-  reg [8:0]  re, ce, r, c, rn, width;
-  reg [31:0] nnz, off;
-  reg [31:0] word;
-  // caches
-  reg        ec_v, cc_v, rd_for_ct;
-  reg [56:0] ec_line, cc_line;
-  reg [1023:0] ec_data, cc_data;
-  // output byte source
-  reg [31:0] em_val;
-  reg [2:0]  em_n;
-  reg [31:0] em_zeros;
-  reg [127:0] hdr_sh;
-  reg [4:0]  hdr_n;
-  reg [31:0] ost, cycles, outstanding;
+  reg [63:0] trow_addr;
+  reg [8:0]  re, ce, width;
+  reg [31:0] nnz, off, ost, cycles, outstanding;
   reg        flush_w;
+  // count-table cache
+  reg        cc_v;
+  reg [56:0] cc_line;
+  reg [1023:0] cc_data;
+  // tile buffer and its three walkers: issue (i*), response (p*), emit (q*)
+  reg [1023:0] rbuf [0:BUF_LINES-1];
+  reg [63:0] ia;
+  reg [3:0]  il, pl, ql;
+  reg [8:0]  ir, pr, qr, prn, qrn;
+  reg [6:0]  pso, qso, tso;
+  reg        iss_more;
+  reg [BW-1:0] iss_cnt, resp_cnt, rptr;
+  reg [255:0] row_bm;
+  // output chunk (payload), header, pending zero bytes
+  reg         c_valid, h_valid;
+  reg [7:0]   c_n;
+  reg [1023:0] c_data;
+  reg [63:0]  c_addr, h_addr;
+  reg [127:0] h_data, hdr_q;
+  reg [11:0]  zrem;
   wire       eb4 = j_dt == 2'd0;
-  wire [2:0] eb = eb4 ? 3'd4 : 3'd2;
 
-  // element fetch
-  wire [31:0] col   = c0 + {23'd0, c};
-  wire [63:0] eaddr = row_addr + (eb4 ? {30'd0, col, 2'b00} : {31'd0, col, 1'b0});
-  wire        e_hit = ec_v && ec_line == eaddr[63:7];
-  // only the addressed element (low 32 bits) of the shifted line is used
-  /* verilator lint_off UNUSEDSIGNAL */
-  wire [1023:0] e_sh = ec_data >> {eaddr[6:0], 3'b000};
-  /* verilator lint_on UNUSEDSIGNAL */
-  wire [31:0] elem  = eb4 ? e_sh[31:0] : {16'd0, e_sh[15:0]};
-  wire        e_nz  = eb4 ? (|elem[30:0]) : (|elem[14:0]);
-  wire        last_c = c == ce - 9'd1;
-  wire        last_r = r == re - 9'd1;
-  wire [8:0]  rn_nx = rn + {8'd0, e_nz};
-  // count table fetch
+  // count table
   wire [63:0] caddr = j_ct + {30'd0, t, 2'b00};
   wire        c_hit = cc_v && cc_line == caddr[63:7];
   // only the addressed count (low 32 bits) of the shifted line is used
@@ -220,6 +229,7 @@ module compaction_engine #(
   wire        dense = est16 >= thr_e;
   wire [31:0] dense_nnz = (j_s == 4'd0) ? cword : (est == 48'd0 ? 32'd1 :
                           (est > {30'd0, e_t} ? {14'd0, e_t} : est[31:0]));
+  wire [63:0] tsa_w = trow_addr + (eb4 ? {30'd0, c0, 2'b00} : {31'd0, c0, 1'b0});  // tile's first segment
   // payload size of a compacted tile
   wire [17:0] rw    = re * width;
   wire [17:0] rw4   = (rw + 18'd3) & ~18'd3;
@@ -230,55 +240,135 @@ module compaction_engine #(
   /* verilator lint_on UNUSEDSIGNAL */
   wire [31:0] bmw   = {27'd0, ce31[9:5]};
   wire [31:0] pay_b = (nnz == 32'd0) ? 32'd0 :
-                      j_bitmap ? ({23'd0, re} * bmw * 32'd4 + nnz * {29'd0, eb})
-                               : (ell_b + {14'd0, rw} * {29'd0, eb});
+                      j_bitmap ? ({23'd0, re} * bmw * 32'd4 + nnz * (eb4 ? 32'd4 : 32'd2))
+                               : (ell_b + {14'd0, rw} * (eb4 ? 32'd4 : 32'd2));
   wire        ovf   = {1'b0, off} + {1'b0, pay_b} > {1'b0, j_cap};
+  wire [10:0] sb    = eb4 ? {ce, 2'b00} : {1'b0, ce, 1'b0};   // segment bytes
 
-  // byte emitters
-  wire pb_valid = (em_n != 3'd0) || (em_zeros != 32'd0);
-  wire pb_ready, hb_ready, pw_valid, hw_valid, pw_idle, hw_idle;
-  wire [7:0] pb_data = (em_n != 3'd0) ? em_val[7:0] : 8'd0;
+  // issue walker: line il of row ir (segment start ia)
+  // only the line index (bits 10:7) of the segment's last byte is needed here
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [10:0] i_e   = {4'd0, ia[6:0]} + sb - 11'd1;
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire        i_lst = il == i_e[10:7];
+  wire [BW-1:0] inflight = iss_cnt - resp_cnt;
+  // response walker: line pl of row pr; lanes of the arriving line
+  wire [10:0] p_e   = {4'd0, pso} + sb - 11'd1;
+  wire        p_lst = pl == p_e[10:7];
+  // the response side only counts (ELL width, nnz); the lane masks are recomputed when emitting
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [63:0] p_lane_unused, p_gran_unused;
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire [6:0]  p_k;
+  spartan_line_lanes u_plane (.data(rd_resp_data), .dtype(j_dt), .lo(pl == 4'd0 ? pso : 7'd0),
+    .hi(p_lst ? p_e[6:0] : 7'd127), .lane_m(p_lane_unused), .gran_m(p_gran_unused), .count(p_k));
+  wire [8:0]  p_rn  = prn + {2'd0, p_k};
+  // emit walker: line ql of row qr from the tile buffer
+  wire [1023:0] q_line = rbuf[rptr];
+  wire [10:0] q_e   = {4'd0, qso} + sb - 11'd1;
+  wire        q_lst = ql == q_e[10:7];
+  wire        q_end = q_lst && qr == re - 9'd1;
+  wire [63:0] q_lane, q_gran;
+  wire [6:0]  q_k;
+  spartan_line_lanes u_qlane (.data(q_line), .dtype(j_dt), .lo(ql == 4'd0 ? qso : 7'd0),
+    .hi(q_lst ? q_e[6:0] : 7'd127), .lane_m(q_lane), .gran_m(q_gran), .count(q_k));
+  wire [8:0]  q_rn  = qrn + {2'd0, q_k};
+  // column of lane 0 of this line (mod 256) = ql * lanes per line - first lane of the segment
+  wire [7:0]  q_cb  = eb4 ? ({ql[2:0], 5'd0} - {3'd0, qso[6:2]}) : ({ql[1:0], 6'd0} - {2'd0, qso[6:1]});
+  reg  [511:0] idx_in;
+  integer li;
+  always @* for (li = 0; li < 64; li = li + 1) idx_in[li*8 +: 8] = q_cb + li[7:0];
+  wire [511:0]  idx_packed;
+  wire [1023:0] val_packed;
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [6:0]  idx_cnt_unused, val_cnt_unused;
+  /* verilator lint_on UNUSEDSIGNAL */
+  spartan_compactor #(.G(64), .GW(8)) u_cidx (.data(idx_in), .mask(q_lane), .packed_data(idx_packed),
+    .count(idx_cnt_unused));
+  spartan_compactor #(.G(64), .GW(16)) u_cval (.data(q_line), .mask(q_gran), .packed_data(val_packed),
+    .count(val_cnt_unused));
+  // bitmap bits of this line at their columns
+  wire [9:0]  bsh  = eb4 ? ({1'b0, ql, 5'd0} + 10'd64 - {5'd0, qso[6:2]}) : ({ql, 6'd0} + 10'd64 - {4'd0, qso[6:1]});
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [319:0] bm_sh = {256'd0, q_lane} << bsh;
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire [255:0] bm_row = row_bm | bm_sh[319:64];
+  // bytes of this emit step: packed bytes + ELL row padding + end-of-pass padding (4 after indices, 16 after values)
+  wire [8:0]  pad_e  = width - q_rn;                              // ELL padding elements of this row
+  wire [7:0]  q_vb   = eb4 ? {q_k[5:0], 2'b00} : {q_k, 1'b0};
+  reg  [11:0] q_bytes, q_z;
+  reg  [1023:0] q_data;
+  always @* begin
+    q_bytes = 12'd0;
+    q_z = 12'd0;
+    q_data = val_packed;
+    case (pass)
+      P_IDX: begin
+        q_bytes = {5'd0, q_k};
+        q_data = {512'd0, idx_packed};
+        if (q_lst) q_z = {3'd0, pad_e};
+        if (q_end) q_z = q_z + {10'd0, 2'd0 - rw[1:0]};
+      end
+      P_BM: begin
+        q_data = {768'd0, bm_row};
+        if (q_lst) q_bytes = {bmw[9:0], 2'b00};
+      end
+      default: begin  // P_VAL
+        q_bytes = {4'd0, q_vb};
+        if (q_lst && !j_bitmap) q_z = eb4 ? {1'b0, pad_e, 2'b00} : {2'd0, pad_e, 1'b0};
+        if (q_end) q_z = q_z + {8'd0, 4'd0 - (off[3:0] + q_bytes[3:0] + q_z[3:0])};
+      end
+    endcase
+  end
+  wire [11:0] q_tot = q_bytes + q_z;
+  wire [7:0]  q_n   = (q_tot > 12'd128) ? 8'd128 : q_tot[7:0];
+  wire [7:0]  z_n   = (zrem > 12'd128) ? 8'd128 : zrem[7:0];
+
+  // output packers: payload (chunks) and headers (16 B); headers have priority on the write port
+  wire pw_valid, hw_valid, pw_idle, hw_idle, c_ready, h_ready;
   wire [63:0] pw_addr, hw_addr;
   wire [1023:0] pw_data, hw_data;
   wire [127:0] pw_strb, hw_strb;
   wire hw_sel = hw_valid;
   wire pw_ready = wr_ready && !hw_sel;
   wire hw_ready = wr_ready;
-  spartan_line_writer u_pay (.clk(clk), .rst(rst), .b_valid(pb_valid), .b_ready(pb_ready), .b_addr(j_out + {32'd0, off}),
-    .b_data(pb_data), .flush(flush_w), .w_valid(pw_valid), .w_ready(pw_ready), .w_addr(pw_addr), .w_data(pw_data),
-    .w_strb(pw_strb), .idle(pw_idle));
-  wire hb_valid = hdr_n != 5'd0;
-  spartan_line_writer u_hdr (.clk(clk), .rst(rst), .b_valid(hb_valid), .b_ready(hb_ready),
-    .b_addr(j_hdr + {28'd0, t, 4'd0} + {59'd0, 5'd16 - hdr_n}), .b_data(hdr_sh[7:0]), .flush(flush_w),
-    .w_valid(hw_valid), .w_ready(hw_ready), .w_addr(hw_addr), .w_data(hw_data), .w_strb(hw_strb), .idle(hw_idle));
+  spartan_line_writer u_pay (.clk(clk), .rst(rst), .in_valid(c_valid), .in_ready(c_ready), .in_addr(c_addr),
+    .in_n(c_n), .in_data(c_data), .flush(flush_w), .w_valid(pw_valid), .w_ready(pw_ready), .w_addr(pw_addr),
+    .w_data(pw_data), .w_strb(pw_strb), .idle(pw_idle));
+  spartan_line_writer u_hdr (.clk(clk), .rst(rst), .in_valid(h_valid), .in_ready(h_ready), .in_addr(h_addr),
+    .in_n(8'd16), .in_data({896'd0, h_data}), .flush(flush_w), .w_valid(hw_valid), .w_ready(hw_ready),
+    .w_addr(hw_addr), .w_data(hw_data), .w_strb(hw_strb), .idle(hw_idle));
   assign wr_valid = hw_sel ? hw_valid : pw_valid;
   assign wr_addr  = hw_sel ? hw_addr : pw_addr;
   assign wr_data  = hw_sel ? hw_data : pw_data;
   assign wr_strb  = hw_sel ? hw_strb : pw_strb;
   wire wr_fire = wr_valid && wr_ready;
-  assign rd_resp_ready = st == S_RW;
+  wire c_slot  = !c_valid || c_ready;
+  wire h_slot  = !h_valid || h_ready;
+  wire resp_fire = rd_resp_valid && rd_resp_ready;
+  assign rd_resp_ready = st == S_FETCH || st == S_CRD;
   assign job_busy = st != S_IDLE;
   assign busy = job_busy;
-  wire em_idle = !pb_valid;
 
   always @(posedge clk) begin
     job_done <= 1'b0;
     q_pop    <= 1'b0;
     if (rst) begin
-      st <= S_IDLE; rd_valid <= 1'b0; em_n <= 3'd0; em_zeros <= 32'd0; hdr_n <= 5'd0; outstanding <= 32'd0;
-      flush_w <= 1'b0; ec_v <= 1'b0; cc_v <= 1'b0;
+      st <= S_IDLE; rd_valid <= 1'b0; c_valid <= 1'b0; h_valid <= 1'b0; zrem <= 12'd0; outstanding <= 32'd0;
+      flush_w <= 1'b0; cc_v <= 1'b0;
     end else begin
       if (st != S_IDLE) cycles <= cycles + 32'd1;
       if (wr_fire && !wr_resp_valid) outstanding <= outstanding + 32'd1;
       else if (!wr_fire && wr_resp_valid) outstanding <= outstanding - 32'd1;
       if (wr_resp_valid && wr_resp_err) ost <= 32'd2;
-      // payload byte stream (one byte per cycle)
-      if (pb_valid && pb_ready) begin
-        off <= off + 32'd1;
-        if (em_n != 3'd0) begin em_n <= em_n - 3'd1; em_val <= em_val >> 8; end
-        else em_zeros <= em_zeros - 32'd1;
+      if (rd_valid && rd_ready) rd_valid <= 1'b0;
+      if (c_valid && c_ready) c_valid <= 1'b0;
+      if (h_valid && h_ready) h_valid <= 1'b0;
+      // pending zero bytes (ELL padding beyond one chunk), 128 per cycle; they hold the emit walker
+      if (zrem != 12'd0 && c_slot) begin
+        c_valid <= 1'b1; c_n <= z_n; c_data <= 1024'd0; c_addr <= j_out + {32'd0, off};
+        off <= off + {24'd0, z_n}; zrem <= zrem - {4'd0, z_n};
       end
-      if (hb_valid && hb_ready) begin hdr_n <= hdr_n - 5'd1; hdr_sh <= hdr_sh >> 8; end
       case (st)
         S_IDLE: if (enable && q_out_valid && !q_pop) begin
           q_pop <= 1'b1;
@@ -289,79 +379,87 @@ module compaction_engine #(
           j_thr <= q_out[255:224]; j_ct <= q_out[319:256]; j_hdr <= q_out[383:320]; j_out <= q_out[447:384];
           j_cap <= q_out[479:448]; job_tag <= q_out[511:480];
           t <= 32'd0; r0 <= 32'd0; c0 <= 32'd0; tj <= 32'd0; off <= 32'd0; ost <= 32'd0; cycles <= 32'd1;
-          trow_addr <= {q_out[63:32], q_out[31:0]}; ec_v <= 1'b0; cc_v <= 1'b0;
+          trow_addr <= {q_out[63:32], q_out[31:0]}; cc_v <= 1'b0;
           st <= S_TILE;
         end
-        S_TILE: if (hdr_n == 5'd0) begin
-          if (!c_hit) begin
-            rd_for_ct <= 1'b1; rd_valid <= 1'b1; rd_addr <= {caddr[63:7], 7'd0}; ret <= S_TILE; st <= S_RD;
-          end else begin
-            re <= re_w; ce <= ce_w;
-            if (dense) begin
-              hdr_sh <= {{32'd0, off}, dense_nnz, 16'd0, 8'd0, 8'd0}; hdr_n <= 5'd16; st <= S_NEXT;
-            end else if (j_s == 4'd0 && cword == 32'd0) begin
-              hdr_sh <= {{32'd0, off}, 32'd0, 16'd0, 8'd0, j_bitmap ? 8'd2 : 8'd1}; hdr_n <= 5'd16; st <= S_NEXT;
-            end else begin
-              pass <= P_CNT; r <= 9'd0; c <= 9'd0; rn <= 9'd0; width <= 9'd0; nnz <= 32'd0; word <= 32'd0;
-              row_addr <= trow_addr; st <= S_ELEM;
-            end
+        S_TILE: if (!c_hit) begin
+          rd_valid <= 1'b1; rd_addr <= {caddr[63:7], 7'd0}; st <= S_CRD;
+        end else if (dense || (j_s == 4'd0 && cword == 32'd0)) begin
+          if (h_slot) begin
+            h_valid <= 1'b1; h_addr <= j_hdr + {28'd0, t, 4'd0};
+            h_data <= dense ? {{32'd0, off}, dense_nnz, 16'd0, 8'd0, 8'd0}
+                            : {{32'd0, off}, 32'd0, 16'd0, 8'd0, j_bitmap ? 8'd2 : 8'd1};
+            st <= S_NEXT;
           end
+        end else begin
+          re <= re_w; ce <= ce_w;
+          ia <= tsa_w; il <= 4'd0; ir <= 9'd0; iss_more <= 1'b1; iss_cnt <= {BW{1'b0}}; resp_cnt <= {BW{1'b0}};
+          pl <= 4'd0; pr <= 9'd0; pso <= tsa_w[6:0]; tso <= tsa_w[6:0]; prn <= 9'd0;
+          nnz <= 32'd0; width <= 9'd0;
+          st <= S_FETCH;
         end
-        S_RD: if (rd_ready) begin rd_valid <= 1'b0; st <= S_RW; end
-        S_RW: if (rd_resp_valid) begin
+        S_CRD: if (resp_fire) begin
           if (rd_resp_err) begin ost <= 32'd2; st <= S_FIN; end
-          else begin
-            if (rd_for_ct) begin cc_v <= 1'b1; cc_line <= rd_addr[63:7]; cc_data <= rd_resp_data; end
-            else begin ec_v <= 1'b1; ec_line <= rd_addr[63:7]; ec_data <= rd_resp_data; end
-            st <= ret;
+          else begin cc_v <= 1'b1; cc_line <= rd_addr[63:7]; cc_data <= rd_resp_data; st <= S_TILE; end
+        end
+        S_FETCH: begin
+          if (iss_more && (!rd_valid || rd_ready) && inflight < RD_OUTS[BW-1:0]) begin
+            rd_valid <= 1'b1; rd_addr <= {ia[63:7] + {53'd0, il}, 7'd0}; iss_cnt <= iss_cnt + 1'b1;
+            if (i_lst) begin
+              il <= 4'd0; ir <= ir + 9'd1; ia <= ia + {32'd0, j_pitch};
+              if (ir + 9'd1 == re) iss_more <= 1'b0;
+            end else il <= il + 4'd1;
+          end
+          if (resp_fire) begin
+            if (rd_resp_err) ost <= 32'd2;
+            rbuf[resp_cnt] <= rd_resp_data;
+            resp_cnt <= resp_cnt + 1'b1;
+            if (p_lst) begin
+              pl <= 4'd0; pr <= pr + 9'd1; pso <= pso + j_pitch[6:0]; prn <= 9'd0;
+              if (p_rn > width) width <= p_rn;
+              nnz <= nnz + {23'd0, p_rn};
+              if (pr + 9'd1 == re) st <= S_CNTD;
+            end else begin
+              pl <= pl + 4'd1; prn <= p_rn;
+            end
           end
         end
-        S_ELEM: if (em_idle) begin
-          if (!e_hit) begin
-            rd_for_ct <= 1'b0; rd_valid <= 1'b1; rd_addr <= {eaddr[63:7], 7'd0}; ret <= S_ELEM; st <= S_RD;
+        S_CNTD: begin
+          qr <= 9'd0; ql <= 4'd0; qso <= tso; qrn <= 9'd0; rptr <= {BW{1'b0}}; row_bm <= 256'd0;
+          if (ost != 32'd0) st <= S_FIN;
+          else if (ovf) begin ost <= 32'd1; st <= S_FIN; end
+          else if (nnz == 32'd0) begin
+            if (h_slot) begin
+              h_valid <= 1'b1; h_addr <= j_hdr + {28'd0, t, 4'd0};
+              h_data <= {{32'd0, off}, 32'd0, 16'd0, 8'd0, j_bitmap ? 8'd2 : 8'd1};
+              st <= S_NEXT;
+            end
           end else begin
-            case (pass)
-              P_IDX: if (e_nz) begin em_val <= {23'd0, c}; em_n <= 3'd1; end
-              P_VAL: if (e_nz) begin em_val <= elem; em_n <= eb; end
-              P_BM: if (c[4:0] == 5'd31 || last_c) begin
-                em_val <= word | ({31'd0, e_nz} << c[4:0]); em_n <= 3'd4; word <= 32'd0;
-              end else word <= word | ({31'd0, e_nz} << c[4:0]);
-              default: ;
-            endcase
-            rn <= rn_nx;
-            c  <= c + 9'd1;
-            if (last_c) begin
-              c <= 9'd0; r <= r + 9'd1; rn <= 9'd0; row_addr <= row_addr + {32'd0, j_pitch};
-              if (pass == P_CNT) begin
-                if (rn_nx > width) width <= rn_nx;
-                nnz <= nnz + {23'd0, rn_nx};
-              end else if (pass == P_IDX) em_zeros <= {23'd0, width - rn_nx};
-              else if (pass == P_VAL && !j_bitmap) em_zeros <= {23'd0, width - rn_nx} << (eb4 ? 2 : 1);
-              if (last_r) st <= S_PEND;
-            end
+            hdr_q <= {{32'd0, off}, nnz, j_bitmap ? 16'd0 : {7'd0, width}, 8'd0, j_bitmap ? 8'd2 : 8'd1};
+            pass <= j_bitmap ? P_BM : P_IDX;
+            st <= S_PASS;
           end
         end
-        S_PEND: if (em_idle) begin   // end of a pass
-          r <= 9'd0; c <= 9'd0; rn <= 9'd0; row_addr <= trow_addr; st <= S_ELEM;
-          case (pass)
-            P_CNT: begin
-              if (ovf) begin ost <= 32'd1; st <= S_FIN; end
-              else if (nnz == 32'd0) begin
-                hdr_sh <= {{32'd0, off}, 32'd0, 16'd0, 8'd0, j_bitmap ? 8'd2 : 8'd1}; hdr_n <= 5'd16; st <= S_NEXT;
-              end else begin
-                hdr_sh <= {{32'd0, off}, nnz, j_bitmap ? 16'd0 : {7'd0, width}, 8'd0, j_bitmap ? 8'd2 : 8'd1};
-                pass <= j_bitmap ? P_BM : P_IDX;
-              end
-            end
-            P_IDX: begin em_zeros <= {30'd0, 2'd0 - rw[1:0]}; pass <= P_VAL; end
-            P_BM: pass <= P_VAL;
-            default: begin  // values done: pad to 16 B, then the header
-              em_zeros <= {28'd0, 4'd0 - off[3:0]};
-              hdr_n <= 5'd16; st <= S_NEXT;
-            end
-          endcase
+        S_PASS: if (zrem == 12'd0 && c_slot && !(q_end && pass == P_VAL && !h_slot)) begin
+          if (q_n != 8'd0) begin
+            c_valid <= 1'b1; c_n <= q_n; c_data <= q_data; c_addr <= j_out + {32'd0, off};
+            off <= off + {24'd0, q_n};
+          end
+          zrem <= q_tot - {4'd0, q_n};
+          rptr <= rptr + 1'b1;
+          if (q_lst) begin
+            ql <= 4'd0; qr <= qr + 9'd1; qso <= qso + j_pitch[6:0]; qrn <= 9'd0; row_bm <= 256'd0;
+          end else begin
+            ql <= ql + 4'd1; qrn <= q_rn; row_bm <= bm_row;
+          end
+          if (q_end) begin
+            qr <= 9'd0; ql <= 4'd0; qso <= tso; qrn <= 9'd0; rptr <= {BW{1'b0}};
+            if (pass == P_VAL) begin
+              h_valid <= 1'b1; h_addr <= j_hdr + {28'd0, t, 4'd0}; h_data <= hdr_q; st <= S_NEXT;
+            end else pass <= P_VAL;
+          end
         end
-        S_NEXT: if (em_idle && hdr_n == 5'd0) begin   // tile done (header and padding written): advance
+        S_NEXT: if (zrem == 12'd0) begin   // tile done (payload and padding produced): advance
           t <= t + 32'd1;
           if (tj + 32'd1 == ((j_cols + {23'd0, j_tc} - 32'd1) >> j_tcl)) begin
             tj <= 32'd0; c0 <= 32'd0; r0 <= r0 + {23'd0, j_tr};
@@ -371,7 +469,7 @@ module compaction_engine #(
             tj <= tj + 32'd1; c0 <= c0 + {23'd0, j_tc}; st <= S_TILE;
           end
         end
-        S_FIN: if (em_idle && hdr_n == 5'd0) begin
+        S_FIN: if (zrem == 12'd0 && !c_valid && !h_valid) begin
           flush_w <= 1'b1;
           if (flush_w && pw_idle && hw_idle && outstanding == 32'd0 && !wr_fire) begin
             flush_w <= 1'b0; st <= S_DONE;
