@@ -99,6 +99,7 @@ MmioError CompactionEngine::reg_write(std::uint32_t off, std::uint32_t v, const 
       if (!descriptor_valid(d)) return MmioError::BadValue;
       if (std::uint64_t(d.tile_rows) * d.tile_cols * elem_bytes(d.dtype) > cfg_.read_buffer_bytes)
         return MmioError::BadValue;
+      if (d.src % elem_bytes(d.dtype) != 0) return MmioError::BadValue;  // lanes are element-aligned (RTL)
       if (queue_.size() >= cfg_.queue_depth) return MmioError::QueueFull;
       EngineJob job;
       job.desc = d;
@@ -171,13 +172,29 @@ struct StreamWriter {
 
   void append(const std::uint8_t* p, std::size_t n) { pending.insert(pending.end(), p, p + n); }
   void append_zeros(std::size_t n) { pending.insert(pending.end(), n, 0); }
-  /// Queues every complete line (or everything if `all`) as a write ready at `ready`.
-  void emit(std::deque<PendingWrite>& q, sc_time ready, bool all) {
-    std::size_t used = 0;
+  /// Queues every complete line (or everything if `all`) as writes whose ready times are spread evenly over
+  /// (from, to] (the RTL's packer completes lines while the emit pass runs).
+  void emit(std::deque<PendingWrite>& q, sc_time from, sc_time to, bool all) {
+    std::size_t used = 0, lines = 0;
+    {
+      std::uint64_t f = flushed;
+      std::size_t u = 0;
+      while (u < pending.size()) {
+        const std::uint64_t a = base + f;
+        const std::uint64_t n = std::min<std::uint64_t>(line - a % line, pending.size() - u);
+        if (!all && a % line + n < line) break;
+        ++lines;
+        f += n;
+        u += n;
+      }
+    }
+    std::size_t j = 0;
     while (used < pending.size()) {
       const std::uint64_t a = base + flushed;
       const std::uint64_t n = std::min<std::uint64_t>(line - a % line, pending.size() - used);
       if (!all && a % line + n < line) break;  // incomplete line: wait for more bytes
+      ++j;
+      const sc_time ready = to > from ? from + (to - from) * (double(j) / double(lines)) : to;
       q.push_back({a, std::vector<std::uint8_t>(pending.begin() + static_cast<std::ptrdiff_t>(used),
                                                 pending.begin() + static_cast<std::ptrdiff_t>(used + n)),
                    ready, is_payload});
@@ -221,6 +238,61 @@ void CompactionEngine::job_thread() {
   }
 }
 
+namespace {
+
+/// Emit-pass cycles of the RTL for one compacted tile (docs/hw-units.md "Calibration from the RTL"): one
+/// cycle per buffered line per pass (ELL: indices, values; BITMAP: bitmap, values), plus
+/// ceil((q - 128) / 128) cycles when one step produces q > 128 bytes (packed bytes + ELL row padding +
+/// end-of-pass padding), which the RTL's zero emitter sends 128 B per cycle while the walker waits.
+/// `tile`: re x ce elements packed; `seg_off[r]`: byte offset of row r's segment in its first line.
+std::uint64_t emit_cycles(const std::uint8_t* tile, std::uint32_t re, std::uint32_t ce, unsigned eb,
+                          const std::vector<std::uint32_t>& seg_off, std::uint32_t line, bool bitmap,
+                          std::uint64_t payload_bytes, std::uint64_t* lines_out) {
+  auto nz = [&](std::uint32_t r, std::uint32_t c) {
+    const std::uint8_t* p = tile + (std::size_t(r) * ce + c) * eb;
+    if (eb == 4) return !fmt::is_zero_bits(mmio_load_u32(p));
+    return !fmt::is_zero_bits(static_cast<std::uint16_t>(p[0] | (p[1] << 8)));
+  };
+  auto extra = [&](std::uint64_t q) { return q > line ? (q - line + line - 1) / line : 0; };
+  std::vector<std::uint32_t> rn(re, 0), klast(re, 0), nl(re, 0);
+  std::uint32_t width = 0;
+  std::uint64_t lines = 0;
+  for (std::uint32_t r = 0; r < re; ++r) {
+    nl[r] = (seg_off[r] + ce * eb - 1) / line + 1;
+    lines += nl[r];
+    const std::uint32_t e0 = nl[r] > 1 ? ((nl[r] - 1) * line - seg_off[r]) / eb : 0;
+    for (std::uint32_t c = 0; c < ce; ++c)
+      if (nz(r, c)) {
+        ++rn[r];
+        klast[r] += c >= e0;
+      }
+    width = std::max(width, rn[r]);
+  }
+  const std::uint64_t pad16 = (fmt::kPayloadAlignBytes - payload_bytes % fmt::kPayloadAlignBytes) % fmt::kPayloadAlignBytes;
+  const std::uint64_t pad4 = (4 - (std::uint64_t(re) * width) % 4) % 4;
+  std::uint64_t cyc = 2 * lines;
+  for (std::uint32_t r = 0; r < re; ++r) {
+    const bool last = r + 1 == re;
+    if (!bitmap) {
+      cyc += extra(klast[r] + (width - rn[r]) + (last ? pad4 : 0));
+      cyc += extra(std::uint64_t(klast[r] + width - rn[r]) * eb + (last ? pad16 : 0));
+    } else {
+      cyc += extra(std::uint64_t(klast[r]) * eb + (last ? pad16 : 0));
+    }
+  }
+  if (lines_out) *lines_out = lines;
+  return cyc;
+}
+
+}  // namespace
+
+// Timing: the RTL's sequential tile FSM (docs/hw-units.md "Calibration from the RTL"). From the job start:
+// job_setup_cycles; per tile: a count-table line read when the tile's count is in another line (issue one
+// cycle after the decision, decide again one cycle after the response); DENSE / zero tiles 2 cycles (decide,
+// header); compacted tiles: decide, line reads one per cycle from 2 cycles after the decision (window of
+// outstanding_reads), 2 cycles after the last response, the emit passes (emit_cycles), 1 cycle to advance.
+// Payload lines are written while the emit pass runs, headers as they complete; the job ends
+// job_tail_cycles after the last write's response.
 void CompactionEngine::run_job(EngineJob& job) {
   const Descriptor& d = job.desc;
   const unsigned eb = elem_bytes(d.dtype);
@@ -229,25 +301,10 @@ void CompactionEngine::run_job(EngineJob& job) {
   const sc_time t0 = job.started + clock_.cycles(cfg_.job_setup_cycles);
   Port rd{mem, clock_, InflightWindow(cfg_.outstanding_reads), t0, true};
   Port wr{mem, clock_, InflightWindow(cfg_.outstanding_writes), t0, false};
+  const sc_time cyc = clock_.cycles(1);
 
   const fmt::TileGrid grid{d.rows, d.cols, d.tile_rows, d.tile_cols};
   const std::uint64_t tiles = grid.num_tiles();
-  // 1. Count table, in line-sized reads; tile t may be decided when its count has arrived.
-  std::vector<std::uint32_t> counts(tiles, 0);
-  std::vector<sc_time> count_ready(tiles, t0);
-  {
-    std::vector<std::uint8_t> buf(tiles * 4);
-    std::uint64_t off = 0;
-    while (off < buf.size()) {
-      const std::uint64_t a = d.count_table + off;
-      const std::uint64_t n = std::min<std::uint64_t>(line - a % line, buf.size() - off);
-      const sc_time done = rd.issue(tlm::TLM_READ_COMMAND, a, buf.data() + off, static_cast<std::uint32_t>(n), t0);
-      for (std::uint64_t b = off; b < off + n; b += 4) count_ready[b / 4] = done;
-      stats_.table_bytes_read += n;
-      off += n;
-    }
-    for (std::uint64_t t = 0; t < tiles; ++t) counts[t] = mmio_load_u32(buf.data() + 4 * t);
-  }
 
   fmt::CompactOptions opt;
   opt.tile_rows = d.tile_rows;
@@ -262,74 +319,88 @@ void CompactionEngine::run_job(EngineJob& job) {
   std::deque<PendingWrite> wq;
   std::vector<sc_time> payload_issue;
   std::uint64_t payload_off = 0;
-  sc_time compactor_free = t0, last_ready = t0;
-  std::deque<std::pair<sc_time, std::uint64_t>> in_buffer;  // (release time, bytes) of buffered tiles
-  std::uint64_t buffered = 0;
-  const std::size_t wb_lines = std::max<std::uint32_t>(1, cfg_.write_buffer_bytes / line);
-  std::vector<std::uint8_t> tile_buf;
+  sc_time cur = t0;  // the tile FSM's time (start of the next decision)
+  std::vector<std::uint8_t> tile_buf, ct_line(line);
+  std::uint64_t ct_cached = ~0ull;
+  std::vector<std::uint32_t> seg_off;
 
-  for (std::uint32_t ti = 0; ti < grid.tiles_r() && job.status == JobStatus::Ok; ++ti)
+  for (std::uint32_t ti = 0; ti < grid.tiles_r() && job.status == JobStatus::Ok && !rd.error; ++ti)
     for (std::uint32_t tj = 0; tj < grid.tiles_c(); ++tj) {
       const std::uint64_t t = std::uint64_t(ti) * grid.tiles_c() + tj;
+      // Count word of tile t, through the one-line count-table cache.
+      const std::uint64_t ca = d.count_table + 4 * t, cl = ca / line * line;
+      if (cl != ct_cached) {
+        const std::uint64_t a = std::max<std::uint64_t>(cl, d.count_table);
+        const std::uint64_t e = std::min<std::uint64_t>(cl + line, d.count_table + 4 * tiles);
+        drain(wq, wr, cur + cyc, payload_issue);
+        const sc_time done = rd.issue(tlm::TLM_READ_COMMAND, a, ct_line.data() + (a - cl), static_cast<std::uint32_t>(e - a), cur + cyc);
+        stats_.table_bytes_read += e - a;
+        ct_cached = cl;
+        cur = done + cyc;
+        if (rd.error) break;
+      }
+      const std::uint32_t count = mmio_load_u32(ct_line.data() + (ca - cl));
       const std::uint32_t re = grid.r_eff(ti), ce = grid.c_eff(tj);
       const std::uint64_t elems = std::uint64_t(re) * ce;
-      const std::uint64_t est = std::uint64_t(counts[t]) << d.sample_shift;
-      const sc_time decided = count_ready[t] + clock_.cycles(1);
+      const std::uint64_t est = std::uint64_t(count) << d.sample_shift;
       fmt::TileHeader h;
       std::vector<std::uint8_t> bytes;
-      sc_time ready = decided;
+      sc_time from = cur, ready;
       ++stats_.tiles;
       if (tile_is_dense(est, elems, d.threshold_q16)) {
         h.format = static_cast<std::uint8_t>(fmt::TileFormat::Dense);
-        h.nnz = d.sample_shift == 0 ? counts[t]
-                                    : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(est, 1, elems));
+        h.nnz = d.sample_shift == 0 ? count : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(est, 1, elems));
         ++job.tiles_dense;
         ++stats_.tiles_dense;
-      } else if (d.sample_shift == 0 && counts[t] == 0) {
+        ready = cur + cyc;
+        cur += 2 * cyc;
+      } else if (d.sample_shift == 0 && count == 0) {
         h.format = static_cast<std::uint8_t>(d.format);
         ++job.tiles_zero;
         ++stats_.tiles_zero;
+        ready = cur + cyc;
+        cur += 2 * cyc;
       } else {
-        // Read the tile (row segments split at line boundaries) once the read buffer has room.
-        const std::uint64_t tile_bytes = elems * eb;
-        sc_time floor = decided;
-        while (buffered + tile_bytes > cfg_.read_buffer_bytes && !in_buffer.empty()) {
-          floor = std::max(floor, in_buffer.front().first);
-          buffered -= in_buffer.front().second;
-          in_buffer.pop_front();
-        }
-        if (floor > std::max(decided, rd.cursor)) stats_.buffer_stall_ps += (floor - std::max(decided, rd.cursor)).value();
-        tile_buf.assign(tile_bytes, 0);
-        sc_time data_ready = floor;
+        // Fetch the tile into the tile buffer (row segments split at line boundaries), one read per cycle.
+        const std::uint64_t row_n = std::uint64_t(ce) * eb;
+        tile_buf.assign(elems * eb, 0);
+        seg_off.assign(re, 0);
+        sc_time data_ready = cur + 2 * cyc;
         for (std::uint32_t r = 0; r < re; ++r) {
           const std::uint64_t row_a = d.src + std::uint64_t(grid.row0(ti) + r) * d.row_pitch_bytes +
                                       std::uint64_t(grid.col0(tj)) * eb;
+          seg_off[r] = static_cast<std::uint32_t>(row_a % line);
           std::uint64_t o = 0;
-          const std::uint64_t row_n = std::uint64_t(ce) * eb;
           while (o < row_n) {
             const std::uint64_t a = row_a + o;
             const std::uint64_t n = std::min<std::uint64_t>(line - a % line, row_n - o);
-            drain(wq, wr, std::max(floor, rd.cursor), payload_issue);
+            drain(wq, wr, std::max(cur + 2 * cyc, rd.cursor), payload_issue);
             const sc_time done = rd.issue(tlm::TLM_READ_COMMAND, a, tile_buf.data() + r * row_n + o,
-                                          static_cast<std::uint32_t>(n), floor);
+                                          static_cast<std::uint32_t>(n), cur + 2 * cyc);
             data_ready = std::max(data_ready, done);
             ++stats_.reads;
             stats_.bytes_read += n;
             o += n;
           }
         }
-        const sc_time cstart = std::max(data_ready, compactor_free);
-        const sc_time cend = cstart + clock_.cycles(double((elems + cfg_.elements_per_cycle - 1) / cfg_.elements_per_cycle));
-        stats_.compactor_busy_ps += (cend - cstart).value();
-        compactor_free = cend;
-        in_buffer.emplace_back(cend, tile_bytes);
-        buffered += tile_bytes;
         // Pack with the format's own definition (one tile: grid = the clipped tile, tile size = TR x TC).
         const fmt::TiledMatrix one = fmt::compact(tile_buf.data(), re, ce, ce, opt);
         h = one.headers[0];
         const std::size_t n = fmt::tile_payload_bytes(h, re, ce, d.tile_cols, opt.elem);
         bytes.assign(one.payload.begin(), one.payload.begin() + static_cast<std::ptrdiff_t>(n));
-        ready = cend;
+        const sc_time pass0 = data_ready + 2 * cyc;  // count done, first emit step
+        if (h.nnz == 0) {  // sampled estimate but no non-zero: zero tile after the fetch
+          from = data_ready + cyc;
+          ready = data_ready + 2 * cyc;
+          cur = data_ready + 3 * cyc;
+        } else {
+          const std::uint64_t ec = emit_cycles(tile_buf.data(), re, ce, eb, seg_off, line,
+                                               d.format == kFormatBitmap, n, nullptr);
+          stats_.compactor_busy_ps += (cyc * double(ec)).value();
+          from = pass0;
+          ready = pass0 + cyc * double(ec);
+          cur = ready + cyc;
+        }
         ++job.tiles_compacted;
         ++stats_.tiles_compacted;
       }
@@ -338,6 +409,7 @@ void CompactionEngine::run_job(EngineJob& job) {
       h.offset = aligned;
       if (aligned + bytes.size() > d.out_capacity_bytes) {
         job.status = JobStatus::OutOverflow;
+        cur = from;
         break;
       }
       payload.append_zeros(aligned - payload_off);
@@ -346,21 +418,19 @@ void CompactionEngine::run_job(EngineJob& job) {
       std::uint8_t hb[fmt::kHeaderBytes];
       fmt::encode_header(h, hb);
       headers.append(hb, sizeof hb);
-      payload.emit(wq, ready, false);
-      headers.emit(wq, ready, false);
-      // Write buffer: the compactor may not run more than wb_lines writes ahead of the write port.
-      if (payload_issue.size() > wb_lines)
-        compactor_free = std::max(compactor_free, payload_issue[payload_issue.size() - 1 - wb_lines]);
-      last_ready = std::max(last_ready, ready);
+      payload.emit(wq, from, ready, false);
+      headers.emit(wq, ready, ready, false);
     }
-  if (job.status == JobStatus::Ok) {
+  // End of job: the packers flush their open lines 2 cycles after the FSM ends.
+  const sc_time flush_at = cur + 2 * cyc;
+  if (job.status == JobStatus::Ok && !rd.error) {
     const std::uint64_t total = fmt::align_up(payload_off, fmt::kPayloadAlignBytes);
     if (total > d.out_capacity_bytes) {
       job.status = JobStatus::OutOverflow;
     } else {
       payload.append_zeros(total - payload_off);
-      payload.emit(wq, last_ready, true);
-      headers.emit(wq, last_ready, true);
+      headers.emit(wq, flush_at, flush_at, true);
+      payload.emit(wq, flush_at, flush_at, true);
       job.payload_bytes = total;
     }
   }
@@ -369,7 +439,7 @@ void CompactionEngine::run_job(EngineJob& job) {
   stats_.writes += payload_issue.size() + (headers.bytes_written + line - 1) / line;
   stats_.payload_bytes_written += payload.bytes_written;
   stats_.header_bytes_written += headers.bytes_written;
-  const sc_time end = std::max({rd.window.last_done(), wr.window.last_done(), compactor_free, last_ready, t0});
+  const sc_time end = std::max({rd.window.last_done(), wr.window.last_done(), cur, t0}) + clock_.cycles(cfg_.job_tail_cycles);
   if (end > sc_core::sc_time_stamp()) sc_core::wait(end - sc_core::sc_time_stamp());
   job.finished = sc_core::sc_time_stamp();
   job.cycles = clock_.whole_cycles(job.finished - job.started);

@@ -9,9 +9,11 @@
 // Source: Spartan (Dong et al., IEEE TPDS 32(10), 2021) for the function; descriptor, registers and
 // timing are this project's design.
 //
-// Timing (loosely timed): one read request per cycle with at most `outstanding_reads` in flight, tile
-// reads limited by `read_buffer_bytes`, compaction at `elements_per_cycle`, one write per cycle with at
-// most `outstanding_writes` in flight, compaction stalls when more than `write_buffer_bytes` wait.
+// Timing (loosely timed), calibrated from the RTL (rtl/src/compaction_engine.v; docs/hw-units.md
+// "Calibration from the RTL"): tiles one after another; a compacted tile is fetched (one line read per
+// cycle, at most `outstanding_reads` in flight) into a tile buffer of `read_buffer_bytes`, counted as the
+// lines arrive, then emitted one 128 B line per cycle per pass; one write per cycle with at most
+// `outstanding_writes` in flight.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -29,18 +31,18 @@
 
 namespace spartan::hw {
 
-/// Parameters (defaults: docs/hw-units.md "Timing parameters"; initial assumptions, to be calibrated
-/// from the RTL).
+/// Parameters (defaults: docs/hw-units.md "Timing parameters"; the cycle rule is calibrated from the RTL).
 struct EngineConfig {
   std::uint32_t engine_id = 0;
   double clock_mhz = 1000.0;              ///< the L2 clock of the GPU preset
-  std::uint32_t elements_per_cycle = 32;  ///< compactor throughput
+  std::uint32_t elements_per_cycle = 32;  ///< lanes of the line datapath (32 F32 / 64 F16 per 128 B line); informational
   std::uint32_t outstanding_reads = 64;     ///< covers the L2 round trip (~160 cycles) at ~0.4 lines/cycle
   std::uint32_t outstanding_writes = 32;
   std::uint32_t read_buffer_bytes = 16384;  ///< a tile must fit (TR*TC*elem bytes), else SUBMIT is BadValue
-  std::uint32_t write_buffer_bytes = 4096;
+  std::uint32_t write_buffer_bytes = 4096;  ///< informational: the RTL packer holds one line + one write
   std::uint32_t queue_depth = 8;
-  std::uint32_t job_setup_cycles = 4;
+  std::uint32_t job_setup_cycles = 1;     ///< descriptor pop to the first tile decision (RTL)
+  std::uint32_t job_tail_cycles = 2;     ///< last write response to LAST_CYCLES (RTL)
   std::uint32_t mmio_latency_cycles = 2;
   std::uint32_t line_bytes = 128;           ///< request granularity (L2 line)
 };

@@ -1,0 +1,128 @@
+// Lockstep scoreboard RTL vs TLM compaction engine (see engine_lockstep.h).
+#include "spartan/rtl/engine_lockstep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "spartan/hw/compaction_engine.h"
+#include "spartan/hw/flat_memory.h"
+#include "spartan/rtl/engine_rtl.h"
+
+namespace spartan::rtl {
+
+namespace eng = hw::regmap::engine;
+
+namespace {
+struct Host : sc_core::sc_module {
+  tlm_utils::simple_initiator_socket<Host> mmio;
+  explicit Host(sc_core::sc_module_name n) : sc_module(n), mmio("mmio") {}
+  std::uint32_t access(bool write, std::uint32_t off, std::uint32_t v) {
+    tlm::tlm_generic_payload p;
+    p.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+    p.set_address(off);
+    p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
+    p.set_data_length(4);
+    p.set_streaming_width(4);
+    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+    mmio->b_transport(p, d);
+    sc_core::wait(d);
+    return v;
+  }
+};
+}  // namespace
+
+struct EngineLockstep::Impl {
+  EngineLockstepConfig cfg;
+  hw::CompactionEngine tlm;
+  hw::FlatMemory mem;
+  Host host;
+  EngineRtl rtl;
+  static hw::EngineConfig engine_cfg(const EngineLockstepConfig& c) {
+    hw::EngineConfig e;
+    e.clock_mhz = c.clock_mhz;
+    return e;
+  }
+  static hw::FlatMemoryConfig mem_cfg(const EngineLockstepConfig& c) {
+    hw::FlatMemoryConfig m;
+    const double ps = 1.0e6 / c.clock_mhz;
+    m.read_latency = sc_core::sc_time(ps * c.read_latency_cycles, sc_core::SC_PS);
+    m.write_latency = sc_core::sc_time(ps * c.write_latency_cycles, sc_core::SC_PS);
+    return m;
+  }
+  Impl(const std::string& name, const EngineLockstepConfig& c)
+      : cfg(c), tlm((name + "_tlm").c_str(), engine_cfg(c)), mem((name + "_mem").c_str(), mem_cfg(c)),
+        host((name + "_host").c_str()), rtl(c.read_latency_cycles, c.write_latency_cycles) {
+    host.mmio.bind(tlm.mmio);
+    tlm.mem.bind(mem.socket);
+  }
+};
+
+EngineLockstep::EngineLockstep(const std::string& name, const EngineLockstepConfig& cfg)
+    : impl_(std::make_unique<Impl>(name, cfg)) {}
+EngineLockstep::~EngineLockstep() = default;
+
+EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const Reader& read) {
+  auto& I = *impl_;
+  EngineLockstepResult res;
+  // Inputs: the source rows (the whole pitch span) and the count table, copied into the TLM memory.
+  const std::uint64_t tiles = hw::regmap::tile_count(d.rows, d.cols, d.tile_rows, d.tile_cols);
+  {
+    std::vector<std::uint8_t> buf(std::size_t(d.rows) * d.row_pitch_bytes);
+    read(d.src, buf.data(), buf.size());
+    I.mem.write_bytes(d.src, buf.data(), buf.size());
+    buf.assign(4 * tiles, 0);
+    read(d.count_table, buf.data(), buf.size());
+    I.mem.write_bytes(d.count_table, buf.data(), buf.size());
+  }
+  // TLM: program, submit, enable, wait for the job.
+  const auto w = d.to_words();
+  for (unsigned i = 0; i < eng::kDescWords; ++i) I.host.access(true, eng::DESC_BASE + 4 * i, w[i]);
+  const std::size_t jobs0 = I.tlm.jobs().size();
+  I.host.access(true, eng::SUBMIT, 1);
+  I.host.access(true, eng::CTRL, 1);
+  while (I.tlm.jobs().size() == jobs0) {
+    if (I.tlm.idle()) break;  // refused at SUBMIT
+    sc_core::wait(I.tlm.job_done_event());
+  }
+  I.host.access(true, eng::CTRL, 0);
+  std::uint64_t hdr_bytes = 16 * tiles, pay_bytes = 0;
+  if (I.tlm.jobs().size() > jobs0) {
+    const hw::EngineJob& j = I.tlm.jobs().back();
+    res.tlm_status = static_cast<std::uint32_t>(j.status);
+    res.tlm_cycles = j.cycles;
+    res.tlm_out_bytes = j.payload_bytes;
+    pay_bytes = j.payload_bytes;
+  }
+  // RTL: same descriptor, lines served from the same memory contents (source and count table).
+  const auto t0 = std::chrono::steady_clock::now();
+  const EngineRtlResult r = I.rtl.run(d, [&](std::uint64_t a, std::uint8_t* dst) { I.mem.read_bytes(a, dst, 128); });
+  res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.rtl_finished = r.finished;
+  res.rtl_status = r.status;
+  res.rtl_out_bytes = r.out_bytes;
+  res.rtl_cycles = r.job_cycles;
+  res.rtl_cycles_simulated = r.rtl_cycles;
+  if (res.tlm_status == static_cast<std::uint32_t>(eng::JobStatus::Ok)) {
+    const auto& wr = I.rtl.written();
+    std::vector<std::uint8_t> ref;
+    auto cmp = [&](std::uint64_t base, std::uint64_t n) {
+      ref.assign(n, 0);
+      I.mem.read_bytes(base, ref.data(), n);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        auto it = wr.find(base + i);
+        res.byte_mismatches += it == wr.end() || it->second != ref[i];
+      }
+      res.bytes_compared += n;
+    };
+    cmp(d.header_base, hdr_bytes);
+    cmp(d.out_base, pay_bytes);
+  }
+  return res;
+}
+
+}  // namespace spartan::rtl

@@ -1,0 +1,56 @@
+// Lockstep scoreboard of the compaction engine: one descriptor runs on the TLM CompactionEngine (hw/spartan,
+// behind a FlatMemory with fixed latencies) and on the Verilated engine RTL (EngineRtl, the same latencies in
+// cycles), over the same source matrix and count table. Every header and payload byte the RTL writes is
+// compared with the TLM engine's, and the job cycles (LAST_CYCLES) are reported side by side: the TLM timing
+// rule is calibrated from the RTL (docs/hw-units.md "Calibration from the RTL"; goal within +-5 %).
+// Requires the TLM units (spartan_hw_units). run() must be called from an SC_THREAD.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <systemc>
+
+#include "spartan/hw/regmap.h"
+
+namespace spartan::rtl {
+
+struct EngineLockstepConfig {
+  double clock_mhz = 1000.0;           ///< engine clock (the L2 clock of the GPU preset)
+  unsigned read_latency_cycles = 20;   ///< memory read latency, request accepted -> response (both models)
+  unsigned write_latency_cycles = 10;  ///< write acceptance -> write response
+};
+
+struct EngineLockstepResult {
+  bool rtl_finished = false;
+  std::uint32_t rtl_status = 0, tlm_status = 0;   ///< LAST_STATUS (regmap::engine::JobStatus)
+  std::uint64_t rtl_out_bytes = 0, tlm_out_bytes = 0;
+  std::uint64_t rtl_cycles = 0, tlm_cycles = 0;   ///< job cycles (LAST_CYCLES)
+  std::uint64_t bytes_compared = 0;               ///< header + payload bytes compared
+  std::uint64_t byte_mismatches = 0;              ///< bytes that differ or that the RTL did not write (must be 0)
+  std::uint64_t rtl_cycles_simulated = 0;         ///< RTL clock cycles (incl. MMIO programming)
+  double wall_seconds = 0;                        ///< wall time of the RTL part
+  /// Mismatches of any kind: bytes, status, out bytes, RTL not finished.
+  std::uint64_t mismatches() const {
+    return byte_mismatches + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) + (rtl_out_bytes != tlm_out_bytes);
+  }
+  double deviation_percent() const { return tlm_cycles ? 100.0 * (double(rtl_cycles) - double(tlm_cycles)) / double(tlm_cycles) : 0.0; }
+};
+
+class EngineLockstep {
+ public:
+  /// `read(addr, dst, n)`: source of the matrix and count-table bytes (e.g. the GPU's functional memory).
+  using Reader = std::function<void(std::uint64_t addr, std::uint8_t* dst, std::size_t n)>;
+  /// Elaborates the TLM engine and its memory (call before sc_start).
+  EngineLockstep(const std::string& name, const EngineLockstepConfig& cfg = {});
+  ~EngineLockstep();
+  /// Runs `d` on both (source matrix and count table copied from `read`); call from an SC_THREAD.
+  EngineLockstepResult run(const hw::regmap::Descriptor& d, const Reader& read);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spartan::rtl
