@@ -65,6 +65,7 @@ step train "$BIN/spartan-train" --model "$MODEL" --device "$DEVICE" --seed 1 "${
 # (all layers when empty) of every captured iteration.
 step simulate "$BIN/spartan-sim" run --trace "$RUN/run.sptrace" --gpu "$GPU" --out "$RUN/sim" \
   --rtl ${RTL_LAYERS:+--rtl-layers "$RTL_LAYERS"}
-step area "$BIN/spartan-area" --gpu "$GPU" --out "$RUN/area" "${AREA_ARGS[@]}"
+# Latency/throughput in area.json from the RTL co-simulation's cycle counts (written by run --rtl).
+step area "$BIN/spartan-area" --gpu "$GPU" --out "$RUN/area" --cycles "$RUN/sim/rtl_cycles.json" "${AREA_ARGS[@]}"
 step report /usr/bin/python3 scripts/make_report.py --run "$RUN" --out "$REPORT" --profile "$PROFILE"
 echo "make run: report written to $REPORT/report.md (also report.html, report.json, PNG plots)"

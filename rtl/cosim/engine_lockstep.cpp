@@ -107,6 +107,9 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   res.rtl_out_bytes = r.out_bytes;
   res.rtl_cycles = r.job_cycles;
   res.rtl_cycles_simulated = r.rtl_cycles;
+  res.tiles = tiles;
+  res.rtl_tiles_compacted = r.tiles_compacted;
+  res.rtl_compacted_tile_cycles = r.compacted_tile_cycles;
   if (res.tlm_status == static_cast<std::uint32_t>(eng::JobStatus::Ok)) {
     const auto& wr = I.rtl.written();
     std::vector<std::uint8_t> ref;
@@ -124,5 +127,7 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   }
   return res;
 }
+
+const std::map<std::uint64_t, std::uint8_t>& EngineLockstep::rtl_written() const { return impl_->rtl.written(); }
 
 }  // namespace spartan::rtl

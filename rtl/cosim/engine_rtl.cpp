@@ -8,6 +8,7 @@
 #include <verilated.h>
 
 #include "Vcompaction_engine.h"
+#include "Vcompaction_engine___024root.h"
 #pragma GCC diagnostic pop
 
 namespace spartan::rtl {
@@ -47,6 +48,10 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
   EngineRtlResult res;
   const std::uint64_t c0 = I.cycle;
   std::uint8_t line[128];
+  // Per-tile latency of compacted tiles from the job FSM state (rtl/src/compaction_engine.v: S_FETCH = 3,
+  // S_CNTD = 4, S_PASS = 5, S_NEXT = 7): cycles from the fetch start to the header being issued.
+  std::uint8_t prev_st = t.rootp->compaction_engine__DOT__st;
+  std::uint64_t fetch_start = 0;
   auto tick = [&] {
     t.rd_ready = 1;
     t.wr_ready = 1;
@@ -79,6 +84,13 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
     t.eval();
     t.clk = 0;
     t.eval();
+    const std::uint8_t st = t.rootp->compaction_engine__DOT__st;
+    if (st == 3 && prev_st != 3) fetch_start = I.cycle;
+    if (st == 7 && (prev_st == 5 || prev_st == 4)) {
+      ++res.tiles_compacted;
+      res.compacted_tile_cycles += I.cycle - fetch_start;
+    }
+    prev_st = st;
     if (resp_fire) I.reads.pop_front();
     if (rd_fire) I.reads.push_back({rd_a, I.cycle + I.rd_lat});
     ++I.cycle;

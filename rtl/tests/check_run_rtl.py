@@ -28,8 +28,19 @@ assert [(j["iteration"], j["layer"]) for j in engine] == expect, engine
 for j in engine:
     assert j["mismatches"] == 0 and j["rtl_cycles"] > 0 and j["tlm_cycles"] > 0
     assert j["bytes_compared"] >= j["payload_bytes"]
+    # the TLM engine timing is calibrated from the RTL (docs/hw-units.md): per-job deviation within 5 %
+    assert abs(j["cycle_deviation_percent"]) <= 5.0, j
 assert sum(j["payload_bytes"] for j in engine) > 0 or not engine
 for L in doc["layers"]:
     assert ("rtl" in L) == ((L["iteration"], L["layer"]) in expect)
 assert doc["checks"]["passed"]
+# per-unit cycle figures for spartan-area --cycles, next to stats.json
+import os
+cyc = json.load(open(os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "rtl_cycles.json")))
+assert cyc["source"] and set(cyc["units"]) == {"sparsity_monitor", "compaction_engine"}, cyc
+assert cyc["units"]["sparsity_monitor"]["tiles"] == sum(j["tiles"] for j in layers)
+assert cyc["units"]["sparsity_monitor"]["busy_cycles"] == sum(j["rtl_cycles"] for j in layers)
+assert cyc["units"]["compaction_engine"]["busy_cycles"] == sum(j["rtl_cycles"] for j in engine)
+for u in cyc["units"].values():
+    assert u["tiles"] > 0 and u["busy_cycles"] > 0 and u["tile_bytes"] > 0
 print("rtl section ok:", len(layers), "layers, monitor max |deviation| %.2f %%;" % dev, len(engine), "engine jobs byte-exact")

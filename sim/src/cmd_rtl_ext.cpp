@@ -1,5 +1,5 @@
-// `spartan-sim run --rtl`: RTL co-simulation of the sparsity monitor beside the trace replay, registered
-// through spartan/hw/run_hooks.h (no edit of cmd_run.cpp).
+// `spartan-sim run --rtl`: RTL co-simulation of the sparsity monitor and the compaction engine beside the
+// trace replay, registered through spartan/hw/run_hooks.h (no edit of cmd_run.cpp).
 //
 // For every replayed (iteration, layer) (or those in --rtl-layers) the extension takes the activation the
 // replay's producer wrote into the GPU's functional memory and the region the replay programmed into the TLM
@@ -8,6 +8,15 @@
 // Verilated RTL monitor get the same MMIO programming and the same 128 B line-request stream, both flush,
 // and the flushed per-tile counts, statistics registers and MMIO responses are compared. Cycles: counting
 // (the whole request stream) + flush, RTL vs TLM.
+//
+// Engine: the layer's engine job (descriptor as the replay ran it, source matrix and count table from the GPU's
+// functional memory) runs again in the engine lockstep (rtl/cosim/engine_lockstep.cpp): a TLM CompactionEngine
+// and the Verilated engine RTL behind the same fixed-latency memory; every header/payload byte of the RTL is
+// compared with the lockstep TLM's and with what the replay's engine wrote; job cycles RTL vs TLM.
+//
+// Writes OUT/rtl_cycles.json, the per-unit cycle figures `spartan-area --cycles` reads (docs/area.md):
+// tiles + busy_cycles (throughput), tile_latency_cycles (engine: mean fetch-start-to-header cycles of its
+// compacted tiles) and tile_bytes (mean bytes per tile), summed over the checked layers.
 //
 // Adds to each layer record "rtl": {...} and to stats.json a top-level "rtl" section
 // {"mismatches", "max_abs_cycle_deviation_percent", "layers": [{iteration, layer, name, unit, mismatches,
@@ -18,6 +27,7 @@
 // checked layer; VCD).
 #if defined(SPARTAN_HAVE_REPLAY) && __has_include("spartan/rtl/monitor_lockstep.h")
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -28,6 +38,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
 #include "spartan/hw/compaction_engine.h"
 #include "spartan/hw/gpu/backing_store.h"
@@ -35,7 +46,7 @@
 #include "spartan/hw/regmap.h"
 #include "spartan/hw/run_hooks.h"
 #include "spartan/hw/sparsity_monitor.h"
-#include "spartan/rtl/engine_rtl.h"
+#include "spartan/rtl/engine_lockstep.h"
 #include "spartan/rtl/monitor_lockstep.h"
 
 namespace {
@@ -43,23 +54,36 @@ namespace {
 namespace mon = spartan::hw::regmap::monitor;
 using nlohmann::json;
 
-/// SC_THREAD host of the lockstep scoreboard (MonitorLockstep::run must be called from a process).
+/// SC_THREAD host of the lockstep scoreboards (their run() must be called from a process): runs `task`.
 struct RtlRunner : sc_core::sc_module {
   spartan::rtl::MonitorLockstep lockstep;
+  spartan::rtl::EngineLockstep engine;
   sc_core::sc_event start;
-  const spartan::rtl::LockstepMatrix* job = nullptr;
-  spartan::rtl::LockstepResult result;
+  std::function<void()> task;
   bool done = false;
   SC_HAS_PROCESS(RtlRunner);
-  RtlRunner(sc_core::sc_module_name n, double mhz) : sc_module(n), lockstep("rtl_monitor", mhz) { SC_THREAD(loop); }
+  RtlRunner(sc_core::sc_module_name n, double mhz, double engine_mhz)
+      : sc_module(n), lockstep("rtl_monitor", mhz), engine("rtl_engine", [engine_mhz] {
+          spartan::rtl::EngineLockstepConfig c;
+          c.clock_mhz = engine_mhz;
+          return c;
+        }()) {
+    SC_THREAD(loop);
+  }
   void loop() {
     for (;;) {
       sc_core::wait(start);
-      result = lockstep.run(*job, sample_shift);
+      task();
       done = true;
     }
   }
-  unsigned sample_shift = 0;
+  void run_now(std::function<void()> fn) {
+    task = std::move(fn);
+    done = false;
+    start.notify(sc_core::SC_ZERO_TIME);
+    sc_core::sc_start();
+    if (!done) throw std::logic_error("--rtl: the lockstep run did not finish");
+  }
 };
 
 std::uint32_t dbg_read(spartan::hw::SparsityMonitor& m, std::uint32_t off) {
@@ -123,7 +147,7 @@ class RtlExtension : public spartan::hw::RunExtension {
     if (ctx.monitors.empty() || !ctx.gpu) throw std::logic_error("--rtl: no monitors in the replay");
     ctx_ = ctx;
     const double mhz = ctx.monitors[0]->config().clock_mhz;
-    runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz);
+    runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz, ctx.engine ? ctx.engine->config().clock_mhz : mhz);
     if (opts_[2].given) runner_->lockstep.wave(opts_[2].value, from, to);
     if (ctx.engine)
       ctx.engine->add_job_observer([this](const spartan::hw::EngineJob& j, bool done) {
@@ -155,13 +179,8 @@ class RtlExtension : public spartan::hw::RunExtension {
     std::vector<std::uint8_t> bytes(std::size_t(m.rows) * m.row_pitch_bytes);
     ctx_.gpu->backing_store().read(base, bytes.data(), bytes.size());
     m.data = bytes.data();
-    runner_->job = &m;
-    runner_->sample_shift = shift;
-    runner_->done = false;
-    runner_->start.notify(sc_core::SC_ZERO_TIME);
-    sc_core::sc_start();
-    if (!runner_->done) throw std::logic_error("--rtl: the lockstep run did not finish");
-    const auto& r = runner_->result;
+    spartan::rtl::LockstepResult r;
+    runner_->run_now([&] { r = runner_->lockstep.run(m, shift); });
     const std::uint64_t mism = r.count_mismatches + r.register_mismatches;
     mismatches_ += mism;
     const double tlm = r.tlm_count_cycles + r.tlm_flush_cycles, rtl = r.rtl_count_cycles + r.rtl_flush_cycles;
@@ -179,6 +198,10 @@ class RtlExtension : public spartan::hw::RunExtension {
                 {"rtl_cycles_simulated", r.rtl_cycles_total}, {"wall_s", r.wall_seconds}};
     L["rtl"] = rec;
     records_.push_back(rec);
+    ++mon_layers_;
+    mon_tiles_ += r.tiles;
+    mon_cycles_ += rtl;
+    mon_bytes_ += double(m.rows) * m.cols * (m.dtype == 0 ? 4 : 2);
     if (have_job_) engine_check(L);
     if (!ctx_.quiet)
       std::fprintf(stderr, "rtl: it%lld/L%lld monitor: %llu mismatches, RTL %.0f vs TLM %.0f cycles (%+.2f %%)\n",
@@ -186,55 +209,84 @@ class RtlExtension : public spartan::hw::RunExtension {
                    static_cast<unsigned long long>(mism), rtl, tlm, dev);
   }
 
-  // The layer's engine job again on the engine RTL (serial datapath): same descriptor, same source matrix and
-  // count table (from the GPU's functional memory); every header and payload byte is compared with what the
-  // TLM engine wrote; job cycles RTL vs TLM.
+  // The layer's engine job again in the engine lockstep (TLM engine + engine RTL, same fixed-latency memory,
+  // inputs from the GPU's functional memory): every header and payload byte the RTL writes is compared with the
+  // lockstep TLM's and with what the replay's engine wrote; job cycles RTL vs the TLM timing rule.
   void engine_check(json& L) {
     const auto& d = job_.desc;
     auto& store = ctx_.gpu->backing_store();
-    spartan::rtl::EngineRtl rtl;
-    const auto r = rtl.run(d, [&](std::uint64_t a, std::uint8_t* dst) { store.read(a, dst, 128); });
-    const auto& w = rtl.written();
-    std::uint64_t bad = 0;
-    if (!r.finished || r.status != static_cast<std::uint32_t>(job_.status)) ++bad;
+    spartan::rtl::EngineLockstepResult r;
+    runner_->run_now([&] {
+      r = runner_->engine.run(d, [&](std::uint64_t a, std::uint8_t* dst, std::size_t n) { store.read(a, dst, n); });
+    });
+    std::uint64_t bad = r.mismatches(), bad_replay = 0;
+    if (r.rtl_status != static_cast<std::uint32_t>(job_.status)) ++bad_replay;
     if (job_.status == spartan::hw::regmap::engine::JobStatus::Ok) {
-      if (r.out_bytes != job_.payload_bytes) ++bad;
-      const std::uint64_t tiles = spartan::hw::regmap::tile_count(d.rows, d.cols, d.tile_rows, d.tile_cols);
-      std::vector<std::uint8_t> ref(16 * tiles);
+      if (r.rtl_out_bytes != job_.payload_bytes) ++bad_replay;
+      const auto& w = runner_->engine.rtl_written();
+      std::vector<std::uint8_t> ref(16 * r.tiles);
       store.read(d.header_base, ref.data(), ref.size());
       for (std::uint64_t i = 0; i < ref.size(); ++i) {
         auto it = w.find(d.header_base + i);
-        bad += it == w.end() || it->second != ref[i];
+        bad_replay += it == w.end() || it->second != ref[i];
       }
       ref.assign(job_.payload_bytes, 0);
       store.read(d.out_base, ref.data(), ref.size());
       for (std::uint64_t i = 0; i < ref.size(); ++i) {
         auto it = w.find(d.out_base + i);
-        bad += it == w.end() || it->second != ref[i];
+        bad_replay += it == w.end() || it->second != ref[i];
       }
     }
+    bad += bad_replay;
     mismatches_ += bad;
-    const double tlm = double(job_.cycles), rtlc = double(r.job_cycles), dev = dev_pct(tlm, rtlc);
+    const double dev = r.deviation_percent();
     max_dev_engine_ = std::max(max_dev_engine_, std::fabs(dev));
+    eng_tiles_ += r.tiles;
+    eng_cycles_ += double(r.rtl_cycles);
+    eng_bytes_ += double(d.rows) * d.cols * (d.dtype == spartan::hw::regmap::ElemType::F32 ? 4 : 2);
+    eng_lat_tiles_ += r.rtl_tiles_compacted;
+    eng_lat_cycles_ += double(r.rtl_compacted_tile_cycles);
     json rec = {{"iteration", L.value("iteration", std::int64_t(0))}, {"layer", L.value("layer", std::int64_t(0))},
                 {"name", L.value("name", std::string())}, {"unit", "engine"}, {"mismatches", bad},
-                {"rtl_cycles", r.job_cycles}, {"tlm_cycles", job_.cycles}, {"cycle_deviation_percent", dev},
-                {"payload_bytes", job_.payload_bytes}, {"bytes_compared", w.size()},
-                {"rtl_cycles_simulated", r.rtl_cycles}};
+                {"replay_mismatches", bad_replay}, {"rtl_cycles", r.rtl_cycles}, {"tlm_cycles", r.tlm_cycles},
+                {"cycle_deviation_percent", dev}, {"replay_job_cycles", job_.cycles}, {"tiles", r.tiles},
+                {"tiles_compacted", r.rtl_tiles_compacted}, {"payload_bytes", job_.payload_bytes},
+                {"bytes_compared", r.bytes_compared}, {"rtl_cycles_simulated", r.rtl_cycles_simulated},
+                {"wall_s", r.wall_seconds}};
     L["rtl_engine"] = rec;
     records_.push_back(rec);
     if (!ctx_.quiet)
-      std::fprintf(stderr, "rtl: engine: %llu mismatches, RTL %.0f vs TLM %.0f cycles (%+.1f %%, serial RTL datapath)\n",
-                   static_cast<unsigned long long>(bad), rtlc, tlm, dev);
+      std::fprintf(stderr, "rtl: engine: %llu mismatches, RTL %llu vs TLM %llu cycles (%+.2f %%)\n",
+                   static_cast<unsigned long long>(bad), static_cast<unsigned long long>(r.rtl_cycles),
+                   static_cast<unsigned long long>(r.tlm_cycles), dev);
+  }
+
+  /// OUT/rtl_cycles.json for `spartan-area --cycles` (docs/area.md "Latency and throughput").
+  void write_cycles_file() const {
+    json units = json::object();
+    if (mon_tiles_ > 0)
+      units["sparsity_monitor"] = {{"tiles", mon_tiles_}, {"busy_cycles", mon_cycles_}, {"tile_bytes", mon_bytes_ / double(mon_tiles_)}};
+    if (eng_tiles_ > 0) {
+      json e = {{"tiles", eng_tiles_}, {"busy_cycles", eng_cycles_}, {"tile_bytes", eng_bytes_ / double(eng_tiles_)}};
+      if (eng_lat_tiles_ > 0) e["tile_latency_cycles"] = eng_lat_cycles_ / double(eng_lat_tiles_);
+      units["compaction_engine"] = e;
+    }
+    json doc = {{"source", "spartan-sim run --rtl: Verilated RTL co-simulation of " + std::to_string(mon_layers_) +
+                               " layer(s); monitor busy = counting + flush cycles, engine busy = job cycles "
+                               "(read latency 20, write latency 10 cycles)"},
+                {"units", units}};
+    spartan::write_file_atomic(ctx_.out_dir + "/rtl_cycles.json", doc.dump(2) + "\n");
   }
 
   void finish(json& stats) override {
     stats["rtl"] = {{"mismatches", mismatches_}, {"max_abs_cycle_deviation_percent", std::max(max_dev_, max_dev_engine_)},
                     {"max_abs_cycle_deviation_percent_by_unit", {{"monitor", max_dev_}, {"engine", max_dev_engine_}}},
-                    {"layers", records_},
+                    {"layers", records_}, {"cycles_file", "rtl_cycles.json"},
                     {"method", "monitor: lockstep TLM SparsityMonitor vs Verilated RTL monitor on the layer's activation "
-                               "(128 B line requests), counting + flush cycles; engine: the layer's engine job re-run on the "
-                               "Verilated engine RTL (serial datapath), header/payload bytes vs the TLM engine's, job cycles"}};
+                               "(128 B line requests), counting + flush cycles; engine: the layer's engine job re-run in the engine "
+                               "lockstep (TLM engine and Verilated RTL behind the same memory, read latency 20, write latency "
+                               "10 cycles), header/payload bytes vs the lockstep TLM's and the replay's, job cycles"}};
+    if (!ctx_.out_dir.empty()) write_cycles_file();
   }
   std::uint64_t mismatches() const override { return mismatches_; }
 
@@ -245,6 +297,8 @@ class RtlExtension : public spartan::hw::RunExtension {
   std::unique_ptr<RtlRunner> runner_;
   std::uint64_t mismatches_ = 0;
   double max_dev_ = 0, max_dev_engine_ = 0;
+  std::uint64_t mon_layers_ = 0, mon_tiles_ = 0, eng_tiles_ = 0, eng_lat_tiles_ = 0;
+  double mon_cycles_ = 0, mon_bytes_ = 0, eng_cycles_ = 0, eng_bytes_ = 0, eng_lat_cycles_ = 0;
   spartan::hw::EngineJob job_;
   bool have_job_ = false;
   json records_ = json::array();

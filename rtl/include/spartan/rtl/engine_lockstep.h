@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,8 @@ struct EngineLockstepResult {
   std::uint64_t byte_mismatches = 0;              ///< bytes that differ or that the RTL did not write (must be 0)
   std::uint64_t rtl_cycles_simulated = 0;         ///< RTL clock cycles (incl. MMIO programming)
   double wall_seconds = 0;                        ///< wall time of the RTL part
+  std::uint64_t tiles = 0;                        ///< tiles of the job
+  std::uint64_t rtl_tiles_compacted = 0, rtl_compacted_tile_cycles = 0;  ///< see EngineRtlResult
   /// Mismatches of any kind: bytes, status, out bytes, RTL not finished.
   std::uint64_t mismatches() const {
     return byte_mismatches + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) + (rtl_out_bytes != tlm_out_bytes);
@@ -47,6 +50,8 @@ class EngineLockstep {
   ~EngineLockstep();
   /// Runs `d` on both (source matrix and count table copied from `read`); call from an SC_THREAD.
   EngineLockstepResult run(const hw::regmap::Descriptor& d, const Reader& read);
+  /// Bytes the RTL wrote in the last run, by address.
+  const std::map<std::uint64_t, std::uint8_t>& rtl_written() const;
 
  private:
   struct Impl;

@@ -18,6 +18,8 @@ struct EngineRtlResult {
   std::uint32_t job_cycles = 0;    ///< LAST_CYCLES
   std::uint64_t rtl_cycles = 0;    ///< clock cycles simulated (incl. MMIO programming)
   bool finished = false;
+  std::uint64_t tiles_compacted = 0;        ///< tiles that went through fetch + emit
+  std::uint64_t compacted_tile_cycles = 0;  ///< summed cycles from their fetch start to their header issue
 };
 
 class EngineRtl {
