@@ -201,6 +201,9 @@ module compaction_engine #(
   reg        iss_more;
   reg [BW-1:0] iss_cnt, resp_cnt, rptr;
   reg [255:0] row_bm;
+  // registered read response (the counting side works on it one cycle after arrival)
+  reg          rq_v, rq_err;
+  reg [1023:0] rq_data;
   // output chunk (payload), header, pending zero bytes
   reg         c_valid, h_valid;
   reg [7:0]   c_n;
@@ -251,7 +254,7 @@ module compaction_engine #(
   wire [10:0] i_e   = {4'd0, ia[6:0]} + sb - 11'd1;
   /* verilator lint_on UNUSEDSIGNAL */
   wire        i_lst = il == i_e[10:7];
-  wire [BW-1:0] inflight = iss_cnt - resp_cnt;
+  wire [BW-1:0] inflight = iss_cnt - resp_cnt;   // resp_cnt counts responses as the counting side takes them
   // response walker: line pl of row pr; lanes of the arriving line
   wire [10:0] p_e   = {4'd0, pso} + sb - 11'd1;
   wire        p_lst = pl == p_e[10:7];
@@ -260,7 +263,7 @@ module compaction_engine #(
   wire [63:0] p_lane_unused, p_gran_unused;
   /* verilator lint_on UNUSEDSIGNAL */
   wire [6:0]  p_k;
-  spartan_line_lanes u_plane (.data(rd_resp_data), .dtype(j_dt), .lo(pl == 4'd0 ? pso : 7'd0),
+  spartan_line_lanes #(.WITH_GRAN(0)) u_plane (.data(rq_data), .dtype(j_dt), .lo(pl == 4'd0 ? pso : 7'd0),
     .hi(p_lst ? p_e[6:0] : 7'd127), .lane_m(p_lane_unused), .gran_m(p_gran_unused), .count(p_k));
   wire [8:0]  p_rn  = prn + {2'd0, p_k};
   // emit walker: line ql of row qr from the tile buffer
@@ -354,7 +357,7 @@ module compaction_engine #(
     job_done <= 1'b0;
     q_pop    <= 1'b0;
     if (rst) begin
-      st <= S_IDLE; rd_valid <= 1'b0; c_valid <= 1'b0; h_valid <= 1'b0; zrem <= 12'd0; outstanding <= 32'd0;
+      st <= S_IDLE; rd_valid <= 1'b0; rq_v <= 1'b0; c_valid <= 1'b0; h_valid <= 1'b0; zrem <= 12'd0; outstanding <= 32'd0;
       flush_w <= 1'b0; cc_v <= 1'b0;
     end else begin
       if (st != S_IDLE) cycles <= cycles + 32'd1;
@@ -364,6 +367,8 @@ module compaction_engine #(
       if (rd_valid && rd_ready) rd_valid <= 1'b0;
       if (c_valid && c_ready) c_valid <= 1'b0;
       if (h_valid && h_ready) h_valid <= 1'b0;
+      rq_v <= resp_fire && st == S_FETCH;
+      if (resp_fire && st == S_FETCH) begin rq_data <= rd_resp_data; rq_err <= rd_resp_err; end
       // pending zero bytes (ELL padding beyond one chunk), 128 per cycle; they hold the emit walker
       if (zrem != 12'd0 && c_slot) begin
         c_valid <= 1'b1; c_n <= z_n; c_data <= 1024'd0; c_addr <= j_out + {32'd0, off};
@@ -410,9 +415,9 @@ module compaction_engine #(
               if (ir + 9'd1 == re) iss_more <= 1'b0;
             end else il <= il + 4'd1;
           end
-          if (resp_fire) begin
-            if (rd_resp_err) ost <= 32'd2;
-            rbuf[resp_cnt] <= rd_resp_data;
+          if (rq_v) begin
+            if (rq_err) ost <= 32'd2;
+            rbuf[resp_cnt] <= rq_data;
             resp_cnt <= resp_cnt + 1'b1;
             if (p_lst) begin
               pl <= 4'd0; pr <= pr + 9'd1; pso <= pso + j_pitch[6:0]; prn <= 9'd0;

@@ -21,44 +21,47 @@ module spartan_compactor #(
   localparam DW = (S < 1) ? 1 : S;   // shift-amount bits carried per granule
   wire [G*CW-1:0] pos;
   spartan_prefix_sum #(.W(G), .CW(CW)) u_scan (.mask(mask), .pos(pos), .total(count));
-  // per-stage state (flat vectors, stage k at [k*...]): data, valid, shift amount
-  localparam SDW = G * GW, SAW = G * DW;
-  reg [(S+1)*SDW-1:0] sd;
-  reg [(S+1)*G-1:0]   sv;
-  reg [(S+1)*SAW-1:0] sa;
-  integer i, s, j;
-  // d < G: its top bit (d == G is impossible) is not carried
-  /* verilator lint_off UNUSEDSIGNAL */
-  reg [CW-1:0] dd;
-  /* verilator lint_on UNUSEDSIGNAL */
-  reg          stay, come;
-  always @* begin
-    sd = {(S+1)*SDW{1'b0}};
-    sv = {(S+1)*G{1'b0}};
-    sa = {(S+1)*SAW{1'b0}};
-    for (i = 0; i < G; i = i + 1) begin
-      dd = i[CW-1:0] - pos[i*CW +: CW];
-      sd[i*GW +: GW] = mask[i] ? data[i*GW +: GW] : {GW{1'b0}};
-      sv[i] = mask[i];
-      sa[i*DW +: DW] = dd[DW-1:0];
+  // Stage state per granule as separate wires (generate): one 2:1 selection per granule and stage, which
+  // also keeps the Verilated model cheap (no wide-vector bit-select arithmetic).
+  genvar gs, gi;
+  generate
+    for (gs = 0; gs <= S; gs = gs + 1) begin : st
+      for (gi = 0; gi < G; gi = gi + 1) begin : ln
+        wire [GW-1:0] d;   // granule at position gi after stage gs
+        // the last stage's valid and shift amount are not needed
+        /* verilator lint_off UNUSEDSIGNAL */
+        wire          v;   // valid
+        wire [DW-1:0] a;   // remaining shift amount (bits >= gs are still to be applied)
+        /* verilator lint_on UNUSEDSIGNAL */
+      end
     end
-    for (s = 0; s < S; s = s + 1) begin
-      for (i = 0; i < G; i = i + 1) begin
-        // stays: valid at i with bit s clear; comes: valid at i + 2^s with bit s set
-        j = i + (1 << s);
-        stay = sv[s*G + i] && !sa[s*SAW + i*DW + s];
-        come = (j < G) ? (sv[s*G + j] && sa[s*SAW + j*DW + s]) : 1'b0;
-        if (come) begin
-          sd[(s+1)*SDW + i*GW +: GW] = sd[s*SDW + j*GW +: GW];
-          sv[(s+1)*G + i] = 1'b1;
-          sa[(s+1)*SAW + i*DW +: DW] = sa[s*SAW + j*DW +: DW];
-        end else if (stay) begin
-          sd[(s+1)*SDW + i*GW +: GW] = sd[s*SDW + i*GW +: GW];
-          sv[(s+1)*G + i] = 1'b1;
-          sa[(s+1)*SAW + i*DW +: DW] = sa[s*SAW + i*DW +: DW];
+    for (gi = 0; gi < G; gi = gi + 1) begin : init
+      // d < G: the top bit of the CW-bit difference (d == G is impossible) is not carried
+      /* verilator lint_off UNUSEDSIGNAL */
+      wire [CW-1:0] dd = gi[CW-1:0] - pos[gi*CW +: CW];
+      /* verilator lint_on UNUSEDSIGNAL */
+      assign st[0].ln[gi].d = mask[gi] ? data[gi*GW +: GW] : {GW{1'b0}};
+      assign st[0].ln[gi].v = mask[gi];
+      assign st[0].ln[gi].a = dd[DW-1:0];
+    end
+    for (gs = 0; gs < S; gs = gs + 1) begin : net
+      for (gi = 0; gi < G; gi = gi + 1) begin : mv
+        // stays: valid at gi with bit gs clear; comes: valid at gi + 2^gs with bit gs set (never both)
+        wire stay = st[gs].ln[gi].v && !st[gs].ln[gi].a[gs];
+        if (gi + (1 << gs) < G) begin : up
+          wire come = st[gs].ln[gi + (1 << gs)].v && st[gs].ln[gi + (1 << gs)].a[gs];
+          assign st[gs+1].ln[gi].d = come ? st[gs].ln[gi + (1 << gs)].d : (stay ? st[gs].ln[gi].d : {GW{1'b0}});
+          assign st[gs+1].ln[gi].v = come || stay;
+          assign st[gs+1].ln[gi].a = come ? st[gs].ln[gi + (1 << gs)].a : st[gs].ln[gi].a;
+        end else begin : top
+          assign st[gs+1].ln[gi].d = stay ? st[gs].ln[gi].d : {GW{1'b0}};
+          assign st[gs+1].ln[gi].v = stay;
+          assign st[gs+1].ln[gi].a = st[gs].ln[gi].a;
         end
       end
     end
-  end
-  assign packed_data = sd[S*SDW +: SDW];
+    for (gi = 0; gi < G; gi = gi + 1) begin : outp
+      assign packed_data[gi*GW +: GW] = st[S].ln[gi].d;
+    end
+  endgenerate
 endmodule

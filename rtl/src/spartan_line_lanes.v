@@ -2,7 +2,9 @@
 // zero detect + segment mask). The segment covers bytes [lo, hi] of the line (element-aligned); dtype 0 = F32
 // (32 lanes), else F16/BF16 (64 lanes). lane_m[i]: element lane i is in the segment and non-zero; gran_m[g]:
 // the same per 16-bit granule (both granules of an F32 lane); count: set bits of lane_m.
-module spartan_line_lanes (
+module spartan_line_lanes #(
+  parameter WITH_GRAN = 1   // 0: gran_m is 0 (the counting side needs only lane_m and count)
+) (
   input  wire [1023:0] data,
   input  wire [1:0]    dtype,
   input  wire [6:0]    lo,
@@ -22,10 +24,10 @@ module spartan_line_lanes (
     for (g = 0; g < 64; g = g + 1) begin
       if (dtype == 2'd0) begin
         if (g < 32) lane_m[g] = nz_elem[g] && gin[2*g];
-        gran_m[g] = nz_gran[g] && gin[g & ~1];
+        gran_m[g] = (WITH_GRAN != 0) && nz_gran[g] && gin[g & ~1];
       end else begin
         lane_m[g] = nz_elem[g] && gin[g];
-        gran_m[g] = nz_gran[g] && gin[g];
+        gran_m[g] = (WITH_GRAN != 0) && nz_gran[g] && gin[g];
       end
     end
   end

@@ -31,14 +31,12 @@ module spartan_line_writer #(
   wire [LBL-1:0]   p     = in_addr[LBL-1:0];
   // byte mask of the chunk at its line position (low half: this line, high half: the next one)
   wire [2*LINE_BYTES-1:0] m = ({{LINE_BYTES{1'b0}}, {LINE_BYTES{1'b1}} >> (LINE_BYTES - in_n)}) << p;
-  wire [2*LB-1:0]  sh    = {{LB{1'b0}}, in_data} << {p, 3'b000};
-  reg  [2*LB-1:0]  bm;   // bit mask of m
-  integer b;
-  always @* begin
-    for (b = 0; b < 2 * LINE_BYTES; b = b + 1) bm[b*8 +: 8] = {8{m[b]}};
-  end
-  wire [LB-1:0]         lo_data = sh[LB-1:0] & bm[LB-1:0];
-  wire [LB-1:0]         hi_data = sh[2*LB-1:LB] & bm[2*LB-1:LB];
+  // the chunk's bytes beyond in_n are cleared, then it is shifted to its line position
+  wire [NW+2:0]    nbits = {LINE_BYTES[NW-1:0] - in_n, 3'b000};
+  wire [LB-1:0]    keep  = {LB{1'b1}} >> nbits;
+  wire [2*LB-1:0]  sh    = {{LB{1'b0}}, in_data & keep} << {p, 3'b000};
+  wire [LB-1:0]         lo_data = sh[LB-1:0];
+  wire [LB-1:0]         hi_data = sh[2*LB-1:LB];
   wire [LB-1:0]         cur     = (has_q ? buf_q : {LB{1'b0}}) | lo_data;
   wire [LINE_BYTES-1:0] cur_s   = (has_q ? strb_q : {LINE_BYTES{1'b0}}) | m[LINE_BYTES-1:0];
   wire                  spill   = |m[2*LINE_BYTES-1:LINE_BYTES];

@@ -290,7 +290,7 @@ std::uint64_t emit_cycles(const std::uint8_t* tile, std::uint32_t re, std::uint3
 // job_setup_cycles; per tile: a count-table line read when the tile's count is in another line (issue one
 // cycle after the decision, decide again one cycle after the response); DENSE / zero tiles 2 cycles (decide,
 // header); compacted tiles: decide, line reads one per cycle from 2 cycles after the decision (window of
-// outstanding_reads), 2 cycles after the last response, the emit passes (emit_cycles), 1 cycle to advance.
+// outstanding_reads), 3 cycles after the last response, the emit passes (emit_cycles), 1 cycle to advance.
 // Payload lines are written while the emit pass runs, headers as they complete; the job ends
 // job_tail_cycles after the last write's response.
 void CompactionEngine::run_job(EngineJob& job) {
@@ -388,11 +388,12 @@ void CompactionEngine::run_job(EngineJob& job) {
         h = one.headers[0];
         const std::size_t n = fmt::tile_payload_bytes(h, re, ce, d.tile_cols, opt.elem);
         bytes.assign(one.payload.begin(), one.payload.begin() + static_cast<std::ptrdiff_t>(n));
-        const sc_time pass0 = data_ready + 2 * cyc;  // count done, first emit step
+        // the counting side takes each response one cycle after it arrives; 2 cycles later the first emit step
+        const sc_time pass0 = data_ready + 3 * cyc;
         if (h.nnz == 0) {  // sampled estimate but no non-zero: zero tile after the fetch
-          from = data_ready + cyc;
-          ready = data_ready + 2 * cyc;
-          cur = data_ready + 3 * cyc;
+          from = data_ready + 2 * cyc;
+          ready = data_ready + 3 * cyc;
+          cur = data_ready + 4 * cyc;
         } else {
           const std::uint64_t ec = emit_cycles(tile_buf.data(), re, ce, eb, seg_off, line,
                                                d.format == kFormatBitmap, n, nullptr);
