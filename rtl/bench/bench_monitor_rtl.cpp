@@ -158,6 +158,10 @@ int run(int argc, char** argv) {
   d.out_capacity_bytes = 1u << 30;
   spartan::rtl::EngineRtl engine;
   auto read_line = [&](std::uint64_t a, std::uint8_t* dst) {
+    if (a >= base && a + 128 <= base + m.size()) {
+      std::memcpy(dst, m.data() + (a - base), 128);
+      return;
+    }
     for (unsigned i = 0; i < 128; ++i) {
       const std::uint64_t x = a + i;
       std::uint8_t v = 0;
@@ -182,10 +186,7 @@ int run(int argc, char** argv) {
   const auto hb = refc.header_bytes();
   std::uint64_t ebad = (er.finished && er.status == 0 && er.out_bytes == refc.payload.size()) ? 0 : 1;
   const auto& wr = engine.written();
-  auto at = [&](std::uint64_t a) {
-    auto it = wr.find(a);
-    return it == wr.end() ? -1 : int(it->second);
-  };
+  auto at = [&](std::uint64_t a) { return wr.at(a); };
   for (std::size_t i = 0; i < hb.size(); ++i) ebad += at(hdr + i) != hb[i];
   for (std::size_t i = 0; i < refc.payload.size(); ++i) ebad += at(out + i) != refc.payload[i];
   std::printf("engine tiles        : %zu (%llu compacted, ELL, threshold %.2f), payload %zu B\n", refc.headers.size(),

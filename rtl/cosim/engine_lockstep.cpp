@@ -116,10 +116,7 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
     auto cmp = [&](std::uint64_t base, std::uint64_t n) {
       ref.assign(n, 0);
       I.mem.read_bytes(base, ref.data(), n);
-      for (std::uint64_t i = 0; i < n; ++i) {
-        auto it = wr.find(base + i);
-        res.byte_mismatches += it == wr.end() || it->second != ref[i];
-      }
+      for (std::uint64_t i = 0; i < n; ++i) res.byte_mismatches += wr.at(base + i) != int(ref[i]);
       res.bytes_compared += n;
     };
     cmp(d.header_base, hdr_bytes);
@@ -128,6 +125,6 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   return res;
 }
 
-const std::map<std::uint64_t, std::uint8_t>& EngineLockstep::rtl_written() const { return impl_->rtl.written(); }
+const WrittenLines& EngineLockstep::rtl_written() const { return impl_->rtl.written(); }
 
 }  // namespace spartan::rtl

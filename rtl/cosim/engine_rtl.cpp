@@ -75,9 +75,12 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
     const std::uint64_t rd_a = t.rd_addr;
     const bool resp_fire = t.rd_resp_valid && t.rd_resp_ready;
     if (t.wr_valid && t.wr_ready) {
-      for (int i = 0; i < 128; ++i)
-        if ((t.wr_strb[i / 32] >> (i % 32)) & 1u)
-          written_[t.wr_addr + i] = static_cast<std::uint8_t>(t.wr_data[i / 4] >> (8 * (i % 4)));
+      std::uint8_t bytes[128];
+      for (int w = 0; w < 32; ++w)
+        for (int b = 0; b < 4; ++b) bytes[4 * w + b] = static_cast<std::uint8_t>(t.wr_data[w] >> (8 * b));
+      const std::uint64_t strb[2] = {t.wr_strb[0] | (std::uint64_t(t.wr_strb[1]) << 32),
+                                     t.wr_strb[2] | (std::uint64_t(t.wr_strb[3]) << 32)};
+      written_.write(t.wr_addr, bytes, strb);
       I.wresp.push_back(I.cycle + I.wr_lat);
     }
     t.clk = 1;

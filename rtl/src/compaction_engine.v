@@ -278,18 +278,31 @@ module compaction_engine #(
   wire [8:0]  q_rn  = qrn + {2'd0, q_k};
   // column of lane 0 of this line (mod 256) = ql * lanes per line - first lane of the segment
   wire [7:0]  q_cb  = eb4 ? ({ql[2:0], 5'd0} - {3'd0, qso[6:2]}) : ({ql[1:0], 6'd0} - {2'd0, qso[6:1]});
-  reg  [511:0] idx_in;
-  integer li;
-  always @* for (li = 0; li < 64; li = li + 1) idx_in[li*8 +: 8] = q_cb + li[7:0];
+  // One compactor moves 24-bit granules {column index of the owning element, 16-bit value granule}: the
+  // packed values are the low halves; the packed indices are every granule's index (F16/BF16) or every
+  // second one's (F32: an element has two granules).
+  wire [1535:0] cg_in, cg_out;
   wire [511:0]  idx_packed;
   wire [1023:0] val_packed;
   /* verilator lint_off UNUSEDSIGNAL */
-  wire [6:0]  idx_cnt_unused, val_cnt_unused;
+  wire [6:0]    cg_cnt_unused;
   /* verilator lint_on UNUSEDSIGNAL */
-  spartan_compactor #(.G(64), .GW(8)) u_cidx (.data(idx_in), .mask(q_lane), .packed_data(idx_packed),
-    .count(idx_cnt_unused));
-  spartan_compactor #(.G(64), .GW(16)) u_cval (.data(q_line), .mask(q_gran), .packed_data(val_packed),
-    .count(val_cnt_unused));
+  genvar gg;
+  generate
+    for (gg = 0; gg < 64; gg = gg + 1) begin : g_cg
+      wire [7:0] col16 = q_cb + gg;          // F16/BF16: lane gg
+      wire [7:0] col32 = q_cb + (gg >> 1);   // F32: lane gg/2
+      assign cg_in[gg*24 +: 24] = {eb4 ? col32 : col16, q_line[gg*16 +: 16]};
+      assign val_packed[gg*16 +: 16] = cg_out[gg*24 +: 16];
+      if (gg < 32) begin : lo
+        assign idx_packed[gg*8 +: 8] = eb4 ? cg_out[(2*gg)*24 + 16 +: 8] : cg_out[gg*24 + 16 +: 8];
+      end else begin : hi
+        assign idx_packed[gg*8 +: 8] = eb4 ? 8'd0 : cg_out[gg*24 + 16 +: 8];
+      end
+    end
+  endgenerate
+  spartan_compactor #(.G(64), .GW(24)) u_comp (.data(cg_in), .mask(q_gran), .packed_data(cg_out),
+    .count(cg_cnt_unused));
   // bitmap bits of this line at their columns
   wire [9:0]  bsh  = eb4 ? ({1'b0, ql, 5'd0} + 10'd64 - {5'd0, qso[6:2]}) : ({ql, 6'd0} + 10'd64 - {4'd0, qso[6:1]});
   /* verilator lint_off UNUSEDSIGNAL */

@@ -226,16 +226,10 @@ class RtlExtension : public spartan::hw::RunExtension {
       const auto& w = runner_->engine.rtl_written();
       std::vector<std::uint8_t> ref(16 * r.tiles);
       store.read(d.header_base, ref.data(), ref.size());
-      for (std::uint64_t i = 0; i < ref.size(); ++i) {
-        auto it = w.find(d.header_base + i);
-        bad_replay += it == w.end() || it->second != ref[i];
-      }
+      for (std::uint64_t i = 0; i < ref.size(); ++i) bad_replay += w.at(d.header_base + i) != int(ref[i]);
       ref.assign(job_.payload_bytes, 0);
       store.read(d.out_base, ref.data(), ref.size());
-      for (std::uint64_t i = 0; i < ref.size(); ++i) {
-        auto it = w.find(d.out_base + i);
-        bad_replay += it == w.end() || it->second != ref[i];
-      }
+      for (std::uint64_t i = 0; i < ref.size(); ++i) bad_replay += w.at(d.out_base + i) != int(ref[i]);
     }
     bad += bad_replay;
     mismatches_ += bad;

@@ -14,6 +14,7 @@
 #include <systemc>
 
 #include "spartan/hw/regmap.h"
+#include "spartan/rtl/engine_rtl.h"
 
 namespace spartan::rtl {
 
@@ -51,7 +52,7 @@ class EngineLockstep {
   /// Runs `d` on both (source matrix and count table copied from `read`); call from an SC_THREAD.
   EngineLockstepResult run(const hw::regmap::Descriptor& d, const Reader& read);
   /// Bytes the RTL wrote in the last run, by address.
-  const std::map<std::uint64_t, std::uint8_t>& rtl_written() const;
+  const WrittenLines& rtl_written() const;
 
  private:
   struct Impl;

@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <map>
+#include <unordered_map>
 #include <memory>
 
 #include "spartan/hw/regmap.h"
@@ -22,6 +22,35 @@ struct EngineRtlResult {
   std::uint64_t compacted_tile_cycles = 0;  ///< summed cycles from their fetch start to their header issue
 };
 
+/// The bytes a run wrote, kept per 128 B line (data + byte-written mask).
+class WrittenLines {
+ public:
+  /// The byte at `addr`, or -1 if the run did not write it.
+  int at(std::uint64_t addr) const {
+    auto it = lines_.find(addr >> 7);
+    if (it == lines_.end()) return -1;
+    const unsigned i = addr & 127u;
+    return (it->second.mask[i >> 6] >> (i & 63)) & 1u ? it->second.data[i] : -1;
+  }
+  /// Merges a line write (`strb` bit i: byte i written).
+  void write(std::uint64_t line_addr, const std::uint8_t* data, const std::uint64_t strb[2]) {
+    Line& l = lines_[line_addr >> 7];
+    for (unsigned i = 0; i < 128; ++i)
+      if ((strb[i >> 6] >> (i & 63)) & 1u) l.data[i] = data[i];
+    l.mask[0] |= strb[0];
+    l.mask[1] |= strb[1];
+  }
+  void clear() { lines_.clear(); }
+  std::size_t lines() const { return lines_.size(); }
+
+ private:
+  struct Line {
+    std::uint8_t data[128] = {};
+    std::uint64_t mask[2] = {0, 0};
+  };
+  std::unordered_map<std::uint64_t, Line> lines_;
+};
+
 class EngineRtl {
  public:
   /// `read_line(addr, dst)`: fills the 128 bytes of the line at `addr` (128 B-aligned).
@@ -31,13 +60,13 @@ class EngineRtl {
   /// Runs one job to completion (or `max_cycles`); the bytes it wrote are in written().
   EngineRtlResult run(const hw::regmap::Descriptor& d, const LineReader& read_line,
                       std::uint64_t max_cycles = 2000000000ull);
-  /// Bytes written by the last run, by address.
-  const std::map<std::uint64_t, std::uint8_t>& written() const { return written_; }
+  /// Bytes written by the last run, by line (128 B-aligned address).
+  const WrittenLines& written() const { return written_; }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::map<std::uint64_t, std::uint8_t> written_;
+  WrittenLines written_;
 };
 
 }  // namespace spartan::rtl
