@@ -70,6 +70,10 @@ def main():
         # area: the report embeds area.json unchanged
         if report["area"] != area:
             fail("report.json area section differs from area.json")
+        # area: latency/throughput come from the RTL co-simulation's cycle file (run --rtl -> spartan-area --cycles)
+        cyc = load(f"{run}/sim/rtl_cycles.json")
+        if area.get("cycles_source") != cyc.get("source") or not cyc.get("units"):
+            fail("area.json did not read run/sim/rtl_cycles.json (cycles_source %r)" % area.get("cycles_source"))
         print("e2e: report numbers match train.json, stats.json (incl. rtl) and area.json")
     finally:
         shutil.rmtree(work, ignore_errors=True)
