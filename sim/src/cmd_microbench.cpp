@@ -1,6 +1,7 @@
 // spartan-sim microbench: calibration microbenchmarks of the GPU memory-hierarchy model
 // (streaming read/write/copy bandwidth, pointer-chase latency, L2 footprint sweep). See docs/gpu-model.md.
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,10 +44,17 @@ int microbench_main(const std::vector<std::string>& args) {
     opt.sweep = only == "sweep";
   }
   auto gpu = spartan::hw::gpu::GpuSystem::from_preset(gpu_name);
+  // Both outputs are opened (temporary files) before the run and committed together after it: an
+  // unwritable path fails at once, and no run leaves one of the two behind.
+  std::optional<spartan::AtomicFile> out_file, stats_file;
+  if (!out.empty()) out_file.emplace(out);
+  if (!stats_out.empty()) stats_file.emplace(stats_out);
   auto rep = spartan::hw::gpu::run_microbench(*gpu, opt);
   std::printf("%s", rep.to_text(gpu->config()).c_str());
-  if (!out.empty()) spartan::write_file_atomic(out, rep.to_json().dump(2) + "\n");
-  if (!stats_out.empty()) gpu->write_stats_json(stats_out);
+  if (out_file) out_file->write(rep.to_json().dump(2) + "\n");
+  if (stats_file) stats_file->write(gpu->stats_json().dump(2) + "\n");
+  if (out_file) out_file->commit();
+  if (stats_file) stats_file->commit();
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // spartan-sim run: trace-driven co-simulation of the SparsityMonitor and CompactionEngine against the
 // software baselines on the GPU memory model (docs/hw-units.md, "Trace replay"). Extensions registered
 // through spartan/hw/run_hooks.h (e.g. --rtl) add their options here without editing this file.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -9,6 +10,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
 #include "spartan/sim/command.h"
 
@@ -37,6 +39,8 @@ std::vector<std::int64_t> parse_list(const std::string& opt, const std::string& 
     }
     if (item.empty() || pos != item.size() || x < 0)
       throw spartan::InputError(opt + ": expected a comma-separated list of non-negative integers, got '" + text + "'");
+    if (std::find(v.begin(), v.end(), x) != v.end())
+      throw spartan::InputError(opt + ": " + std::to_string(x) + " is listed twice in '" + text + "'");
     v.push_back(x);
   }
   if (v.empty()) throw spartan::InputError(opt + ": empty list");
@@ -116,10 +120,8 @@ int run_main(const std::vector<std::string>& args) {
   if (!layers.empty()) opt.layers = parse_list("--layers", layers);
   if (!units.empty()) spartan::hw::load_units_config(units, opt);
   if (!std::filesystem::exists(opt.trace_path)) throw spartan::IoError("--trace: cannot open '" + opt.trace_path + "'");
-  std::error_code ec;
-  std::filesystem::create_directories(opt.out_dir, ec);
-  if (!std::filesystem::is_directory(opt.out_dir))
-    throw spartan::IoError("--out: cannot create directory '" + opt.out_dir + "'");
+  // Checked now, created only when the results are written (a rejected input leaves no empty --out).
+  spartan::check_output_dir(opt.out_dir);
   for (auto& e : exts)
     if (e->active()) opt.extensions.push_back(e.get());
 

@@ -100,6 +100,7 @@ MmioError CompactionEngine::reg_write(std::uint32_t off, std::uint32_t v, const 
       if (std::uint64_t(d.tile_rows) * d.tile_cols * elem_bytes(d.dtype) > cfg_.read_buffer_bytes)
         return MmioError::BadValue;
       if (d.src % elem_bytes(d.dtype) != 0) return MmioError::BadValue;  // lanes are element-aligned (RTL)
+      if (std::uint64_t(d.rows) * d.row_pitch_bytes > cfg_.max_job_bytes) return MmioError::BadValue;
       if (queue_.size() >= cfg_.queue_depth) return MmioError::QueueFull;
       EngineJob job;
       job.desc = d;

@@ -83,6 +83,7 @@ Step Replay::kernel(Kernel& k, bool launch) {
 }
 
 json Replay::run() {
+  trace::check_metadata(reader_);  // the same metadata checks as `spartan-trace check`
   layers_ = trace::read_layers(reader_);
   times_ = trace::read_gemm_times(reader_);
   // Select the captured activations.
@@ -200,6 +201,7 @@ json Replay::run() {
                               {"compactor_busy_ps", e.compactor_busy_ps}, {"buffer_stall_ps", e.buffer_stall_ps}};
   }
   doc["gpu_stats"] = gpu_->stats_json();
+  ensure_output_dir(opt_.out_dir);  // extensions may write their files there too
   for (RunExtension* e : opt_.extensions) e->finish(doc);
   write_file_atomic(opt_.out_dir + "/stats.json", doc.dump(1) + "\n");
   write_file_atomic(opt_.out_dir + "/summary.txt", replay_summary(doc));

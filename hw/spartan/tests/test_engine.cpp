@@ -67,6 +67,7 @@ TEST(Engine, RegistersAndBadMmio) {
   SC_SCENARIO([] {
     EngineConfig cfg;
     cfg.queue_depth = 2;
+    cfg.max_job_bytes = 1u << 20;
     Bench b(cfg);
     b.run([](Driver& d) {
       EXPECT_EQ(d.rd(0, ID), engine::kIdValue);
@@ -108,6 +109,7 @@ TEST(Engine, RegistersAndBadMmio) {
       x = ok; x.count_table += 2; bad(x);
       x = ok; x.tile_rows = 128; x.tile_cols = 64; bad(x);  // 32 KiB tile > read buffer
       x = ok; x.dtype = static_cast<ElemType>(3); bad(x);
+      x = ok; x.rows = 4097; bad(x);                 // 4097 x 256 B > max_job_bytes (1 MiB)
       EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_QUEUE_EMPTY_BIT), 1u << STATUS_QUEUE_EMPTY_BIT);
       // Queue: with ENABLE = 0 jobs wait; the third SUBMIT of a 2-deep queue is QueueFull.
       EXPECT_EQ(submit(d, ok), tlm::TLM_OK_RESPONSE);

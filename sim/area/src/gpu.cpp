@@ -1,14 +1,13 @@
 // GPU facts from presets or the built-in public-figures table (see gpu.h).
 #include "spartan/area/gpu.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
 #include <map>
 #include <sstream>
 
 #include "spartan/area/scaling.h"
 #include "spartan/common/error.h"
+#include "spartan/hw/gpu_config.h"
 
 namespace spartan::area {
 namespace {
@@ -27,34 +26,6 @@ const std::map<std::string, GpuInfo>& builtin() {
     return m;
   }();
   return t;
-}
-
-YAML::Node lookup(const YAML::Node& root, const std::string& dotted) {
-  YAML::Node cur = YAML::Clone(root);
-  std::stringstream ss(dotted);
-  std::string part;
-  while (std::getline(ss, part, '.')) {
-    if (!cur.IsMap()) return YAML::Node();
-    YAML::Node next = cur[part];
-    if (!next.IsDefined() || next.IsNull()) return YAML::Node();
-    cur = next;
-  }
-  return cur;
-}
-
-template <class T>
-bool read_first(const YAML::Node& root, std::initializer_list<const char*> keys, const std::string& file, T& out) {
-  for (const char* k : keys) {
-    YAML::Node n = lookup(root, k);
-    if (!n.IsDefined() || !n.IsScalar()) continue;
-    try {
-      out = n.as<T>();
-    } catch (const YAML::Exception&) {
-      throw ConfigError(file, k, "not a valid value: '" + n.Scalar() + "'");
-    }
-    return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -79,28 +50,21 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
       throw InputError("unknown GPU '" + gpu + "' (no preset " + config_dir + "/" + gpu +
                        ".yaml; built-in: v100 r9nano a100 h100 h200)");
   } else {
-    YAML::Node root;
-    try {
-      root = YAML::LoadFile(path);
-    } catch (const YAML::Exception& e) {
-      throw ConfigError(path, "-", std::string("cannot parse YAML: ") + e.what());
-    }
-    read_first(root, {"die_area_mm2", "gpu.die_area_mm2"}, path, g.die_area_mm2);
-    read_first(root, {"process", "node_nm", "process_node", "gpu.process", "gpu.node_nm"}, path, g.process);
-    read_first(root, {"l2.slices", "l2.num_slices", "l2_slices", "memory.l2_slices", "l2.slice_count"}, path,
-               g.l2_slices);
-    read_first(root, {"l2.clock_mhz", "clocks.l2_mhz", "l2_clock_mhz", "clocks.l2.mhz", "clocks.l2"}, path,
-               g.l2_clock_mhz);
-    if (read_first(root, {"spartan.compaction_engines", "units.compaction_engine.count", "compaction_engines"}, path,
-                   g.engines))
-      g.engines_assumed = false;
-    g.source = path + (b != builtin().end() ? " (keys it lacks from the built-in table)" : "");
+    // The simulator's strict preset loader (one parser for every tool): unknown keys, missing keys and
+    // impossible geometry are ConfigErrors naming the key, exactly as in `spartan-sim --gpu`.
+    const hw::GpuConfig c = hw::load_gpu_config(path);
+    g.die_area_mm2 = c.die_area_mm2;
+    std::ostringstream node;
+    node << c.node_nm << "nm";
+    g.process = node.str();
+    g.l2_slices = c.l2.slices;
+    g.l2_clock_mhz = c.clocks.l2_mhz;
+    g.source = path;
   }
   const std::string where = path.empty() ? "built-in table" : path;
   if (g.die_area_mm2 <= 0.0) throw ConfigError(where, "die_area_mm2", "missing or not positive");
   if (g.l2_slices == 0) throw ConfigError(where, "l2.slices", "missing or zero (needed: one monitor per L2 slice)");
   if (g.l2_clock_mhz <= 0.0) throw ConfigError(where, "l2.clock_mhz", "missing or not positive");
-  if (g.engines == 0) throw ConfigError(where, "spartan.compaction_engines", "must be at least 1");
   g.process_node_nm = gpu_process_node_nm(g.process);
   return g;
 }

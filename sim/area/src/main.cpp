@@ -117,11 +117,13 @@ int run(int argc, char** argv) {
     if (manifest.empty() && fs::exists(fs::path(rtl_dir) / m)) manifest = (fs::path(rtl_dir) / m).string();
   const std::vector<UnitSpec> specs = manifest.empty() ? default_units(rtl_dir) : load_manifest(manifest);
   if (fs::exists(out) && !fs::is_directory(out)) throw InputError("--out exists and is not a directory: " + out);
+  check_output_dir(out);  // before the slow synthesis; created only when the results exist
 
   ScratchDir scratch;
   std::vector<UnitResult> results;
   for (const auto& s : specs) {
-    std::cerr << "spartan-area: " << s.name << " (top " << s.top << ", " << s.files.size() << " file(s))\n";
+    // Progress on stdout: stderr carries only the one error line of a failed run.
+    std::cout << "spartan-area: " << s.name << " (top " << s.top << ", " << s.files.size() << " file(s))" << std::endl;
     results.push_back(run_unit(s, tools, scratch.path));
   }
   const nlohmann::json rep = build_report(results, g, cycles, ropt);

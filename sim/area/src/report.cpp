@@ -221,7 +221,7 @@ std::string render_markdown(const json& r) {
      << "GPU: die " << fmt(g["die_area_mm2"].get<double>(), 0) << " mm^2 (" << g["process"].get<std::string>()
      << ", share computed at " << g["process_node_nm"].get<int>() << " nm), " << g["l2_slices"].get<unsigned>()
      << " L2 slices (= monitors), " << g["compaction_engines"].get<unsigned>() << " compaction engine(s)"
-     << (g["compaction_engines_assumed"].get<bool>() ? " (assumed: not configured in the preset)" : "")
+     << (g["compaction_engines_assumed"].get<bool>() ? " (assumed: not given with --engines)" : "")
      << ", L2 clock " << fmt(g["l2_clock_mhz"].get<double>(), 0) << " MHz. Source: " << g["source"].get<std::string>()
      << ".\n\nTotals count memories as **" << r["memory_model"]["total_uses"].get<std::string>()
      << "** (SRAM array efficiency " << fmt(r["memory_model"]["sram_array_efficiency"].get<double>(), 2) << ").\n\n";

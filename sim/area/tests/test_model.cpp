@@ -1,12 +1,16 @@
 // Scaling factors, GPU facts, cycle-count input and report arithmetic (no external tools needed).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 
 #include "spartan/area/flow.h"
 #include "spartan/area/gpu.h"
 #include "spartan/area/report.h"
 #include "spartan/area/scaling.h"
+#include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
 
 using namespace spartan::area;
@@ -56,8 +60,10 @@ TEST(AreaGpu, BuiltinV100AndPreset) {
   const GpuInfo t = load_gpu(std::string(SPARTAN_AREA_DATA) + "/gpu_test.yaml", "");
   EXPECT_EQ(t.name, "gpu_test");
   EXPECT_EQ(t.l2_slices, 4u);
-  EXPECT_EQ(t.engines, 2u);
-  EXPECT_FALSE(t.engines_assumed);
+  EXPECT_DOUBLE_EQ(t.l2_clock_mhz, 1447.0);
+  EXPECT_DOUBLE_EQ(t.die_area_mm2, 100.0);
+  EXPECT_EQ(t.engines, 1u);  // not a preset key: 1 unless --engines
+  EXPECT_TRUE(t.engines_assumed);
   EXPECT_EQ(t.process_node_nm, 7);
   EXPECT_THROW(load_gpu("nosuchgpu", "/nonexistent"), spartan::InputError);
   EXPECT_THROW(load_gpu("/nonexistent/x.yaml", ""), spartan::ConfigError);
@@ -162,12 +168,24 @@ TEST(AreaMemories, SramEligibility) {
   EXPECT_FALSE(shallow.sram());
 }
 
-TEST(AreaGpu, PresetInTheGpuHelpersFormat) {
-  // Keys as written by sim/configs/gpu/v100.yaml: node_nm, clocks.l2_mhz, l2.slices.
-  const std::string d = SPARTAN_AREA_DATA;
-  const GpuInfo g = load_gpu(d + "/gpu_preset_style.yaml", "");
+TEST(AreaGpu, ReadsTheSimulatorPresetsStrictly) {
+  // The real presets (sim/configs/gpu) through the simulator's loader.
+  const std::string presets = std::string(SPARTAN_AREA_DATA) + "/../../../configs/gpu";
+  const GpuInfo g = load_gpu("v100", presets);
+  EXPECT_EQ(g.source, presets + "/v100.yaml");
   EXPECT_DOUBLE_EQ(g.die_area_mm2, 815.0);
-  EXPECT_EQ(g.process_node_nm, 16);
+  EXPECT_EQ(g.process_node_nm, 16);  // 12 nm FFN is tabulated with the 16 nm figures
   EXPECT_EQ(g.l2_slices, 64u);
   EXPECT_DOUBLE_EQ(g.l2_clock_mhz, 1447.0);
+  // An unknown key, as in `spartan-sim --gpu`, is an error naming the key.
+  const std::string text = spartan::read_file(std::string(SPARTAN_AREA_DATA) + "/gpu_test.yaml");
+  const std::string bad = ::testing::TempDir() + "area_bad_preset_" + std::to_string(::getpid()) + ".yaml";
+  spartan::write_file_atomic(bad, text + "frobnicate: 1\n");
+  try {
+    load_gpu(bad, "");
+    ADD_FAILURE() << "unknown preset key accepted";
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("frobnicate"), std::string::npos) << e.what();
+  }
+  std::remove(bad.c_str());
 }

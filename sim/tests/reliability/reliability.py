@@ -27,34 +27,7 @@ NAN_OK = "docs/trace-format.md: NaN and Inf are non-zero data, -0.0 is zero; a d
 # Known failures, reported in docs/reliability.md and to the owning module (not fixed here: the files belong
 # to modules still under development). A listed case that fails is shown as XFAIL and does not fail the test;
 # one that passes is shown as XPASS (remove it from this list).
-KNOWN_FAILURES = {
-    ("spartan-train", "--momentum nan"):
-        "sw/train/tools/spartan_train.cpp checks `momentum < 0 || momentum >= 1`, which NaN passes; "
-        "the run trains with NaN momentum and exits 0",
-    ("spartan-sdnn", "--bias nan"):
-        "sw/sdnn/tools/cmd_infer.cpp does not check --bias; NaN bias runs and writes categories (exit 0)",
-    ("spartan-area", "unknown key in GPU preset"):
-        "sim/area reads the preset with its own non-strict parser: unknown keys are ignored, the run succeeds",
-    ("spartan-area", "--clock-ns inf"):
-        "--clock-ns accepts inf (only `> 0` is checked); Yosys/ABC then fails: exit 2, but after per-unit "
-        "progress lines on stderr",
-    ("spartan-area", "bad manifest"):
-        "exit 2 with the Yosys syntax error, but preceded by a per-unit progress line on stderr",
-    ("spartan-area", "--out under a regular file"):
-        "the output directory is created only after synthesis: progress lines on stderr before the error "
-        "(and exit 1 'internal error' before sw/common run_cli mapped filesystem errors to exit 2)",
-    ("spartan-sim", "run trace: batch metadata = -1"):
-        "spartan-sim run does not validate the `batch` metadata key (spartan-trace check does); the replay runs",
-    ("spartan-sim", "run --layers 0,0"):
-        "a repeated layer index is accepted silently (exit 0) instead of being rejected as a duplicate",
-    ("spartan-sim", "microbench --stats under a regular file"):
-        "--out is committed before --stats is opened: exit 2 with one line, but mb.json stays behind",
-    ("spartan-train", "--weight-decay nan"):
-        "same: `weight_decay < 0` is false for NaN; the run exits 0 with NaN weights",
-    ("spartan-train", "--out-json under a regular file"):
-        "the --out-json path is first opened after training, when the --trace file is already committed: "
-        "exit 2 with one line, but the complete trace of the failed run stays behind",
-}
+KNOWN_FAILURES = {}  # (tool, case name) -> why it fails today; empty: every case behaves as the table says
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -161,8 +134,6 @@ class Runner:
             problems.append("left behind: " + ", ".join(extra[:5]))
         first = lines[0] if lines else ""
         known = KNOWN_FAILURES.get((tool, name))
-        if not known and tool == "spartan-sim" and name.startswith("run ") and extra == ["out"] and rc == 2:
-            known = "spartan-sim run creates the --out directory before validating its inputs (an empty directory stays)"
         if problems and known:
             self.rows.append((tool, cls, name, "XFAIL: " + "; ".join(problems) + " [known: " + known + "]", first))
             return
@@ -343,6 +314,10 @@ def bad_input(r):
         ("negative or zero sizes", "--layers -1", [a if a != "1" else "-1" for a in infer], weights(good)),
         ("unknown config keys", "unknown option", infer + ["--frobnicate"], weights(good)),
         ("unknown config keys", "unknown subcommand", ["explode"], None),
+        ("NaN/Inf/-0.0 in data", "train --lr nan",
+         ["train", "--layers", "1", "--neurons", "16", "--data", "@D/none", "--lr", "nan"], None),
+        ("NaN/Inf/-0.0 in data", "train --bias-init inf",
+         ["train", "--layers", "1", "--neurons", "16", "--data", "@D/none", "--bias-init", "inf"], None),
         ("unwritable output directory", "--categories-out under a regular file",
          [a if a != "@D/cats.txt" else "@D/blocker/c.txt" for a in infer],
          lambda d: (weights(good)(d), write(os.path.join(d, "blocker"), b"x"))),

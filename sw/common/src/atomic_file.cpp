@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <unistd.h>
 
 #include "spartan/common/error.h"
@@ -41,6 +42,33 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
   AtomicFile f(path);
   f.write(contents);
   f.commit();
+}
+
+void check_output_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) throw IoError("output directory: empty path");
+  std::error_code ec;
+  fs::path p = fs::absolute(fs::path(dir), ec);
+  if (ec) throw IoError(dir + ": " + ec.message());
+  for (;;) {
+    const fs::file_status st = fs::status(p, ec);
+    if (fs::exists(st)) {
+      if (!fs::is_directory(st))
+        throw IoError(dir + ": cannot create output directory: " + p.string() + " is not a directory");
+      if (::access(p.c_str(), W_OK | X_OK) != 0)
+        throw IoError(dir + ": cannot write output directory: " + p.string() + ": " + std::strerror(errno));
+      return;
+    }
+    if (!p.has_parent_path() || p.parent_path() == p) throw IoError(dir + ": no existing parent directory");
+    p = p.parent_path();
+  }
+}
+
+void ensure_output_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir))
+    throw IoError(dir + ": cannot create output directory" + (ec ? ": " + ec.message() : std::string()));
 }
 
 std::string read_file(const std::string& path) {

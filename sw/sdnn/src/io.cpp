@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
@@ -254,6 +255,16 @@ Csr read_tsv(const std::string& path, std::int64_t rows, std::int64_t cols) {
     max_c = std::max(max_c, j);
     t.push_back({i - 1, j - 1, v});
   }
+  // An inferred dimension sizes row_ptr (8 bytes a row): a short file naming index 1e9 would allocate
+  // gigabytes (fuzz_sdnn_tsv finding). Inferred sizes are bounded by kMaxInferredDim or 64 x nnz, whichever
+  // is larger (Graph Challenge files: <= 65536 neurons, 60000 images); larger ones need explicit dimensions.
+  const std::int64_t bound = std::max<std::int64_t>(kMaxInferredDim, 64 * static_cast<std::int64_t>(t.size()));
+  for (auto [inferred, dim, what] : {std::tuple{rows <= 0, max_r, "rows"}, std::tuple{cols <= 0, max_c, "columns"}})
+    if (inferred && dim > bound)
+      throw FormatError(path, "entry", 0,
+                        std::string("inferred ") + what + " " + std::to_string(dim) + " from " + std::to_string(t.size()) +
+                            " entries exceeds the bound " + std::to_string(bound) + " (give the dimensions explicitly)",
+                        "line");
   return csr_from_triples(rows > 0 ? rows : max_r, cols > 0 ? cols : max_c, std::move(t));
 }
 

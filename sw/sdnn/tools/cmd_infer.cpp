@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -38,6 +39,7 @@ int cmd_infer(const std::vector<std::string>& args) {
   }
   po::notify(vm);
   if (threads < 0) throw InputError("--threads must be >= 0");
+  if (!std::isfinite(bias)) throw InputError("--bias must be a finite number");
   if (threads > 0) omp_set_num_threads(threads);
 
   if (!partition.empty()) return dist_infer_main(weights, layers, features, bias, partition, cats_out);

@@ -51,7 +51,8 @@ int cmd_train(const std::vector<std::string>& args) {
   }
   po::notify(vm);
   if (bias_mode != "neuron" && bias_mode != "layer") throw InputError("--bias-mode must be 'neuron' or 'layer', got '" + bias_mode + "'");
-  
+  if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) throw InputError("--lr must be a finite number > 0");
+  if (!std::isfinite(cfg.bias_init)) throw InputError("--bias-init must be a finite number");
   if (epochs < 1) throw InputError("--epochs must be >= 1");
   if (threads < 0) throw InputError("--threads must be >= 0");
   if (threads > 0) omp_set_num_threads(threads);

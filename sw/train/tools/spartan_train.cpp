@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/cli.h"
@@ -123,8 +124,9 @@ int run(int argc, char** argv) {
   if (cfg.epochs < 1) throw InputError("--epochs must be >= 1");
   if (cfg.batch < 1) throw InputError("--batch must be >= 1");
   if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) throw InputError("--lr must be > 0");
-  if (cfg.momentum < 0 || cfg.momentum >= 1) throw InputError("--momentum must be in [0, 1)");
-  if (cfg.weight_decay < 0) throw InputError("--weight-decay must be >= 0");
+  if (!(cfg.momentum >= 0 && cfg.momentum < 1)) throw InputError("--momentum must be in [0, 1)");  // NaN fails too
+  if (!(cfg.weight_decay >= 0) || !std::isfinite(cfg.weight_decay))
+    throw InputError("--weight-decay must be a finite number >= 0");
   if (cfg.eval_every < 0 || cfg.test_limit < 0) throw InputError("--eval-every and --test-limit must be >= 0");
   if (capture_every < 1) throw InputError("--capture-every must be >= 1");
   if (gemm_repeats < 1) throw InputError("--gemm-repeats must be >= 1");
@@ -149,6 +151,11 @@ int run(int argc, char** argv) {
   auto model = build_model(model_name, 1, data.train.rows, data.train.cols, data.classes, cfg.seed);
   GemmRunner runner(engine.get(), dense.get());
   runner.set_repeats(gemm_repeats);
+
+  // Open --out-json's temporary file before training: an unwritable path fails now, before any trace is
+  // written, instead of after a complete run whose trace would then stay behind.
+  std::optional<AtomicFile> json_out;
+  if (!out_json.empty()) json_out.emplace(out_json);
 
   std::vector<TrainObserver*> observers;
   Progress progress;
@@ -195,7 +202,7 @@ int run(int argc, char** argv) {
     }
     if (capture) std::printf("\ntrace: %s (%lld captured steps)\n", trace_path.c_str(), static_cast<long long>(capture->captures()));
   }
-  if (!out_json.empty()) {
+  if (json_out) {
     nlohmann::json j;
     j["model"] = model_name;
     j["dataset"] = data.name;
@@ -224,7 +231,8 @@ int run(int argc, char** argv) {
       layers.push_back(l);
     }
     j["layers"] = layers;
-    write_file_atomic(out_json, j.dump(2) + "\n");
+    json_out->write(j.dump(2) + "\n");
+    json_out->commit();
   }
   return 0;
 }

@@ -45,6 +45,10 @@ struct EngineConfig {
   std::uint32_t job_tail_cycles = 2;     ///< last write response to LAST_CYCLES (RTL)
   std::uint32_t mmio_latency_cycles = 2;
   std::uint32_t line_bytes = 128;           ///< request granularity (L2 line)
+  /// Largest source matrix a descriptor may name: ROWS x ROW_PITCH bytes above it make SUBMIT answer
+  /// BadValue. Stands for the device memory the engine can address (default 1 TiB, above every preset's
+  /// DRAM); harnesses with a small memory set it lower so that a job cannot outgrow the modelled memory.
+  std::uint64_t max_job_bytes = std::uint64_t(1) << 40;
 };
 
 struct EngineStats {

@@ -19,12 +19,12 @@ struct GpuInfo {
 };
 
 /// Resolves `gpu` (a preset name or a path to a YAML file). Name lookup: `<config_dir>/<gpu>.yaml` if
-/// it exists, else the built-in table (v100, r9nano, a100, h100, h200). Preset keys read (first found):
-///   die_area_mm2 | gpu.die_area_mm2;  process | node_nm | process_node | gpu.process;
-///   l2.slices | l2.num_slices | l2_slices | memory.l2_slices;  l2.clock_mhz | clocks.l2_mhz | l2_clock_mhz;
-///   spartan.compaction_engines | units.compaction_engine.count | compaction_engines.
-/// Keys missing in the preset are filled from the built-in table when it knows the GPU.
-/// Throws ConfigError (missing file, bad YAML, still-missing die area / slices / clock) or InputError.
+/// it exists, else the built-in table (v100, r9nano, a100, h100, h200). A preset file is read with the
+/// simulator's strict loader (spartan::hw::load_gpu_config, the same as `spartan-sim --gpu`): unknown or
+/// missing keys are errors. Used keys: die_area_mm2, node_nm, l2.slices, clocks.l2_mhz. The engine count
+/// is not part of a preset: it is 1 (what `spartan-sim run` models) unless `spartan-area --engines N`.
+/// Throws ConfigError (missing file, bad YAML, unknown key, still-missing die area / slices / clock) or
+/// InputError (unknown name).
 GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir);
 
 }  // namespace spartan::area

@@ -40,6 +40,14 @@ class AtomicFile {
 /// Writes a whole string to `path` atomically.
 void write_file_atomic(const std::string& path, const std::string& contents);
 
+/// Checks, without creating anything, that output directory `dir` exists as a writable directory or can
+/// be created: its nearest existing ancestor must be a writable directory. Commands call it before
+/// their (slow) work so that a bad --out fails at once and leaves nothing behind. Throws IoError.
+void check_output_dir(const std::string& dir);
+
+/// Creates `dir` (and its parents) if missing, when the outputs are about to be written. Throws IoError.
+void ensure_output_dir(const std::string& dir);
+
 /// Reads a whole file. Throws IoError naming the file if it cannot be opened or read.
 std::string read_file(const std::string& path);
 

@@ -57,8 +57,10 @@ Csr to_csr(const Csc& a);
 Csr read_matrix_market(const std::string& path);
 
 /// Reads Graph Challenge TSV triples (1-based `row col value`, whitespace separated; gzip or plain).
-/// rows/cols <= 0 means "infer from the largest index"; otherwise indices beyond them are errors.
+/// rows/cols <= 0 means "infer from the largest index" (bounded: an inferred size above
+/// max(kMaxInferredDim, 64 * entries) is a FormatError); otherwise indices beyond them are errors.
 /// Throws FormatError with the line number for malformed lines, indices < 1 or out of range.
+constexpr std::int64_t kMaxInferredDim = std::int64_t(1) << 24;
 Csr read_tsv(const std::string& path, std::int64_t rows = 0, std::int64_t cols = 0);
 
 /// Dispatches on the name: `.mtx`/`.mtx.gz` -> MatrixMarket, `.tsv`/`.tsv.gz` -> TSV (with rows/cols).
