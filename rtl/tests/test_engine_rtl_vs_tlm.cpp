@@ -1,7 +1,7 @@
 // Lockstep scoreboard of the compaction engine (rtl/cosim/engine_lockstep.cpp): seeded random jobs run on
 // the TLM CompactionEngine and on the Verilated RTL with the same memory latencies; every header/payload
 // byte must match (0 mismatches) and the job cycles of the TLM timing rule must be within +-5 % of the RTL's
-// (docs/hw-units.md "Calibration from the RTL"). Jobs: F32/F16/BF16, ELL/BITMAP, 8..256-column tiles,
+// (docs/hw-units.md "Calibration from the RTL"). Jobs: F32/F16/BF16, ELL/BITMAP, 8..256-row/-column tiles,
 // unaligned row pitches, all-zero / dense / sparse row bands, exact and sampled (s = 1) counts, two memory
 // latencies (20 and 90 cycles, the latter beyond the 64-read window).
 #include <gtest/gtest.h>
@@ -49,8 +49,8 @@ Job make_job(std::uint64_t seed) {
   std::mt19937_64 g(seed);
   Job j;
   const unsigned dt = g() % 3, eb = dt == 0 ? 4 : 2;
-  const std::uint32_t dims[] = {8, 16, 32, 32, 64, 128};
-  std::uint32_t tr = dims[g() % 6], tc = dims[g() % 6];
+  const std::uint32_t dims[] = {8, 16, 32, 32, 64, 128, 256};
+  std::uint32_t tr = dims[g() % 7], tc = dims[g() % 7];
   while (std::uint64_t(tr) * tc * eb > 16384) tr /= 2;
   const std::uint32_t rows = 16 + g() % 150, cols = 16 + g() % 300;
   const std::uint32_t pitch = cols * eb + eb * static_cast<std::uint32_t>(g() % 5);
@@ -124,7 +124,7 @@ struct Host : sc_core::sc_module {
 
 TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
   Host h("host");
-  for (std::uint64_t s = 1; s <= 24; ++s) h.jobs.push_back(make_job(s));
+  for (std::uint64_t s = 1; s <= 28; ++s) h.jobs.push_back(make_job(s));
   sc_core::sc_start();
   ASSERT_EQ(h.res_fast.size(), h.jobs.size());
   double max_dev = 0;

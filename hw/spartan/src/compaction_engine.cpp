@@ -129,6 +129,9 @@ struct Port {
   /// Only the read port synchronises with the kernel: reads are issued in time order, while writes of
   /// tile k are issued (in program order) after the reads of tile k+1 that precede them in time.
   bool sync = true;
+  /// A window slot is free again this long after its response (RTL: the response is registered, then
+  /// counted, and the next read is loaded a cycle before it is accepted: 3 cycles for reads).
+  sc_time slot_reuse = SC_ZERO_TIME;
   bool error = false;
 
   sc_time issue(tlm::tlm_command cmd, std::uint64_t addr, std::uint8_t* data, std::uint32_t len, sc_time earliest) {
@@ -149,7 +152,7 @@ struct Port {
     sock->b_transport(p, d);
     if (!p.is_response_ok()) error = true;
     const sc_time done = sc_core::sc_time_stamp() + d;
-    window.push(done);
+    window.push(done + slot_reuse);
     cursor = t + clk.cycles(1);
     return done;
   }
@@ -303,6 +306,7 @@ void CompactionEngine::run_job(EngineJob& job) {
   Port rd{mem, clock_, InflightWindow(cfg_.outstanding_reads), t0, true};
   Port wr{mem, clock_, InflightWindow(cfg_.outstanding_writes), t0, false};
   const sc_time cyc = clock_.cycles(1);
+  rd.slot_reuse = 3 * cyc;
 
   const fmt::TileGrid grid{d.rows, d.cols, d.tile_rows, d.tile_cols};
   const std::uint64_t tiles = grid.num_tiles();
@@ -420,8 +424,9 @@ void CompactionEngine::run_job(EngineJob& job) {
       std::uint8_t hb[fmt::kHeaderBytes];
       fmt::encode_header(h, hb);
       headers.append(hb, sizeof hb);
-      payload.emit(wq, from, ready, false);
-      headers.emit(wq, ready, ready, false);
+      // a chunk / header produced in cycle x is taken by its packer in x+1 and written in x+2
+      payload.emit(wq, from + 2 * cyc, ready + 2 * cyc, false);
+      headers.emit(wq, ready + cyc, ready + cyc, false);
     }
   // End of job: the packers flush their open lines 2 cycles after the FSM ends.
   const sc_time flush_at = cur + 2 * cyc;
@@ -441,7 +446,8 @@ void CompactionEngine::run_job(EngineJob& job) {
   stats_.writes += payload_issue.size() + (headers.bytes_written + line - 1) / line;
   stats_.payload_bytes_written += payload.bytes_written;
   stats_.header_bytes_written += headers.bytes_written;
-  const sc_time end = std::max({rd.window.last_done(), wr.window.last_done(), cur, t0}) + clock_.cycles(cfg_.job_tail_cycles);
+  // (every read has completed by `cur`: the FSM waits for its responses)
+  const sc_time end = std::max({wr.window.last_done(), cur, t0}) + clock_.cycles(cfg_.job_tail_cycles);
   if (end > sc_core::sc_time_stamp()) sc_core::wait(end - sc_core::sc_time_stamp());
   job.finished = sc_core::sc_time_stamp();
   job.cycles = clock_.whole_cycles(job.finished - job.started);
