@@ -27,8 +27,8 @@
 // checked layer; VCD).
 #if defined(SPARTAN_HAVE_REPLAY) && __has_include("spartan/rtl/monitor_lockstep.h")
 #include <cmath>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <set>
 #include <sstream>
