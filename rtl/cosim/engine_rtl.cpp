@@ -70,7 +70,9 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
       t.wr_resp_valid = 1;
       I.wresp.pop_front();
     }
-    t.eval();
+    // No settle eval before sampling: every output the driver samples (rd_valid/rd_addr, wr_*, rd_resp_ready,
+    // mmio_r*, busy) comes from registers, so it already holds this cycle's value; the inputs set above are
+    // seen by the rising-edge eval below.
     const bool rd_fire = t.rd_valid && t.rd_ready;
     const std::uint64_t rd_a = t.rd_addr;
     const bool resp_fire = t.rd_resp_valid && t.rd_resp_ready;
