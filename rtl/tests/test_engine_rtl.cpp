@@ -2,7 +2,8 @@
 // payload bytes it writes must equal spartan::format::compact() of the same matrix (s = 0, exact counts from
 // the reference), on seeded random matrices with -0.0, NaN, denormals, all-zero and all-dense tiles, F32/F16/
 // BF16, ELL/BITMAP, random tile sizes and thresholds, with random back-pressure on rd_ready, rd_resp_valid
-// and wr_ready and random response latencies.
+// and wr_ready and random response latencies; reset in the middle of a job (count read, fetch, emit passes)
+// followed by the same job.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -112,6 +113,14 @@ class Bench {
     return t.mmio_rdata;
   }
   bool busy() const { return top_->busy; }
+  /// Synchronous reset in the middle of anything; the memory system drops what was in flight.
+  void reset() {
+    top_->rst = 1;
+    for (int i = 0; i < 4; ++i) tick();
+    top_->rst = 0;
+    reads_.clear();
+    wresp_.clear();
+  }
 
  private:
   bool coin() { return (rng_() % 100) >= stall_; }
@@ -143,7 +152,9 @@ std::uint32_t elem_bits(std::mt19937_64& g, unsigned dt, int kind) {
   return (v & 0x7FFFu) == 0 ? 1u : v;
 }
 
-void run_case(std::uint64_t seed, unsigned stall_pct) {
+// reset_after > 0: the job is first started and the engine reset after that many cycles (mid-job); the
+// registers must be back at their reset values, then the same job runs to completion and is checked.
+void run_case(std::uint64_t seed, unsigned stall_pct, std::uint64_t reset_after = 0) {
   std::mt19937_64 g(seed);
   const unsigned dt = g() % 3, eb = dt == 0 ? 4 : 2;
   const std::uint32_t rows = 1 + g() % 40, cols = 1 + g() % 70;
@@ -197,6 +208,22 @@ void run_case(std::uint64_t seed, unsigned stall_pct) {
   d.tag = static_cast<std::uint32_t>(seed);
   const auto w = d.to_words();
   unsigned err = 0;
+  if (reset_after > 0) {
+    for (unsigned i = 0; i < 16; ++i) b.mmio(true, rm::engine::DESC_BASE + 4 * i, w[i]);
+    b.mmio(true, rm::engine::SUBMIT, 1, &err);
+    ASSERT_EQ(err, 0u);
+    b.mmio(true, rm::engine::CTRL, 1);
+    for (std::uint64_t c = 0; c < reset_after; ++c) b.tick();
+    ASSERT_TRUE(b.busy()) << "seed " << seed << ": the job should still be running when reset";
+    b.reset();
+    EXPECT_FALSE(b.busy());
+    EXPECT_EQ(b.mmio(false, rm::engine::STATUS, 0), 0x4u);  // idle, queue empty
+    EXPECT_EQ(b.mmio(false, rm::engine::DONE_COUNT, 0), 0u);
+    EXPECT_EQ(b.mmio(false, rm::engine::CTRL, 0), 0u);
+    EXPECT_EQ(b.mmio(false, rm::engine::DESC_BASE, 0), 0u);
+    for (std::uint64_t c = 0; c < 50; ++c) b.tick();
+    EXPECT_FALSE(b.busy()) << "the engine restarted a job after reset";
+  }
   for (unsigned i = 0; i < 16; ++i) b.mmio(true, rm::engine::DESC_BASE + 4 * i, w[i]);
   b.mmio(true, rm::engine::SUBMIT, 1, &err);
   ASSERT_EQ(err, 0u) << "SUBMIT rejected";
@@ -230,6 +257,13 @@ TEST(EngineRtl, MatchesCompactOnRandomMatrices) {
 
 TEST(EngineRtl, MatchesCompactUnderBackPressure) {
   for (std::uint64_t s = 101; s <= 124; ++s) run_case(s, 40);
+}
+
+TEST(EngineRtl, ResetInTheMiddleOfAJob) {
+  // jobs of ~1000-4000 cycles with compacted tiles (seeds 31 BITMAP, 19 / 16 / 6 ELL), reset at several points
+  // (count read, tile fetch, emit passes), then the same job again
+  for (std::uint64_t s : {31u, 19u, 16u, 6u})
+    for (std::uint64_t when : {5u, 40u, 150u, 333u, 700u}) run_case(s, 0, when);
 }
 
 TEST(EngineRtl, RegistersAndBadSubmit) {
