@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -49,6 +50,17 @@ class Bench {
     top_->rst = 1;
     for (int i = 0; i < 4; ++i) tick();
     top_->rst = 0;
+  }
+  ~Bench() {
+    top_->final();
+#if defined(SPARTAN_RTL_COVERAGE)
+    // Coverage build: each model instance writes its own coverage file (merged by coverage_report.cpp).
+    if (const char* dir = std::getenv("SPARTAN_RTL_COVERAGE_DIR")) {
+      static unsigned n = 0;
+      const std::string path = std::string(dir) + "/engine_" + std::to_string(n++) + ".dat";
+      ctx_.coveragep()->write(path.c_str());
+    }
+#endif
   }
   Mem mem;
   std::uint64_t cycles = 0;
