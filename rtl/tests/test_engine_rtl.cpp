@@ -64,6 +64,8 @@ class Bench {
   }
   Mem mem;
   std::uint64_t cycles = 0;
+  std::uint64_t fail_read_line = ~0ull;  ///< a read of this line gets rd_resp_err
+  unsigned fail_writes = 0;              ///< this many write responses get wr_resp_err
 
   void tick() {
     auto& t = *top_;
@@ -74,6 +76,7 @@ class Bench {
     t.rd_resp_err = 0;
     if (!reads_.empty() && reads_.front().due <= cycles && coin()) {
       t.rd_resp_valid = 1;
+      t.rd_resp_err = reads_.front().addr == fail_read_line;
       for (int w = 0; w < 32; ++w) {
         std::uint32_t v = 0;
         for (int k = 0; k < 4; ++k) v |= std::uint32_t(mem.at(reads_.front().addr + 4 * w + k)) << (8 * k);
@@ -84,6 +87,10 @@ class Bench {
     t.wr_resp_err = 0;
     if (!wresp_.empty() && wresp_.front() <= cycles) {
       t.wr_resp_valid = 1;
+      if (fail_writes > 0) {
+        t.wr_resp_err = 1;
+        --fail_writes;
+      }
       wresp_.pop_front();
     }
     t.eval();
@@ -166,7 +173,10 @@ std::uint32_t elem_bits(std::mt19937_64& g, unsigned dt, int kind) {
 
 // reset_after > 0: the job is first started and the engine reset after that many cycles (mid-job); the
 // registers must be back at their reset values, then the same job runs to completion and is checked.
-void run_case(std::uint64_t seed, unsigned stall_pct, std::uint64_t reset_after = 0) {
+// fault: 0 none; 1 output capacity below the payload (OutOverflow, LAST_STATUS 1); 2 a read of the source gets
+// rd_resp_err; 3 the first write response carries wr_resp_err (both BusError, LAST_STATUS 2). The job must end
+// with that status (no hang), and a second, fault-free job must then run byte-exact.
+void run_case(std::uint64_t seed, unsigned stall_pct, std::uint64_t reset_after = 0, int fault = 0) {
   std::mt19937_64 g(seed);
   const unsigned dt = g() % 3, eb = dt == 0 ? 4 : 2;
   const std::uint32_t rows = 1 + g() % 40, cols = 1 + g() % 70;
@@ -236,6 +246,30 @@ void run_case(std::uint64_t seed, unsigned stall_pct, std::uint64_t reset_after 
     for (std::uint64_t c = 0; c < 50; ++c) b.tick();
     EXPECT_FALSE(b.busy()) << "the engine restarted a job after reset";
   }
+  if (fault > 0) {
+    rm::Descriptor fd = d;
+    if (fault == 1) fd.out_capacity_bytes = static_cast<std::uint32_t>(ref.payload.size() / 2);
+    if (fault == 2) b.fail_read_line = (SRC + pitch * (rows / 2)) / 128 * 128;
+    if (fault == 3) b.fail_writes = 1;
+    const auto fw = fd.to_words();
+    for (unsigned i = 0; i < 16; ++i) b.mmio(true, rm::engine::DESC_BASE + 4 * i, fw[i]);
+    b.mmio(true, rm::engine::SUBMIT, 1, &err);
+    ASSERT_EQ(err, 0u);
+    b.mmio(true, rm::engine::CTRL, 1);
+    std::uint64_t g2 = 0;
+    while (b.mmio(false, rm::engine::DONE_COUNT, 0) == 0 && ++g2 < 4000000) {
+    }
+    ASSERT_LT(g2, 4000000u) << "seed " << seed << " fault " << fault << ": engine did not finish";
+    EXPECT_EQ(b.mmio(false, rm::engine::LAST_STATUS, 0), fault == 1 ? 1u : 2u) << "seed " << seed << " fault " << fault;
+    EXPECT_EQ(b.mmio(false, rm::engine::STATUS, 0) & 0x10u, 0x10u) << "STATUS.JOB_ERR";
+    b.fail_read_line = ~0ull;
+    b.fail_writes = 0;
+    b.mmio(true, rm::engine::CTRL, 2);  // disable, clear DONE_COUNT
+    for (std::uint64_t c = 0; c < 100; ++c) b.tick();
+    b.mem.b.clear();
+    b.mem.write(SRC, m.data(), m.size());
+    for (std::size_t t = 0; t < tiles; ++t) b.mem.write(CT + 4 * t, &ref.headers[t].nnz, 4);
+  }
   for (unsigned i = 0; i < 16; ++i) b.mmio(true, rm::engine::DESC_BASE + 4 * i, w[i]);
   b.mmio(true, rm::engine::SUBMIT, 1, &err);
   ASSERT_EQ(err, 0u) << "SUBMIT rejected";
@@ -276,6 +310,13 @@ TEST(EngineRtl, ResetInTheMiddleOfAJob) {
   // (count read, tile fetch, emit passes), then the same job again
   for (std::uint64_t s : {31u, 19u, 16u, 6u})
     for (std::uint64_t when : {5u, 40u, 150u, 333u, 700u}) run_case(s, 0, when);
+}
+
+TEST(EngineRtl, OverflowAndBusErrorsEndTheJob) {
+  // jobs with compacted tiles (payload > 0): OutOverflow, a read error in the source, a write error
+  for (std::uint64_t s : {31u, 19u, 16u, 6u})
+    for (int fault = 1; fault <= 3; ++fault) run_case(s, 0, 0, fault);
+  for (int fault = 1; fault <= 3; ++fault) run_case(19, 40, 0, fault);  // with back-pressure
 }
 
 TEST(EngineRtl, RegistersAndBadSubmit) {
