@@ -3,9 +3,11 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 RUN_PROFILE ?= quick
+FUZZ_SECONDS ?= 60
+FUZZ_DIR ?= build-fuzz
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test run clean
+.PHONY: all deps configure build test test-asan run clean fuzz
 
 all: build
 
@@ -23,8 +25,22 @@ build: configure
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1500
 
+# The whole suite again under ASan + UBSan (separate tree build-asan, -O1, no CUDA).
+test-asan: deps
+	@bash scripts/test-asan.sh
+
 run: build
 	@bash scripts/run-main-job.sh $(RUN_PROFILE)
 
+# libFuzzer targets (clang, ASan+UBSan; docs/reliability.md): build into $(FUZZ_DIR), run each FUZZ_SECONDS.
+fuzz: deps
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARTAN_FUZZ=ON \
+	  -DSPARTAN_ENABLE_CUDA=OFF -DSPARTAN_BUILD_BENCHMARKS=OFF \
+	  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" > $(FUZZ_DIR).configure.log 2>&1 \
+	  || { cat $(FUZZ_DIR).configure.log; echo "make: fuzz configure failed" >&2; exit 1; }
+	@cmake --build $(FUZZ_DIR) --target fuzz_all -j $(JOBS)
+	@bash scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log
+	rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log $(FUZZ_DIR) $(FUZZ_DIR).configure.log

@@ -153,7 +153,7 @@ def build(a, train, sim, area, rtl, tmp):
         f"`{get(sim, 'options', 'tile', default='?')}`, density threshold "
         f"{get(sim, 'options', 'threshold', default='?')}. All times in this section are **simulated**.\n"
         f"- **RTL validation**: Verilated RTL of both units in lockstep with the TLM models on "
-        f"{'the layers listed in section 5' if rtl else 'no layer (not run)'}.\n"
+        f"{'the layers listed in section 6' if rtl else 'no layer (not run)'}.\n"
         f"- **Area** (`spartan-area`): Yosys synthesis to OSU 0.18 um cells, OpenSTA timing, scaled with "
         f"Stillmaker & Baas (2017).\n")
 
@@ -163,7 +163,8 @@ def build(a, train, sim, area, rtl, tmp):
     rows = [["test accuracy", fmt(100 * acc if acc is not None else None, ".2f") + " %",
              f"{train.get('test_images', 'all')} test images"],
             ["final training loss", fmt(train.get("final_loss", train.get("train_loss")), ".4f"), "mean of the last steps"],
-            ["time per epoch (s)", fmt(get(train, "epoch_seconds", -1), ".1f"), dev]]
+            ["training wall time of the last epoch (s)", fmt(get(train, "epoch_seconds", -1), ".1f"),
+             dev + " (a partial epoch when stopped by --iterations)"]]
     md.append(md_table(["quantity", "value", "source / note"], rows) + "\n")
     doc["training"] = {k: train.get(k) for k in ("model", "dataset", "device", "iterations", "batch", "gemm",
                                                    "test_accuracy", "final_loss", "train_loss", "epoch_seconds")}
@@ -266,12 +267,17 @@ def build(a, train, sim, area, rtl, tmp):
     if rtl:
         rows = []
         for j in get(rtl, "layers", default=[]):
-            rows.append([f"it{j.get('iteration')}/L{j.get('layer')}", j.get("name", ""), j.get("mismatches"),
-                         fmt(j.get("rtl_cycles"), "d"), fmt(j.get("tlm_cycles"), "d"),
-                         fmt(j.get("cycle_deviation_percent"), "+.2f") + " %"])
-        md.append(md_table(["layer", "name", "mismatches", "RTL cycles", "TLM cycles", "deviation"], rows) + "\n")
+            lname = j.get("layer") if isinstance(j.get("layer"), str) else f"it{j.get('iteration')}/L{j.get('layer')}"
+            rows.append([lname, j.get("unit", ""), j.get("mismatches"), fmt(j.get("rtl_cycles"), ".0f"),
+                         fmt(j.get("tlm_cycles"), ".0f"), fmt(j.get("cycle_deviation_percent"), "+.1f") + " %"])
+        md.append(md_table(["layer", "unit", "mismatches", "RTL cycles", "TLM cycles", "cycle deviation"], rows) + "\n")
+        md.append(f"Source: {get(rtl, 'source', default='spartan-sim run --rtl')} (Verilated RTL and the TLM model "
+                  "on the same line traffic; per-tile counts and registers compared exactly).\n")
+        by_unit = get(rtl, "max_abs_cycle_deviation_percent_by_unit", default={}) or {}
         md.append(f"Total mismatches: **{get(rtl, 'mismatches', default='?')}** (must be 0); maximum |cycle "
-                  f"deviation| {fmt(get(rtl, 'max_abs_cycle_deviation_percent'), '.2f')} % (goal 5 %).\n")
+                  f"deviation| {fmt(get(rtl, 'max_abs_cycle_deviation_percent'), '.2f')} % (goal 5 %)" +
+                  ("; per unit: " + ", ".join(f"{k} {fmt(v, '.2f')} %" for k, v in sorted(by_unit.items()))
+                   if by_unit else "") + ".\n")
     else:
         md.append("Not run in this job.\n")
     doc["rtl"] = rtl
@@ -284,23 +290,31 @@ def build(a, train, sim, area, rtl, tmp):
 
 
 def area_section(area, tmp):
+    """Area per unit (180 nm, synthesised), per GPU and share of die per node, from area.json."""
     out = []
-    units = area.get("units", [])
-    rows = []
-    for u in units:
-        rows.append([u.get("name"), fmt(get(u, "synthesis", "cells", "count", default=get(u, "synthesis", "cells")), "d"),
-                     fmt(get(u, "synthesis", "total_um2", default=get(u, "total_um2")), ".0f"),
-                     fmt(get(u, "timing", "fmax_mhz", default=get(u, "fmax_mhz")), ".1f"),
-                     fmt(get(u, "instances_per_gpu"), "d")])
-    out.append(md_table(["unit", "cells", "area at 180 nm (um^2)", "fmax at 180 nm (MHz)", "instances per GPU"],
-                        rows) + "\n")
-    nodes = get(area, "gpu_totals", "nodes", default=[])
+    rows, dat = [], []
+    for u in area.get("units", []):
+        a180 = u.get("area_180nm", {})
+        logic, sram, ff = a180.get("logic_um2"), a180.get("memory_sram_um2"), a180.get("memory_ff_um2")
+        rows.append([u.get("name"), u.get("role"), fmt(u.get("cells"), "d"), fmt(logic, ".0f"), fmt(sram, ".0f"),
+                     fmt(get(u, "timing_180nm", "fmax_mhz"), ".1f"), fmt(u.get("instances_per_gpu"), "d")])
+        dat.append([u.get("name"), fmt((logic or 0) / 1e6, ".4f"), fmt((sram or 0) / 1e6, ".4f")])
+    out.append(md_table(["unit", "role", "cells", "logic at 180 nm (um^2)", "memory as SRAM (um^2)",
+                         "fmax at 180 nm (MHz)", "instances per GPU"], rows) + "\n")
+    nodes = get(area, "gpu_totals", default=[]) or []
     if nodes:
-        rows = [[n.get("node_nm"), fmt(n.get("per_gpu_mm2"), ".4f"), fmt(n.get("share_of_die_percent"), ".4f")]
-                for n in nodes]
-        out.append(md_table(["node (nm)", "all units per GPU (mm^2)", "share of die (%)"], rows) + "\n")
-    out.append(f"Source: `spartan-area` ({get(area, 'tool', default='Yosys + OpenSTA')}); memories counted as "
-               f"{get(area, 'memory_model', default='?')}.\n")
+        rows = [[n.get("node_nm"), fmt(n.get("per_gpu_mm2"), ".4f"),
+                 fmt(n.get("share_of_die_percent"), ".4f") if "share_of_die_percent" in n else "-"] for n in nodes]
+        out.append(f"All units of one {get(area, 'gpu', 'name', default='GPU')} (one monitor per L2 slice, "
+                   "engines as configured); the share of die is given at the GPU's own node:\n")
+        out.append(md_table(["node (nm)", "units per GPU (mm^2)", "share of die (%)"], rows) + "\n")
+    write_dat(os.path.join(tmp, "area.dat"), ["unit", "logic_mm2", "sram_mm2"], dat)
+    if dat and gnuplot(GP_HEAD + "set output 'area.png'\nset title 'Area per instance at 180 nm (synthesised)'\n"
+                       "set style histogram rowstacked\nset ylabel 'mm^2'\n"
+                       "plot 'area.dat' using 2:xtic(1) title 'logic', '' using 3 title 'memory (SRAM estimate)'\n", tmp):
+        out.append("![area breakdown](area.png)\n")
+    out.append(f"Source: `spartan-area` (Yosys + OpenSTA, OSU 0.18 um); memories in the totals: "
+               f"{get(area, 'memory_model', 'total_uses', default='?')}. Details: `run/area/area.md`.\n")
     return "\n".join(out)
 
 

@@ -7,23 +7,35 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PROFILE="${1:-quick}"
-BIN=build/bin
-RUN=run
-REPORT=report
+BIN="${RUN_BIN:-build/bin}"
+RUN="${RUN_DIR:-run}"
+REPORT="${RUN_REPORT:-report}"
 GPU="${RUN_GPU:-v100}"
+MODEL=vgg-s
+AREA_ARGS=()
 
 case "$PROFILE" in
   quick)
     # 300 SGD steps of vgg-s (about a third of an epoch), captured at steps 0, 100, 200;
-    # RTL lockstep on three layers of the last captured step (first conv, a middle conv, first FC).
+    # RTL lockstep on three layers of each captured step (first conv, a middle conv, first FC).
     TRAIN_ARGS=(--iterations 300 --capture-every 100)
     RTL_LAYERS="0,6,13"
+    # Memories counted as SRAM only: skips the second, flip-flop synthesis of each unit (minutes of ABC).
+    AREA_ARGS=(--ff-memory-limit-bits 0)
+    ;;
+  tiny)
+    # For the end-to-end test (scripts/tests/test_main_job.py): lenet5, 20 steps, RTL on one layer, area
+    # flow on the small test blocks of sim/area/tests/ instead of the full units (minutes of synthesis).
+    MODEL=lenet5
+    TRAIN_ARGS=(--iterations 20 --capture-every 10 --batch 32 --test-limit 500 --threads 1)
+    RTL_LAYERS="0"
+    AREA_ARGS=(--manifest sim/area/tests/data/manifest.yaml)
     ;;
   full)
     TRAIN_ARGS=(--epochs 10 --capture-every 1000)
     RTL_LAYERS=""
     ;;
-  *) echo "make run: unknown RUN_PROFILE '$PROFILE' (quick|full)" >&2; exit 2 ;;
+  *) echo "make run: unknown RUN_PROFILE '$PROFILE' (quick|full|tiny)" >&2; exit 2 ;;
 esac
 
 DEVICE=cpu
@@ -33,25 +45,26 @@ fi
 
 mkdir -p "$RUN"
 step_no=0
+NSTEPS=5
 step() {  # step NAME CMD...: runs one step, logs to run/NAME.log, stops the job on failure
   local name="$1"; shift
   step_no=$((step_no + 1))
-  echo "== [$step_no/5] $name: $*"
+  echo "== [$step_no/$NSTEPS] $name: $*"
   local t0=$SECONDS
   if ! "$@" 2>&1 | tee "$RUN/$name.log"; then
     echo "make run: step '$name' failed (see $RUN/$name.log); outputs of earlier steps in $RUN/ are intact" >&2
     exit 1
   fi
-  echo "== [$step_no/5] $name done in $((SECONDS - t0)) s"
+  echo "== [$step_no/$NSTEPS] $name done in $((SECONDS - t0)) s"
 }
 
-step train "$BIN/spartan-train" --model vgg-s --device "$DEVICE" --seed 1 "${TRAIN_ARGS[@]}" \
+step train "$BIN/spartan-train" --model "$MODEL" --device "$DEVICE" --seed 1 "${TRAIN_ARGS[@]}" \
   --trace "$RUN/run.sptrace" --out-json "$RUN/train.json"
-step trace-check "$BIN/spartan-trace" check "$RUN/run.sptrace"
 
-LAST_IT=$("$BIN/spartan-trace" info "$RUN/run.sptrace" | sed -n 's/^.*captured steps: *//p' | tr ',' '\n' | tail -1)
+# TLM on every captured (iteration, layer); the Verilated RTL of both units in lockstep on RTL_LAYERS
+# (all layers when empty) of every captured iteration.
 step simulate "$BIN/spartan-sim" run --trace "$RUN/run.sptrace" --gpu "$GPU" --out "$RUN/sim" \
-  --rtl ${RTL_LAYERS:+--rtl-layers "$RTL_LAYERS"} ${LAST_IT:+--rtl-iterations "$LAST_IT"}
-step area "$BIN/spartan-area" --gpu "$GPU" --out "$RUN/area" --cycles "$RUN/sim/rtl_cycles.json"
+  --rtl ${RTL_LAYERS:+--rtl-layers "$RTL_LAYERS"}
+step area "$BIN/spartan-area" --gpu "$GPU" --out "$RUN/area" "${AREA_ARGS[@]}"
 step report /usr/bin/python3 scripts/make_report.py --run "$RUN" --out "$REPORT" --profile "$PROFILE"
 echo "make run: report written to $REPORT/report.md (also report.html, report.json, PNG plots)"

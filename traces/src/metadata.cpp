@@ -335,6 +335,13 @@ void check_metadata(const TraceReader& r) {
                       "unsupported format version '" + v->substr(0, 16) + "' (this reader knows " + kFormatVersion +
                           ")",
                       "character");
+  // `batch`: a positive decimal integer (docs/trace-format.md); found by the reliability tests (issue 12).
+  if (const std::string* v = find_meta(r, keys::kBatch)) {
+    const bool digits = !v->empty() && v->size() <= 18 && v->find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoll(*v) < 1)
+      throw FormatError(r.path(), std::string("__metadata__.") + keys::kBatch, 0,
+                        "must be a positive decimal integer, got '" + v->substr(0, 24) + "'", "character");
+  }
   (void)read_layers(r);
   (void)read_gemm_times(r);
   (void)read_sparsity(r);

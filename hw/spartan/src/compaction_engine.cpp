@@ -36,36 +36,14 @@ CompactionEngine::CompactionEngine(sc_core::sc_module_name name, const EngineCon
 // ------------------------------------------------------------------------------------------------
 void CompactionEngine::b_transport_mmio(tlm::tlm_generic_payload& p, sc_time& delay) {
   delay += clock_.cycles(cfg_.mmio_latency_cycles);
-  if (p.get_command() == tlm::TLM_IGNORE_COMMAND) {
-    p.set_response_status(tlm::TLM_OK_RESPONSE);
-    return;
-  }
-  const bool write = p.is_write();
-  MmioError e = mmio_check_payload(p);
-  const std::uint32_t off = static_cast<std::uint32_t>(p.get_address());
-  if (e == MmioError::None) {
-    if (write) {
-      e = reg_write(off, mmio_load_u32(p.get_data_ptr()), sc_core::sc_time_stamp() + delay);
-    } else {
-      std::uint32_t v = 0;
-      e = reg_read(off, v);
-      if (e == MmioError::None) mmio_store_u32(p.get_data_ptr(), v);
-    }
-  }
-  (write ? stats_.mmio_writes : stats_.mmio_reads)++;
-  if (e != MmioError::None) {
-    ++stats_.mmio_errors;
-    err_.latch(e, p.get_address(), write);
-  }
-  p.set_response_status(mmio_response_for(e));
+  serve_mmio(
+      p, stats_, err_, [&](std::uint32_t off, std::uint32_t& v) { return reg_read(off, v); },
+      [&](std::uint32_t off, std::uint32_t v) { return reg_write(off, v, sc_core::sc_time_stamp() + delay); });
 }
 
 unsigned CompactionEngine::transport_dbg_mmio(tlm::tlm_generic_payload& p) {
-  if (!p.is_read() || p.get_data_length() != 4 || p.get_address() % 4 != 0) return 0;
-  std::uint32_t v = 0;
-  if (reg_read(static_cast<std::uint32_t>(p.get_address()), v) != MmioError::None) return 0;
-  mmio_store_u32(p.get_data_ptr(), v);
-  return 4;
+  // Debug reads only (no side effects); writes through the debug port are refused.
+  return serve_mmio_debug(p, [&](std::uint32_t off, std::uint32_t& v) { return reg_read(off, v); });
 }
 
 MmioError CompactionEngine::reg_read(std::uint32_t off, std::uint32_t& v) const {
@@ -146,13 +124,16 @@ struct Port {
   const UnitClock& clk;
   InflightWindow window;
   sc_time cursor;  ///< earliest issue time of the next request (one per cycle)
+  /// Only the read port synchronises with the kernel: reads are issued in time order, while writes of
+  /// tile k are issued (in program order) after the reads of tile k+1 that precede them in time.
+  bool sync = true;
   bool error = false;
 
   sc_time issue(tlm::tlm_command cmd, std::uint64_t addr, std::uint8_t* data, std::uint32_t len, sc_time earliest) {
     sc_time t = window.earliest_issue(std::max(earliest, cursor));
     const sc_time q = tlm_utils::tlm_quantumkeeper::get_global_quantum();
     const sc_time now = sc_core::sc_time_stamp();
-    if (q > SC_ZERO_TIME && t > now && t - now > q) sc_core::wait(t - now);
+    if (sync && q > SC_ZERO_TIME && t > now && t - now > q) sc_core::wait(t - now);
     tlm::tlm_generic_payload p;
     p.set_command(cmd);
     p.set_address(addr);
@@ -172,6 +153,13 @@ struct Port {
   }
 };
 
+struct PendingWrite {
+  std::uint64_t addr;
+  std::vector<std::uint8_t> data;
+  sc_time ready;
+  bool payload;
+};
+
 /// A byte stream written to memory in line-aligned writes as it grows.
 struct StreamWriter {
   StreamWriter(std::uint64_t b, std::uint32_t l) : base(b), line(l) {}
@@ -180,26 +168,38 @@ struct StreamWriter {
   std::uint64_t flushed = 0;  ///< stream offset up to which bytes have been written
   std::vector<std::uint8_t> pending;  ///< bytes from `flushed` on
   std::uint64_t bytes_written = 0;
-  std::vector<sc_time> issue_times;
 
   void append(const std::uint8_t* p, std::size_t n) { pending.insert(pending.end(), p, p + n); }
   void append_zeros(std::size_t n) { pending.insert(pending.end(), n, 0); }
-  /// Writes every complete line (or everything if `all`), ready at `ready`.
-  void emit(Port& port, sc_time ready, bool all) {
+  /// Queues every complete line (or everything if `all`) as a write ready at `ready`.
+  void emit(std::deque<PendingWrite>& q, sc_time ready, bool all) {
     std::size_t used = 0;
     while (used < pending.size()) {
       const std::uint64_t a = base + flushed;
       const std::uint64_t n = std::min<std::uint64_t>(line - a % line, pending.size() - used);
       if (!all && a % line + n < line) break;  // incomplete line: wait for more bytes
-      port.issue(tlm::TLM_WRITE_COMMAND, a, pending.data() + used, static_cast<std::uint32_t>(n), ready);
-      issue_times.push_back(port.cursor);
+      q.push_back({a, std::vector<std::uint8_t>(pending.begin() + static_cast<std::ptrdiff_t>(used),
+                                                pending.begin() + static_cast<std::ptrdiff_t>(used + n)),
+                   ready, is_payload});
       bytes_written += n;
       flushed += n;
       used += n;
     }
     pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(used));
   }
+  bool is_payload = true;
 };
+
+/// Issues the queued writes that are ready at or before `until`, in order: requests reach the L2 in
+/// time order (its busy-until reservations assume that), interleaved with the reads.
+void drain(std::deque<PendingWrite>& q, Port& wr, sc_time until, std::vector<sc_time>& payload_issue) {
+  while (!q.empty() && q.front().ready <= until) {
+    PendingWrite& w = q.front();
+    wr.issue(tlm::TLM_WRITE_COMMAND, w.addr, w.data.data(), static_cast<std::uint32_t>(w.data.size()), w.ready);
+    if (w.payload) payload_issue.push_back(wr.cursor);
+    q.pop_front();
+  }
+}
 
 }  // namespace
 
@@ -227,8 +227,8 @@ void CompactionEngine::run_job(EngineJob& job) {
   const std::uint32_t line = cfg_.line_bytes;
   job.started = sc_core::sc_time_stamp();
   const sc_time t0 = job.started + clock_.cycles(cfg_.job_setup_cycles);
-  Port rd{mem, clock_, InflightWindow(cfg_.outstanding_reads), t0};
-  Port wr{mem, clock_, InflightWindow(cfg_.outstanding_writes), t0};
+  Port rd{mem, clock_, InflightWindow(cfg_.outstanding_reads), t0, true};
+  Port wr{mem, clock_, InflightWindow(cfg_.outstanding_writes), t0, false};
 
   const fmt::TileGrid grid{d.rows, d.cols, d.tile_rows, d.tile_cols};
   const std::uint64_t tiles = grid.num_tiles();
@@ -258,6 +258,9 @@ void CompactionEngine::run_job(EngineJob& job) {
 
   StreamWriter payload(d.out_base, line);
   StreamWriter headers(d.header_base, line);
+  headers.is_payload = false;
+  std::deque<PendingWrite> wq;
+  std::vector<sc_time> payload_issue;
   std::uint64_t payload_off = 0;
   sc_time compactor_free = t0, last_ready = t0;
   std::deque<std::pair<sc_time, std::uint64_t>> in_buffer;  // (release time, bytes) of buffered tiles
@@ -306,6 +309,7 @@ void CompactionEngine::run_job(EngineJob& job) {
           while (o < row_n) {
             const std::uint64_t a = row_a + o;
             const std::uint64_t n = std::min<std::uint64_t>(line - a % line, row_n - o);
+            drain(wq, wr, std::max(floor, rd.cursor), payload_issue);
             const sc_time done = rd.issue(tlm::TLM_READ_COMMAND, a, tile_buf.data() + r * row_n + o,
                                           static_cast<std::uint32_t>(n), floor);
             data_ready = std::max(data_ready, done);
@@ -342,11 +346,11 @@ void CompactionEngine::run_job(EngineJob& job) {
       std::uint8_t hb[fmt::kHeaderBytes];
       fmt::encode_header(h, hb);
       headers.append(hb, sizeof hb);
-      payload.emit(wr, ready, false);
-      headers.emit(wr, ready, false);
+      payload.emit(wq, ready, false);
+      headers.emit(wq, ready, false);
       // Write buffer: the compactor may not run more than wb_lines writes ahead of the write port.
-      if (payload.issue_times.size() > wb_lines)
-        compactor_free = std::max(compactor_free, payload.issue_times[payload.issue_times.size() - 1 - wb_lines]);
+      if (payload_issue.size() > wb_lines)
+        compactor_free = std::max(compactor_free, payload_issue[payload_issue.size() - 1 - wb_lines]);
       last_ready = std::max(last_ready, ready);
     }
   if (job.status == JobStatus::Ok) {
@@ -355,13 +359,14 @@ void CompactionEngine::run_job(EngineJob& job) {
       job.status = JobStatus::OutOverflow;
     } else {
       payload.append_zeros(total - payload_off);
-      payload.emit(wr, last_ready, true);
-      headers.emit(wr, last_ready, true);
+      payload.emit(wq, last_ready, true);
+      headers.emit(wq, last_ready, true);
       job.payload_bytes = total;
     }
   }
+  drain(wq, wr, sc_time::from_value(~0ull >> 1), payload_issue);
   if (rd.error || wr.error) job.status = JobStatus::BusError;
-  stats_.writes += payload.issue_times.size() + headers.issue_times.size();
+  stats_.writes += payload_issue.size() + (headers.bytes_written + line - 1) / line;
   stats_.payload_bytes_written += payload.bytes_written;
   stats_.header_bytes_written += headers.bytes_written;
   const sc_time end = std::max({rd.window.last_done(), wr.window.last_done(), compactor_free, last_ready, t0});

@@ -15,6 +15,7 @@
 #include "spartan/hw/gpu/request.h"
 #include "spartan/hw/mmio_bus.h"
 #include "spartan/hw/run_hooks.h"
+#include "spartan/trace/keys.h"
 #include "spartan/trace/metadata.h"
 #include "spartan/trace/sptrace.h"
 
@@ -63,6 +64,8 @@ void Replay::build() {
   ctx_.out_dir = opt_.out_dir;
   ctx_.quiet = opt_.quiet;
   for (RunExtension* e : opt_.extensions) e->attach(ctx_);
+  // End of elaboration: socket bindings are complete before the first register access.
+  if (sc_core::sc_get_status() == sc_core::SC_ELABORATION) sc_core::sc_start(sc_core::SC_ZERO_TIME);
 }
 
 Step Replay::kernel(Kernel& k, bool launch) {

@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "spartan/common/error.h"
+#include "spartan/hw/gpu/backing_store.h"
 #include "spartan/hw/gpu/gpu_system.h"
 #include "spartan/hw/gpu/request.h"
 #include "spartan/hw/mmio_bus.h"
 #include "spartan/hw/replay.h"
 #include "spartan/hw/run_hooks.h"
+#include "spartan/trace/keys.h"
 #include "spartan/trace/metadata.h"
 #include "spartan/trace/sptrace.h"
 

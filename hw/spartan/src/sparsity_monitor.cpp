@@ -50,12 +50,33 @@ void SparsityMonitor::observe_write(std::uint64_t addr, const std::uint8_t* data
   if (!(ctrl_ & (1u << CTRL_ENABLE_BIT)) || len == 0 || data == nullptr) return;
   ++stats_.lines_seen;
   ++lines_seen_;
-  // Input pipeline occupancy: lines_per_cycle requests per cycle; a faster arrival waits (reported, the
-  // L2 is not stalled by the model).
-  const sc_time slot = clock_.cycles(1.0 / std::max<std::uint32_t>(1, cfg_.lines_per_cycle));
-  if (input_free_ > when) stats_.backpressure_ps += (input_free_ - when).value();
-  input_free_ = std::max(input_free_, when) + slot;
-  stats_.busy_ps += slot.value();
+  // Input pipeline timing (calibrated from the RTL, docs/hw-units.md "Timing parameters"): the accept stage
+  // takes one request per cycle; a sampled request hitting regions then occupies the counting stage for
+  // `cost` cycles = the sum over those regions of, per row segment of the request, max(1, distinct tiles with
+  // a counted non-zero) (divided by lines_per_cycle). Two requests can wait between accept and counting, so
+  // the accept stage is free again once the counted request ahead has started counting. Unmatched and
+  // unsampled requests need only the accept stage and overlap with counting. busy_ps = time the accept stage
+  // is occupied; a faster arrival waits (reported as back-pressure; the L2 is not stalled by the model).
+  std::uint64_t cost = 0;  // 0: accept stage only
+  struct Occupy {
+    SparsityMonitor& m;
+    const sc_time& when;
+    std::uint64_t& cost;
+    ~Occupy() {
+      const double lpc = std::max<std::uint32_t>(1, m.cfg_.lines_per_cycle);
+      const sc_time t_acc = std::max(when, m.input_free_);
+      if (t_acc > when) m.stats_.backpressure_ps += (t_acc - when).value();
+      sc_time free = t_acc + m.clock_.cycles(1.0 / lpc);
+      if (cost > 0) {
+        const sc_time t_c = std::max(t_acc, m.count_free_);
+        m.count_free_ = t_c + m.clock_.cycles(double(cost) / lpc);
+        free = std::max(free, m.last_count_start_);
+        m.last_count_start_ = t_c;
+      }
+      m.stats_.busy_ps += (free - t_acc).value();
+      m.input_free_ = free;
+    }
+  } occupy{*this, when, cost};
 
   unsigned hits = 0;
   std::array<unsigned, kNumRegions> hit{};
@@ -74,10 +95,10 @@ void SparsityMonitor::observe_write(std::uint64_t addr, const std::uint8_t* data
   if (!sampled) return;
   ++stats_.lines_sampled;
   ++lines_sampled_;
-  for (unsigned i = 0; i < hits; ++i) count_line(regions_[hit[i]], addr, data, len);
+  for (unsigned i = 0; i < hits; ++i) cost += count_line(regions_[hit[i]], addr, data, len);
 }
 
-void SparsityMonitor::count_line(Region& g, std::uint64_t addr, const std::uint8_t* data, std::uint32_t len) {
+std::uint64_t SparsityMonitor::count_line(Region& g, std::uint64_t addr, const std::uint8_t* data, std::uint32_t len) {
   const std::uint64_t lo = std::max(addr, g.base) - g.base;
   const std::uint64_t hi = std::min(addr + len, g.base + g.size) - g.base;
   const unsigned eb = g.eb;
@@ -85,21 +106,34 @@ void SparsityMonitor::count_line(Region& g, std::uint64_t addr, const std::uint8
   const std::uint64_t row_bytes = std::uint64_t(g.cols) * eb;
   if (o != lo && (lo % g.pitch) < row_bytes) ++stats_.partial_elements;
   std::uint64_t r = o / g.pitch, cb = o % g.pitch;
+  // Cycle cost (RTL stage C): per row segment, max(1, distinct tiles with a counted non-zero). Within one
+  // row, tile indices only grow, so distinct tiles = changes of the last non-zero tile.
+  std::uint64_t cost = 0, seg_tiles = 0, last_tile = ~std::uint64_t(0);
+  const bool any = o + eb <= hi;
   for (; o + eb <= hi; o += eb, cb += eb) {
     if (cb >= g.pitch) {
       cb -= g.pitch;
       ++r;
+      cost += std::max<std::uint64_t>(1, seg_tiles);
+      seg_tiles = 0;
+      last_tile = ~std::uint64_t(0);
     }
     if (cb >= row_bytes || r >= g.rows) continue;
     ++stats_.elements_counted;
     if (!nonzero_elem(data + (g.base + o - addr), eb)) continue;
     const std::uint64_t c = cb / eb;
     const std::uint64_t t = (r / g.tr) * g.tpr + c / g.tc;
+    if (t != last_tile) {
+      ++seg_tiles;
+      last_tile = t;
+    }
     std::uint32_t& ctr = counters_[g.cnt_offset + t];
     if (ctr != 0xFFFFFFFFu) ++ctr;
     ++stats_.nonzero_counted;
   }
   if (o < hi && (o % g.pitch) < row_bytes && o / g.pitch < g.rows) ++stats_.partial_elements;
+  if (any) cost += std::max<std::uint64_t>(1, seg_tiles);
+  return std::max<std::uint64_t>(1, cost);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -107,37 +141,14 @@ void SparsityMonitor::count_line(Region& g, std::uint64_t addr, const std::uint8
 // ------------------------------------------------------------------------------------------------
 void SparsityMonitor::b_transport_mmio(tlm::tlm_generic_payload& p, sc_time& delay) {
   delay += clock_.cycles(cfg_.mmio_latency_cycles);
-  if (p.get_command() == tlm::TLM_IGNORE_COMMAND) {
-    p.set_response_status(tlm::TLM_OK_RESPONSE);
-    return;
-  }
-  const bool write = p.is_write();
-  MmioError e = mmio_check_payload(p);
-  const std::uint32_t off = static_cast<std::uint32_t>(p.get_address());
-  if (e == MmioError::None) {
-    if (write) {
-      e = reg_write(off, mmio_load_u32(p.get_data_ptr()), sc_core::sc_time_stamp() + delay);
-    } else {
-      std::uint32_t v = 0;
-      e = reg_read(off, v);
-      if (e == MmioError::None) mmio_store_u32(p.get_data_ptr(), v);
-    }
-  }
-  (write ? stats_.mmio_writes : stats_.mmio_reads)++;
-  if (e != MmioError::None) {
-    ++stats_.mmio_errors;
-    err_.latch(e, p.get_address(), write);
-  }
-  p.set_response_status(mmio_response_for(e));
+  serve_mmio(
+      p, stats_, err_, [&](std::uint32_t off, std::uint32_t& v) { return reg_read(off, v); },
+      [&](std::uint32_t off, std::uint32_t v) { return reg_write(off, v, sc_core::sc_time_stamp() + delay); });
 }
 
 unsigned SparsityMonitor::transport_dbg_mmio(tlm::tlm_generic_payload& p) {
   // Debug reads only (no side effects); writes through the debug port are refused.
-  if (!p.is_read() || p.get_data_length() != 4 || p.get_address() % 4 != 0) return 0;
-  std::uint32_t v = 0;
-  if (reg_read(static_cast<std::uint32_t>(p.get_address()), v) != MmioError::None) return 0;
-  mmio_store_u32(p.get_data_ptr(), v);
-  return 4;
+  return serve_mmio_debug(p, [&](std::uint32_t off, std::uint32_t& v) { return reg_read(off, v); });
 }
 
 MmioError SparsityMonitor::reg_read(std::uint32_t off, std::uint32_t& v) const {
@@ -348,13 +359,15 @@ void SparsityMonitor::rmw_group(std::uint64_t addr, const std::uint32_t* add, un
   mem->b_transport(p, d);
   const bool read_ok = p.is_response_ok();
   if (read_ok) {
+    // The add happens at the L2 (ROP atomic): the read above only fetches the functional value; the
+    // atomic's cost is the write message from the issue time (its read timing is not on the path).
     for (unsigned i = 0; i < words; ++i) {
       const std::uint32_t v = mmio_load_u32(buf + 4 * i) + add[i];  // u32 add, wraps like a ROP atomic
       mmio_store_u32(buf + 4 * i, v);
     }
     p.set_command(tlm::TLM_WRITE_COMMAND);
     p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    d += clock_.cycles(1);  // the add
+    d = (issue > sc_core::sc_time_stamp() ? issue - sc_core::sc_time_stamp() : SC_ZERO_TIME) + clock_.cycles(1);
     mem->b_transport(p, d);
   }
   rmw_locks().erase(key);
@@ -364,15 +377,22 @@ void SparsityMonitor::rmw_group(std::uint64_t addr, const std::uint32_t* add, un
   done = sc_core::sc_time_stamp() + d;
 }
 
+// RTL: the last atomic add's completion (m_done) reaches FLUSH_DONE two cycles later (calibration).
+constexpr double kFlushDoneCycles = 2.0;
+
 void SparsityMonitor::flush_thread() {
   for (;;) {
     sc_core::wait(flush_start_ev_);
     if (flush_start_ > sc_core::sc_time_stamp()) sc_core::wait(flush_start_ - sc_core::sc_time_stamp());
     const sc_time start = sc_core::sc_time_stamp();
     InflightWindow win(cfg_.flush_outstanding);
-    const double group_cycles = 1.0 / std::max<std::uint32_t>(1, cfg_.flush_groups_per_cycle);
-    std::uint64_t groups = 0;
-    sc_time end = start;
+    // Scan timing calibrated from the RTL (docs/hw-units.md "Timing parameters"; the RTL's flush FSM reads one
+    // counter per cycle): 2 cycles to start, and per 32 B group of the count table one cycle per counter
+    // + 2 (last read's data, close the group) + 1 to issue its atomic add if it is non-zero (issued after
+    // that cycle); flush_groups_per_cycle divides this scan cost.
+    const double scale = 1.0 / std::max<std::uint32_t>(1, cfg_.flush_groups_per_cycle);
+    double scan = 2.0;
+    sc_time end = start + clock_.cycles(scan * scale);
     for (unsigned r = 0; r < kNumRegions; ++r) {
       Region& g = regions_[r];
       if (!g.en || !((flush_mask_ >> r) & 1u)) continue;
@@ -381,24 +401,26 @@ void SparsityMonitor::flush_thread() {
         const std::uint64_t a = g.ct_base + 4 * t;
         const std::uint64_t group_end = (a & ~std::uint64_t(31)) + 32;
         const std::uint64_t t_end = std::min<std::uint64_t>(g.tiles, t + (group_end - a) / 4);
-        ++groups;
-        const sc_time scanned = start + clock_.cycles(double(groups) * group_cycles);
-        end = std::max(end, scanned);
         std::uint32_t* ctr = &counters_[g.cnt_offset + t];
         const unsigned words = static_cast<unsigned>(t_end - t);
+        scan += double(words) + 2.0;
+        const sc_time scanned = start + clock_.cycles(scan * scale);
+        end = std::max(end, scanned);
         if (std::any_of(ctr, ctr + words, [](std::uint32_t c) { return c != 0; })) {
-          const sc_time issue = win.earliest_issue(scanned);
-          // Temporal decoupling: never run more than a global quantum ahead of the kernel.
-          const sc_time q = tlm_utils::tlm_quantumkeeper::get_global_quantum();
-          if (issue > sc_core::sc_time_stamp() && q > SC_ZERO_TIME && issue - sc_core::sc_time_stamp() > q)
-            sc_core::wait(issue - sc_core::sc_time_stamp());
+          scan += 1.0;
+          const sc_time issued = start + clock_.cycles(scan * scale);
+          end = std::max(end, issued);
+          const sc_time issue = win.earliest_issue(issued);
+          // Issue in global time order (64 monitors flush concurrently into shared L2 slices whose
+          // busy-until reservations assume time-ordered arrivals): wait until the issue time.
+          if (issue > sc_core::sc_time_stamp()) sc_core::wait(issue - sc_core::sc_time_stamp());
           std::uint32_t add[8];
           std::copy(ctr, ctr + words, add);
           std::fill(ctr, ctr + words, 0u);
           sc_time done;
           rmw_group(a, add, words, issue, done);
           win.push(done);
-          end = std::max(end, done);
+          end = std::max(end, done + clock_.cycles(kFlushDoneCycles));
         }
         t = t_end;
       }

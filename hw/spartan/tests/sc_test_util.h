@@ -25,7 +25,14 @@ namespace spartan::hw::test {
   std::fflush(stdout);
   std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
 }
+/// SPARTAN_SC_TEST_INPROC=1 runs the body in the test process instead (to debug ONE test: the failure
+/// messages are then printed normally; SystemC allows only one scenario per process).
 inline void SC_SCENARIO(const std::function<void()>& body) {
+  if (const char* e = std::getenv("SPARTAN_SC_TEST_INPROC"); e && *e == '1') {
+    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+    body();
+    return;
+  }
   ::testing::FLAGS_gtest_death_test_style = "threadsafe";
   EXPECT_EXIT(run_child(body), ::testing::ExitedWithCode(0), "");
 }

@@ -106,7 +106,7 @@ TEST(Engine, RegistersAndBadMmio) {
       x = ok; x.row_pitch_bytes = 100; bad(x);       // < cols * 4
       x = ok; x.row_pitch_bytes = 162; bad(x);       // not a multiple of 4
       x = ok; x.count_table += 2; bad(x);
-      x = ok; x.tile_rows = 64; x.tile_cols = 64; bad(x);  // 16 KiB tile > read buffer
+      x = ok; x.tile_rows = 128; x.tile_cols = 64; bad(x);  // 32 KiB tile > read buffer
       x = ok; x.dtype = static_cast<ElemType>(3); bad(x);
       EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_QUEUE_EMPTY_BIT), 1u << STATUS_QUEUE_EMPTY_BIT);
       // Queue: with ENABLE = 0 jobs wait; the third SUBMIT of a 2-deep queue is QueueFull.

@@ -55,23 +55,56 @@ module spartan_sram_macro(RD_CLK, RD_EN, RD_ARST, RD_SRST, RD_ADDR, RD_DATA, WR_
 endmodule
 )";
 
-// Yosys script for one unit; `macros` turns memories into spartan_sram_macro black boxes.
-std::string synth_script(const UnitSpec& unit, const std::string& lib, const fs::path& wd, bool macros) {
+// The $mem_v2 parameters, removed from the macro instances so that OpenSTA's Verilog reader (which has no
+// instance parameters) can read the netlist and treat the macro as a black box.
+const char* kMemParams[] = {"MEMID", "SIZE", "OFFSET", "ABITS", "WIDTH", "INIT", "RD_PORTS", "RD_WIDE_CONTINUATION",
+                            "RD_CLK_ENABLE", "RD_CLK_POLARITY", "RD_TRANSPARENCY_MASK", "RD_COLLISION_X_MASK",
+                            "RD_CE_OVER_SRST", "RD_INIT_VALUE", "RD_ARST_VALUE", "RD_SRST_VALUE", "WR_PORTS",
+                            "WR_WIDE_CONTINUATION", "WR_CLK_ENABLE", "WR_CLK_POLARITY", "WR_PRIORITY_MASK"};
+
+// Yosys script for one unit. `macros`: record the memories, turn the SRAM-eligible ones into black-box
+// macros (logic-only run, files logic_*); otherwise every memory becomes flip-flops (files ff_*).
+// ABC script for mapping to the liberty with buffering and gate sizing: Yosys 0.23's default liberty flow
+// (fraig, scorr, dc2, dretime, dch, &nf) followed by `buffer -N 10; upsize; dnsize` against the delay target.
+// Without buffering, one X1 inverter drives hundreds of mux inputs and STA reports tens of ns.
+const char* kAbcScript =
+    "+strash;&get,-n;&fraig,-x;&put;scorr;dc2;dretime;strash;&get,-n;&dch,-f;&nf,{D};&put;"
+    "buffer,-N,10;upsize,{D};dnsize,{D};stime,-p";
+
+std::string abc_command(const ToolConfig& tools, const std::string& lib) {
+  if (!tools.abc_buffering) return "abc -liberty " + lib;
+  std::ostringstream c;
+  c << "abc -D " << static_cast<long long>(tools.clock_ns * 1000.0 + 0.5) << " -liberty " << lib << " -script "
+    << kAbcScript;
+  return c.str();
+}
+
+std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const std::string& lib, const fs::path& wd,
+                         bool macros) {
   std::ostringstream ys;
   for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
   if (macros) ys << "read_verilog -lib " << (wd / "sram_macro.v").string() << "\n";
   for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
-  const std::string tag = macros ? "logic_" : "";
+  const std::string tag = macros ? "logic_" : "ff_";
   ys << "hierarchy -check -top " << unit.top << "\n"
      << "synth -flatten -top " << unit.top << " -run :fine\n";
-  if (macros) ys << "chtype -set spartan_sram_macro t:$mem_v2\n";
-  else ys << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n";
+  if (macros)
+    ys << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n"
+       << "chtype -set spartan_sram_macro " << kSramYosysSelect << "\n";
   ys << "synth -flatten -top " << unit.top << " -run fine:\n"
      << "dfflibmap -liberty " << lib << "\n"
-     << "abc -liberty " << lib << "\n"
+     << abc_command(tools, lib) << "\n"
      << "opt_clean\n"
      << "tee -q -o " << (wd / (tag + "stat.txt")).string() << " stat -liberty " << lib << "\n";
-  if (!macros) ys << "write_verilog -noattr -noexpr " << (wd / "netlist.v").string() << "\n";
+  if (macros) {
+    ys << "setparam";
+    for (const char* p : kMemParams) ys << " -unset " << p;
+    ys << " t:spartan_sram_macro\n";
+  }
+  // Netlist for OpenSTA, after the area was taken: its Verilog reader takes no `assign` with
+  // concatenations, so wire-to-wire connections become buffers (a few BUFX2 on port nets).
+  ys << "opt_clean -purge\nsetundef -zero\nsplitnets -ports\ninsbuf -buf " << tools.buffer_cell << "\nopt_clean\n"
+     << "write_verilog -noattr -noexpr " << (wd / (tag + "netlist.v")).string() << "\n";
   return ys.str();
 }
 
@@ -116,7 +149,72 @@ void check_tools(const ToolConfig& t) {
   if (!(t.clock_ns > 0.0)) throw InputError("--clock-ns must be positive");
 }
 
+namespace {
+UnitRole role_from(const std::string& role, const std::string& file, const std::string& key) {
+  if (role == "monitor") return UnitRole::kMonitor;
+  if (role == "engine") return UnitRole::kEngine;
+  if (role == "other") return UnitRole::kOther;
+  throw ConfigError(file, key, "unknown role '" + role + "' (monitor, engine, other)");
+}
+}  // namespace
+
+std::vector<UnitSpec> load_units_txt(const std::string& path) {
+  std::istringstream in(read_file(path));
+  const fs::path base = fs::path(path).parent_path();
+  std::vector<UnitSpec> out;
+  std::string line;
+  std::size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream ls(line);
+    std::string word;
+    if (!(ls >> word)) continue;
+    const std::string key = "line " + std::to_string(lineno);
+    std::vector<std::string> rest;
+    for (std::string w; ls >> w;) rest.push_back(w);
+    if (word == "top") {
+      if (rest.size() != 1) throw ConfigError(path, key, "expected 'top NAME'");
+      UnitSpec s;
+      s.name = s.top = rest[0];
+      s.role = s.top == "sparsity_monitor" ? UnitRole::kMonitor
+               : s.top == "compaction_engine" ? UnitRole::kEngine : UnitRole::kOther;
+      out.push_back(s);
+      continue;
+    }
+    if (out.empty()) throw ConfigError(path, key, "'" + word + "' before the first 'top' line");
+    UnitSpec& s = out.back();
+    if (word == "params") {
+      for (const auto& kv : rest) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+          throw ConfigError(path, key, "parameter '" + kv + "' is not NAME=VALUE");
+        s.parameters[kv.substr(0, eq)] = kv.substr(eq + 1);
+      }
+    } else if (word == "role") {
+      if (rest.size() != 1) throw ConfigError(path, key, "expected 'role monitor|engine|other'");
+      s.role = role_from(rest[0], path, key);
+    } else if (word == "count") {
+      if (rest.size() != 1 || rest[0].find_first_not_of("0123456789") != std::string::npos)
+        throw ConfigError(path, key, "expected 'count N'");
+      s.count_override = static_cast<unsigned>(std::stoul(rest[0]));
+    } else {
+      if (!rest.empty()) throw ConfigError(path, key, "unknown directive '" + word + "'");
+      fs::path p = word;
+      if (p.is_relative()) p = base / p;
+      if (!fs::exists(p)) throw ConfigError(path, key, "file not found: " + p.string());
+      s.files.push_back(p.string());
+    }
+  }
+  if (out.empty()) throw ConfigError(path, "top", "no unit in the manifest");
+  for (const auto& s : out)
+    if (s.files.empty()) throw ConfigError(path, "top " + s.top, "unit without files");
+  return out;
+}
+
 std::vector<UnitSpec> load_manifest(const std::string& path) {
+  if (fs::path(path).extension() == ".txt") return load_units_txt(path);
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -138,11 +236,7 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
       if (!u["top"]) throw ConfigError(path, key + ".top", "missing");
       s.top = u["top"].as<std::string>();
       s.name = u["name"] ? u["name"].as<std::string>() : s.top;
-      const std::string role = u["role"] ? u["role"].as<std::string>() : "other";
-      if (role == "monitor") s.role = UnitRole::kMonitor;
-      else if (role == "engine") s.role = UnitRole::kEngine;
-      else if (role == "other") s.role = UnitRole::kOther;
-      else throw ConfigError(path, key + ".role", "unknown role '" + role + "' (monitor, engine, other)");
+      s.role = role_from(u["role"] ? u["role"].as<std::string>() : "other", path, key + ".role");
       if (u["count"]) s.count_override = u["count"].as<unsigned>();
       if (u["clock"]) s.clock = u["clock"].as<std::string>();
       if (!u["files"] || !u["files"].IsSequence() || u["files"].size() == 0)
@@ -185,33 +279,42 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   const fs::path wd = fs::path(work_dir) / unit.name;
   fs::create_directories(wd);
   const std::string lib = yosys_quote(tools.liberty);
-  // --- Yosys: synthesis, memories recorded before memory_map, mapping to the liberty.
-  r.yosys_script = synth_script(unit, lib, wd, false);
-  write_file_atomic((wd / "synth.ys").string(), r.yosys_script);
-  auto run_yosys = [&](const std::string& script, const std::string& what) {
+  // --- Yosys. Run 1: memories recorded, SRAM-eligible ones as black-box macros -> logic area. If there are
+  // none, this run is already the whole design. Run 2 (only then, and only up to ff_memory_limit_bits of
+  // SRAM-eligible memory): every memory as flip-flops -> the synthesised area and the netlist timed.
+  auto run_yosys = [&](const std::string& script_text, const std::string& what) {
+    const std::string script = (wd / (what + ".ys")).string();
+    write_file_atomic(script, script_text);
+    r.yosys_script += script_text;
     const std::string full = (wd / (what + ".full.log")).string(), out = (wd / (what + ".log")).string();
     if (run_tool({tools.yosys, "-q", "-l", full, "-s", script}, out) != 0)
       throw InputError("Yosys failed on unit '" + unit.name + "' (top " + unit.top +
                        "): " + first_error(read_if_exists(full) + read_if_exists(out)));
   };
-  run_yosys((wd / "synth.ys").string(), "yosys");
-  r.stat = parse_yosys_stat(read_file((wd / "stat.txt").string()), unit.name + " stat.txt", unit.top);
-  if (!r.stat.has_area) throw InputError("Yosys reported no chip area for '" + unit.name + "' (liberty without areas?)");
-  r.netlist = read_file((wd / "netlist.v").string());
+  write_file_atomic((wd / "sram_macro.v").string(), kSramBlackbox);
+  run_yosys(synth_script(unit, tools, lib, wd, true), "logic");
   r.memories = parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt");
-  r.logic_um2 = r.stat.chip_area_um2;
-  if (!r.memories.empty()) {
-    // Same design with the memories as black-box macros: the area of everything else.
-    write_file_atomic((wd / "sram_macro.v").string(), kSramBlackbox);
-    write_file_atomic((wd / "logic.ys").string(), synth_script(unit, lib, wd, true));
-    run_yosys((wd / "logic.ys").string(), "yosys_logic");
-    r.logic_um2 =
-        parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top).chip_area_um2;
+  const YosysStat logic_stat =
+      parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top);
+  if (!logic_stat.has_area) throw InputError("Yosys reported no chip area for '" + unit.name + "' (liberty without areas?)");
+  r.logic_um2 = logic_stat.chip_area_um2;
+  std::uint64_t sram_bits = 0;
+  for (const auto& m : r.memories)
+    if (m.sram()) sram_bits += m.bits();
+  std::string netlist_path = (wd / "logic_netlist.v").string();
+  r.stat = logic_stat;
+  r.ff_synthesised = sram_bits == 0 || sram_bits <= tools.ff_memory_limit_bits;
+  r.timed_with_macros = sram_bits > 0 && !r.ff_synthesised;
+  if (sram_bits > 0 && r.ff_synthesised) {
+    run_yosys(synth_script(unit, tools, lib, wd, false), "ff");
+    r.stat = parse_yosys_stat(read_file((wd / "ff_stat.txt").string()), unit.name + " ff_stat.txt", unit.top);
+    netlist_path = (wd / "ff_netlist.v").string();
   }
+  r.netlist = read_file(netlist_path);
   // --- OpenSTA: worst path overall and worst register-to-register path.
   std::ostringstream tcl;
   tcl << "read_liberty {" << tools.liberty << "}\n"
-      << "read_verilog {" << (wd / "netlist.v").string() << "}\n"
+      << "read_verilog {" << netlist_path << "}\n"
       << "link_design " << unit.top << "\n"
       << "if {[llength [get_ports -quiet " << unit.clock << "]] > 0} {\n"
       << "  create_clock -name clk -period " << tools.clock_ns << " [get_ports " << unit.clock << "]\n"

@@ -86,7 +86,7 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
       throw ConfigError(path, "-", std::string("cannot parse YAML: ") + e.what());
     }
     read_first(root, {"die_area_mm2", "gpu.die_area_mm2"}, path, g.die_area_mm2);
-    read_first(root, {"process", "process_node", "gpu.process", "gpu.process_node"}, path, g.process);
+    read_first(root, {"process", "node_nm", "process_node", "gpu.process", "gpu.node_nm"}, path, g.process);
     read_first(root, {"l2.slices", "l2.num_slices", "l2_slices", "memory.l2_slices", "l2.slice_count"}, path,
                g.l2_slices);
     read_first(root, {"l2.clock_mhz", "clocks.l2_mhz", "l2_clock_mhz", "clocks.l2.mhz", "clocks.l2"}, path,
@@ -94,7 +94,7 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
     if (read_first(root, {"spartan.compaction_engines", "units.compaction_engine.count", "compaction_engines"}, path,
                    g.engines))
       g.engines_assumed = false;
-    g.source = path + (b != builtin().end() ? " (missing keys from the built-in table)" : "");
+    g.source = path + (b != builtin().end() ? " (keys it lacks from the built-in table)" : "");
   }
   const std::string where = path.empty() ? "built-in table" : path;
   if (g.die_area_mm2 <= 0.0) throw ConfigError(where, "die_area_mm2", "missing or not positive");

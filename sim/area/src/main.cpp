@@ -4,6 +4,7 @@
 // Writes DIR/area.json, DIR/area.md and DIR/netlists/<unit>.v, all or nothing (atomic, after every unit
 // succeeded). Bad input (missing tool or liberty, Yosys error, bad config) -> one line, exit 2.
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -59,19 +60,27 @@ int run(int argc, char** argv) {
   std::string gpu, out, rtl_dir = "rtl", manifest, cycles_file, gpu_dir = "sim/configs/gpu", mem_model = "sram",
                          nodes = "45,16,7,5", keep_work;
   ToolConfig tools;
+  unsigned engines = 0;
+  bool no_buffering = false;
   po::options_description desc("spartan-area options");
   desc.add_options()("help,h", "this help")("gpu", po::value(&gpu)->required(), "GPU preset name or YAML path")(
       "out", po::value(&out)->required(), "output directory (area.json, area.md, netlists/)")(
-      "rtl-dir", po::value(&rtl_dir)->default_value(rtl_dir), "RTL directory (uses <rtl-dir>/manifest.yaml if present)")(
+      "rtl-dir", po::value(&rtl_dir)->default_value(rtl_dir), "RTL directory (uses <rtl-dir>/units.txt or manifest.yaml)")(
       "manifest", po::value(&manifest), "unit manifest (YAML/JSON; see docs/area.md)")(
       "liberty", po::value(&tools.liberty)->default_value(tools.liberty), "standard-cell liberty")(
       "clock-ns", po::value(&tools.clock_ns)->default_value(tools.clock_ns), "STA clock period, ns")(
       "cycles", po::value(&cycles_file), "RTL co-simulation cycle counts (JSON; see docs/area.md)")(
       "memory-model", po::value(&mem_model)->default_value(mem_model), "memories in the totals: sram | ff")(
       "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 130 90 65 45 32 20 16 14 10 7 5)")(
+      "engines", po::value(&engines), "compaction engines per GPU (default: the preset's, else 1)")(
       "gpu-config-dir", po::value(&gpu_dir)->default_value(gpu_dir), "directory of GPU presets")(
       "yosys", po::value(&tools.yosys)->default_value(tools.yosys), "Yosys binary")(
       "sta", po::value(&tools.sta)->default_value(tools.sta), "OpenSTA binary")(
+      "ff-memory-limit-bits", po::value(&tools.ff_memory_limit_bits)->default_value(tools.ff_memory_limit_bits),
+      "largest SRAM-eligible memory (bits per unit) also synthesised as flip-flops")(
+      "no-buffering", po::bool_switch(&no_buffering), "plain `abc -liberty` (no buffering or gate sizing)")(
+      "buffer-cell", po::value(&tools.buffer_cell)->default_value(tools.buffer_cell),
+      "liberty buffer 'CELL IN OUT' used to remove assigns from the STA netlist")(
       "keep-work", po::value(&keep_work), "copy the scratch directory (scripts, logs) here for inspection");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -80,6 +89,10 @@ int run(int argc, char** argv) {
     return 0;
   }
   po::notify(vm);
+  tools.abc_buffering = !no_buffering;
+  // A non-finite or non-positive period would make OpenSTA loop or divide by zero.
+  if (!std::isfinite(tools.clock_ns) || tools.clock_ns <= 0)
+    throw InputError("--clock-ns must be a finite period > 0 ns, not " + std::to_string(tools.clock_ns));
   ReportOptions ropt;
   if (mem_model == "sram") ropt.memory_model = MemoryModel::kSram;
   else if (mem_model == "ff") ropt.memory_model = MemoryModel::kFlipFlops;
@@ -87,14 +100,21 @@ int run(int argc, char** argv) {
   ropt.nodes_nm = parse_nodes(nodes);
   ropt.clock_ns = tools.clock_ns;
   ropt.liberty = tools.liberty;
+  ropt.abc_buffering = tools.abc_buffering;
 
   // Everything that can be checked before the (slow) tools run.
   check_tools(tools);
-  const GpuInfo g = load_gpu(gpu, gpu_dir);
+  GpuInfo g = load_gpu(gpu, gpu_dir);
+  if (vm.count("engines")) {
+    if (engines == 0) throw InputError("--engines must be at least 1");
+    g.engines = engines;
+    g.engines_assumed = false;
+    g.source += "; engines from --engines";
+  }
   std::optional<CycleCounts> cycles;
   if (!cycles_file.empty()) cycles = parse_cycle_counts(read_file(cycles_file), cycles_file);
-  if (manifest.empty() && fs::exists(fs::path(rtl_dir) / "manifest.yaml"))
-    manifest = (fs::path(rtl_dir) / "manifest.yaml").string();
+  for (const char* m : {"units.txt", "manifest.yaml"})
+    if (manifest.empty() && fs::exists(fs::path(rtl_dir) / m)) manifest = (fs::path(rtl_dir) / m).string();
   const std::vector<UnitSpec> specs = manifest.empty() ? default_units(rtl_dir) : load_manifest(manifest);
   if (fs::exists(out) && !fs::is_directory(out)) throw InputError("--out exists and is not a directory: " + out);
 

@@ -42,6 +42,10 @@ std::uint64_t to_u64(const std::string& s, const std::string& report, const std:
 
 }  // namespace
 
+bool MemoryInfo::sram() const noexcept {
+  return write_ports <= 1 && read_ports <= 2 && depth_words >= kSramMinDepthWords;
+}
+
 YosysStat parse_yosys_stat(const std::string& text, const std::string& report_name, const std::string& top) {
   static const std::regex header(R"(^=== (.+) ===\s*$)");
   static const std::regex counter(R"(^\s+Number of ([a-z ]+):\s+(\d+)\s*$)");

@@ -77,6 +77,8 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
   rep["tool"] = "spartan-area";
   rep["synthesis"] = {{"node_nm", kBaseNodeNm}, {"liberty", opt.liberty}, {"yosys", "Yosys 0.23"},
                       {"sta", "OpenSTA"}, {"sta_clock_ns", opt.clock_ns},
+                      {"abc", opt.abc_buffering ? "delay target = STA clock, buffer -N 10, upsize, dnsize"
+                                                : "plain abc -liberty (no buffering, no sizing)"},
                       {"area_unit", "um^2 per instance (liberty area unit of OSU 0.18 um)"}};
   rep["memory_model"] = {
       {"total_uses", sram ? "sram" : "flip_flops"},
@@ -113,24 +115,35 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
     ju["cell_counts"] = u.stat.cell_counts;
     double mem_bits = 0, mem_ff = 0;
     json jm = json::array();
+    double reg_bits = 0;
     for (const auto& m : u.memories) {
-      mem_bits += static_cast<double>(m.bits());
+      (m.sram() ? mem_bits : reg_bits) += static_cast<double>(m.bits());
       jm.push_back({{"name", m.name}, {"width_bits", m.width_bits}, {"depth_words", m.depth_words},
                     {"bits", m.bits()}, {"read_ports", m.read_ports}, {"write_ports", m.write_ports},
-                    {"sync_read", m.sync_read},
-                    {"sram_area_um2", sram_area_um2(static_cast<double>(m.bits()), kBaseNodeNm)}});
+                    {"sync_read", m.sync_read}, {"sram_eligible", m.sram()},
+                    {"sram_area_um2", m.sram() ? json(sram_area_um2(static_cast<double>(m.bits()), kBaseNodeNm))
+                                               : json(nullptr)}});
     }
     const double synth_area = u.stat.chip_area_um2;
     const double logic = u.logic_um2;
-    mem_ff = std::max(0.0, synth_area - logic);
+    if (!u.ff_synthesised && !sram)
+      throw InputError("unit '" + u.spec.name + "': --memory-model ff needs the flip-flop synthesis of its " +
+                       "memories (raise --ff-memory-limit-bits)");
+    mem_ff = u.ff_synthesised ? std::max(0.0, synth_area - logic) : 0.0;
     ju["memories"] = jm;
-    ju["memory_bits"] = mem_bits;
-    ju["area_180nm"] = {{"synthesised_um2", synth_area}, {"logic_um2", logic}, {"memory_ff_um2", mem_ff},
+    ju["memory_bits"] = mem_bits;           // SRAM-eligible memories
+    ju["register_array_bits"] = reg_bits;   // inferred memories that stay flip-flops
+    ju["area_180nm"] = {{"synthesised_um2", u.ff_synthesised ? json(synth_area) : json(nullptr)},
+                        {"logic_um2", logic},
+                        {"memory_ff_um2", u.ff_synthesised ? json(mem_ff) : json(nullptr)},
                         {"memory_sram_um2", sram_area_um2(mem_bits, kBaseNodeNm)}};
+    ju["memories_synthesised_as_ff"] = u.ff_synthesised;
     json t180 = {{"critical_path_ns", u.critical_path_ns}, {"fmax_mhz", u.fmax_mhz},
                  {"defined_by", "worst path, all path groups, zero external I/O delay"},
                  {"startpoint", u.worst.startpoint}, {"endpoint", u.worst.endpoint},
-                 {"logic_stages", u.worst.stages}};
+                 {"logic_stages", u.worst.stages},
+                 {"netlist", u.timed_with_macros ? "logic only, SRAM macros as black boxes (access time not modelled)"
+                                                 : "memories as flip-flops"}};
     if (u.has_reg2reg)
       t180["register_to_register"] = {{"arrival_ns", u.reg2reg.arrival_ns}, {"slack_ns", u.reg2reg.slack_ns},
                                       {"startpoint", u.reg2reg.startpoint}, {"endpoint", u.reg2reg.endpoint},
@@ -145,7 +158,7 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
       const double cp = u.critical_path_ns * n.delay_factor;
       const double fmax = 1000.0 / cp;
       json jn = {{"node_nm", nm}, {"logic_um2", logic_n}, {"memory_um2", mem_n}, {"total_um2", total},
-                 {"memory_ff_um2", mem_ff * n.area_factor},
+                 {"memory_ff_um2", u.ff_synthesised ? json(mem_ff * n.area_factor) : json(nullptr)},
                  {"critical_path_ns", cp}, {"fmax_mhz", fmax}, {"meets_l2_clock", fmax >= gpu.l2_clock_mhz},
                  {"per_gpu_mm2", total * inst * 1e-6}, {"extrapolated", n.extrapolated}};
       if (nm == gpu.process_node_nm) jn["share_of_die_percent"] = 100.0 * total * inst * 1e-6 / gpu.die_area_mm2;
@@ -203,7 +216,8 @@ std::string render_markdown(const json& r) {
   const json& g = r["gpu"];
   md << "# spartan-area: " << g["name"].get<std::string>() << "\n\n";
   md << "Synthesis: Yosys 0.23 to OSU 0.18 um (" << r["synthesis"]["liberty"].get<std::string>()
-     << "), OpenSTA, STA clock " << fmt(r["synthesis"]["sta_clock_ns"].get<double>(), 2) << " ns. "
+     << "), ABC: " << r["synthesis"]["abc"].get<std::string>() << "; OpenSTA, clock "
+     << fmt(r["synthesis"]["sta_clock_ns"].get<double>(), 2) << " ns. "
      << "GPU: die " << fmt(g["die_area_mm2"].get<double>(), 0) << " mm^2 (" << g["process"].get<std::string>()
      << ", share computed at " << g["process_node_nm"].get<int>() << " nm), " << g["l2_slices"].get<unsigned>()
      << " L2 slices (= monitors), " << g["compaction_engines"].get<unsigned>() << " compaction engine(s)"
@@ -211,16 +225,18 @@ std::string render_markdown(const json& r) {
      << ", L2 clock " << fmt(g["l2_clock_mhz"].get<double>(), 0) << " MHz. Source: " << g["source"].get<std::string>()
      << ".\n\nTotals count memories as **" << r["memory_model"]["total_uses"].get<std::string>()
      << "** (SRAM array efficiency " << fmt(r["memory_model"]["sram_array_efficiency"].get<double>(), 2) << ").\n\n";
-  md << "## 180 nm synthesis\n\n| unit | role | cells | synthesised area um^2 | logic um^2 | memory bits | "
-        "memory as FF um^2 | memory as SRAM um^2 | critical path ns | fmax MHz | stages |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  md << "## 180 nm synthesis\n\n| unit | role | cells | synthesised area um^2 | logic um^2 | memory bits (SRAM-eligible) | "
+        "register-array bits (kept as FF) | memory as FF um^2 | memory as SRAM um^2 | critical path ns | fmax MHz | stages |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  auto num0 = [](const json& v) { return v.is_null() ? std::string("not synthesised") : fmt(v.get<double>(), 0); };
   for (const auto& u : r["units"]) {
     const auto& a = u["area_180nm"];
     const auto& t = u["timing_180nm"];
     md << "| " << u["name"].get<std::string>() << " | " << u["role"].get<std::string>() << " | "
-       << u["cells"].get<std::uint64_t>() << " | " << fmt(a["synthesised_um2"].get<double>(), 0) << " | "
+       << u["cells"].get<std::uint64_t>() << " | " << num0(a["synthesised_um2"]) << " | "
        << fmt(a["logic_um2"].get<double>(), 0) << " | " << fmt(u["memory_bits"].get<double>(), 0) << " | "
-       << fmt(a["memory_ff_um2"].get<double>(), 0) << " | " << fmt(a["memory_sram_um2"].get<double>(), 0) << " | "
+       << fmt(u["register_array_bits"].get<double>(), 0) << " | "
+       << num0(a["memory_ff_um2"]) << " | " << fmt(a["memory_sram_um2"].get<double>(), 0) << " | "
        << fmt(t["critical_path_ns"].get<double>(), 3) << " | " << fmt(t["fmax_mhz"].get<double>(), 1) << " | "
        << t["logic_stages"].get<unsigned>() << " |\n";
   }
@@ -236,7 +252,15 @@ std::string render_markdown(const json& r) {
          << " | " << fmt(n["critical_path_ns"].get<double>(), 3) << " | " << fmt(n["fmax_mhz"].get<double>(), 0)
          << " | " << (n["meets_l2_clock"].get<bool>() ? "yes" : "no") << " |\n";
     }
-  md << "\n## Whole GPU\n\n| node nm | all units per GPU mm^2 | share of die % |\n|---:|---:|---:|\n";
+  md << "\n## Whole GPU\n\n";
+  for (const char* role : {"monitor", "engine"}) {
+    bool found = false;
+    for (const auto& u : r["units"]) found = found || u["role"].get<std::string>() == role;
+    if (!found)
+      md << "**No unit with role '" << role << "' in the manifest: the GPU totals do not include "
+         << (std::string(role) == "monitor" ? "sparsity monitors" : "compaction engines") << ".**\n\n";
+  }
+  md << "| node nm | all units per GPU mm^2 | share of die % |\n|---:|---:|---:|\n";
   for (const auto& t : r["gpu_totals"])
     md << "| " << t["node_nm"].get<int>() << " | " << fmt_g(t["per_gpu_mm2"].get<double>()) << " | "
        << (t.contains("share_of_die_percent") ? fmt_g(t["share_of_die_percent"].get<double>()) : std::string("-"))

@@ -121,7 +121,7 @@ int gpu_process_node_nm(const std::string& process) {
     if (c != ' ') p += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (p.size() > 2 && p.substr(p.size() - 2) == "nm") p.resize(p.size() - 2);
   static const std::map<std::string, int> map = {{"12", 16}, {"12ffn", 16}, {"16", 16}, {"7", 7},   {"n7", 7},
-                                                 {"4n", 5},  {"n4", 5},     {"5", 5},   {"n5", 5},  {"28", 32},
+                                                 {"4n", 5},  {"n4", 5},  {"4", 5},     {"5", 5},   {"n5", 5},  {"28", 32},
                                                  {"32", 32}, {"45", 45},    {"14", 14}, {"10", 10}, {"20", 20}};
   const auto it = map.find(p);
   return it == map.end() ? 0 : it->second;

@@ -49,7 +49,7 @@ int run_area(const std::string& args, const fs::path& dir, std::string& err) {
 
 }  // namespace
 
-TEST(FlowLive, PopcountAndFifo) {
+TEST(AreaFlowLive, PopcountAndFifo) {
   if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
   TempDir work;
   const ToolConfig tools;
@@ -66,17 +66,32 @@ TEST(FlowLive, PopcountAndFifo) {
   EXPECT_NE(p.netlist.find("module popcount"), std::string::npos);
   EXPECT_NE(p.netlist.find("DFFPOSX1"), std::string::npos);
 
-  UnitSpec ff{"fifo8x16", "fifo", {kData + "/fifo.v"}, UnitRole::kEngine, {}, "clk", 0};
+  UnitSpec ff{"fifo32x16", "fifo", {kData + "/fifo.v"}, UnitRole::kEngine, {{"DEPTH_LOG2", "5"}}, "clk", 0};
   const UnitResult f = run_unit(ff, tools, work.path.string());
   ASSERT_EQ(f.memories.size(), 1u);
-  EXPECT_EQ(f.memories[0].bits(), 128u);
-  // The memory as flops (128 x 96 um^2 DFFPOSX1 plus read muxes) is most of the FIFO, not all of it.
-  EXPECT_GT(f.stat.chip_area_um2 - f.logic_um2, 128 * 96.0);
+  EXPECT_EQ(f.memories[0].bits(), 512u);
+  EXPECT_TRUE(f.memories[0].sram());
+  // The memory as flops (512 x 96 um^2 DFFPOSX1 plus read muxes) is most of the FIFO, not all of it.
+  EXPECT_GT(f.stat.chip_area_um2 - f.logic_um2, 512 * 96.0);
   EXPECT_GT(f.logic_um2, 0.0);
   EXPECT_TRUE(f.has_reg2reg);
   EXPECT_GT(f.reg2reg.stages, 2u);
   EXPECT_NEAR(f.critical_path_ns, 10.0 - f.worst.slack_ns, 1e-9);
   EXPECT_GE(f.worst.arrival_ns + 1e-9, f.reg2reg.arrival_ns);
+  EXPECT_TRUE(f.ff_synthesised);
+  EXPECT_FALSE(f.timed_with_macros);
+  // Above the flip-flop limit: logic only, timed with the SRAM as a black box; same logic area.
+  ToolConfig no_ff = tools;
+  no_ff.ff_memory_limit_bits = 256;
+  UnitSpec ff2 = ff;
+  ff2.name = "fifo32x16_macro";
+  const UnitResult fm = run_unit(ff2, no_ff, work.path.string());
+  EXPECT_FALSE(fm.ff_synthesised);
+  EXPECT_TRUE(fm.timed_with_macros);
+  EXPECT_DOUBLE_EQ(fm.logic_um2, f.logic_um2);
+  EXPECT_DOUBLE_EQ(fm.stat.chip_area_um2, f.logic_um2);
+  EXPECT_NE(fm.netlist.find("spartan_sram_macro"), std::string::npos);
+  EXPECT_GT(fm.fmax_mhz, 0.0);
   // A parameter override changes the synthesised width.
   UnitSpec pc8 = pc;
   pc8.name = "popcount8";
@@ -86,7 +101,19 @@ TEST(FlowLive, PopcountAndFifo) {
   EXPECT_EQ(p8.stat.cell_counts.at("DFFPOSX1"), 5u);
 }
 
-TEST(FlowLive, ExecutableWritesReport) {
+TEST(AreaFlowLive, CombinationalVirtualClock) {
+  if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
+  TempDir work;
+  UnitSpec c{"comb", "comb_concat", {kData + "/comb_concat.v"}, UnitRole::kOther, {}, "clk", 0};
+  const UnitResult r = run_unit(c, ToolConfig{}, work.path.string());
+  EXPECT_FALSE(r.has_reg2reg);
+  EXPECT_EQ(r.stat.cell_counts.count("DFFPOSX1"), 0u);
+  EXPECT_GT(r.worst.stages, 2u);  // the 8-bit adder's carry chain
+  EXPECT_GT(r.fmax_mhz, 0.0);
+  EXPECT_EQ(r.netlist.find("assign {"), std::string::npos);
+}
+
+TEST(AreaFlowLive, ExecutableWritesReport) {
   if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
   TempDir tmp;
   const fs::path out = tmp.path / "out";
@@ -112,7 +139,7 @@ TEST(FlowLive, ExecutableWritesReport) {
   EXPECT_NE(md.find("not available"), std::string::npos);
 }
 
-TEST(FlowBadInput, MissingLibertyBadVerilogMissingTool) {
+TEST(AreaFlowBadInput, MissingLibertyBadVerilogMissingTool) {
   TempDir tmp;
   const fs::path out = tmp.path / "out";
   std::string err;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "spartan/area/flow.h"
 #include "spartan/area/gpu.h"
 #include "spartan/area/report.h"
 #include "spartan/area/scaling.h"
@@ -10,7 +11,7 @@
 
 using namespace spartan::area;
 
-TEST(Scaling, StillmakerBaasFactors) {
+TEST(AreaScaling, StillmakerBaasFactors) {
   EXPECT_DOUBLE_EQ(tech_node(180).area_factor, 1.0);
   EXPECT_DOUBLE_EQ(tech_node(180).delay_factor, 1.0);
   EXPECT_DOUBLE_EQ(tech_node(45).area_factor, 1.0 / 19.0);
@@ -33,18 +34,19 @@ TEST(Scaling, StillmakerBaasFactors) {
   EXPECT_THROW(stillmaker_delay_poly(5, 0.7), spartan::InputError);
 }
 
-TEST(Scaling, SramDensity) {
+TEST(AreaScaling, SramDensity) {
   EXPECT_DOUBLE_EQ(sram_area_um2(1024, 180), 1024 * 5.59 / kSramArrayEfficiency);
   EXPECT_DOUBLE_EQ(sram_area_um2(1024, 7), 1024 * 0.027 / kSramArrayEfficiency);
   EXPECT_FALSE(sram_bitcell_source(45).empty());
   EXPECT_THROW(sram_area_um2(1, 14), spartan::InputError);
   EXPECT_EQ(gpu_process_node_nm("12nm"), 16);
   EXPECT_EQ(gpu_process_node_nm("4N"), 5);
+  EXPECT_EQ(gpu_process_node_nm("4"), 5);
   EXPECT_EQ(gpu_process_node_nm("7 nm"), 7);
   EXPECT_EQ(gpu_process_node_nm("3nm"), 0);
 }
 
-TEST(Gpu, BuiltinV100AndPreset) {
+TEST(AreaGpu, BuiltinV100AndPreset) {
   const GpuInfo v = load_gpu("v100", "/nonexistent");
   EXPECT_EQ(v.l2_slices, 64u);
   EXPECT_DOUBLE_EQ(v.l2_clock_mhz, 1447.0);
@@ -62,7 +64,7 @@ TEST(Gpu, BuiltinV100AndPreset) {
   EXPECT_THROW(load_gpu("a100", "/nonexistent"), spartan::ConfigError);  // built-in lacks slices/clock
 }
 
-TEST(Cycles, ParseAndReject) {
+TEST(AreaCycles, ParseAndReject) {
   const CycleCounts c = parse_cycle_counts(
       R"({"source":"x","units":{"m":{"tiles":10,"busy_cycles":40,"tile_latency_cycles":7}}})", "c.json");
   EXPECT_EQ(c.source, "x");
@@ -75,7 +77,7 @@ TEST(Cycles, ParseAndReject) {
   EXPECT_THROW(parse_cycle_counts(R"({"x":1})", "c.json"), spartan::FormatError);
 }
 
-TEST(Report, Arithmetic) {
+TEST(AreaReport, Arithmetic) {
   UnitResult u;
   u.spec.name = "mon";
   u.spec.top = "mon";
@@ -128,4 +130,44 @@ TEST(Report, Arithmetic) {
   const std::string md = render_markdown(rf);
   EXPECT_NE(md.find("not available"), std::string::npos);
   EXPECT_NE(md.find("| mon |"), std::string::npos);
+}
+
+TEST(AreaManifest, UnitsTxtAndYaml) {
+  const std::string d = SPARTAN_AREA_DATA;
+  const auto u = load_manifest(d + "/units_test.txt");
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].top, "popcount");
+  EXPECT_EQ(u[0].role, UnitRole::kMonitor);
+  EXPECT_EQ(u[0].parameters.at("W"), "8");
+  ASSERT_EQ(u[1].files.size(), 2u);
+  EXPECT_EQ(u[1].files[1], d + "/counter_table.v");
+  EXPECT_EQ(u[1].role, UnitRole::kOther);
+  EXPECT_EQ(u[1].count_override, 3u);
+  EXPECT_EQ(u[1].parameters.at("CW"), "10");
+  EXPECT_THROW(load_manifest(d + "/units_bad_file.txt"), spartan::ConfigError);
+  EXPECT_THROW(load_manifest(d + "/units_bad_order.txt"), spartan::ConfigError);
+  const auto y = load_manifest(d + "/manifest.yaml");
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[1].role, UnitRole::kEngine);
+  EXPECT_EQ(y[2].count_override, 2u);
+  EXPECT_THROW(load_manifest(d + "/nonexistent.yaml"), spartan::ConfigError);
+}
+
+TEST(AreaMemories, SramEligibility) {
+  MemoryInfo table{"t", 32, 64, 6, 1, 1, true};
+  EXPECT_TRUE(table.sram());
+  MemoryInfo regs{"r", 64, 2, 1, 3, 3, false};  // a 2-entry register bank with 3 write ports
+  EXPECT_FALSE(regs.sram());
+  MemoryInfo shallow{"s", 16, 8, 3, 1, 1, false};
+  EXPECT_FALSE(shallow.sram());
+}
+
+TEST(AreaGpu, PresetInTheGpuHelpersFormat) {
+  // Keys as written by sim/configs/gpu/v100.yaml: node_nm, clocks.l2_mhz, l2.slices.
+  const std::string d = SPARTAN_AREA_DATA;
+  const GpuInfo g = load_gpu(d + "/gpu_preset_style.yaml", "");
+  EXPECT_DOUBLE_EQ(g.die_area_mm2, 815.0);
+  EXPECT_EQ(g.process_node_nm, 16);
+  EXPECT_EQ(g.l2_slices, 64u);
+  EXPECT_DOUBLE_EQ(g.l2_clock_mhz, 1447.0);
 }

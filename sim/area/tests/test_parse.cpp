@@ -11,7 +11,7 @@ namespace {
 std::string data(const std::string& name) { return spartan::read_file(std::string(SPARTAN_AREA_DATA) + "/" + name); }
 }  // namespace
 
-TEST(YosysStat, FlatFifo) {
+TEST(AreaYosysStat, FlatFifo) {
   const YosysStat s = parse_yosys_stat(data("yosys_stat_fifo.txt"), "fifo", "fifo");
   EXPECT_EQ(s.module, "fifo");
   ASSERT_TRUE(s.has_area);
@@ -22,7 +22,7 @@ TEST(YosysStat, FlatFifo) {
   EXPECT_EQ(s.memory_bits, 0u);  // memories are mapped by then
 }
 
-TEST(YosysStat, AreaEqualsSumOfLibertyCellAreas) {
+TEST(AreaYosysStat, AreaEqualsSumOfLibertyCellAreas) {
   // OSU 0.18 um areas (um^2) of the cells in the recording, from osu018_stdcells.lib.
   const std::map<std::string, double> lib = {{"AND2X1", 32}, {"AOI21X1", 32}, {"AOI22X1", 40}, {"DFFPOSX1", 96},
                                              {"INVX1", 16},  {"MUX2X1", 48},  {"NAND2X1", 24}, {"NAND3X1", 36},
@@ -40,7 +40,7 @@ TEST(YosysStat, AreaEqualsSumOfLibertyCellAreas) {
   }
 }
 
-TEST(YosysStat, HierarchyUsesTopModuleTotal) {
+TEST(AreaYosysStat, HierarchyUsesTopModuleTotal) {
   const std::string t = data("yosys_stat_hier.txt");
   const YosysStat top = parse_yosys_stat(t, "hier", "counter_table");
   const YosysStat sub = parse_yosys_stat(t, "hier", "$paramod\\popcount\\W=s32'00000000000000000000000000010000");
@@ -50,14 +50,14 @@ TEST(YosysStat, HierarchyUsesTopModuleTotal) {
   EXPECT_THROW(parse_yosys_stat(t, "hier", "nope"), spartan::FormatError);
 }
 
-TEST(YosysStat, Malformed) {
+TEST(AreaYosysStat, Malformed) {
   EXPECT_THROW(parse_yosys_stat("", "empty"), spartan::FormatError);
   EXPECT_THROW(parse_yosys_stat("=== m ===\n   Number of wires: 3\n", "nocells"), spartan::FormatError);
   EXPECT_THROW(parse_yosys_stat("=== m ===\n   Number of cells: 1\n   Chip area for module '\\m': abc\n", "x"),
                spartan::FormatError);
 }
 
-TEST(YosysMemories, FifoAndCounterTable) {
+TEST(AreaYosysMemories, FifoAndCounterTable) {
   const auto f = parse_yosys_memories(data("yosys_mem_fifo.txt"), "fifo");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].name, "mem");
@@ -78,7 +78,7 @@ TEST(YosysMemories, FifoAndCounterTable) {
   EXPECT_THROW(parse_yosys_memories("  cell $mem_v2 \\m\n    parameter \\WIDTH 4\n  end\n", "bad"), spartan::FormatError);
 }
 
-TEST(StaReport, RegisterToRegister) {
+TEST(AreaStaReport, RegisterToRegister) {
   const auto p = parse_sta_paths(data("sta_fifo.txt"), "sta_fifo");
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].startpoint, "_0948_");
@@ -92,7 +92,7 @@ TEST(StaReport, RegisterToRegister) {
   EXPECT_NEAR(p[0].required_ns - p[0].arrival_ns, p[0].slack_ns, 1e-9);
 }
 
-TEST(StaReport, SeveralReportsViolatedAndNoPaths) {
+TEST(AreaStaReport, SeveralReportsViolatedAndNoPaths) {
   const auto p = parse_sta_paths(data("sta_counter_table.txt"), "sta_ct");
   ASSERT_EQ(p.size(), 3u);  // the fourth report says "No paths found."
   EXPECT_TRUE(p[0].met);
@@ -103,7 +103,7 @@ TEST(StaReport, SeveralReportsViolatedAndNoPaths) {
   EXPECT_NEAR((p[0].required_ns - p[0].slack_ns) - (p[2].required_ns - p[2].slack_ns), 0.0, 1e-9);
 }
 
-TEST(StaReport, OutputPortEndpoint) {
+TEST(AreaStaReport, OutputPortEndpoint) {
   const auto p = parse_sta_paths(data("sta_output_port.txt"), "sta_out");
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].endpoint, "dout[0]");
@@ -112,7 +112,7 @@ TEST(StaReport, OutputPortEndpoint) {
   EXPECT_EQ(p[0].stages, 5u);
 }
 
-TEST(StaReport, Malformed) {
+TEST(AreaStaReport, Malformed) {
   EXPECT_TRUE(parse_sta_paths("No paths found.\n", "none").empty());
   EXPECT_THROW(parse_sta_paths("Startpoint: a (input port)\nEndpoint: b\n   7.0 slack (MET)\n", "noarr"),
                spartan::FormatError);

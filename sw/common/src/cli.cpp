@@ -3,6 +3,7 @@
 #include <boost/program_options/errors.hpp>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <new>
 
 #include "spartan/common/error.h"
@@ -17,6 +18,11 @@ int run_cli(const char* tool, const std::function<int()>& body) {
     return e.exit_code();
   } catch (const boost::program_options::error& e) {
     std::fprintf(stderr, "%s: error: %s (see --help)\n", tool, e.what());
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave cannot be created or read (e.g. an output directory under a regular file):
+    // bad input, not an internal error (found by the reliability tests, docs/reliability.md).
+    std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "%s: error: out of memory\n", tool);

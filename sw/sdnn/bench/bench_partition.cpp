@@ -1,1 +1,174 @@
-int main() { return 0; }
+// bench-sdnn-partition: communication volume (connectivity-1) and per-layer load imbalance of the block,
+// random, hypergraph (Zoltan PHG) and graph (METIS) partitioners, and a MODELLED strong-scaling table.
+// usage: bench-sdnn-partition volume --weights DIR --layers L | --neurons N --layers L  [--parts 4,8,16] [--methods ...]
+//        bench-sdnn-partition scaling --neurons N --layers L [--parts 64,128,256,512,1024] [--mac-rate R]
+//                             [--latency-us A] [--bandwidth-gbs B] [--batch IMAGES] [--model-layers LM]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "spartan/common/cli.h"
+#include "spartan/common/error.h"
+#include "spartan/sdnn/generate.h"
+#include "spartan/sdnn/infer.h"
+#include "spartan/sdnn/partition.h"
+
+using namespace spartan::sdnn;
+
+namespace {
+
+std::vector<int> ints(const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  std::string t;
+  while (std::getline(ss, t, ',')) v.push_back(std::stoi(t));
+  return v;
+}
+std::vector<std::string> strs(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string t;
+  while (std::getline(ss, t, ',')) v.push_back(t);
+  return v;
+}
+
+/// Per layer, the busiest rank's sent entries and messages (distinct destinations) per image, and its work.
+struct RankLoad {
+  std::vector<std::int64_t> max_send, max_msgs, max_work;
+};
+RankLoad rank_load(const std::vector<Csr>& w, const Partition& p) {
+  RankLoad r;
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    std::vector<std::int64_t> send(static_cast<std::size_t>(p.parts), 0), work(static_cast<std::size_t>(p.parts), 0);
+    std::set<std::pair<int, int>> msgs;
+    const auto vw = vertex_weights(w[k]);
+    for (std::size_t c = 0; c < vw.size(); ++c) work[p.part[k][c]] += vw[c];
+    if (k > 0) {
+      std::vector<std::int64_t> stamp(static_cast<std::size_t>(p.parts), -1);
+      for (std::int64_t j = 0; j < w[k].rows; ++j) {
+        const int src = p.part[k - 1][j];
+        stamp[src] = j;
+        for (auto q = w[k].row_ptr[j]; q < w[k].row_ptr[j + 1]; ++q) {
+          const int d = p.part[k][w[k].col_idx[q]];
+          if (stamp[d] != j) {
+            stamp[d] = j;
+            ++send[src];
+            msgs.insert({src, d});
+          }
+        }
+      }
+    }
+    std::vector<std::int64_t> m(static_cast<std::size_t>(p.parts), 0);
+    for (auto& pr : msgs) ++m[pr.first];
+    r.max_send.push_back(*std::max_element(send.begin(), send.end()));
+    r.max_msgs.push_back(*std::max_element(m.begin(), m.end()));
+    r.max_work.push_back(*std::max_element(work.begin(), work.end()));
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return spartan::run_cli("bench-sdnn-partition", [&]() -> int {
+    if (argc < 2) throw spartan::InputError("usage: bench-sdnn-partition volume|scaling [options]");
+    const std::string mode = argv[1];
+    std::string weights, parts_s = mode == "volume" ? "4,8,16" : "64,128,256,512,1024", methods_s = "block,random,hypergraph,graph";
+    std::int64_t neurons = 0;
+    int layers = 30, model_layers = 120, batch = 60000;
+    double mac_rate = 1.0e9, latency_us = 1.0, bandwidth_gbs = 12.5;
+    for (int i = 2; i < argc; ++i) {
+      auto val = [&]() -> std::string {
+        if (i + 1 >= argc) throw spartan::InputError(std::string("missing value for ") + argv[i]);
+        return argv[++i];
+      };
+      const std::string o = argv[i];
+      if (o == "--weights") weights = val();
+      else if (o == "--neurons") neurons = std::stoll(val());
+      else if (o == "--layers") layers = std::stoi(val());
+      else if (o == "--parts") parts_s = val();
+      else if (o == "--methods") methods_s = val();
+      else if (o == "--mac-rate") mac_rate = std::stod(val());
+      else if (o == "--latency-us") latency_us = std::stod(val());
+      else if (o == "--bandwidth-gbs") bandwidth_gbs = std::stod(val());
+      else if (o == "--batch") batch = std::stoi(val());
+      else if (o == "--model-layers") model_layers = std::stoi(val());
+      else throw spartan::InputError("unknown option " + o);
+    }
+    std::vector<Csr> w;
+    std::string name;
+    if (!weights.empty()) {
+      w = load_weights(weights, layers);
+      name = weights;
+    } else {
+      if (neurons <= 0) throw spartan::InputError("give --weights DIR or --neurons N");
+      RadixNetSpec spec;
+      spec.neurons = neurons;
+      spec.layers = layers;
+      spec.seed = 1;
+      w = generate_radixnet(spec);
+      name = "generated RadiX-Net";
+    }
+    const auto parts = ints(parts_s);
+    const auto methods = strs(methods_s);
+    std::printf("network: %s, %lld neurons x %d layers, %lld edges\n", name.c_str(), static_cast<long long>(w[0].rows), layers,
+                static_cast<long long>(total_edges(w)));
+    if (mode == "volume") {
+      std::printf("| P | method | volume (entries/image) | vs random | vs block | max layer imbalance | time_s |\n|---|---|---|---|---|---|---|\n");
+      for (int P : parts) {
+        std::map<std::string, std::int64_t> vol;
+        std::map<std::string, double> imb, secs;
+        for (const auto& m : methods) {
+          const auto t0 = std::chrono::steady_clock::now();
+          const Partition p = make_partitioner(m, 1, 0.05)->run(w, P);
+          secs[m] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          for (auto v : expand_volume(w, p)) vol[m] += v;
+          const auto im = layer_imbalance(w, p);
+          imb[m] = *std::max_element(im.begin(), im.end());
+        }
+        for (const auto& m : methods) {
+          const double vr = vol.count("random") ? static_cast<double>(vol[m]) / static_cast<double>(vol["random"]) : 0;
+          const double vb = vol.count("block") && vol["block"] ? static_cast<double>(vol[m]) / static_cast<double>(vol["block"]) : 0;
+          std::printf("| %d | %s | %lld | %.2fx | %.2fx | %.2f%% | %.1f |\n", P, m.c_str(), static_cast<long long>(vol[m]), vr, vb, 100 * imb[m], secs[m]);
+          std::fflush(stdout);
+        }
+      }
+      return 0;
+    }
+    if (mode != "scaling") throw spartan::InputError("unknown mode '" + mode + "' (volume or scaling)");
+    // MODELLED strong scaling: per layer, time = max-rank work x images / mac_rate
+    //                                     + max-rank messages x latency + max-rank bytes / bandwidth,
+    // using the per-layer averages measured on the generated layers, scaled to model_layers layers.
+    const double work1 = static_cast<double>(total_edges(w) + kVectorWork * w[0].cols * layers) / layers;
+    const double t1 = work1 * batch / mac_rate;
+    std::printf("MODEL (not measured): %d images, %d layers, mac_rate %.3g MAC/s per rank, latency %.2f us, bandwidth %.1f GB/s, 4-byte entries\n", batch,
+                model_layers, mac_rate, latency_us, bandwidth_gbs);
+    std::printf("one rank: %.3f s per layer, %.1f s for %d layers\n", t1, t1 * model_layers, model_layers);
+    std::printf("| P | method | max sent/layer (entries/image) | max msgs/layer | modelled s/layer (compute + comm) | modelled speed-up | efficiency |\n|---|---|---|---|---|---|---|\n");
+    for (int P : parts) {
+      for (const auto& m : methods) {
+        const Partition p = make_partitioner(m, 1, 0.05)->run(w, P);
+        const RankLoad r = rank_load(w, p);
+        double send = 0, msgs = 0, work = 0;
+        for (int k = 1; k < layers; ++k) {
+          send += static_cast<double>(r.max_send[k]);
+          msgs += static_cast<double>(r.max_msgs[k]);
+        }
+        for (int k = 0; k < layers; ++k) work += static_cast<double>(r.max_work[k]);
+        send /= std::max(1, layers - 1);
+        msgs /= std::max(1, layers - 1);
+        work /= layers;
+        const double tc = work * batch / mac_rate, tm = msgs * latency_us * 1e-6 + send * 4.0 * batch / (bandwidth_gbs * 1e9);
+        std::printf("| %d | %s | %.0f | %.1f | %.4f (%.4f + %.4f) | %.1fx | %.0f%% |\n", P, m.c_str(), send, msgs, tc + tm, tc, tm, t1 / (tc + tm),
+                    100.0 * t1 / (tc + tm) / P);
+        std::fflush(stdout);
+      }
+    }
+    return 0;
+  });
+}

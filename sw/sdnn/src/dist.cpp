@@ -137,7 +137,7 @@ struct SlotNz {
 void compute_rows(const LayerPlan& L, const std::vector<std::int32_t>& rows, const std::vector<float>& x, const SlotNz& nz, int batch,
                   const std::vector<float>& bias, float ymax, std::vector<float>& y) {
   const std::int64_t nrows = static_cast<std::int64_t>(rows.size());
-#pragma omp parallel if (nz.idx.size() > 4096)
+#pragma omp parallel if (static_cast<double>(nz.idx.size()) * 32.0 > 2.0e6)
   {
     std::vector<unsigned char> flag(static_cast<std::size_t>(batch));
 #pragma omp for schedule(dynamic, 8)
@@ -244,7 +244,8 @@ void DistEngine::backward(const std::vector<float>& dy_last, float ymax, std::ve
     gw.assign(P.values.size(), 0.0f);
     gb.assign(P.out.size(), 0.0f);
     const std::int64_t nout = static_cast<std::int64_t>(P.out.size());
-#pragma omp parallel for schedule(dynamic, 8)
+    const bool par = static_cast<double>(P.values.size()) * batch > 2.0e6;  // threads only for enough work
+#pragma omp parallel for schedule(dynamic, 8) if (par)
     for (std::int64_t i = 0; i < nout; ++i) {
       const float* di = delta.data() + static_cast<std::size_t>(i) * batch;
       float sb = 0;
@@ -261,7 +262,7 @@ void DistEngine::backward(const std::vector<float>& dy_last, float ymax, std::ve
     // Partial sums for every input slot: g_j = sum_c W(j, c) delta_c.
     const std::int64_t ns = static_cast<std::int64_t>(P.slot_global.size());
     std::vector<float> g(static_cast<std::size_t>(ns) * batch, 0.0f);
-#pragma omp parallel for schedule(dynamic, 8)
+#pragma omp parallel for schedule(dynamic, 8) if (par)
     for (std::int64_t s = 0; s < ns; ++s) {
       float* gs = g.data() + static_cast<std::size_t>(s) * batch;
       for (auto e = P.st_ptr[s]; e < P.st_ptr[s + 1]; ++e) {

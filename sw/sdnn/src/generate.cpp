@@ -45,6 +45,9 @@ void choose_radix(std::int64_t neurons, int nnz_per_row, std::vector<int>& radic
 }
 
 std::vector<Csr> generate_radixnet(const RadixNetSpec& spec) {
+  if (spec.init != "challenge" && spec.init != "he" && spec.init != "identity")
+    throw InputError("unknown weight init '" + spec.init + "' (expected challenge, he or identity)");
+  constexpr float kIdentityNoise = 0.1f;
   const std::int64_t n = spec.neurons;
   if (n < 1 || n > INT32_MAX) throw InputError("neurons must be in [1, 2^31), got " + std::to_string(n));
   if (spec.layers < 1) throw InputError("layers must be >= 1");
@@ -85,8 +88,10 @@ std::vector<Csr> generate_radixnet(const RadixNetSpec& spec) {
         for (std::int64_t v = 0; v < block; ++v)
           for (std::int64_t v2 = 0; v2 < block; ++v2) {
             const std::int64_t row = u * block + v, col = perm[static_cast<std::size_t>(u2 * block + v2)];
-            const float val = spec.init == "he" ? he * hash_normal(spec.seed, static_cast<std::uint64_t>(l) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(row), static_cast<std::uint64_t>(col))
-                                                : 1.0f / 16.0f;
+            const float g = hash_normal(spec.seed, static_cast<std::uint64_t>(l) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(row), static_cast<std::uint64_t>(col));
+            float val = 1.0f / 16.0f;
+            if (spec.init == "he") val = he * g;
+            else if (spec.init == "identity") val = (row == col ? 1.0f : 0.0f) + kIdentityNoise * he * g;
             t.push_back({row, col, val});
           }
       }

@@ -199,7 +199,9 @@ Csr read_matrix_market(const std::string& path) {
   }
   if (!have_size) throw FormatError(path, "size", in.line_no() + 1, "missing size line", "line");
   std::vector<Triple> t;
-  t.reserve(static_cast<std::size_t>(sym ? 2 * nnz : nnz));
+  // The size line is untrusted: reserve at most 1 Mi entries up front (a tiny file declaring 4e11 entries
+  // must not allocate terabytes; found by fuzz_sdnn_matrix_market), the vector grows past that as read.
+  t.reserve(static_cast<std::size_t>(std::min<std::int64_t>(sym ? 2 * nnz : nnz, std::int64_t{1} << 20)));
   std::int64_t seen = 0;
   while (in.next(line)) {
     if (line.empty() || line[0] == '%' || blank(line)) continue;

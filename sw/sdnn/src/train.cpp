@@ -14,6 +14,7 @@ Trainer::Trainer(const std::vector<Csr>& w, const Partition& p, int rank, int si
   if (cfg.batch < 1) throw InputError("batch must be >= 1");
   if (!(cfg.lr > 0)) throw InputError("learning rate must be > 0");
   if (cfg.classes < 2) throw InputError("classes must be >= 2");
+  for (const auto& wk : w) nnz_.push_back(wk.nnz());
   bias_.resize(w.size());
   for (std::size_t k = 0; k < w.size(); ++k) bias_[k].assign(eng_.plan()[k].out.size(), cfg.bias_init);
   const auto& last = eng_.plan().back().out;
@@ -94,6 +95,7 @@ double Trainer::loss(const LabelledSet& data, std::int64_t row0, int batch, bool
 }
 
 void Trainer::step() {
+  ++steps_;
   const float lr = cfg_.lr;
   for (std::size_t k = 0; k < gw_.size(); ++k) {
     auto& v = eng_.plan()[k].values;

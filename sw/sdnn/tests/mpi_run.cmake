@@ -1,11 +1,18 @@
-# Distributed check run by CTest: partition the challenge subset with Zoltan PHG for NP ranks, run
+# Distributed check run by CTest: partition the challenge subset for NP ranks (block / random / Zoltan PHG), run
 # `mpirun -np NP spartan-sdnn infer|train --partition ...` and require the run's own checks to pass:
 # predicted (connectivity-1) volume == measured bytes sent, and equality with the single-rank result.
 # Variables: BIN MPIRUN NP DATA WORK MODE (infer | train).
 file(MAKE_DIRECTORY ${WORK})
 if(MODE STREQUAL "infer")
   set(LAYERS 30)
-  set(METHOD hypergraph)
+  # One partitioner per rank count keeps the suite quick (hypergraph costs ~10 s here) and checks all three.
+  if(NP EQUAL 2)
+    set(METHOD block)
+  elseif(NP EQUAL 3)
+    set(METHOD random)
+  else()
+    set(METHOD hypergraph)
+  endif()
 else()
   # Training: a generated RadiX-Net body (He init) and a random partition, so that every layer communicates.
   set(LAYERS 4)

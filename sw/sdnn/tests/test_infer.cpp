@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 
 #include "spartan/common/error.h"
@@ -89,5 +90,13 @@ TEST(SdnnInfer, CliBadInputExitsTwo) {
   EXPECT_EQ(run(bin + " infer --weights " + d + " --layers 31 --features " + d + "/sparse-images-1024_subset.mtx.gz --bias -0.3"), 2);
   EXPECT_EQ(run(bin + " infer --weights " + d + " --layers 2 --bias -0.3"), 2);
   EXPECT_EQ(run(bin + " frobnicate"), 2);
+  EXPECT_EQ(run(bin + " partition --weights " + d + " --layers 2 --parts 2 --method nonsense --out /tmp/sdnn_never.txt"), 2);
+  EXPECT_EQ(run(bin + " partition --weights " + d + " --layers 2 --parts 0 --method block --out /tmp/sdnn_never.txt"), 2);
+  EXPECT_EQ(run(bin + " generate --neurons 1000 --layers 2 --out /tmp/sdnn_never_dir"), 2);
+  EXPECT_EQ(run(bin + " generate --neurons 64 --layers 2 --init nonsense --out /tmp/sdnn_never_dir"), 2);
+  EXPECT_EQ(run(bin + " train --neurons 1000 --layers 2"), 2);
+  EXPECT_EQ(run(bin + " train --neurons 1024 --layers 2 --bias-mode sometimes"), 2);
+  EXPECT_EQ(run(bin + " infer --weights " + d + " --layers 2 --features " + d + "/sparse-images-1024_subset.mtx.gz --bias -0.3 --partition /nonexistent.txt"), 2);
+  EXPECT_FALSE(std::filesystem::exists("/tmp/sdnn_never.txt"));
   EXPECT_EQ(run(bin + " infer --weights " + d + " --layers 2 --features " + d + "/sparse-images-1024_subset.mtx.gz --bias -0.3"), 0);
 }

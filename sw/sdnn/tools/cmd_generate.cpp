@@ -22,7 +22,7 @@ int cmd_generate(const std::vector<std::string>& args) {
       "radices", po::value(&radices), "mixed radix list, e.g. 8,8,4 (product divides N; D = N / product); default: uniform radix with r x D = nnz-per-row")(
       "nnz-per-row", po::value(&spec.nnz_per_row)->default_value(32), "non-zeros per row and column when --radices is not given")(
       "permute-every", po::value(&spec.permute_every)->default_value(4), "fresh seeded column permutation every this many layers (0 = never)")(
-      "seed", po::value(&spec.seed)->default_value(1), "seed")("init", po::value(&spec.init)->default_value("challenge"), "challenge (1/16) | he (N(0, 2/fan_in))")(
+      "seed", po::value(&spec.seed)->default_value(1), "seed")("init", po::value(&spec.init)->default_value("challenge"), "challenge (1/16) | he (N(0, 2/fan_in)) | identity (I + 0.1 x He)")(
       "out", po::value(&out)->required(), "output directory (created); files n{N}-l{k}.mtx.gz");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -31,7 +31,7 @@ int cmd_generate(const std::vector<std::string>& args) {
     return 0;
   }
   po::notify(vm);
-  if (spec.init != "challenge" && spec.init != "he") throw InputError("--init must be 'challenge' or 'he', got '" + spec.init + "'");
+  
   if (!radices.empty()) {
     std::stringstream ss(radices);
     std::string tok;

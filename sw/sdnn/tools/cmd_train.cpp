@@ -22,7 +22,7 @@ namespace spartan::sdnn::cli {
 
 int cmd_train(const std::vector<std::string>& args) {
   std::string weights, data, partition, bias_mode, trace, init;
-  int layers = 0, epochs = 1, threads = 0, permute_every = 4;
+  int layers = 0, nnz_per_row = 32, epochs = 1, threads = 0, permute_every = 4;
   std::int64_t neurons = 1024, train_limit = 0, test_limit = 0;
   std::uint64_t seed = 1;
   bool linear = false, verify = false;
@@ -30,14 +30,14 @@ int cmd_train(const std::vector<std::string>& args) {
   po::options_description desc("spartan-sdnn train options");
   desc.add_options()("help,h", "show this help")("weights", po::value(&weights), "body weights directory (else a RadiX-Net body is generated)")(
       "neurons", po::value(&neurons)->default_value(1024), "neurons per layer of the generated body (a perfect square)")(
-      "layers", po::value(&layers)->required(), "body layers")("permute-every", po::value(&permute_every)->default_value(4), "generator: permutation period")(
+      "layers", po::value(&layers)->required(), "body layers")("nnz-per-row", po::value(&nnz_per_row)->default_value(32), "generator: non-zeros per row and column")("permute-every", po::value(&permute_every)->default_value(4), "generator: permutation period")(
       "data", po::value(&data)->default_value("/usr/share/datasets/fashion-mnist"), "Fashion-MNIST directory (gzip IDX)")(
       "train-limit", po::value(&train_limit)->default_value(0), "use the first N training images (0 = all 60000)")(
       "test-limit", po::value(&test_limit)->default_value(0), "use the first N test images (0 = all 10000)")(
       "epochs", po::value(&epochs)->default_value(1), "epochs")("batch", po::value(&cfg.batch)->default_value(64), "mini-batch size")(
       "lr", po::value(&cfg.lr)->default_value(0.05f), "SGD learning rate")("bias-mode", po::value(&bias_mode)->default_value("neuron"), "neuron | layer")(
       "bias-init", po::value(&cfg.bias_init)->default_value(0.0f), "initial bias")("seed", po::value(&seed)->default_value(1), "generator and head seed")(
-      "init", po::value(&init)->default_value("he"), "generated body values: he | challenge")(
+      "init", po::value(&init)->default_value("he"), "generated body values: he | identity | challenge")(
       "threads", po::value(&threads)->default_value(0), "OpenMP threads (0 = default)")(
       "partition", po::value(&partition), "partition file: distributed training under mpirun")(
       "verify", po::bool_switch(&verify), "distributed: rank 0 also trains on one rank and compares the loss curves")(
@@ -51,7 +51,7 @@ int cmd_train(const std::vector<std::string>& args) {
   }
   po::notify(vm);
   if (bias_mode != "neuron" && bias_mode != "layer") throw InputError("--bias-mode must be 'neuron' or 'layer', got '" + bias_mode + "'");
-  if (init != "he" && init != "challenge") throw InputError("--init must be 'he' or 'challenge', got '" + init + "'");
+  
   if (epochs < 1) throw InputError("--epochs must be >= 1");
   if (threads < 0) throw InputError("--threads must be >= 0");
   if (threads > 0) omp_set_num_threads(threads);
@@ -68,6 +68,7 @@ int cmd_train(const std::vector<std::string>& args) {
     spec.seed = seed;
     spec.init = init;
     spec.permute_every = permute_every;
+    spec.nnz_per_row = nnz_per_row;
     w = generate_radixnet(spec);
   }
   const std::int64_t n = w[0].rows;
@@ -147,10 +148,18 @@ int cmd_train(const std::vector<std::string>& args) {
     std::printf("\n");
   }
   if (linear && root) {
-    const double acc = train_linear(train, test, epochs, cfg.batch, cfg.lr, cfg.classes);
-    std::printf("linear softmax baseline: test_acc %.4f (same inputs, epochs, batch, lr)\n", acc);
+    double best = 0;
+    float best_lr = 0;
+    for (float lr : {0.003f, 0.01f, 0.03f, 0.1f, 0.3f}) {
+      const double acc = train_linear(train, test, epochs, cfg.batch, lr, cfg.classes);
+      std::printf("linear softmax baseline lr %g: test_acc %.4f\n", static_cast<double>(lr), acc);
+      if (acc > best) best = acc, best_lr = lr;
+    }
+    std::printf("linear softmax baseline (best lr %g; same inputs, epochs, batch): test_acc %.4f\n", static_cast<double>(best_lr), best);
   }
-  if (!trace.empty()) write_activation_trace(trace, tr, test, cfg.batch, rank == 0);
+  if (!trace.empty())
+    write_activation_trace(trace, tr, train, cfg.batch, rank == 0, tr.steps(), seed,
+                           weights.empty() ? "radixnet-" + std::to_string(n) + "x" + std::to_string(layers) : "sdnn-" + std::to_string(n) + "x" + std::to_string(layers));
   return rc;
 }
 

@@ -5,9 +5,12 @@
 #include "spartan/sdnn/train.h"
 
 namespace spartan::sdnn::cli {
-/// Forwards the first `batch` rows of `data` and writes, in the project's .sptrace container
-/// (traces/include/spartan/trace/sptrace.h): `it0/L0/act` (the input features) and `it0/L{k}/act` for layers
-/// k = 1..L, each F32 [batch, neurons], row-major. Collective; only `write` (rank 0) writes the file.
+/// Forwards the first `batch` rows of `data` and writes them as training step `iteration` in the project's
+/// .sptrace container (docs/trace-format.md): for body layer k = 0..L-1 `it{i}/L{k}/act` (its input, F32
+/// [batch, N]; layer 0 = the features) and `it{i}/L{k}/dz_mask` (bit-packed 0 < y < ymax of its output); the
+/// softmax head is layer L (`act` = last body output). Required metadata (format_version, model, dataset,
+/// device, seed, batch, layers) are written. Collective; only `write` (rank 0) writes the file.
 /// Throws InputError if this build has no trace library.
-void write_activation_trace(const std::string& path, Trainer& tr, const LabelledSet& data, int batch, bool write);
+void write_activation_trace(const std::string& path, Trainer& tr, const LabelledSet& data, int batch, bool write, std::int64_t iteration,
+                            std::uint64_t seed, const std::string& model);
 }  // namespace spartan::sdnn::cli

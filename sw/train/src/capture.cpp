@@ -91,6 +91,8 @@ void TraceCapture::on_capture(std::int64_t iteration, Model& model, const std::v
     rec[l].layer = static_cast<std::int64_t>(l);
     rec[l].device = opt_.device;
     rec[l].timer = "steady_clock";
+    for (const GemmTiming& t : timings)
+      if (t.layer == static_cast<int>(l) && t.device_timer) rec[l].timer = "cuda-events";
   }
   for (const GemmTiming& t : timings) {
     if (t.layer < 0 || static_cast<std::size_t>(t.layer) >= rec.size()) continue;

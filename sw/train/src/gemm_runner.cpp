@@ -1,5 +1,6 @@
 #include "spartan/train/gemm_runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "spartan/gemm/tile_sparse.h"
@@ -42,6 +43,13 @@ double operand_zero_fraction(const gemm::GemmCall& c) {
 }
 }  // namespace
 
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
+}  // namespace
+
 void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
   if (!timing_) {
     engine_->run(call);
@@ -54,25 +62,48 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
   t.N = call.N;
   t.K = call.K;
   t.operand_sparsity = operand_zero_fraction(call);
-  if (dense_ && dense_ != engine_) {
-    // Dense reference first, into scratch (beta = 0: C's old contents are not needed).
-    gemm::GemmCall ref = call;
-    scratch_.assign(std::size_t(call.M) * call.ldc, 0.0f);
-    ref.C = scratch_.data();
-    if (ref.beta != 0.0f) ref.beta = 0.0f;
+  // Extra (timing-only) runs write into scratch with beta = 0; C's old contents are never needed here.
+  gemm::GemmCall scratch_call = call;
+  scratch_.assign(std::size_t(call.M) * call.ldc, 0.0f);
+  scratch_call.C = scratch_.data();
+  scratch_call.beta = 0.0f;
+  const bool separate_dense = dense_ && dense_ != engine_;
+  if (separate_dense) {
+    std::vector<double> ms;
+    for (int r = 0; r < repeats_; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      dense_->run(scratch_call);
+      ms.push_back(ms_since(t0));
+      if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*dense_)) {  // a CUDA engine: device time
+        ms.back() = st->compute_s * 1e3;
+        t.device_timer = true;
+      }
+    }
+    t.dense_ms = median(ms);
+  }
+  const bool cuda = engine_->name().rfind("cuda", 0) == 0;
+  const bool tile = engine_->name().find("tile-sparse") != std::string::npos;
+  std::vector<double> ms, kernel, compact;
+  for (int r = 0; r < repeats_; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    dense_->run(ref);
-    t.dense_ms = ms_since(t0);
+    engine_->run(r + 1 == repeats_ ? call : scratch_call);  // the last run produces the result
+    ms.push_back(ms_since(t0));
+    if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*engine_)) {
+      if (cuda) {
+        ms.back() = st->compute_s * 1e3;  // CUDA events around the kernels, transfers excluded
+        t.device_timer = true;
+      }
+      kernel.push_back(st->compute_s * 1e3);
+      compact.push_back(st->compact_s * 1e3);
+    }
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  engine_->run(call);
-  t.engine_ms = ms_since(t0);
-  if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*engine_)) {
+  t.engine_ms = median(ms);
+  if (tile && !kernel.empty()) {
     t.tile_sparse = true;
-    t.tile_kernel_ms = st->compute_s * 1e3;
-    t.tile_compact_ms = st->compact_s * 1e3;
+    t.tile_kernel_ms = median(kernel);
+    t.tile_compact_ms = median(compact);
   }
-  if (!dense_ || dense_ == engine_) t.dense_ms = t.engine_ms;
+  if (!separate_dense) t.dense_ms = t.engine_ms;
   timings_.push_back(t);
 }
 

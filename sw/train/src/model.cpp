@@ -1,5 +1,7 @@
 #include "spartan/train/model.h"
 
+#include <cmath>
+
 #include "spartan/common/error.h"
 
 namespace spartan::train {
@@ -72,7 +74,14 @@ struct Builder {
     if (h <= 0 || w <= 0) throw InputError("model " + m.name() + ": input too small");
   }
   void fc(int out, bool relu) {
-    m.add(std::make_unique<Linear>(c * h * w, out, rng));
+    auto l = std::make_unique<Linear>(c * h * w, out, rng);
+    if (!relu) {
+      // Classifier (no ReLU after it): LeCun-normal N(0, 1/fan_in) instead of He, so that the initial
+      // logits are O(1) and the first loss is near ln(classes).
+      std::normal_distribution<float> d(0.0f, std::sqrt(1.0f / static_cast<float>(c * h * w)));
+      for (float& v : l->weight.value) v = d(rng);
+    }
+    m.add(std::move(l));
     c = out;
     h = w = 1;
     if (relu) m.add(std::make_unique<ReLU>());
@@ -116,7 +125,7 @@ std::unique_ptr<Model> build_model(const std::string& name, int in_c, int in_h, 
     b.fc(256, true);
     b.fc(classes, false);
   } else if (name == "vgg-s") {
-    const int widths[5] = {16, 32, 64, 128, 128}, convs[5] = {2, 2, 3, 3, 3};
+    const int widths[5] = {16, 32, 64, 64, 64}, convs[5] = {2, 2, 3, 3, 3};
     for (int blk = 0; blk < 5; ++blk) {
       for (int i = 0; i < convs[blk]; ++i) b.conv(widths[blk], 3, 1, 1, true);
       if (blk < 3) b.pool(2, 2);

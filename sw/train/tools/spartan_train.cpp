@@ -14,6 +14,7 @@
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/capture.h"
+#include "spartan/train/device.h"
 #include "spartan/train/threads.h"
 #include "spartan/train/trainer.h"
 
@@ -76,6 +77,7 @@ int run(int argc, char** argv) {
   TrainConfig cfg;
   int threads = 2;
   std::int64_t capture_every = 100;
+  int gemm_repeats = 3;
   po::options_description opts(
       "spartan-train: train a CNN on an IDX image dataset (default Fashion-MNIST) with the conv/FC GEMMs\n"
       "going through a chosen GEMM engine, and capture activation traces (.sptrace, docs/trace-format.md).\n\n"
@@ -92,7 +94,7 @@ int run(int argc, char** argv) {
     ("epochs", po::value(&cfg.epochs)->default_value(1), "passes over the training set")
     ("iterations", po::value(&cfg.iterations)->default_value(0), "stop after N steps (0 = run all epochs)")
     ("batch", po::value(&cfg.batch)->default_value(64), "mini-batch size N (the last partial batch of an epoch is dropped)")
-    ("lr", po::value(&cfg.lr)->default_value(0.05f, "0.05"), "base learning rate")
+    ("lr", po::value(&cfg.lr)->default_value(0.02f, "0.02"), "base learning rate")
     ("lr-schedule", po::value(&schedule)->default_value("cosine"), "constant|cosine (cosine decays to 0 over the run)")
     ("momentum", po::value(&cfg.momentum)->default_value(0.9f, "0.9"), "SGD momentum")
     ("weight-decay", po::value(&cfg.weight_decay)->default_value(5e-4f, "5e-4"), "L2 weight decay on conv/FC weights")
@@ -102,6 +104,7 @@ int run(int argc, char** argv) {
     ("device", po::value(&device)->default_value("cpu"), "cpu|cuda")
     ("trace", po::value(&trace_path), "write an activation trace (.sptrace) to FILE")
     ("capture-every", po::value(&capture_every)->default_value(100), "capture steps 0, K, 2K, ... into the trace")
+    ("gemm-repeats", po::value(&gemm_repeats)->default_value(3), "on capture steps, time each GEMM this many times per engine (median)")
     ("trace-dtype", po::value(&trace_dtype)->default_value("f32"), "element type of captured activations: f32|f16|bf16")
     ("eval-every", po::value(&cfg.eval_every)->default_value(0), "also evaluate on the test set every N steps (0 = at epoch ends)")
     ("test-limit", po::value(&cfg.test_limit)->default_value(0), "evaluate on the first N test images only (0 = all)")
@@ -124,25 +127,28 @@ int run(int argc, char** argv) {
   if (cfg.weight_decay < 0) throw InputError("--weight-decay must be >= 0");
   if (cfg.eval_every < 0 || cfg.test_limit < 0) throw InputError("--eval-every and --test-limit must be >= 0");
   if (capture_every < 1) throw InputError("--capture-every must be >= 1");
+  if (gemm_repeats < 1) throw InputError("--gemm-repeats must be >= 1");
   const trace::DType act_dtype = parse_trace_dtype(trace_dtype);
   learning_rate(schedule, cfg.lr, 0, 1);  // validates the schedule name
   if (device != "cpu" && device != "cuda") throw InputError("--device must be cpu or cuda (got '" + device + "')");
-  if (device == "cuda") {
-#ifdef SPARTAN_HAVE_CUDA
-    throw InputError("--device cuda: the CUDA training path is not implemented yet in this build (use --device cpu)");
-#else
-    throw InputError("--device cuda: this build has no CUDA support");
-#endif
-  }
   set_num_threads(threads);
+  // On the GPU the GEMMs run on the CUDA engines of sw/gemm (cuBLAS / CUDA tile-sparse, timed with
+  // CUDA events); the other layers stay on the host (see docs/bench/train.md, "CUDA path").
+  std::string device_name;
+  if (device == "cuda") {
+    device_name = cuda_device_name();  // throws when no GPU / no CUDA build
+    if (gemm_name == "dense" || gemm_name == "tile-sparse") gemm_name = "cuda-" + gemm_name;
+  } else {
+    device_name = cpu_device_name(threads);
+  }
   auto engine = gemm::make_engine(gemm_name);
-  auto dense = gemm::make_engine("dense");
+  auto dense = gemm::make_engine(device == "cuda" ? "cuda-dense" : "dense");
   cfg.sparsity_every = std::min<std::int64_t>(capture_every, 50);
 
   const Dataset data = load_idx_dataset(data_dir);
   auto model = build_model(model_name, 1, data.train.rows, data.train.cols, data.classes, cfg.seed);
   GemmRunner runner(engine.get(), dense.get());
-  const std::string device_name = cpu_device_name(threads);
+  runner.set_repeats(gemm_repeats);
 
   std::vector<TrainObserver*> observers;
   Progress progress;

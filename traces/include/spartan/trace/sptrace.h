@@ -137,6 +137,27 @@ std::vector<std::uint8_t> pack_bits(const std::uint8_t* flags, std::size_t n);
 /// number of bytes than ceil(n / 8).
 std::vector<std::uint8_t> unpack_bits(const TensorView& v, std::uint64_t n);
 
+/// The 2-D matrix view of an `act` tensor used by the hardware replay (docs/hw-units.md, "Trace
+/// replay"): rank >= 3 (NCHW) -> rows = N*C (one row per feature map), cols = H*W*...; rank 2 ([N, K])
+/// -> rows = N, cols = K; rank 1 -> one row; rank 0 -> 1 x 1. Dimensions are returned unchecked (a zero
+/// dimension gives a zero count; callers reject what they cannot map).
+struct MatrixView {
+  std::uint64_t rows = 1, cols = 1;
+};
+inline MatrixView activation_matrix_view(const std::vector<std::int64_t>& shape) {
+  MatrixView v;
+  if (shape.size() >= 3) {
+    v.rows = std::uint64_t(shape[0]) * std::uint64_t(shape[1]);
+    for (std::size_t i = 2; i < shape.size(); ++i) v.cols *= std::uint64_t(shape[i]);
+  } else if (shape.size() == 2) {
+    v.rows = std::uint64_t(shape[0]);
+    v.cols = std::uint64_t(shape[1]);
+  } else if (shape.size() == 1) {
+    v.cols = std::uint64_t(shape[0]);
+  }
+  return v;
+}
+
 /// IEEE 754 half and bfloat16 conversions (round to nearest even; NaN stays NaN).
 float f16_to_f32(std::uint16_t h);
 std::uint16_t f32_to_f16(float f);

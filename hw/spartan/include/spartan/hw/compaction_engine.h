@@ -35,9 +35,9 @@ struct EngineConfig {
   std::uint32_t engine_id = 0;
   double clock_mhz = 1000.0;              ///< the L2 clock of the GPU preset
   std::uint32_t elements_per_cycle = 32;  ///< compactor throughput
-  std::uint32_t outstanding_reads = 16;
-  std::uint32_t outstanding_writes = 16;
-  std::uint32_t read_buffer_bytes = 8192;   ///< a tile must fit (TR*TC*elem bytes), else SUBMIT is BadValue
+  std::uint32_t outstanding_reads = 64;     ///< covers the L2 round trip (~160 cycles) at ~0.4 lines/cycle
+  std::uint32_t outstanding_writes = 32;
+  std::uint32_t read_buffer_bytes = 16384;  ///< a tile must fit (TR*TC*elem bytes), else SUBMIT is BadValue
   std::uint32_t write_buffer_bytes = 4096;
   std::uint32_t queue_depth = 8;
   std::uint32_t job_setup_cycles = 4;

@@ -34,4 +34,46 @@ struct MmioErrorLatch {
   void clear() { err_code = 0; }
 };
 
+/// Serves one MMIO access of a unit's register file, the same way for both units: a TLM_IGNORE command is
+/// answered OK; otherwise the payload is checked (mmio_check_payload), then `read(offset, value&)` or
+/// `write(offset, value)` (each returning an MmioError) decodes the register; the access is counted in
+/// `stats.mmio_reads`/`mmio_writes`, an error in `stats.mmio_errors` and latched in `err`; the response
+/// status follows mmio_response_for. Never throws for a bad access: errors are TLM responses.
+template <class Stats, class Read, class Write>
+void serve_mmio(tlm::tlm_generic_payload& p, Stats& stats, MmioErrorLatch& err, Read&& read, Write&& write) {
+  if (p.get_command() == tlm::TLM_IGNORE_COMMAND) {
+    p.set_response_status(tlm::TLM_OK_RESPONSE);
+    return;
+  }
+  const bool is_write = p.is_write();
+  regmap::MmioError e = mmio_check_payload(p);
+  const std::uint32_t off = static_cast<std::uint32_t>(p.get_address());
+  if (e == regmap::MmioError::None) {
+    if (is_write) {
+      e = write(off, mmio_load_u32(p.get_data_ptr()));
+    } else {
+      std::uint32_t v = 0;
+      e = read(off, v);
+      if (e == regmap::MmioError::None) mmio_store_u32(p.get_data_ptr(), v);
+    }
+  }
+  (is_write ? stats.mmio_writes : stats.mmio_reads)++;
+  if (e != regmap::MmioError::None) {
+    ++stats.mmio_errors;
+    err.latch(e, p.get_address(), is_write);
+  }
+  p.set_response_status(mmio_response_for(e));
+}
+
+/// Debug (transport_dbg) access to a register file: aligned 4-byte reads only, no side effects.
+/// Returns the bytes transferred (4), or 0 for anything else.
+template <class Read>
+unsigned serve_mmio_debug(tlm::tlm_generic_payload& p, Read&& read) {
+  if (!p.is_read() || p.get_data_length() != 4 || p.get_address() % 4 != 0) return 0;
+  std::uint32_t v = 0;
+  if (read(static_cast<std::uint32_t>(p.get_address()), v) != regmap::MmioError::None) return 0;
+  mmio_store_u32(p.get_data_ptr(), v);
+  return 4;
+}
+
 }  // namespace spartan::hw

@@ -27,16 +27,16 @@
 
 namespace spartan::hw {
 
-/// Structural and timing parameters (defaults: docs/hw-units.md "Timing parameters"; initial assumptions,
-/// to be calibrated from the RTL).
+/// Structural and timing parameters (defaults: docs/hw-units.md "Timing parameters"; the timing rules are
+/// calibrated from the RTL, rtl/src/sparsity_monitor.v: docs/hw-units.md "Calibration from the RTL").
 struct MonitorConfig {
   std::uint32_t slice_id = 0;                 ///< L2 slice index (SLICE_ID register)
   double clock_mhz = 1000.0;                  ///< the L2 clock of the GPU preset
-  std::uint32_t lines_per_cycle = 1;          ///< write requests accepted per cycle
+  std::uint32_t lines_per_cycle = 1;          ///< speed-up of accept + counting stages (1 = the RTL)
   std::uint32_t pipeline_latency_cycles = 3;  ///< request -> counter update
   std::uint32_t counter_entries = 8192;       ///< u32 counters (CAPACITY)
-  std::uint32_t flush_groups_per_cycle = 1;   ///< 32 B count-table groups scanned per cycle
-  std::uint32_t flush_outstanding = 4;        ///< flush read-modify-writes in flight
+  std::uint32_t flush_groups_per_cycle = 1;   ///< speed-up of the flush scan (1 = the RTL: 1 counter/cycle)
+  std::uint32_t flush_outstanding = 32;       ///< flush atomics in flight (posted reductions; RTL instance: 4)
   std::uint32_t mmio_latency_cycles = 2;      ///< register access latency
 };
 
@@ -111,7 +111,8 @@ class SparsityMonitor : public sc_core::sc_module {
   bool region_validate(const Region& g, unsigned self) const;
   static void region_derive(Region& g);
   std::uint64_t tiles_of(const Region& g) const;
-  void count_line(Region& g, std::uint64_t addr, const std::uint8_t* data, std::uint32_t len);
+  /// Counts one request into region g; returns its counting-stage cycles (>= 1, see observe_write).
+  std::uint64_t count_line(Region& g, std::uint64_t addr, const std::uint8_t* data, std::uint32_t len);
   void clear_all();
   void update_occupancy();
   void flush_thread();
@@ -130,6 +131,7 @@ class SparsityMonitor : public sc_core::sc_module {
   bool flush_busy_ = false, flush_done_ = false;
   std::uint32_t flush_mask_ = 0;
   sc_core::sc_time flush_start_, last_flush_done_, input_free_;
+  sc_core::sc_time count_free_, last_count_start_;  ///< counting stage free; start of the last counted request
   sc_core::sc_event flush_start_ev_, flush_done_ev_;
   std::vector<LineObserver> line_observers_;
   std::vector<FlushObserver> flush_observers_;

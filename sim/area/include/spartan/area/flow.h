@@ -4,6 +4,7 @@
 // fmax = 1 / (worst path over all path groups), inputs and outputs constrained with zero external delay
 // (the neighbours are assumed registered), so input-to-register logic counts as well.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,13 +28,21 @@ struct UnitSpec {
   unsigned count_override = 0;      ///< instances per GPU when role is kOther (0: not counted per GPU)
 };
 
-/// Reads a unit manifest (YAML or JSON). Format (paths relative to the manifest's directory):
+/// Reads a unit manifest: files ending in .txt go to load_units_txt(), everything else is YAML/JSON.
+/// YAML/JSON format Format (paths relative to the manifest's directory):
 ///   units:
 ///     - {name: sparsity_monitor, top: sparsity_monitor, role: monitor, files: [a.v, b.v],
 ///        parameters: {LANES: 8}, clock: clk}
 /// role: monitor (one per L2 slice) | engine (compaction engines per GPU) | other (count: N, default 0).
 /// Throws ConfigError on a missing key, unknown role, or a listed file that does not exist.
 std::vector<UnitSpec> load_manifest(const std::string& path);
+
+/// Reads the RTL helper's text manifest (rtl/units.txt). Format: '#' comments; "top NAME" starts a unit;
+/// the following indented lines are its files (relative to the manifest's directory, dependency order),
+/// "params K=V K=V ..." (Yosys chparam), and optionally "role monitor|engine|other" and "count N".
+/// Without a role line: top sparsity_monitor -> monitor, compaction_engine -> engine, others -> other.
+/// Throws ConfigError (with the line number) on anything else.
+std::vector<UnitSpec> load_units_txt(const std::string& path);
 
 /// Default units when no manifest exists: sparsity_monitor (monitor) and compaction_engine (engine),
 /// each with every *.v / *.sv file of `rtl_dir`. Throws InputError when rtl_dir has no Verilog.
@@ -44,6 +53,15 @@ struct ToolConfig {
   std::string sta = "/usr/bin/sta";
   std::string liberty = "/usr/share/qflow/tech/osu018/osu018_stdcells.lib";
   double clock_ns = 10.0;  ///< STA clock period; fmax follows from the slack, not from this value
+  /// Above this many SRAM-eligible memory bits a unit is not synthesised with its memories as flip-flops
+  /// (hours of ABC for a 32 KiB table): its timing then comes from the logic netlist with the macros
+  /// as black boxes, and the flip-flop memory area is not reported.
+  std::uint64_t ff_memory_limit_bits = 65536;
+  /// ABC maps with the clock as delay target, buffers high-fanout nets and sizes gates (see flow.cpp);
+  /// false gives the plain `abc -liberty` mapping (unbuffered, X1 cells: timing far too pessimistic).
+  bool abc_buffering = true;
+  /// "CELL IN OUT" buffer used by Yosys `insbuf` to replace assigns in the netlist given to OpenSTA.
+  std::string buffer_cell = "BUFX2 A Y";
 };
 
 /// Checks that the tools are executable and the liberty is readable. Throws InputError (one line).
@@ -51,11 +69,13 @@ void check_tools(const ToolConfig& tools);
 
 struct UnitResult {
   UnitSpec spec;
-  YosysStat stat;                  ///< mapped design, memories as flip-flops
+  YosysStat stat;                  ///< the netlist that was timed: memories as flip-flops if ff_synthesised
+  bool ff_synthesised = true;      ///< memories were also synthesised as flip-flops (stat is that run)
+  bool timed_with_macros = false;  ///< STA ran on the logic netlist, SRAM macros as black boxes
   std::vector<MemoryInfo> memories;
-  /// Area of everything but the memories: the design synthesised again with each `$mem_v2` turned into
-  /// a black-box macro (zero area), so the logic around the memories is kept exactly. Equals
-  /// stat.chip_area_um2 when there are no memories.
+  /// Area of everything but the SRAM-eligible memories (MemoryInfo::sram()): the design synthesised
+  /// again with each of them turned into a black-box macro (zero area), so the logic around them is kept
+  /// exactly. Equals stat.chip_area_um2 when there is no SRAM-eligible memory.
   double logic_um2 = 0.0;
   bool has_reg2reg = false;
   StaPath reg2reg;                 ///< worst register-to-register path (reported)

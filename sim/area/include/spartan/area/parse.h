@@ -36,7 +36,16 @@ struct MemoryInfo {
   unsigned write_ports = 0;    ///< WR_PORTS
   bool sync_read = false;      ///< any RD_CLK_ENABLE bit set (registered read port)
   std::uint64_t bits() const noexcept { return width_bits * depth_words; }
+  /// Whether an SRAM macro can stand for this memory (sram_eligible()).
+  bool sram() const noexcept;
 };
+
+/// SRAM-macro rule: at most one write and two read ports and at least kSramMinDepthWords words. Smaller
+/// or more heavily ported arrays (register banks such as per-region configuration registers, which Yosys
+/// also infers as memories) stay flip-flops in every model. The same rule is given to Yosys as the
+/// selection kSramYosysSelect.
+inline constexpr std::uint64_t kSramMinDepthWords = 16;
+inline constexpr const char* kSramYosysSelect = "t:$mem_v2 r:WR_PORTS<=1 %i r:RD_PORTS<=2 %i r:SIZE>=16 %i";
 
 /// Parses the RTLIL text of `dump t:$mem_v2` (Yosys 0.23). An empty dump means no memories.
 /// Throws FormatError on a `$mem_v2` cell that lacks WIDTH or SIZE.

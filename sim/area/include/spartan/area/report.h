@@ -36,6 +36,7 @@ struct ReportOptions {
   MemoryModel memory_model = MemoryModel::kSram;
   double clock_ns = 10.0;
   std::string liberty;
+  bool abc_buffering = true;
 };
 
 /// Builds the JSON report (all numbers; areas in um^2 per instance, mm^2 per GPU).

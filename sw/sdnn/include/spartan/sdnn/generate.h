@@ -24,7 +24,9 @@ struct RadixNetSpec {
   int permute_every = 4;      ///< 0: never permute
   std::uint64_t seed = 1;
   /// "challenge": every weight 1/16 (the Graph Challenge value for its networks);
-  /// "he": N(0, 2 / fan_in) from a counter-based generator (training).
+  /// "he": N(0, 2 / fan_in) from a counter-based generator (training);
+  /// "identity": 1 on the diagonal where the pattern has it, plus 0.1 x the He deviate (identity initialisation,
+  /// Le, Jaitly & Hinton 2015: the body starts as a pass-through so training starts from the linear model).
   std::string init = "challenge";
 };
 

@@ -56,6 +56,12 @@ class Trainer {
   double accuracy(const LabelledSet& data);
 
   DistEngine& engine() { return eng_; }
+  int classes() const { return cfg_.classes; }
+  float ymax() const { return cfg_.ymax; }
+  /// nnz of body layer k over all ranks.
+  std::int64_t global_nnz(int k) const { return nnz_[static_cast<std::size_t>(k)]; }
+  /// SGD steps taken so far.
+  std::int64_t steps() const { return steps_; }
   /// Parameter access for the finite-difference check: layer k's local values, biases, head.
   std::vector<float>& body_values(int k) { return eng_.plan()[k].values; }
   std::vector<float>& body_bias(int k) { return bias_[k]; }
@@ -71,6 +77,8 @@ class Trainer {
   std::vector<float> head_, head_bias_;    // head_: classes x local outputs of the last layer
   std::vector<std::vector<float>> gw_, gb_;
   std::vector<float> ghead_, ghead_bias_;
+  std::vector<std::int64_t> nnz_;
+  std::int64_t steps_ = 0;
 };
 
 /// Softmax-regression baseline on the same inputs (dense classes x N weights, same SGD, batch and epochs).

@@ -17,11 +17,12 @@ struct GemmTiming {
   int layer = 0;
   GemmPass pass = GemmPass::Forward;
   int M = 0, N = 0, K = 0;
-  double engine_ms = 0;  ///< time of the engine that produced the result
+  double engine_ms = 0;  ///< time of the engine that produced the result (median of the repeats)
   double dense_ms = -1;  ///< dense (OpenBLAS) time of the same call; == engine_ms when the engine is dense
   bool tile_sparse = false;  ///< the engine is a tile-sparse one: the two fields below are valid
   double tile_kernel_ms = -1;   ///< tile-sparse compute alone (operand already compacted)
   double tile_compact_ms = -1;  ///< dense-to-tile-sparse conversion of the sparse operand
+  bool device_timer = false;    ///< times are device times (CUDA events of a CUDA engine), not host wall clock
   double operand_sparsity = 0;  ///< zero fraction of the operand marked sparse
 };
 
@@ -33,6 +34,9 @@ class GemmRunner {
   /// Runs `call` for `layer`'s `pass`; records a GemmTiming when timing is enabled.
   void run(int layer, GemmPass pass, const gemm::GemmCall& call);
   void set_timing(bool on) { timing_ = on; }
+  /// Timed calls are repeated `n` times on each engine (extra runs write to scratch) and the median is
+  /// recorded: single runs are at the mercy of the scheduler on a shared machine. Default 3.
+  void set_repeats(int n) { repeats_ = n < 1 ? 1 : n; }
   bool timing() const { return timing_; }
   std::vector<GemmTiming> take_timings();
   const gemm::GemmEngine& engine() const { return *engine_; }
@@ -41,6 +45,7 @@ class GemmRunner {
   gemm::GemmEngine* engine_;
   gemm::GemmEngine* dense_;
   bool timing_ = false;
+  int repeats_ = 3;
   std::vector<GemmTiming> timings_;
   std::vector<float> scratch_;
 };

@@ -15,7 +15,7 @@ struct TrainConfig {
   int epochs = 1;
   std::int64_t iterations = 0;  ///< stop after this many steps (0 = run all epochs)
   int batch = 64;
-  float lr = 0.05f;
+  float lr = 0.02f;
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
   std::string lr_schedule = "cosine";  ///< "constant" or "cosine" (decay to 0 over the run)

@@ -1,0 +1,88 @@
+// Physical address -> L2 slice -> DRAM channel / bank group / bank / row / column.
+//
+// Slice selection (address-slice hashing): the address is cut into `interleave_bytes` chunks; chunk c lies
+// in group g = c / S (S = number of slices) and goes to slice (c mod S + h(g)) mod S, where h is an XOR
+// fold of g ("rotate_xor") or 0 ("modulo"). Within each group the S chunks are a rotation over the S slices,
+// so the map is a bijection for any S (also non-powers of two) and the slice-local address is simply
+// g * interleave_bytes + offset. The XOR fold spreads power-of-two strides over slices, in the spirit of
+// the IPOLY hashing of Accel-Sim/GPGPU-Sim (Rau, ISCA 1991) but not the same function (this project's choice).
+//
+// DRAM: slices_per_channel = S / channels consecutive slices share channel slice / slices_per_channel.
+// The channel-local address is split, low to high, into burst offset | bank group | column | bank | row,
+// so consecutive bursts alternate bank groups (tCCD_S, not tCCD_L, paces a stream) and a stream stays in
+// one row of each bank for row_bytes * bank_groups bytes. The bank index is XORed with the low row bits
+// (permutation-based interleaving, Zhang et al., MICRO 2000) to spread row conflicts.
+#pragma once
+#include <cstdint>
+
+#include "spartan/hw/gpu_config.h"
+
+namespace spartan::hw {
+
+/// Division by a run-time constant: a shift when it is a power of two (the common case), else a divide.
+struct FastDiv {
+  std::uint64_t d = 1;
+  int shift = 0;  ///< -1: not a power of two
+  FastDiv() = default;
+  explicit FastDiv(std::uint64_t v) : d(v), shift((v && !(v & (v - 1))) ? __builtin_ctzll(v) : -1) {}
+  std::uint64_t div(std::uint64_t x) const noexcept { return shift >= 0 ? x >> shift : x / d; }
+  std::uint64_t mod(std::uint64_t x) const noexcept { return shift >= 0 ? x & (d - 1) : x % d; }
+};
+
+struct SliceAddress {
+  std::uint32_t slice;  ///< 0 .. slices-1
+  std::uint64_t local;  ///< byte address inside the slice's share of memory
+};
+
+struct DramAddress {
+  std::uint32_t channel, bank_group, bank;  ///< bank is within its bank group
+  std::uint32_t row;
+  std::uint32_t column;  ///< burst index within the row
+  std::uint32_t flat_bank(std::uint32_t banks_per_group) const { return bank_group * banks_per_group + bank; }
+};
+
+class AddressMap {
+ public:
+  explicit AddressMap(const GpuConfig& cfg);
+
+  SliceAddress to_slice(std::uint64_t addr) const noexcept {
+    std::uint64_t chunk = interleave_.div(addr), off = interleave_.mod(addr);
+    std::uint64_t group = slices_.div(chunk);
+    std::uint64_t rot = xor_hash_ ? fold(group) : 0;
+    return {std::uint32_t(slices_.mod(slices_.mod(chunk) + rot)), group * interleave_.d + off};
+  }
+  /// Inverse of to_slice().
+  std::uint64_t to_global(std::uint32_t slice, std::uint64_t local) const noexcept {
+    std::uint64_t group = interleave_.div(local), off = interleave_.mod(local);
+    std::uint64_t rot = xor_hash_ ? slices_.mod(fold(group)) : 0;
+    std::uint64_t pos = slices_.mod(slice + slices_.d - rot);
+    return (group * slices_.d + pos) * interleave_.d + off;
+  }
+  /// DRAM coordinates of a slice-local address.
+  DramAddress to_dram(std::uint32_t slice, std::uint64_t local) const noexcept {
+    std::uint32_t ch = std::uint32_t(spc_.div(slice));
+    std::uint64_t ch_local = interleave_.div(local) * spc_.d * interleave_.d + spc_.mod(slice) * interleave_.d +
+                             interleave_.mod(local);
+    std::uint64_t x = burst_.div(ch_local);
+    DramAddress d{};
+    d.channel = ch;
+    d.bank_group = std::uint32_t(bank_groups_.mod(x));
+    x = bank_groups_.div(x);
+    d.column = std::uint32_t(bursts_per_row_.mod(x));
+    x = bursts_per_row_.div(x);
+    std::uint32_t bank = std::uint32_t(banks_per_group_.mod(x));
+    x = banks_per_group_.div(x);
+    d.row = std::uint32_t(x);
+    d.bank = std::uint32_t(banks_per_group_.mod(bank ^ x));
+    return d;
+  }
+  std::uint32_t slices() const noexcept { return std::uint32_t(slices_.d); }
+  std::uint32_t slices_per_channel() const noexcept { return std::uint32_t(spc_.d); }
+
+ private:
+  static std::uint64_t fold(std::uint64_t g) noexcept { return g ^ (g >> 5) ^ (g >> 11) ^ (g >> 17); }
+  FastDiv interleave_, slices_, spc_, burst_, bank_groups_, banks_per_group_, bursts_per_row_;
+  bool xor_hash_;
+};
+
+}  // namespace spartan::hw

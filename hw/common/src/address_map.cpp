@@ -1,0 +1,15 @@
+#include "spartan/hw/address_map.h"
+
+namespace spartan::hw {
+
+AddressMap::AddressMap(const GpuConfig& c)
+    : interleave_(c.l2.interleave_bytes),
+      slices_(c.l2.slices),
+      spc_(c.l2.slices / c.dram.channels),
+      burst_(c.dram.burst_bytes()),
+      bank_groups_(c.dram.bank_groups),
+      banks_per_group_(c.dram.banks_per_group),
+      bursts_per_row_(c.dram.row_bytes / c.dram.burst_bytes()),
+      xor_hash_(c.l2.hash == "rotate_xor") {}
+
+}  // namespace spartan::hw

@@ -1,0 +1,216 @@
+#include "spartan/hw/gpu_config.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/error.h"
+#include "spartan/hw/config_reader.h"
+
+#ifndef SPARTAN_GPU_CONFIG_DIR
+#define SPARTAN_GPU_CONFIG_DIR "sim/configs/gpu"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace spartan::hw {
+namespace {
+
+std::string preset_dir() {
+  if (const char* env = std::getenv("SPARTAN_GPU_CONFIG_DIR"); env && *env) return env;
+  return SPARTAN_GPU_CONFIG_DIR;
+}
+
+bool is_pow2(std::uint64_t v) { return v && !(v & (v - 1)); }
+
+void read_timing(ConfigMap m, DramTiming& t) {
+  t.tRCD = m.u32("tRCD");
+  t.tRP = m.u32("tRP");
+  t.tRAS = m.u32("tRAS");
+  t.tRC = m.u32("tRC");
+  t.CL = m.u32("CL");
+  t.WL = m.u32("WL");
+  t.tCCDL = m.u32("tCCDL");
+  t.tCCDS = m.u32("tCCDS");
+  t.tRRD = m.u32("tRRD");
+  t.tWR = m.u32("tWR");
+  t.tRTP = m.u32("tRTP", t.tRTP);
+  t.tWTR = m.u32("tWTR", t.tWTR);
+  t.tRTW = m.u32("tRTW", t.tRTW);
+  t.tBURST = m.u32("tBURST");
+  t.tREFI = m.u32("tREFI", t.tREFI);
+  t.tRFC = m.u32("tRFC", t.tRFC);
+  m.finish();
+}
+
+}  // namespace
+
+std::string resolve_gpu_preset(const std::string& s) {
+  bool is_path = s.find('/') != std::string::npos || (s.size() > 5 && s.substr(s.size() - 5) == ".yaml") ||
+                 (s.size() > 4 && s.substr(s.size() - 4) == ".yml");
+  if (is_path) {
+    if (!fs::is_regular_file(s)) throw spartan::ConfigError(s, "--gpu", "no such GPU config file");
+    return s;
+  }
+  fs::path p = fs::path(preset_dir()) / (s + ".yaml");
+  if (!fs::is_regular_file(p)) {
+    std::string known;
+    for (auto& n : list_gpu_presets()) known += (known.empty() ? "" : ", ") + n;
+    throw spartan::ConfigError(p.string(), "--gpu", "unknown GPU preset '" + s + "' (known: " + known + ")");
+  }
+  return p.string();
+}
+
+std::vector<std::string> list_gpu_presets() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(preset_dir(), ec))
+    if (e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+GpuConfig load_gpu_config(const std::string& name_or_path) {
+  std::string file = resolve_gpu_preset(name_or_path);
+  std::string text;
+  try {
+    text = spartan::read_file(file);
+  } catch (const spartan::Error& e) {
+    throw spartan::ConfigError(file, "--gpu", e.what());
+  }
+  return parse_gpu_config(text, file);
+}
+
+GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
+  GpuConfig c;
+  c.file = file;
+  ConfigMap root(parse_yaml(text, file), file, "");
+  c.name = root.str("name");
+  root.str("source", "");  // free text naming the sources (documentation only)
+  c.die_area_mm2 = root.f64("die_area_mm2");
+  c.node_nm = root.f64("node_nm");
+  {
+    auto m = root.child("clocks");
+    c.clocks.core_mhz = m.f64("core_mhz");
+    c.clocks.crossbar_mhz = m.f64("crossbar_mhz", c.clocks.core_mhz);
+    c.clocks.l2_mhz = m.f64("l2_mhz");
+    c.clocks.dram_mhz = m.f64("dram_mhz");
+    m.finish();
+    for (auto [k, v] : {std::pair{"core_mhz", c.clocks.core_mhz}, {"crossbar_mhz", c.clocks.crossbar_mhz},
+                        {"l2_mhz", c.clocks.l2_mhz}, {"dram_mhz", c.clocks.dram_mhz}})
+      if (!(v > 0)) m.fail(k, "clock must be > 0 MHz");
+  }
+  {
+    auto m = root.child("sm");
+    c.sm.count = m.u32("count");
+    c.sm.max_outstanding_lines = m.u32("max_outstanding_lines", c.sm.max_outstanding_lines);
+    c.sm.issue_interval_cycles = m.u32("issue_interval_cycles", c.sm.issue_interval_cycles);
+    m.finish();
+    if (c.sm.count == 0) m.fail("count", "must be > 0");
+    if (c.sm.max_outstanding_lines == 0) m.fail("max_outstanding_lines", "must be > 0");
+  }
+  {
+    auto m = root.child("crossbar");
+    c.crossbar.latency_cycles = m.u32("latency_cycles");
+    c.crossbar.port_bytes_per_cycle = m.u32("port_bytes_per_cycle");
+    c.crossbar.header_bytes = m.u32("header_bytes", c.crossbar.header_bytes);
+    m.finish();
+    if (c.crossbar.port_bytes_per_cycle == 0) m.fail("port_bytes_per_cycle", "must be > 0");
+  }
+  {
+    auto m = root.child("l2");
+    c.l2.slices = m.u32("slices");
+    c.l2.interleave_bytes = m.u32("interleave_bytes");
+    c.l2.hash = m.str("hash", c.l2.hash);
+    auto& s = c.l2.slice;
+    s.sets = m.u32("sets");
+    s.ways = m.u32("ways");
+    s.line_bytes = m.u32("line_bytes");
+    s.sector_bytes = m.u32("sector_bytes");
+    s.hit_latency_cycles = m.u32("hit_latency_cycles");
+    s.bytes_per_cycle = m.u32("bytes_per_cycle");
+    s.mshr_entries = m.u32("mshr_entries");
+    s.writeback_entries = m.u32("writeback_entries", s.writeback_entries);
+    std::uint64_t total = m.has("size_bytes") ? m.u64("size_bytes") : 0;
+    m.finish();
+    if (total && total != c.l2.size_bytes())
+      m.fail("size_bytes", std::to_string(total) + " != slices*sets*ways*line_bytes = " +
+                               std::to_string(c.l2.size_bytes()));
+  }
+  {
+    auto m = root.child("dram");
+    auto& d = c.dram;
+    d.kind = m.str("kind");
+    d.channels = m.u32("channels");
+    d.bank_groups = m.u32("bank_groups");
+    d.banks_per_group = m.u32("banks_per_group");
+    d.bus_bytes = m.u32("bus_bytes");
+    d.burst_length = m.u32("burst_length");
+    d.data_rate = m.u32("data_rate");
+    d.row_bytes = m.u32("row_bytes");
+    d.controller_latency_cycles = m.u32("controller_latency_cycles");
+    d.capacity_bytes = m.u64("capacity_bytes", 0);
+    read_timing(m.child("timing"), d.timing);
+    m.finish();
+  }
+  if (root.has("simulation")) {
+    auto m = root.child("simulation");
+    c.simulation.quantum_ns = m.f64("quantum_ns", c.simulation.quantum_ns);
+    m.finish();
+  }
+  root.finish();
+  validate_gpu_config(c);
+  return c;
+}
+
+void validate_gpu_config(const GpuConfig& c) {
+  auto fail = [&](const std::string& key, const std::string& what) {
+    throw spartan::ConfigError(c.file, key, what);
+  };
+  const auto& s = c.l2.slice;
+  if (c.l2.slices == 0) fail("l2.slices", "must be > 0");
+  if (!is_pow2(s.sets)) fail("l2.sets", "number of sets " + std::to_string(s.sets) + " is not a power of two");
+  if (s.ways == 0) fail("l2.ways", "must be > 0");
+  if (!is_pow2(s.sector_bytes)) fail("l2.sector_bytes", "must be a power of two");
+  if (!is_pow2(s.line_bytes)) fail("l2.line_bytes", "must be a power of two");
+  if (s.line_bytes % s.sector_bytes)
+    fail("l2.line_bytes", "line size " + std::to_string(s.line_bytes) + " is not a multiple of the sector size " +
+                              std::to_string(s.sector_bytes));
+  if (s.line_bytes / s.sector_bytes > 32) fail("l2.sector_bytes", "at most 32 sectors per line");
+  if (s.bytes_per_cycle == 0) fail("l2.bytes_per_cycle", "must be > 0");
+  if (s.mshr_entries == 0) fail("l2.mshr_entries", "must be > 0");
+  if (s.writeback_entries == 0) fail("l2.writeback_entries", "must be > 0");
+  if (c.l2.interleave_bytes == 0 || c.l2.interleave_bytes % s.line_bytes)
+    fail("l2.interleave_bytes", "must be a non-zero multiple of l2.line_bytes");
+  if (c.l2.hash != "rotate_xor" && c.l2.hash != "modulo")
+    fail("l2.hash", "unknown hash '" + c.l2.hash + "' (rotate_xor, modulo)");
+  const auto& d = c.dram;
+  if (d.channels == 0) fail("dram.channels", "must be > 0");
+  if (c.l2.slices % d.channels)
+    fail("l2.slices", std::to_string(c.l2.slices) + " slices cannot be split evenly over " +
+                          std::to_string(d.channels) + " DRAM channels");
+  if (d.bank_groups == 0) fail("dram.bank_groups", "must be > 0 (zero banks)");
+  if (d.banks_per_group == 0) fail("dram.banks_per_group", "must be > 0 (zero banks)");
+  if (d.bus_bytes == 0) fail("dram.bus_bytes", "must be > 0");
+  if (d.burst_length == 0) fail("dram.burst_length", "must be > 0");
+  if (d.data_rate == 0) fail("dram.data_rate", "must be > 0");
+  if (d.row_bytes == 0 || d.row_bytes % d.burst_bytes())
+    fail("dram.row_bytes", "must be a non-zero multiple of the burst size (bus_bytes*burst_length)");
+  if (s.sector_bytes % d.burst_bytes() && d.burst_bytes() % s.sector_bytes)
+    fail("l2.sector_bytes", "sector size and DRAM burst size (" + std::to_string(d.burst_bytes()) +
+                                ") must divide one another");
+  const auto& t = d.timing;
+  if (t.tBURST == 0) fail("dram.timing.tBURST", "must be > 0");
+  if (t.tBURST * d.data_rate != d.burst_length)
+    fail("dram.timing.tBURST", "must equal burst_length / data_rate");
+  if (t.tRC < t.tRAS + t.tRP) fail("dram.timing.tRC", "tRC must be >= tRAS + tRP");
+  if (t.tRAS < t.tRCD) fail("dram.timing.tRAS", "tRAS must be >= tRCD");
+  if (t.tCCDL < t.tCCDS) fail("dram.timing.tCCDL", "tCCDL must be >= tCCDS");
+  if (t.tREFI && t.tRFC >= t.tREFI) fail("dram.timing.tRFC", "tRFC must be < tREFI");
+  if (c.simulation.quantum_ns <= 0) fail("simulation.quantum_ns", "must be > 0");
+  if (c.die_area_mm2 <= 0) fail("die_area_mm2", "must be > 0");
+  if (c.node_nm <= 0) fail("node_nm", "must be > 0");
+}
+
+}  // namespace spartan::hw

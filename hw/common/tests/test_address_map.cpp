@@ -1,0 +1,64 @@
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "spartan/hw/address_map.h"
+
+using namespace spartan::hw;
+
+static GpuConfig small(std::uint32_t slices, std::uint32_t channels, const char* hash) {
+  GpuConfig c;
+  c.l2.slices = slices;
+  c.l2.hash = hash;
+  c.l2.interleave_bytes = 256;
+  c.dram.channels = channels;
+  return c;
+}
+
+class AddressMapP : public ::testing::TestWithParam<std::tuple<int, int, const char*>> {};
+
+TEST_P(AddressMapP, SliceMapIsABijectionAndBalanced) {
+  auto [s, ch, hash] = GetParam();
+  AddressMap m(small(s, ch, hash));
+  std::vector<std::uint64_t> per_slice(s, 0);
+  for (std::uint64_t a = 0; a < 256ull * s * 64; a += 64) {
+    auto sa = m.to_slice(a);
+    ASSERT_LT(sa.slice, std::uint32_t(s));
+    ASSERT_EQ(m.to_global(sa.slice, sa.local), a);
+    ++per_slice[sa.slice];
+  }
+  for (auto n : per_slice) EXPECT_EQ(n, per_slice[0]);  // a contiguous range spreads exactly evenly
+}
+
+TEST_P(AddressMapP, DramCoordinatesAreUnique) {
+  auto [s, ch, hash] = GetParam();
+  GpuConfig c = small(s, ch, hash);
+  AddressMap m(c);
+  std::set<std::tuple<int, int, int, int, int>> seen;
+  for (std::uint64_t a = 0; a < 4ull << 20; a += c.dram.burst_bytes()) {
+    auto sa = m.to_slice(a);
+    auto d = m.to_dram(sa.slice, sa.local);
+    ASSERT_LT(d.channel, std::uint32_t(ch));
+    ASSERT_LT(d.bank_group, c.dram.bank_groups);
+    ASSERT_LT(d.bank, c.dram.banks_per_group);
+    ASSERT_TRUE(seen.insert({int(d.channel), int(d.bank_group), int(d.bank), int(d.row), int(d.column)}).second);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometries, AddressMapP,
+                         ::testing::Values(std::make_tuple(64, 32, "rotate_xor"), std::make_tuple(64, 32, "modulo"),
+                                           std::make_tuple(80, 40, "rotate_xor"), std::make_tuple(16, 16, "rotate_xor"),
+                                           std::make_tuple(6, 3, "rotate_xor")));
+
+TEST(AddressMap, XorHashSpreadsPowerOfTwoStrides) {
+  // A stride of slices*interleave hits one slice under plain modulo interleaving; the hash spreads it.
+  AddressMap mod(small(64, 32, "modulo")), hashed(small(64, 32, "rotate_xor"));
+  std::set<std::uint32_t> a, b;
+  for (std::uint64_t i = 0; i < 256; ++i) {
+    a.insert(mod.to_slice(i * 64 * 256).slice);
+    b.insert(hashed.to_slice(i * 64 * 256).slice);
+  }
+  EXPECT_EQ(a.size(), 1u);
+  EXPECT_GT(b.size(), 32u);
+}

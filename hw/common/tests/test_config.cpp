@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/error.h"
+#include "spartan/hw/gpu_config.h"
+
+using namespace spartan::hw;
+
+namespace {
+std::string preset_text(const std::string& name) { return spartan::read_file(resolve_gpu_preset(name)); }
+
+// Replaces the first line `  key: value` (any indent) with the given value; "" deletes the line.
+std::string with(std::string text, const std::string& key, const std::string& value) {
+  std::regex re("(\\n\\s*)" + key + ":[^\\n]*");
+  std::smatch m;
+  if (!std::regex_search(text, m, re)) ADD_FAILURE() << "no key " << key;
+  std::string repl = value.empty() ? "" : m[1].str() + key + ": " + value;
+  return text.replace(m.position(0), m.length(0), repl);
+}
+
+void expect_config_error(const std::string& text, const std::string& key, const std::string& fragment) {
+  try {
+    parse_gpu_config(text, "test.yaml");
+    ADD_FAILURE() << "no error for " << key;
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_EQ(e.key(), key) << e.what();
+    EXPECT_EQ(e.file(), "test.yaml");
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+}
+}  // namespace
+
+TEST(GpuConfig, AllPresetsLoad) {
+  auto names = list_gpu_presets();
+  EXPECT_GE(names.size(), 1u);
+  for (auto& n : names) {
+    GpuConfig c = load_gpu_config(n);
+    EXPECT_EQ(c.name, n);
+    EXPECT_GT(c.die_area_mm2, 0);
+    EXPECT_GT(c.peak_dram_bytes_per_s(), 0);
+  }
+}
+
+TEST(GpuConfig, V100FollowsAccelSim) {
+  GpuConfig c = load_gpu_config("v100");
+  EXPECT_EQ(c.sm.count, 80u);
+  EXPECT_EQ(c.l2.slices, 64u);
+  EXPECT_EQ(c.l2.size_bytes(), 6u << 20);
+  EXPECT_EQ(c.dram.timing.tRCD, 12u);
+  EXPECT_EQ(c.dram.timing.tRC, 40u);
+  EXPECT_NEAR(c.peak_dram_bytes_per_s(), 870.4e9, 1e6);
+  EXPECT_DOUBLE_EQ(c.clocks.l2_mhz, 1447);
+  // A path works as well as a name.
+  GpuConfig p = load_gpu_config(resolve_gpu_preset("v100"));
+  EXPECT_EQ(p.l2.size_bytes(), c.l2.size_bytes());
+}
+
+TEST(GpuConfig, RejectsUnknownAndMissingKeys) {
+  std::string v = preset_text("v100");
+  expect_config_error(with(v, "ways", "24\n  wayz: 3"), "l2.wayz", "unknown key");
+  expect_config_error(with(v, "tRCD", ""), "dram.timing.tRCD", "missing required key");
+  expect_config_error(with(v, "die_area_mm2", ""), "die_area_mm2", "missing required key");
+  expect_config_error(with(v, "ways", "many"), "l2.ways", "expected a non-negative integer");
+  expect_config_error(v + "\nbogus: 1\n", "bogus", "unknown key");
+}
+
+TEST(GpuConfig, RejectsImpossibleGeometry) {
+  std::string v = preset_text("v100");
+  expect_config_error(with(with(v, "sets", "48"), "size_bytes", ""), "l2.sets", "not a power of two");
+  expect_config_error(with(v, "banks_per_group", "0"), "dram.banks_per_group", "zero banks");
+  expect_config_error(with(with(v, "sector_bytes", "48"), "size_bytes", ""), "l2.sector_bytes", "power of two");
+  expect_config_error(with(with(v, "line_bytes", "16"), "size_bytes", ""), "l2.line_bytes", "not a multiple of the sector");
+  expect_config_error(with(v, "size_bytes", "1234"), "l2.size_bytes", "!=");
+  expect_config_error(with(v, "tRC", "20"), "dram.timing.tRC", "tRAS + tRP");
+  expect_config_error(with(with(v, "slices", "63"), "size_bytes", ""), "l2.slices", "evenly");
+  expect_config_error("name: [unclosed", "<yaml>", "line");
+}
+
+TEST(GpuConfig, UnknownPresetNamesKnownOnes) {
+  try {
+    load_gpu_config("no_such_gpu");
+    FAIL();
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("v100"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_gpu_config("/nonexistent/x.yaml"), spartan::ConfigError);
+}

@@ -1,0 +1,59 @@
+// Crossbar between the SMs (and extra initiators such as the CompactionEngine) and the L2 slices.
+// Each input port and each slice-side port has a request and a response direction, each moving
+// port_bytes_per_cycle bytes per crossbar cycle (a BandwidthCalendar per port and direction: the
+// busy-until reservation generalised to out-of-time-order requests); a message of
+// header_bytes + payload, rounded up to whole flits, crosses both ports it uses plus latency_cycles. Writes carry their data on the request path, reads on the response path. The slice is
+// chosen by the AddressMap (address-slice hashing); a request must lie inside one L2 line.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include "spartan/hw/address_map.h"
+#include "spartan/hw/reservation.h"
+#include "spartan/hw/stats.h"
+
+namespace spartan::hw::gpu {
+
+struct CrossbarPortStats {
+  std::uint64_t requests = 0, request_bytes = 0, response_bytes = 0;
+  Average queue_delay_ps;  ///< waiting for busy ports (both directions) per request
+  void register_with(StatsGroup& g) const;
+};
+
+class Crossbar : public sc_core::sc_module {
+ public:
+  tlm_utils::multi_passthrough_target_socket<Crossbar> in;      ///< port i = SM i, then extra initiators
+  tlm_utils::multi_passthrough_initiator_socket<Crossbar> out;  ///< port s = L2 slice s
+
+  Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const AddressMap& map, StatsRegistry& stats);
+  /// Declares the next input port (call once per binding of `in`, in binding order); `name` labels stats.
+  void add_input_port(const std::string& name);
+  std::size_t input_ports() const { return ports_.size(); }
+
+ private:
+  struct Port {
+    // 8-cycle bins over a 16K-cycle horizon: small enough (8 KiB) to stay in cache across many ports.
+    Port(const ClockDomain& clk, std::uint32_t bw) : req(clk, bw, 8, 2048), rsp(clk, bw, 8, 2048) {}
+    BandwidthCalendar req, rsp;
+    CrossbarPortStats stats;
+  };
+  void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
+  std::uint64_t flit_bytes(std::uint32_t payload) const { return (header_ + payload + bw_ - 1) / bw_ * bw_; }
+  const AddressMap& map_;
+  StatsRegistry& registry_;
+  ClockDomain clk_;
+  std::uint32_t bw_, header_;
+  ps_t latency_ps_;
+  std::deque<Port> ports_;  // deque: stats references stay valid as ports are added
+  std::deque<Port> slice_ports_;
+};
+
+}  // namespace spartan::hw::gpu

@@ -1,0 +1,100 @@
+// One L2 slice: set-associative, write-back, write-allocate, sectored lines, LRU replacement, MSHRs with
+// miss merging. Target socket from the crossbar (global addresses; a request must lie inside one line),
+// initiator socket to its memory controller (fills and writebacks, slice-local addresses), and a socket
+// to the BackingStore used through DMI for the data.
+//
+// Timing/functional split (as in GPGPU-Sim and gem5's functional accesses): the slice keeps tags and
+// per-sector state (valid, dirty, time the sector's data arrives), not data; the values of every access go
+// straight to the BackingStore, so what is written is what is read back whatever the cache state.
+//
+// Timing of a request arriving at t (L2 cycles, H = hit_latency_cycles):
+//  - the data array is reserved for ceil(bytes / bytes_per_cycle) cycles from start = max(t, busy_until);
+//  - all sectors valid and arrived:           response at start + H                       (hit)
+//  - sectors valid but their fill still due:  at max(start + H, arrival + H/2)             (MSHR merge)
+//  - some sector missing: an MSHR is taken (stall while all are busy), the missing sectors are read from
+//    DRAM at start + H/2, response at fill + H/2 (miss). Full-sector writes allocate without a fill
+//    (write-validate per sector); a partial write to a missing sector fetches it first.
+//  - a dirty victim is written back as a posted write through a write-back buffer of writeback_entries:
+//    the requester does not wait for DRAM, but when every entry is still draining the request stalls
+//    until one frees (this is what throttles a write stream to the DRAM bandwidth).
+#pragma once
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "spartan/hw/address_map.h"
+#include "spartan/hw/gpu/request.h"
+#include "spartan/hw/stats.h"
+
+namespace spartan::hw::gpu {
+
+struct L2SliceStats {
+  std::uint64_t reads = 0, writes = 0;
+  std::uint64_t read_hits = 0, read_misses = 0, write_hits = 0, write_misses = 0;  ///< per request
+  std::uint64_t mshr_merges = 0;   ///< requests served by a fill already in flight (counted as hits too)
+  std::uint64_t mshr_stalls = 0;   ///< misses that waited for a free MSHR
+  std::uint64_t writeback_stalls = 0;  ///< requests that waited for a free write-back buffer entry
+  std::uint64_t sector_misses = 0; ///< sectors fetched from DRAM
+  std::uint64_t evictions = 0, writebacks = 0;  ///< valid lines replaced; of those, lines with dirty sectors
+  std::uint64_t bytes_read = 0, bytes_written = 0;        ///< to/from requesters
+  std::uint64_t fill_bytes = 0, writeback_bytes = 0;      ///< from/to DRAM
+  LatencyHistogram latency_ps;                           ///< arrival -> response, all requests
+  void register_with(StatsGroup& g) const;
+};
+
+class L2Slice : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_target_socket<L2Slice> socket;          ///< from the crossbar
+  tlm_utils::simple_initiator_socket<L2Slice> mem_socket;   ///< to the memory controller
+  tlm_utils::simple_initiator_socket<L2Slice> store_socket; ///< to the BackingStore (DMI)
+
+  L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const AddressMap& map, std::uint32_t index,
+          StatsRegistry& stats);
+
+  /// Attach a write-path observer (called for every write that reaches this slice, in order).
+  void add_write_observer(L2WriteObserver& obs) { observers_.push_back(&obs); }
+  std::uint32_t index() const { return index_; }
+  const L2SliceStats& stats() const { return stats_; }
+  /// True if the line holding global address `addr` is present (any sector valid). For tests.
+  bool contains(std::uint64_t addr) const;
+  /// Writes back all dirty lines (at the current time) and invalidates every line; returns the time (ps)
+  /// the last writeback completes in DRAM.
+  ps_t flush();
+
+ private:
+  struct Line {
+    std::uint64_t key = 0;  ///< slice-local line number
+    std::uint32_t valid = 0, dirty = 0;  ///< sector masks
+    std::uint64_t last_use = 0;
+    ps_t ready_max = 0;  ///< latest arrival time of any sector's fill
+  };
+  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  std::uint8_t* dmi_ptr(std::uint64_t addr);
+  ps_t dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t);
+  ps_t fetch(std::uint64_t line_local, std::uint32_t mask, ps_t t);  // returns fill time
+  int victim(std::uint32_t set, ps_t t);
+  ps_t evict(Line& l, ps_t t);  // returns when the writeback (if any) is done in DRAM
+
+  const AddressMap& map_;
+  std::uint32_t index_, sets_, ways_, line_bytes_, sector_bytes_, spl_, bytes_per_cycle_;
+  ClockDomain clk_;
+  ps_t hit_ps_, half_hit_ps_;
+  std::vector<Line> lines_;
+  std::vector<ps_t> ready_;  ///< per line per sector: time its data is in the array
+  std::priority_queue<ps_t, std::vector<ps_t>, std::greater<ps_t>> mshr_free_, wb_free_;
+  ps_t busy_until_ = 0;
+  std::uint64_t use_clock_ = 0;
+  std::vector<L2WriteObserver*> observers_;
+  tlm::tlm_generic_payload mem_gp_;
+  std::vector<std::uint8_t> scratch_;
+  struct DmiEntry { std::uint64_t page = ~0ull; std::uint8_t* ptr = nullptr; };
+  std::vector<DmiEntry> dmi_;
+  L2SliceStats stats_;
+};
+
+}  // namespace spartan::hw::gpu

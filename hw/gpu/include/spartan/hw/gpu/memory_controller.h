@@ -1,0 +1,39 @@
+// Memory controller of one DRAM channel: a TLM target for the L2 slices that share the channel (socket
+// index k = slice % slices_per_channel, bound in that order by GpuSystem). A request carries the
+// slice-local address and a length (whole sectors); it is split into bursts, each timed by DramChannel.
+// No data moves here (data lives in the BackingStore; see l2_slice.h). Annotated delay in: arrival
+// offset; out: offset at which the last beat is back at the slice, including the fixed controller/PHY
+// latency (half on the way in, half on the way out).
+#pragma once
+#include <cstdint>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include "spartan/hw/address_map.h"
+#include "spartan/hw/gpu/dram_channel.h"
+
+namespace spartan::hw::gpu {
+
+class MemoryController : public sc_core::sc_module {
+ public:
+  tlm_utils::multi_passthrough_target_socket<MemoryController> socket;
+
+  MemoryController(sc_core::sc_module_name name, const GpuConfig& cfg, const AddressMap& map,
+                   std::uint32_t channel, StatsRegistry& stats);
+
+  /// Timing-only access without TLM (for unit tests and the L2's posted writebacks): `slice`, slice-local
+  /// address, bytes, arrival time; returns completion time (ps).
+  ps_t access(std::uint32_t slice, std::uint64_t local, std::uint32_t bytes, bool write, ps_t t_ps);
+  DramChannel& channel() { return chan_; }
+
+ private:
+  void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  const AddressMap& map_;
+  std::uint32_t channel_, slices_per_channel_, burst_bytes_;
+  ps_t half_ctrl_ps_;
+  DramChannel chan_;
+};
+
+}  // namespace spartan::hw::gpu

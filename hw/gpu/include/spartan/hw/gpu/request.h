@@ -1,0 +1,50 @@
+// What the SM-side traffic generators issue, and the hook the L2 slices call on writes.
+// Plain structs, no SystemC, so that sources and observers can be written without the kernel headers.
+#pragma once
+#include <cstdint>
+
+#include "spartan/hw/clock.h"
+
+namespace spartan::hw::gpu {
+
+/// One memory request of an SM. It must not cross an L2 line (TrafficGenerator::read/write split larger
+/// accesses). `data`: for a write, the bytes written (real data: the functional backing store keeps them);
+/// for a read, where the bytes read are put (nullptr: discarded).
+struct MemRequest {
+  std::uint64_t addr = 0;
+  std::uint32_t bytes = 0;
+  bool write = false;
+  std::uint8_t* data = nullptr;
+  /// true: this request issues only after the previous one of the same SM completed (pointer chase,
+  /// a read whose address depends on loaded data); false: it may overlap (up to max_outstanding_lines).
+  bool dependent = false;
+};
+
+/// A per-SM stream of requests (a "kernel" as seen by the memory system). next() is called when the
+/// generator is ready to issue the next request; by then every earlier read's data has been delivered,
+/// so a dependent request may compute its address from loaded data. Return false when done.
+class RequestSource {
+ public:
+  virtual ~RequestSource() = default;
+  virtual bool next(MemRequest& req) = 0;
+};
+
+/// A write that reached an L2 slice (global address, real data). Called synchronously from the slice's
+/// b_transport; `time_ps` is the (decoupled, annotated) simulated time the write is processed at.
+struct L2WriteEvent {
+  std::uint32_t slice = 0;
+  std::uint64_t addr = 0;
+  const std::uint8_t* data = nullptr;
+  std::uint32_t bytes = 0;
+  ps_t time_ps = 0;
+};
+
+/// Observer on the write path of an L2 slice (the SparsityMonitor attaches here, tracing could too).
+/// The model calls every attached observer for every write; with none attached nothing is done.
+class L2WriteObserver {
+ public:
+  virtual ~L2WriteObserver() = default;
+  virtual void on_l2_write(const L2WriteEvent& ev) = 0;
+};
+
+}  // namespace spartan::hw::gpu

@@ -1,0 +1,63 @@
+// Request sources for calibration and for software-baseline kernels: grid-stride streams, copy, pointer
+// chase. All line-granular and deterministic.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "spartan/hw/gpu/request.h"
+
+namespace spartan::hw::gpu {
+
+/// SM `sm` of `sms` touches lines sm, sm + sms, sm + 2*sms, ... of [base, base + bytes) (a grid-stride
+/// loop with one line per step), `passes` times. Writes store `pattern(addr)`-filled lines: byte k of the
+/// line at address a is uint8_t(a + k) ^ seed (so a test can check what it reads back).
+class StreamSource : public RequestSource {
+ public:
+  StreamSource(std::uint64_t base, std::uint64_t bytes, std::uint32_t line_bytes, std::uint32_t sm, std::uint32_t sms,
+               bool write, std::uint32_t passes = 1, std::uint8_t seed = 0);
+  bool next(MemRequest& r) override;
+  static std::uint8_t pattern(std::uint64_t addr, std::uint8_t seed) { return std::uint8_t(addr) ^ seed; }
+
+ private:
+  std::uint64_t base_, lines_, line_, sms_, next_line_, pass_ = 0, passes_;
+  std::uint32_t line_bytes_;
+  bool write_;
+  std::uint8_t seed_;
+  std::vector<std::uint8_t> buf_;
+};
+
+/// Copy [src, src+bytes) -> [dst, ...): per SM, batches of `batch` line reads (independent), then the same
+/// lines written from the data read, the first write of a batch waiting for the batch's last read.
+class CopySource : public RequestSource {
+ public:
+  CopySource(std::uint64_t src, std::uint64_t dst, std::uint64_t bytes, std::uint32_t line_bytes, std::uint32_t sm,
+             std::uint32_t sms, std::uint32_t batch);
+  bool next(MemRequest& r) override;
+
+ private:
+  std::uint64_t src_, dst_, lines_, sms_, line_bytes_, cursor_;
+  std::uint32_t batch_, phase_ = 0, in_batch_ = 0, batch_size_ = 0;
+  std::vector<std::uint64_t> batch_lines_;
+  std::vector<std::uint8_t> buf_;
+};
+
+/// Pointer chase: reads the 8-byte little-endian pointer at `start`, then the pointer at the address it
+/// holds, ... `steps` dependent reads. The chain must have been written into memory beforehand.
+class PointerChaseSource : public RequestSource {
+ public:
+  PointerChaseSource(std::uint64_t start, std::uint64_t steps) : addr_(start), steps_(steps) {}
+  bool next(MemRequest& r) override;
+
+ private:
+  std::uint64_t addr_, steps_, done_ = 0;
+  std::uint8_t buf_[8] = {};
+  bool first_ = true;
+};
+
+/// Lays out a random cyclic pointer chain over `count` slots of `stride_bytes` (one per L2 line, say)
+/// starting at `base`; returns {address, value} pairs to write (8-byte pointers). Deterministic in `seed`.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> make_pointer_chain(std::uint64_t base, std::uint64_t count,
+                                                                        std::uint64_t stride_bytes,
+                                                                        std::uint64_t seed);
+
+}  // namespace spartan::hw::gpu

@@ -1,0 +1,70 @@
+#include "spartan/hw/gpu/backing_store.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace spartan::hw::gpu {
+
+BackingStore::BackingStore(sc_core::sc_module_name name) : sc_module(name), socket("socket") {
+  socket.register_b_transport(this, &BackingStore::b_transport);
+  socket.register_transport_dbg(this, &BackingStore::transport_dbg);
+  socket.register_get_direct_mem_ptr(this, &BackingStore::get_direct_mem_ptr);
+}
+
+std::uint8_t* BackingStore::page(std::uint64_t addr) {
+  auto& p = pages_[addr / kPageBytes];
+  if (!p) {
+    p.reset(new std::uint8_t[kPageBytes]);
+    std::memset(p.get(), 0, kPageBytes);
+  }
+  return p.get();
+}
+
+void BackingStore::write(std::uint64_t addr, const void* src, std::uint64_t bytes) {
+  auto* s = static_cast<const std::uint8_t*>(src);
+  while (bytes) {
+    std::uint64_t off = addr % kPageBytes, n = std::min(bytes, kPageBytes - off);
+    std::memcpy(page(addr) + off, s, n);
+    addr += n, s += n, bytes -= n;
+  }
+}
+
+void BackingStore::read(std::uint64_t addr, void* dst, std::uint64_t bytes) const {
+  auto* d = static_cast<std::uint8_t*>(dst);
+  while (bytes) {
+    std::uint64_t off = addr % kPageBytes, n = std::min(bytes, kPageBytes - off);
+    auto it = pages_.find(addr / kPageBytes);
+    if (it == pages_.end()) std::memset(d, 0, n);
+    else std::memcpy(d, it->second.get() + off, n);
+    addr += n, d += n, bytes -= n;
+  }
+}
+
+unsigned int BackingStore::transport_dbg(int, tlm::tlm_generic_payload& gp) {
+  if (gp.get_byte_enable_ptr()) {
+    gp.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+    return 0;
+  }
+  if (gp.is_write()) write(gp.get_address(), gp.get_data_ptr(), gp.get_data_length());
+  else if (gp.is_read()) read(gp.get_address(), gp.get_data_ptr(), gp.get_data_length());
+  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+  return gp.get_data_length();
+}
+
+void BackingStore::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
+  transport_dbg(id, gp);
+  gp.set_dmi_allowed(true);
+}
+
+bool BackingStore::get_direct_mem_ptr(int, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi) {
+  std::uint64_t base = gp.get_address() / kPageBytes * kPageBytes;
+  dmi.set_dmi_ptr(page(base));
+  dmi.set_start_address(base);
+  dmi.set_end_address(base + kPageBytes - 1);
+  dmi.set_granted_access(tlm::tlm_dmi::DMI_ACCESS_READ_WRITE);
+  dmi.set_read_latency(sc_core::SC_ZERO_TIME);
+  dmi.set_write_latency(sc_core::SC_ZERO_TIME);
+  return true;
+}
+
+}  // namespace spartan::hw::gpu

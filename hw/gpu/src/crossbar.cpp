@@ -1,0 +1,68 @@
+#include "spartan/hw/gpu/crossbar.h"
+
+#include <algorithm>
+
+namespace spartan::hw::gpu {
+
+void CrossbarPortStats::register_with(StatsGroup& g) const {
+  g.counter("requests", requests).counter("request_bytes", request_bytes).counter("response_bytes", response_bytes)
+      .average("queue_delay_ps", queue_delay_ps, "time waiting for busy crossbar ports, ps");
+}
+
+Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const AddressMap& map, StatsRegistry& stats)
+    : sc_module(name),
+      in("in"),
+      out("out"),
+      map_(map),
+      registry_(stats),
+      clk_(cfg.crossbar_clock()),
+      bw_(cfg.crossbar.port_bytes_per_cycle),
+      header_(cfg.crossbar.header_bytes),
+      latency_ps_(clk_.cycles_to_ps(cfg.crossbar.latency_cycles)) {
+  for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) slice_ports_.emplace_back(clk_, bw_);
+  in.register_b_transport(this, &Crossbar::b_transport);
+  in.register_transport_dbg(this, &Crossbar::transport_dbg);
+}
+
+void Crossbar::add_input_port(const std::string& name) {
+  ports_.emplace_back(clk_, bw_);
+  ports_.back().stats.register_with(registry_.add_group("xbar." + name, "crossbar_port"));
+}
+
+unsigned int Crossbar::transport_dbg(int, tlm::tlm_generic_payload& gp) {
+  return out[map_.to_slice(gp.get_address()).slice]->transport_dbg(gp);
+}
+
+void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  ps_t now = sc_core::sc_time_stamp().value();
+  ps_t t = now + delay.value();
+  Port& p = ports_.at(std::size_t(id));
+  std::uint32_t slice = map_.to_slice(gp.get_address()).slice;
+  Port& s = slice_ports_[slice];
+  bool write = gp.is_write();
+  std::uint32_t bytes = gp.get_data_length();
+
+  // Request: through the input port, then the slice port (cut-through: the second reservation starts when
+  // the first one starts moving data, so an idle path costs one message time, not two).
+  std::uint64_t req_bytes = flit_bytes(write ? bytes : 0), min_req = clk_.cycles_to_ps(double(req_bytes / bw_));
+  ps_t a = p.req.reserve(t, req_bytes);
+  ps_t b = s.req.reserve(a - min_req, req_bytes);
+  ps_t arrive = b + latency_ps_;
+
+  sc_core::sc_time d = sc_core::sc_time::from_value(arrive - now);
+  out[slice]->b_transport(gp, d);
+  ps_t r = now + d.value();
+
+  std::uint64_t rsp_bytes = flit_bytes(write ? 0 : bytes), min_rsp = clk_.cycles_to_ps(double(rsp_bytes / bw_));
+  ps_t c = s.rsp.reserve(r, rsp_bytes);
+  ps_t e = p.rsp.reserve(c - min_rsp, rsp_bytes);
+  ps_t done = e + latency_ps_;
+
+  ++p.stats.requests;
+  p.stats.request_bytes += header_ + (write ? bytes : 0);
+  p.stats.response_bytes += header_ + (write ? 0 : bytes);
+  p.stats.queue_delay_ps.add(double((b - t - min_req) + (e - r - min_rsp)));
+  delay = sc_core::sc_time::from_value(done - now);
+}
+
+}  // namespace spartan::hw::gpu

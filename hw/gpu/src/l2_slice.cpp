@@ -1,0 +1,256 @@
+#include "spartan/hw/gpu/l2_slice.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "spartan/hw/gpu/backing_store.h"
+
+namespace spartan::hw::gpu {
+
+void L2SliceStats::register_with(StatsGroup& g) const {
+  g.counter("reads", reads).counter("writes", writes).counter("read_hits", read_hits)
+      .counter("read_misses", read_misses).counter("write_hits", write_hits).counter("write_misses", write_misses)
+      .counter("mshr_merges", mshr_merges, "requests served by a fill already in flight")
+      .counter("mshr_stalls", mshr_stalls, "misses that waited for a free MSHR")
+      .counter("writeback_stalls", writeback_stalls, "requests that waited for a write-back buffer entry")
+      .counter("sector_misses", sector_misses).counter("evictions", evictions).counter("writebacks", writebacks)
+      .counter("bytes_read", bytes_read).counter("bytes_written", bytes_written).counter("fill_bytes", fill_bytes)
+      .counter("writeback_bytes", writeback_bytes)
+      .histogram("latency", latency_ps, "ps", "arrival at the slice -> response")
+      .derived("hit_rate", [this] {
+        std::uint64_t h = read_hits + write_hits, m = read_misses + write_misses;
+        return h + m ? double(h) / double(h + m) : 0.0;
+      });
+}
+
+L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const AddressMap& map, std::uint32_t index,
+                 StatsRegistry& stats)
+    : sc_module(name),
+      socket("socket"),
+      mem_socket("mem_socket"),
+      store_socket("store_socket"),
+      map_(map),
+      index_(index),
+      sets_(cfg.l2.slice.sets),
+      ways_(cfg.l2.slice.ways),
+      line_bytes_(cfg.l2.slice.line_bytes),
+      sector_bytes_(cfg.l2.slice.sector_bytes),
+      spl_(line_bytes_ / sector_bytes_),
+      bytes_per_cycle_(cfg.l2.slice.bytes_per_cycle),
+      clk_(cfg.l2_clock()),
+      hit_ps_(clk_.cycles_to_ps(cfg.l2.slice.hit_latency_cycles)),
+      half_hit_ps_(hit_ps_ / 2),
+      lines_(std::size_t(sets_) * ways_),
+      ready_(std::size_t(sets_) * ways_ * spl_, 0),
+      scratch_(line_bytes_),
+      dmi_(64) {
+  socket.register_b_transport(this, &L2Slice::b_transport);
+  for (std::uint32_t i = 0; i < cfg.l2.slice.mshr_entries; ++i) mshr_free_.push(0);
+  for (std::uint32_t i = 0; i < cfg.l2.slice.writeback_entries; ++i) wb_free_.push(0);
+  stats_.register_with(stats.add_group("l2[" + std::to_string(index) + "]", "l2_slice"));
+}
+
+std::uint8_t* L2Slice::dmi_ptr(std::uint64_t addr) {
+  std::uint64_t page = addr / BackingStore::kPageBytes;
+  DmiEntry& e = dmi_[page % dmi_.size()];
+  if (e.page != page) {
+    tlm::tlm_generic_payload gp;
+    tlm::tlm_dmi dmi;
+    gp.set_address(page * BackingStore::kPageBytes);
+    gp.set_command(tlm::TLM_READ_COMMAND);
+    if (!store_socket->get_direct_mem_ptr(gp, dmi) || !dmi.is_read_write_allowed())
+      SC_REPORT_FATAL(name(), "backing store refused DMI");
+    e.page = page;
+    e.ptr = dmi.get_dmi_ptr() + (page * BackingStore::kPageBytes - dmi.get_start_address());
+  }
+  return e.ptr + addr % BackingStore::kPageBytes;
+}
+
+ps_t L2Slice::dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t) {
+  ps_t now = sc_core::sc_time_stamp().value();
+  mem_gp_.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  mem_gp_.set_address(local);
+  mem_gp_.set_data_ptr(scratch_.data());  // timing only: data lives in the BackingStore
+  mem_gp_.set_data_length(bytes);
+  mem_gp_.set_streaming_width(bytes);
+  mem_gp_.set_byte_enable_ptr(nullptr);
+  mem_gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  sc_core::sc_time d = sc_core::sc_time::from_value(t > now ? t - now : 0);
+  mem_socket->b_transport(mem_gp_, d);
+  return now + d.value();
+}
+
+ps_t L2Slice::fetch(std::uint64_t line_key, std::uint32_t mask, ps_t t) {
+  // One DRAM request per run of contiguous missing sectors; the fill completes with the last one.
+  ps_t done = t;
+  std::uint32_t s = 0;
+  while (s < spl_) {
+    if (!(mask >> s & 1)) { ++s; continue; }
+    std::uint32_t e = s;
+    while (e < spl_ && (mask >> e & 1)) ++e;
+    std::uint32_t bytes = (e - s) * sector_bytes_;
+    done = std::max(done, dram(line_key * line_bytes_ + std::uint64_t(s) * sector_bytes_, bytes, false, t));
+    stats_.sector_misses += e - s;
+    stats_.fill_bytes += bytes;
+    s = e;
+  }
+  return done;
+}
+
+ps_t L2Slice::evict(Line& l, ps_t t) {
+  ps_t done = t;
+  if (!l.valid) return done;
+  ++stats_.evictions;
+  if (l.dirty) {
+    ++stats_.writebacks;
+    for (std::uint32_t s = 0; s < spl_; ++s)
+      if (l.dirty >> s & 1) {
+        done = std::max(done, dram(l.key * line_bytes_ + std::uint64_t(s) * sector_bytes_, sector_bytes_, true, t));
+        stats_.writeback_bytes += sector_bytes_;
+      }
+  }
+  l.valid = l.dirty = 0;
+  return done;
+}
+
+int L2Slice::victim(std::uint32_t set, ps_t t) {
+  Line* base = &lines_[std::size_t(set) * ways_];
+  int lru = -1, lru_idle = -1;
+  for (std::uint32_t w = 0; w < ways_; ++w) {
+    if (!base[w].valid) return int(w);
+    if (lru < 0 || base[w].last_use < base[lru].last_use) lru = int(w);
+ bool pending = base[w].ready_max > t;
+    if (!pending && (lru_idle < 0 || base[w].last_use < base[lru_idle].last_use)) lru_idle = int(w);
+  }
+  return lru_idle >= 0 ? lru_idle : lru;
+}
+
+bool L2Slice::contains(std::uint64_t addr) const {
+  auto sa = map_.to_slice(addr);
+  std::uint64_t key = sa.local / line_bytes_;
+  std::uint32_t set = std::uint32_t(key & (sets_ - 1));
+  for (std::uint32_t w = 0; w < ways_; ++w) {
+    const Line& l = lines_[std::size_t(set) * ways_ + w];
+    if (l.valid && l.key == key) return true;
+  }
+  return false;
+}
+
+ps_t L2Slice::flush() {
+  ps_t now = std::max<ps_t>(sc_core::sc_time_stamp().value(), busy_until_);
+  ps_t done = now;
+  for (auto& l : lines_) done = std::max(done, evict(l, now));
+  std::fill(ready_.begin(), ready_.end(), 0);
+  for (auto& l : lines_) l.ready_max = 0;
+  return done;
+}
+
+void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  ps_t now = sc_core::sc_time_stamp().value();
+  ps_t t = now + delay.value();
+  const std::uint64_t addr = gp.get_address();
+  const std::uint32_t bytes = gp.get_data_length();
+  const bool write = gp.is_write();
+  std::uint64_t off = addr % line_bytes_;
+  if (bytes == 0 || off + bytes > line_bytes_ || gp.get_byte_enable_ptr()) {
+    gp.set_response_status(bytes == 0 || off + bytes > line_bytes_ ? tlm::TLM_BURST_ERROR_RESPONSE
+                                                                    : tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+    return;
+  }
+  // Functional data path (DMI into the backing store; lines never cross a 64 KiB page).
+  std::uint8_t* mem = dmi_ptr(addr);
+  if (write) {
+    std::memcpy(mem, gp.get_data_ptr(), bytes);
+    if (!observers_.empty()) {
+      L2WriteEvent ev{index_, addr, gp.get_data_ptr(), bytes, t};
+      for (auto* o : observers_) o->on_l2_write(ev);
+    }
+  } else {
+    std::memcpy(gp.get_data_ptr(), mem, bytes);
+  }
+
+  // Timing.
+  const std::uint64_t local = map_.to_slice(addr).local;
+  const std::uint64_t key = local / line_bytes_;
+  const std::uint32_t set = std::uint32_t(key & (sets_ - 1));
+  const std::uint32_t s0 = std::uint32_t(off / sector_bytes_), s1 = std::uint32_t((off + bytes - 1) / sector_bytes_);
+  const std::uint32_t need = std::uint32_t(((std::uint64_t(1) << (s1 + 1)) - 1) & ~((std::uint64_t(1) << s0) - 1));
+  ps_t start = std::max(t, busy_until_);
+  busy_until_ = start + clk_.cycles_to_ps(double((bytes + bytes_per_cycle_ - 1) / bytes_per_cycle_));
+
+  Line* base = &lines_[std::size_t(set) * ways_];
+  int way = -1;
+  for (std::uint32_t w = 0; w < ways_; ++w)
+    if (base[w].valid && base[w].key == key) { way = int(w); break; }
+  bool present = way >= 0;
+  if (!present) {
+    way = victim(set, start);
+    if (base[way].valid && base[way].dirty) {  // needs a write-back buffer entry
+      if (wb_free_.top() > start) {
+        ++stats_.writeback_stalls;
+        start = wb_free_.top();
+      }
+      wb_free_.pop();
+      wb_free_.push(evict(base[way], start));
+    } else {
+      evict(base[way], start);
+    }
+    base[way].key = key;
+    base[way].valid = base[way].dirty = 0;
+    base[way].ready_max = 0;
+  }
+  Line& l = base[way];
+  ps_t* ready = &ready_[(std::size_t(set) * ways_ + way) * spl_];
+  if (!present) std::fill(ready, ready + spl_, ps_t(0));
+  l.last_use = ++use_clock_;
+
+  // Sectors that must come from DRAM: reads need every touched sector; writes only partial sectors.
+  std::uint32_t full = 0;
+  if (write)
+    for (std::uint32_t s = s0; s <= s1; ++s)
+      if (off <= s * sector_bytes_ && off + bytes >= (s + 1) * sector_bytes_) full |= 1u << s;
+  std::uint32_t missing = need & ~l.valid & ~full;
+  ps_t resp = start + hit_ps_;
+  bool merged = false;
+  for (std::uint32_t s = s0; s <= s1; ++s)
+    if ((l.valid >> s & 1) && !(full >> s & 1) && ready[s] > start) {
+      merged = true;
+      resp = std::max(resp, ready[s] + half_hit_ps_);
+    }
+  if (missing) {
+    ps_t t_miss = start + half_hit_ps_;
+    if (mshr_free_.top() > t_miss) {
+      ++stats_.mshr_stalls;
+      t_miss = mshr_free_.top();
+    }
+    mshr_free_.pop();
+    ps_t fill = fetch(key, missing, t_miss);
+    mshr_free_.push(fill);
+    for (std::uint32_t s = 0; s < spl_; ++s)
+      if (missing >> s & 1) ready[s] = fill;
+    l.ready_max = std::max(l.ready_max, fill);
+    l.valid |= missing;
+    resp = std::max(resp, fill + half_hit_ps_);
+  }
+  for (std::uint32_t s = 0; s < spl_; ++s)
+    if (full >> s & 1) ready[s] = std::max(ready[s], start);
+  l.valid |= full;
+  if (write) l.dirty |= need;
+
+  bool hit = present && !missing;
+  if (merged && hit) ++stats_.mshr_merges;
+  if (write) {
+    ++stats_.writes;
+    stats_.bytes_written += bytes;
+    (hit ? stats_.write_hits : stats_.write_misses)++;
+  } else {
+    ++stats_.reads;
+    stats_.bytes_read += bytes;
+    (hit ? stats_.read_hits : stats_.read_misses)++;
+  }
+  stats_.latency_ps.add(resp - t);
+  delay = sc_core::sc_time::from_value(resp - now);
+  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace spartan::hw::gpu

@@ -1,0 +1,69 @@
+// Calibration microbenchmarks as tests, on the real presets (V100: the Accel-Sim QV100 geometry; R9 Nano).
+// Tolerances are what the model must show: streaming read 85-95% of peak on V100, no bandwidth above
+// peak, hit rate non-increasing with the working set, the L2 knee within +-10% of the L2 size.
+#include <gtest/gtest.h>
+
+#include "child.h"
+#include "spartan/hw/gpu/microbench.h"
+
+using namespace spartan::hw;
+using namespace spartan::hw::gpu;
+using nlohmann::json;
+
+namespace {
+json bench(const char* preset, bool stream, bool chase, bool sweep) {
+  return run_in_child([=] {
+    auto g = GpuSystem::from_preset(preset);
+    MicrobenchOptions o;
+    o.stream = stream, o.chase = chase, o.sweep = sweep;
+    o.stream_l2_multiple = 4;  // 24 MiB streams on V100 (scaled down from the command's 8x for test time)
+    o.sweep_fractions = {0.5, 0.8, 0.9, 0.95, 1.05, 1.1, 1.25, 1.5};
+    o.sweep_passes = 1;
+    o.chase_steps = 512;
+    auto r = run_microbench(*g, o);
+    json j = r.to_json();
+    j["hit_latency_param"] = g->config().l2.slice.hit_latency_cycles;
+    return j;
+  });
+}
+
+void check_sweep(const json& r) {
+  double prev = 1.0;
+  for (auto& p : r["l2_sweep"]) {
+    double h = p["hit_rate"];
+    EXPECT_LE(h, prev + 0.02) << p.dump();  // monotone non-increasing (2% noise allowance)
+    prev = h;
+  }
+  EXPECT_GT(r["l2_sweep"].front()["hit_rate"].get<double>(), 0.95);
+  EXPECT_LT(r["l2_sweep"].back()["hit_rate"].get<double>(), 0.2);
+  EXPECT_NEAR(r["l2_knee_over_size"].get<double>(), 1.0, 0.10) << r["l2_knee_bytes"];
+}
+}  // namespace
+
+TEST(Microbench, V100StreamingBandwidthAndLatency) {
+  json r = bench("v100", true, true, false);
+  ASSERT_EQ(r["bandwidth"].size(), 3u);
+  for (auto& b : r["bandwidth"]) {
+    EXPECT_LE(b["fraction_of_peak"].get<double>(), 1.0) << b.dump();
+    EXPECT_GT(b["fraction_of_peak"].get<double>(), 0.3) << b.dump();
+  }
+  double read = r["bandwidth"][0]["fraction_of_peak"];
+  EXPECT_GE(read, 0.85);
+  EXPECT_LE(read, 0.95);
+  double l2 = r["latency"]["l2_hit_core_cycles"], dram = r["latency"]["dram_core_cycles"];
+  EXPECT_GE(l2, r["hit_latency_param"].get<double>());  // the pipeline latency plus the crossbar
+  EXPECT_LT(l2, 1.5 * r["hit_latency_param"].get<double>());
+  EXPECT_GT(dram, l2 + 50);
+}
+
+TEST(Microbench, V100L2FootprintKneeAtL2Size) {
+  json r = bench("v100", false, false, true);
+  EXPECT_EQ(r["l2_size_bytes"], 6u << 20);
+  check_sweep(r);
+}
+
+TEST(Microbench, R9NanoL2FootprintKneeAtL2Size) {
+  json r = bench("r9nano", false, false, true);
+  EXPECT_EQ(r["l2_size_bytes"], 2u << 20);
+  check_sweep(r);
+}

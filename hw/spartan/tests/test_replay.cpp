@@ -1,0 +1,219 @@
+// End-to-end trace replay on a small synthetic trace (written with the trace writer) and a small GPU
+// preset: every functional check passes for F32/F16/BF16 activations, both formats, with and without
+// sampling; stats.json and summary.txt are written; bad options are errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "sc_test_util.h"
+#include "spartan/common/error.h"
+#include "spartan/hw/replay.h"
+#include "spartan/trace/keys.h"
+#include "spartan/trace/metadata.h"
+#include "spartan/trace/sptrace.h"
+
+namespace spartan::hw::test {
+namespace {
+
+namespace tr = spartan::trace;
+const std::string kGpu = std::string(SPARTAN_UNITS_TEST_DATA) + "/tiny_gpu.yaml";
+
+/// ReLU-like activations: ~`zero_frac` exact zeros (some -0.0), the rest positive (a few NaN/denormals).
+std::vector<float> relu_act(std::size_t n, double zero_frac, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    // Spatially correlated sparsity: whole stretches of zeros, like dead feature maps.
+    const double z = (i / 97) % 3 == 0 ? std::min(1.0, zero_frac + 0.3) : zero_frac;
+    const double x = u(rng);
+    if (x < z)
+      v[i] = (x < 0.1 * z) ? -0.0f : 0.0f;
+    else
+      v[i] = static_cast<float>(u(rng) + 0.01);
+  }
+  v[5] = std::nanf("");
+  v[7] = 1e-40f;  // denormal
+  return v;
+}
+
+std::string write_trace(const std::string& dir, tr::DType dt) {
+  const std::string path = dir + "/t_" + tr::dtype_name(dt) + ".sptrace";
+  tr::TraceWriter w(path);
+  const std::int64_t N = 2;
+  std::vector<tr::LayerInfo> layers{tr::make_conv_layer(0, "conv1", N, 3, 20, 30, 8, 3, 3, 1, 1, true),
+                                    tr::make_fc_layer(1, "fc1", N * 4, 200, 10, false)};
+  w.set_metadata(tr::keys::kFormatVersion, tr::kFormatVersion);
+  w.set_metadata(tr::keys::kModel, "synthetic");
+  w.set_metadata(tr::keys::kDataset, "none");
+  w.set_metadata(tr::keys::kDevice, "cpu: test (1 threads)");
+  w.set_metadata(tr::keys::kSeed, "1");
+  w.set_metadata(tr::keys::kBatch, std::to_string(N));
+  w.set_metadata(tr::keys::kLayers, tr::layers_to_json(layers));
+  std::vector<tr::GemmTimes> times;
+  for (std::int64_t it : {0, 10}) {
+    for (const auto& L : layers) {
+      tr::GemmTimes t;
+      t.iteration = it;
+      t.layer = L.index;
+      t.device = "cpu: test (1 threads)";
+      t.timer = "steady_clock";
+      t.fwd.dense_ms = 0.050;
+      t.fwd.tile_sparse_ms = 0.020;
+      t.bwd_data.dense_ms = t.bwd_weight.dense_ms = 0.05;
+      times.push_back(t);
+    }
+  }
+  w.set_metadata(tr::keys::kGemmTimes, tr::gemm_times_to_json(times));
+  for (std::int64_t it : {0, 10}) {
+    for (const auto& L : layers) {
+      std::size_t n = 1;
+      for (auto d : L.input) n *= static_cast<std::size_t>(d);
+      const auto act = relu_act(n, it == 0 ? 0.5 : 0.7, static_cast<std::uint32_t>(it * 10 + L.index));
+      const std::string name = tr::TraceKey{it, L.index, tr::kinds::kAct}.name();
+      if (dt == tr::DType::F32) {
+        w.add_tensor(name, dt, L.input, act.data(), n * 4);
+      } else {
+        std::vector<std::uint16_t> h(n);
+        for (std::size_t i = 0; i < n; ++i) h[i] = dt == tr::DType::F16 ? tr::f32_to_f16(act[i]) : tr::f32_to_bf16(act[i]);
+        w.add_tensor(name, dt, L.input, h.data(), n * 2);
+      }
+    }
+  }
+  w.finish();
+  return path;
+}
+
+ReplayOptions options(const std::string& trace, const std::string& out) {
+  ReplayOptions o;
+  o.trace_path = trace;
+  o.gpu = kGpu;
+  o.out_dir = out;
+  o.tile_rows = 16;
+  o.tile_cols = 32;
+  o.quiet = true;
+  return o;
+}
+
+void expect_passed(const nlohmann::json& doc, std::size_t layers) {
+  EXPECT_TRUE(doc["checks"]["passed"].get<bool>()) << doc["layers"].dump(1);
+  ASSERT_EQ(doc["layers"].size(), layers);
+  for (const auto& L : doc["layers"]) {
+    EXPECT_TRUE(L["checks"]["expand_bit_exact"].get<bool>());
+    EXPECT_TRUE(L["checks"]["sw_profile_counts_exact"].get<bool>());
+    EXPECT_GT(L["software"]["profile"]["time_ns"].get<double>(), 0.0);
+    EXPECT_GT(L["hardware"]["profile"]["time_ns"].get<double>(), 0.0);
+    EXPECT_GT(L["profile_ratio"].get<double>(), 0.0);
+    EXPECT_GT(L["convert_ratio"].get<double>(), 0.0);
+    EXPECT_GT(L["hardware"]["engine_cycles"].get<double>(), 0.0);
+    EXPECT_TRUE(L["gemm"].contains("speedup_hardware"));
+  }
+}
+
+TEST(Replay, F32EllAllLayersAllChecks) {
+  SC_SCENARIO([] {
+    const std::string dir = ::testing::TempDir() + "/replay_f32";
+    std::filesystem::create_directories(dir);
+    auto opt = options(write_trace(dir, tr::DType::F32), dir + "/out");
+    std::filesystem::create_directories(opt.out_dir);
+    std::vector<std::string> lines;
+    opt.quiet = false;
+    const auto doc = run_replay(opt, [&](const std::string& s) { lines.push_back(s); });
+    expect_passed(doc, 4);
+    EXPECT_EQ(lines.size(), 4u);
+    for (const auto& L : doc["layers"]) {
+      EXPECT_TRUE(L["checks"]["monitor_counts_exact"].get<bool>());
+      EXPECT_TRUE(L["checks"]["engine_output_identical_to_reference"].get<bool>());
+    }
+    EXPECT_TRUE(std::filesystem::exists(opt.out_dir + "/stats.json"));
+    std::ifstream s(opt.out_dir + "/summary.txt");
+    std::string text((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("52.5x"), std::string::npos);
+    EXPECT_NE(text.find("all passed"), std::string::npos);
+    EXPECT_TRUE(doc["overall"].contains("speedup"));
+  });
+}
+
+TEST(Replay, F16BitmapSelectedLayer) {
+  SC_SCENARIO([] {
+    const std::string dir = ::testing::TempDir() + "/replay_f16";
+    std::filesystem::create_directories(dir);
+    auto opt = options(write_trace(dir, tr::DType::F16), dir + "/out");
+    std::filesystem::create_directories(opt.out_dir);
+    opt.format = format::TileFormat::Bitmap;
+    opt.iterations = {10};
+    const auto doc = run_replay(opt, {});
+    expect_passed(doc, 2);
+    EXPECT_EQ(doc["layers"][0]["iteration"].get<int>(), 10);
+  });
+}
+
+TEST(Replay, BF16SampledReportsEstimateError) {
+  SC_SCENARIO([] {
+    const std::string dir = ::testing::TempDir() + "/replay_bf16";
+    std::filesystem::create_directories(dir);
+    auto opt = options(write_trace(dir, tr::DType::BF16), dir + "/out");
+    std::filesystem::create_directories(opt.out_dir);
+    opt.sampling = 2;
+    opt.layers = {0};
+    const auto doc = run_replay(opt, {});
+    expect_passed(doc, 2);
+    for (const auto& L : doc["layers"]) {
+      ASSERT_TRUE(L["checks"].contains("sampling"));
+      const double e = L["checks"]["sampling"]["relative_error"].get<double>();
+      EXPECT_GE(e, 0.0);
+      EXPECT_LT(e, 1.0);
+    }
+  });
+}
+
+TEST(Replay, DeterministicAcrossRuns) {
+  // Two separate processes replay the same trace; their stats documents are identical.
+  const std::string dir = ::testing::TempDir() + "/replay_det";
+  std::filesystem::create_directories(dir);
+  for (const char* out : {"out1", "out2"}) {
+    SC_SCENARIO([&] {
+      auto opt = options(write_trace(dir, tr::DType::F32), dir + "/" + out);
+      std::filesystem::create_directories(opt.out_dir);
+      opt.iterations = {10};
+      EXPECT_TRUE(run_replay(opt, {})["checks"]["passed"].get<bool>());
+    });
+  }
+  auto load = [&](const char* out) {
+    std::ifstream f(dir + "/" + out + "/stats.json");
+    return nlohmann::json::parse(f);
+  };
+  const auto a = load("out1"), b = load("out2");
+  EXPECT_EQ(a["layers"], b["layers"]);
+  EXPECT_EQ(a["overall"], b["overall"]);
+}
+
+TEST(Replay, BadSelectionsAreInputErrors) {
+  SC_SCENARIO([] {
+    const std::string dir = ::testing::TempDir() + "/replay_bad";
+    std::filesystem::create_directories(dir);
+    auto opt = options(write_trace(dir, tr::DType::F32), dir + "/out");
+    opt.iterations = {3};
+    EXPECT_THROW(run_replay(opt, {}), spartan::InputError);
+    opt.iterations = {};
+    opt.layers = {9};
+    EXPECT_THROW(run_replay(opt, {}), spartan::InputError);
+    EXPECT_FALSE(std::filesystem::exists(opt.out_dir + "/stats.json"));
+    ReplayOptions o2 = opt;
+    const std::string units = dir + "/units.yaml";
+    std::ofstream(units) << "monitor:\n  counter_entriez: 4\n";
+    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
+    std::ofstream(units) << "engine:\n  outstanding_reads: 0\n";
+    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
+    std::ofstream(units) << "monitor:\n  counter_entries: 16384\nhost:\n  mmio_read_ns: 500\n";
+    EXPECT_NO_THROW(load_units_config(units, o2));
+    EXPECT_EQ(o2.monitor.counter_entries, 16384u);
+    EXPECT_EQ(o2.host_mmio_read_ns, 500.0);
+  });
+}
+
+}  // namespace
+}  // namespace spartan::hw::test

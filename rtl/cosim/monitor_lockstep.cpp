@@ -1,0 +1,168 @@
+// Lockstep scoreboard RTL vs TLM sparsity monitor (see monitor_lockstep.h).
+#include "spartan/rtl/monitor_lockstep.h"
+
+#include <chrono>
+#include <cstring>
+
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "spartan/hw/flat_memory.h"
+#include "spartan/hw/regmap.h"
+#include "spartan/hw/sparsity_monitor.h"
+#include "spartan/rtl/monitor_rtl_sc.h"
+
+namespace spartan::rtl {
+
+namespace mon = hw::regmap::monitor;
+
+namespace {
+struct Host : sc_core::sc_module {
+  tlm_utils::simple_initiator_socket<Host> tlm_mmio, rtl_mmio, rtl_wr;
+  explicit Host(sc_core::sc_module_name n) : sc_module(n), tlm_mmio("tlm_mmio"), rtl_mmio("rtl_mmio"), rtl_wr("rtl_wr") {}
+};
+
+tlm::tlm_response_status access(tlm_utils::simple_initiator_socket<Host>& s, bool write, std::uint32_t off,
+                                std::uint32_t& v) {
+  tlm::tlm_generic_payload p;
+  p.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  p.set_address(off);
+  p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
+  p.set_data_length(4);
+  p.set_streaming_width(4);
+  p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+  s->b_transport(p, d);
+  sc_core::wait(d);
+  return p.get_response_status();
+}
+}  // namespace
+
+struct MonitorLockstep::Impl {
+  hw::SparsityMonitor tlm;
+  MonitorRtlSc rtl;
+  hw::FlatMemory tlm_mem, rtl_mem;
+  Host host;
+  std::uint64_t job = 0;
+  Impl(const std::string& name, double mhz)
+      : tlm((name + "_tlm").c_str(), [mhz] { hw::MonitorConfig c; c.clock_mhz = mhz; c.flush_outstanding = 4; return c; }()),
+        rtl((name + "_rtl").c_str(), [mhz] { MonitorRtlScConfig c; c.clock_mhz = mhz; return c; }()),
+        tlm_mem((name + "_tlm_mem").c_str(), mem_cfg()),
+        rtl_mem((name + "_rtl_mem").c_str(), mem_cfg()),
+        host((name + "_host").c_str()) {
+    host.tlm_mmio.bind(tlm.mmio);
+    host.rtl_mmio.bind(rtl.mmio);
+    host.rtl_wr.bind(rtl.wr);
+    tlm.mem.bind(tlm_mem.socket);
+    rtl.mem.bind(rtl_mem.socket);
+  }
+  static hw::FlatMemoryConfig mem_cfg() {
+    hw::FlatMemoryConfig c;
+    c.read_latency = sc_core::sc_time(20, sc_core::SC_NS);
+    c.write_latency = sc_core::sc_time(10, sc_core::SC_NS);
+    return c;
+  }
+  // Same access on both; returns 1 if the responses or (for reads) the values differ.
+  unsigned both(bool write, std::uint32_t off, std::uint32_t v, bool compare_value = true) {
+    std::uint32_t a = v, b = v;
+    const auto ra = access(host.tlm_mmio, write, off, a);
+    const auto rb = access(host.rtl_mmio, write, off, b);
+    return (ra != rb || (!write && compare_value && a != b)) ? 1u : 0u;
+  }
+};
+
+MonitorLockstep::MonitorLockstep(const std::string& name, double clock_mhz)
+    : impl_(std::make_unique<Impl>(name, clock_mhz)) {}
+MonitorLockstep::~MonitorLockstep() = default;
+
+void MonitorLockstep::wave(const std::string& path, std::uint64_t from, std::uint64_t to) {
+  const std::uint64_t c0 = impl_->rtl.pins().cycle();
+  impl_->rtl.pins().open_wave(path, c0 + from, c0 + to);
+}
+
+LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shift) {
+  auto& I = *impl_;
+  LockstepResult res;
+  const auto wall0 = std::chrono::steady_clock::now();
+  const std::uint64_t rtl_c0 = I.rtl.pins().cycle();
+  const unsigned eb = m.dtype == 0 ? 4 : 2;
+  const std::uint64_t base = 0x100000000ull + 0x10000000ull * (I.job % 4);
+  const std::uint64_t ct = 0x800000000ull + 0x1000000ull * I.job;
+  ++I.job;
+  const std::uint64_t size = std::uint64_t(m.rows) * m.row_pitch_bytes;
+  unsigned bad = 0;
+  bad += I.both(true, mon::region_reg(0, mon::R_CFG), 0);
+  bad += I.both(true, mon::region_reg(0, mon::R_TILE), m.tile_rows | (m.tile_cols << 16));
+  bad += I.both(true, mon::region_reg(0, mon::R_BASE_LO), static_cast<std::uint32_t>(base));
+  bad += I.both(true, mon::region_reg(0, mon::R_BASE_HI), static_cast<std::uint32_t>(base >> 32));
+  bad += I.both(true, mon::region_reg(0, mon::R_ROWS), m.rows);
+  bad += I.both(true, mon::region_reg(0, mon::R_COLS), m.cols);
+  bad += I.both(true, mon::region_reg(0, mon::R_ROW_PITCH), m.row_pitch_bytes);
+  bad += I.both(true, mon::region_reg(0, mon::R_CNT_OFFSET), 0);
+  bad += I.both(true, mon::region_reg(0, mon::R_CT_BASE_LO), static_cast<std::uint32_t>(ct));
+  bad += I.both(true, mon::region_reg(0, mon::R_CT_BASE_HI), static_cast<std::uint32_t>(ct >> 32));
+  bad += I.both(true, mon::region_reg(0, mon::R_CFG), 1u | (m.dtype << mon::R_CFG_DTYPE_LSB));
+  bad += I.both(true, mon::SAMPLE_SHIFT, sample_shift);
+  bad += I.both(true, mon::CTRL, 0x3);  // ENABLE + CLEAR
+  // let the RTL finish its counter clear before the producer starts (the TLM clear is instantaneous)
+  const sc_core::sc_time ready = I.rtl.drain(sc_core::sc_time_stamp());
+  if (ready > sc_core::sc_time_stamp()) sc_core::wait(ready - sc_core::sc_time_stamp());
+
+  const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+  const sc_core::sc_time T = I.rtl.period();
+  const std::uint64_t busy0 = I.tlm.stats().busy_ps;
+  sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+  std::vector<std::uint8_t> line(128);
+  for (std::uint64_t a = 0; a < size; ++res.requests) {
+    const std::uint64_t end = std::min<std::uint64_t>(((base + a) & ~127ull) + 128 - base, size);
+    const auto len = static_cast<std::uint32_t>(end - a);
+    const sc_core::sc_time when = t0 + T * static_cast<double>(res.requests);
+    I.tlm.observe_write(base + a, m.data + a, len, when);
+    tlm::tlm_generic_payload p;
+    std::memcpy(line.data(), m.data + a, len);
+    p.set_command(tlm::TLM_WRITE_COMMAND);
+    p.set_address(base + a);
+    p.set_data_ptr(line.data());
+    p.set_data_length(len);
+    p.set_streaming_width(len);
+    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time dl = when - sc_core::sc_time_stamp();
+    if (d > dl) dl = d;
+    I.host.rtl_wr->b_transport(p, dl);
+    d = dl;
+    a = end;
+  }
+  res.rtl_count_cycles = (sc_core::sc_time_stamp() + d - t0) / T;
+  res.tlm_count_cycles = double(I.tlm.stats().busy_ps - busy0) / (T.to_seconds() * 1e12);
+  sc_core::wait(d + T * 8.0);  // both pipelines drained (latency: TLM 3, RTL 4 cycles)
+  const sc_core::sc_time drained = I.rtl.drain(sc_core::sc_time_stamp());
+  if (drained > sc_core::sc_time_stamp()) sc_core::wait(drained - sc_core::sc_time_stamp());
+  bad += I.both(true, mon::FLUSH, 1);
+  const sc_core::sc_time rtl_done = I.rtl.drain(sc_core::sc_time_stamp());
+  if (I.tlm.flush_busy()) sc_core::wait(I.tlm.flush_done_event());
+  if (rtl_done > sc_core::sc_time_stamp()) sc_core::wait(rtl_done - sc_core::sc_time_stamp());
+  for (std::uint32_t reg : {mon::LINES_SEEN, mon::LINES_MATCHED, mon::LINES_SAMPLED, mon::STATUS,
+                            mon::region_reg(0, mon::R_TILES), mon::region_reg(0, mon::R_MATCHED),
+                            mon::region_reg(0, mon::R_SIZE_LO)})
+    bad += I.both(false, reg, 0);
+  std::uint32_t a = 0, b = 0;
+  access(I.host.tlm_mmio, false, mon::FLUSH_CYCLES, a);
+  access(I.host.rtl_mmio, false, mon::FLUSH_CYCLES, b);
+  res.tlm_flush_cycles = a;
+  res.rtl_flush_cycles = b;
+  const std::uint64_t tpr = (m.cols + m.tile_cols - 1) / m.tile_cols;
+  res.tiles = ((m.rows + m.tile_rows - 1) / m.tile_rows) * tpr;
+  for (std::uint64_t t = 0; t < res.tiles; ++t) {
+    std::uint32_t x = 0, y = 0;
+    I.tlm_mem.read_bytes(ct + 4 * t, &x, 4);
+    I.rtl_mem.read_bytes(ct + 4 * t, &y, 4);
+    res.count_mismatches += x != y;
+  }
+  res.register_mismatches = bad;
+  (void)eb;
+  res.rtl_cycles_total = I.rtl.pins().cycle() - rtl_c0;
+  res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return res;
+}
+
+}  // namespace spartan::rtl

@@ -1,0 +1,50 @@
+// Lockstep scoreboard of the sparsity monitor: the RTL (Verilated, behind its TLM transactors,
+// MonitorRtlSc) and the TLM model (hw::SparsityMonitor) receive the same MMIO programming and the same
+// write-request stream; the per-tile counts their flushes add into memory must be equal, as must the
+// LINES_* / MATCHED / TILES registers; counting and flush cycles are reported side by side.
+// Requires the TLM units (spartan_hw_units). All run_* calls must come from one SC_THREAD.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+namespace spartan::rtl {
+
+/// One monitored matrix (a region): raw element bytes, row-major with the given row pitch.
+struct LockstepMatrix {
+  const std::uint8_t* data = nullptr;
+  std::uint32_t rows = 0, cols = 0, row_pitch_bytes = 0;
+  unsigned dtype = 0;                     ///< 0 F32, 1 F16, 2 BF16
+  std::uint32_t tile_rows = 32, tile_cols = 32;
+};
+
+struct LockstepResult {
+  std::uint64_t tiles = 0, requests = 0;
+  std::uint64_t count_mismatches = 0;     ///< tiles whose flushed counts differ (must be 0)
+  std::uint64_t register_mismatches = 0;  ///< statistics registers / MMIO responses that differ (must be 0)
+  double tlm_count_cycles = 0, rtl_count_cycles = 0;  ///< cycles to take the whole request stream
+  std::uint32_t tlm_flush_cycles = 0, rtl_flush_cycles = 0;
+  std::uint64_t rtl_cycles_total = 0;     ///< RTL clock cycles simulated for this job (MMIO, counting, flush)
+  double wall_seconds = 0;
+};
+
+class MonitorLockstep {
+ public:
+  /// Elaborates a TLM monitor, the RTL monitor and one functional memory each (call before sc_start).
+  MonitorLockstep(const std::string& name, double clock_mhz);
+  ~MonitorLockstep();
+  /// Programs region 0 of both for `m` (sampling shift s), clears, writes the matrix line by line (one
+  /// request offered per cycle), flushes both and compares. Call from an SC_THREAD.
+  LockstepResult run(const LockstepMatrix& m, unsigned sample_shift = 0);
+  /// VCD of RTL cycles [from, to) counted from the first run (call before the first run).
+  void wave(const std::string& path, std::uint64_t from, std::uint64_t to);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spartan::rtl

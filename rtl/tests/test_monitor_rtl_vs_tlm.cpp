@@ -1,0 +1,205 @@
+// Lockstep scoreboard: the RTL monitor (Verilated, behind its TLM transactors) and the TLM SparsityMonitor
+// (hw/spartan) get the same MMIO programming and the same write-request stream; per-tile counts written by
+// the flushes must match exactly, the line/flush statistics registers must match, and the cycle counts of
+// counting and flushing are reported side by side and must agree within 5 % (docs/hw-units.md "Calibration
+// from the RTL").
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "monitor_reference.h"
+#include "spartan/hw/flat_memory.h"
+#include "spartan/hw/regmap.h"
+#include "spartan/hw/sparsity_monitor.h"
+#include "spartan/rtl/monitor_rtl_sc.h"
+
+extern "C" int sc_main(int, char**) { return 0; }
+
+namespace {
+using namespace spartan;
+namespace mon = hw::regmap::monitor;
+using test_ref = rtl::test::RefRegion;
+
+struct Host : sc_core::sc_module {
+  tlm_utils::simple_initiator_socket<Host> tlm_mmio, rtl_mmio, rtl_wr;
+  hw::SparsityMonitor* tlm_mon = nullptr;
+  rtl::MonitorRtlSc* rtl_mon = nullptr;
+  hw::FlatMemory *tlm_mem = nullptr, *rtl_mem = nullptr;
+  SC_HAS_PROCESS(Host);
+  explicit Host(sc_core::sc_module_name n) : sc_module(n), tlm_mmio("tm"), rtl_mmio("rm"), rtl_wr("rw") {
+    SC_THREAD(run);
+  }
+  tlm::tlm_response_status acc(tlm_utils::simple_initiator_socket<Host>& s, bool write, std::uint32_t off,
+                               std::uint32_t& v) {
+    tlm::tlm_generic_payload p;
+    p.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+    p.set_address(off);
+    p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
+    p.set_data_length(4);
+    p.set_streaming_width(4);
+    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+    s->b_transport(p, d);
+    sc_core::wait(d);
+    return p.get_response_status();
+  }
+  // Same access on both; the responses must agree.
+  void both(bool write, std::uint32_t off, std::uint32_t v, std::uint32_t* tv = nullptr, std::uint32_t* rv = nullptr) {
+    std::uint32_t a = v, b = v;
+    const auto ra = acc(tlm_mmio, write, off, a);
+    const auto rb = acc(rtl_mmio, write, off, b);
+    EXPECT_EQ(ra, rb) << (write ? "write " : "read ") << std::hex << off;
+    if (tv) *tv = a;
+    if (rv) *rv = b;
+  }
+  void run() {
+    std::mt19937_64 rng(2024);
+    const double period_ps = rtl_mon->period().to_seconds() * 1e12;
+    for (unsigned round = 0; round < 3; ++round) {
+      // random regions, programmed identically into both monitors
+      const unsigned nreg = 1 + rng() % 3;
+      std::vector<test_ref> gs;
+      std::uint32_t off = 0;
+      for (unsigned r = 0; r < nreg; ++r) {
+        test_ref g;
+        g.dtype = rng() % 3;
+        g.rows = 8 + rng() % 120;
+        g.cols = 8 + rng() % 200;
+        g.pitch = g.cols * g.eb() + g.eb() * (rng() % 2) * 8;
+        g.tr = 1u << (2 + rng() % 4);
+        g.tc = 1u << (2 + rng() % 4);
+        g.base = 0x1000000ull * (r + 1) + 0x100000ull * round + g.eb() * (rng() % 64);
+        g.ct_base = 0x9000000ull + 0x100000ull * round + 0x10000ull * r + 4 * (rng() % 8);
+        g.cnt_offset = off;
+        off += static_cast<std::uint32_t>(g.tiles());
+        both(true, mon::region_reg(r, mon::R_CFG), 0);
+        both(true, mon::region_reg(r, mon::R_TILE), g.tr | (g.tc << 16));
+        both(true, mon::region_reg(r, mon::R_BASE_LO), static_cast<std::uint32_t>(g.base));
+        both(true, mon::region_reg(r, mon::R_BASE_HI), 0);
+        both(true, mon::region_reg(r, mon::R_ROWS), g.rows);
+        both(true, mon::region_reg(r, mon::R_COLS), g.cols);
+        both(true, mon::region_reg(r, mon::R_ROW_PITCH), g.pitch);
+        both(true, mon::region_reg(r, mon::R_CNT_OFFSET), g.cnt_offset);
+        both(true, mon::region_reg(r, mon::R_CT_BASE_LO), static_cast<std::uint32_t>(g.ct_base));
+        both(true, mon::region_reg(r, mon::R_CFG), 1u | (g.dtype << 4));
+        gs.push_back(g);
+      }
+      for (unsigned r = nreg; r < 3; ++r) both(true, mon::region_reg(r, mon::R_CFG), 0);
+      both(true, mon::SAMPLE_SHIFT, round == 2 ? 1 : 0);
+      both(true, mon::CTRL, 0x3);  // ENABLE + CLEAR
+      rtl_mon->drain(sc_core::sc_time_stamp());
+      wait(rtl_mon->period() * 10000.0);  // RTL counter clear sweep (8192 cycles) is done
+
+      // the producer writes every region line by line, back to back (one request per cycle offered)
+      const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+      sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+      const std::uint64_t tlm_busy0 = tlm_mon->stats().busy_ps;
+      std::uint64_t requests = 0;
+      for (const auto& g : gs) {
+        std::vector<std::uint8_t> m(g.size());
+        const double dens = (rng() % 100) / 100.0;
+        for (std::size_t i = 0; i < m.size(); i += g.eb()) {
+          std::uint32_t x = (rng() % 1000) < dens * 1000 ? static_cast<std::uint32_t>(rng()) | 1u
+                                                          : ((rng() & 1) ? 0x80008000u : 0u);
+          std::memcpy(&m[i], &x, g.eb());
+        }
+        for (std::uint64_t a = g.base; a < g.base + g.size(); ++requests) {
+          const std::uint64_t end = std::min<std::uint64_t>((a & ~127ull) + 128, g.base + g.size());
+          const auto len = static_cast<std::uint32_t>(end - a);
+          const sc_core::sc_time when = t0 + rtl_mon->period() * static_cast<double>(requests);
+          tlm_mon->observe_write(a, &m[a - g.base], len, when);
+          tlm::tlm_generic_payload p;
+          p.set_command(tlm::TLM_WRITE_COMMAND);
+          p.set_address(a);
+          p.set_data_ptr(&m[a - g.base]);
+          p.set_data_length(len);
+          p.set_streaming_width(len);
+          p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+          sc_core::sc_time dl = when - sc_core::sc_time_stamp();
+          if (d > dl) dl = d;  // the RTL may still be busy with the previous request
+          rtl_wr->b_transport(p, dl);
+          d = dl;
+          a = end;
+        }
+      }
+      const double rtl_count_cycles = (sc_core::sc_time_stamp() + d - t0).to_seconds() * 1e12 / period_ps;
+      const double tlm_count_cycles = double(tlm_mon->stats().busy_ps - tlm_busy0) / period_ps;
+      wait(d);
+      wait(rtl_mon->period() * 8.0);  // pipelines drained (TLM latency 3, RTL 4)
+      rtl_mon->drain(sc_core::sc_time_stamp());
+      // flush both
+      const std::uint32_t mask = (1u << nreg) - 1;
+      both(true, mon::FLUSH, mask);
+      const sc_core::sc_time rtl_done = rtl_mon->drain(sc_core::sc_time_stamp());
+      if (tlm_mon->flush_busy()) wait(tlm_mon->flush_done_event());
+      if (rtl_done > sc_core::sc_time_stamp()) wait(rtl_done - sc_core::sc_time_stamp());
+      std::uint32_t ta = 0, ra = 0;
+      for (std::uint32_t reg : {mon::LINES_SEEN, mon::LINES_MATCHED, mon::LINES_SAMPLED, mon::STATUS}) {
+        both(false, reg, 0, &ta, &ra);
+        EXPECT_EQ(ta, ra) << "register 0x" << std::hex << reg;
+      }
+      for (unsigned r = 0; r < nreg; ++r) {
+        both(false, mon::region_reg(r, mon::R_TILES), 0, &ta, &ra);
+        EXPECT_EQ(ta, ra);
+        both(false, mon::region_reg(r, mon::R_MATCHED), 0, &ta, &ra);
+        EXPECT_EQ(ta, ra);
+      }
+      std::uint32_t tlm_fc = 0, rtl_fc = 0;
+      both(false, mon::FLUSH_CYCLES, 0, &tlm_fc, &rtl_fc);
+      std::uint64_t mismatches = 0, tiles = 0;
+      for (const auto& g : gs)
+        for (std::uint64_t t = 0; t < g.tiles(); ++t, ++tiles) {
+          std::uint32_t a = 0, b = 0;
+          tlm_mem->read_bytes(g.ct_base + 4 * t, &a, 4);
+          rtl_mem->read_bytes(g.ct_base + 4 * t, &b, 4);
+          mismatches += a != b;
+        }
+      EXPECT_EQ(mismatches, 0u);
+      std::printf("round %u: %u regions, %llu tiles, %llu requests: count mismatches %llu\n", round, nreg,
+                  (unsigned long long)tiles, (unsigned long long)requests, (unsigned long long)mismatches);
+      std::printf("  counting cycles  TLM %.0f  RTL %.0f  (RTL/TLM %.3f)\n", tlm_count_cycles, rtl_count_cycles,
+                  rtl_count_cycles / tlm_count_cycles);
+      std::printf("  flush cycles     TLM %u  RTL %u  (RTL/TLM %.3f)\n", tlm_fc, rtl_fc,
+                  tlm_fc ? double(rtl_fc) / tlm_fc : 0.0);
+      // Calibrated timing (docs/hw-units.md "Calibration from the RTL"): within 5 %, also with sampling.
+      EXPECT_NEAR(double(rtl_fc) / tlm_fc, 1.0, 0.05) << "flush cycles, round " << round;
+      EXPECT_NEAR(rtl_count_cycles / tlm_count_cycles, 1.0, 0.05) << "counting cycles, round " << round;
+    }
+    sc_core::sc_stop();
+  }
+};
+
+TEST(MonitorRtlVsTlm, SameTrafficSameCountsAndStatistics) {
+  ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  hw::MonitorConfig mc;
+  mc.flush_outstanding = 4;  // the RTL instance's FLUSH_OUTSTANDING
+  mc.clock_mhz = 1000.0;
+  hw::SparsityMonitor tlm_mon("tlm_monitor", mc);
+  rtl::MonitorRtlScConfig rc;
+  rc.clock_mhz = mc.clock_mhz;
+  rtl::MonitorRtlSc rtl_mon("rtl_monitor", rc);
+  hw::FlatMemoryConfig fc;
+  fc.read_latency = sc_core::sc_time(20, sc_core::SC_NS);
+  fc.write_latency = sc_core::sc_time(10, sc_core::SC_NS);
+  hw::FlatMemory tlm_mem("tlm_mem", fc), rtl_mem("rtl_mem", fc);
+  Host host("host");
+  host.tlm_mon = &tlm_mon;
+  host.rtl_mon = &rtl_mon;
+  host.tlm_mem = &tlm_mem;
+  host.rtl_mem = &rtl_mem;
+  host.tlm_mmio.bind(tlm_mon.mmio);
+  host.rtl_mmio.bind(rtl_mon.mmio);
+  host.rtl_wr.bind(rtl_mon.wr);
+  tlm_mon.mem.bind(tlm_mem.socket);
+  rtl_mon.mem.bind(rtl_mem.socket);
+  sc_core::sc_start();
+}
+
+}  // namespace

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""End-to-end test of the main job: runs scripts/run-main-job.sh with the `tiny` profile (lenet5, 20 steps,
+RTL on one layer, area flow on small blocks) into a scratch directory and checks that report.json carries
+the same numbers as the step outputs it was built from (train.json, sim/stats.json with its rtl section, area.json),
+that the functional checks passed, and that report.md/html and the plots exist.
+Usage: test_main_job.py SOURCE_DIR BUILD_BIN_DIR"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def close(a, b, what):
+    if a is None or b is None:
+        fail(f"{what}: missing value ({a!r} vs {b!r})")
+    if not math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=1e-12):
+        fail(f"{what}: report {a!r} != source {b!r}")
+
+
+def main():
+    src, bindir = sys.argv[1], sys.argv[2]
+    work = tempfile.mkdtemp(prefix="spartan-e2e-")
+    try:
+        env = dict(os.environ, RUN_BIN=bindir, RUN_DIR=os.path.join(work, "run"),
+                   RUN_REPORT=os.path.join(work, "report"))
+        r = subprocess.run(["bash", os.path.join(src, "scripts/run-main-job.sh"), "tiny"], cwd=src, env=env,
+                           capture_output=True, text=True, timeout=1200)
+        sys.stdout.write(r.stdout[-4000:])
+        if r.returncode != 0:
+            fail(f"run-main-job.sh exited {r.returncode}: {r.stderr.strip()[-2000:]}")
+        run, rep = env["RUN_DIR"], env["RUN_REPORT"]
+        load = lambda p: json.load(open(p))
+        train, stats = load(f"{run}/train.json"), load(f"{run}/sim/stats.json")
+        area, report = load(f"{run}/area/area.json"), load(f"{rep}/report.json")
+        rtl = stats.get("rtl")
+        if not rtl or not rtl.get("layers"):
+            fail("stats.json has no rtl section: the RTL lockstep did not run")
+        for f in ("report.md", "report.html", "sparsity.png", "profiling.png", "conversion.png", "speedup.png"):
+            if not os.path.getsize(os.path.join(rep, f)):
+                fail(f"{f} is empty")
+        # training numbers
+        close(report["training"]["test_accuracy"], train["test_accuracy"], "test accuracy")
+        # simulation: overall ratios and every layer's times
+        ov, rov = stats["overall"], report["simulation"]["overall"]
+        close(rov["profile"]["mean_layer_ratio"], ov["profile"]["mean_layer_ratio"], "mean profiling ratio")
+        close(rov["convert"]["ratio"], ov["convert"]["ratio"], "conversion ratio")
+        if len(report["simulation"]["layers"]) != len(stats["layers"]) or not stats["layers"]:
+            fail("layer count differs between report and stats.json")
+        for a, b in zip(report["simulation"]["layers"], stats["layers"]):
+            close(a["software"]["profile"]["time_ns"], b["software"]["profile"]["time_ns"], "SW profiling time")
+            close(a["hardware"]["convert"]["time_ns"], b["hardware"]["convert"]["time_ns"], "engine time")
+        if not stats["checks"]["passed"]:
+            fail("functional checks of the simulation failed")
+        # the Markdown shows the same mean ratio as stats.json
+        md = open(f"{rep}/report.md").read()
+        if f"{ov['profile']['mean_layer_ratio']:.1f}x" not in md:
+            fail("report.md does not show the mean profiling ratio of stats.json")
+        # RTL: mismatches summed over the per-layer records of stats.json
+        want = sum(x["mismatches"] for x in rtl["layers"])
+        if report["rtl"]["mismatches"] != want or rtl["mismatches"] != want or want != 0:
+            fail(f"RTL mismatches: report {report['rtl']['mismatches']}, stats.json {want} (must be 0)")
+        # area: the report embeds area.json unchanged
+        if report["area"] != area:
+            fail("report.json area section differs from area.json")
+        print("e2e: report numbers match train.json, stats.json (incl. rtl) and area.json")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

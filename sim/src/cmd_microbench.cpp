@@ -1,0 +1,56 @@
+// spartan-sim microbench: calibration microbenchmarks of the GPU memory-hierarchy model
+// (streaming read/write/copy bandwidth, pointer-chase latency, L2 footprint sweep). See docs/gpu-model.md.
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "spartan/common/atomic_file.h"
+#include "spartan/common/error.h"
+#include "spartan/hw/gpu/gpu_system.h"
+#include "spartan/hw/gpu/microbench.h"
+#include "spartan/sim/command.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+int microbench_main(const std::vector<std::string>& args) {
+  std::string gpu_name = "v100", out, stats_out, only;
+  po::options_description desc("spartan-sim microbench [options]");
+  desc.add_options()("help,h", "show this help")(
+      "gpu", po::value(&gpu_name)->default_value("v100"), "GPU preset name (sim/configs/gpu/<name>.yaml) or YAML path")(
+      "out", po::value(&out), "write the report as JSON to this file (atomically)")(
+      "stats", po::value(&stats_out), "write every component's statistics as JSON to this file")(
+      "only", po::value(&only), "run only one group: stream, chase or sweep");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::ostringstream o;
+    o << desc;
+    std::printf("%s", o.str().c_str());
+    return 0;
+  }
+  spartan::hw::gpu::MicrobenchOptions opt;
+  if (!only.empty()) {
+    if (only != "stream" && only != "chase" && only != "sweep")
+      throw spartan::InputError("--only: expected stream, chase or sweep, got '" + only + "'");
+    opt.stream = only == "stream";
+    opt.chase = only == "chase";
+    opt.sweep = only == "sweep";
+  }
+  auto gpu = spartan::hw::gpu::GpuSystem::from_preset(gpu_name);
+  auto rep = spartan::hw::gpu::run_microbench(*gpu, opt);
+  std::printf("%s", rep.to_text(gpu->config()).c_str());
+  if (!out.empty()) spartan::write_file_atomic(out, rep.to_json().dump(2) + "\n");
+  if (!stats_out.empty()) gpu->write_stats_json(stats_out);
+  return 0;
+}
+
+spartan::sim::CommandRegistration reg("microbench", {"GPU memory-model calibration: bandwidth, latency, L2 sweep",
+                                                     microbench_main});
+
+}  // namespace

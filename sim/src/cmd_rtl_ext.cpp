@@ -1,0 +1,256 @@
+// `spartan-sim run --rtl`: RTL co-simulation of the sparsity monitor beside the trace replay, registered
+// through spartan/hw/run_hooks.h (no edit of cmd_run.cpp).
+//
+// For every replayed (iteration, layer) (or those in --rtl-layers) the extension takes the activation the
+// replay's producer wrote into the GPU's functional memory and the region the replay programmed into the TLM
+// monitors (read back through the monitors' debug transport: BASE, ROWS, COLS, ROW_PITCH, TILE, DTYPE), and
+// runs it through the lockstep scoreboard of rtl/cosim/monitor_lockstep.cpp: a TLM SparsityMonitor and the
+// Verilated RTL monitor get the same MMIO programming and the same 128 B line-request stream, both flush,
+// and the flushed per-tile counts, statistics registers and MMIO responses are compared. Cycles: counting
+// (the whole request stream) + flush, RTL vs TLM.
+//
+// Adds to each layer record "rtl": {...} and to stats.json a top-level "rtl" section
+// {"mismatches", "max_abs_cycle_deviation_percent", "layers": [{iteration, layer, name, unit, mismatches,
+//  rtl_cycles, tlm_cycles, cycle_deviation_percent, ...}]} (read by scripts/make_report.py).
+// Mismatches > 0 fail the run (run_hooks.h).
+//
+// Options: --rtl, --rtl-layers LIST, --wave FILE, --wave-window FROM:TO (RTL cycles counted from the first
+// checked layer; VCD).
+#if defined(SPARTAN_HAVE_REPLAY) && __has_include("spartan/rtl/monitor_lockstep.h")
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+
+#include "spartan/common/error.h"
+#include "spartan/hw/compaction_engine.h"
+#include "spartan/hw/gpu/backing_store.h"
+#include "spartan/hw/gpu/gpu_system.h"
+#include "spartan/hw/regmap.h"
+#include "spartan/hw/run_hooks.h"
+#include "spartan/hw/sparsity_monitor.h"
+#include "spartan/rtl/engine_rtl.h"
+#include "spartan/rtl/monitor_lockstep.h"
+
+namespace {
+
+namespace mon = spartan::hw::regmap::monitor;
+using nlohmann::json;
+
+/// SC_THREAD host of the lockstep scoreboard (MonitorLockstep::run must be called from a process).
+struct RtlRunner : sc_core::sc_module {
+  spartan::rtl::MonitorLockstep lockstep;
+  sc_core::sc_event start;
+  const spartan::rtl::LockstepMatrix* job = nullptr;
+  spartan::rtl::LockstepResult result;
+  bool done = false;
+  SC_HAS_PROCESS(RtlRunner);
+  RtlRunner(sc_core::sc_module_name n, double mhz) : sc_module(n), lockstep("rtl_monitor", mhz) { SC_THREAD(loop); }
+  void loop() {
+    for (;;) {
+      sc_core::wait(start);
+      result = lockstep.run(*job, sample_shift);
+      done = true;
+    }
+  }
+  unsigned sample_shift = 0;
+};
+
+std::uint32_t dbg_read(spartan::hw::SparsityMonitor& m, std::uint32_t off) {
+  std::uint32_t v = 0;
+  tlm::tlm_generic_payload p;
+  p.set_command(tlm::TLM_READ_COMMAND);
+  p.set_address(off);
+  p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
+  p.set_data_length(4);
+  p.set_streaming_width(4);
+  if (m.mmio.get_base_export()->transport_dbg(p) != 4) throw std::logic_error("--rtl: debug read of a monitor register failed");
+  return v;
+}
+
+double dev_pct(double tlm, double rtl) { return tlm > 0 ? 100.0 * (rtl - tlm) / tlm : 0.0; }
+
+class RtlExtension : public spartan::hw::RunExtension {
+ public:
+  RtlExtension() {
+    auto opt = [](const char* n, const char* help, bool value) {
+      spartan::hw::ExtensionOption o;
+      o.name = n;
+      o.help = help;
+      o.takes_value = value;
+      return o;
+    };
+    opts_ = {opt("rtl", "RTL co-simulation: replay each layer's activation through the Verilated sparsity monitor and a "
+                        "TLM monitor in lockstep; adds stats.json \"rtl\" (mismatches fail the run)", false),
+             opt("rtl-layers", "with --rtl: comma-separated layer indices to check (default: every replayed layer)", true),
+             opt("wave", "with --rtl: write a VCD of the RTL monitor to FILE (needs --wave-window)", true),
+             opt("wave-window", "with --wave: RTL cycles FROM:TO to dump (counted from the first checked layer)", true)};
+  }
+  std::string name() const override { return "rtl"; }
+  std::vector<spartan::hw::ExtensionOption>& options() override { return opts_; }
+
+  void attach(spartan::hw::ReplayContext& ctx) override {
+    if (!opts_[0].given) throw spartan::InputError("--rtl-layers/--wave/--wave-window need --rtl");
+    if (opts_[1].given) {
+      std::stringstream ss(opts_[1].value);
+      std::string t;
+      while (std::getline(ss, t, ',')) {
+        std::size_t pos = 0;
+        long long v = -1;
+        try {
+          v = std::stoll(t, &pos);
+        } catch (const std::exception&) {
+          pos = 0;
+        }
+        if (t.empty() || pos != t.size() || v < 0)
+          throw spartan::InputError("--rtl-layers: expected a comma-separated list of layer indices, got '" + opts_[1].value + "'");
+        layers_.insert(v);
+      }
+    }
+    unsigned long long from = 0, to = 0;
+    if (opts_[3].given) {
+      char extra = 0;
+      if (std::sscanf(opts_[3].value.c_str(), "%llu:%llu%c", &from, &to, &extra) != 2 || to <= from)
+        throw spartan::InputError("--wave-window: expected FROM:TO with FROM < TO, got '" + opts_[3].value + "'");
+    }
+    if (opts_[2].given != opts_[3].given) throw spartan::InputError("--wave and --wave-window go together");
+    if (ctx.monitors.empty() || !ctx.gpu) throw std::logic_error("--rtl: no monitors in the replay");
+    ctx_ = ctx;
+    const double mhz = ctx.monitors[0]->config().clock_mhz;
+    runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz);
+    if (opts_[2].given) runner_->lockstep.wave(opts_[2].value, from, to);
+    if (ctx.engine)
+      ctx.engine->add_job_observer([this](const spartan::hw::EngineJob& j, bool done) {
+        if (!done) return;
+        job_ = j;
+        have_job_ = true;
+      });
+  }
+  void layer_begin(const spartan::hw::ReplayLayer&) override { have_job_ = false; }
+
+  void layer_end(const spartan::hw::ReplayLayer& rl, json& L) override {
+    const std::int64_t layer = L.value("layer", rl.layer);
+    if (!layers_.empty() && !layers_.count(layer)) return;
+    // The region the replay programmed (identical in every slice's monitor).
+    auto& m0 = *ctx_.monitors[0];
+    const std::uint32_t cfg = dbg_read(m0, mon::region_reg(0, mon::R_CFG));
+    if (!(cfg & 1u)) throw std::logic_error("--rtl: monitor region 0 not enabled after the layer");
+    spartan::rtl::LockstepMatrix m;
+    const std::uint32_t tile = dbg_read(m0, mon::region_reg(0, mon::R_TILE));
+    const std::uint64_t base = dbg_read(m0, mon::region_reg(0, mon::R_BASE_LO)) |
+                               (std::uint64_t(dbg_read(m0, mon::region_reg(0, mon::R_BASE_HI))) << 32);
+    m.rows = dbg_read(m0, mon::region_reg(0, mon::R_ROWS));
+    m.cols = dbg_read(m0, mon::region_reg(0, mon::R_COLS));
+    m.row_pitch_bytes = dbg_read(m0, mon::region_reg(0, mon::R_ROW_PITCH));
+    m.dtype = (cfg >> mon::R_CFG_DTYPE_LSB) & 3u;
+    m.tile_rows = tile & 0xFFFFu;
+    m.tile_cols = tile >> 16;
+    const unsigned shift = dbg_read(m0, mon::SAMPLE_SHIFT) & 0xFu;
+    std::vector<std::uint8_t> bytes(std::size_t(m.rows) * m.row_pitch_bytes);
+    ctx_.gpu->backing_store().read(base, bytes.data(), bytes.size());
+    m.data = bytes.data();
+    runner_->job = &m;
+    runner_->sample_shift = shift;
+    runner_->done = false;
+    runner_->start.notify(sc_core::SC_ZERO_TIME);
+    sc_core::sc_start();
+    if (!runner_->done) throw std::logic_error("--rtl: the lockstep run did not finish");
+    const auto& r = runner_->result;
+    const std::uint64_t mism = r.count_mismatches + r.register_mismatches;
+    mismatches_ += mism;
+    const double tlm = r.tlm_count_cycles + r.tlm_flush_cycles, rtl = r.rtl_count_cycles + r.rtl_flush_cycles;
+    const double dev = dev_pct(tlm, rtl);
+    max_dev_ = std::max(max_dev_, std::fabs(dev));
+    json rec = {{"iteration", L.value("iteration", rl.iteration)}, {"layer", layer}, {"name", L.value("name", std::string())},
+                {"unit", "monitor"}, {"mismatches", mism}, {"count_mismatches", r.count_mismatches},
+                {"register_mismatches", r.register_mismatches}, {"tiles", r.tiles}, {"requests", r.requests},
+                {"rtl_cycles", static_cast<std::uint64_t>(std::llround(rtl))},
+                {"tlm_cycles", static_cast<std::uint64_t>(std::llround(tlm))}, {"cycle_deviation_percent", dev},
+                {"counting_cycles", {{"rtl", r.rtl_count_cycles}, {"tlm", r.tlm_count_cycles},
+                                     {"deviation_percent", dev_pct(r.tlm_count_cycles, r.rtl_count_cycles)}}},
+                {"flush_cycles", {{"rtl", r.rtl_flush_cycles}, {"tlm", r.tlm_flush_cycles},
+                                  {"deviation_percent", dev_pct(r.tlm_flush_cycles, r.rtl_flush_cycles)}}},
+                {"rtl_cycles_simulated", r.rtl_cycles_total}, {"wall_s", r.wall_seconds}};
+    L["rtl"] = rec;
+    records_.push_back(rec);
+    if (have_job_) engine_check(L);
+    if (!ctx_.quiet)
+      std::fprintf(stderr, "rtl: it%lld/L%lld monitor: %llu mismatches, RTL %.0f vs TLM %.0f cycles (%+.2f %%)\n",
+                   static_cast<long long>(rec["iteration"].get<std::int64_t>()), static_cast<long long>(layer),
+                   static_cast<unsigned long long>(mism), rtl, tlm, dev);
+  }
+
+  // The layer's engine job again on the engine RTL (serial datapath): same descriptor, same source matrix and
+  // count table (from the GPU's functional memory); every header and payload byte is compared with what the
+  // TLM engine wrote; job cycles RTL vs TLM.
+  void engine_check(json& L) {
+    const auto& d = job_.desc;
+    auto& store = ctx_.gpu->backing_store();
+    spartan::rtl::EngineRtl rtl;
+    const auto r = rtl.run(d, [&](std::uint64_t a, std::uint8_t* dst) { store.read(a, dst, 128); });
+    const auto& w = rtl.written();
+    std::uint64_t bad = 0;
+    if (!r.finished || r.status != static_cast<std::uint32_t>(job_.status)) ++bad;
+    if (job_.status == spartan::hw::regmap::engine::JobStatus::Ok) {
+      if (r.out_bytes != job_.payload_bytes) ++bad;
+      const std::uint64_t tiles = spartan::hw::regmap::tile_count(d.rows, d.cols, d.tile_rows, d.tile_cols);
+      std::vector<std::uint8_t> ref(16 * tiles);
+      store.read(d.header_base, ref.data(), ref.size());
+      for (std::uint64_t i = 0; i < ref.size(); ++i) {
+        auto it = w.find(d.header_base + i);
+        bad += it == w.end() || it->second != ref[i];
+      }
+      ref.assign(job_.payload_bytes, 0);
+      store.read(d.out_base, ref.data(), ref.size());
+      for (std::uint64_t i = 0; i < ref.size(); ++i) {
+        auto it = w.find(d.out_base + i);
+        bad += it == w.end() || it->second != ref[i];
+      }
+    }
+    mismatches_ += bad;
+    const double tlm = double(job_.cycles), rtlc = double(r.job_cycles), dev = dev_pct(tlm, rtlc);
+    max_dev_engine_ = std::max(max_dev_engine_, std::fabs(dev));
+    json rec = {{"iteration", L.value("iteration", std::int64_t(0))}, {"layer", L.value("layer", std::int64_t(0))},
+                {"name", L.value("name", std::string())}, {"unit", "engine"}, {"mismatches", bad},
+                {"rtl_cycles", r.job_cycles}, {"tlm_cycles", job_.cycles}, {"cycle_deviation_percent", dev},
+                {"payload_bytes", job_.payload_bytes}, {"bytes_compared", w.size()},
+                {"rtl_cycles_simulated", r.rtl_cycles}};
+    L["rtl_engine"] = rec;
+    records_.push_back(rec);
+    if (!ctx_.quiet)
+      std::fprintf(stderr, "rtl: engine: %llu mismatches, RTL %.0f vs TLM %.0f cycles (%+.1f %%, serial RTL datapath)\n",
+                   static_cast<unsigned long long>(bad), rtlc, tlm, dev);
+  }
+
+  void finish(json& stats) override {
+    stats["rtl"] = {{"mismatches", mismatches_}, {"max_abs_cycle_deviation_percent", std::max(max_dev_, max_dev_engine_)},
+                    {"max_abs_cycle_deviation_percent_by_unit", {{"monitor", max_dev_}, {"engine", max_dev_engine_}}},
+                    {"layers", records_},
+                    {"method", "monitor: lockstep TLM SparsityMonitor vs Verilated RTL monitor on the layer's activation "
+                               "(128 B line requests), counting + flush cycles; engine: the layer's engine job re-run on the "
+                               "Verilated engine RTL (serial datapath), header/payload bytes vs the TLM engine's, job cycles"}};
+  }
+  std::uint64_t mismatches() const override { return mismatches_; }
+
+ private:
+  std::vector<spartan::hw::ExtensionOption> opts_;
+  spartan::hw::ReplayContext ctx_;
+  std::set<std::int64_t> layers_;
+  std::unique_ptr<RtlRunner> runner_;
+  std::uint64_t mismatches_ = 0;
+  double max_dev_ = 0, max_dev_engine_ = 0;
+  spartan::hw::EngineJob job_;
+  bool have_job_ = false;
+  json records_ = json::array();
+};
+
+const spartan::hw::RunExtensionRegistration kRtlExtension([] { return std::make_unique<RtlExtension>(); });
+
+}  // namespace
+#endif

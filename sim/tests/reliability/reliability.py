@@ -1,0 +1,630 @@
+#!/usr/bin/python3
+"""Command-level reliability tests (issue 12, docs/reliability.md).
+
+  bad-input          every command x every bad-input class: exit code 2, exactly one non-empty line on
+                     stderr, and no output or temp file left behind (the case directory holds only the inputs).
+  determinism-train  spartan-train (CPU, lenet5, a few iterations, synthetic IDX data) twice with the same
+                     seed for --threads 1 and 2: identical trace tensors and metadata (except the measured
+                     gemm_times) and identical --out-json (except wall-clock fields).
+  determinism-sim    spartan-sim run twice on traces/samples/tiny-lenet5.sptrace: identical stats.json.
+  memory-growth      spartan-sim run on traces with N = 40 and 2N = 80 captured iterations: peak RSS may grow
+                     only by the in-memory report (16 x the stats.json growth) plus 5 %.
+
+Executables come as --tool=NAME=PATH (only those built); rows of missing tools are reported as skipped.
+"""
+import argparse
+import gzip
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+SKIP = 77
+NAN_OK = "docs/trace-format.md: NaN and Inf are non-zero data, -0.0 is zero; a diverged run is still a valid trace"
+
+# Known failures, reported in docs/reliability.md and to the owning module (not fixed here: the files belong
+# to modules still under development). A listed case that fails is shown as XFAIL and does not fail the test;
+# one that passes is shown as XPASS (remove it from this list).
+KNOWN_FAILURES = {
+    ("spartan-train", "--momentum nan"):
+        "sw/train/tools/spartan_train.cpp checks `momentum < 0 || momentum >= 1`, which NaN passes; "
+        "the run trains with NaN momentum and exits 0",
+    ("spartan-sdnn", "--bias nan"):
+        "sw/sdnn/tools/cmd_infer.cpp does not check --bias; NaN bias runs and writes categories (exit 0)",
+    ("spartan-area", "unknown key in GPU preset"):
+        "sim/area reads the preset with its own non-strict parser: unknown keys are ignored, the run succeeds",
+    ("spartan-area", "--clock-ns inf"):
+        "--clock-ns accepts inf (only `> 0` is checked); Yosys/ABC then fails: exit 2, but after per-unit "
+        "progress lines on stderr",
+    ("spartan-area", "bad manifest"):
+        "exit 2 with the Yosys syntax error, but preceded by a per-unit progress line on stderr",
+    ("spartan-area", "--out under a regular file"):
+        "the output directory is created only after synthesis: progress lines on stderr before the error "
+        "(and exit 1 'internal error' before sw/common run_cli mapped filesystem errors to exit 2)",
+    ("spartan-sim", "run trace: batch metadata = -1"):
+        "spartan-sim run does not validate the `batch` metadata key (spartan-trace check does); the replay runs",
+    ("spartan-sim", "run --layers 0,0"):
+        "a repeated layer index is accepted silently (exit 0) instead of being rejected as a duplicate",
+    ("spartan-sim", "microbench --stats under a regular file"):
+        "--out is committed before --stats is opened: exit 2 with one line, but mb.json stays behind",
+    ("spartan-train", "--weight-decay nan"):
+        "same: `weight_decay < 0` is false for NaN; the run exits 0 with NaN weights",
+    ("spartan-train", "--out-json under a regular file"):
+        "the --out-json path is first opened after training, when the --trace file is already committed: "
+        "exit 2 with one line, but the complete trace of the failed run stays behind",
+}
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def idx_bytes(dims, payload, dtype=0x08):
+    head = bytes([0, 0, dtype, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims)
+    return head + payload
+
+
+def make_idx_dataset(d, n_train=256, n_test=64, seed=3, rows=28, cols=28):
+    """A small synthetic Fashion-MNIST-shaped dataset (deterministic; about half the pixels zero)."""
+    state = seed
+
+    def rnd():
+        nonlocal state
+        state = (state * 6364136223846793005 + 1442695040888963407) & (2**64 - 1)
+        return state >> 33
+
+    def images(n):
+        return bytes((rnd() % 256) if rnd() % 2 else 0 for _ in range(n * rows * cols))
+
+    def labels(n):
+        return bytes(rnd() % 10 for _ in range(n))
+
+    write(os.path.join(d, "train-images-idx3-ubyte"), idx_bytes([n_train, rows, cols], images(n_train)))
+    write(os.path.join(d, "train-labels-idx1-ubyte"), idx_bytes([n_train], labels(n_train)))
+    write(os.path.join(d, "t10k-images-idx3-ubyte"), idx_bytes([n_test, rows, cols], images(n_test)))
+    write(os.path.join(d, "t10k-labels-idx1-ubyte"), idx_bytes([n_test], labels(n_test)))
+
+
+def read_safetensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    return json.loads(b[8:8 + n]), b[8 + n:]
+
+
+def write_safetensors(path, header, data):
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    write(path, struct.pack("<Q", len(h)) + h + data)
+
+
+def listing(root):
+    out = set()
+    for dp, dns, fns in os.walk(root):
+        for n in fns + dns:
+            out.add(os.path.relpath(os.path.join(dp, n), root))
+    return out
+
+
+class Runner:
+    def __init__(self, args):
+        self.tools = dict(t.split("=", 1) for t in args.tool)
+        self.src = args.source_dir
+        self.work = args.work_dir
+        self.failures = []
+        self.rows = []
+
+    def tool(self, name):
+        return self.tools.get(name)
+
+    def case(self, tool, cls, name, argv, setup=None, accept=None):
+        """Runs one bad-input case in a fresh directory; `setup(dir)` creates the inputs. With `accept` (the
+        documented reason), the input is valid by specification and the command must succeed (exit 0)."""
+        exe = self.tool(tool)
+        label = f"{tool} | {cls} | {name}"
+        if not exe:
+            self.rows.append((tool, cls, name, "SKIPPED (command not built)", ""))
+            return
+        d = os.path.join(self.work, "bad", f"{tool}-{len(self.rows):03d}")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        if setup:
+            setup(d)
+        before = listing(d)
+        argv = [a.replace("@D", d).replace("@S", self.src) for a in argv]
+        env = dict(os.environ, OMP_NUM_THREADS="1", SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
+        try:
+            p = subprocess.run([exe] + argv, cwd=d, capture_output=True, timeout=120, env=env)
+            rc, err = p.returncode, p.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            rc, err = "timeout", ""
+        lines = [l for l in err.splitlines() if l.strip()]
+        extra = sorted(listing(d) - before)
+        problems = []
+        if accept:
+            if rc != 0:
+                problems.append(f"exit {rc} (want 0: {accept})")
+            first = "accepted (exit 0): " + accept
+            if problems:
+                self.failures.append(f"{label}: {'; '.join(problems)}\n    argv: {' '.join(argv)}\n    stderr: {err[:600]!r}")
+            self.rows.append((tool, cls, name, "ok" if not problems else "FAIL: " + "; ".join(problems), first))
+            return
+        if rc != 2:
+            problems.append(f"exit {rc} (want 2)")
+        if len(lines) != 1 or len(err.splitlines()) != 1:
+            problems.append(f"{len(err.splitlines())} stderr lines (want 1)")
+        if extra:
+            problems.append("left behind: " + ", ".join(extra[:5]))
+        first = lines[0] if lines else ""
+        known = KNOWN_FAILURES.get((tool, name))
+        if not known and tool == "spartan-sim" and name.startswith("run ") and extra == ["out"] and rc == 2:
+            known = "spartan-sim run creates the --out directory before validating its inputs (an empty directory stays)"
+        if problems and known:
+            self.rows.append((tool, cls, name, "XFAIL: " + "; ".join(problems) + " [known: " + known + "]", first))
+            return
+        if problems:
+            self.failures.append(f"{label}: {'; '.join(problems)}\n    argv: {' '.join(argv)}\n    stderr: {err[:600]!r}")
+        status = "ok" if not known else "XPASS (fixed: remove from KNOWN_FAILURES)"
+        self.rows.append((tool, cls, name, status if not problems else "FAIL: " + "; ".join(problems), first))
+
+    def report(self, title):
+        md = os.environ.get("RELIABILITY_MARKDOWN")  # docs/reliability.md table rows, when asked for
+        if md:
+            with open(md, "w") as f:
+                f.write("| command | class | input | result | first stderr line (paths shortened) |\n|---|---|---|---|---|\n")
+                for t, c, n, res, first in self.rows:
+                    cells = [t, c, n, res, first.replace(self.work + "/", "")[:160]]
+                    f.write("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |\n")
+        print(f"{title}: {len(self.rows)} cases, {len(self.failures)} failures")
+        for r in self.rows:
+            print(f"  {r[0]:13s} {r[1]:24s} {r[2]:40s} {r[3]}  | {r[4][:150]}")
+        for f in self.failures:
+            print("FAIL " + f)
+        return 1 if self.failures else 0
+
+
+# ------------------------------------------------------------------------------------------ bad inputs
+def trace_inputs(r):
+    """Writers of bad .sptrace files derived from the committed sample."""
+    sample = os.path.join(r.src, "traces/samples/tiny-lenet5.sptrace")
+    raw = open(sample, "rb").read()
+    hdr, data = read_safetensors(sample)
+    first = next(k for k in hdr if k != "__metadata__")
+
+    def mod(fn):
+        def setup(d):
+            h = json.loads(json.dumps(hdr))
+            dd = bytearray(data)
+            fn(h, dd)
+            write_safetensors(os.path.join(d, "in.sptrace"), h, bytes(dd))
+        return setup
+
+    def f32_at(value):
+        def fn(h, dd):
+            o = h[first]["data_offsets"][0]
+            dd[o:o + 4] = struct.pack("<f", value)
+        return fn
+
+    def set_field(key, value):
+        def fn(h, dd):
+            h[first][key] = value
+        return fn
+
+    def meta(key, value):
+        def fn(h, dd):
+            h["__metadata__"][key] = value
+        return fn
+
+    def overlap(h, dd):
+        ks = [k for k in h if k != "__metadata__"]
+        h[ks[1]]["data_offsets"] = [h[ks[0]]["data_offsets"][0] + 4, h[ks[0]]["data_offsets"][0] + 4 +
+                                    h[ks[1]]["data_offsets"][1] - h[ks[1]]["data_offsets"][0]]
+
+    def f32_all(value):
+        def fn(h, dd):
+            b, e = h[first]["data_offsets"]
+            dd[b:e] = struct.pack("<f", value) * ((e - b) // 4)
+        return fn
+
+    return {
+        "missing file": ("missing files", None),
+        "empty file": ("empty", lambda d: write(os.path.join(d, "in.sptrace"), b"")),
+        "truncated header": ("truncated", lambda d: write(os.path.join(d, "in.sptrace"), raw[:100])),
+        "truncated data": ("truncated", lambda d: write(os.path.join(d, "in.sptrace"), raw[:-1000])),
+        "not a trace (text)": ("wrong type", lambda d: write(os.path.join(d, "in.sptrace"), "hello world\n" * 10)),
+        "header length 2^63": ("huge dimensions", lambda d: write(os.path.join(d, "in.sptrace"), struct.pack("<Q", 2**63) + raw[8:])),
+        "unknown dtype Q7": ("wrong dtype", mod(set_field("dtype", "Q7"))),
+        "dtype F64 for f32 act": ("wrong dtype", mod(set_field("dtype", "F64"))),
+        "overlapping tensors": ("overlapping ranges", mod(overlap)),
+        "end < begin offsets": ("negative or zero sizes", mod(set_field("data_offsets", [64, 0]))),
+        "negative shape": ("negative or zero sizes", mod(set_field("shape", [-2, 1, 28, 28]))),
+        "huge shape": ("huge dimensions", mod(set_field("shape", [2**40, 2**40]))),
+        "NaN in act": ("NaN/Inf/-0.0 in data", mod(f32_at(float("nan"))), NAN_OK),
+        "Inf in act": ("NaN/Inf/-0.0 in data", mod(f32_at(float("inf"))), NAN_OK),
+        "-0.0 everywhere in one act": ("NaN/Inf/-0.0 in data", mod(f32_all(-0.0)), NAN_OK),
+        "layers metadata not JSON": ("wrong type", mod(meta("layers", "{not json"))),
+        "batch metadata = -1": ("negative or zero sizes", mod(meta("batch", "-1"))),
+    }
+
+
+def bad_input(r):
+    d_ok = os.path.join(r.work, "ok-data")
+    if not os.path.exists(os.path.join(d_ok, "t10k-labels-idx1-ubyte")):
+        make_idx_dataset(d_ok, n_train=64, n_test=16)
+    sample = os.path.join(r.src, "traces/samples/tiny-lenet5.sptrace")
+
+    # spartan-trace check FILE
+    for name, (cls, setup, *acc) in trace_inputs(r).items():
+        r.case("spartan-trace", cls, name, ["check", "@D/in.sptrace"], setup, accept=acc[0] if acc else None)
+    r.case("spartan-trace", "unknown config keys", "unknown option", ["check", sample, "--frobnicate"])
+    r.case("spartan-trace", "unknown config keys", "unknown command", ["explode", sample])
+
+    # spartan-train: IDX dataset problems + bad options + unwritable outputs
+    def ds(fn):
+        def setup(d):
+            for f in os.listdir(d_ok):
+                shutil.copy(os.path.join(d_ok, f), os.path.join(d, f))
+            fn(d)
+        return setup
+    img = "train-images-idx3-ubyte"
+    train = ["--model", "lenet5", "--data", "@D", "--iterations", "1", "--batch", "8", "--threads", "1",
+             "--test-limit", "8", "-q", "--trace", "@D/out.sptrace", "--out-json", "@D/out.json"]
+    tr_cases = [
+        ("missing files", "dataset dir missing", ["--data", "@D/nope"], None),
+        ("missing files", "labels file missing", [], ds(lambda d: os.remove(os.path.join(d, "train-labels-idx1-ubyte")))),
+        ("empty", "empty images file", [], ds(lambda d: write(os.path.join(d, img), b""))),
+        ("truncated", "truncated images (header ok)", [], ds(lambda d: write(os.path.join(d, img), open(os.path.join(d_ok, img), "rb").read()[:5000]))),
+        ("truncated", "truncated gzip", [], ds(lambda d: (os.remove(os.path.join(d, img)), write(os.path.join(d, img + ".gz"), gzip.compress(open(os.path.join(d_ok, img), "rb").read())[:300])))),
+        ("wrong dtype", "IDX element type f32 (0x0D)", [], ds(lambda d: write(os.path.join(d, img), idx_bytes([64, 28, 28], bytes(64 * 28 * 28 * 4), 0x0D)))),
+        ("wrong type", "images file is text", [], ds(lambda d: write(os.path.join(d, img), "not an idx file\n"))),
+        ("huge dimensions", "dims 2^31 x 2^31 in a short file", [], ds(lambda d: write(os.path.join(d, img), idx_bytes([2**31, 2**31, 28], bytes(100))))),
+        ("negative or zero sizes", "0 training images", [], ds(lambda d: (write(os.path.join(d, img), idx_bytes([0, 28, 28], b"")), write(os.path.join(d, "train-labels-idx1-ubyte"), idx_bytes([0], b""))))),
+        ("wrong type", "label count != image count", [], ds(lambda d: write(os.path.join(d, "train-labels-idx1-ubyte"), idx_bytes([10], bytes(10))))),
+        ("negative or zero sizes", "--batch 0", ["--batch", "0"], ds(lambda d: None)),
+        ("negative or zero sizes", "--batch -4", ["--batch", "-4"], ds(lambda d: None)),
+        ("negative or zero sizes", "--iterations -1", ["--iterations", "-1"], ds(lambda d: None)),
+        ("huge dimensions", "--batch 2^31 (overflow)", ["--batch", "2147483648"], ds(lambda d: None)),
+        ("NaN/Inf/-0.0 in data", "--lr nan", ["--lr", "nan"], ds(lambda d: None)),
+        ("NaN/Inf/-0.0 in data", "--lr inf", ["--lr", "inf"], ds(lambda d: None)),
+        ("NaN/Inf/-0.0 in data", "--lr -0.0", ["--lr", "-0.0"], ds(lambda d: None)),
+        ("NaN/Inf/-0.0 in data", "--momentum nan", ["--momentum", "nan"], ds(lambda d: None)),
+        ("NaN/Inf/-0.0 in data", "--weight-decay nan", ["--weight-decay", "nan"], ds(lambda d: None)),
+        ("wrong type", "--batch abc", ["--batch", "abc"], ds(lambda d: None)),
+        ("unknown config keys", "unknown option --frobnicate", ["--frobnicate", "1"], ds(lambda d: None)),
+        ("unknown config keys", "unknown --model", ["--model", "lenet7"], ds(lambda d: None)),
+        ("unknown config keys", "unknown --gemm", ["--gemm", "magic"], ds(lambda d: None)),
+        ("wrong dtype", "--trace-dtype f8", ["--trace-dtype", "f8"], ds(lambda d: None)),
+        ("unwritable output directory", "--trace under a regular file", ["--trace", "@D/blocker/t.sptrace"], ds(lambda d: write(os.path.join(d, "blocker"), b"x"))),
+        ("unwritable output directory", "--out-json under a regular file", ["--out-json", "@D/blocker/m.json"], ds(lambda d: write(os.path.join(d, "blocker"), b"x"))),
+    ]
+    for cls, name, extra, setup in tr_cases:
+        argv = list(train)
+        for i in range(0, len(extra), 2):  # override or append
+            if extra[i] in argv and i + 1 < len(extra):
+                argv[argv.index(extra[i]) + 1] = extra[i + 1]
+            else:
+                argv += extra[i:i + 2]
+        r.case("spartan-train", cls, name, argv, setup)
+
+    # spartan-sdnn infer / generate
+    mm = "%%MatrixMarket matrix coordinate real general\n"
+
+    def weights(text, features=None):
+        def setup(d):
+            write(os.path.join(d, "w", "n8-l1.mtx"), text)
+            write(os.path.join(d, "f.tsv"), features if features is not None else "1\t1\t1.0\n2\t3\t1.0\n")
+        return setup
+    infer = ["infer", "--weights", "@D/w", "--layers", "1", "--features", "@D/f.tsv", "--bias", "-0.3",
+             "--categories-out", "@D/cats.txt"]
+    good = mm + "8 8 2\n1 1 0.5\n2 3 0.25\n"
+    sd_cases = [
+        ("missing files", "weights dir missing", infer, None),
+        ("missing files", "features file missing", [a if a != "@D/f.tsv" else "@D/nope.tsv" for a in infer], weights(good)),
+        ("empty", "empty weight file", infer, weights("")),
+        ("truncated", "fewer entries than the size line", infer, weights(mm + "8 8 3\n1 1 0.5\n")),
+        ("truncated", "entry line cut", infer, weights(mm + "8 8 2\n1 1 0.5\n2 3")),
+        ("wrong type", "array (dense) MatrixMarket", infer, weights("%%MatrixMarket matrix array real general\n8 8\n")),
+        ("wrong dtype", "complex field", infer, weights("%%MatrixMarket matrix coordinate complex general\n8 8 1\n1 1 1 0\n")),
+        ("wrong type", "text value", infer, weights(mm + "8 8 1\n1 1 abc\n")),
+        ("huge dimensions", "rows 10^12", infer, weights(mm + "1000000000000 1000000000000 1\n1 1 1\n")),
+        ("huge dimensions", "nnz 10^15 in a tiny file", infer, weights(mm + "8 8 1000000000000000\n1 1 1\n")),
+        ("negative or zero sizes", "rows -8", infer, weights(mm + "-8 8 1\n1 1 1\n")),
+        ("negative or zero sizes", "index 0 (1-based format)", infer, weights(mm + "8 8 1\n0 1 1\n")),
+        ("overlapping ranges", "index beyond size", infer, weights(mm + "8 8 1\n9 1 1\n")),
+        ("NaN/Inf/-0.0 in data", "NaN weight", infer, weights(mm + "8 8 1\n1 1 nan\n")),
+        ("NaN/Inf/-0.0 in data", "Inf weight", infer, weights(mm + "8 8 1\n1 1 inf\n")),
+        ("NaN/Inf/-0.0 in data", "NaN feature (TSV)", infer, weights(good, "1\t1\tnan\n")),
+        ("NaN/Inf/-0.0 in data", "--bias nan", [a if a != "-0.3" else "nan" for a in infer], weights(good)),
+        ("negative or zero sizes", "--layers 0", [a if a != "1" else "0" for a in infer], weights(good)),
+        ("negative or zero sizes", "--layers -1", [a if a != "1" else "-1" for a in infer], weights(good)),
+        ("unknown config keys", "unknown option", infer + ["--frobnicate"], weights(good)),
+        ("unknown config keys", "unknown subcommand", ["explode"], None),
+        ("unwritable output directory", "--categories-out under a regular file",
+         [a if a != "@D/cats.txt" else "@D/blocker/c.txt" for a in infer],
+         lambda d: (weights(good)(d), write(os.path.join(d, "blocker"), b"x"))),
+        ("negative or zero sizes", "generate --neurons 0", ["generate", "--neurons", "0", "--layers", "2", "--out", "@D/g"], None),
+        ("negative or zero sizes", "generate --layers -2", ["generate", "--neurons", "1024", "--layers", "-2", "--out", "@D/g"], None),
+        ("huge dimensions", "generate --neurons 2^40", ["generate", "--neurons", "1099511627776", "--layers", "2", "--out", "@D/g"], None),
+        ("unwritable output directory", "generate --out under a regular file",
+         ["generate", "--neurons", "1024", "--layers", "2", "--out", "@D/blocker/g"], lambda d: write(os.path.join(d, "blocker"), b"x")),
+    ]
+    for cls, name, argv, setup in sd_cases:
+        r.case("spartan-sdnn", cls, name, argv, setup)
+
+    # spartan-area: GPU preset / manifest / options (checked before any EDA tool runs)
+    gpu_yaml = os.path.join(r.src, "sim/area/tests/data/gpu_test.yaml")
+    area = ["--gpu", "@D/gpu.yaml", "--out", "@D/out", "--manifest", "@S/sim/area/tests/data/manifest.yaml"]
+
+    def gpu(text_fn):
+        def setup(d):
+            write(os.path.join(d, "gpu.yaml"), text_fn(open(gpu_yaml).read()))
+        return setup
+    ar_cases = [
+        ("missing files", "GPU preset missing", area, None),
+        ("empty", "empty GPU preset", area, gpu(lambda t: "")),
+        ("truncated", "GPU preset cut in half", area, gpu(lambda t: t[:len(t) // 2])),
+        ("unknown config keys", "unknown key in GPU preset", area, gpu(lambda t: t + "\nfrobnicate: 3\n")),
+        ("wrong type", "GPU preset is a list", area, gpu(lambda t: "- 1\n- 2\n")),
+        ("unknown config keys", "unknown option", area + ["--frobnicate"], gpu(lambda t: t)),
+        ("negative or zero sizes", "--clock-ns 0", area + ["--clock-ns", "0"], gpu(lambda t: t)),
+        ("negative or zero sizes", "--clock-ns -1", area + ["--clock-ns", "-1"], gpu(lambda t: t)),
+        ("NaN/Inf/-0.0 in data", "--clock-ns nan", area + ["--clock-ns", "nan"], gpu(lambda t: t)),
+        ("NaN/Inf/-0.0 in data", "--clock-ns inf", area + ["--clock-ns", "inf"], gpu(lambda t: t)),
+        ("wrong type", "--nodes 3nm (not a node)", area + ["--nodes", "3"], gpu(lambda t: t)),
+        ("wrong dtype", "--memory-model dram", area + ["--memory-model", "dram"], gpu(lambda t: t)),
+        ("missing files", "manifest missing", [a if "manifest.yaml" not in a else "@D/nope.yaml" for a in area], gpu(lambda t: t)),
+        ("unknown config keys", "bad manifest", [a if "manifest.yaml" not in a else "@S/sim/area/tests/data/manifest_bad.yaml" for a in area], gpu(lambda t: t)),
+        ("unwritable output directory", "--out under a regular file", [a if a != "@D/out" else "@D/blocker/out" for a in area],
+         lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "blocker"), b"x"))),
+    ]
+    for cls, name, argv, setup in ar_cases:
+        r.case("spartan-area", cls, name, argv, setup)
+
+    # spartan-sim run (when the trace replay is built) and microbench (when it exists)
+    sim = r.tool("spartan-sim")
+    have_run = sim and subprocess.run([sim, "run", "--help"], capture_output=True).returncode == 0
+    have_mb = sim and subprocess.run([sim, "microbench", "--help"], capture_output=True).returncode == 0
+    run = ["run", "--trace", "@D/in.sptrace", "--out", "@D/out", "-q"]
+    copy_sample = lambda d: shutil.copy(sample, os.path.join(d, "in.sptrace"))
+    units = lambda text: (lambda d: (copy_sample(d), write(os.path.join(d, "units.yaml"), text)))
+    run_cases = [(info[0], "trace: " + name, run, info[1]) for name, info in trace_inputs(r).items()
+                 if name in ("missing file", "empty file", "truncated data", "overlapping tensors", "unknown dtype Q7", "huge shape",
+                             "batch metadata = -1")]
+    run_cases += [
+        ("negative or zero sizes", "--tile 0x32", run + ["--tile", "0x32"], copy_sample),
+        ("huge dimensions", "--tile 512x512", run + ["--tile", "512x512"], copy_sample),
+        ("wrong type", "--tile 33x32 (not a power of two)", run + ["--tile", "33x32"], copy_sample),
+        ("NaN/Inf/-0.0 in data", "--threshold nan", run + ["--threshold", "nan"], copy_sample),
+        ("NaN/Inf/-0.0 in data", "--threshold inf", run + ["--threshold", "inf"], copy_sample),
+        ("huge dimensions", "--sampling 16", run + ["--sampling", "16"], copy_sample),
+        ("wrong type", "--format csr", run + ["--format", "csr"], copy_sample),
+        ("overlapping ranges", "--iterations 99 (not captured)", run + ["--iterations", "99"], copy_sample),
+        ("overlapping ranges", "--layers 0,0", run + ["--layers", "0,0"], copy_sample),
+        ("missing files", "--gpu nosuchgpu", run + ["--gpu", "nosuchgpu"], copy_sample),
+        ("unknown config keys", "unknown key in --units YAML", run + ["--units", "@D/units.yaml"], units("frobnicate: 1\n")),
+        ("empty", "empty --units YAML", run + ["--units", "@D/units.yaml"], units("")),
+        ("unknown config keys", "unknown option", run + ["--frobnicate"], copy_sample),
+        ("unwritable output directory", "--out under a regular file",
+         [a if a != "@D/out" else "@D/blocker/out" for a in run], lambda d: (copy_sample(d), write(os.path.join(d, "blocker"), b"x"))),
+    ]
+    for cls, name, argv, setup in run_cases:
+        if have_run:
+            r.case("spartan-sim", cls, "run " + name, argv, setup)
+        else:
+            r.rows.append(("spartan-sim", cls, "run " + name, "SKIPPED (spartan-sim run not in this build)", ""))
+    # microbench: its input is the GPU preset (--gpu YAML): every YAML class is tried through it, plus outputs.
+    v100 = open(os.path.join(r.src, "sim/configs/gpu/v100.yaml")).read() if os.path.exists(
+        os.path.join(r.src, "sim/configs/gpu/v100.yaml")) else ""
+
+    def preset(fn):
+        return lambda d: (write(os.path.join(d, "gpu.yaml"), fn(v100)), write(os.path.join(d, "blocker"), b"x"))
+
+    def sub(old, new):
+        return lambda t: t.replace(old, new, 1)
+    mb = ["microbench", "--gpu", "@D/gpu.yaml", "--out", "@D/mb.json", "--only", "stream"]
+    mb_cases = [
+        ("missing files", "--gpu file missing", [a if a != "@D/gpu.yaml" else "@D/nope.yaml" for a in mb], preset(lambda t: t)),
+        ("missing files", "--gpu unknown preset name", [a if a != "@D/gpu.yaml" else "nosuchgpu" for a in mb], preset(lambda t: t)),
+        ("empty", "empty preset", mb, preset(lambda t: "")),
+        ("truncated", "preset cut after `dram:`", mb, preset(lambda t: t[:t.index("dram:") + 5] + "\n")),
+        ("unknown config keys", "unknown top-level key", mb, preset(lambda t: t + "\nfrobnicate: 1\n")),
+        ("unknown config keys", "misspelt nested key (l2.wayz)", mb, preset(sub("  ways: 24", "  wayz: 24"))),
+        ("wrong type", "string for an integer (sm.count)", mb, preset(sub("  count: 80", "  count: eighty"))),
+        ("wrong type", "preset is a YAML list", mb, preset(lambda t: "- 1\n- 2\n")),
+        ("negative or zero sizes", "l2.slices 0", mb, preset(sub("  slices: 64", "  slices: 0"))),
+        ("negative or zero sizes", "sm.count -80", mb, preset(sub("  count: 80", "  count: -80"))),
+        ("huge dimensions", "l2.sets 2^40", mb, preset(sub("  sets: 32 ", "  sets: 1099511627776 "))),
+        ("overlapping ranges", "tRAS > tRC", mb, preset(sub("    tRAS: 28", "    tRAS: 280"))),
+        ("NaN/Inf/-0.0 in data", "clocks.core_mhz .nan", mb, preset(sub("  core_mhz: 1447", "  core_mhz: .nan"))),
+        ("NaN/Inf/-0.0 in data", "clocks.dram_mhz .inf", mb, preset(sub("  dram_mhz: 850", "  dram_mhz: .inf"))),
+        ("NaN/Inf/-0.0 in data", "clocks.l2_mhz -0.0", mb, preset(sub("  l2_mhz: 1447", "  l2_mhz: -0.0"))),
+        ("unknown config keys", "unknown option", mb + ["--frobnicate"], preset(lambda t: t)),
+        ("unknown config keys", "--only everything", [a if a != "stream" else "everything" for a in mb], preset(lambda t: t)),
+        ("unwritable output directory", "--out under a regular file", [a if a != "@D/mb.json" else "@D/blocker/mb.json" for a in mb],
+         preset(lambda t: t)),
+        ("unwritable output directory", "--stats under a regular file", mb + ["--stats", "@D/blocker/stats.json"], preset(lambda t: t)),
+    ]
+    for cls, name, argv, setup in mb_cases:
+        if have_mb and v100:
+            r.case("spartan-sim", cls, "microbench " + name, argv, setup)
+        else:
+            r.rows.append(("spartan-sim", cls, "microbench " + name, "SKIPPED (spartan-sim microbench not in this build)", ""))
+    if sim:
+        r.case("spartan-sim", "unknown config keys", "unknown sub-command", ["explode"])
+    return r.report("bad-input")
+
+
+# ----------------------------------------------------------------------------------------- determinism
+def strip_json(x, drop):
+    if isinstance(x, dict):
+        return {k: strip_json(v, drop) for k, v in x.items() if k not in drop}
+    if isinstance(x, list):
+        return [strip_json(v, drop) for v in x]
+    return x
+
+
+TIMING_KEYS = {"gemm_times", "time_per_epoch_s", "epoch_seconds", "seconds", "wall_s", "elapsed_s", "time_s",
+               "ms", "dense_ms", "tile_sparse_ms", "host", "date", "timestamp"}
+
+
+def trace_fingerprint(path):
+    hdr, data = read_safetensors(path)
+    meta = {k: v for k, v in hdr.get("__metadata__", {}).items() if k not in TIMING_KEYS}
+    tensors = {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in hdr.items()
+               if k != "__metadata__"}
+    return meta, tensors
+
+
+def determinism_train(r):
+    exe = r.tool("spartan-train")
+    if not exe:
+        print("spartan-train not built: skipped")
+        return SKIP
+    d = os.path.join(r.work, "det-train")
+    shutil.rmtree(d, ignore_errors=True)
+    make_idx_dataset(os.path.join(d, "data"))
+    fps, status = {}, 0
+    for threads in (1, 2):
+        for rep in (0, 1):
+            out = os.path.join(d, f"t{threads}-{rep}")
+            os.makedirs(out)
+            argv = [exe, "--model", "lenet5", "--data", os.path.join(d, "data"), "--iterations", "4", "--batch", "16",
+                    "--threads", str(threads), "--seed", "7", "--capture-every", "2", "--test-limit", "16", "-q",
+                    "--trace", os.path.join(out, "t.sptrace"), "--out-json", os.path.join(out, "m.json")]
+            p = subprocess.run(argv, capture_output=True)
+            if p.returncode != 0:
+                print("FAIL: spartan-train exited", p.returncode, p.stderr.decode()[:500])
+                return 1
+            meta, tensors = trace_fingerprint(os.path.join(out, "t.sptrace"))
+            mj = strip_json(json.load(open(os.path.join(out, "m.json"))), TIMING_KEYS)
+            fps[(threads, rep)] = (meta, tensors, mj)
+            print(f"threads={threads} run {rep}: {len(tensors)} tensors, {sum(len(t[2]) for t in tensors.values())} bytes")
+    for threads in (1, 2):
+        a, b = fps[(threads, 0)], fps[(threads, 1)]
+        for what, i in (("trace tensors", 1), ("trace metadata", 0), ("out-json", 2)):
+            if a[i] != b[i]:
+                print(f"FAIL: --threads {threads}: {what} differ between two runs with the same seed")
+                status = 1
+    a, b = fps[(1, 0)], fps[(2, 0)]
+    same = a[1] == b[1]
+    # Not required (ARCHITECTURE.md: deterministic for a given seed, at a given thread count): OpenBLAS
+    # splits GEMM reductions by thread count, so float sums may round differently. Reported, not failed.
+    print(f"--threads 1 vs 2: trace tensors {'identical' if same else 'differ (float reduction order; informational)'}")
+    if not same:
+        diff = [k for k in a[1] if a[1][k] != b[1].get(k)]
+        print("  differing tensors:", diff[:10])
+    if status == 0:
+        print("determinism-train: ok (same seed and thread count -> identical trace tensors, metadata except "
+              "gemm_times, and metrics)")
+    return status
+
+
+def sim_run(exe, trace, out, extra=()):
+    p = subprocess.run([exe, "run", "--trace", trace, "--out", out, "-q"] + list(extra), capture_output=True,
+                       env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+    return p
+
+
+def determinism_sim(r):
+    exe = r.tool("spartan-sim")
+    if not exe or subprocess.run([exe, "run", "--help"], capture_output=True).returncode != 0:
+        print("spartan-sim run not built: skipped")
+        return SKIP
+    d = os.path.join(r.work, "det-sim")
+    shutil.rmtree(d, ignore_errors=True)
+    sample = os.path.join(r.src, "traces/samples/tiny-lenet5.sptrace")
+    stats = []
+    for rep in (0, 1):
+        out = os.path.join(d, f"r{rep}")
+        p = sim_run(exe, sample, out)
+        if p.returncode != 0:
+            print("FAIL: spartan-sim run exited", p.returncode, p.stderr.decode()[:500])
+            return 1
+        stats.append(strip_json(json.load(open(os.path.join(out, "stats.json"))), TIMING_KEYS | {"wall_seconds", "sim_seconds_per_wall"}))
+    if stats[0] != stats[1]:
+        print("FAIL: spartan-sim run: stats.json differs between two identical runs")
+        return 1
+    print("determinism-sim: ok (stats.json identical, wall-clock fields excluded)")
+    return 0
+
+
+def memory_growth(r):
+    exe = r.tool("spartan-sim")
+    if not exe or subprocess.run([exe, "run", "--help"], capture_output=True).returncode != 0:
+        print("spartan-sim run not built: skipped")
+        return SKIP
+    if os.environ.get("SPARTAN_SANITIZED") or b"__asan_init" in open(exe, "rb").read():
+        print("sanitizer build: peak RSS is not meaningful under ASan (shadow memory, quarantine), skipped")
+        return SKIP
+    d = os.path.join(r.work, "mem-sim")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    sample = os.path.join(r.src, "traces/samples/tiny-lenet5.sptrace")
+    hdr, data = read_safetensors(sample)
+    its = sorted({int(k.split("/")[0][2:]) for k in hdr if k.startswith("it")})
+    # A long trace: the sample's iterations repeated (renumbered), N and 2N copies.
+    def longer(copies, path):
+        h = {"__metadata__": dict(hdr["__metadata__"])}
+        blob = bytearray()
+        for c in range(copies):
+            for k, v in hdr.items():
+                if k == "__metadata__":
+                    continue
+                it, rest = k.split("/", 1)
+                new_it = int(it[2:]) + c * (max(its) + 1) * 10
+                b0, b1 = v["data_offsets"]
+                h[f"it{new_it}/{rest}"] = {"dtype": v["dtype"], "shape": v["shape"],
+                                           "data_offsets": [len(blob), len(blob) + b1 - b0]}
+                blob += data[b0:b1]
+        sp = json.loads(h["__metadata__"]["sparsity"])
+        all_its = sorted({int(k.split("/")[0][2:]) for k in h if k.startswith("it")})
+        for s in sp:
+            s["iterations"] = all_its
+            for key in ("act_density", "dz_mask_density"):
+                if key in s:
+                    s[key] = (s[key] * copies)[:len(all_its)]
+        h["__metadata__"]["sparsity"] = json.dumps(sp)
+        gt = json.loads(h["__metadata__"]["gemm_times"])
+        h["__metadata__"]["gemm_times"] = json.dumps([dict(g, iteration=i) for i in all_its for g in gt if g["iteration"] == its[0]])
+        write_safetensors(path, h, bytes(blob))
+    rss = {}
+    for copies in (20, 40):
+        path = os.path.join(d, f"long{copies}.sptrace")
+        longer(copies, path)
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", exe, "run", "--trace", path, "--out", os.path.join(d, f"o{copies}"), "-q"],
+                           capture_output=True, env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+        if p.returncode != 0:
+            print("FAIL: spartan-sim run exited", p.returncode, p.stderr.decode()[-800:])
+            return 1
+        rss[copies] = int(p.stderr.decode().strip().splitlines()[-1])
+        print(f"{copies * len(its)} iterations: peak RSS {rss[copies]} KiB")
+    # The replay keeps one record per (iteration, layer) for stats.json (nlohmann JSON in memory, roughly
+    # 10x its text size), so RSS legitimately grows with the report; anything beyond 16 x the growth of
+    # stats.json plus 5 % of RSS(N) is state that should not outlive an iteration.
+    js = {c: os.path.getsize(os.path.join(d, f"o{c}", "stats.json")) // 1024 for c in (20, 40)}
+    growth, allowed = rss[40] - rss[20], 16 * (js[40] - js[20]) + rss[20] // 20
+    print(f"peak RSS growth N -> 2N: {growth} KiB ({100 * growth / rss[20]:.1f} %); stats.json grew {js[40] - js[20]} KiB; "
+          f"allowed {allowed} KiB")
+    return 0 if growth <= allowed else 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", action="append", default=[])
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--work-dir", required=True)
+    ap.add_argument("what", choices=["bad-input", "determinism-train", "determinism-sim", "memory-growth"])
+    a = ap.parse_args()
+    os.makedirs(a.work_dir, exist_ok=True)
+    r = Runner(a)
+    fn = {"bad-input": bad_input, "determinism-train": determinism_train, "determinism-sim": determinism_sim,
+          "memory-growth": memory_growth}[a.what]
+    return fn(r)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

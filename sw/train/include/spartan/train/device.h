@@ -1,0 +1,14 @@
+// The device that runs training: CPU, or (builds with SPARTAN_HAVE_CUDA) a CUDA GPU whose cuBLAS /
+// CUDA tile-sparse engines (sw/gemm, spartan/gemm/cuda.h) compute the conv/FC GEMMs.
+#pragma once
+#include <string>
+
+namespace spartan::train {
+
+/// True when this build can use CUDA engines and a GPU is present.
+bool cuda_available();
+/// "cuda: <GPU name> (sm_XY)" of device 0. Throws spartan::InputError when no GPU is usable or the
+/// build has no CUDA support.
+std::string cuda_device_name();
+
+}  // namespace spartan::train

@@ -1,0 +1,26 @@
+#include "spartan/train/device.h"
+
+#include "spartan/common/error.h"
+#ifdef SPARTAN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "spartan/gemm/cuda.h"
+#endif
+
+namespace spartan::train {
+
+#ifdef SPARTAN_HAVE_CUDA
+bool cuda_available() { return gemm::cuda_device_count() > 0; }
+
+std::string cuda_device_name() {
+  if (!cuda_available()) throw InputError("--device cuda: no CUDA device found");
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) throw InputError("--device cuda: cannot query device 0");
+  return std::string("cuda: ") + prop.name + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
+}
+#else
+bool cuda_available() { return false; }
+std::string cuda_device_name() { throw InputError("--device cuda: this build has no CUDA support"); }
+#endif
+
+}  // namespace spartan::train
