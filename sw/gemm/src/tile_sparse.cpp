@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 
 #include "cpu_kernels.h"
@@ -89,15 +90,67 @@ inline void for_row(const TiledMatrix& s, const TileHeader& h, std::uint32_t r_e
   }
 }
 
-// dst[c][r] = src[r][c] for a rows x cols source (row stride lds), destination row stride ldd; blocked.
-void transpose(const float* src, std::size_t lds, int rows, int cols, float* dst, std::size_t ldd) {
-  constexpr int BLK = 16;
-  for (int r0 = 0; r0 < rows; r0 += BLK)
-    for (int c0 = 0; c0 < cols; c0 += BLK) {
-      const int r1 = std::min(rows, r0 + BLK), c1 = std::min(cols, c0 + BLK);
-      for (int c = c0; c < c1; ++c)
-        for (int r = r0; r < r1; ++r) dst[std::size_t(c) * ldd + r] = src[std::size_t(r) * lds + c];
+// Row list of the chunk of S rows covered by tile rows [b0, b1) when rows of S are stored rows: the
+// entries of chunk row j are ent[rp[j] .. rp[j + 1]), r ascending. ELL tiles with u8 indices are read
+// branch-free (every slot is written, the cursor advances on non-zeros; + 1 slot of slack).
+void build_rows(const TiledMatrix& s, std::uint32_t b0, std::uint32_t b1, float alpha, bool u8idx,
+                std::vector<detail::Entry>& ent, std::vector<std::uint32_t>& rp, std::vector<std::size_t>& cursor) {
+  const format::TileGrid& g = s.grid;
+  const std::uint32_t nc = g.tiles_c(), TR = g.tile_rows, TC = g.tile_cols;
+  std::size_t slots = 0;
+  std::uint32_t crows = 0;
+  for (std::uint32_t b = b0; b < b1; ++b) {
+    crows += g.r_eff(b);
+    for (std::uint32_t tj = 0; tj < nc; ++tj) {
+      const TileHeader& h = s.header(b, tj);
+      if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+      slots += (h.fmt() == TileFormat::Ell && u8idx) ? std::size_t(g.r_eff(b)) * h.width : h.nnz;
     }
+  }
+  ent.resize(slots + 1);
+  rp.assign(std::size_t(crows) + 1, 0);
+  detail::Entry* e = ent.data();
+  std::size_t ne = 0;
+  for (std::uint32_t b = b0; b < b1; ++b) {
+    std::fill(cursor.begin(), cursor.end(), 0);
+    const std::uint32_t rows = g.r_eff(b), j0 = (b - b0) * TR;
+    for (std::uint32_t r = 0; r < rows; ++r) {
+      for (std::uint32_t tj = 0; tj < nc; ++tj) {
+        const TileHeader& h = s.header(b, tj);
+        if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+        const std::uint32_t base = tj * TC;
+        if (h.fmt() == TileFormat::Ell && u8idx) {
+          const std::uint32_t w = h.width;
+          const std::uint8_t* idx = s.tile_payload(h) + std::size_t(r) * w;
+          const float* val =
+              reinterpret_cast<const float*>(s.tile_payload(h) + format::ell_values_offset(rows, w, TC)) +
+              std::size_t(r) * w;
+          for (std::uint32_t j = 0; j < w; ++j) {
+            e[ne] = {base + idx[j], alpha * val[j]};
+            ne += !format::is_zero(val[j]);
+          }
+        } else {
+          for_row(s, h, rows, g.c_eff(tj), r, cursor[tj],
+                  [&](std::uint32_t col, float v) { e[ne++] = {base + col, alpha * v}; });
+        }
+      }
+      rp[j0 + r + 1] = std::uint32_t(ne);
+    }
+  }
+}
+
+// Out block store: C[j][i] = T[j][i] + (beta == 0 ? 0 : beta * C[j][i]) for j < rows, i < w.
+void store_block(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta) {
+  for (int j = 0; j < rows; ++j) {
+    const float* t = T + std::size_t(j) * ldt;
+    float* crow = C + std::size_t(j) * ldc;
+    if (beta == 0.0f)
+      for (int i = 0; i < w; ++i) crow[i] = t[i];
+    else if (beta == 1.0f)
+      for (int i = 0; i < w; ++i) crow[i] += t[i];
+    else
+      for (int i = 0; i < w; ++i) crow[i] = beta * crow[i] + t[i];
+  }
 }
 
 }  // namespace
@@ -162,8 +215,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     stats_.compute_s = now_s() - t0;
     return;
   }
-  scale_c(c);
-
   const bool sp_a = c.sparse == SparseOperand::A;
   // S is the stored matrix (bands = tile rows) or its transpose (bands = tile columns).
   const bool trans_s = sp_a ? c.op_a == Op::T : c.op_b == Op::N;
@@ -178,35 +229,22 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   };
 
   // ---- DENSE tiles: runs per band, identical consecutive bands merged, one sgemm per (group, run).
+  struct DenseRun {
+    int p0, p1, ra, rb;
+  };
+  std::vector<DenseRun> dense_runs;
   std::vector<std::pair<int, int>> runs, prev;
   int group_p0 = 0;
   auto flush = [&](int p0, int p1) {
-    for (const auto& [ra, rb] : prev) {
-      const int kk = rb - ra, pp = p1 - p0;
-      const float *a, *b;
-      if (sp_a) {  // C[p0:p1, :] += op(A)[p0:p1, ra:rb] * op(B)[ra:rb, :]
-        a = c.op_a == Op::N ? c.A + std::size_t(p0) * c.lda + ra : c.A + std::size_t(ra) * c.lda + p0;
-        b = c.op_b == Op::N ? c.B + std::size_t(ra) * c.ldb : c.B + ra;
-        cblas_sgemm(CblasRowMajor, cb(c.op_a), cb(c.op_b), pp, c.N, kk, c.alpha, a, c.lda, b, c.ldb, 1.0f,
-                    c.C + std::size_t(p0) * c.ldc, c.ldc);
-      } else {  // C[:, p0:p1] += op(A)[:, ra:rb] * op(B)[ra:rb, p0:p1]
-        a = c.op_a == Op::N ? c.A + ra : c.A + std::size_t(ra) * c.lda;
-        b = c.op_b == Op::N ? c.B + std::size_t(ra) * c.ldb + p0 : c.B + std::size_t(p0) * c.ldb + ra;
-        cblas_sgemm(CblasRowMajor, cb(c.op_a), cb(c.op_b), c.M, pp, kk, c.alpha, a, c.lda, b, c.ldb, 1.0f, c.C + p0,
-                    c.ldc);
-      }
-      ++stats_.dense_calls;
-    }
+    for (const auto& [ra, rb] : prev) dense_runs.push_back({p0, p1, ra, rb});
   };
   bool any_sparse_band = false;
-  std::vector<char> band_sparse(n_bands, 0);
   for (std::uint32_t band = 0; band < n_bands; ++band) {
     runs.clear();
     for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
       const TileHeader& h = hdr(band, rt);
       if (h.nnz == 0) continue;
       if (h.fmt() != TileFormat::Dense) {
-        band_sparse[band] = 1;
         any_sparse_band = true;
         continue;
       }
@@ -224,163 +262,175 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     }
   }
   flush(group_p0, P);
+  // beta: applied once to C up front when sgemm runs accumulate into it (or for a general beta);
+  // otherwise (beta 0 or 1) the sparse part applies it while it writes each C element once.
+  const bool need_scale = !dense_runs.empty() || (c.beta != 0.0f && c.beta != 1.0f) || !any_sparse_band;
+  if (need_scale) scale_c(c);
+  const float beta_k = need_scale ? 1.0f : c.beta;
+  for (const DenseRun& d : dense_runs) {
+    const int kk = d.rb - d.ra, pp = d.p1 - d.p0, ra = d.ra, p0 = d.p0;
+    if (sp_a) {  // C[p0:p1, :] += op(A)[p0:p1, ra:rb] * op(B)[ra:rb, :]
+      const float* a = c.op_a == Op::N ? c.A + std::size_t(p0) * c.lda + ra : c.A + std::size_t(ra) * c.lda + p0;
+      const float* b = c.op_b == Op::N ? c.B + std::size_t(ra) * c.ldb : c.B + ra;
+      cblas_sgemm(CblasRowMajor, cb(c.op_a), cb(c.op_b), pp, c.N, kk, c.alpha, a, c.lda, b, c.ldb, 1.0f,
+                  c.C + std::size_t(p0) * c.ldc, c.ldc);
+    } else {  // C[:, p0:p1] += op(A)[:, ra:rb] * op(B)[ra:rb, p0:p1]
+      const float* a = c.op_a == Op::N ? c.A + ra : c.A + std::size_t(ra) * c.lda;
+      const float* b = c.op_b == Op::N ? c.B + std::size_t(ra) * c.ldb + p0 : c.B + std::size_t(p0) * c.ldb + ra;
+      cblas_sgemm(CblasRowMajor, cb(c.op_a), cb(c.op_b), c.M, pp, kk, c.alpha, a, c.lda, b, c.ldb, 1.0f, c.C + p0,
+                  c.ldc);
+    }
+  }
+  stats_.dense_calls = dense_runs.size();
   if (!any_sparse_band) {
     stats_.compute_s = now_s() - t0;
     return;
   }
 
-  // ---- Sparse tiles. (1) The non-zeros of all sparse tiles become one row list over P (CSR-like,
-  // Entry = {r, alpha * v}), rows in order, entries in increasing r. (2) The gather micro-kernel
-  // accumulates Out[p][q-block] += v * D[r][q-block] over 64-row chunks and 256-deep blocks of R. D rows
-  // are contiguous along Q when the dense operand's layout allows (op(B) = B for sparse A, op(A)^T = A for
-  // sparse B); otherwise the dense operand is transposed once into a reused buffer (blocked).
-  const float* X;  // dense operand as stored
-  std::size_t ldx;
-  bool pack;       // D[r][q] = X[q][r] (transpose into pack_) or X[r][q] (use in place)
-  if (sp_a) {
-    X = c.B, ldx = c.ldb, pack = c.op_b == Op::T;
-  } else {
-    X = c.A, ldx = c.lda, pack = c.op_a == Op::N;
+  // ---- Sparse tiles (loop structure: sw/gemm/README.md). D[r][q] must be contiguous along Q: it is the
+  // dense operand as stored (op(B) = B for sparse A, op(A)^T = A for sparse B) or, otherwise, its
+  // transpose packed once per call (AVX2 8x8 blocks, parallel).
+  const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
+  const detail::TransposeStoreFn tstore = avx2_ ? detail::transpose_store_avx2 : detail::transpose_store_portable;
+  const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
+  const float* X = sp_a ? c.B : c.A;  // dense operand as stored
+  const std::size_t ldx = std::size_t(sp_a ? c.ldb : c.lda);
+  const bool pack = sp_a ? c.op_b == Op::T : c.op_a == Op::N;  // D = X^T
+  const float* D = X;
+  std::size_t ldd = ldx;
+  if (pack) {
+    pack_.resize(std::size_t(R) * Q);
+    const int nblk = (Q + 63) / 64;
+    float* dst = pack_.data();
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+    for (int b = 0; b < nblk; ++b) {
+      const int q0 = b * 64, qn = std::min(64, Q - q0);
+      tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + q0, std::size_t(Q), 0.0f);
+    }
+    D = pack_.data(), ldd = std::size_t(Q);
   }
-  const float alpha = c.alpha;
-  row_ptr_.assign(std::size_t(P) + 1, 0);
-  ent_.resize(stats_.nnz + 1);  // + 1: the branch-free ELL loops write one slot past the last entry
-  std::size_t ne = 0;
   const bool u8idx = format::index_bytes(g.tile_cols) == 1;
-  if (!trans_s) {  // stored rows are rows of S: walk each band row by row across its sparse tiles
-    std::vector<std::size_t> cursor(n_rt);
-    for (std::uint32_t band = 0; band < n_bands; ++band) {
-      if (!band_sparse[band]) {
-        for (std::uint32_t r = 0; r < g.r_eff(band); ++r) row_ptr_[band * p_tile + r + 1] = std::uint32_t(ne);
-        continue;
-      }
-      std::fill(cursor.begin(), cursor.end(), 0);
-      const std::uint32_t rows = g.r_eff(band);
-      for (std::uint32_t r = 0; r < rows; ++r) {
-        for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
-          const TileHeader& h = hdr(band, rt);
+  const float alpha = c.alpha;
+  if (trans_s) {
+    // S = stored^T (e.g. the forward pass, sparse B with op N): scatter straight from the compacted
+    // tiles, no row list. Work item = (band = tile column, block of kScatterQ along Q): T[p][q-block]
+    // (L1-resident) accumulates alpha * v * D[r][q-block] for every non-zero (r, p, v) of the band, D's
+    // row held in registers per stored row; then T is stored into C (transposed for sparse B).
+    constexpr int QS = detail::kScatterQ;
+    detail::ScatterFn<std::uint8_t> sc8 = detail::scatter_portable;
+    detail::ScatterFn<std::uint16_t> sc16 = detail::scatter_portable;
+    if (avx2_) sc8 = detail::scatter_avx2, sc16 = detail::scatter_avx2;
+    const std::uint32_t TC = g.tile_cols;
+    const int nqb = (Q + QS - 1) / QS;
+    const long n_items = long(n_bands) * nqb;
+#pragma omp parallel num_threads(nthreads)
+    {
+      std::vector<float> tbuf(std::size_t(TC) * QS + 8);
+      float* T = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(tbuf.data()) + 31) & ~std::uintptr_t(31));
+      std::vector<std::uint16_t> dcol(TC);
+      std::vector<float> dval(TC);
+#pragma omp for schedule(dynamic, 1)
+      for (long it = 0; it < n_items; ++it) {
+        // q-block major: consecutive items share D's q-block slice (kept in L2)
+        const std::uint32_t band = std::uint32_t(it % n_bands);
+        const int q0 = int(it / n_bands) * QS, qn = std::min(QS, Q - q0), ldt = (qn + 7) / 8 * 8;
+        const std::uint32_t ce = g.c_eff(band), p0 = band * TC;
+        bool any = false;
+        for (std::uint32_t rt = 0; rt < n_rt && !any; ++rt) {
+          const TileHeader& h = s.header(rt, band);
+          any = h.nnz != 0 && h.fmt() != TileFormat::Dense;
+        }
+        if (!any && beta_k != 0.0f) continue;
+        std::fill(T, T + std::size_t(ce) * ldt, 0.0f);
+        for (std::uint32_t rt = 0; rt < n_rt && any; ++rt) {
+          const TileHeader& h = s.header(rt, band);
           if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-          const std::uint32_t base = rt * r_tile;
-          if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free: padding slots write, then get overwritten
-            const std::uint32_t w = h.width;
-            const std::uint8_t* idx = s.tile_payload(h) + std::size_t(r) * w;
-            const float* val = reinterpret_cast<const float*>(s.tile_payload(h) +
-                                                              format::ell_values_offset(rows, w, g.tile_cols)) +
-                               std::size_t(r) * w;
-            for (std::uint32_t j = 0; j < w; ++j) {
-              ent_[ne] = {base + idx[j], alpha * val[j]};
-              ne += !format::is_zero(val[j]);
+          const std::uint32_t re = g.r_eff(rt);
+          const float* Dr = D + std::size_t(rt) * g.tile_rows * ldd + q0;
+          const std::uint8_t* pl = s.tile_payload(h);
+          if (h.fmt() == TileFormat::Ell) {
+            const float* val = reinterpret_cast<const float*>(pl + format::ell_values_offset(re, h.width, TC));
+            if (u8idx)
+              sc8(pl, val, h.width, int(re), Dr, ldd, alpha, T, qn);
+            else
+              sc16(reinterpret_cast<const std::uint16_t*>(pl), val, h.width, int(re), Dr, ldd, alpha, T, qn);
+          } else {  // BITMAP: decode each row into a list, then scatter it
+            std::size_t cur = 0;
+            for (std::uint32_t lr = 0; lr < re; ++lr) {
+              std::uint32_t n = 0;
+              for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float v) {
+                dcol[n] = static_cast<std::uint16_t>(col);
+                dval[n++] = v;
+              });
+              if (n) sc16(dcol.data(), dval.data(), n, 1, Dr + std::size_t(lr) * ldd, ldd, alpha, T, qn);
             }
-          } else {
-            for_row(s, h, rows, g.c_eff(rt), r, cursor[rt],
-                    [&](std::uint32_t col, float v) { ent_[ne++] = {base + col, alpha * v}; });
           }
         }
-        row_ptr_[band * p_tile + r + 1] = std::uint32_t(ne);
+        if (sp_a)
+          store_block(T, std::size_t(ldt), int(ce), qn, c.C + std::size_t(p0) * c.ldc + q0, std::size_t(c.ldc), beta_k);
+        else
+          tstore(T, std::size_t(ldt), int(ce), qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc), beta_k);
       }
     }
-  } else {  // stored rows run along R: per tile column (band), collect in stored order, then sort by column
-    const std::uint32_t TC = g.tile_cols;
-    std::vector<std::uint32_t> cnt(TC + 1);
-    for (std::uint32_t band = 0; band < n_bands; ++band) {
-      const std::uint32_t pbase = band * TC, ce = g.c_eff(band);
-      std::size_t band_nnz = 0;
-      for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
-        const TileHeader& h = s.header(rt, band);
-        if (h.fmt() != TileFormat::Dense) band_nnz += h.nnz;
-      }
-      tcol_.resize(band_nnz + 1);
-      tent_.resize(band_nnz + 1);
-      std::uint16_t* tcol = tcol_.data();  // raw pointers: no reloads of the vectors' data pointers
-      detail::Entry* tent = tent_.data();
-      std::size_t n = 0;
-      for (std::uint32_t rt = 0; rt < n_rt && band_nnz; ++rt) {
-        const TileHeader& h = s.header(rt, band);
-        if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-        const std::uint32_t re = g.r_eff(rt), rbase = rt * g.tile_rows;
-        if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free over all ELL slots (padding: +0.0)
-          const std::uint32_t w = h.width;
-          const std::uint8_t* idx = s.tile_payload(h);
-          const float* val =
-              reinterpret_cast<const float*>(s.tile_payload(h) + format::ell_values_offset(re, w, TC));
-          for (std::uint32_t lr = 0; lr < re; ++lr)
-            for (std::uint32_t j = 0; j < w; ++j) {
-              const std::size_t slot = std::size_t(lr) * w + j;
-              tcol[n] = idx[slot];
-              tent[n] = {rbase + lr, alpha * val[slot]};
-              n += !format::is_zero(val[slot]);
-            }
-        } else {
-          std::size_t cur = 0;
-          for (std::uint32_t lr = 0; lr < re; ++lr)
-            for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float v) {
-              tcol[n] = static_cast<std::uint16_t>(col);
-              tent[n++] = {rbase + lr, alpha * v};
-            });
-        }
-      }
-      std::fill(cnt.begin(), cnt.end(), 0);
-      std::uint32_t* cn = cnt.data();
-      for (std::size_t i = 0; i < n; ++i) ++cn[tcol[i] + 1];
-      for (std::uint32_t col = 0; col < ce; ++col) {
-        cn[col + 1] += cn[col];
-        row_ptr_[pbase + col + 1] = std::uint32_t(ne + cn[col + 1]);
-      }
-      detail::Entry* out = ent_.data() + ne;
-      for (std::size_t i = 0; i < n; ++i) out[cn[tcol[i]]++] = tent[i];
-      ne += n;
-    }
+    stats_.compute_s = now_s() - t0;
+    return;
   }
-  ent_.resize(ne);
-
-  const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
-  const detail::TransposeAddFn tadd = avx2_ ? detail::transpose_add_avx2 : detail::transpose_add_portable;
-  const float* D;
-  std::size_t ldd;
-  if (pack) {  // D = X^T [R x Q], blocked transpose into a reused buffer
-    pack_.resize(std::size_t(R) * Q);
-    transpose(X, ldx, Q, R, pack_.data(), std::size_t(Q));
-    D = pack_.data(), ldd = std::size_t(Q);
-  } else {
-    D = X, ldd = ldx;
-  }
-  // Rows of S in chunks of PB and R in blocks of KB: a chunk's entries stay in L1/L2 and the D block
-  // (KB rows x 64 floats per sweep of the gather) stays in L2 while the chunk's rows reuse it. Chunks
-  // write disjoint rows of Out, so they run in parallel.
-  constexpr int PB = 64, KB = 256;
-  const int n_chunks = (P + PB - 1) / PB;
-  const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
-  const std::uint32_t* rp = row_ptr_.data();
-  const detail::Entry* ep = ent_.data();
+  // S rows = stored rows (e.g. backward-weight, sparse B with op T): chunks of tile rows (~kSub rows of
+  // P) build their row list (Entry = {r, alpha * v}) in a per-thread buffer, then the gather
+  // micro-kernel runs on blocks of kKBlock along R (the D block stays in L2). The output is C itself
+  // (sparse A) or, for C^T (sparse B), a per-thread buffer stored transposed into C.
+  constexpr int kSub = 64, kKBlock = 1024;
+  const std::uint32_t bands_per_chunk = std::max(1u, std::uint32_t(kSub) / p_tile);
+  const int n_chunks = int((n_bands + bands_per_chunk - 1) / bands_per_chunk);
+  const bool ow_first = !sp_a || beta_k == 0.0f;  // the first k-block overwrites the output
+  const int KB = R <= kKBlock * 3 / 2 ? R : kKBlock;
 #pragma omp parallel num_threads(nthreads)
   {
+    std::vector<detail::Entry> ent;
+    std::vector<std::uint32_t> rp;
+    std::vector<std::size_t> cursor(n_rt);
     std::vector<float> tmp;
-    std::uint32_t lo[PB], hi[PB];
+    std::uint32_t lo[kSub], hi[kSub];
 #pragma omp for schedule(dynamic, 1)
     for (int ci = 0; ci < n_chunks; ++ci) {
-      const int p0 = ci * PB, rows = std::min(PB, P - p0);
-      if (rp[p0] == rp[p0 + rows]) continue;
-      float* out;
-      std::size_t ldo;
-      if (sp_a) {  // Out = C: rows m
-        out = c.C + std::size_t(p0) * c.ldc, ldo = c.ldc;
-      } else {  // Out = C^T: accumulate rows (= columns n of C) in tmp, add transposed at the end
-        tmp.assign(std::size_t(rows) * Q, 0.0f);
-        out = tmp.data(), ldo = std::size_t(Q);
-      }
-      for (int j = 0; j < rows; ++j) hi[j] = rp[p0 + j];
-      for (int k0 = 0; k0 < R; k0 += KB) {
-        const std::uint32_t k1 = std::uint32_t(std::min(R, k0 + KB));
-        for (int j = 0; j < rows; ++j) {
-          lo[j] = hi[j];
-          const std::uint32_t end = rp[p0 + j + 1];
-          std::uint32_t k = lo[j];
-          while (k < end && ep[k].r < k1) ++k;
-          hi[j] = k;
+      const std::uint32_t b0 = std::uint32_t(ci) * bands_per_chunk, b1 = std::min(n_bands, b0 + bands_per_chunk);
+      const int cp0 = int(b0 * p_tile), crows = std::min(P, int(b1 * p_tile)) - cp0;
+      build_rows(s, b0, b1, alpha, u8idx, ent, rp, cursor);
+      if (beta_k != 0.0f && rp[crows] == 0) continue;  // nothing to add
+      const detail::Entry* ep = ent.data();
+      for (int s0 = 0; s0 < crows; s0 += kSub) {
+        const int rows = std::min(kSub, crows - s0), p0 = cp0 + s0;
+        if (beta_k != 0.0f && rp[s0] == rp[s0 + rows]) continue;
+        float* out;
+        std::size_t ldo;
+        if (sp_a) {
+          out = c.C + std::size_t(p0) * c.ldc, ldo = std::size_t(c.ldc);
+        } else {
+          tmp.resize(std::size_t(rows) * Q);
+          out = tmp.data(), ldo = std::size_t(Q);
         }
-        gather(lo, hi, ep, rows, D, ldd, out, ldo, Q);
+        for (int j = 0; j < rows; ++j) hi[j] = rp[s0 + j];
+        bool first = true;
+        for (int k0 = 0; k0 < R; k0 += KB) {
+          const std::uint32_t k1 = std::uint32_t(std::min(R, k0 + KB));
+          bool any = false;
+          for (int j = 0; j < rows; ++j) {
+            lo[j] = hi[j];
+            const std::uint32_t end = rp[s0 + j + 1];
+            std::uint32_t k = lo[j];
+            if (k1 == std::uint32_t(R))
+              k = end;
+            else
+              while (k < end && ep[k].r < k1) ++k;
+            hi[j] = k;
+            any |= k != lo[j];
+          }
+          if (!any && !(first && ow_first)) continue;
+          gather(lo, hi, ep, rows, D, ldd, out, ldo, Q, first && ow_first);
+          first = false;
+        }
+        if (!sp_a) tstore(tmp.data(), std::size_t(Q), rows, Q, c.C + p0, std::size_t(c.ldc), beta_k);
       }
-      if (!sp_a) tadd(tmp.data(), std::size_t(Q), rows, Q, c.C + p0, c.ldc);
     }
   }
   stats_.compute_s = now_s() - t0;

@@ -86,11 +86,7 @@ class TileSparseEngine final : public GemmEngine {
   TileSparseOptions opt_;
   bool avx2_ = false;
   TileSparseStats stats_;
-  // Reused buffers of the sparse part: row list over P (row pointers, fill cursors, entries).
-  std::vector<std::uint32_t> row_ptr_;
-  std::vector<detail::Entry> ent_, tent_;
-  std::vector<float> pack_;  // the dense operand transposed (when its rows do not run along Q)
-  std::vector<std::uint16_t> tcol_;
+  std::vector<float> pack_;  // the dense operand transposed (when its rows do not run along Q), reused
 };
 
 std::unique_ptr<TileSparseEngine> make_tile_sparse_engine(const TileSparseOptions& opt = {});
