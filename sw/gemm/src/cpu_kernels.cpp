@@ -11,6 +11,12 @@
 
 namespace spartan::gemm::detail {
 
+/// Look-ahead (entries) of the software prefetch of D rows in the AVX2 gather: D rows are visited in
+/// data-dependent order, so the hardware prefetchers cannot follow them (chosen by bench-gemm: 4..16 were
+/// within noise, 0 was ~10 % slower).
+constexpr std::size_t kPrefetch = 8;
+static_assert(kPrefetch < kEntrySlack, "the prefetch look-ahead must stay inside the Entry slack");
+
 void gather_portable(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
                      std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite) {
   constexpr int QB = 64;
@@ -29,34 +35,6 @@ void gather_portable(const std::uint32_t* lo, const std::uint32_t* hi, const Ent
       for (int q = 0; q < qn; ++q) out[q] = acc[q];
     }
   }
-}
-
-namespace {
-template <class IdxT>
-void scatter_portable_t(const IdxT* idx, const float* val, std::uint32_t w, int nrows, const float* D, std::size_t ldd,
-                      float alpha, float* T, int qn) {
-  const int ldt = (qn + 7) / 8 * 8;
-  for (int r = 0; r < nrows; ++r) {
-    const IdxT* ix = idx + std::size_t(r) * w;
-    const float* vv = val + std::size_t(r) * w;
-    const float* d = D + std::size_t(r) * ldd;
-    for (std::uint32_t j = 0; j < w; ++j) {
-      const float v = vv[j];
-      if (v == 0.0f) break;  // ELL padding ends the row
-      const float a = alpha * v;
-      float* t = T + std::size_t(ix[j]) * ldt;
-      for (int q = 0; q < qn; ++q) t[q] += a * d[q];
-    }
-  }
-}
-}  // namespace
-void scatter_portable(const std::uint8_t* idx, const float* val, std::uint32_t w, int nrows, const float* D,
-                      std::size_t ldd, float alpha, float* T, int qn) {
-  scatter_portable_t(idx, val, w, nrows, D, ldd, alpha, T, qn);
-}
-void scatter_portable(const std::uint16_t* idx, const float* val, std::uint32_t w, int nrows, const float* D,
-                      std::size_t ldd, float alpha, float* T, int qn) {
-  scatter_portable_t(idx, val, w, nrows, D, ldd, alpha, T, qn);
 }
 
 namespace {
@@ -143,6 +121,7 @@ __attribute__((target("avx2,fma"))) inline void gather_block(const std::uint32_t
                                                              bool overwrite) {
   constexpr int NA = NV + (TAIL ? 1 : 0);
   constexpr bool TWO = NA <= 4;
+  constexpr bool PF = !TWO;
   for (int p = 0; p < rows; ++p) {
     const std::uint32_t kb = lo[p], ke = hi[p];
     if (kb == ke && !overwrite) continue;
@@ -170,6 +149,10 @@ __attribute__((target("avx2,fma"))) inline void gather_block(const std::uint32_t
       }
     }
     for (; k < ke; ++k) {
+      if (PF) {  // D rows are random in L2: prefetch the row kPrefetch entries ahead (Entry arrays carry slack)
+        const char* pf = reinterpret_cast<const char*>(D + std::size_t(e[k + kPrefetch].r) * ldd + q0);
+        for (int l = 0; l < (NA * 32 + 63) / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+      }
       const __m256 v = _mm256_set1_ps(e[k].v);
       const float* d = D + std::size_t(e[k].r) * ldd + q0;
       for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(v, _mm256_loadu_ps(d + 8 * i), acc[i]);
@@ -219,61 +202,6 @@ __attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* lo, co
                     overwrite);
   }
 }
-namespace {
-
-// NA vectors of output per non-zero (the last one masked on the D load when qn % 8 != 0): D's row is
-// loaded once per stored row and reused for all its non-zeros; each non-zero is one broadcast and NA
-// load-FMA-store on a T row (L1-resident: 256 rows x 32 floats).
-template <int NA, class IdxT>
-__attribute__((target("avx2,fma"))) void scatter_na(const IdxT* idx, const float* val, std::uint32_t w, int nrows,
-                                                    const float* D, std::size_t ldd, float alpha, float* T,
-                                                    __m256i mask) {
-  for (int r = 0; r < nrows; ++r) {
-    const IdxT* ix = idx + std::size_t(r) * w;
-    const float* vv = val + std::size_t(r) * w;
-    if (w == 0 || vv[0] == 0.0f) continue;
-    const float* d = D + std::size_t(r) * ldd;
-    __m256 dv[NA];
-    for (int i = 0; i + 1 < NA; ++i) dv[i] = _mm256_loadu_ps(d + 8 * i);
-    dv[NA - 1] = _mm256_maskload_ps(d + 8 * (NA - 1), mask);
-    for (std::uint32_t j = 0; j < w; ++j) {
-      const float v = vv[j];
-      if (v == 0.0f) break;  // ELL padding ends the row
-      const __m256 a = _mm256_set1_ps(alpha * v);
-      float* t = T + std::size_t(ix[j]) * (8 * NA);
-      for (int i = 0; i < NA; ++i) _mm256_store_ps(t + 8 * i, _mm256_fmadd_ps(a, dv[i], _mm256_load_ps(t + 8 * i)));
-    }
-  }
-}
-
-template <class IdxT>
-__attribute__((target("avx2,fma"))) void scatter_avx2_t(const IdxT* idx, const float* val, std::uint32_t w,
-                                                        int nrows, const float* D, std::size_t ldd, float alpha,
-                                                        float* T, int qn) {
-  alignas(32) int m[8];
-  const int tail = qn % 8 == 0 ? 8 : qn % 8;
-  for (int i = 0; i < 8; ++i) m[i] = i < tail ? -1 : 0;
-  const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
-  static_assert(kScatterQ <= 32, "scatter_avx2 dispatches 1..4 vectors");
-  switch ((qn + 7) / 8) {
-    case 1: scatter_na<1>(idx, val, w, nrows, D, ldd, alpha, T, mask); break;
-    case 2: scatter_na<2>(idx, val, w, nrows, D, ldd, alpha, T, mask); break;
-    case 3: scatter_na<3>(idx, val, w, nrows, D, ldd, alpha, T, mask); break;
-    default: scatter_na<4>(idx, val, w, nrows, D, ldd, alpha, T, mask); break;
-  }
-}
-}  // namespace
-
-__attribute__((target("avx2,fma"))) void scatter_avx2(const std::uint8_t* idx, const float* val, std::uint32_t w,
-                                                      int nrows, const float* D, std::size_t ldd, float alpha,
-                                                      float* T, int qn) {
-  scatter_avx2_t(idx, val, w, nrows, D, ldd, alpha, T, qn);
-}
-__attribute__((target("avx2,fma"))) void scatter_avx2(const std::uint16_t* idx, const float* val, std::uint32_t w,
-                                                      int nrows, const float* D, std::size_t ldd, float alpha,
-                                                      float* T, int qn) {
-  scatter_avx2_t(idx, val, w, nrows, D, ldd, alpha, T, qn);
-}
 #else
 bool cpu_has_avx2_fma() { return false; }
 void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta) {
@@ -282,14 +210,6 @@ void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, floa
 void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
                  std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite) {
   gather_portable(lo, hi, e, rows, D, ldd, Out, ldo, Q, overwrite);
-}
-void scatter_avx2(const std::uint8_t* idx, const float* val, std::uint32_t w, int nrows, const float* D,
-                  std::size_t ldd, float alpha, float* T, int qn) {
-  scatter_portable(idx, val, w, nrows, D, ldd, alpha, T, qn);
-}
-void scatter_avx2(const std::uint16_t* idx, const float* val, std::uint32_t w, int nrows, const float* D,
-                  std::size_t ldd, float alpha, float* T, int qn) {
-  scatter_portable(idx, val, w, nrows, D, ldd, alpha, T, qn);
 }
 #endif
 

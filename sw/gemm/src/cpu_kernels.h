@@ -8,6 +8,12 @@
 
 namespace spartan::gemm::detail {
 
+/// Width (floats along Q) of one gather pass: 8 AVX2 accumulators per output row.
+inline constexpr int kGatherQ = 64;
+/// Entry arrays passed to the gather kernel have this many readable entries after the last one used
+/// (prefetch look-ahead and the branch-free builders' extra slot).
+inline constexpr std::size_t kEntrySlack = 17;
+
 /// Row-gather micro-kernel. For p in [0, rows):
 ///   Out[p][0..Q) (+)= sum_{k in [lo[p], hi[p])} e[k].v * D[e[k].r][0..Q)
 /// `overwrite`: the accumulation starts from 0 and every row is written (also rows without entries);
@@ -33,24 +39,3 @@ void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, floa
 
 }  // namespace spartan::gemm::detail
 
-namespace spartan::gemm::detail {
-
-/// Scatter micro-kernel (S = stored^T: one stored row r of a sparse tile spreads over rows p of Out).
-/// For r in [0, nrows): with d = D + r * ldd (qn <= kScatterQ floats, held in registers),
-///   for j in [0, w) until the first value == +-0.0 (ELL padding):  T[idx[j]][0..qn) += alpha * val[j] * d
-/// where row r's slots are idx + r * w, val + r * w. T has rows of round_up(qn, 8) floats, 32-byte aligned.
-inline constexpr int kScatterQ = 16;
-template <class IdxT>
-using ScatterFn = void (*)(const IdxT* idx, const float* val, std::uint32_t w, int nrows, const float* D,
-                           std::size_t ldd, float alpha, float* T, int qn);
-void scatter_portable(const std::uint8_t* idx, const float* val, std::uint32_t w, int nrows, const float* D,
-                      std::size_t ldd, float alpha, float* T, int qn);
-void scatter_portable(const std::uint16_t* idx, const float* val, std::uint32_t w, int nrows, const float* D,
-                      std::size_t ldd, float alpha, float* T, int qn);
-/// AVX2 + FMA versions; only call when cpu_has_avx2_fma().
-void scatter_avx2(const std::uint8_t* idx, const float* val, std::uint32_t w, int nrows, const float* D,
-                  std::size_t ldd, float alpha, float* T, int qn);
-void scatter_avx2(const std::uint16_t* idx, const float* val, std::uint32_t w, int nrows, const float* D,
-                  std::size_t ldd, float alpha, float* T, int qn);
-
-}  // namespace spartan::gemm::detail

@@ -90,66 +90,102 @@ inline void for_row(const TiledMatrix& s, const TileHeader& h, std::uint32_t r_e
   }
 }
 
-// Row list of the chunk of S rows covered by tile rows [b0, b1) when rows of S are stored rows: the
-// entries of chunk row j are ent[rp[j] .. rp[j + 1]), r ascending. ELL tiles with u8 indices are read
-// branch-free (every slot is written, the cursor advances on non-zeros; + 1 slot of slack).
-void build_rows(const TiledMatrix& s, std::uint32_t b0, std::uint32_t b1, float alpha, bool u8idx,
-                std::vector<detail::Entry>& ent, std::vector<std::uint32_t>& rp, std::vector<std::size_t>& cursor) {
+// Row lists of S ("CSR over P"): the entries of row p are e[row_beg[p] .. row_end[p]), {r, alpha * v}
+// with r ascending. Built band by band, each band into its own region of the entry array (band_slots
+// entries, so that bands can be built in parallel and ELL tiles can be read branch-free).
+
+// Entries reserved for one band: all ELL slots of its sparse tiles (u8 ELL is read branch-free,
+// padding included), else the non-zeros.
+std::size_t band_slots(const TiledMatrix& s, std::uint32_t band, bool trans_s, bool u8idx) {
   const format::TileGrid& g = s.grid;
-  const std::uint32_t nc = g.tiles_c(), TR = g.tile_rows, TC = g.tile_cols;
+  const std::uint32_t n_rt = trans_s ? g.tiles_r() : g.tiles_c();
   std::size_t slots = 0;
-  std::uint32_t crows = 0;
-  for (std::uint32_t b = b0; b < b1; ++b) {
-    crows += g.r_eff(b);
-    for (std::uint32_t tj = 0; tj < nc; ++tj) {
-      const TileHeader& h = s.header(b, tj);
-      if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-      slots += (h.fmt() == TileFormat::Ell && u8idx) ? std::size_t(g.r_eff(b)) * h.width : h.nnz;
-    }
+  for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
+    const TileHeader& h = trans_s ? s.header(rt, band) : s.header(band, rt);
+    if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+    const std::uint32_t re = g.r_eff(trans_s ? rt : band);
+    slots += (h.fmt() == TileFormat::Ell && u8idx) ? std::size_t(re) * h.width : h.nnz;
   }
-  ent.resize(slots + 1);
-  rp.assign(std::size_t(crows) + 1, 0);
-  detail::Entry* e = ent.data();
-  std::size_t ne = 0;
-  for (std::uint32_t b = b0; b < b1; ++b) {
-    std::fill(cursor.begin(), cursor.end(), 0);
-    const std::uint32_t rows = g.r_eff(b), j0 = (b - b0) * TR;
-    for (std::uint32_t r = 0; r < rows; ++r) {
-      for (std::uint32_t tj = 0; tj < nc; ++tj) {
-        const TileHeader& h = s.header(b, tj);
-        if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-        const std::uint32_t base = tj * TC;
-        if (h.fmt() == TileFormat::Ell && u8idx) {
-          const std::uint32_t w = h.width;
-          const std::uint8_t* idx = s.tile_payload(h) + std::size_t(r) * w;
-          const float* val =
-              reinterpret_cast<const float*>(s.tile_payload(h) + format::ell_values_offset(rows, w, TC)) +
-              std::size_t(r) * w;
-          for (std::uint32_t j = 0; j < w; ++j) {
-            e[ne] = {base + idx[j], alpha * val[j]};
-            ne += !format::is_zero(val[j]);
-          }
-        } else {
-          for_row(s, h, rows, g.c_eff(tj), r, cursor[tj],
-                  [&](std::uint32_t col, float v) { e[ne++] = {base + col, alpha * v}; });
+  return slots;
+}
+
+// S rows = stored rows: tile row `band` walked row by row across its sparse tiles.
+void build_rows(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8idx, detail::Entry* e, std::size_t ne,
+                std::uint32_t* row_beg, std::uint32_t* row_end, std::vector<std::size_t>& cursor) {
+  const format::TileGrid& g = s.grid;
+  const std::uint32_t nc = g.tiles_c(), TC = g.tile_cols, rows = g.r_eff(band), p0 = band * g.tile_rows;
+  std::fill(cursor.begin(), cursor.end(), 0);
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    row_beg[p0 + r] = std::uint32_t(ne);
+    for (std::uint32_t tj = 0; tj < nc; ++tj) {
+      const TileHeader& h = s.header(band, tj);
+      if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+      const std::uint32_t base = tj * TC;
+      if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free: every slot written, cursor moves on non-zeros
+        const std::uint32_t w = h.width;
+        const std::uint8_t* idx = s.tile_payload(h) + std::size_t(r) * w;
+        const float* val =
+            reinterpret_cast<const float*>(s.tile_payload(h) + format::ell_values_offset(rows, w, TC)) +
+            std::size_t(r) * w;
+        for (std::uint32_t j = 0; j < w; ++j) {
+          e[ne] = {base + idx[j], alpha * val[j]};
+          ne += !format::is_zero(val[j]);
         }
+      } else {
+        for_row(s, h, rows, g.c_eff(tj), r, cursor[tj],
+                [&](std::uint32_t col, float v) { e[ne++] = {base + col, alpha * v}; });
       }
-      rp[j0 + r + 1] = std::uint32_t(ne);
     }
+    row_end[p0 + r] = std::uint32_t(ne);
   }
 }
 
-// Out block store: C[j][i] = T[j][i] + (beta == 0 ? 0 : beta * C[j][i]) for j < rows, i < w.
-void store_block(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta) {
-  for (int j = 0; j < rows; ++j) {
-    const float* t = T + std::size_t(j) * ldt;
-    float* crow = C + std::size_t(j) * ldc;
-    if (beta == 0.0f)
-      for (int i = 0; i < w; ++i) crow[i] = t[i];
-    else if (beta == 1.0f)
-      for (int i = 0; i < w; ++i) crow[i] += t[i];
-    else
-      for (int i = 0; i < w; ++i) crow[i] = beta * crow[i] + t[i];
+// S = stored^T: the rows of S are the columns of tile column `band`; its non-zeros are bucketed by column
+// (counting sort; ELL padding slots go to a trash bucket after the last column), stable, so r ascends.
+void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8idx, detail::Entry* e, std::size_t ne,
+                std::uint32_t* row_beg, std::uint32_t* row_end, std::vector<std::uint32_t>& cnt) {
+  const format::TileGrid& g = s.grid;
+  const std::uint32_t nr = g.tiles_r(), TR = g.tile_rows, TC = g.tile_cols, ce = g.c_eff(band), p0 = band * TC;
+  cnt.assign(std::size_t(TC) + 2, 0);
+  std::uint32_t* cn = cnt.data();
+  for (std::uint32_t rt = 0; rt < nr; ++rt) {
+    const TileHeader& h = s.header(rt, band);
+    if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+    const std::uint32_t re = g.r_eff(rt);
+    if (h.fmt() == TileFormat::Ell && u8idx) {
+      const std::uint8_t* idx = s.tile_payload(h);
+      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, h.width, TC));
+      const std::size_t n = std::size_t(re) * h.width;
+      for (std::size_t i = 0; i < n; ++i) ++cn[(format::is_zero(val[i]) ? TC : idx[i]) + 1];
+    } else {
+      std::size_t cur = 0;
+      for (std::uint32_t lr = 0; lr < re; ++lr)
+        for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float) { ++cn[col + 1]; });
+    }
+  }
+  cn[0] = std::uint32_t(ne);
+  for (std::uint32_t i = 0; i <= TC; ++i) cn[i + 1] += cn[i];
+  for (std::uint32_t col = 0; col < ce; ++col) row_beg[p0 + col] = cn[col], row_end[p0 + col] = cn[col + 1];
+  for (std::uint32_t rt = 0; rt < nr; ++rt) {
+    const TileHeader& h = s.header(rt, band);
+    if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+    const std::uint32_t re = g.r_eff(rt), rbase = rt * TR;
+    if (h.fmt() == TileFormat::Ell && u8idx) {
+      const std::uint32_t w = h.width;
+      const std::uint8_t* idx = s.tile_payload(h);
+      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
+      for (std::uint32_t lr = 0; lr < re; ++lr)
+        for (std::uint32_t j = 0; j < w; ++j) {
+          const std::size_t slot = std::size_t(lr) * w + j;
+          const float v = val[slot];
+          e[cn[format::is_zero(v) ? TC : idx[slot]]++] = {rbase + lr, alpha * v};
+        }
+    } else {
+      std::size_t cur = 0;
+      for (std::uint32_t lr = 0; lr < re; ++lr)
+        for_row(s, h, re, ce, lr, cur,
+                [&](std::uint32_t col, float v) { e[cn[col]++] = {rbase + lr, alpha * v}; });
+    }
   }
 }
 
@@ -295,141 +331,115 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
   const float* X = sp_a ? c.B : c.A;  // dense operand as stored
   const std::size_t ldx = std::size_t(sp_a ? c.ldb : c.lda);
-  const bool pack = sp_a ? c.op_b == Op::T : c.op_a == Op::N;  // D = X^T
-  const float* D = X;
-  std::size_t ldd = ldx;
+  const bool trans_d = sp_a ? c.op_b == Op::T : c.op_a == Op::N;  // D = X^T
+  // D is packed once per call into panels of kGatherQ columns ([R x kGatherQ] each, rows contiguous)
+  // whenever it must be transposed or spans more than one panel: the gather visits D rows in
+  // data-dependent order, and rows of a power-of-two stride (e.g. 512 floats) would fall into a few cache
+  // sets and thrash L1/L2. A single panel of an untransposed operand is used in place.
+  constexpr int QG = detail::kGatherQ;
+  const bool pack = trans_d || Q > QG;
+  const int n_panels = (Q + QG - 1) / QG;
+  const float* D = X;  // panel qb: D + qb * panel_stride, row stride ldd
+  std::size_t ldd = ldx, panel_stride = QG;
   if (pack) {
-    pack_.resize(std::size_t(R) * Q);
-    const int nblk = (Q + 63) / 64;
+    pack_.resize(std::size_t(R) * QG * n_panels);
     float* dst = pack_.data();
 #pragma omp parallel for num_threads(nthreads) schedule(static)
-    for (int b = 0; b < nblk; ++b) {
-      const int q0 = b * 64, qn = std::min(64, Q - q0);
-      tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + q0, std::size_t(Q), 0.0f);
+    for (int b = 0; b < n_panels; ++b) {
+      const int q0 = b * QG, qn = std::min(QG, Q - q0);
+      float* panel = dst + std::size_t(b) * R * QG;
+      if (trans_d)
+        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, panel, std::size_t(QG), 0.0f);
+      else
+        for (int r = 0; r < R; ++r)
+          std::memcpy(panel + std::size_t(r) * QG, X + std::size_t(r) * ldx + q0, std::size_t(qn) * sizeof(float));
     }
-    D = pack_.data(), ldd = std::size_t(Q);
+    D = pack_.data(), ldd = QG, panel_stride = std::size_t(R) * QG;
   }
   const bool u8idx = format::index_bytes(g.tile_cols) == 1;
   const float alpha = c.alpha;
-  if (trans_s) {
-    // S = stored^T (e.g. the forward pass, sparse B with op N): scatter straight from the compacted
-    // tiles, no row list. Work item = (band = tile column, block of kScatterQ along Q): T[p][q-block]
-    // (L1-resident) accumulates alpha * v * D[r][q-block] for every non-zero (r, p, v) of the band, D's
-    // row held in registers per stored row; then T is stored into C (transposed for sparse B).
-    constexpr int QS = detail::kScatterQ;
-    detail::ScatterFn<std::uint8_t> sc8 = detail::scatter_portable;
-    detail::ScatterFn<std::uint16_t> sc16 = detail::scatter_portable;
-    if (avx2_) sc8 = detail::scatter_avx2, sc16 = detail::scatter_avx2;
-    const std::uint32_t TC = g.tile_cols;
-    const int nqb = (Q + QS - 1) / QS;
-    const long n_items = long(n_bands) * nqb;
+  // (1) Row lists of S, band by band (parallel), each band in its own region of ent_.
+  band_off_.assign(std::size_t(n_bands) + 1, 0);
+  for (std::uint32_t b = 0; b < n_bands; ++b) band_off_[b + 1] = band_off_[b] + band_slots(s, b, trans_s, u8idx);
+  ent_.resize(band_off_[n_bands] + detail::kEntrySlack);
+  row_beg_.assign(std::size_t(P), 0);
+  row_end_.assign(std::size_t(P), 0);
+  {
+    detail::Entry* e = ent_.data();
+    std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
+    const std::size_t* off = band_off_.data();
 #pragma omp parallel num_threads(nthreads)
     {
-      std::vector<float> tbuf(std::size_t(TC) * QS + 8);
-      float* T = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(tbuf.data()) + 31) & ~std::uintptr_t(31));
-      std::vector<std::uint16_t> dcol(TC);
-      std::vector<float> dval(TC);
-#pragma omp for schedule(dynamic, 1)
-      for (long it = 0; it < n_items; ++it) {
-        // q-block major: consecutive items share D's q-block slice (kept in L2)
-        const std::uint32_t band = std::uint32_t(it % n_bands);
-        const int q0 = int(it / n_bands) * QS, qn = std::min(QS, Q - q0), ldt = (qn + 7) / 8 * 8;
-        const std::uint32_t ce = g.c_eff(band), p0 = band * TC;
-        bool any = false;
-        for (std::uint32_t rt = 0; rt < n_rt && !any; ++rt) {
-          const TileHeader& h = s.header(rt, band);
-          any = h.nnz != 0 && h.fmt() != TileFormat::Dense;
+      std::vector<std::size_t> cursor(n_rt);
+      std::vector<std::uint32_t> cnt;
+#pragma omp for schedule(dynamic, 4)
+      for (long b = 0; b < long(n_bands); ++b) {
+        if (off[b] == off[b + 1]) {  // no sparse tile: empty rows
+          const std::uint32_t p0 = std::uint32_t(b) * p_tile, p1 = std::min(std::uint32_t(P), p0 + p_tile);
+          std::fill(rb + p0, rb + p1, std::uint32_t(off[b]));
+          std::fill(re + p0, re + p1, std::uint32_t(off[b]));
+        } else if (trans_s) {
+          build_cols(s, std::uint32_t(b), alpha, u8idx, e, off[b], rb, re, cnt);
+        } else {
+          build_rows(s, std::uint32_t(b), alpha, u8idx, e, off[b], rb, re, cursor);
         }
-        if (!any && beta_k != 0.0f) continue;
-        std::fill(T, T + std::size_t(ce) * ldt, 0.0f);
-        for (std::uint32_t rt = 0; rt < n_rt && any; ++rt) {
-          const TileHeader& h = s.header(rt, band);
-          if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-          const std::uint32_t re = g.r_eff(rt);
-          const float* Dr = D + std::size_t(rt) * g.tile_rows * ldd + q0;
-          const std::uint8_t* pl = s.tile_payload(h);
-          if (h.fmt() == TileFormat::Ell) {
-            const float* val = reinterpret_cast<const float*>(pl + format::ell_values_offset(re, h.width, TC));
-            if (u8idx)
-              sc8(pl, val, h.width, int(re), Dr, ldd, alpha, T, qn);
-            else
-              sc16(reinterpret_cast<const std::uint16_t*>(pl), val, h.width, int(re), Dr, ldd, alpha, T, qn);
-          } else {  // BITMAP: decode each row into a list, then scatter it
-            std::size_t cur = 0;
-            for (std::uint32_t lr = 0; lr < re; ++lr) {
-              std::uint32_t n = 0;
-              for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float v) {
-                dcol[n] = static_cast<std::uint16_t>(col);
-                dval[n++] = v;
-              });
-              if (n) sc16(dcol.data(), dval.data(), n, 1, Dr + std::size_t(lr) * ldd, ldd, alpha, T, qn);
-            }
-          }
-        }
-        if (sp_a)
-          store_block(T, std::size_t(ldt), int(ce), qn, c.C + std::size_t(p0) * c.ldc + q0, std::size_t(c.ldc), beta_k);
-        else
-          tstore(T, std::size_t(ldt), int(ce), qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc), beta_k);
       }
     }
-    stats_.compute_s = now_s() - t0;
-    return;
   }
-  // S rows = stored rows (e.g. backward-weight, sparse B with op T): chunks of tile rows (~kSub rows of
-  // P) build their row list (Entry = {r, alpha * v}) in a per-thread buffer, then the gather
-  // micro-kernel runs on blocks of kKBlock along R (the D block stays in L2). The output is C itself
-  // (sparse A) or, for C^T (sparse B), a per-thread buffer stored transposed into C.
-  constexpr int kSub = 64, kKBlock = 1024;
-  const std::uint32_t bands_per_chunk = std::max(1u, std::uint32_t(kSub) / p_tile);
-  const int n_chunks = int((n_bands + bands_per_chunk - 1) / bands_per_chunk);
-  const bool ow_first = !sp_a || beta_k == 0.0f;  // the first k-block overwrites the output
-  const int KB = R <= kKBlock * 3 / 2 ? R : kKBlock;
+  // (2) Gather: for each block of kGatherQ along Q and block of KB along R (D's slice, KB x kGatherQ
+  // floats, stays in L2), all rows of S in chunks of kSub: Out[p][q-block] += v * D[r][q-block] with the
+  // output row block in registers. The output is C itself (sparse A) or, for C^T (sparse B), a per-call
+  // buffer of P x kGatherQ stored transposed into C after the last R block.
+  constexpr int kSub = 64, kDSliceBytes = 192 * 1024;
+  const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
+  const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
+  const int n_chunks = (P + kSub - 1) / kSub;
+  const bool ow_first = !sp_a || beta_k == 0.0f;  // the first R block overwrites the output
+  if (!sp_a) tmp_.resize(std::size_t(P) * QG);
+  cur_.resize(std::size_t(P));
+  float* tmp = tmp_.data();
+  std::uint32_t* cur = cur_.data();
+  const std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
+  const detail::Entry* ep = ent_.data();
 #pragma omp parallel num_threads(nthreads)
   {
-    std::vector<detail::Entry> ent;
-    std::vector<std::uint32_t> rp;
-    std::vector<std::size_t> cursor(n_rt);
-    std::vector<float> tmp;
     std::uint32_t lo[kSub], hi[kSub];
-#pragma omp for schedule(dynamic, 1)
-    for (int ci = 0; ci < n_chunks; ++ci) {
-      const std::uint32_t b0 = std::uint32_t(ci) * bands_per_chunk, b1 = std::min(n_bands, b0 + bands_per_chunk);
-      const int cp0 = int(b0 * p_tile), crows = std::min(P, int(b1 * p_tile)) - cp0;
-      build_rows(s, b0, b1, alpha, u8idx, ent, rp, cursor);
-      if (beta_k != 0.0f && rp[crows] == 0) continue;  // nothing to add
-      const detail::Entry* ep = ent.data();
-      for (int s0 = 0; s0 < crows; s0 += kSub) {
-        const int rows = std::min(kSub, crows - s0), p0 = cp0 + s0;
-        if (beta_k != 0.0f && rp[s0] == rp[s0 + rows]) continue;
-        float* out;
-        std::size_t ldo;
-        if (sp_a) {
-          out = c.C + std::size_t(p0) * c.ldc, ldo = std::size_t(c.ldc);
-        } else {
-          tmp.resize(std::size_t(rows) * Q);
-          out = tmp.data(), ldo = std::size_t(Q);
-        }
-        for (int j = 0; j < rows; ++j) hi[j] = rp[s0 + j];
-        bool first = true;
-        for (int k0 = 0; k0 < R; k0 += KB) {
-          const std::uint32_t k1 = std::uint32_t(std::min(R, k0 + KB));
+    for (int q0 = 0; q0 < Q; q0 += QG) {
+      const int qn = std::min(QG, Q - q0);
+      bool first = true;
+      for (int k0 = 0; k0 < R; k0 += KB) {
+        const std::uint32_t k1 = std::uint32_t(std::min(R, k0 + KB));
+        const bool last = k1 == std::uint32_t(R), ow = first && ow_first;
+#pragma omp for schedule(dynamic, 4)
+        for (int ci = 0; ci < n_chunks; ++ci) {
+          const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
           bool any = false;
           for (int j = 0; j < rows; ++j) {
-            lo[j] = hi[j];
-            const std::uint32_t end = rp[s0 + j + 1];
-            std::uint32_t k = lo[j];
-            if (k1 == std::uint32_t(R))
-              k = end;
-            else
+            const int p = p0 + j;
+            std::uint32_t k = first ? rb[p] : cur[p];
+            lo[j] = k;
+            if (last) {
+              k = re[p];
+            } else {
+              const std::uint32_t end = re[p];
               while (k < end && ep[k].r < k1) ++k;
-            hi[j] = k;
+            }
+            hi[j] = cur[p] = k;
             any |= k != lo[j];
           }
-          if (!any && !(first && ow_first)) continue;
-          gather(lo, hi, ep, rows, D, ldd, out, ldo, Q, first && ow_first);
-          first = false;
+          if (!any && !ow) continue;
+          float* out = sp_a ? c.C + std::size_t(p0) * c.ldc + q0 : tmp + std::size_t(p0) * QG;
+          gather(lo, hi, ep, rows, D + std::size_t(q0 / QG) * panel_stride, ldd, out, sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
         }
-        if (!sp_a) tstore(tmp.data(), std::size_t(Q), rows, Q, c.C + p0, std::size_t(c.ldc), beta_k);
+        first = false;
+      }
+      if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): chunks of P in parallel
+#pragma omp for schedule(static)
+        for (int ci = 0; ci < n_chunks; ++ci) {
+          const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
+          tstore(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0,
+                 std::size_t(c.ldc), beta_k);
+        }
       }
     }
   }

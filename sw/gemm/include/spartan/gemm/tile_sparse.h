@@ -86,7 +86,13 @@ class TileSparseEngine final : public GemmEngine {
   TileSparseOptions opt_;
   bool avx2_ = false;
   TileSparseStats stats_;
-  std::vector<float> pack_;  // the dense operand transposed (when its rows do not run along Q), reused
+  // Reused buffers of the sparse part (tile_sparse.cpp): the dense operand transposed when its rows do
+  // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
+  // output block; per-row cursors over R blocks.
+  std::vector<float> pack_, tmp_;
+  std::vector<detail::Entry> ent_;
+  std::vector<std::size_t> band_off_;
+  std::vector<std::uint32_t> row_beg_, row_end_, cur_;
 };
 
 std::unique_ptr<TileSparseEngine> make_tile_sparse_engine(const TileSparseOptions& opt = {});
