@@ -390,48 +390,53 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // floats, stays in L2), all rows of S in chunks of kSub: Out[p][q-block] += v * D[r][q-block] with the
   // output row block in registers. The output is C itself (sparse A) or, for C^T (sparse B), a per-call
   // buffer of P x kGatherQ stored transposed into C after the last R block.
-  constexpr int kSub = 64, kDSliceBytes = 192 * 1024;
+  constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
   const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
   const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
+  const int nkb = (R + KB - 1) / KB;
   const int n_chunks = (P + kSub - 1) / kSub;
   const bool ow_first = !sp_a || beta_k == 0.0f;  // the first R block overwrites the output
   if (!sp_a) tmp_.resize(std::size_t(P) * QG);
-  cur_.resize(std::size_t(P));
+  // bounds[p * (nkb + 1) + b]: first entry of row p with r >= b * KB (entries are sorted by r).
+  bounds_.resize(std::size_t(P) * (nkb + 1));
   float* tmp = tmp_.data();
-  std::uint32_t* cur = cur_.data();
+  std::uint32_t* bounds = bounds_.data();
   const std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
   const detail::Entry* ep = ent_.data();
 #pragma omp parallel num_threads(nthreads)
   {
+#pragma omp for schedule(static)
+    for (int p = 0; p < P; ++p) {
+      std::uint32_t* bp = bounds + std::size_t(p) * (nkb + 1);
+      std::uint32_t k = rb[p];
+      const std::uint32_t end = re[p];
+      bp[0] = k;
+      for (int b = 1; b < nkb; ++b) {
+        const std::uint32_t k1 = std::uint32_t(b * KB);
+        while (k < end && ep[k].r < k1) ++k;
+        bp[b] = k;
+      }
+      bp[nkb] = end;
+    }
     std::uint32_t lo[kSub], hi[kSub];
     for (int q0 = 0; q0 < Q; q0 += QG) {
       const int qn = std::min(QG, Q - q0);
-      bool first = true;
-      for (int k0 = 0; k0 < R; k0 += KB) {
-        const std::uint32_t k1 = std::uint32_t(std::min(R, k0 + KB));
-        const bool last = k1 == std::uint32_t(R), ow = first && ow_first;
+      for (int b = 0; b < nkb; ++b) {
+        const bool ow = b == 0 && ow_first;
 #pragma omp for schedule(dynamic, 4)
         for (int ci = 0; ci < n_chunks; ++ci) {
           const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
           bool any = false;
           for (int j = 0; j < rows; ++j) {
-            const int p = p0 + j;
-            std::uint32_t k = first ? rb[p] : cur[p];
-            lo[j] = k;
-            if (last) {
-              k = re[p];
-            } else {
-              const std::uint32_t end = re[p];
-              while (k < end && ep[k].r < k1) ++k;
-            }
-            hi[j] = cur[p] = k;
-            any |= k != lo[j];
+            const std::uint32_t* bp = bounds + std::size_t(p0 + j) * (nkb + 1) + b;
+            lo[j] = bp[0], hi[j] = bp[1];
+            any |= bp[0] != bp[1];
           }
           if (!any && !ow) continue;
           float* out = sp_a ? c.C + std::size_t(p0) * c.ldc + q0 : tmp + std::size_t(p0) * QG;
-          gather(lo, hi, ep, rows, D + std::size_t(q0 / QG) * panel_stride, ldd, out, sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
+          gather(lo, hi, ep, rows, D + std::size_t(q0 / QG) * panel_stride, ldd, out,
+                 sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
         }
-        first = false;
       }
       if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): chunks of P in parallel
 #pragma omp for schedule(static)

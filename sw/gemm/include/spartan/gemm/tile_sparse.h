@@ -88,11 +88,11 @@ class TileSparseEngine final : public GemmEngine {
   TileSparseStats stats_;
   // Reused buffers of the sparse part (tile_sparse.cpp): the dense operand transposed when its rows do
   // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
-  // output block; per-row cursors over R blocks.
+  // output block; per-row entry bounds of the R blocks.
   std::vector<float> pack_, tmp_;
   std::vector<detail::Entry> ent_;
   std::vector<std::size_t> band_off_;
-  std::vector<std::uint32_t> row_beg_, row_end_, cur_;
+  std::vector<std::uint32_t> row_beg_, row_end_, bounds_;
 };
 
 std::unique_ptr<TileSparseEngine> make_tile_sparse_engine(const TileSparseOptions& opt = {});
