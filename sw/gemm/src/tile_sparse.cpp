@@ -333,11 +333,13 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   const std::size_t ldx = std::size_t(sp_a ? c.ldb : c.lda);
   const bool trans_d = sp_a ? c.op_b == Op::T : c.op_a == Op::N;  // D = X^T
   // D is packed once per call into panels of kGatherQ columns ([R x kGatherQ] each, rows contiguous)
-  // whenever it must be transposed or spans more than one panel: the gather visits D rows in
-  // data-dependent order, and rows of a power-of-two stride (e.g. 512 floats) would fall into a few cache
-  // sets and thrash L1/L2. A single panel of an untransposed operand is used in place.
+  // when it must be transposed, or when it spans several panels and its rows are reused enough (on
+  // average >= kPackMinReuse non-zeros of S per row of D) to repay the copy: the gather visits D rows in
+  // data-dependent order, and rows of a power-of-two-multiple stride (e.g. 512 or 4608 floats) fall into
+  // a few cache sets and thrash L1/L2. Otherwise the operand is read in place.
   constexpr int QG = detail::kGatherQ;
-  const bool pack = trans_d || Q > QG;
+  constexpr double kPackMinReuse = 16;
+  const bool pack = trans_d || (Q > QG && double(stats_.nnz) >= kPackMinReuse * R);
   const int n_panels = (Q + QG - 1) / QG;
   const float* D = X;  // panel qb: D + qb * panel_stride, row stride ldd
   std::size_t ldd = ldx, panel_stride = QG;
