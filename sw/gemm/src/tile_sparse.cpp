@@ -141,7 +141,7 @@ void build_rows(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8id
 }
 
 // S = stored^T: the rows of S are the columns of tile column `band`; its non-zeros are bucketed by column
-// (counting sort; ELL padding slots go to a trash bucket after the last column), stable, so r ascends.
+// (counting sort), stable, so r ascends.
 void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8idx, detail::Entry* e, std::size_t ne,
                 std::uint32_t* row_beg, std::uint32_t* row_end, std::vector<std::uint32_t>& cnt) {
   const format::TileGrid& g = s.grid;
@@ -153,10 +153,16 @@ void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8id
     if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
     const std::uint32_t re = g.r_eff(rt);
     if (h.fmt() == TileFormat::Ell && u8idx) {
+      const std::uint32_t w = h.width;
       const std::uint8_t* idx = s.tile_payload(h);
-      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, h.width, TC));
-      const std::size_t n = std::size_t(re) * h.width;
-      for (std::size_t i = 0; i < n; ++i) ++cn[(format::is_zero(val[i]) ? TC : idx[i]) + 1];
+      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
+      // Each row stops at its first padding slot (a run of padding increments of one counter would be a
+      // store-forwarding chain).
+      for (std::uint32_t lr = 0; lr < re; ++lr) {
+        const std::uint8_t* ix = idx + std::size_t(lr) * w;
+        const float* vv = val + std::size_t(lr) * w;
+        for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) ++cn[ix[j] + 1];
+      }
     } else {
       std::size_t cur = 0;
       for (std::uint32_t lr = 0; lr < re; ++lr)
@@ -174,12 +180,11 @@ void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8id
       const std::uint32_t w = h.width;
       const std::uint8_t* idx = s.tile_payload(h);
       const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
-      for (std::uint32_t lr = 0; lr < re; ++lr)
-        for (std::uint32_t j = 0; j < w; ++j) {
-          const std::size_t slot = std::size_t(lr) * w + j;
-          const float v = val[slot];
-          e[cn[format::is_zero(v) ? TC : idx[slot]]++] = {rbase + lr, alpha * v};
-        }
+      for (std::uint32_t lr = 0; lr < re; ++lr) {
+        const std::uint8_t* ix = idx + std::size_t(lr) * w;
+        const float* vv = val + std::size_t(lr) * w;
+        for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) e[cn[ix[j]]++] = {rbase + lr, alpha * vv[j]};
+      }
     } else {
       std::size_t cur = 0;
       for (std::uint32_t lr = 0; lr < re; ++lr)
