@@ -248,7 +248,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   for (const auto& h : s.headers) stats_.nnz += h.nnz;
   if (c.M == 0 || c.N == 0) return;
   const double density = double(stats_.nnz) / (double(st.rows) * double(st.cols));
-  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || (opt_.whole_call_guard && density >= opt_.threshold)) {
+  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || (opt_.whole_call_guard && density >= opt_.guard_fraction * opt_.threshold)) {
     // all DENSE, or dense enough overall (call-level guard), or nothing to sum: one sgemm
     stats_.full_dense = c.K > 0;
     stats_.dense_calls = 1;

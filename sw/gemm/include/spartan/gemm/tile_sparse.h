@@ -22,7 +22,7 @@ namespace spartan::gemm {
 /// Density threshold (nnz / tile elements) at or above which a tile is computed by the dense
 /// micro-kernel. Produced by `bench-gemm --calibrate --tile 8x256` (calibrate_threshold below) on the
 /// 2-core x86-64 (AMD EPYC, AVX2) development VM, single thread; table in docs/bench/gemm.md.
-inline constexpr double kCalibratedThreshold = 0.20;
+inline constexpr double kCalibratedThreshold = 0.30;
 /// Default tile of the GEMM engines, chosen by bench-gemm (docs/bench/gemm.md): wide tiles amortise the
 /// per-tile-row cost of the sparse path. (The format's own default, 32 x 32, is the hardware line view.)
 inline constexpr std::uint32_t kGemmTileRows = 8;
@@ -42,6 +42,11 @@ struct TileSparseOptions {
   /// of the whole call (the calibrated crossover says dense wins on average; mixed tiles would otherwise
   /// fragment the dense part into many small sgemm calls). Tile counts are still reported.
   bool whole_call_guard = true;
+  /// The guard fires at overall density >= guard_fraction * threshold. Below 1 because at densities near
+  /// the crossover the tiles of a uniformly sparse operand split into DENSE and sparse ones, and the mixed
+  /// call (fragmented sgemm runs + the sparse path) is slower than either pure path: bench-gemm measured
+  /// ratios 0.61-0.66 at 70 % random sparsity with guard_fraction = 1 and threshold 0.30 (docs/bench/gemm.md).
+  double guard_fraction = 0.8;
 };
 
 /// What the last call did (tile counts of the compacted operand and times in seconds).
