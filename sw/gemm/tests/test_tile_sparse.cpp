@@ -247,6 +247,16 @@ TEST(TileSparseGemm, WholeCallGuardRunsOneSgemm) {
   EXPECT_TRUE(guarded.last_stats().full_dense);
   EXPECT_EQ(guarded.last_stats().dense_calls, 1u);
   EXPECT_EQ(guarded.last_stats().tiles_zero, 2u);  // counts are reported either way
+  o.threshold = 0.55;  // density 0.5 >= 0.8 * 0.55: still one sgemm; with guard_fraction 1 it is not
+  TileSparseEngine near(o);
+  near.run(c);
+  EXPECT_TRUE(near.last_stats().full_dense);
+  o.guard_fraction = 1.0;
+  TileSparseEngine strict(o);
+  strict.run(c);
+  EXPECT_FALSE(strict.last_stats().full_dense);
+  o.threshold = 0.4;
+  o.guard_fraction = 0.8;
   o.whole_call_guard = false;
   TileSparseEngine tiled(o);
   tiled.run(c);
