@@ -1,7 +1,9 @@
 // bench-gemm: OpenBLAS sgemm vs the tile-sparse GEMM, side by side, single thread, on the GEMM shapes of
 // real conv layers (shapes.cpp) at activation sparsity 0/50/70/90/97% (uniformly random non-zeros).
-// Prints time(OpenBLAS) / time(tile-sparse) per shape and sparsity, tile-sparse time excluding compact
-// (operand pre-compacted) and the compact time separately. `--calibrate` runs the threshold calibration.
+// Prints, per shape and sparsity, the medians over side-by-side repetitions (OpenBLAS, compact, kernel
+// back to back) of: OpenBLAS time, kernel time (pre-compacted operand), compact time, ratio kernel =
+// time(OpenBLAS) / time(kernel) (what the targets refer to) and ratio compact+kernel =
+// time(OpenBLAS) / (time(compact) + time(kernel)). `--calibrate` runs the threshold calibration.
 // Results of this machine: docs/bench/gemm.md.
 #include <cblas.h>
 #include <omp.h>
@@ -37,41 +39,46 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-/// Minimum over repetitions (after one warm-up) of f's wall time; repeats until min_total_s is spent
-/// (at least min_reps, at most max_reps).
-template <class F>
-double time_min(F&& f, double min_total_s, int min_reps, int max_reps) {
-  f();
-  double best = 1e30, total = 0;
-  for (int i = 0; i < max_reps && (i < min_reps || total < min_total_s); ++i) {
-    const double t0 = now_s();
-    f();
-    const double dt = now_s() - t0;
-    best = std::min(best, dt);
-    total += dt;
-  }
-  return best;
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Times f and g alternately (f, g, f, g, ...) so that both see the same machine load; returns the
-/// minimum of each. The shared 2-core VM is noisy: interleaving keeps the ratio honest.
-template <class F, class G>
-std::pair<double, double> time_pair(F&& f, G&& g, double min_total_s, int min_reps, int max_reps) {
-  f();
-  g();
-  double bf = 1e30, bg = 1e30, total = 0;
+/// Side-by-side timing of one shape: every repetition runs OpenBLAS, compact and the tile-sparse kernel
+/// (on that repetition's compacted operand) back to back, so that all three see the same machine load.
+/// Times and ratios are medians over the repetitions (after one warm-up); ratio_kernel is the median of
+/// the per-repetition time(OpenBLAS) / time(kernel), ratio_total that of time(OpenBLAS) / (time(compact)
+/// + time(kernel)).
+struct Timing {
+  double blas_s = 0, compact_s = 0, kernel_s = 0, ratio_kernel = 0, ratio_total = 0;
+  int reps = 0;
+};
+template <class B, class Cp, class K>
+Timing time_side_by_side(B&& blas, Cp&& compact, K&& kernel, double min_total_s, int min_reps, int max_reps) {
+  blas();
+  compact();
+  kernel();
+  std::vector<double> tb, tc, tk, rk, rt;
+  double total = 0;
   for (int i = 0; i < max_reps && (i < min_reps || total < min_total_s); ++i) {
     double t0 = now_s();
-    f();
-    const double df = now_s() - t0;
+    blas();
+    const double db = now_s() - t0;
     t0 = now_s();
-    g();
-    const double dg = now_s() - t0;
-    bf = std::min(bf, df);
-    bg = std::min(bg, dg);
-    total += df + dg;
+    compact();
+    const double dc = now_s() - t0;
+    t0 = now_s();
+    kernel();
+    const double dk = now_s() - t0;
+    tb.push_back(db), tc.push_back(dc), tk.push_back(dk), rk.push_back(db / dk), rt.push_back(db / (dc + dk));
+    total += db + dc + dk;
   }
-  return {bf, bg};
+  Timing t;
+  t.blas_s = median(tb), t.compact_s = median(tc), t.kernel_s = median(tk);
+  t.ratio_kernel = median(rk), t.ratio_total = median(rt);
+  t.reps = int(tb.size());
+  return t;
 }
 
 std::string fmt(const char* f, double v) {
@@ -140,23 +147,23 @@ int run_trace(const std::string& path, TileSparseEngine& engine, double min_time
     GemmCall c{Op::N, Op::N, int(M), int(N), int(K), 1.0f, 0.0f, A.data(), int(K), B.data(), int(N), C.data(), int(N),
                SparseOperand::A};
     format::TiledMatrix tm;
-    const double t_compact = time_min([&] { tm = engine.compact_operand(c); }, min_time / 2, 2, 50);
-    const auto [t_blas, t_tile] = time_pair(
+    const Timing t = time_side_by_side(
         [&] {
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A.data(), int(K),
                       B.data(), int(N), 0.0f, C.data(), int(N));
         },
-        [&] { engine.run_compacted(c, tm); }, 2 * min_time, 5, 400);
+        [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm); }, 3 * min_time, 7, 401);
     const TileSparseStats& st = engine.last_stats();
     const std::string tiles =
         std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
     const std::string name = "trace:" + L.name;
-    std::printf("%-18s %-10s %5lld %6lld %5lld %5.1f %13s %9.3f %9.3f %7.2f %9.3f %s\n", name.c_str(), "fwd",
-                (long long)M, (long long)N, (long long)K, sparsity * 100, tiles.c_str(), t_blas * 1e3, t_tile * 1e3,
-                t_blas / t_tile, t_compact * 1e3, "(trace act)");
+    std::printf("%-18s %-10s %5lld %6lld %5lld %5.1f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %s\n", name.c_str(), "fwd",
+                (long long)M, (long long)N, (long long)K, sparsity * 100, tiles.c_str(), t.blas_s * 1e3,
+                t.kernel_s * 1e3, t.ratio_kernel, t.compact_s * 1e3, t.ratio_total, "(trace act)");
     md << "| " << name << " | fwd | " << M << " | " << N << " | " << K << " | " << fmt("%.1f", sparsity * 100) << " | "
-       << tiles << " | " << fmt("%.3f", t_blas * 1e3) << " | " << fmt("%.3f", t_tile * 1e3) << " | "
-       << fmt("%.2f", t_blas / t_tile) << " | " << fmt("%.3f", t_compact * 1e3) << " | trace |\n";
+       << tiles << " | " << fmt("%.3f", t.blas_s * 1e3) << " | " << fmt("%.3f", t.kernel_s * 1e3) << " | "
+       << fmt("%.2f", t.ratio_kernel) << " | " << fmt("%.3f", t.compact_s * 1e3) << " | "
+       << fmt("%.2f", t.ratio_total) << " | trace |\n";
     ++measured;
   }
   if (measured == 0) throw InputError(path + ": no conv/FC layer with an 'act' tensor");
@@ -238,10 +245,11 @@ int main(int argc, char** argv) {
     TileSparseEngine engine(opt);
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d\n", tr, tc,
                 fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch);
-    std::printf("%-18s %-10s %5s %6s %5s %5s %13s %9s %9s %7s %9s %s\n", "layer", "pass", "M", "N", "K", "sp%",
-                "tiles z/s/d", "blas_ms", "tile_ms", "ratio", "compact", "target");
-    md << "| layer | pass | M | N | K | sparsity % | tiles zero/sparse/dense | OpenBLAS ms | tile-sparse ms | ratio | "
-          "compact ms | target |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n";
+    std::printf("%-18s %-10s %5s %6s %5s %5s %13s %9s %9s %7s %9s %7s %s\n", "layer", "pass", "M", "N", "K", "sp%",
+                "tiles z/s/d", "blas_ms", "kern_ms", "ratio", "compact", "r_total", "target");
+    md << "| layer | pass | M | N | K | sparsity % | tiles zero/sparse/dense | OpenBLAS ms | kernel ms | ratio kernel | "
+          "compact ms | ratio compact+kernel | target (kernel) |\n"
+          "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
     if (!trace_path.empty()) {
 #ifdef SPARTAN_BENCH_HAVE_TRACE
       run_trace(trace_path, engine, min_time, md);
@@ -260,7 +268,7 @@ int main(int argc, char** argv) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-1, 1);
     std::uniform_real_distribution<double> p(0, 1);
-    std::map<double, std::vector<double>> ratios;
+    std::map<double, std::vector<double>> ratios, ratios_total;
     int met = 0, with_target = 0;
     for (const auto& s : bench::gemm_shapes(layers, batch, all_passes)) {
       if (!filter.empty() && s.name.find(filter) == std::string::npos) continue;
@@ -273,17 +281,17 @@ int main(int argc, char** argv) {
         GemmCall c{s.op_a, s.op_b, s.M, s.N, s.K, 1.0f, 0.0f, A.data(), ac, B.data(), bc, C.data(), s.N,
                    SparseOperand::B};
         format::TiledMatrix tm;
-        const double t_compact = time_min([&] { tm = engine.compact_operand(c); }, min_time / 2, 2, 50);
-        const auto [t_blas, t_tile] = time_pair(
+        const Timing t = time_side_by_side(
             [&] {
               cblas_sgemm(CblasRowMajor, s.op_a == Op::N ? CblasNoTrans : CblasTrans,
                           s.op_b == Op::N ? CblasNoTrans : CblasTrans, s.M, s.N, s.K, 1.0f, A.data(), ac, B.data(), bc,
                           0.0f, C.data(), s.N);
             },
-            [&] { engine.run_compacted(c, tm); }, 2 * min_time, 5, 400);
+            [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm); }, 3 * min_time, 7, 401);
         const TileSparseStats& st = engine.last_stats();
-        const double ratio = t_blas / t_tile, tgt = target_for(sparsity);
+        const double ratio = t.ratio_kernel, tgt = target_for(sparsity);
         ratios[sparsity].push_back(ratio);
+        ratios_total[sparsity].push_back(t.ratio_total);
         std::string verdict = "-";
         if (tgt > 0) {
           ++with_target;
@@ -292,26 +300,32 @@ int main(int argc, char** argv) {
         }
         const std::string tiles =
             std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
-        std::printf("%-18s %-10s %5d %6d %5d %5.0f %13s %9.3f %9.3f %7.2f %9.3f %s\n", s.name.c_str(),
-                    bench::pass_name(s.pass), s.M, s.N, s.K, sparsity * 100, tiles.c_str(), t_blas * 1e3, t_tile * 1e3,
-                    ratio, t_compact * 1e3, verdict.c_str());
+        std::printf("%-18s %-10s %5d %6d %5d %5.0f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %s\n", s.name.c_str(),
+                    bench::pass_name(s.pass), s.M, s.N, s.K, sparsity * 100, tiles.c_str(), t.blas_s * 1e3,
+                    t.kernel_s * 1e3, ratio, t.compact_s * 1e3, t.ratio_total, verdict.c_str());
         std::fflush(stdout);
         md << "| " << s.name << " | " << bench::pass_name(s.pass) << " | " << s.M << " | " << s.N << " | " << s.K
-           << " | " << fmt("%.0f", sparsity * 100) << " | " << tiles << " | " << fmt("%.3f", t_blas * 1e3) << " | "
-           << fmt("%.3f", t_tile * 1e3) << " | " << fmt("%.2f", ratio) << " | " << fmt("%.3f", t_compact * 1e3)
-           << " | " << verdict << " |\n";
+           << " | " << fmt("%.0f", sparsity * 100) << " | " << tiles << " | " << fmt("%.3f", t.blas_s * 1e3) << " | "
+           << fmt("%.3f", t.kernel_s * 1e3) << " | " << fmt("%.2f", ratio) << " | " << fmt("%.3f", t.compact_s * 1e3)
+           << " | " << fmt("%.2f", t.ratio_total) << " | " << verdict << " |\n";
       }
     }
-    std::printf("\ngeometric-mean ratio per sparsity:");
-    md << "\n| sparsity % | geo-mean ratio | min | max |\n|---:|---:|---:|---:|\n";
-    for (const auto& [s, v] : ratios) {
+    std::printf("\ngeometric-mean ratio per sparsity (kernel | compact+kernel):");
+    md << "\n| sparsity % | geo-mean ratio kernel | min | max | geo-mean ratio compact+kernel | min | max |\n"
+          "|---:|---:|---:|---:|---:|---:|---:|\n";
+    auto geo = [](const std::vector<double>& v) {
       double lg = 0;
       for (double r : v) lg += std::log(r);
-      const double gm = std::exp(lg / v.size());
-      std::printf("  %.0f%%: %.2f", s * 100, gm);
-      md << "| " << fmt("%.0f", s * 100) << " | " << fmt("%.2f", gm) << " | "
+      return std::exp(lg / double(v.size()));
+    };
+    for (const auto& [sv, v] : ratios) {
+      const std::vector<double>& w = ratios_total[sv];
+      std::printf("  %.0f%%: %.2f | %.2f", sv * 100, geo(v), geo(w));
+      md << "| " << fmt("%.0f", sv * 100) << " | " << fmt("%.2f", geo(v)) << " | "
          << fmt("%.2f", *std::min_element(v.begin(), v.end())) << " | "
-         << fmt("%.2f", *std::max_element(v.begin(), v.end())) << " |\n";
+         << fmt("%.2f", *std::max_element(v.begin(), v.end())) << " | " << fmt("%.2f", geo(w)) << " | "
+         << fmt("%.2f", *std::min_element(w.begin(), w.end())) << " | "
+         << fmt("%.2f", *std::max_element(w.begin(), w.end())) << " |\n";
     }
     std::printf("\ntargets met: %d of %d measurements\n", met, with_target);
     md << "\nTargets met: " << met << " of " << with_target << " measurements.\n";

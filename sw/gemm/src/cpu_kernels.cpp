@@ -11,16 +11,22 @@
 
 namespace spartan::gemm::detail {
 
+/// Look-ahead (entries) of the software prefetch of D rows in the AVX2 gather: D rows are visited in
+/// data-dependent order, so the hardware prefetchers cannot follow them (chosen by bench-gemm: 4..16 were
+/// within noise, 0 was ~10 % slower).
+constexpr std::size_t kPrefetch = 8;
+static_assert(kPrefetch < kEntrySlack, "the prefetch look-ahead must stay inside the Entry slack");
+
 void gather_portable(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
-                     std::size_t ldd, float* Out, std::size_t ldo, int Q) {
+                     std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite) {
   constexpr int QB = 64;
   for (int q0 = 0; q0 < Q; q0 += QB) {
     const int qn = Q - q0 < QB ? Q - q0 : QB;
     for (int p = 0; p < rows; ++p) {
-      if (lo[p] == hi[p]) continue;
+      if (lo[p] == hi[p] && !overwrite) continue;
       float acc[QB];
       float* out = Out + std::size_t(p) * ldo + q0;
-      for (int q = 0; q < qn; ++q) acc[q] = out[q];
+      for (int q = 0; q < qn; ++q) acc[q] = overwrite ? 0.0f : out[q];
       for (std::uint32_t k = lo[p]; k < hi[p]; ++k) {
         const float v = e[k].v;
         const float* d = D + std::size_t(e[k].r) * ldd + q0;
@@ -31,17 +37,23 @@ void gather_portable(const std::uint32_t* lo, const std::uint32_t* hi, const Ent
   }
 }
 
-void transpose_add_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc) {
+namespace {
+inline void store_elem(float* c, float t, float beta) { *c = beta == 0.0f ? t : beta == 1.0f ? *c + t : beta * *c + t; }
+}  // namespace
+
+void transpose_store_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
+                              float beta) {
   for (int i = 0; i < w; ++i) {
     float* crow = C + std::size_t(i) * ldc;
-    for (int j = 0; j < rows; ++j) crow[j] += T[std::size_t(j) * ldt + i];
+    for (int j = 0; j < rows; ++j) store_elem(crow + j, T[std::size_t(j) * ldt + i], beta);
   }
 }
 
 #ifdef SPARTAN_X86
-__attribute__((target("avx2,fma"))) void transpose_add_avx2(const float* T, std::size_t ldt, int rows, int w,
-                                                            float* C, std::size_t ldc) {
+__attribute__((target("avx2,fma"))) void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w,
+                                                              float* C, std::size_t ldc, float beta) {
   const int rows8 = rows / 8 * 8, w8 = w / 8 * 8;
+  const __m256 vb = _mm256_set1_ps(beta);
   for (int j0 = 0; j0 < rows8; j0 += 8)
     for (int i0 = 0; i0 < w8; i0 += 8) {
       __m256 r[8], t[8];
@@ -71,16 +83,25 @@ __attribute__((target("avx2,fma"))) void transpose_add_avx2(const float* T, std:
       t[5] = _mm256_permute2f128_ps(r[1], r[5], 0x31);
       t[6] = _mm256_permute2f128_ps(r[2], r[6], 0x31);
       t[7] = _mm256_permute2f128_ps(r[3], r[7], 0x31);
-      for (int k = 0; k < 8; ++k) {
-        float* c = C + std::size_t(i0 + k) * ldc + j0;
-        _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(c), t[k]));
+      if (beta == 0.0f) {
+        for (int k = 0; k < 8; ++k) _mm256_storeu_ps(C + std::size_t(i0 + k) * ldc + j0, t[k]);
+      } else if (beta == 1.0f) {
+        for (int k = 0; k < 8; ++k) {
+          float* c = C + std::size_t(i0 + k) * ldc + j0;
+          _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(c), t[k]));
+        }
+      } else {
+        for (int k = 0; k < 8; ++k) {
+          float* c = C + std::size_t(i0 + k) * ldc + j0;
+          _mm256_storeu_ps(c, _mm256_fmadd_ps(vb, _mm256_loadu_ps(c), t[k]));
+        }
       }
     }
   // Edges: columns i >= w8 for all rows, rows j >= rows8 for i < w8.
   for (int i = w8; i < w; ++i)
-    for (int j = 0; j < rows; ++j) C[std::size_t(i) * ldc + j] += T[std::size_t(j) * ldt + i];
+    for (int j = 0; j < rows; ++j) store_elem(C + std::size_t(i) * ldc + j, T[std::size_t(j) * ldt + i], beta);
   for (int i = 0; i < w8; ++i)
-    for (int j = rows8; j < rows; ++j) C[std::size_t(i) * ldc + j] += T[std::size_t(j) * ldt + i];
+    for (int j = rows8; j < rows; ++j) store_elem(C + std::size_t(i) * ldc + j, T[std::size_t(j) * ldt + i], beta);
 }
 
 bool cpu_has_avx2_fma() {
@@ -90,24 +111,55 @@ bool cpu_has_avx2_fma() {
 
 namespace {
 
-// NV full ymm vectors, plus (when TAIL) one masked vector of `tail` lanes.
+// NV full ymm vectors, plus (when TAIL) one masked vector of `tail` lanes. With few vectors per row the
+// FMA latency (4-5 cycles) would bound one accumulator chain, so narrow blocks keep two accumulator sets
+// (even / odd non-zeros) and add them at the end.
 template <int NV, bool TAIL>
 __attribute__((target("avx2,fma"))) inline void gather_block(const std::uint32_t* lo, const std::uint32_t* hi,
                                                              const Entry* e, int rows, const float* D, std::size_t ldd,
-                                                             float* Out, std::size_t ldo, int q0, __m256i mask) {
+                                                             float* Out, std::size_t ldo, int q0, __m256i mask,
+                                                             bool overwrite) {
+  constexpr int NA = NV + (TAIL ? 1 : 0);
+  constexpr bool TWO = NA <= 4;
+  constexpr bool PF = !TWO;
   for (int p = 0; p < rows; ++p) {
     const std::uint32_t kb = lo[p], ke = hi[p];
-    if (kb == ke) continue;
+    if (kb == ke && !overwrite) continue;
     float* out = Out + std::size_t(p) * ldo + q0;
-    __m256 acc[NV + (TAIL ? 1 : 0)];
-    for (int i = 0; i < NV; ++i) acc[i] = _mm256_loadu_ps(out + 8 * i);
-    if (TAIL) acc[NV] = _mm256_maskload_ps(out + 8 * NV, mask);
-    for (std::uint32_t k = kb; k < ke; ++k) {
+    __m256 acc[NA], acc2[NA];
+    for (int i = 0; i < NA; ++i) acc[i] = acc2[i] = _mm256_setzero_ps();
+    if (!overwrite) {
+      for (int i = 0; i < NV; ++i) acc[i] = _mm256_loadu_ps(out + 8 * i);
+      if (TAIL) acc[NV] = _mm256_maskload_ps(out + 8 * NV, mask);
+    }
+    std::uint32_t k = kb;
+    if (TWO) {
+      for (; k + 1 < ke; k += 2) {
+        const __m256 v0 = _mm256_set1_ps(e[k].v), v1 = _mm256_set1_ps(e[k + 1].v);
+        const float* d0 = D + std::size_t(e[k].r) * ldd + q0;
+        const float* d1 = D + std::size_t(e[k + 1].r) * ldd + q0;
+        for (int i = 0; i < NV; ++i) {
+          acc[i] = _mm256_fmadd_ps(v0, _mm256_loadu_ps(d0 + 8 * i), acc[i]);
+          acc2[i] = _mm256_fmadd_ps(v1, _mm256_loadu_ps(d1 + 8 * i), acc2[i]);
+        }
+        if (TAIL) {
+          acc[NV] = _mm256_fmadd_ps(v0, _mm256_maskload_ps(d0 + 8 * NV, mask), acc[NV]);
+          acc2[NV] = _mm256_fmadd_ps(v1, _mm256_maskload_ps(d1 + 8 * NV, mask), acc2[NV]);
+        }
+      }
+    }
+    for (; k < ke; ++k) {
+      if (PF) {  // D rows are random in L2: prefetch the row kPrefetch entries ahead (Entry arrays carry slack)
+        const char* pf = reinterpret_cast<const char*>(D + std::size_t(e[k + kPrefetch].r) * ldd + q0);
+        for (int l = 0; l < (NA * 32 + 63) / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+      }
       const __m256 v = _mm256_set1_ps(e[k].v);
       const float* d = D + std::size_t(e[k].r) * ldd + q0;
       for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(v, _mm256_loadu_ps(d + 8 * i), acc[i]);
       if (TAIL) acc[NV] = _mm256_fmadd_ps(v, _mm256_maskload_ps(d + 8 * NV, mask), acc[NV]);
     }
+    if (TWO)
+      for (int i = 0; i < NA; ++i) acc[i] = _mm256_add_ps(acc[i], acc2[i]);
     for (int i = 0; i < NV; ++i) _mm256_storeu_ps(out + 8 * i, acc[i]);
     if (TAIL) _mm256_maskstore_ps(out + 8 * NV, mask, acc[NV]);
   }
@@ -117,16 +169,16 @@ template <bool TAIL>
 __attribute__((target("avx2,fma"))) void gather_nv(int nv, const std::uint32_t* lo, const std::uint32_t* hi,
                                                     const Entry* e, int rows,
                                                     const float* D, std::size_t ldd, float* Out, std::size_t ldo,
-                                                    int q0, __m256i mask) {
+                                                    int q0, __m256i mask, bool ow) {
   switch (nv) {
-    case 0: gather_block<0, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 1: gather_block<1, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 2: gather_block<2, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 3: gather_block<3, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 4: gather_block<4, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 5: gather_block<5, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    case 6: gather_block<6, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
-    default: gather_block<7, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask); break;
+    case 0: gather_block<0, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask, ow); break;
+    case 1: gather_block<1, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask, ow); break;
+    case 2: gather_block<2, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask, ow); break;
+    case 3: gather_block<3, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask, ow); break;
+    case 4: gather_block<4, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask, ow); break;
+    case 5: gather_block<5, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask, ow); break;
+    case 6: gather_block<6, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask, ow); break;
+    default: gather_block<7, TAIL>(lo, hi, e, rows, D, ldd, Out, ldo, q0, mask, ow); break;
   }
 }
 
@@ -134,29 +186,30 @@ __attribute__((target("avx2,fma"))) void gather_nv(int nv, const std::uint32_t* 
 
 __attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi,
                                                      const Entry* e, int rows, const float* D, std::size_t ldd,
-                                                     float* Out, std::size_t ldo, int Q) {
+                                                     float* Out, std::size_t ldo, int Q, bool overwrite) {
   const __m256i none = _mm256_setzero_si256();
   int q0 = 0;
-  for (; q0 + 64 <= Q; q0 += 64) gather_block<8, false>(lo, hi, e, rows, D, ldd, Out, ldo, q0, none);
+  for (; q0 + 64 <= Q; q0 += 64) gather_block<8, false>(lo, hi, e, rows, D, ldd, Out, ldo, q0, none, overwrite);
   const int rem = Q - q0;
   if (rem == 0) return;
   const int nv = rem / 8, tail = rem % 8;
   if (tail == 0) {
-    gather_nv<false>(nv, lo, hi, e, rows, D, ldd, Out, ldo, q0, none);
+    gather_nv<false>(nv, lo, hi, e, rows, D, ldd, Out, ldo, q0, none, overwrite);
   } else {
     alignas(32) int m[8];
     for (int i = 0; i < 8; ++i) m[i] = i < tail ? -1 : 0;
-    gather_nv<true>(nv, lo, hi, e, rows, D, ldd, Out, ldo, q0, _mm256_load_si256(reinterpret_cast<const __m256i*>(m)));
+    gather_nv<true>(nv, lo, hi, e, rows, D, ldd, Out, ldo, q0, _mm256_load_si256(reinterpret_cast<const __m256i*>(m)),
+                    overwrite);
   }
 }
 #else
 bool cpu_has_avx2_fma() { return false; }
-void transpose_add_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc) {
-  transpose_add_portable(T, ldt, rows, w, C, ldc);
+void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta) {
+  transpose_store_portable(T, ldt, rows, w, C, ldc, beta);
 }
 void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
-                 std::size_t ldd, float* Out, std::size_t ldo, int Q) {
-  gather_portable(lo, hi, e, rows, D, ldd, Out, ldo, Q);
+                 std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite) {
+  gather_portable(lo, hi, e, rows, D, ldd, Out, ldo, Q, overwrite);
 }
 #endif
 

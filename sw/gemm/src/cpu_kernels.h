@@ -1,4 +1,5 @@
-// Internal: sparse micro-kernels of the CPU tile-sparse GEMM.
+// Internal: sparse micro-kernels of the CPU tile-sparse GEMM (loop structure: tile_sparse.cpp and
+// sw/gemm/README.md).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -7,22 +8,34 @@
 
 namespace spartan::gemm::detail {
 
+/// Width (floats along Q) of one gather pass: 8 AVX2 accumulators per output row.
+inline constexpr int kGatherQ = 64;
+/// Entry arrays passed to the gather kernel have this many readable entries after the last one used
+/// (prefetch look-ahead and the branch-free builders' extra slot).
+inline constexpr std::size_t kEntrySlack = 17;
 
-/// Out[p][0..Q) += sum_{k in [lo[p], hi[p])} e[k].v * D[e[k].r][0..Q) for p in [0, rows).
-/// Out and D are row-major with strides ldo, ldd.
+/// Row-gather micro-kernel. For p in [0, rows):
+///   Out[p][0..Q) (+)= sum_{k in [lo[p], hi[p])} e[k].v * D[e[k].r][0..Q)
+/// `overwrite`: the accumulation starts from 0 and every row is written (also rows without entries);
+/// otherwise it starts from Out and rows without entries are not touched. Out and D are row-major with
+/// strides ldo, ldd (elements).
 using GatherFn = void (*)(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
-                          std::size_t ldd, float* Out, std::size_t ldo, int Q);
+                          std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite);
 
 void gather_portable(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
-                     std::size_t ldd, float* Out, std::size_t ldo, int Q);
+                     std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite);
 /// AVX2 + FMA version; only call when cpu_has_avx2_fma().
 void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
-                 std::size_t ldd, float* Out, std::size_t ldo, int Q);
+                 std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite);
 bool cpu_has_avx2_fma();
 
-/// C[i][j] += T[j][i] for i < w, j < rows (T row stride ldt, C row stride ldc).
-using TransposeAddFn = void (*)(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc);
-void transpose_add_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc);
-void transpose_add_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc);
+/// C[i][j] = T[j][i] + (beta == 0 ? 0 : beta * C[i][j]) for i < w, j < rows (T row stride ldt, C row
+/// stride ldc). beta == 0 never reads C (BLAS semantics); beta == 0 also serves as a plain transpose.
+using TransposeStoreFn = void (*)(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
+                                  float beta);
+void transpose_store_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
+                              float beta);
+void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta);
 
 }  // namespace spartan::gemm::detail
+

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 
 #include "cpu_kernels.h"
@@ -89,15 +90,108 @@ inline void for_row(const TiledMatrix& s, const TileHeader& h, std::uint32_t r_e
   }
 }
 
-// dst[c][r] = src[r][c] for a rows x cols source (row stride lds), destination row stride ldd; blocked.
-void transpose(const float* src, std::size_t lds, int rows, int cols, float* dst, std::size_t ldd) {
-  constexpr int BLK = 16;
-  for (int r0 = 0; r0 < rows; r0 += BLK)
-    for (int c0 = 0; c0 < cols; c0 += BLK) {
-      const int r1 = std::min(rows, r0 + BLK), c1 = std::min(cols, c0 + BLK);
-      for (int c = c0; c < c1; ++c)
-        for (int r = r0; r < r1; ++r) dst[std::size_t(c) * ldd + r] = src[std::size_t(r) * lds + c];
+// Row lists of S ("CSR over P"): the entries of row p are e[row_beg[p] .. row_end[p]), {r, alpha * v}
+// with r ascending. Built band by band, each band into its own region of the entry array (band_slots
+// entries, so that bands can be built in parallel and ELL tiles can be read branch-free).
+
+// Entries reserved for one band: all ELL slots of its sparse tiles (u8 ELL is read branch-free,
+// padding included), else the non-zeros.
+std::size_t band_slots(const TiledMatrix& s, std::uint32_t band, bool trans_s, bool u8idx) {
+  const format::TileGrid& g = s.grid;
+  const std::uint32_t n_rt = trans_s ? g.tiles_r() : g.tiles_c();
+  std::size_t slots = 0;
+  for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
+    const TileHeader& h = trans_s ? s.header(rt, band) : s.header(band, rt);
+    if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+    const std::uint32_t re = g.r_eff(trans_s ? rt : band);
+    slots += (h.fmt() == TileFormat::Ell && u8idx) ? std::size_t(re) * h.width : h.nnz;
+  }
+  return slots;
+}
+
+// S rows = stored rows: tile row `band` walked row by row across its sparse tiles.
+void build_rows(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8idx, detail::Entry* e, std::size_t ne,
+                std::uint32_t* row_beg, std::uint32_t* row_end, std::vector<std::size_t>& cursor) {
+  const format::TileGrid& g = s.grid;
+  const std::uint32_t nc = g.tiles_c(), TC = g.tile_cols, rows = g.r_eff(band), p0 = band * g.tile_rows;
+  std::fill(cursor.begin(), cursor.end(), 0);
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    row_beg[p0 + r] = std::uint32_t(ne);
+    for (std::uint32_t tj = 0; tj < nc; ++tj) {
+      const TileHeader& h = s.header(band, tj);
+      if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+      const std::uint32_t base = tj * TC;
+      if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free: every slot written, cursor moves on non-zeros
+        const std::uint32_t w = h.width;
+        const std::uint8_t* idx = s.tile_payload(h) + std::size_t(r) * w;
+        const float* val =
+            reinterpret_cast<const float*>(s.tile_payload(h) + format::ell_values_offset(rows, w, TC)) +
+            std::size_t(r) * w;
+        for (std::uint32_t j = 0; j < w; ++j) {
+          e[ne] = {base + idx[j], alpha * val[j]};
+          ne += !format::is_zero(val[j]);
+        }
+      } else {
+        for_row(s, h, rows, g.c_eff(tj), r, cursor[tj],
+                [&](std::uint32_t col, float v) { e[ne++] = {base + col, alpha * v}; });
+      }
     }
+    row_end[p0 + r] = std::uint32_t(ne);
+  }
+}
+
+// S = stored^T: the rows of S are the columns of tile column `band`; its non-zeros are bucketed by column
+// (counting sort), stable, so r ascends.
+void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8idx, detail::Entry* e, std::size_t ne,
+                std::uint32_t* row_beg, std::uint32_t* row_end, std::vector<std::uint32_t>& cnt) {
+  const format::TileGrid& g = s.grid;
+  const std::uint32_t nr = g.tiles_r(), TR = g.tile_rows, TC = g.tile_cols, ce = g.c_eff(band), p0 = band * TC;
+  cnt.assign(std::size_t(TC) + 2, 0);
+  std::uint32_t* cn = cnt.data();
+  for (std::uint32_t rt = 0; rt < nr; ++rt) {
+    const TileHeader& h = s.header(rt, band);
+    if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+    const std::uint32_t re = g.r_eff(rt);
+    if (h.fmt() == TileFormat::Ell && u8idx) {
+      const std::uint32_t w = h.width;
+      const std::uint8_t* idx = s.tile_payload(h);
+      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
+      // Each row stops at its first padding slot (a run of padding increments of one counter would be a
+      // store-forwarding chain).
+      for (std::uint32_t lr = 0; lr < re; ++lr) {
+        const std::uint8_t* ix = idx + std::size_t(lr) * w;
+        const float* vv = val + std::size_t(lr) * w;
+        for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) ++cn[ix[j] + 1];
+      }
+    } else {
+      std::size_t cur = 0;
+      for (std::uint32_t lr = 0; lr < re; ++lr)
+        for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float) { ++cn[col + 1]; });
+    }
+  }
+  cn[0] = std::uint32_t(ne);
+  for (std::uint32_t i = 0; i <= TC; ++i) cn[i + 1] += cn[i];
+  for (std::uint32_t col = 0; col < ce; ++col) row_beg[p0 + col] = cn[col], row_end[p0 + col] = cn[col + 1];
+  for (std::uint32_t rt = 0; rt < nr; ++rt) {
+    const TileHeader& h = s.header(rt, band);
+    if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+    const std::uint32_t re = g.r_eff(rt), rbase = rt * TR;
+    if (h.fmt() == TileFormat::Ell && u8idx) {
+      const std::uint32_t w = h.width;
+      const std::uint8_t* idx = s.tile_payload(h);
+      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
+      for (std::uint32_t lr = 0; lr < re; ++lr) {
+        const std::uint8_t* ix = idx + std::size_t(lr) * w;
+        const float* vv = val + std::size_t(lr) * w;
+        for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) e[cn[ix[j]]++] = {rbase + lr, alpha * vv[j]};
+      }
+    } else {
+      std::size_t cur = 0;
+      for (std::uint32_t lr = 0; lr < re; ++lr)
+        for_row(s, h, re, ce, lr, cur,
+                [&](std::uint32_t col, float v) { e[cn[col]++] = {rbase + lr, alpha * v}; });
+    }
+  }
 }
 
 }  // namespace
@@ -154,7 +248,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   for (const auto& h : s.headers) stats_.nnz += h.nnz;
   if (c.M == 0 || c.N == 0) return;
   const double density = double(stats_.nnz) / (double(st.rows) * double(st.cols));
-  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || (opt_.whole_call_guard && density >= opt_.threshold)) {
+  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || (opt_.whole_call_guard && density >= opt_.guard_fraction * opt_.threshold)) {
     // all DENSE, or dense enough overall (call-level guard), or nothing to sum: one sgemm
     stats_.full_dense = c.K > 0;
     stats_.dense_calls = 1;
@@ -162,8 +256,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     stats_.compute_s = now_s() - t0;
     return;
   }
-  scale_c(c);
-
   const bool sp_a = c.sparse == SparseOperand::A;
   // S is the stored matrix (bands = tile rows) or its transpose (bands = tile columns).
   const bool trans_s = sp_a ? c.op_a == Op::T : c.op_b == Op::N;
@@ -178,35 +270,22 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   };
 
   // ---- DENSE tiles: runs per band, identical consecutive bands merged, one sgemm per (group, run).
+  struct DenseRun {
+    int p0, p1, ra, rb;
+  };
+  std::vector<DenseRun> dense_runs;
   std::vector<std::pair<int, int>> runs, prev;
   int group_p0 = 0;
   auto flush = [&](int p0, int p1) {
-    for (const auto& [ra, rb] : prev) {
-      const int kk = rb - ra, pp = p1 - p0;
-      const float *a, *b;
-      if (sp_a) {  // C[p0:p1, :] += op(A)[p0:p1, ra:rb] * op(B)[ra:rb, :]
-        a = c.op_a == Op::N ? c.A + std::size_t(p0) * c.lda + ra : c.A + std::size_t(ra) * c.lda + p0;
-        b = c.op_b == Op::N ? c.B + std::size_t(ra) * c.ldb : c.B + ra;
-        cblas_sgemm(CblasRowMajor, cb(c.op_a), cb(c.op_b), pp, c.N, kk, c.alpha, a, c.lda, b, c.ldb, 1.0f,
-                    c.C + std::size_t(p0) * c.ldc, c.ldc);
-      } else {  // C[:, p0:p1] += op(A)[:, ra:rb] * op(B)[ra:rb, p0:p1]
-        a = c.op_a == Op::N ? c.A + ra : c.A + std::size_t(ra) * c.lda;
-        b = c.op_b == Op::N ? c.B + std::size_t(ra) * c.ldb + p0 : c.B + std::size_t(p0) * c.ldb + ra;
-        cblas_sgemm(CblasRowMajor, cb(c.op_a), cb(c.op_b), c.M, pp, kk, c.alpha, a, c.lda, b, c.ldb, 1.0f, c.C + p0,
-                    c.ldc);
-      }
-      ++stats_.dense_calls;
-    }
+    for (const auto& [ra, rb] : prev) dense_runs.push_back({p0, p1, ra, rb});
   };
   bool any_sparse_band = false;
-  std::vector<char> band_sparse(n_bands, 0);
   for (std::uint32_t band = 0; band < n_bands; ++band) {
     runs.clear();
     for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
       const TileHeader& h = hdr(band, rt);
       if (h.nnz == 0) continue;
       if (h.fmt() != TileFormat::Dense) {
-        band_sparse[band] = 1;
         any_sparse_band = true;
         continue;
       }
@@ -224,163 +303,156 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     }
   }
   flush(group_p0, P);
+  // beta: applied once to C up front when sgemm runs accumulate into it (or for a general beta);
+  // otherwise (beta 0 or 1) the sparse part applies it while it writes each C element once.
+  const bool need_scale = !dense_runs.empty() || (c.beta != 0.0f && c.beta != 1.0f) || !any_sparse_band;
+  if (need_scale) scale_c(c);
+  const float beta_k = need_scale ? 1.0f : c.beta;
+  for (const DenseRun& d : dense_runs) {
+    const int kk = d.rb - d.ra, pp = d.p1 - d.p0, ra = d.ra, p0 = d.p0;
+    if (sp_a) {  // C[p0:p1, :] += op(A)[p0:p1, ra:rb] * op(B)[ra:rb, :]
+      const float* a = c.op_a == Op::N ? c.A + std::size_t(p0) * c.lda + ra : c.A + std::size_t(ra) * c.lda + p0;
+      const float* b = c.op_b == Op::N ? c.B + std::size_t(ra) * c.ldb : c.B + ra;
+      cblas_sgemm(CblasRowMajor, cb(c.op_a), cb(c.op_b), pp, c.N, kk, c.alpha, a, c.lda, b, c.ldb, 1.0f,
+                  c.C + std::size_t(p0) * c.ldc, c.ldc);
+    } else {  // C[:, p0:p1] += op(A)[:, ra:rb] * op(B)[ra:rb, p0:p1]
+      const float* a = c.op_a == Op::N ? c.A + ra : c.A + std::size_t(ra) * c.lda;
+      const float* b = c.op_b == Op::N ? c.B + std::size_t(ra) * c.ldb + p0 : c.B + std::size_t(p0) * c.ldb + ra;
+      cblas_sgemm(CblasRowMajor, cb(c.op_a), cb(c.op_b), c.M, pp, kk, c.alpha, a, c.lda, b, c.ldb, 1.0f, c.C + p0,
+                  c.ldc);
+    }
+  }
+  stats_.dense_calls = dense_runs.size();
   if (!any_sparse_band) {
     stats_.compute_s = now_s() - t0;
     return;
   }
 
-  // ---- Sparse tiles. (1) The non-zeros of all sparse tiles become one row list over P (CSR-like,
-  // Entry = {r, alpha * v}), rows in order, entries in increasing r. (2) The gather micro-kernel
-  // accumulates Out[p][q-block] += v * D[r][q-block] over 64-row chunks and 256-deep blocks of R. D rows
-  // are contiguous along Q when the dense operand's layout allows (op(B) = B for sparse A, op(A)^T = A for
-  // sparse B); otherwise the dense operand is transposed once into a reused buffer (blocked).
-  const float* X;  // dense operand as stored
-  std::size_t ldx;
-  bool pack;       // D[r][q] = X[q][r] (transpose into pack_) or X[r][q] (use in place)
-  if (sp_a) {
-    X = c.B, ldx = c.ldb, pack = c.op_b == Op::T;
-  } else {
-    X = c.A, ldx = c.lda, pack = c.op_a == Op::N;
-  }
-  const float alpha = c.alpha;
-  row_ptr_.assign(std::size_t(P) + 1, 0);
-  ent_.resize(stats_.nnz + 1);  // + 1: the branch-free ELL loops write one slot past the last entry
-  std::size_t ne = 0;
-  const bool u8idx = format::index_bytes(g.tile_cols) == 1;
-  if (!trans_s) {  // stored rows are rows of S: walk each band row by row across its sparse tiles
-    std::vector<std::size_t> cursor(n_rt);
-    for (std::uint32_t band = 0; band < n_bands; ++band) {
-      if (!band_sparse[band]) {
-        for (std::uint32_t r = 0; r < g.r_eff(band); ++r) row_ptr_[band * p_tile + r + 1] = std::uint32_t(ne);
-        continue;
-      }
-      std::fill(cursor.begin(), cursor.end(), 0);
-      const std::uint32_t rows = g.r_eff(band);
-      for (std::uint32_t r = 0; r < rows; ++r) {
-        for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
-          const TileHeader& h = hdr(band, rt);
-          if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-          const std::uint32_t base = rt * r_tile;
-          if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free: padding slots write, then get overwritten
-            const std::uint32_t w = h.width;
-            const std::uint8_t* idx = s.tile_payload(h) + std::size_t(r) * w;
-            const float* val = reinterpret_cast<const float*>(s.tile_payload(h) +
-                                                              format::ell_values_offset(rows, w, g.tile_cols)) +
-                               std::size_t(r) * w;
-            for (std::uint32_t j = 0; j < w; ++j) {
-              ent_[ne] = {base + idx[j], alpha * val[j]};
-              ne += !format::is_zero(val[j]);
-            }
-          } else {
-            for_row(s, h, rows, g.c_eff(rt), r, cursor[rt],
-                    [&](std::uint32_t col, float v) { ent_[ne++] = {base + col, alpha * v}; });
-          }
-        }
-        row_ptr_[band * p_tile + r + 1] = std::uint32_t(ne);
-      }
-    }
-  } else {  // stored rows run along R: per tile column (band), collect in stored order, then sort by column
-    const std::uint32_t TC = g.tile_cols;
-    std::vector<std::uint32_t> cnt(TC + 1);
-    for (std::uint32_t band = 0; band < n_bands; ++band) {
-      const std::uint32_t pbase = band * TC, ce = g.c_eff(band);
-      std::size_t band_nnz = 0;
-      for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
-        const TileHeader& h = s.header(rt, band);
-        if (h.fmt() != TileFormat::Dense) band_nnz += h.nnz;
-      }
-      tcol_.resize(band_nnz + 1);
-      tent_.resize(band_nnz + 1);
-      std::uint16_t* tcol = tcol_.data();  // raw pointers: no reloads of the vectors' data pointers
-      detail::Entry* tent = tent_.data();
-      std::size_t n = 0;
-      for (std::uint32_t rt = 0; rt < n_rt && band_nnz; ++rt) {
-        const TileHeader& h = s.header(rt, band);
-        if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-        const std::uint32_t re = g.r_eff(rt), rbase = rt * g.tile_rows;
-        if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free over all ELL slots (padding: +0.0)
-          const std::uint32_t w = h.width;
-          const std::uint8_t* idx = s.tile_payload(h);
-          const float* val =
-              reinterpret_cast<const float*>(s.tile_payload(h) + format::ell_values_offset(re, w, TC));
-          for (std::uint32_t lr = 0; lr < re; ++lr)
-            for (std::uint32_t j = 0; j < w; ++j) {
-              const std::size_t slot = std::size_t(lr) * w + j;
-              tcol[n] = idx[slot];
-              tent[n] = {rbase + lr, alpha * val[slot]};
-              n += !format::is_zero(val[slot]);
-            }
-        } else {
-          std::size_t cur = 0;
-          for (std::uint32_t lr = 0; lr < re; ++lr)
-            for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float v) {
-              tcol[n] = static_cast<std::uint16_t>(col);
-              tent[n++] = {rbase + lr, alpha * v};
-            });
-        }
-      }
-      std::fill(cnt.begin(), cnt.end(), 0);
-      std::uint32_t* cn = cnt.data();
-      for (std::size_t i = 0; i < n; ++i) ++cn[tcol[i] + 1];
-      for (std::uint32_t col = 0; col < ce; ++col) {
-        cn[col + 1] += cn[col];
-        row_ptr_[pbase + col + 1] = std::uint32_t(ne + cn[col + 1]);
-      }
-      detail::Entry* out = ent_.data() + ne;
-      for (std::size_t i = 0; i < n; ++i) out[cn[tcol[i]]++] = tent[i];
-      ne += n;
-    }
-  }
-  ent_.resize(ne);
-
+  // ---- Sparse tiles (loop structure: sw/gemm/README.md). D[r][q] must be contiguous along Q: it is the
+  // dense operand as stored (op(B) = B for sparse A, op(A)^T = A for sparse B) or, otherwise, its
+  // transpose packed once per call (AVX2 8x8 blocks, parallel).
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
-  const detail::TransposeAddFn tadd = avx2_ ? detail::transpose_add_avx2 : detail::transpose_add_portable;
-  const float* D;
-  std::size_t ldd;
-  if (pack) {  // D = X^T [R x Q], blocked transpose into a reused buffer
-    pack_.resize(std::size_t(R) * Q);
-    transpose(X, ldx, Q, R, pack_.data(), std::size_t(Q));
-    D = pack_.data(), ldd = std::size_t(Q);
-  } else {
-    D = X, ldd = ldx;
-  }
-  // Rows of S in chunks of PB and R in blocks of KB: a chunk's entries stay in L1/L2 and the D block
-  // (KB rows x 64 floats per sweep of the gather) stays in L2 while the chunk's rows reuse it. Chunks
-  // write disjoint rows of Out, so they run in parallel.
-  constexpr int PB = 64, KB = 256;
-  const int n_chunks = (P + PB - 1) / PB;
+  const detail::TransposeStoreFn tstore = avx2_ ? detail::transpose_store_avx2 : detail::transpose_store_portable;
   const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
-  const std::uint32_t* rp = row_ptr_.data();
+  const float* X = sp_a ? c.B : c.A;  // dense operand as stored
+  const std::size_t ldx = std::size_t(sp_a ? c.ldb : c.lda);
+  const bool trans_d = sp_a ? c.op_b == Op::T : c.op_a == Op::N;  // D = X^T
+  // D is packed once per call into panels of kGatherQ columns ([R x kGatherQ] each, rows contiguous)
+  // when it must be transposed, or when it spans several panels and its rows are reused enough (on
+  // average >= kPackMinReuse non-zeros of S per row of D) to repay the copy: the gather visits D rows in
+  // data-dependent order, and rows of a power-of-two-multiple stride (e.g. 512 or 4608 floats) fall into
+  // a few cache sets and thrash L1/L2. Otherwise the operand is read in place.
+  constexpr int QG = detail::kGatherQ;
+  constexpr double kPackMinReuse = 16;
+  const bool pack = trans_d || (Q > QG && double(stats_.nnz) >= kPackMinReuse * R);
+  const int n_panels = (Q + QG - 1) / QG;
+  const float* D = X;  // panel qb: D + qb * panel_stride, row stride ldd
+  std::size_t ldd = ldx, panel_stride = QG;
+  if (pack) {
+    pack_.resize(std::size_t(R) * QG * n_panels);
+    float* dst = pack_.data();
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+    for (int b = 0; b < n_panels; ++b) {
+      const int q0 = b * QG, qn = std::min(QG, Q - q0);
+      float* panel = dst + std::size_t(b) * R * QG;
+      if (trans_d)
+        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, panel, std::size_t(QG), 0.0f);
+      else
+        for (int r = 0; r < R; ++r)
+          std::memcpy(panel + std::size_t(r) * QG, X + std::size_t(r) * ldx + q0, std::size_t(qn) * sizeof(float));
+    }
+    D = pack_.data(), ldd = QG, panel_stride = std::size_t(R) * QG;
+  }
+  const bool u8idx = format::index_bytes(g.tile_cols) == 1;
+  const float alpha = c.alpha;
+  // (1) Row lists of S, band by band (parallel), each band in its own region of ent_.
+  band_off_.assign(std::size_t(n_bands) + 1, 0);
+  for (std::uint32_t b = 0; b < n_bands; ++b) band_off_[b + 1] = band_off_[b] + band_slots(s, b, trans_s, u8idx);
+  ent_.resize(band_off_[n_bands] + detail::kEntrySlack);
+  row_beg_.assign(std::size_t(P), 0);
+  row_end_.assign(std::size_t(P), 0);
+  {
+    detail::Entry* e = ent_.data();
+    std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
+    const std::size_t* off = band_off_.data();
+#pragma omp parallel num_threads(nthreads)
+    {
+      std::vector<std::size_t> cursor(n_rt);
+      std::vector<std::uint32_t> cnt;
+#pragma omp for schedule(dynamic, 4)
+      for (long b = 0; b < long(n_bands); ++b) {
+        if (off[b] == off[b + 1]) {  // no sparse tile: empty rows
+          const std::uint32_t p0 = std::uint32_t(b) * p_tile, p1 = std::min(std::uint32_t(P), p0 + p_tile);
+          std::fill(rb + p0, rb + p1, std::uint32_t(off[b]));
+          std::fill(re + p0, re + p1, std::uint32_t(off[b]));
+        } else if (trans_s) {
+          build_cols(s, std::uint32_t(b), alpha, u8idx, e, off[b], rb, re, cnt);
+        } else {
+          build_rows(s, std::uint32_t(b), alpha, u8idx, e, off[b], rb, re, cursor);
+        }
+      }
+    }
+  }
+  // (2) Gather: for each block of kGatherQ along Q and block of KB along R (D's slice, KB x kGatherQ
+  // floats, stays in L2), all rows of S in chunks of kSub: Out[p][q-block] += v * D[r][q-block] with the
+  // output row block in registers. The output is C itself (sparse A) or, for C^T (sparse B), a per-call
+  // buffer of P x kGatherQ stored transposed into C after the last R block.
+  constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
+  const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
+  const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
+  const int nkb = (R + KB - 1) / KB;
+  const int n_chunks = (P + kSub - 1) / kSub;
+  const bool ow_first = !sp_a || beta_k == 0.0f;  // the first R block overwrites the output
+  if (!sp_a) tmp_.resize(std::size_t(P) * QG);
+  // bounds[p * (nkb + 1) + b]: first entry of row p with r >= b * KB (entries are sorted by r).
+  bounds_.resize(std::size_t(P) * (nkb + 1));
+  float* tmp = tmp_.data();
+  std::uint32_t* bounds = bounds_.data();
+  const std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
   const detail::Entry* ep = ent_.data();
 #pragma omp parallel num_threads(nthreads)
   {
-    std::vector<float> tmp;
-    std::uint32_t lo[PB], hi[PB];
-#pragma omp for schedule(dynamic, 1)
-    for (int ci = 0; ci < n_chunks; ++ci) {
-      const int p0 = ci * PB, rows = std::min(PB, P - p0);
-      if (rp[p0] == rp[p0 + rows]) continue;
-      float* out;
-      std::size_t ldo;
-      if (sp_a) {  // Out = C: rows m
-        out = c.C + std::size_t(p0) * c.ldc, ldo = c.ldc;
-      } else {  // Out = C^T: accumulate rows (= columns n of C) in tmp, add transposed at the end
-        tmp.assign(std::size_t(rows) * Q, 0.0f);
-        out = tmp.data(), ldo = std::size_t(Q);
+#pragma omp for schedule(static)
+    for (int p = 0; p < P; ++p) {
+      std::uint32_t* bp = bounds + std::size_t(p) * (nkb + 1);
+      std::uint32_t k = rb[p];
+      const std::uint32_t end = re[p];
+      bp[0] = k;
+      for (int b = 1; b < nkb; ++b) {
+        const std::uint32_t k1 = std::uint32_t(b * KB);
+        while (k < end && ep[k].r < k1) ++k;
+        bp[b] = k;
       }
-      for (int j = 0; j < rows; ++j) hi[j] = rp[p0 + j];
-      for (int k0 = 0; k0 < R; k0 += KB) {
-        const std::uint32_t k1 = std::uint32_t(std::min(R, k0 + KB));
-        for (int j = 0; j < rows; ++j) {
-          lo[j] = hi[j];
-          const std::uint32_t end = rp[p0 + j + 1];
-          std::uint32_t k = lo[j];
-          while (k < end && ep[k].r < k1) ++k;
-          hi[j] = k;
+      bp[nkb] = end;
+    }
+    std::uint32_t lo[kSub], hi[kSub];
+    for (int q0 = 0; q0 < Q; q0 += QG) {
+      const int qn = std::min(QG, Q - q0);
+      for (int b = 0; b < nkb; ++b) {
+        const bool ow = b == 0 && ow_first;
+#pragma omp for schedule(dynamic, 4)
+        for (int ci = 0; ci < n_chunks; ++ci) {
+          const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
+          bool any = false;
+          for (int j = 0; j < rows; ++j) {
+            const std::uint32_t* bp = bounds + std::size_t(p0 + j) * (nkb + 1) + b;
+            lo[j] = bp[0], hi[j] = bp[1];
+            any |= bp[0] != bp[1];
+          }
+          if (!any && !ow) continue;
+          float* out = sp_a ? c.C + std::size_t(p0) * c.ldc + q0 : tmp + std::size_t(p0) * QG;
+          gather(lo, hi, ep, rows, D + std::size_t(q0 / QG) * panel_stride, ldd, out,
+                 sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
         }
-        gather(lo, hi, ep, rows, D, ldd, out, ldo, Q);
       }
-      if (!sp_a) tadd(tmp.data(), std::size_t(Q), rows, Q, c.C + p0, c.ldc);
+      if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): chunks of P in parallel
+#pragma omp for schedule(static)
+        for (int ci = 0; ci < n_chunks; ++ci) {
+          const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
+          tstore(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0,
+                 std::size_t(c.ldc), beta_k);
+        }
+      }
     }
   }
   stats_.compute_s = now_s() - t0;

@@ -144,6 +144,22 @@ TEST(TileSparseGemm, AlphaBetaStridesAndTileSizes) {
         }
 }
 
+// Long reductions (R = K split into several R blocks), Q > 64 (several gather panels), the dense operand
+// packed (transposed, or reused enough) and read in place (untransposed, little reuse), default tiles.
+TEST(TileSparseGemm, LongReductionsPanelsAndPacking) {
+  std::mt19937 rng(21);
+  for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+    for (Op oa : {Op::N, Op::T})
+      for (Op ob : {Op::N, Op::T})
+        for (double sparsity : {0.5, 0.95}) {
+          TileSparseOptions o;
+          o.threshold = 2.0;  // every non-zero tile sparse
+          o.isa = isas().back();
+          check_case(Case{sp, oa, ob, 70, 90, 2100, sparsity}, o, rng, sparsity > 0.9 ? 1.0f : -0.5f,
+                     sparsity > 0.9 ? 0.0f : 0.25f, sparsity > 0.9 ? 0 : 5);
+        }
+}
+
 TEST(TileSparseGemm, BetaZeroIgnoresNanInC) {
   std::vector<float> A(4 * 4, 1.0f), B(4 * 4, 0.0f), C(16, NAN);
   B[0] = 2.0f;
@@ -231,6 +247,16 @@ TEST(TileSparseGemm, WholeCallGuardRunsOneSgemm) {
   EXPECT_TRUE(guarded.last_stats().full_dense);
   EXPECT_EQ(guarded.last_stats().dense_calls, 1u);
   EXPECT_EQ(guarded.last_stats().tiles_zero, 2u);  // counts are reported either way
+  o.threshold = 0.55;  // density 0.5 >= 0.8 * 0.55: still one sgemm; with guard_fraction 1 it is not
+  TileSparseEngine near(o);
+  near.run(c);
+  EXPECT_TRUE(near.last_stats().full_dense);
+  o.guard_fraction = 1.0;
+  TileSparseEngine strict(o);
+  strict.run(c);
+  EXPECT_FALSE(strict.last_stats().full_dense);
+  o.threshold = 0.4;
+  o.guard_fraction = 0.8;
   o.whole_call_guard = false;
   TileSparseEngine tiled(o);
   tiled.run(c);

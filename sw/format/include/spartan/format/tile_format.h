@@ -32,6 +32,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#endif
+
 #include "spartan/common/error.h"
 
 namespace spartan::format {
@@ -230,6 +234,9 @@ inline TileCounts count_tiles(const TiledMatrix& m) {
 
 namespace detail {
 
+/// Host byte order: the payload is little-endian; on a little-endian host values are copied as they are.
+inline constexpr bool kHostLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
 template <class T>
 inline T load_bits(const std::uint8_t* p) {
   T v;
@@ -245,6 +252,27 @@ inline T load_le(const std::uint8_t* p) {
   T v = 0;
   for (std::size_t i = sizeof(T); i-- > 0;) v = static_cast<T>((v << 8) | p[i]);
   return v;
+}
+
+/// Bit i set iff x[i] is non-zero (is_zero_bits), for i < n <= 32.
+template <class T>
+inline std::uint32_t nonzero_mask(const T* x, std::uint32_t n) {
+  std::uint32_t mask = 0;
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) == 4) {
+    if (n == 32) {  // 4 elements per SSE2 compare
+      const __m128i abs_mask = _mm_set1_epi32(0x7FFFFFFF), zero = _mm_setzero_si128();
+      for (int i = 0; i < 8; ++i) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 4 * i));
+        const int z = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(v, abs_mask), zero)));
+        mask |= std::uint32_t(~z & 0xF) << (4 * i);
+      }
+      return mask;
+    }
+  }
+#endif
+  for (std::uint32_t i = 0; i < n; ++i) mask |= std::uint32_t(!is_zero_bits(x[i])) << i;
+  return mask;
 }
 
 /// T = std::uint32_t (F32) or std::uint16_t (F16/BF16): the raw element bits.
@@ -309,16 +337,26 @@ TiledMatrix compact_bits(const T* dense, std::uint32_t rows, std::uint32_t cols,
         std::uint8_t* vals = p + ell_values_offset(re, h.width, TC);
         for (std::uint32_t r = 0; r < re; ++r) {
           const T* row = row_ptr(r);
-          std::uint32_t j = 0;
-          for (std::uint32_t c = 0; c < ce; ++c)
-            if (!is_zero_bits(row[c])) {
-              const std::size_t slot = std::size_t(r) * h.width + j++;
+          // 32 elements at a time: a non-zero mask (vectorisable), then one step per set bit.
+          const std::size_t slot0 = std::size_t(r) * h.width;
+          std::size_t j = slot0;
+          for (std::uint32_t c0 = 0; c0 < ce; c0 += 32) {
+            const std::uint32_t n = std::min<std::uint32_t>(32, ce - c0);
+            std::uint32_t mask = nonzero_mask(row + c0, n);
+            while (mask) {
+              const std::uint32_t c = c0 + std::uint32_t(__builtin_ctz(mask));
+              mask &= mask - 1;
               if (ib == 1)
-                p[slot] = static_cast<std::uint8_t>(c);
+                p[j] = static_cast<std::uint8_t>(c);
               else
-                store_le<std::uint16_t>(p + 2 * slot, static_cast<std::uint16_t>(c));
-              store_le<T>(vals + slot * sizeof(T), row[c]);
+                store_le<std::uint16_t>(p + 2 * j, static_cast<std::uint16_t>(c));
+              if (kHostLittleEndian)
+                std::memcpy(vals + j * sizeof(T), row + c, sizeof(T));
+              else
+                store_le<T>(vals + j * sizeof(T), row[c]);
+              ++j;
             }
+          }
         }
       } else {  // Bitmap
         const std::size_t words = bitmap_row_words(ce);

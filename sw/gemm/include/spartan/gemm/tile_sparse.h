@@ -22,7 +22,7 @@ namespace spartan::gemm {
 /// Density threshold (nnz / tile elements) at or above which a tile is computed by the dense
 /// micro-kernel. Produced by `bench-gemm --calibrate --tile 8x256` (calibrate_threshold below) on the
 /// 2-core x86-64 (AMD EPYC, AVX2) development VM, single thread; table in docs/bench/gemm.md.
-inline constexpr double kCalibratedThreshold = 0.20;
+inline constexpr double kCalibratedThreshold = 0.30;
 /// Default tile of the GEMM engines, chosen by bench-gemm (docs/bench/gemm.md): wide tiles amortise the
 /// per-tile-row cost of the sparse path. (The format's own default, 32 x 32, is the hardware line view.)
 inline constexpr std::uint32_t kGemmTileRows = 8;
@@ -42,6 +42,11 @@ struct TileSparseOptions {
   /// of the whole call (the calibrated crossover says dense wins on average; mixed tiles would otherwise
   /// fragment the dense part into many small sgemm calls). Tile counts are still reported.
   bool whole_call_guard = true;
+  /// The guard fires at overall density >= guard_fraction * threshold. Below 1 because at densities near
+  /// the crossover the tiles of a uniformly sparse operand split into DENSE and sparse ones, and the mixed
+  /// call (fragmented sgemm runs + the sparse path) is slower than either pure path: bench-gemm measured
+  /// ratios 0.61-0.66 at 70 % random sparsity with guard_fraction = 1 and threshold 0.30 (docs/bench/gemm.md).
+  double guard_fraction = 0.8;
 };
 
 /// What the last call did (tile counts of the compacted operand and times in seconds).
@@ -86,11 +91,13 @@ class TileSparseEngine final : public GemmEngine {
   TileSparseOptions opt_;
   bool avx2_ = false;
   TileSparseStats stats_;
-  // Reused buffers of the sparse part: row list over P (row pointers, fill cursors, entries).
-  std::vector<std::uint32_t> row_ptr_;
-  std::vector<detail::Entry> ent_, tent_;
-  std::vector<float> pack_;  // the dense operand transposed (when its rows do not run along Q)
-  std::vector<std::uint16_t> tcol_;
+  // Reused buffers of the sparse part (tile_sparse.cpp): the dense operand transposed when its rows do
+  // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
+  // output block; per-row entry bounds of the R blocks.
+  std::vector<float> pack_, tmp_;
+  std::vector<detail::Entry> ent_;
+  std::vector<std::size_t> band_off_;
+  std::vector<std::uint32_t> row_beg_, row_end_, bounds_;
 };
 
 std::unique_ptr<TileSparseEngine> make_tile_sparse_engine(const TileSparseOptions& opt = {});
