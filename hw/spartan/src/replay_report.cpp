@@ -119,7 +119,9 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.write_buffer_bytes = m.u32("write_buffer_bytes", c.write_buffer_bytes);
     c.queue_depth = m.u32("queue_depth", c.queue_depth);
     c.job_setup_cycles = m.u32("job_setup_cycles", c.job_setup_cycles);
+    c.job_tail_cycles = m.u32("job_tail_cycles", c.job_tail_cycles);
     c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
+    c.max_job_bytes = m.u64("max_job_bytes", c.max_job_bytes);
     if (c.elements_per_cycle == 0) m.fail("elements_per_cycle", "must be >= 1");
     if (c.outstanding_reads == 0) m.fail("outstanding_reads", "must be >= 1");
     if (c.outstanding_writes == 0) m.fail("outstanding_writes", "must be >= 1");
