@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "spartan/hw/gpu/backing_store.h"
+#include "spartan/hw/gpu/memory_controller.h"
 
 namespace spartan::hw::gpu {
 
@@ -41,10 +42,14 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       hit_ps_(clk_.cycles_to_ps(cfg.l2.slice.hit_latency_cycles)),
       half_hit_ps_(hit_ps_ / 2),
       lines_(std::size_t(sets_) * ways_),
+      tag_(lines_.size(), 0),
+      last_use_(lines_.size(), 0),
+      ready_max_(lines_.size(), 0),
       ready_(std::size_t(sets_) * ways_ * spl_, 0),
       scratch_(line_bytes_),
       dmi_(64) {
   socket.register_b_transport(this, &L2Slice::b_transport);
+  for (std::uint32_t c = 0; c <= line_bytes_ / bytes_per_cycle_ + 1; ++c) busy_ps_.push_back(clk_.cycles_to_ps(double(c)));
   for (std::uint32_t i = 0; i < cfg.l2.slice.mshr_entries; ++i) mshr_free_.push(0);
   for (std::uint32_t i = 0; i < cfg.l2.slice.writeback_entries; ++i) wb_free_.push(0);
   stats_.register_with(stats.add_group("l2[" + std::to_string(index) + "]", "l2_slice"));
@@ -67,7 +72,8 @@ std::uint8_t* L2Slice::dmi_ptr(std::uint64_t addr) {
 }
 
 ps_t L2Slice::dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t) {
-  ps_t now = sc_core::sc_time_stamp().value();
+  const ps_t now = now_;
+  if (mc_) return mc_->access(index_, local, bytes, write, std::max(t, now));
   mem_gp_.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
   mem_gp_.set_address(local);
   mem_gp_.set_data_ptr(scratch_.data());  // timing only: data lives in the BackingStore
@@ -110,17 +116,23 @@ ps_t L2Slice::evict(Line& l, ps_t t) {
       }
   }
   l.valid = l.dirty = 0;
+  set_tag(std::size_t(&l - lines_.data()));
   return done;
 }
 
 int L2Slice::victim(std::uint32_t set, ps_t t) {
-  Line* base = &lines_[std::size_t(set) * ways_];
-  int lru = -1, lru_idle = -1;
+  // First invalid way; else the least recently used way whose fills have all arrived; else the LRU way.
+  const std::size_t b = std::size_t(set) * ways_;
+  const std::uint64_t* tag = &tag_[b];
+  for (std::uint32_t w = 0; w < ways_; ++w)
+    if (!tag[w]) return int(w);
+  const std::uint64_t* use = &last_use_[b];
+  const ps_t* rmax = &ready_max_[b];
+  int lru = 0, lru_idle = -1;
+  std::uint64_t lru_use = ~0ull, idle_use = ~0ull;
   for (std::uint32_t w = 0; w < ways_; ++w) {
-    if (!base[w].valid) return int(w);
-    if (lru < 0 || base[w].last_use < base[lru].last_use) lru = int(w);
- bool pending = base[w].ready_max > t;
-    if (!pending && (lru_idle < 0 || base[w].last_use < base[lru_idle].last_use)) lru_idle = int(w);
+    if (use[w] < lru_use) lru_use = use[w], lru = int(w);
+    if (rmax[w] <= t && use[w] < idle_use) idle_use = use[w], lru_idle = int(w);
   }
   return lru_idle >= 0 ? lru_idle : lru;
 }
@@ -129,25 +141,30 @@ bool L2Slice::contains(std::uint64_t addr) const {
   auto sa = map_.to_slice(addr);
   std::uint64_t key = sa.local / line_bytes_;
   std::uint32_t set = std::uint32_t(key & (sets_ - 1));
-  for (std::uint32_t w = 0; w < ways_; ++w) {
-    const Line& l = lines_[std::size_t(set) * ways_ + w];
-    if (l.valid && l.key == key) return true;
-  }
+  for (std::uint32_t w = 0; w < ways_; ++w)
+    if (tag_[std::size_t(set) * ways_ + w] == key + 1) return true;
   return false;
 }
 
 ps_t L2Slice::flush() {
-  ps_t now = std::max<ps_t>(sc_core::sc_time_stamp().value(), busy_until_);
+  now_ = sc_core::sc_time_stamp().value();
+  ps_t now = std::max<ps_t>(now_, busy_until_);
   ps_t done = now;
   for (auto& l : lines_) done = std::max(done, evict(l, now));
   std::fill(ready_.begin(), ready_.end(), 0);
-  for (auto& l : lines_) l.ready_max = 0;
+  std::fill(ready_max_.begin(), ready_max_.end(), 0);
   return done;
 }
 
 void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
   ps_t now = sc_core::sc_time_stamp().value();
   ps_t t = now + delay.value();
+  ps_t resp = access(gp, now, t);
+  if (gp.is_response_ok()) delay = sc_core::sc_time::from_value(resp - now);
+}
+
+ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
+  now_ = now;
   const std::uint64_t addr = gp.get_address();
   const std::uint32_t bytes = gp.get_data_length();
   const bool write = gp.is_write();
@@ -155,7 +172,7 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
   if (bytes == 0 || off + bytes > line_bytes_ || gp.get_byte_enable_ptr()) {
     gp.set_response_status(bytes == 0 || off + bytes > line_bytes_ ? tlm::TLM_BURST_ERROR_RESPONSE
                                                                     : tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
-    return;
+    return t;
   }
   // Functional data path (DMI into the backing store; lines never cross a 64 KiB page).
   std::uint8_t* mem = dmi_ptr(addr);
@@ -176,12 +193,16 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
   const std::uint32_t s0 = std::uint32_t(off / sector_bytes_), s1 = std::uint32_t((off + bytes - 1) / sector_bytes_);
   const std::uint32_t need = std::uint32_t(((std::uint64_t(1) << (s1 + 1)) - 1) & ~((std::uint64_t(1) << s0) - 1));
   ps_t start = std::max(t, busy_until_);
-  busy_until_ = start + clk_.cycles_to_ps(double((bytes + bytes_per_cycle_ - 1) / bytes_per_cycle_));
+  busy_until_ = start + busy_ps(bytes);
 
-  Line* base = &lines_[std::size_t(set) * ways_];
+  const std::size_t set_base = std::size_t(set) * ways_;
+  Line* base = &lines_[set_base];
   int way = -1;
-  for (std::uint32_t w = 0; w < ways_; ++w)
-    if (base[w].valid && base[w].key == key) { way = int(w); break; }
+  {
+    const std::uint64_t* tag = &tag_[set_base];
+    for (std::uint32_t w = 0; w < ways_; ++w)
+      if (tag[w] == key + 1) { way = int(w); break; }
+  }
   bool present = way >= 0;
   if (!present) {
     way = victim(set, start);
@@ -197,12 +218,13 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
     }
     base[way].key = key;
     base[way].valid = base[way].dirty = 0;
-    base[way].ready_max = 0;
+    ready_max_[set_base + way] = 0;
   }
   Line& l = base[way];
   ps_t* ready = &ready_[(std::size_t(set) * ways_ + way) * spl_];
   if (!present) std::fill(ready, ready + spl_, ps_t(0));
-  l.last_use = ++use_clock_;
+  const std::size_t li = set_base + std::size_t(way);
+  last_use_[li] = ++use_clock_;
 
   // Sectors that must come from DRAM: reads need every touched sector; writes only partial sectors.
   std::uint32_t full = 0;
@@ -228,13 +250,14 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
     mshr_free_.push(fill);
     for (std::uint32_t s = 0; s < spl_; ++s)
       if (missing >> s & 1) ready[s] = fill;
-    l.ready_max = std::max(l.ready_max, fill);
+    ready_max_[li] = std::max(ready_max_[li], fill);
     l.valid |= missing;
     resp = std::max(resp, fill + half_hit_ps_);
   }
   for (std::uint32_t s = 0; s < spl_; ++s)
     if (full >> s & 1) ready[s] = std::max(ready[s], start);
   l.valid |= full;
+  set_tag(li);
   if (write) l.dirty |= need;
 
   bool hit = present && !missing;
@@ -249,8 +272,8 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
     (hit ? stats_.read_hits : stats_.read_misses)++;
   }
   stats_.latency_ps.add(resp - t);
-  delay = sc_core::sc_time::from_value(resp - now);
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
+  return resp;
 }
 
 }  // namespace spartan::hw::gpu

@@ -7,6 +7,11 @@
 // takes free capacity from bin(t) onward and finishes where its last byte fits, so out-of-order
 // reservations see the contention that really exists at their own time. Bins are `bin_cycles` cycles
 // wide (granularity of the queueing delay); requests older than the horizon are charged at its start.
+//
+// Layout (both calendars): one 12-byte entry per bin in a ring, holding the bin's use, a forward link
+// for full bins and the ring lap the entry belongs to. An entry of an older lap reads as empty, so
+// moving the horizon costs no clearing pass over old bins (they are reset lazily when next touched),
+// and a reservation touches one cache line per bin. Results are identical to clearing eagerly.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +21,16 @@
 
 namespace spartan::hw {
 
+namespace detail {
+/// One bin of a calendar ring: `lap` = absolute bin >> log2(ring size) it belongs to (an entry of another
+/// lap is empty), `used` units taken, `dist` (full bins only) = distance to a later bin such that every
+/// bin in between is full.
+struct CalendarBin {
+  std::uint32_t lap = 0, used = 0, dist = 1;
+};
+inline unsigned log2_exact(std::uint64_t v) { return unsigned(__builtin_ctzll(v)); }
+}  // namespace detail
+
 class BandwidthCalendar {
  public:
   /// `bytes_per_cycle` of capacity in `clk`; bins of `bin_cycles`; horizon of `bins` bins (power of two).
@@ -23,48 +38,78 @@ class BandwidthCalendar {
                     std::uint32_t bins = 1u << 14)
       : bin_ps_(std::max<ps_t>(1, clk.cycles_to_ps(bin_cycles))),
         cap_(std::uint64_t(bytes_per_cycle) * bin_cycles),
-        used_(bins, 0),
-        mask_(bins - 1) {}
+        ring_(bins),
+        size_(bins),
+        mask_(bins - 1),
+        shift_(detail::log2_exact(bins)) {}
 
   /// Reserves `bytes` starting no earlier than `t`; returns the time the transfer completes.
+  /// Full bins are skipped through forward links (path-compressed), so a long backlog costs O(1)
+  /// amortised; the result is the same as walking the bins one by one.
   ps_t reserve(ps_t t, std::uint64_t bytes) {
     std::uint64_t bin = t / bin_ps_;
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
-    if (bin >= base_ + used_.size() / 2) slide(bin);
+    if (bin >= base_ + size_ / 2) slide(bin);
     ps_t end = t + bin_ps_ * bytes / cap_;  // never faster than the port's rate
     while (bytes) {
-      if (bin >= base_ + used_.size()) slide(bin);
-      std::uint32_t& u = used_[bin & mask_];
-      std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - u);
-      if (take) {
-        u += std::uint32_t(take);
-        bytes -= take;
-        ps_t bin_start = bin * bin_ps_;
-        end = std::max(end, bin_start + bin_ps_ * u / cap_);
+      if (bin >= base_ + size_) slide(bin);
+      detail::CalendarBin& e = at(bin);
+      if (e.used >= cap_) {  // full: jump to the first bin with free capacity (or the horizon's end)
+        std::uint64_t nx = skip_full(bin);
+        if (bin == full_until_) full_until_ = nx;
+        bin = nx;
+        continue;
       }
-      if (bin == full_until_ && used_[bin & mask_] >= cap_) ++full_until_;
+      std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - e.used);
+      e.used += std::uint32_t(take);
+      bytes -= take;
+      ps_t bin_start = bin * bin_ps_;
+      end = std::max(end, bin_start + bin_ps_ * e.used / cap_);
+      if (e.used >= cap_) {
+        e.dist = 1;
+        if (bin == full_until_) ++full_until_;
+      }
       ++bin;
     }
     return end;
   }
 
  private:
-  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon
-    std::uint64_t nb = bin - used_.size() / 2;
-    for (std::uint64_t b = base_; b < std::min(nb, base_ + used_.size()); ++b) used_[b & mask_] = 0;
-    if (nb >= base_ + used_.size()) std::fill(used_.begin(), used_.end(), 0);
-    base_ = nb;
+  detail::CalendarBin& at(std::uint64_t bin) {  // entry of `bin` (inside the horizon), reset if stale
+    detail::CalendarBin& e = ring_[bin & mask_];
+    std::uint32_t lap = std::uint32_t(bin >> shift_);
+    if (e.lap != lap) e.lap = lap, e.used = 0;
+    return e;
+  }
+  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
+    base_ = bin - size_ / 2;
     if (full_until_ < base_) full_until_ = base_;
+  }
+  // First bin >= `bin` (full) that is not full, or the end of the horizon (base_ + bins).
+  std::uint64_t skip_full(std::uint64_t bin) {
+    const std::uint64_t lim = base_ + size_;
+    std::uint64_t root = bin;
+    while (root < lim) {
+      const detail::CalendarBin& e = at(root);
+      if (e.used < cap_) break;
+      root += e.dist;
+    }
+    if (root > lim) root = lim;
+    for (std::uint64_t b = bin; b < root;) {  // path compression: every bin on the way links to root
+      detail::CalendarBin& e = ring_[b & mask_];
+      std::uint64_t nx = b + e.dist;
+      e.dist = std::uint32_t(root - b);
+      b = nx;
+    }
+    return root;
   }
   ps_t bin_ps_;
   std::uint64_t cap_;
-  std::vector<std::uint32_t> used_;
-  std::uint64_t mask_, base_ = 0, full_until_ = 0;
+  std::vector<detail::CalendarBin> ring_;
+  std::uint64_t size_, mask_;
+  unsigned shift_;
+  std::uint64_t base_ = 0, full_until_ = 0;
 };
-
-}  // namespace spartan::hw
-
-namespace spartan::hw {
 
 /// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a
 /// channel: one per tRRD). Like BandwidthCalendar, correct for out-of-time-order reservations: a slot is
@@ -75,66 +120,72 @@ namespace spartan::hw {
 class SlotCalendar {
  public:
   SlotCalendar(ps_t slot_ps, std::uint32_t per_slot = 1, std::uint32_t bins = 1u << 15)
-      : slot_ps_(std::max<ps_t>(1, slot_ps)), per_(per_slot), used_(bins, 0), next_(bins), mask_(bins - 1) {
-    for (std::uint64_t b = 0; b < bins; ++b) next_[b] = b;
-  }
+      : slot_ps_(std::max<ps_t>(1, slot_ps)),
+        per_(per_slot),
+        ring_(bins),
+        size_(bins),
+        mask_(bins - 1),
+        shift_(detail::log2_exact(bins)) {}
 
   /// Takes one unit in the first slot at or after `t`; returns the slot's start time (>= t).
   ps_t reserve(ps_t t) {
     std::uint64_t bin = find(t / slot_ps_);
-    if (++used_[bin & mask_] >= per_) next_[bin & mask_] = bin + 1;
+    detail::CalendarBin& e = ring_[bin & mask_];  // find() left it current
+    if (++e.used >= per_) e.dist = 1;
     return std::max<ps_t>(t, bin * slot_ps_);
   }
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
   void block(ps_t from, ps_t to) {
     for (std::uint64_t bin = (from + slot_ps_ - 1) / slot_ps_; bin * slot_ps_ < to; ++bin) {
       if (bin < base_) continue;
-      if (bin >= base_ + used_.size() / 2) slide(bin);
-      used_[bin & mask_] = std::uint16_t(per_);
-      next_[bin & mask_] = bin + 1;
+      if (bin >= base_ + size_ / 2) slide(bin);
+      detail::CalendarBin& e = at(bin);
+      e.used = per_;
+      e.dist = 1;
     }
   }
 
  private:
+  detail::CalendarBin& at(std::uint64_t bin) {  // entry of `bin` (inside the horizon), reset if stale
+    detail::CalendarBin& e = ring_[bin & mask_];
+    std::uint32_t lap = std::uint32_t(bin >> shift_);
+    if (e.lap != lap) e.lap = lap, e.used = 0;
+    return e;
+  }
   // First bin >= `bin` with a free unit (sliding the horizon as needed).
   std::uint64_t find(std::uint64_t bin) {
     if (bin < base_) bin = base_;
-    if (bin >= base_ + used_.size() / 2) slide(bin);
+    if (bin >= base_ + size_ / 2) slide(bin);
     std::uint64_t root = bin;
-    while (used_[root & mask_] >= per_) {
-      std::uint64_t nx = next_[root & mask_];
-      if (nx >= base_ + used_.size()) {
+    for (;;) {
+      const detail::CalendarBin& e = at(root);
+      if (e.used < per_) break;
+      std::uint64_t nx = root + e.dist;
+      if (nx >= base_ + size_) {
         slide(nx);
         bin = root = std::max(nx, base_);
         continue;
       }
       root = nx;
     }
-    while (bin < root && bin >= base_) {  // path compression
-      std::uint64_t nx = next_[bin & mask_];
-      next_[bin & mask_] = root;
-      if (nx <= bin) break;
+    while (bin < root) {  // path compression (every bin on the path is full and current)
+      detail::CalendarBin& e = ring_[bin & mask_];
+      std::uint64_t nx = bin + e.dist;
+      e.dist = std::uint32_t(root - bin);
       bin = nx;
     }
     return root;
   }
-  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon
-    std::uint64_t nb = bin - used_.size() / 2;
-    if (nb <= base_) return;
-    std::uint64_t stop = std::min(nb, base_ + used_.size());
-    for (std::uint64_t b = base_; b < stop; ++b) {
-      used_[b & mask_] = 0;
-      next_[b & mask_] = b + used_.size();  // the slot's new absolute bin
-    }
-    if (nb >= base_ + used_.size())
-      for (std::uint64_t b = nb; b < nb + used_.size(); ++b) used_[b & mask_] = 0, next_[b & mask_] = b;
-    base_ = nb;
+  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
+    std::uint64_t nb = bin - size_ / 2;
+    if (nb > base_) base_ = nb;
   }
   ps_t slot_ps_;
   std::uint32_t per_;
-  std::vector<std::uint16_t> used_;
-  std::vector<std::uint64_t> next_;
-  std::uint64_t mask_, base_ = 0;
+  std::vector<detail::CalendarBin> ring_;
+  std::uint64_t size_, mask_;
+  unsigned shift_;
+  std::uint64_t base_ = 0;
 };
 
 }  // namespace spartan::hw
