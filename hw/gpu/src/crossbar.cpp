@@ -42,6 +42,7 @@ void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_tim
   ps_t t = now + delay.value();
   Port& p = ports_.at(std::size_t(id));
   std::uint32_t slice = map_.to_slice(gp.get_address()).slice;
+  if (!direct_.empty()) direct_[slice]->prefetch(gp.get_address());
   Port& s = slice_ports_[slice];
   bool write = gp.is_write();
   std::uint32_t bytes = gp.get_data_length();

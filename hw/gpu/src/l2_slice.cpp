@@ -43,12 +43,15 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       half_hit_ps_(hit_ps_ / 2),
       lines_(std::size_t(sets_) * ways_),
       tag_(lines_.size(), 0),
-      last_use_(lines_.size(), 0),
       ready_max_(lines_.size(), 0),
+      lru_order_(lines_.size()),
       ready_(std::size_t(sets_) * ways_ * spl_, 0),
       scratch_(line_bytes_),
       dmi_(64) {
   socket.register_b_transport(this, &L2Slice::b_transport);
+  line_div_ = FastDiv(line_bytes_);
+  sector_div_ = FastDiv(sector_bytes_);
+  for (std::size_t i = 0; i < lru_order_.size(); ++i) lru_order_[i] = std::uint16_t(i % ways_);
   for (std::uint32_t c = 0; c <= line_bytes_ / bytes_per_cycle_ + 1; ++c) busy_ps_.push_back(clk_.cycles_to_ps(double(c)));
   for (std::uint32_t i = 0; i < cfg.l2.slice.mshr_entries; ++i) mshr_free_.push(0);
   for (std::uint32_t i = 0; i < cfg.l2.slice.writeback_entries; ++i) wb_free_.push(0);
@@ -120,26 +123,42 @@ ps_t L2Slice::evict(Line& l, ps_t t) {
   return done;
 }
 
-int L2Slice::victim(std::uint32_t set, ps_t t) {
-  // First invalid way; else the least recently used way whose fills have all arrived; else the LRU way.
-  const std::size_t b = std::size_t(set) * ways_;
-  const std::uint64_t* tag = &tag_[b];
-  for (std::uint32_t w = 0; w < ways_; ++w)
-    if (!tag[w]) return int(w);
-  const std::uint64_t* use = &last_use_[b];
-  const ps_t* rmax = &ready_max_[b];
-  int lru = 0, lru_idle = -1;
-  std::uint64_t lru_use = ~0ull, idle_use = ~0ull;
-  for (std::uint32_t w = 0; w < ways_; ++w) {
-    if (use[w] < lru_use) lru_use = use[w], lru = int(w);
-    if (rmax[w] <= t && use[w] < idle_use) idle_use = use[w], lru_idle = int(w);
+void L2Slice::prefetch(std::uint64_t addr) const {
+  const std::uint64_t key = line_div_.div(map_.to_slice(addr).local);
+  const std::size_t b = std::size_t(key & (sets_ - 1)) * ways_;
+  const char* tags = reinterpret_cast<const char*>(&tag_[b]);
+  const char* rmax = reinterpret_cast<const char*>(&ready_max_[b]);
+  for (std::size_t i = 0; i < ways_ * sizeof(std::uint64_t); i += 64) {
+    __builtin_prefetch(tags + i);
+    __builtin_prefetch(rmax + i);
   }
-  return lru_idle >= 0 ? lru_idle : lru;
+  __builtin_prefetch(&lru_order_[b]);
+  const std::uint64_t page = addr / BackingStore::kPageBytes;
+  const DmiEntry& e = dmi_[page % dmi_.size()];
+  if (e.page == page) __builtin_prefetch(e.ptr + addr % BackingStore::kPageBytes);
+}
+
+int L2Slice::victim(std::uint32_t set, ps_t t, int first_invalid) {
+  // First invalid way; else the least recently used way whose fills have all arrived; else the LRU way.
+  if (first_invalid >= 0) return first_invalid;
+  const std::size_t b = std::size_t(set) * ways_;
+  const std::uint16_t* order = &lru_order_[b];
+  for (std::uint32_t i = 0; i < ways_; ++i)
+    if (ready_max_[b + order[i]] <= t) return order[i];
+  return order[0];
+}
+
+void L2Slice::touch(std::size_t set_base, std::uint32_t way) {
+  std::uint16_t* order = &lru_order_[set_base];
+  std::uint32_t i = 0;
+  while (order[i] != way) ++i;
+  std::memmove(order + i, order + i + 1, (ways_ - 1 - i) * sizeof(std::uint16_t));
+  order[ways_ - 1] = std::uint16_t(way);
 }
 
 bool L2Slice::contains(std::uint64_t addr) const {
   auto sa = map_.to_slice(addr);
-  std::uint64_t key = sa.local / line_bytes_;
+  std::uint64_t key = line_div_.div(sa.local);
   std::uint32_t set = std::uint32_t(key & (sets_ - 1));
   for (std::uint32_t w = 0; w < ways_; ++w)
     if (tag_[std::size_t(set) * ways_ + w] == key + 1) return true;
@@ -168,7 +187,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
   const std::uint64_t addr = gp.get_address();
   const std::uint32_t bytes = gp.get_data_length();
   const bool write = gp.is_write();
-  std::uint64_t off = addr % line_bytes_;
+  std::uint64_t off = line_div_.mod(addr);
   if (bytes == 0 || off + bytes > line_bytes_ || gp.get_byte_enable_ptr()) {
     gp.set_response_status(bytes == 0 || off + bytes > line_bytes_ ? tlm::TLM_BURST_ERROR_RESPONSE
                                                                     : tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
@@ -188,24 +207,26 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
 
   // Timing.
   const std::uint64_t local = map_.to_slice(addr).local;
-  const std::uint64_t key = local / line_bytes_;
+  const std::uint64_t key = line_div_.div(local);
   const std::uint32_t set = std::uint32_t(key & (sets_ - 1));
-  const std::uint32_t s0 = std::uint32_t(off / sector_bytes_), s1 = std::uint32_t((off + bytes - 1) / sector_bytes_);
+  const std::uint32_t s0 = std::uint32_t(sector_div_.div(off)), s1 = std::uint32_t(sector_div_.div(off + bytes - 1));
   const std::uint32_t need = std::uint32_t(((std::uint64_t(1) << (s1 + 1)) - 1) & ~((std::uint64_t(1) << s0) - 1));
   ps_t start = std::max(t, busy_until_);
   busy_until_ = start + busy_ps(bytes);
 
   const std::size_t set_base = std::size_t(set) * ways_;
   Line* base = &lines_[set_base];
-  int way = -1;
+  int way = -1, first_invalid = -1;
   {
     const std::uint64_t* tag = &tag_[set_base];
-    for (std::uint32_t w = 0; w < ways_; ++w)
+    for (std::uint32_t w = 0; w < ways_; ++w) {
       if (tag[w] == key + 1) { way = int(w); break; }
+      if (!tag[w] && first_invalid < 0) first_invalid = int(w);
+    }
   }
   bool present = way >= 0;
   if (!present) {
-    way = victim(set, start);
+    way = victim(set, start, first_invalid);
     if (base[way].valid && base[way].dirty) {  // needs a write-back buffer entry
       if (wb_free_.top() > start) {
         ++stats_.writeback_stalls;
@@ -224,7 +245,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
   ps_t* ready = &ready_[(std::size_t(set) * ways_ + way) * spl_];
   if (!present) std::fill(ready, ready + spl_, ps_t(0));
   const std::size_t li = set_base + std::size_t(way);
-  last_use_[li] = ++use_clock_;
+  touch(set_base, std::uint32_t(way));
 
   // Sectors that must come from DRAM: reads need every touched sector; writes only partial sectors.
   std::uint32_t full = 0;

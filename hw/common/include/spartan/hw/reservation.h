@@ -8,10 +8,12 @@
 // reservations see the contention that really exists at their own time. Bins are `bin_cycles` cycles
 // wide (granularity of the queueing delay); requests older than the horizon are charged at its start.
 //
-// Layout (both calendars): one 12-byte entry per bin in a ring, holding the bin's use, a forward link
-// for full bins and the ring lap the entry belongs to. An entry of an older lap reads as empty, so
-// moving the horizon costs no clearing pass over old bins (they are reset lazily when next touched),
-// and a reservation touches one cache line per bin. Results are identical to clearing eagerly.
+// Layout (both calendars, chosen for simulation speed): a ring of twice the horizon, in words of 64 bins.
+// Each word has a bit per bin ("full") and the ring lap it belongs to; a word of an older lap reads as
+// empty, so moving the horizon needs no clearing pass over old bins (they are reset when next touched).
+// Runs of full bins are skipped 64 at a time with a count-trailing-zeros; BandwidthCalendar keeps the
+// bytes used per bin beside the bits. A calendar's hot window is then a few hundred bytes. The results
+// are identical to walking bins one by one and clearing old bins eagerly (what the first version did).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -22,13 +24,69 @@
 namespace spartan::hw {
 
 namespace detail {
-/// One bin of a calendar ring: `lap` = absolute bin >> log2(ring size) it belongs to (an entry of another
-/// lap is empty), `used` units taken, `dist` (full bins only) = distance to a later bin such that every
-/// bin in between is full.
-struct CalendarBin {
-  std::uint32_t lap = 0, used = 0, dist = 1;
+/// Exact x / d for a run-time constant d > 0 without a hardware divide on the common path: a shift when
+/// d is a power of two, else a floating-point reciprocal whose estimate (off by at most one for
+/// x < 2^52) is corrected with integer arithmetic. Larger x use the divide.
+struct ExactDiv {
+  std::uint64_t d = 1;
+  int shift = 0;
+  double inv = 1.0;
+  explicit ExactDiv(std::uint64_t v)
+      : d(v), shift((v & (v - 1)) == 0 ? __builtin_ctzll(v) : -1), inv(1.0 / double(v)) {}
+  std::uint64_t div(std::uint64_t x) const noexcept {
+    if (shift >= 0) return x >> shift;
+    if (x >= (std::uint64_t(1) << 52)) return x / d;
+    std::uint64_t q = std::uint64_t(double(x) * inv);
+    while (q * d > x) --q;
+    while ((q + 1) * d <= x) ++q;
+    return q;
+  }
 };
-inline unsigned log2_exact(std::uint64_t v) { return unsigned(__builtin_ctzll(v)); }
+
+/// 64 consecutive bins of a calendar ring: bit i set = bin (64 * k + i) full; `lap` = absolute bin >>
+/// log2(ring bins) the word holds (a word of another lap is empty).
+struct CalendarWord {
+  std::uint64_t bits = 0, lap = 0;
+};
+
+/// The ring both calendars use: 2 x `horizon` bins (at least 128), so that the bins of one horizon never
+/// share a word with bins of another lap.
+class CalendarRing {
+ public:
+  explicit CalendarRing(std::uint64_t horizon)
+      : ring_bins_(std::max<std::uint64_t>(2 * horizon, 128)),
+        words_(ring_bins_ / 64),
+        wmask_(ring_bins_ / 64 - 1),
+        shift_(unsigned(__builtin_ctzll(ring_bins_))) {}
+  std::uint64_t ring_bins() const { return ring_bins_; }
+  /// The word of absolute bin `bin`; `fresh` is set when it was reset (stale lap).
+  CalendarWord& word(std::uint64_t bin, bool& fresh) {
+    CalendarWord& w = words_[(bin >> 6) & wmask_];
+    std::uint64_t lap = bin >> shift_;
+    fresh = w.lap != lap;
+    if (fresh) w.lap = lap, w.bits = 0;
+    return w;
+  }
+  /// First bin in [bin, lim) that is not full, or lim.
+  std::uint64_t first_free(std::uint64_t bin, std::uint64_t lim, void (*on_fresh)(void*, std::uint64_t),
+                           void* ctx) {
+    while (bin < lim) {
+      bool fresh;
+      CalendarWord& w = word(bin, fresh);
+      if (fresh && on_fresh) on_fresh(ctx, bin);
+      std::uint64_t free = ~w.bits >> (bin & 63);
+      if (free) return std::min(lim, bin + std::uint64_t(__builtin_ctzll(free)));
+      bin = (bin | 63) + 1;
+    }
+    return lim;
+  }
+
+ private:
+  std::uint64_t ring_bins_;
+  std::vector<CalendarWord> words_;
+  std::uint64_t wmask_;
+  unsigned shift_;
+};
 }  // namespace detail
 
 class BandwidthCalendar {
@@ -38,35 +96,40 @@ class BandwidthCalendar {
                     std::uint32_t bins = 1u << 14)
       : bin_ps_(std::max<ps_t>(1, clk.cycles_to_ps(bin_cycles))),
         cap_(std::uint64_t(bytes_per_cycle) * bin_cycles),
-        ring_(bins),
+        bin_div_(bin_ps_),
+        cap_div_(cap_),
         size_(bins),
-        mask_(bins - 1),
-        shift_(detail::log2_exact(bins)) {}
+        ring_(bins),
+        used_(ring_.ring_bins(), 0),
+        umask_(ring_.ring_bins() - 1) {}
 
   /// Reserves `bytes` starting no earlier than `t`; returns the time the transfer completes.
-  /// Full bins are skipped through forward links (path-compressed), so a long backlog costs O(1)
-  /// amortised; the result is the same as walking the bins one by one.
+  /// Full bins are skipped 64 at a time; the result is the same as walking the bins one by one.
   ps_t reserve(ps_t t, std::uint64_t bytes) {
-    std::uint64_t bin = t / bin_ps_;
+    std::uint64_t bin = bin_div_.div(t);
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
     if (bin >= base_ + size_ / 2) slide(bin);
-    ps_t end = t + bin_ps_ * bytes / cap_;  // never faster than the port's rate
+    ps_t end = t + cap_div_.div(bin_ps_ * bytes);  // never faster than the port's rate
     while (bytes) {
       if (bin >= base_ + size_) slide(bin);
-      detail::CalendarBin& e = at(bin);
-      if (e.used >= cap_) {  // full: jump to the first bin with free capacity (or the horizon's end)
-        std::uint64_t nx = skip_full(bin);
+      bool fresh;
+      detail::CalendarWord& w = ring_.word(bin, fresh);
+      if (fresh) clear_used(bin);
+      const std::uint64_t bit = std::uint64_t(1) << (bin & 63);
+      if (w.bits & bit) {  // full: jump to the first bin with free capacity (or the horizon's end)
+        std::uint64_t nx = ring_.first_free(bin, base_ + size_, &BandwidthCalendar::clear_used_cb, this);
         if (bin == full_until_) full_until_ = nx;
         bin = nx;
         continue;
       }
-      std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - e.used);
-      e.used += std::uint32_t(take);
+      std::uint32_t& u = used_[bin & umask_];
+      std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - u);
+      u += std::uint32_t(take);
       bytes -= take;
       ps_t bin_start = bin * bin_ps_;
-      end = std::max(end, bin_start + bin_ps_ * e.used / cap_);
-      if (e.used >= cap_) {
-        e.dist = 1;
+      end = std::max(end, bin_start + cap_div_.div(bin_ps_ * u));
+      if (u >= cap_) {
+        w.bits |= bit;
         if (bin == full_until_) ++full_until_;
       }
       ++bin;
@@ -75,63 +138,45 @@ class BandwidthCalendar {
   }
 
  private:
-  detail::CalendarBin& at(std::uint64_t bin) {  // entry of `bin` (inside the horizon), reset if stale
-    detail::CalendarBin& e = ring_[bin & mask_];
-    std::uint32_t lap = std::uint32_t(bin >> shift_);
-    if (e.lap != lap) e.lap = lap, e.used = 0;
-    return e;
+  void clear_used(std::uint64_t bin) {  // a word was reset: so are its 64 bins' byte counts
+    std::fill_n(used_.begin() + std::ptrdiff_t((bin & umask_) & ~std::uint64_t(63)), 64, 0u);
   }
+  static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<BandwidthCalendar*>(self)->clear_used(bin); }
   void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
     base_ = bin - size_ / 2;
     if (full_until_ < base_) full_until_ = base_;
   }
-  // First bin >= `bin` (full) that is not full, or the end of the horizon (base_ + bins).
-  std::uint64_t skip_full(std::uint64_t bin) {
-    const std::uint64_t lim = base_ + size_;
-    std::uint64_t root = bin;
-    while (root < lim) {
-      const detail::CalendarBin& e = at(root);
-      if (e.used < cap_) break;
-      root += e.dist;
-    }
-    if (root > lim) root = lim;
-    for (std::uint64_t b = bin; b < root;) {  // path compression: every bin on the way links to root
-      detail::CalendarBin& e = ring_[b & mask_];
-      std::uint64_t nx = b + e.dist;
-      e.dist = std::uint32_t(root - b);
-      b = nx;
-    }
-    return root;
-  }
   ps_t bin_ps_;
   std::uint64_t cap_;
-  std::vector<detail::CalendarBin> ring_;
-  std::uint64_t size_, mask_;
-  unsigned shift_;
-  std::uint64_t base_ = 0, full_until_ = 0;
+  detail::ExactDiv bin_div_, cap_div_;
+  std::uint64_t size_;
+  detail::CalendarRing ring_;
+  std::vector<std::uint32_t> used_;  ///< bytes taken per ring bin (valid while its word's lap is current)
+  std::uint64_t umask_, base_ = 0, full_until_ = 0;
 };
 
 /// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a
 /// channel: one per tRRD). Like BandwidthCalendar, correct for out-of-time-order reservations: a slot is
-/// granted in the first bin at or after t with free capacity. Full bins are skipped through forward
-/// "next possibly free" links with path compression (union-find), so a long backlog costs O(1) amortised.
+/// granted in the first bin at or after t with free capacity; full bins are skipped 64 at a time.
 /// Bins are `slot_ps` wide with `per_slot` units each; the horizon is `bins` slots (power of two); older
 /// requests are charged at its start.
 class SlotCalendar {
  public:
   SlotCalendar(ps_t slot_ps, std::uint32_t per_slot = 1, std::uint32_t bins = 1u << 15)
       : slot_ps_(std::max<ps_t>(1, slot_ps)),
-        per_(per_slot),
-        ring_(bins),
+        slot_div_(slot_ps_),
+        per_(std::max<std::uint32_t>(1, per_slot)),
         size_(bins),
-        mask_(bins - 1),
-        shift_(detail::log2_exact(bins)) {}
+        ring_(bins),
+        used_(per_ > 1 ? ring_.ring_bins() : 0, 0),
+        umask_(ring_.ring_bins() - 1) {}
 
   /// Takes one unit in the first slot at or after `t`; returns the slot's start time (>= t).
   ps_t reserve(ps_t t) {
-    std::uint64_t bin = find(t / slot_ps_);
-    detail::CalendarBin& e = ring_[bin & mask_];  // find() left it current
-    if (++e.used >= per_) e.dist = 1;
+    std::uint64_t bin = find(slot_div_.div(t));
+    bool fresh;
+    detail::CalendarWord& w = ring_.word(bin, fresh);  // find() left it current
+    if (per_ == 1 || ++used_[bin & umask_] >= per_) w.bits |= std::uint64_t(1) << (bin & 63);
     return std::max<ps_t>(t, bin * slot_ps_);
   }
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
@@ -139,53 +184,42 @@ class SlotCalendar {
     for (std::uint64_t bin = (from + slot_ps_ - 1) / slot_ps_; bin * slot_ps_ < to; ++bin) {
       if (bin < base_) continue;
       if (bin >= base_ + size_ / 2) slide(bin);
-      detail::CalendarBin& e = at(bin);
-      e.used = per_;
-      e.dist = 1;
+      bool fresh;
+      detail::CalendarWord& w = ring_.word(bin, fresh);
+      if (fresh) clear_used(bin);
+      w.bits |= std::uint64_t(1) << (bin & 63);
+      if (per_ > 1) used_[bin & umask_] = per_;
     }
   }
 
  private:
-  detail::CalendarBin& at(std::uint64_t bin) {  // entry of `bin` (inside the horizon), reset if stale
-    detail::CalendarBin& e = ring_[bin & mask_];
-    std::uint32_t lap = std::uint32_t(bin >> shift_);
-    if (e.lap != lap) e.lap = lap, e.used = 0;
-    return e;
-  }
-  // First bin >= `bin` with a free unit (sliding the horizon as needed).
+  // First bin >= `bin` with a free unit (sliding the horizon when every bin up to its end is full).
   std::uint64_t find(std::uint64_t bin) {
     if (bin < base_) bin = base_;
     if (bin >= base_ + size_ / 2) slide(bin);
-    std::uint64_t root = bin;
     for (;;) {
-      const detail::CalendarBin& e = at(root);
-      if (e.used < per_) break;
-      std::uint64_t nx = root + e.dist;
-      if (nx >= base_ + size_) {
-        slide(nx);
-        bin = root = std::max(nx, base_);
-        continue;
-      }
-      root = nx;
+      const std::uint64_t lim = base_ + size_;
+      std::uint64_t r = ring_.first_free(bin, lim, per_ > 1 ? &SlotCalendar::clear_used_cb : nullptr, this);
+      if (r < lim) return r;
+      slide(lim);  // the bins past the old horizon are empty: lim is free after the slide
+      bin = lim;
     }
-    while (bin < root) {  // path compression (every bin on the path is full and current)
-      detail::CalendarBin& e = ring_[bin & mask_];
-      std::uint64_t nx = bin + e.dist;
-      e.dist = std::uint32_t(root - bin);
-      bin = nx;
-    }
-    return root;
   }
+  void clear_used(std::uint64_t bin) {
+    if (per_ > 1) std::fill_n(used_.begin() + std::ptrdiff_t((bin & umask_) & ~std::uint64_t(63)), 64, 0u);
+  }
+  static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<SlotCalendar*>(self)->clear_used(bin); }
   void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
     std::uint64_t nb = bin - size_ / 2;
     if (nb > base_) base_ = nb;
   }
   ps_t slot_ps_;
+  detail::ExactDiv slot_div_;
   std::uint32_t per_;
-  std::vector<detail::CalendarBin> ring_;
-  std::uint64_t size_, mask_;
-  unsigned shift_;
-  std::uint64_t base_ = 0;
+  std::uint64_t size_;
+  detail::CalendarRing ring_;
+  std::vector<std::uint32_t> used_;  ///< units taken per ring bin (only when per_slot > 1)
+  std::uint64_t umask_, base_ = 0;
 };
 
 }  // namespace spartan::hw
