@@ -44,9 +44,16 @@ struct ExactDiv {
 };
 
 /// 64 consecutive bins of a calendar ring: bit i set = bin (64 * k + i) full; `lap` = absolute bin >>
-/// log2(ring bins) the word holds (a word of another lap is empty).
+/// log2(ring bins) the word holds (a word of another lap is empty); `next` (full words only) = distance
+/// in words to a later word such that every word in between is full (path-compressed links).
 struct CalendarWord {
-  std::uint64_t bits = 0, lap = 0;
+  std::uint64_t bits = 0;
+  std::uint32_t lap = 0, next = 1;
+  /// Sets bin `i` (0..63) full; a word that becomes full links to the next word.
+  void set(std::uint64_t i) {
+    bits |= std::uint64_t(1) << i;
+    if (bits == ~std::uint64_t(0)) next = 1;
+  }
 };
 
 /// The ring both calendars use: 2 x `horizon` bins (at least 128), so that the bins of one horizon never
@@ -62,23 +69,41 @@ class CalendarRing {
   /// The word of absolute bin `bin`; `fresh` is set when it was reset (stale lap).
   CalendarWord& word(std::uint64_t bin, bool& fresh) {
     CalendarWord& w = words_[(bin >> 6) & wmask_];
-    std::uint64_t lap = bin >> shift_;
+    std::uint32_t lap = std::uint32_t(bin >> shift_);
     fresh = w.lap != lap;
     if (fresh) w.lap = lap, w.bits = 0;
     return w;
   }
-  /// First bin in [bin, lim) that is not full, or lim.
+  /// First bin in [bin, lim) that is not full, or lim. Whole full words are skipped through their links;
+  /// the full words passed are then linked to the word where the search ended.
   std::uint64_t first_free(std::uint64_t bin, std::uint64_t lim, void (*on_fresh)(void*, std::uint64_t),
                            void* ctx) {
+    constexpr int kPath = 16;
+    CalendarWord* path[kPath];
+    std::uint64_t path_w[kPath];
+    int n = 0;
+    std::uint64_t r = lim;
     while (bin < lim) {
       bool fresh;
       CalendarWord& w = word(bin, fresh);
       if (fresh && on_fresh) on_fresh(ctx, bin);
       std::uint64_t free = ~w.bits >> (bin & 63);
-      if (free) return std::min(lim, bin + std::uint64_t(__builtin_ctzll(free)));
-      bin = (bin | 63) + 1;
+      if (free) {
+        r = std::min(lim, bin + std::uint64_t(__builtin_ctzll(free)));
+        break;
+      }
+      std::uint64_t wi = bin >> 6;
+      if (w.bits == ~std::uint64_t(0)) {  // full word: follow its link
+        if (n < kPath) path[n] = &w, path_w[n] = wi, ++n;
+        bin = (wi + w.next) << 6;
+      } else {
+        bin = (wi + 1) << 6;
+      }
     }
-    return lim;
+    const std::uint64_t root_w = std::min(r, lim) >> 6;
+    for (int i = 0; i < n; ++i)
+      if (root_w > path_w[i]) path[i]->next = std::uint32_t(root_w - path_w[i]);
+    return r;
   }
 
  private:
@@ -115,8 +140,7 @@ class BandwidthCalendar {
       bool fresh;
       detail::CalendarWord& w = ring_.word(bin, fresh);
       if (fresh) clear_used(bin);
-      const std::uint64_t bit = std::uint64_t(1) << (bin & 63);
-      if (w.bits & bit) {  // full: jump to the first bin with free capacity (or the horizon's end)
+      if (w.bits >> (bin & 63) & 1) {  // full: jump to the first bin with free capacity (or the horizon's end)
         std::uint64_t nx = ring_.first_free(bin, base_ + size_, &BandwidthCalendar::clear_used_cb, this);
         if (bin == full_until_) full_until_ = nx;
         bin = nx;
@@ -129,7 +153,7 @@ class BandwidthCalendar {
       ps_t bin_start = bin * bin_ps_;
       end = std::max(end, bin_start + cap_div_.div(bin_ps_ * u));
       if (u >= cap_) {
-        w.bits |= bit;
+        w.set(bin & 63);
         if (bin == full_until_) ++full_until_;
       }
       ++bin;
@@ -176,7 +200,7 @@ class SlotCalendar {
     std::uint64_t bin = find(slot_div_.div(t));
     bool fresh;
     detail::CalendarWord& w = ring_.word(bin, fresh);  // find() left it current
-    if (per_ == 1 || ++used_[bin & umask_] >= per_) w.bits |= std::uint64_t(1) << (bin & 63);
+    if (per_ == 1 || ++used_[bin & umask_] >= per_) w.set(bin & 63);
     return std::max<ps_t>(t, bin * slot_ps_);
   }
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
@@ -187,7 +211,7 @@ class SlotCalendar {
       bool fresh;
       detail::CalendarWord& w = ring_.word(bin, fresh);
       if (fresh) clear_used(bin);
-      w.bits |= std::uint64_t(1) << (bin & 63);
+      w.set(bin & 63);
       if (per_ > 1) used_[bin & umask_] = per_;
     }
   }
