@@ -23,8 +23,11 @@ ps_t MemoryController::access(std::uint32_t slice, std::uint64_t local, std::uin
   auto& st = chan_.stats();
   ps_t arrive = t + half_ctrl_ps_, end = arrive;
   std::uint64_t first = burst_div_.div(local) * burst_bytes_;
-  for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_)
-    end = std::max(end, chan_.burst(arrive, map_.to_dram(slice, a), write));
+  DramAddress d = map_.to_dram(slice, first);
+  for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_) {
+    if (a != first) d = map_.next_burst(d, slice, a - burst_bytes_, a);
+    end = std::max(end, chan_.burst(arrive, d, write));
+  }
   if (write) {
     ++st.writes;
     st.write_bytes += bytes;
