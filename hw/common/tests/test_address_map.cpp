@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "spartan/hw/address_map.h"
@@ -44,6 +45,21 @@ TEST_P(AddressMapP, DramCoordinatesAreUnique) {
     ASSERT_LT(d.bank, c.dram.banks_per_group);
     ASSERT_TRUE(seen.insert({int(d.channel), int(d.bank_group), int(d.bank), int(d.row), int(d.column)}).second);
   }
+}
+
+TEST_P(AddressMapP, NextBurstEqualsFullDecode) {
+  auto [s, ch, hash] = GetParam();
+  GpuConfig c = small(s, ch, hash);
+  AddressMap m(c);
+  const std::uint64_t b = c.dram.burst_bytes();
+  for (std::uint32_t slice = 0; slice < std::uint32_t(s); slice += 5)
+    for (std::uint64_t local = 0; local < (1ull << 20); local += b) {
+      auto prev = m.to_dram(slice, local), next = m.to_dram(slice, local + b);
+      auto fast = m.next_burst(prev, slice, local, local + b);
+      ASSERT_EQ(std::make_tuple(fast.channel, fast.bank_group, fast.bank, fast.row, fast.column),
+                std::make_tuple(next.channel, next.bank_group, next.bank, next.row, next.column))
+          << "slice " << slice << " local " << local;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometries, AddressMapP,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "spartan/hw/gpu/l2_slice.h"
+
 namespace spartan::hw::gpu {
 
 void CrossbarPortStats::register_with(StatsGroup& g) const {
@@ -20,6 +22,8 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
       header_(cfg.crossbar.header_bytes),
       latency_ps_(clk_.cycles_to_ps(cfg.crossbar.latency_cycles)) {
   for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) slice_ports_.emplace_back(clk_, bw_);
+  for (std::uint64_t c = 0; c <= flit_bytes(cfg.l2.slice.line_bytes) / bw_ + 1; ++c)
+    cycle_ps_.push_back(clk_.cycles_to_ps(double(c)));
   in.register_b_transport(this, &Crossbar::b_transport);
   in.register_transport_dbg(this, &Crossbar::transport_dbg);
 }
@@ -38,22 +42,28 @@ void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_tim
   ps_t t = now + delay.value();
   Port& p = ports_.at(std::size_t(id));
   std::uint32_t slice = map_.to_slice(gp.get_address()).slice;
+  if (!direct_.empty()) direct_[slice]->prefetch(gp.get_address());
   Port& s = slice_ports_[slice];
   bool write = gp.is_write();
   std::uint32_t bytes = gp.get_data_length();
 
   // Request: through the input port, then the slice port (cut-through: the second reservation starts when
   // the first one starts moving data, so an idle path costs one message time, not two).
-  std::uint64_t req_bytes = flit_bytes(write ? bytes : 0), min_req = clk_.cycles_to_ps(double(req_bytes / bw_));
+  std::uint64_t req_bytes = flit_bytes(write ? bytes : 0), min_req = cycles_ps(req_bytes / bw_);
   ps_t a = p.req.reserve(t, req_bytes);
   ps_t b = s.req.reserve(a - min_req, req_bytes);
   ps_t arrive = b + latency_ps_;
 
-  sc_core::sc_time d = sc_core::sc_time::from_value(arrive - now);
-  out[slice]->b_transport(gp, d);
-  ps_t r = now + d.value();
+  ps_t r;
+  if (!direct_.empty()) {
+    r = direct_[slice]->access(gp, now, arrive);
+  } else {
+    sc_core::sc_time d = sc_core::sc_time::from_value(arrive - now);
+    out[slice]->b_transport(gp, d);
+    r = now + d.value();
+  }
 
-  std::uint64_t rsp_bytes = flit_bytes(write ? 0 : bytes), min_rsp = clk_.cycles_to_ps(double(rsp_bytes / bw_));
+  std::uint64_t rsp_bytes = flit_bytes(write ? 0 : bytes), min_rsp = cycles_ps(rsp_bytes / bw_);
   ps_t c = s.rsp.reserve(r, rsp_bytes);
   ps_t e = p.rsp.reserve(c - min_rsp, rsp_bytes);
   ps_t done = e + latency_ps_;

@@ -31,12 +31,6 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
   refresh_offset_ = tREFI_ ? tREFI_ - (tREFI_ * ch / std::max<std::uint32_t>(channels, 1)) % tREFI_ : 0;
 }
 
-ps_t DramChannel::after_refresh(ps_t t) const {
-  if (!tREFI_) return t;
-  ps_t phase = (t + refresh_offset_) % tREFI_;
-  return phase < tRFC_ ? t + (tRFC_ - phase) : t;
-}
-
 bool DramChannel::closed_recently(const Bank& b, std::uint32_t row, ps_t t) {
   for (int k = 0; k < 4; ++k)
     if (b.closed_row[k] == row && t < b.closed_at[k]) return true;

@@ -34,8 +34,15 @@ GpuSystem::GpuSystem(const GpuConfig& cfg) : cfg_(cfg), map_(cfg) {
   const std::uint32_t spc = map_.slices_per_channel();
   for (std::uint32_t c = 0; c < cfg_.dram.channels; ++c) {
     mcs_.push_back(std::make_unique<MemoryController>(("mc_" + std::to_string(c)).c_str(), cfg_, map_, c, stats_));
-    for (std::uint32_t k = 0; k < spc; ++k) l2_[c * spc + k]->mem_socket.bind(mcs_.back()->socket);  // id k
+    for (std::uint32_t k = 0; k < spc; ++k) {
+      l2_[c * spc + k]->mem_socket.bind(mcs_.back()->socket);  // id k
+      l2_[c * spc + k]->set_direct_memory_controller(mcs_.back().get());
+    }
   }
+  // Direct (sc_time-free) calls along the bindings just made: same timing, no socket overhead.
+  std::vector<L2Slice*> slices;
+  for (auto& s : l2_) slices.push_back(s.get());
+  xbar_->set_direct_targets(slices);
   sched_ = std::make_unique<SmScheduler>("sm_scheduler");
   for (std::uint32_t i = 0; i < cfg_.sm.count; ++i) {
     sms_.push_back(std::make_unique<TrafficGenerator>(("sm_" + std::to_string(i)).c_str(), cfg_, i, stats_));

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "spartan/hw/gpu/backing_store.h"
+#include "spartan/hw/gpu/memory_controller.h"
 
 namespace spartan::hw::gpu {
 
@@ -41,10 +42,17 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       hit_ps_(clk_.cycles_to_ps(cfg.l2.slice.hit_latency_cycles)),
       half_hit_ps_(hit_ps_ / 2),
       lines_(std::size_t(sets_) * ways_),
+      tag_(lines_.size(), 0),
+      ready_max_(lines_.size(), 0),
+      lru_order_(lines_.size()),
       ready_(std::size_t(sets_) * ways_ * spl_, 0),
       scratch_(line_bytes_),
       dmi_(64) {
   socket.register_b_transport(this, &L2Slice::b_transport);
+  line_div_ = FastDiv(line_bytes_);
+  sector_div_ = FastDiv(sector_bytes_);
+  for (std::size_t i = 0; i < lru_order_.size(); ++i) lru_order_[i] = std::uint16_t(i % ways_);
+  for (std::uint32_t c = 0; c <= line_bytes_ / bytes_per_cycle_ + 1; ++c) busy_ps_.push_back(clk_.cycles_to_ps(double(c)));
   for (std::uint32_t i = 0; i < cfg.l2.slice.mshr_entries; ++i) mshr_free_.push(0);
   for (std::uint32_t i = 0; i < cfg.l2.slice.writeback_entries; ++i) wb_free_.push(0);
   stats_.register_with(stats.add_group("l2[" + std::to_string(index) + "]", "l2_slice"));
@@ -67,7 +75,8 @@ std::uint8_t* L2Slice::dmi_ptr(std::uint64_t addr) {
 }
 
 ps_t L2Slice::dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t) {
-  ps_t now = sc_core::sc_time_stamp().value();
+  const ps_t now = now_;
+  if (mc_) return mc_->access(index_, local, bytes, write, std::max(t, now));
   mem_gp_.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
   mem_gp_.set_address(local);
   mem_gp_.set_data_ptr(scratch_.data());  // timing only: data lives in the BackingStore
@@ -110,52 +119,79 @@ ps_t L2Slice::evict(Line& l, ps_t t) {
       }
   }
   l.valid = l.dirty = 0;
+  set_tag(std::size_t(&l - lines_.data()));
   return done;
 }
 
-int L2Slice::victim(std::uint32_t set, ps_t t) {
-  Line* base = &lines_[std::size_t(set) * ways_];
-  int lru = -1, lru_idle = -1;
-  for (std::uint32_t w = 0; w < ways_; ++w) {
-    if (!base[w].valid) return int(w);
-    if (lru < 0 || base[w].last_use < base[lru].last_use) lru = int(w);
- bool pending = base[w].ready_max > t;
-    if (!pending && (lru_idle < 0 || base[w].last_use < base[lru_idle].last_use)) lru_idle = int(w);
+void L2Slice::prefetch(std::uint64_t addr) const {
+  const std::uint64_t key = line_div_.div(map_.to_slice(addr).local);
+  const std::size_t b = std::size_t(key & (sets_ - 1)) * ways_;
+  const char* tags = reinterpret_cast<const char*>(&tag_[b]);
+  const char* rmax = reinterpret_cast<const char*>(&ready_max_[b]);
+  for (std::size_t i = 0; i < ways_ * sizeof(std::uint64_t); i += 64) {
+    __builtin_prefetch(tags + i);
+    __builtin_prefetch(rmax + i);
   }
-  return lru_idle >= 0 ? lru_idle : lru;
+  __builtin_prefetch(&lru_order_[b]);
+  const std::uint64_t page = addr / BackingStore::kPageBytes;
+  const DmiEntry& e = dmi_[page % dmi_.size()];
+  if (e.page == page) __builtin_prefetch(e.ptr + addr % BackingStore::kPageBytes);
+}
+
+int L2Slice::victim(std::uint32_t set, ps_t t, int first_invalid) {
+  // First invalid way; else the least recently used way whose fills have all arrived; else the LRU way.
+  if (first_invalid >= 0) return first_invalid;
+  const std::size_t b = std::size_t(set) * ways_;
+  const std::uint16_t* order = &lru_order_[b];
+  for (std::uint32_t i = 0; i < ways_; ++i)
+    if (ready_max_[b + order[i]] <= t) return order[i];
+  return order[0];
+}
+
+void L2Slice::touch(std::size_t set_base, std::uint32_t way) {
+  std::uint16_t* order = &lru_order_[set_base];
+  std::uint32_t i = 0;
+  while (order[i] != way) ++i;
+  std::memmove(order + i, order + i + 1, (ways_ - 1 - i) * sizeof(std::uint16_t));
+  order[ways_ - 1] = std::uint16_t(way);
 }
 
 bool L2Slice::contains(std::uint64_t addr) const {
   auto sa = map_.to_slice(addr);
-  std::uint64_t key = sa.local / line_bytes_;
+  std::uint64_t key = line_div_.div(sa.local);
   std::uint32_t set = std::uint32_t(key & (sets_ - 1));
-  for (std::uint32_t w = 0; w < ways_; ++w) {
-    const Line& l = lines_[std::size_t(set) * ways_ + w];
-    if (l.valid && l.key == key) return true;
-  }
+  for (std::uint32_t w = 0; w < ways_; ++w)
+    if (tag_[std::size_t(set) * ways_ + w] == key + 1) return true;
   return false;
 }
 
 ps_t L2Slice::flush() {
-  ps_t now = std::max<ps_t>(sc_core::sc_time_stamp().value(), busy_until_);
+  now_ = sc_core::sc_time_stamp().value();
+  ps_t now = std::max<ps_t>(now_, busy_until_);
   ps_t done = now;
   for (auto& l : lines_) done = std::max(done, evict(l, now));
   std::fill(ready_.begin(), ready_.end(), 0);
-  for (auto& l : lines_) l.ready_max = 0;
+  std::fill(ready_max_.begin(), ready_max_.end(), 0);
   return done;
 }
 
 void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
   ps_t now = sc_core::sc_time_stamp().value();
   ps_t t = now + delay.value();
+  ps_t resp = access(gp, now, t);
+  if (gp.is_response_ok()) delay = sc_core::sc_time::from_value(resp - now);
+}
+
+ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
+  now_ = now;
   const std::uint64_t addr = gp.get_address();
   const std::uint32_t bytes = gp.get_data_length();
   const bool write = gp.is_write();
-  std::uint64_t off = addr % line_bytes_;
+  std::uint64_t off = line_div_.mod(addr);
   if (bytes == 0 || off + bytes > line_bytes_ || gp.get_byte_enable_ptr()) {
     gp.set_response_status(bytes == 0 || off + bytes > line_bytes_ ? tlm::TLM_BURST_ERROR_RESPONSE
                                                                     : tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
-    return;
+    return t;
   }
   // Functional data path (DMI into the backing store; lines never cross a 64 KiB page).
   std::uint8_t* mem = dmi_ptr(addr);
@@ -171,20 +207,26 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
 
   // Timing.
   const std::uint64_t local = map_.to_slice(addr).local;
-  const std::uint64_t key = local / line_bytes_;
+  const std::uint64_t key = line_div_.div(local);
   const std::uint32_t set = std::uint32_t(key & (sets_ - 1));
-  const std::uint32_t s0 = std::uint32_t(off / sector_bytes_), s1 = std::uint32_t((off + bytes - 1) / sector_bytes_);
+  const std::uint32_t s0 = std::uint32_t(sector_div_.div(off)), s1 = std::uint32_t(sector_div_.div(off + bytes - 1));
   const std::uint32_t need = std::uint32_t(((std::uint64_t(1) << (s1 + 1)) - 1) & ~((std::uint64_t(1) << s0) - 1));
   ps_t start = std::max(t, busy_until_);
-  busy_until_ = start + clk_.cycles_to_ps(double((bytes + bytes_per_cycle_ - 1) / bytes_per_cycle_));
+  busy_until_ = start + busy_ps(bytes);
 
-  Line* base = &lines_[std::size_t(set) * ways_];
-  int way = -1;
-  for (std::uint32_t w = 0; w < ways_; ++w)
-    if (base[w].valid && base[w].key == key) { way = int(w); break; }
+  const std::size_t set_base = std::size_t(set) * ways_;
+  Line* base = &lines_[set_base];
+  int way = -1, first_invalid = -1;
+  {
+    const std::uint64_t* tag = &tag_[set_base];
+    for (std::uint32_t w = 0; w < ways_; ++w) {
+      if (tag[w] == key + 1) { way = int(w); break; }
+      if (!tag[w] && first_invalid < 0) first_invalid = int(w);
+    }
+  }
   bool present = way >= 0;
   if (!present) {
-    way = victim(set, start);
+    way = victim(set, start, first_invalid);
     if (base[way].valid && base[way].dirty) {  // needs a write-back buffer entry
       if (wb_free_.top() > start) {
         ++stats_.writeback_stalls;
@@ -197,12 +239,13 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
     }
     base[way].key = key;
     base[way].valid = base[way].dirty = 0;
-    base[way].ready_max = 0;
+    ready_max_[set_base + way] = 0;
   }
   Line& l = base[way];
   ps_t* ready = &ready_[(std::size_t(set) * ways_ + way) * spl_];
   if (!present) std::fill(ready, ready + spl_, ps_t(0));
-  l.last_use = ++use_clock_;
+  const std::size_t li = set_base + std::size_t(way);
+  touch(set_base, std::uint32_t(way));
 
   // Sectors that must come from DRAM: reads need every touched sector; writes only partial sectors.
   std::uint32_t full = 0;
@@ -228,13 +271,14 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
     mshr_free_.push(fill);
     for (std::uint32_t s = 0; s < spl_; ++s)
       if (missing >> s & 1) ready[s] = fill;
-    l.ready_max = std::max(l.ready_max, fill);
+    ready_max_[li] = std::max(ready_max_[li], fill);
     l.valid |= missing;
     resp = std::max(resp, fill + half_hit_ps_);
   }
   for (std::uint32_t s = 0; s < spl_; ++s)
     if (full >> s & 1) ready[s] = std::max(ready[s], start);
   l.valid |= full;
+  set_tag(li);
   if (write) l.dirty |= need;
 
   bool hit = present && !missing;
@@ -249,8 +293,8 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
     (hit ? stats_.read_hits : stats_.read_misses)++;
   }
   stats_.latency_ps.add(resp - t);
-  delay = sc_core::sc_time::from_value(resp - now);
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
+  return resp;
 }
 
 }  // namespace spartan::hw::gpu

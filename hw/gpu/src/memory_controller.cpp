@@ -12,6 +12,7 @@ MemoryController::MemoryController(sc_core::sc_module_name name, const GpuConfig
       channel_(channel),
       slices_per_channel_(map.slices_per_channel()),
       burst_bytes_(cfg.dram.burst_bytes()),
+      burst_div_(burst_bytes_),
       half_ctrl_ps_(cfg.dram_clock().cycles_to_ps(cfg.dram.controller_latency_cycles) / 2),
       chan_(cfg.dram, cfg.dram_clock(), channel, cfg.dram.channels) {
   socket.register_b_transport(this, &MemoryController::b_transport);
@@ -21,9 +22,12 @@ MemoryController::MemoryController(sc_core::sc_module_name name, const GpuConfig
 ps_t MemoryController::access(std::uint32_t slice, std::uint64_t local, std::uint32_t bytes, bool write, ps_t t) {
   auto& st = chan_.stats();
   ps_t arrive = t + half_ctrl_ps_, end = arrive;
-  std::uint64_t first = local / burst_bytes_ * burst_bytes_;
-  for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_)
-    end = std::max(end, chan_.burst(arrive, map_.to_dram(slice, a), write));
+  std::uint64_t first = burst_div_.div(local) * burst_bytes_;
+  DramAddress d = map_.to_dram(slice, first);
+  for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_) {
+    if (a != first) d = map_.next_burst(d, slice, a - burst_bytes_, a);
+    end = std::max(end, chan_.burst(arrive, d, write));
+  }
   if (write) {
     ++st.writes;
     st.write_bytes += bytes;

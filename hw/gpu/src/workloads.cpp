@@ -10,7 +10,10 @@ namespace spartan::hw::gpu {
 StreamSource::StreamSource(std::uint64_t base, std::uint64_t bytes, std::uint32_t line_bytes, std::uint32_t sm,
                            std::uint32_t sms, bool write, std::uint32_t passes, std::uint8_t seed)
     : base_(base), lines_(bytes / line_bytes), line_(sm), sms_(sms), next_line_(sm), passes_(passes),
-      line_bytes_(line_bytes), write_(write), seed_(seed), buf_(line_bytes) {}
+      line_bytes_(line_bytes), write_(write), seed_(seed), buf_(line_bytes), ramp_(256 + line_bytes) {
+  // pattern(a + k) depends on the low byte of a + k only: a line is a window of this ramp.
+  for (std::size_t i = 0; i < ramp_.size(); ++i) ramp_[i] = pattern(i, seed_);
+}
 
 bool StreamSource::next(MemRequest& r) {
   if (next_line_ >= lines_) {
@@ -21,8 +24,7 @@ bool StreamSource::next(MemRequest& r) {
   std::uint64_t a = base_ + next_line_ * line_bytes_;
   next_line_ += sms_;
   r = MemRequest{a, line_bytes_, write_, buf_.data(), false};
-  if (write_)
-    for (std::uint32_t k = 0; k < line_bytes_; ++k) buf_[k] = pattern(a + k, seed_);
+  if (write_) std::memcpy(buf_.data(), ramp_.data() + (a & 255), line_bytes_);
   return true;
 }
 

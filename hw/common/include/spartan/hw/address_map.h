@@ -76,6 +76,19 @@ class AddressMap {
     d.bank = std::uint32_t(banks_per_group_.mod(bank ^ x));
     return d;
   }
+  /// DRAM coordinates of slice-local address `next_local` = `prev_local` + one burst, given `d` =
+  /// to_dram(slice, prev_local): when both lie in one interleave chunk the channel-local burst index is
+  /// the previous one plus one, so only the bank group changes unless it wraps. Same result as
+  /// to_dram(slice, next_local), without the full decode.
+  DramAddress next_burst(const DramAddress& d, std::uint32_t slice, std::uint64_t prev_local,
+                         std::uint64_t next_local) const noexcept {
+    if (d.bank_group + 1 < bank_groups_.d && interleave_.div(prev_local) == interleave_.div(next_local)) {
+      DramAddress n = d;
+      ++n.bank_group;
+      return n;
+    }
+    return to_dram(slice, next_local);
+  }
   std::uint32_t slices() const noexcept { return std::uint32_t(slices_.d); }
   std::uint32_t slices_per_channel() const noexcept { return std::uint32_t(spc_.d); }
 

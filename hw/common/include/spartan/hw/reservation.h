@@ -7,6 +7,13 @@
 // takes free capacity from bin(t) onward and finishes where its last byte fits, so out-of-order
 // reservations see the contention that really exists at their own time. Bins are `bin_cycles` cycles
 // wide (granularity of the queueing delay); requests older than the horizon are charged at its start.
+//
+// Layout (both calendars, chosen for simulation speed): a ring of twice the horizon, in words of 64 bins.
+// Each word has a bit per bin ("full") and the ring lap it belongs to; a word of an older lap reads as
+// empty, so moving the horizon needs no clearing pass over old bins (they are reset when next touched).
+// Runs of full bins are skipped 64 at a time with a count-trailing-zeros; BandwidthCalendar keeps the
+// bytes used per bin beside the bits. A calendar's hot window is then a few hundred bytes. The results
+// are identical to walking bins one by one and clearing old bins eagerly (what the first version did).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +23,97 @@
 
 namespace spartan::hw {
 
+namespace detail {
+/// Exact x / d for a run-time constant d > 0 without a hardware divide on the common path: a shift when
+/// d is a power of two, else a floating-point reciprocal whose estimate (off by at most one for
+/// x < 2^52) is corrected with integer arithmetic. Larger x use the divide.
+struct ExactDiv {
+  std::uint64_t d = 1;
+  int shift = 0;
+  double inv = 1.0;
+  explicit ExactDiv(std::uint64_t v)
+      : d(v), shift((v & (v - 1)) == 0 ? __builtin_ctzll(v) : -1), inv(1.0 / double(v)) {}
+  std::uint64_t div(std::uint64_t x) const noexcept {
+    if (shift >= 0) return x >> shift;
+    if (x >= (std::uint64_t(1) << 52)) return x / d;
+    std::uint64_t q = std::uint64_t(double(x) * inv);
+    while (q * d > x) --q;
+    while ((q + 1) * d <= x) ++q;
+    return q;
+  }
+};
+
+/// 64 consecutive bins of a calendar ring: bit i set = bin (64 * k + i) full; `lap` = absolute bin >>
+/// log2(ring bins) the word holds (a word of another lap is empty); `next` (full words only) = distance
+/// in words to a later word such that every word in between is full (path-compressed links).
+struct CalendarWord {
+  std::uint64_t bits = 0;
+  std::uint32_t lap = 0, next = 1;
+  /// Sets bin `i` (0..63) full; a word that becomes full links to the next word.
+  void set(std::uint64_t i) {
+    bits |= std::uint64_t(1) << i;
+    if (bits == ~std::uint64_t(0)) next = 1;
+  }
+};
+
+/// The ring both calendars use: 2 x `horizon` bins (at least 128), so that the bins of one horizon never
+/// share a word with bins of another lap.
+class CalendarRing {
+ public:
+  explicit CalendarRing(std::uint64_t horizon)
+      : ring_bins_(std::max<std::uint64_t>(2 * horizon, 128)),
+        words_(ring_bins_ / 64),
+        wmask_(ring_bins_ / 64 - 1),
+        shift_(unsigned(__builtin_ctzll(ring_bins_))) {}
+  std::uint64_t ring_bins() const { return ring_bins_; }
+  /// The word of absolute bin `bin`; `fresh` is set when it was reset (stale lap).
+  CalendarWord& word(std::uint64_t bin, bool& fresh) {
+    CalendarWord& w = words_[(bin >> 6) & wmask_];
+    std::uint32_t lap = std::uint32_t(bin >> shift_);
+    fresh = w.lap != lap;
+    if (fresh) w.lap = lap, w.bits = 0;
+    return w;
+  }
+  /// First bin in [bin, lim) that is not full, or lim. Whole full words are skipped through their links;
+  /// the full words passed are then linked to the word where the search ended.
+  std::uint64_t first_free(std::uint64_t bin, std::uint64_t lim, void (*on_fresh)(void*, std::uint64_t),
+                           void* ctx) {
+    constexpr int kPath = 16;
+    CalendarWord* path[kPath];
+    std::uint64_t path_w[kPath];
+    int n = 0;
+    std::uint64_t r = lim;
+    while (bin < lim) {
+      bool fresh;
+      CalendarWord& w = word(bin, fresh);
+      if (fresh && on_fresh) on_fresh(ctx, bin);
+      std::uint64_t free = ~w.bits >> (bin & 63);
+      if (free) {
+        r = std::min(lim, bin + std::uint64_t(__builtin_ctzll(free)));
+        break;
+      }
+      std::uint64_t wi = bin >> 6;
+      if (w.bits == ~std::uint64_t(0)) {  // full word: follow its link
+        if (n < kPath) path[n] = &w, path_w[n] = wi, ++n;
+        bin = (wi + w.next) << 6;
+      } else {
+        bin = (wi + 1) << 6;
+      }
+    }
+    const std::uint64_t root_w = std::min(r, lim) >> 6;
+    for (int i = 0; i < n; ++i)
+      if (root_w > path_w[i]) path[i]->next = std::uint32_t(root_w - path_w[i]);
+    return r;
+  }
+
+ private:
+  std::uint64_t ring_bins_;
+  std::vector<CalendarWord> words_;
+  std::uint64_t wmask_;
+  unsigned shift_;
+};
+}  // namespace detail
+
 class BandwidthCalendar {
  public:
   /// `bytes_per_cycle` of capacity in `clk`; bins of `bin_cycles`; horizon of `bins` bins (power of two).
@@ -23,118 +121,129 @@ class BandwidthCalendar {
                     std::uint32_t bins = 1u << 14)
       : bin_ps_(std::max<ps_t>(1, clk.cycles_to_ps(bin_cycles))),
         cap_(std::uint64_t(bytes_per_cycle) * bin_cycles),
-        used_(bins, 0),
-        mask_(bins - 1) {}
+        bin_div_(bin_ps_),
+        cap_div_(cap_),
+        size_(bins),
+        ring_(bins),
+        used_(ring_.ring_bins(), 0),
+        umask_(ring_.ring_bins() - 1) {}
 
   /// Reserves `bytes` starting no earlier than `t`; returns the time the transfer completes.
+  /// Full bins are skipped 64 at a time; the result is the same as walking the bins one by one.
   ps_t reserve(ps_t t, std::uint64_t bytes) {
-    std::uint64_t bin = t / bin_ps_;
+    std::uint64_t bin = bin_div_.div(t);
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
-    if (bin >= base_ + used_.size() / 2) slide(bin);
-    ps_t end = t + bin_ps_ * bytes / cap_;  // never faster than the port's rate
+    if (bin >= base_ + size_ / 2) slide(bin);
+    ps_t end = t + cap_div_.div(bin_ps_ * bytes);  // never faster than the port's rate
     while (bytes) {
-      if (bin >= base_ + used_.size()) slide(bin);
-      std::uint32_t& u = used_[bin & mask_];
-      std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - u);
-      if (take) {
-        u += std::uint32_t(take);
-        bytes -= take;
-        ps_t bin_start = bin * bin_ps_;
-        end = std::max(end, bin_start + bin_ps_ * u / cap_);
+      if (bin >= base_ + size_) slide(bin);
+      bool fresh;
+      detail::CalendarWord& w = ring_.word(bin, fresh);
+      if (fresh) clear_used(bin);
+      if (w.bits >> (bin & 63) & 1) {  // full: jump to the first bin with free capacity (or the horizon's end)
+        std::uint64_t nx = ring_.first_free(bin, base_ + size_, &BandwidthCalendar::clear_used_cb, this);
+        if (bin == full_until_) full_until_ = nx;
+        bin = nx;
+        continue;
       }
-      if (bin == full_until_ && used_[bin & mask_] >= cap_) ++full_until_;
+      std::uint32_t& u = used_[bin & umask_];
+      std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - u);
+      u += std::uint32_t(take);
+      bytes -= take;
+      ps_t bin_start = bin * bin_ps_;
+      end = std::max(end, bin_start + cap_div_.div(bin_ps_ * u));
+      if (u >= cap_) {
+        w.set(bin & 63);
+        if (bin == full_until_) ++full_until_;
+      }
       ++bin;
     }
     return end;
   }
 
  private:
-  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon
-    std::uint64_t nb = bin - used_.size() / 2;
-    for (std::uint64_t b = base_; b < std::min(nb, base_ + used_.size()); ++b) used_[b & mask_] = 0;
-    if (nb >= base_ + used_.size()) std::fill(used_.begin(), used_.end(), 0);
-    base_ = nb;
+  void clear_used(std::uint64_t bin) {  // a word was reset: so are its 64 bins' byte counts
+    std::fill_n(used_.begin() + std::ptrdiff_t((bin & umask_) & ~std::uint64_t(63)), 64, 0u);
+  }
+  static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<BandwidthCalendar*>(self)->clear_used(bin); }
+  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
+    base_ = bin - size_ / 2;
     if (full_until_ < base_) full_until_ = base_;
   }
   ps_t bin_ps_;
   std::uint64_t cap_;
-  std::vector<std::uint32_t> used_;
-  std::uint64_t mask_, base_ = 0, full_until_ = 0;
+  detail::ExactDiv bin_div_, cap_div_;
+  std::uint64_t size_;
+  detail::CalendarRing ring_;
+  std::vector<std::uint32_t> used_;  ///< bytes taken per ring bin (valid while its word's lap is current)
+  std::uint64_t umask_, base_ = 0, full_until_ = 0;
 };
-
-}  // namespace spartan::hw
-
-namespace spartan::hw {
 
 /// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a
 /// channel: one per tRRD). Like BandwidthCalendar, correct for out-of-time-order reservations: a slot is
-/// granted in the first bin at or after t with free capacity. Full bins are skipped through forward
-/// "next possibly free" links with path compression (union-find), so a long backlog costs O(1) amortised.
+/// granted in the first bin at or after t with free capacity; full bins are skipped 64 at a time.
 /// Bins are `slot_ps` wide with `per_slot` units each; the horizon is `bins` slots (power of two); older
 /// requests are charged at its start.
 class SlotCalendar {
  public:
   SlotCalendar(ps_t slot_ps, std::uint32_t per_slot = 1, std::uint32_t bins = 1u << 15)
-      : slot_ps_(std::max<ps_t>(1, slot_ps)), per_(per_slot), used_(bins, 0), next_(bins), mask_(bins - 1) {
-    for (std::uint64_t b = 0; b < bins; ++b) next_[b] = b;
-  }
+      : slot_ps_(std::max<ps_t>(1, slot_ps)),
+        slot_div_(slot_ps_),
+        per_(std::max<std::uint32_t>(1, per_slot)),
+        size_(bins),
+        ring_(bins),
+        used_(per_ > 1 ? ring_.ring_bins() : 0, 0),
+        umask_(ring_.ring_bins() - 1) {}
 
   /// Takes one unit in the first slot at or after `t`; returns the slot's start time (>= t).
   ps_t reserve(ps_t t) {
-    std::uint64_t bin = find(t / slot_ps_);
-    if (++used_[bin & mask_] >= per_) next_[bin & mask_] = bin + 1;
+    std::uint64_t bin = find(slot_div_.div(t));
+    bool fresh;
+    detail::CalendarWord& w = ring_.word(bin, fresh);  // find() left it current
+    if (per_ == 1 || ++used_[bin & umask_] >= per_) w.set(bin & 63);
     return std::max<ps_t>(t, bin * slot_ps_);
   }
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
   void block(ps_t from, ps_t to) {
     for (std::uint64_t bin = (from + slot_ps_ - 1) / slot_ps_; bin * slot_ps_ < to; ++bin) {
       if (bin < base_) continue;
-      if (bin >= base_ + used_.size() / 2) slide(bin);
-      used_[bin & mask_] = std::uint16_t(per_);
-      next_[bin & mask_] = bin + 1;
+      if (bin >= base_ + size_ / 2) slide(bin);
+      bool fresh;
+      detail::CalendarWord& w = ring_.word(bin, fresh);
+      if (fresh) clear_used(bin);
+      w.set(bin & 63);
+      if (per_ > 1) used_[bin & umask_] = per_;
     }
   }
 
  private:
-  // First bin >= `bin` with a free unit (sliding the horizon as needed).
+  // First bin >= `bin` with a free unit (sliding the horizon when every bin up to its end is full).
   std::uint64_t find(std::uint64_t bin) {
     if (bin < base_) bin = base_;
-    if (bin >= base_ + used_.size() / 2) slide(bin);
-    std::uint64_t root = bin;
-    while (used_[root & mask_] >= per_) {
-      std::uint64_t nx = next_[root & mask_];
-      if (nx >= base_ + used_.size()) {
-        slide(nx);
-        bin = root = std::max(nx, base_);
-        continue;
-      }
-      root = nx;
+    if (bin >= base_ + size_ / 2) slide(bin);
+    for (;;) {
+      const std::uint64_t lim = base_ + size_;
+      std::uint64_t r = ring_.first_free(bin, lim, per_ > 1 ? &SlotCalendar::clear_used_cb : nullptr, this);
+      if (r < lim) return r;
+      slide(lim);  // the bins past the old horizon are empty: lim is free after the slide
+      bin = lim;
     }
-    while (bin < root && bin >= base_) {  // path compression
-      std::uint64_t nx = next_[bin & mask_];
-      next_[bin & mask_] = root;
-      if (nx <= bin) break;
-      bin = nx;
-    }
-    return root;
   }
-  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon
-    std::uint64_t nb = bin - used_.size() / 2;
-    if (nb <= base_) return;
-    std::uint64_t stop = std::min(nb, base_ + used_.size());
-    for (std::uint64_t b = base_; b < stop; ++b) {
-      used_[b & mask_] = 0;
-      next_[b & mask_] = b + used_.size();  // the slot's new absolute bin
-    }
-    if (nb >= base_ + used_.size())
-      for (std::uint64_t b = nb; b < nb + used_.size(); ++b) used_[b & mask_] = 0, next_[b & mask_] = b;
-    base_ = nb;
+  void clear_used(std::uint64_t bin) {
+    if (per_ > 1) std::fill_n(used_.begin() + std::ptrdiff_t((bin & umask_) & ~std::uint64_t(63)), 64, 0u);
+  }
+  static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<SlotCalendar*>(self)->clear_used(bin); }
+  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
+    std::uint64_t nb = bin - size_ / 2;
+    if (nb > base_) base_ = nb;
   }
   ps_t slot_ps_;
+  detail::ExactDiv slot_div_;
   std::uint32_t per_;
-  std::vector<std::uint16_t> used_;
-  std::vector<std::uint64_t> next_;
-  std::uint64_t mask_, base_ = 0;
+  std::uint64_t size_;
+  detail::CalendarRing ring_;
+  std::vector<std::uint32_t> used_;  ///< units taken per ring bin (only when per_slot > 1)
+  std::uint64_t umask_, base_ = 0;
 };
 
 }  // namespace spartan::hw

@@ -21,6 +21,8 @@
 
 namespace spartan::hw::gpu {
 
+class L2Slice;
+
 struct CrossbarPortStats {
   std::uint64_t requests = 0, request_bytes = 0, response_bytes = 0;
   Average queue_delay_ps;  ///< waiting for busy ports (both directions) per request
@@ -36,6 +38,9 @@ class Crossbar : public sc_core::sc_module {
   /// Declares the next input port (call once per binding of `in`, in binding order); `name` labels stats.
   void add_input_port(const std::string& name);
   std::size_t input_ports() const { return ports_.size(); }
+  /// Fast path used by the builder (GpuSystem): the L2 slices `out` is bound to, in port order, called
+  /// directly (L2Slice::access, integer ps) instead of through b_transport. Same timing.
+  void set_direct_targets(const std::vector<L2Slice*>& slices) { direct_ = slices; }
 
  private:
   struct Port {
@@ -47,6 +52,9 @@ class Crossbar : public sc_core::sc_module {
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
   std::uint64_t flit_bytes(std::uint32_t payload) const { return (header_ + payload + bw_ - 1) / bw_ * bw_; }
+  ps_t cycles_ps(std::uint64_t cycles) const {  // table of cycles_to_ps for short messages (no lround)
+    return cycles < cycle_ps_.size() ? cycle_ps_[cycles] : clk_.cycles_to_ps(double(cycles));
+  }
   const AddressMap& map_;
   StatsRegistry& registry_;
   ClockDomain clk_;
@@ -54,6 +62,8 @@ class Crossbar : public sc_core::sc_module {
   ps_t latency_ps_;
   std::deque<Port> ports_;  // deque: stats references stay valid as ports are added
   std::deque<Port> slice_ports_;
+  std::vector<L2Slice*> direct_;
+  std::vector<ps_t> cycle_ps_;
 };
 
 }  // namespace spartan::hw::gpu

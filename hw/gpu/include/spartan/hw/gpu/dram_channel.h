@@ -43,20 +43,39 @@ class DramChannel {
   const DramStats& stats() const { return stats_; }
 
  private:
-  struct Bank {
+  // One cache line holds everything a burst reads (closed_at is read only when a closed row matches).
+  struct alignas(64) Bank {
     bool open = false;
+    bool ever_activated = false;
     std::uint32_t row = 0;
+    /// Rows closed by the last 4 precharges and when (FR-FCFS approximation).
+    std::uint32_t closed_row[4] = {};
+    std::uint32_t closed_next = 0;
     std::uint64_t epoch = 0;  ///< refresh interval the row was opened in
     ps_t act = 0, last_read = 0, write_recovery = 0;
-    bool ever_activated = false;
-    /// Rows closed by the last kClosedRows precharges and when (FR-FCFS approximation).
-    std::uint32_t closed_row[4] = {};
     ps_t closed_at[4] = {};
-    std::uint32_t closed_next = 0;
   };
-  ps_t after_refresh(ps_t t) const;
+  ps_t after_refresh(ps_t t) const {
+    if (!tREFI_) return t;
+    ps_t phase = refresh_phase(t);
+    return phase < tRFC_ ? t + (tRFC_ - phase) : t;
+  }
   static bool closed_recently(const Bank& b, std::uint32_t row, ps_t t);
-  std::uint64_t epoch(ps_t t) const { return tREFI_ ? (t + refresh_offset_) / tREFI_ : 0; }
+  std::uint64_t epoch(ps_t t) const {
+    if (!tREFI_) return 0;
+    refresh_phase(t);
+    return ref_epoch_;
+  }
+  /// (t + refresh_offset_) % tREFI_ (tREFI_ > 0), remembering the refresh interval it lies in so that
+  /// the common case (the same interval as the previous call) needs no division.
+  ps_t refresh_phase(ps_t t) const {
+    if (t >= ref_base_ && t - ref_base_ < tREFI_) return t - ref_base_;
+    ps_t x = t + refresh_offset_, phase = x % tREFI_;
+    ref_base_ = t - phase;  // may wrap below 0 for t < phase: then the test above fails and we recompute
+    ref_epoch_ = x / tREFI_;
+    if (t < phase) ref_base_ = ~ps_t(0);
+    return phase;
+  }
 
   DramConfig cfg_;
   ps_t tRCD_, tRP_, tRAS_, tRC_, CL_, WL_, tCCDL_, tCCDS_, tRRD_, tWR_, tRTP_, tWTR_, tRTW_, tBURST_, tREFI_,
@@ -66,6 +85,8 @@ class DramChannel {
   SlotCalendar acts_;                  ///< ACT commands: one per tRRD
   std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
   bool any_col_ = false, last_was_write_ = false;
+  mutable ps_t ref_base_ = ~ps_t(0);  ///< start of the refresh interval last looked up (~0: none)
+  mutable std::uint64_t ref_epoch_ = 0;  ///< its index
   DramStats stats_;
 };
 

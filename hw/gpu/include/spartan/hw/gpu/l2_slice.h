@@ -33,6 +33,8 @@
 
 namespace spartan::hw::gpu {
 
+class MemoryController;
+
 struct L2SliceStats {
   std::uint64_t reads = 0, writes = 0;
   std::uint64_t read_hits = 0, read_misses = 0, write_hits = 0, write_misses = 0;  ///< per request
@@ -66,29 +68,55 @@ class L2Slice : public sc_core::sc_module {
   /// the last writeback completes in DRAM.
   ps_t flush();
 
+  /// Fast path used by the builder (GpuSystem): the memory controller `mem_socket` is bound to, called
+  /// directly (MemoryController::access, integer ps) instead of through b_transport. Same timing; it only
+  /// saves the payload set-up and the sc_time conversions of the socket call. nullptr: use the socket.
+  void set_direct_memory_controller(MemoryController* mc) { mc_ = mc; }
+  /// The slice's b_transport without sc_time: request `gp` arriving at `t_ps` (>= `now_ps`, the
+  /// current simulation time); returns the response time (ps), or `t_ps` with an error response status.
+  /// Used by the Crossbar's direct path; b_transport wraps it.
+  ps_t access(tlm::tlm_generic_payload& gp, ps_t now_ps, ps_t t_ps);
+  /// Host-cache hint, no effect on the model: starts loading the tag/LRU state of the set `addr` maps
+  /// to and its data in the backing store, so that access() finds them (the Crossbar calls it before
+  /// its own port reservations).
+  void prefetch(std::uint64_t addr) const;
+
  private:
   struct Line {
     std::uint64_t key = 0;  ///< slice-local line number
     std::uint32_t valid = 0, dirty = 0;  ///< sector masks
-    std::uint64_t last_use = 0;
-    ps_t ready_max = 0;  ///< latest arrival time of any sector's fill
   };
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   std::uint8_t* dmi_ptr(std::uint64_t addr);
   ps_t dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t);
+  ps_t busy_ps(std::uint32_t bytes) const {  // data-array occupancy of `bytes` (table: no lround per call)
+    std::uint32_t cyc = (bytes + bytes_per_cycle_ - 1) / bytes_per_cycle_;
+    return cyc < busy_ps_.size() ? busy_ps_[cyc] : clk_.cycles_to_ps(double(cyc));
+  }
   ps_t fetch(std::uint64_t line_local, std::uint32_t mask, ps_t t);  // returns fill time
-  int victim(std::uint32_t set, ps_t t);
+  int victim(std::uint32_t set, ps_t t, int first_invalid);
   ps_t evict(Line& l, ps_t t);  // returns when the writeback (if any) is done in DRAM
 
   const AddressMap& map_;
   std::uint32_t index_, sets_, ways_, line_bytes_, sector_bytes_, spl_, bytes_per_cycle_;
+  FastDiv line_div_, sector_div_;
   ClockDomain clk_;
   ps_t hit_ps_, half_hit_ps_;
+  // Per line (index set * ways + way), kept in separate arrays so that a tag lookup and the victim
+  // search each read one short contiguous run per set instead of whole Line records.
   std::vector<Line> lines_;
+  std::vector<std::uint64_t> tag_;       ///< key + 1 while the line is valid, 0 when invalid
+  std::vector<ps_t> ready_max_;          ///< latest arrival time of any sector's fill
+  /// Per set: its ways from least to most recently used (LRU order; every access moves its way last).
+  std::vector<std::uint16_t> lru_order_;
+  void touch(std::size_t set_base, std::uint32_t way);
+  void set_tag(std::size_t i) { tag_[i] = lines_[i].valid ? lines_[i].key + 1 : 0; }
   std::vector<ps_t> ready_;  ///< per line per sector: time its data is in the array
   std::priority_queue<ps_t, std::vector<ps_t>, std::greater<ps_t>> mshr_free_, wb_free_;
   ps_t busy_until_ = 0;
-  std::uint64_t use_clock_ = 0;
+  ps_t now_ = 0;  ///< sc_time_stamp() of the access being processed
+  MemoryController* mc_ = nullptr;
+  std::vector<ps_t> busy_ps_;
   std::vector<L2WriteObserver*> observers_;
   tlm::tlm_generic_payload mem_gp_;
   std::vector<std::uint8_t> scratch_;

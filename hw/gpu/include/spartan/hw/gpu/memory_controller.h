@@ -32,6 +32,7 @@ class MemoryController : public sc_core::sc_module {
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   const AddressMap& map_;
   std::uint32_t channel_, slices_per_channel_, burst_bytes_;
+  FastDiv burst_div_;
   ps_t half_ctrl_ps_;
   DramChannel chan_;
 };

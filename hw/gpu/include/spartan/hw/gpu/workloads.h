@@ -23,7 +23,7 @@ class StreamSource : public RequestSource {
   std::uint32_t line_bytes_;
   bool write_;
   std::uint8_t seed_;
-  std::vector<std::uint8_t> buf_;
+  std::vector<std::uint8_t> buf_, ramp_;
 };
 
 /// Copy [src, src+bytes) -> [dst, ...): per SM, batches of `batch` line reads (independent), then the same

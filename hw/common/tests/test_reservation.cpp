@@ -1,0 +1,210 @@
+// The calendars of reservation.h (bitmap words, lazy lap reset, linked full words, division without a
+// divide) against a plain reference: the first version of the same classes, which walks bins one by one
+// and clears old bins eagerly. Random out-of-time-order request streams with small horizons (so that the
+// horizon slides and the ring laps many times) must give identical results, reservation by reservation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "spartan/hw/reservation.h"
+
+using namespace spartan::hw;
+
+namespace ref {
+class BandwidthCalendar {
+ public:
+  /// `bytes_per_cycle` of capacity in `clk`; bins of `bin_cycles`; horizon of `bins` bins (power of two).
+  BandwidthCalendar(const ClockDomain& clk, std::uint32_t bytes_per_cycle, std::uint32_t bin_cycles = 4,
+                    std::uint32_t bins = 1u << 14)
+      : bin_ps_(std::max<ps_t>(1, clk.cycles_to_ps(bin_cycles))),
+        cap_(std::uint64_t(bytes_per_cycle) * bin_cycles),
+        used_(bins, 0),
+        mask_(bins - 1) {}
+
+  /// Reserves `bytes` starting no earlier than `t`; returns the time the transfer completes.
+  ps_t reserve(ps_t t, std::uint64_t bytes) {
+    std::uint64_t bin = t / bin_ps_;
+    if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
+    if (bin >= base_ + used_.size() / 2) slide(bin);
+    ps_t end = t + bin_ps_ * bytes / cap_;  // never faster than the port's rate
+    while (bytes) {
+      if (bin >= base_ + used_.size()) slide(bin);
+      std::uint32_t& u = used_[bin & mask_];
+      std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - u);
+      if (take) {
+        u += std::uint32_t(take);
+        bytes -= take;
+        ps_t bin_start = bin * bin_ps_;
+        end = std::max(end, bin_start + bin_ps_ * u / cap_);
+      }
+      if (bin == full_until_ && used_[bin & mask_] >= cap_) ++full_until_;
+      ++bin;
+    }
+    return end;
+  }
+
+ private:
+  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon
+    std::uint64_t nb = bin - used_.size() / 2;
+    for (std::uint64_t b = base_; b < std::min(nb, base_ + used_.size()); ++b) used_[b & mask_] = 0;
+    if (nb >= base_ + used_.size()) std::fill(used_.begin(), used_.end(), 0);
+    base_ = nb;
+    if (full_until_ < base_) full_until_ = base_;
+  }
+  ps_t bin_ps_;
+  std::uint64_t cap_;
+  std::vector<std::uint32_t> used_;
+  std::uint64_t mask_, base_ = 0, full_until_ = 0;
+};
+
+class SlotCalendar {
+ public:
+  SlotCalendar(ps_t slot_ps, std::uint32_t per_slot = 1, std::uint32_t bins = 1u << 15)
+      : slot_ps_(std::max<ps_t>(1, slot_ps)), per_(per_slot), used_(bins, 0), next_(bins), mask_(bins - 1) {
+    for (std::uint64_t b = 0; b < bins; ++b) next_[b] = b;
+  }
+
+  /// Takes one unit in the first slot at or after `t`; returns the slot's start time (>= t).
+  ps_t reserve(ps_t t) {
+    std::uint64_t bin = find(t / slot_ps_);
+    if (++used_[bin & mask_] >= per_) next_[bin & mask_] = bin + 1;
+    return std::max<ps_t>(t, bin * slot_ps_);
+  }
+  /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
+  void block(ps_t from, ps_t to) {
+    for (std::uint64_t bin = (from + slot_ps_ - 1) / slot_ps_; bin * slot_ps_ < to; ++bin) {
+      if (bin < base_) continue;
+      if (bin >= base_ + used_.size() / 2) slide(bin);
+      used_[bin & mask_] = std::uint16_t(per_);
+      next_[bin & mask_] = bin + 1;
+    }
+  }
+
+ private:
+  // First bin >= `bin` with a free unit (sliding the horizon as needed).
+  std::uint64_t find(std::uint64_t bin) {
+    if (bin < base_) bin = base_;
+    if (bin >= base_ + used_.size() / 2) slide(bin);
+    std::uint64_t root = bin;
+    while (used_[root & mask_] >= per_) {
+      std::uint64_t nx = next_[root & mask_];
+      if (nx >= base_ + used_.size()) {
+        slide(nx);
+        bin = root = std::max(nx, base_);
+        continue;
+      }
+      root = nx;
+    }
+    while (bin < root && bin >= base_) {  // path compression
+      std::uint64_t nx = next_[bin & mask_];
+      next_[bin & mask_] = root;
+      if (nx <= bin) break;
+      bin = nx;
+    }
+    return root;
+  }
+  void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon
+    std::uint64_t nb = bin - used_.size() / 2;
+    if (nb <= base_) return;
+    std::uint64_t stop = std::min(nb, base_ + used_.size());
+    for (std::uint64_t b = base_; b < stop; ++b) {
+      used_[b & mask_] = 0;
+      next_[b & mask_] = b + used_.size();  // the slot's new absolute bin
+    }
+    if (nb >= base_ + used_.size())
+      for (std::uint64_t b = nb; b < nb + used_.size(); ++b) used_[b & mask_] = 0, next_[b & mask_] = b;
+    base_ = nb;
+  }
+  ps_t slot_ps_;
+  std::uint32_t per_;
+  std::vector<std::uint16_t> used_;
+  std::vector<std::uint64_t> next_;
+  std::uint64_t mask_, base_ = 0;
+};
+}  // namespace ref
+
+namespace {
+
+struct Case {
+  double mhz;
+  std::uint32_t bytes_per_cycle, bin_cycles, bins;
+};
+
+TEST(CrossbarCalendar, BandwidthCalendarMatchesReference) {
+  const Case cases[] = {{1447, 32, 8, 64}, {1447, 32, 8, 2048}, {1000, 16, 4, 128}, {850, 64, 2, 256}, {1593, 24, 3, 64}};
+  for (const auto& c : cases) {
+    ClockDomain clk{"x", c.mhz};
+    BandwidthCalendar fast(clk, c.bytes_per_cycle, c.bin_cycles, c.bins);
+    ref::BandwidthCalendar slow(clk, c.bytes_per_cycle, c.bin_cycles, c.bins);
+    std::mt19937_64 rng(c.bins * 7 + c.bin_cycles);
+    const ps_t bin_ps = clk.cycles_to_ps(c.bin_cycles);
+    const std::uint64_t cap = std::uint64_t(c.bytes_per_cycle) * c.bin_cycles;
+    ps_t now = 0;
+    for (int i = 0; i < 200000; ++i) {
+      // Mostly near "now", some far behind (older than the horizon) or ahead; time drifts forward
+      // at a little under the port's rate so that backlogs build up and drain.
+      ps_t t = now;
+      switch (rng() % 8) {
+        case 0: t = now > bin_ps * c.bins ? now - rng() % (bin_ps * c.bins) : rng() % (now + 1); break;
+        case 1: t = now + rng() % (bin_ps * c.bins); break;
+        case 2: t = now + rng() % (bin_ps * c.bins / 2); break;
+        default: t = now > 50 * bin_ps ? now - rng() % (50 * bin_ps) : now; break;
+      }
+      std::uint64_t bytes = 1 + rng() % (3 * cap);
+      if (rng() % 16 == 0) bytes = 0;
+      if (rng() % 32 == 0) bytes = rng() % (200 * cap);  // long transfers: runs of full words ahead
+      ASSERT_EQ(fast.reserve(t, bytes), slow.reserve(t, bytes)) << "case bins=" << c.bins << " op " << i;
+      // Phases of overload (backlog past half the horizon: the watermark moves the horizon) and of
+      // light load (holes and islands of full words left behind future reservations).
+      now += (i / 5000) % 2 ? bin_ps * (rng() % 3) / 2 : bin_ps * (rng() % 2) / 8;
+    }
+  }
+}
+
+TEST(DramCalendar, SlotCalendarMatchesReference) {
+  const std::uint32_t pers[] = {1, 1, 3};
+  const std::uint32_t bins_list[] = {64, 1024, 128};
+  const ps_t slot_list[] = {1176, 3529, 1000};
+  for (int k = 0; k < 3; ++k) {
+    SlotCalendar fast(slot_list[k], pers[k], bins_list[k]);
+    ref::SlotCalendar slow(slot_list[k], pers[k], bins_list[k]);
+    const ps_t slot = slot_list[k];
+    const std::uint64_t bins = bins_list[k];
+    std::mt19937_64 rng(100 + k);
+    ps_t now = 0;
+    for (int i = 0; i < 200000; ++i) {
+      if (rng() % 64 == 0) {  // a refresh-like window
+        ps_t from = now + rng() % (slot * 20), to = from + rng() % (slot * 40);
+        fast.block(from, to);
+        slow.block(from, to);
+        continue;
+      }
+      ps_t t = now;
+      switch (rng() % 8) {
+        case 0: t = now > slot * bins ? now - rng() % (slot * bins) : rng() % (now + 1); break;
+        case 1: t = now + rng() % (slot * bins); break;
+        default: t = now > 30 * slot ? now - rng() % (30 * slot) : now; break;
+      }
+      ASSERT_EQ(fast.reserve(t), slow.reserve(t)) << "case " << k << " op " << i;
+      now += slot * (rng() % 4) / (2 * pers[k]);
+    }
+  }
+}
+
+TEST(DramCalendar, ExactDivisionMatchesDivide) {
+  std::mt19937_64 rng(5);
+  for (std::uint64_t d : std::vector<std::uint64_t>{1, 3, 691, 1176, 5529, 1024, 1000003}) {
+    detail::ExactDiv div(d);
+    for (int i = 0; i < 100000; ++i) {
+      std::uint64_t x = rng() >> (rng() % 64);
+      ASSERT_EQ(div.div(x), x / d) << x << " / " << d;
+    }
+    for (std::uint64_t x : std::vector<std::uint64_t>{0, d - 1, d, d + 1, (1ull << 52) - 1, 1ull << 52, ~0ull})
+      ASSERT_EQ(div.div(x), x / d) << x << " / " << d;
+  }
+}
+
+}  // namespace
