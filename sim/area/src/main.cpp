@@ -4,6 +4,13 @@
 // Writes DIR/area.json, DIR/area.md and DIR/netlists/<unit>.v, all or nothing (atomic, after every unit
 // succeeded). Bad input (missing tool or liberty, Yosys error, bad config) -> one line, exit 2.
 #include <boost/program_options.hpp>
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -60,7 +67,7 @@ int run(int argc, char** argv) {
   std::string gpu, out, rtl_dir = "rtl", manifest, cycles_file, gpu_dir = "sim/configs/gpu", mem_model = "sram",
                          nodes = "45,16,7,5", keep_work;
   ToolConfig tools;
-  unsigned engines = 0;
+  unsigned engines = 0, jobs = 0;
   bool no_buffering = false;
   po::options_description desc("spartan-area options");
   desc.add_options()("help,h", "this help")("gpu", po::value(&gpu)->required(), "GPU preset name or YAML path")(
@@ -72,7 +79,8 @@ int run(int argc, char** argv) {
       "cycles", po::value(&cycles_file), "RTL co-simulation cycle counts (JSON; see docs/area.md)")(
       "memory-model", po::value(&mem_model)->default_value(mem_model), "memories in the totals: sram | ff")(
       "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 130 90 65 45 32 20 16 14 10 7 5)")(
-      "engines", po::value(&engines), "compaction engines per GPU (default: the preset's, else 1)")(
+      "engines", po::value(&engines), "compaction engines per GPU (default 1: spartan-sim run models one)")(
+      "jobs,j", po::value(&jobs), "units synthesised in parallel (default: the number of CPUs)")(
       "gpu-config-dir", po::value(&gpu_dir)->default_value(gpu_dir), "directory of GPU presets")(
       "yosys", po::value(&tools.yosys)->default_value(tools.yosys), "Yosys binary")(
       "sta", po::value(&tools.sta)->default_value(tools.sta), "OpenSTA binary")(
@@ -120,12 +128,39 @@ int run(int argc, char** argv) {
   check_output_dir(out);  // before the slow synthesis; created only when the results exist
 
   ScratchDir scratch;
+  // Units are independent (own work directory, own Yosys/OpenSTA processes): run up to --jobs at once.
+  // Results keep the manifest order; the first failing unit (in manifest order) is the error reported.
+  const std::size_t n_jobs = std::max<std::size_t>(
+      1, std::min<std::size_t>(specs.size(), jobs ? jobs : std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<std::optional<UnitResult>> done(specs.size());
+  std::vector<std::exception_ptr> failed(specs.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex out_mu;
+  auto worker = [&] {
+    for (std::size_t i; !stop && (i = next++) < specs.size();) {
+      const auto& s = specs[i];
+      {
+        // Progress on stdout: stderr carries only the one error line of a failed run.
+        std::lock_guard<std::mutex> lk(out_mu);
+        std::cout << "spartan-area: " << s.name << " (top " << s.top << ", " << s.files.size() << " file(s))" << std::endl;
+      }
+      try {
+        done[i] = run_unit(s, tools, scratch.path);
+      } catch (...) {
+        failed[i] = std::current_exception();
+        stop = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < n_jobs; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (const auto& e : failed)
+    if (e) std::rethrow_exception(e);
   std::vector<UnitResult> results;
-  for (const auto& s : specs) {
-    // Progress on stdout: stderr carries only the one error line of a failed run.
-    std::cout << "spartan-area: " << s.name << " (top " << s.top << ", " << s.files.size() << " file(s))" << std::endl;
-    results.push_back(run_unit(s, tools, scratch.path));
-  }
+  for (auto& r : done) results.push_back(std::move(*r));
   const nlohmann::json rep = build_report(results, g, cycles, ropt);
   const std::string md = render_markdown(rep);
 
