@@ -3,19 +3,12 @@
 
 #include <deque>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include <verilated.h>
-
-#include "Vcompaction_engine.h"
-#include "Vcompaction_engine___024root.h"
-#pragma GCC diagnostic pop
+#include "engine_pins.h"
 
 namespace spartan::rtl {
 
 struct EngineRtl::Impl {
-  VerilatedContext ctx;
-  std::unique_ptr<Vcompaction_engine> top;
+  detail::EngineModel m;
   unsigned rd_lat, wr_lat;
   std::uint64_t cycle = 0;
   struct Rd {
@@ -28,29 +21,19 @@ struct EngineRtl::Impl {
 EngineRtl::EngineRtl(unsigned rd, unsigned wr) : impl_(std::make_unique<Impl>()) {
   impl_->rd_lat = rd;
   impl_->wr_lat = wr;
-  impl_->top = std::make_unique<Vcompaction_engine>(&impl_->ctx, "engine");
-  auto& t = *impl_->top;
-  t.rst = 1;
-  for (int i = 0; i < 4; ++i) {
-    t.clk = 1;
-    t.eval();
-    t.clk = 0;
-    t.eval();
-  }
-  t.rst = 0;
 }
 EngineRtl::~EngineRtl() = default;
 
 EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader& read_line, std::uint64_t max_cycles) {
   auto& I = *impl_;
-  auto& t = *I.top;
+  auto& t = *I.m.top;
   written_.clear();
   EngineRtlResult res;
   const std::uint64_t c0 = I.cycle;
   std::uint8_t line[128];
   // Per-tile latency of compacted tiles from the job FSM state (rtl/src/compaction_engine.v: S_FETCH = 3,
   // S_CNTD = 4, S_PASS = 5, S_NEXT = 7): cycles from the fetch start to the header being issued.
-  std::uint8_t prev_st = t.rootp->compaction_engine__DOT__st;
+  std::uint8_t prev_st = I.m.job_state();
   std::uint64_t fetch_start = 0;
   auto tick = [&] {
     t.rd_ready = 1;
@@ -59,9 +42,7 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
     t.rd_resp_err = 0;
     if (!I.reads.empty() && I.reads.front().due <= I.cycle) {
       read_line(I.reads.front().addr, line);
-      for (int w = 0; w < 32; ++w)
-        t.rd_resp_data[w] = std::uint32_t(line[4 * w]) | (std::uint32_t(line[4 * w + 1]) << 8) |
-                            (std::uint32_t(line[4 * w + 2]) << 16) | (std::uint32_t(line[4 * w + 3]) << 24);
+      I.m.put_read_data(line);
       t.rd_resp_valid = 1;
     }
     t.wr_resp_valid = 0;
@@ -78,18 +59,13 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
     const bool resp_fire = t.rd_resp_valid && t.rd_resp_ready;
     if (t.wr_valid && t.wr_ready) {
       std::uint8_t bytes[128];
-      for (int w = 0; w < 32; ++w)
-        for (int b = 0; b < 4; ++b) bytes[4 * w + b] = static_cast<std::uint8_t>(t.wr_data[w] >> (8 * b));
-      const std::uint64_t strb[2] = {t.wr_strb[0] | (std::uint64_t(t.wr_strb[1]) << 32),
-                                     t.wr_strb[2] | (std::uint64_t(t.wr_strb[3]) << 32)};
+      std::uint64_t strb[2];
+      I.m.take_write(bytes, strb);
       written_.write(t.wr_addr, bytes, strb);
       I.wresp.push_back(I.cycle + I.wr_lat);
     }
-    t.clk = 1;
-    t.eval();
-    t.clk = 0;
-    t.eval();
-    const std::uint8_t st = t.rootp->compaction_engine__DOT__st;
+    I.m.clock();
+    const std::uint8_t st = I.m.job_state();
     if (st == 3 && prev_st != 3) fetch_start = I.cycle;
     if (st == 7 && (prev_st == 5 || prev_st == 4)) {
       ++res.tiles_compacted;

@@ -4,20 +4,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "mmio_response.h"
+
 namespace spartan::rtl {
 
-namespace {
-// TLM response for an RTL MMIO error code (regmap MmioError; docs/hw-units.md "Bad MMIO accesses").
-tlm::tlm_response_status response_for(std::uint32_t err) {
-  switch (err) {
-    case 0: return tlm::TLM_OK_RESPONSE;
-    case 1: case 2: return tlm::TLM_ADDRESS_ERROR_RESPONSE;
-    case 3: return tlm::TLM_BURST_ERROR_RESPONSE;
-    case 4: return tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE;
-    default: return tlm::TLM_COMMAND_ERROR_RESPONSE;
-  }
-}
-}  // namespace
+using detail::mmio_response_for;
 
 MonitorRtlSc::MonitorRtlSc(sc_core::sc_module_name name, const MonitorRtlScConfig& cfg)
     : sc_core::sc_module(name), mmio("mmio"), wr("wr"), mem("mem"), cfg_(cfg),
@@ -55,7 +46,7 @@ void MonitorRtlSc::b_transport_mmio(tlm::tlm_generic_payload& p, sc_core::sc_tim
   if (err != 0) {
     // Structural errors are decided here and never reach the pins, so unlike the TLM model they are not
     // latched in the RTL's ERR_CODE (documented difference of the transactor).
-    p.set_response_status(response_for(err));
+    p.set_response_status(mmio_response_for(err));
     return;
   }
   const auto off = static_cast<std::uint32_t>(p.get_address());
@@ -68,7 +59,7 @@ void MonitorRtlSc::b_transport_mmio(tlm::tlm_generic_payload& p, sc_core::sc_tim
     err = rtl_->mmio_read(off, v);
     if (err == 0) std::memcpy(p.get_data_ptr(), &v, 4);
   }
-  p.set_response_status(response_for(err));
+  p.set_response_status(mmio_response_for(err));
   delay = now_of_rtl() - sc_core::sc_time_stamp();
 }
 

@@ -1,0 +1,62 @@
+// Private to spartan_rtl_cosim: the Verilated compaction engine (rtl/src/compaction_engine.v) and the pin
+// helpers shared by its two drivers, EngineRtl (engine_rtl.cpp, pin-level) and EngineRtlSc
+// (engine_rtl_sc.cpp, SystemC/TLM transactors): reset, one clock, the 1024-bit line packing of rd_resp_data
+// and wr_data/wr_strb (byte i of a line = bits [8i+7:8i], little-endian words), and the few internal
+// signals the drivers observe.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include <verilated.h>
+
+#include "Vcompaction_engine.h"
+#include "Vcompaction_engine___024root.h"
+#pragma GCC diagnostic pop
+
+namespace spartan::rtl::detail {
+
+struct EngineModel {
+  VerilatedContext ctx;
+  std::unique_ptr<Vcompaction_engine> top;
+
+  /// Builds the model and applies the synchronous reset (4 clocks).
+  EngineModel() : top(std::make_unique<Vcompaction_engine>(&ctx, "engine")) { reset(); }
+  EngineModel(const EngineModel&) = delete;
+  EngineModel& operator=(const EngineModel&) = delete;
+
+  void reset() {
+    top->rst = 1;
+    for (int i = 0; i < 4; ++i) clock();
+    top->rst = 0;
+  }
+  /// One clock: rising edge (inputs set before are sampled), then the falling edge.
+  void clock() {
+    top->clk = 1;
+    top->eval();
+    top->clk = 0;
+    top->eval();
+  }
+  /// Puts the 128 bytes of a line on rd_resp_data.
+  void put_read_data(const std::uint8_t* line) {
+    for (int w = 0; w < 32; ++w)
+      top->rd_resp_data[w] = std::uint32_t(line[4 * w]) | (std::uint32_t(line[4 * w + 1]) << 8) |
+                             (std::uint32_t(line[4 * w + 2]) << 16) | (std::uint32_t(line[4 * w + 3]) << 24);
+  }
+  /// The line on wr_data and its byte strobes (strb bit i: byte i written).
+  void take_write(std::uint8_t bytes[128], std::uint64_t strb[2]) const {
+    for (int w = 0; w < 32; ++w)
+      for (int b = 0; b < 4; ++b) bytes[4 * w + b] = static_cast<std::uint8_t>(top->wr_data[w] >> (8 * b));
+    strb[0] = top->wr_strb[0] | (std::uint64_t(top->wr_strb[1]) << 32);
+    strb[1] = top->wr_strb[2] | (std::uint64_t(top->wr_strb[3]) << 32);
+  }
+  /// Job FSM state (S_IDLE = 0, S_FETCH = 3, S_CNTD = 4, S_PASS = 5, S_NEXT = 7, ...).
+  std::uint8_t job_state() const { return top->rootp->compaction_engine__DOT__st; }
+  /// A queued descriptor will start (CTRL.ENABLE set and the descriptor FIFO not empty).
+  bool job_pending() const {
+    return top->rootp->compaction_engine__DOT__enable && top->rootp->compaction_engine__DOT__q_level != 0;
+  }
+};
+
+}  // namespace spartan::rtl::detail

@@ -1,0 +1,22 @@
+// Private to spartan_rtl_cosim: the TLM response for an MMIO error code returned on an RTL unit's mmio_err
+// pins (regmap MmioError; docs/hw-units.md "Bad MMIO accesses"), shared by the SystemC transactors of the
+// monitor and the engine. (hw::mmio_response_for is the same table in spartan_hw_units, which this library
+// does not require.)
+#pragma once
+#include <cstdint>
+
+#include <tlm>
+
+namespace spartan::rtl::detail {
+
+inline tlm::tlm_response_status mmio_response_for(std::uint32_t err) {
+  switch (err) {
+    case 0: return tlm::TLM_OK_RESPONSE;
+    case 1: case 2: return tlm::TLM_ADDRESS_ERROR_RESPONSE;
+    case 3: return tlm::TLM_BURST_ERROR_RESPONSE;
+    case 4: return tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE;
+    default: return tlm::TLM_COMMAND_ERROR_RESPONSE;
+  }
+}
+
+}  // namespace spartan::rtl::detail
