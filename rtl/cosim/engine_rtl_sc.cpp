@@ -31,11 +31,16 @@ struct EngineRtlSc::Impl {
   std::multimap<std::uint64_t, bool> wresp;    ///< due cycle -> error, one pulse per completed write
 };
 
+namespace {
+sc_core::sc_time period_of(double clock_mhz) {
+  if (!(clock_mhz > 0.0) || !std::isfinite(clock_mhz)) throw std::invalid_argument("EngineRtlSc: clock_mhz must be > 0");
+  return sc_core::sc_time(static_cast<double>(std::llround(1.0e6 / clock_mhz)), sc_core::SC_PS);
+}
+}  // namespace
+
 EngineRtlSc::EngineRtlSc(sc_core::sc_module_name name, const EngineRtlScConfig& cfg)
     : sc_core::sc_module(name), mmio("mmio"), mem("mem"), cfg_(cfg),
-      period_(sc_core::sc_time(std::llround(1.0e6 / cfg.clock_mhz), sc_core::SC_PS)),
-      impl_(std::make_unique<Impl>()) {
-  if (!(cfg.clock_mhz > 0.0)) throw std::invalid_argument("EngineRtlSc: clock_mhz must be > 0");
+      period_(period_of(cfg.clock_mhz)), impl_(std::make_unique<Impl>()) {
   mmio.register_b_transport(this, &EngineRtlSc::b_transport_mmio);
 }
 EngineRtlSc::~EngineRtlSc() = default;

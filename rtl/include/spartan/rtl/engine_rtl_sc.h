@@ -20,7 +20,8 @@
 // are issued with the RTL cycle's time as their local time; when the RTL lags behind sc_time_stamp()
 // (the caller waited without touching the unit), they are issued at sc_time_stamp() and only their latency
 // is used, which is exact for a fixed-latency memory (hw::FlatMemory without a bandwidth limit).
-// Errors: drain() throws std::runtime_error if the engine is not idle within its cycle limit.
+// Errors: the constructor throws std::invalid_argument for clock_mhz <= 0; drain() throws std::runtime_error
+// if the engine is not idle within its cycle limit.
 #pragma once
 #include <cstdint>
 #include <memory>
