@@ -10,6 +10,7 @@
 
 #include "spartan/hw/compaction_engine.h"
 #include "spartan/hw/flat_memory.h"
+#include "spartan/hw/mmio.h"
 #include "spartan/rtl/engine_rtl.h"
 
 namespace spartan::rtl {
@@ -21,15 +22,8 @@ struct Host : sc_core::sc_module {
   tlm_utils::simple_initiator_socket<Host> mmio;
   explicit Host(sc_core::sc_module_name n) : sc_module(n), mmio("mmio") {}
   std::uint32_t access(bool write, std::uint32_t off, std::uint32_t v) {
-    tlm::tlm_generic_payload p;
-    p.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-    p.set_address(off);
-    p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
-    p.set_data_length(4);
-    p.set_streaming_width(4);
-    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-    mmio->b_transport(p, d);
+    hw::mmio_transport32(mmio, write, off, v, d);
     sc_core::wait(d);
     return v;
   }

@@ -8,6 +8,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "spartan/hw/flat_memory.h"
+#include "spartan/hw/mmio.h"
 #include "spartan/hw/regmap.h"
 #include "spartan/hw/sparsity_monitor.h"
 #include "spartan/rtl/monitor_rtl_sc.h"
@@ -24,17 +25,10 @@ struct Host : sc_core::sc_module {
 
 tlm::tlm_response_status access(tlm_utils::simple_initiator_socket<Host>& s, bool write, std::uint32_t off,
                                 std::uint32_t& v) {
-  tlm::tlm_generic_payload p;
-  p.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-  p.set_address(off);
-  p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
-  p.set_data_length(4);
-  p.set_streaming_width(4);
-  p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-  s->b_transport(p, d);
+  const auto st = hw::mmio_transport32(s, write, off, v, d);
   sc_core::wait(d);
-  return p.get_response_status();
+  return st;
 }
 }  // namespace
 

@@ -16,6 +16,7 @@
 
 #include "monitor_reference.h"
 #include "spartan/hw/flat_memory.h"
+#include "spartan/hw/mmio.h"
 #include "spartan/hw/regmap.h"
 #include "spartan/hw/sparsity_monitor.h"
 #include "spartan/rtl/monitor_rtl_sc.h"
@@ -38,17 +39,10 @@ struct Host : sc_core::sc_module {
   }
   tlm::tlm_response_status acc(tlm_utils::simple_initiator_socket<Host>& s, bool write, std::uint32_t off,
                                std::uint32_t& v) {
-    tlm::tlm_generic_payload p;
-    p.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-    p.set_address(off);
-    p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
-    p.set_data_length(4);
-    p.set_streaming_width(4);
-    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-    s->b_transport(p, d);
+    const auto st = spartan::hw::mmio_transport32(s, write, off, v, d);
     sc_core::wait(d);
-    return p.get_response_status();
+    return st;
   }
   // Same access on both; the responses must agree.
   void both(bool write, std::uint32_t off, std::uint32_t v, std::uint32_t* tv = nullptr, std::uint32_t* rv = nullptr) {

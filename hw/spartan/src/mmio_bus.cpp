@@ -37,35 +37,18 @@ unsigned MmioBus::transport_dbg(tlm::tlm_generic_payload& p) {
 }
 
 namespace {
-tlm::tlm_response_status access(tlm_utils::simple_initiator_socket<MmioHost>& s, tlm::tlm_command cmd,
-                                std::uint64_t addr, unsigned char* b) {
-  tlm::tlm_generic_payload p;
-  p.set_command(cmd);
-  p.set_address(addr);
-  p.set_data_ptr(b);
-  p.set_data_length(4);
-  p.set_streaming_width(4);
-  p.set_byte_enable_ptr(nullptr);
-  p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-  s->b_transport(p, d);
-  return p.get_response_status();
-}
 }  // namespace
 
 tlm::tlm_response_status MmioHost::write32(std::uint64_t addr, std::uint32_t v) {
-  unsigned char b[4];
-  mmio_store_u32(b, v);
   ++writes;
-  return access(socket, tlm::TLM_WRITE_COMMAND, addr, b);
+  sc_core::sc_time d = sc_core::SC_ZERO_TIME;  // called between kernel runs: the annotation is not waited
+  return mmio_transport32(socket, true, addr, v, d);
 }
 
 tlm::tlm_response_status MmioHost::read32(std::uint64_t addr, std::uint32_t& v) {
-  unsigned char b[4] = {0, 0, 0, 0};
   ++reads;
-  auto st = access(socket, tlm::TLM_READ_COMMAND, addr, b);
-  v = mmio_load_u32(b);
-  return st;
+  sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+  return mmio_transport32(socket, false, addr, v, d);
 }
 
 void MmioHost::must_write(std::uint64_t addr, std::uint32_t v, const char* what) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 
+#include <systemc>
 #include <tlm>
 
 #include "spartan/hw/regmap.h"
@@ -20,6 +21,27 @@ regmap::MmioError mmio_check_payload(const tlm::tlm_generic_payload& p);
 /// Little-endian 32-bit load/store from payload data.
 std::uint32_t mmio_load_u32(const unsigned char* p);
 void mmio_store_u32(unsigned char* p, std::uint32_t v);
+
+/// Issues one 4-byte register access through initiator socket `s`: `v` is the value written, or receives
+/// the value read (little-endian payload). `delay` is the b_transport annotation, added to by the target;
+/// the caller waits it or keeps it as local time. Returns the TLM response status.
+template <class Socket>
+tlm::tlm_response_status mmio_transport32(Socket& s, bool write, std::uint64_t addr, std::uint32_t& v,
+                                          sc_core::sc_time& delay) {
+  unsigned char b[4];
+  mmio_store_u32(b, write ? v : 0u);
+  tlm::tlm_generic_payload p;
+  p.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  p.set_address(addr);
+  p.set_data_ptr(b);
+  p.set_data_length(4);
+  p.set_streaming_width(4);
+  p.set_byte_enable_ptr(nullptr);
+  p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  s->b_transport(p, delay);
+  if (!write) v = mmio_load_u32(b);
+  return p.get_response_status();
+}
 
 /// Latched error register (ERR_CODE) shared logic: first error since the last clear wins.
 struct MmioErrorLatch {
