@@ -18,6 +18,7 @@
 namespace spartan::rtl {
 
 using detail::mmio_response_for;
+using detail::pin_mmio_structural_error;
 
 struct EngineRtlSc::Impl {
   detail::EngineModel m;
@@ -159,10 +160,7 @@ void EngineRtlSc::b_transport_mmio(tlm::tlm_generic_payload& p, sc_core::sc_time
     p.set_response_status(tlm::TLM_OK_RESPONSE);
     return;
   }
-  std::uint32_t err = 0;
-  if (p.get_byte_enable_ptr() != nullptr) err = 4;
-  else if (p.get_data_length() != 4 || p.get_streaming_width() < p.get_data_length()) err = 3;
-  else if (p.get_address() >= 0x1000) err = 1;  // outside the 4 KiB window (the pins carry 12 bits)
+  std::uint32_t err = pin_mmio_structural_error(p);
   if (err != 0) {
     p.set_response_status(mmio_response_for(err));
     return;

@@ -19,4 +19,14 @@ inline tlm::tlm_response_status mmio_response_for(std::uint32_t err) {
   }
 }
 
+/// The structural checks the transactors decide before the pins (which carry only 4-byte accesses with
+/// a 12-bit offset): byte enables (4), length / streaming width (3), outside the 4 KiB window (1); 0 when
+/// the access may go to the pins. Codes as regmap MmioError.
+inline std::uint32_t pin_mmio_structural_error(const tlm::tlm_generic_payload& p) {
+  if (p.get_byte_enable_ptr() != nullptr) return 4;
+  if (p.get_data_length() != 4 || p.get_streaming_width() < p.get_data_length()) return 3;
+  if (p.get_address() >= 0x1000) return 1;
+  return 0;
+}
+
 }  // namespace spartan::rtl::detail

@@ -9,6 +9,7 @@
 namespace spartan::rtl {
 
 using detail::mmio_response_for;
+using detail::pin_mmio_structural_error;
 
 MonitorRtlSc::MonitorRtlSc(sc_core::sc_module_name name, const MonitorRtlScConfig& cfg)
     : sc_core::sc_module(name), mmio("mmio"), wr("wr"), mem("mem"), cfg_(cfg),
@@ -39,10 +40,7 @@ void MonitorRtlSc::b_transport_mmio(tlm::tlm_generic_payload& p, sc_core::sc_tim
   }
   const sc_core::sc_time start = sc_core::sc_time_stamp() + delay;
   sync_to(start);
-  std::uint32_t err = 0;
-  if (p.get_byte_enable_ptr() != nullptr) err = 4;
-  else if (p.get_data_length() != 4 || p.get_streaming_width() < p.get_data_length()) err = 3;
-  else if (p.get_address() >= 0x1000) err = 1;  // outside the 4 KiB window (the pins carry 12 bits)
+  std::uint32_t err = pin_mmio_structural_error(p);
   if (err != 0) {
     // Structural errors are decided here and never reach the pins, so unlike the TLM model they are not
     // latched in the RTL's ERR_CODE (documented difference of the transactor).
