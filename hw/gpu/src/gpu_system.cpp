@@ -12,7 +12,7 @@
 // libsystemc.so provides main() calling sc_main() and so references sc_main. Executables of this project
 // have their own main() (run_cli / gtest); this weak definition satisfies the link and is replaced by any
 // real sc_main an executable defines.
-int __attribute__((weak)) sc_main(int, char**) { return 1; }
+extern "C" __attribute__((weak)) int sc_main(int, char**) { return 1; }
 
 namespace spartan::hw::gpu {
 
