@@ -301,6 +301,17 @@ def area_section(area, tmp):
         dat.append([u.get("name"), fmt((logic or 0) / 1e6, ".4f"), fmt((sram or 0) / 1e6, ".4f")])
     out.append(md_table(["unit", "role", "cells", "logic at 180 nm (um^2)", "memory as SRAM (um^2)",
                          "fmax at 180 nm (MHz)", "instances per GPU"], rows) + "\n")
+    lat = [u for u in area.get("units", []) if get(u, "latency", "available", default=False)]
+    if lat:
+        rows = [[u.get("name"), fmt(get(u, "latency", "tile_latency_cycles"), ".1f"),
+                 fmt(get(u, "latency", "tile_latency_ns"), ".1f"), fmt(get(u, "latency", "tiles_per_s_per_gpu"), ".3g"),
+                 fmt(get(u, "latency", "gb_per_s_per_gpu"), ".1f")] for u in lat]
+        out.append(f"Latency per tile and throughput in the L2 clock "
+                   f"({fmt(get(lat[0], 'latency', 'l2_clock_mhz'), '.0f')} MHz), from the RTL co-simulation's cycle "
+                   f"counts ({get(lat[0], 'latency', 'source', default='?')}); '-' where the unit has no per-tile "
+                   "latency (the monitor counts alongside the L2 write path):\n")
+        out.append(md_table(["unit", "tile latency (cycles)", "tile latency (ns)", "tiles/s per GPU",
+                             "GB/s per GPU"], rows) + "\n")
     nodes = get(area, "gpu_totals", default=[]) or []
     if nodes:
         rows = [[n.get("node_nm"), fmt(n.get("per_gpu_mm2"), ".4f"),
