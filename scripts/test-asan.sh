@@ -19,4 +19,10 @@ export ASAN_OPTIONS="detect_stack_use_after_return=0:detect_leaks=1:check_initia
 export LSAN_OPTIONS="suppressions=$PWD/.ci/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export SPARTAN_SANITIZED=1
-cd "$SAN_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 1500 -LE asan-slow
+cd "$SAN_DIR"
+rc=0
+ctest --output-on-failure -j "$JOBS" --timeout 1500 -LE 'asan-slow|mpi' || rc=1
+# Tests that start Open MPI: ASan + UBSan on, LeakSanitizer off (sw/sdnn/CMakeLists.txt says why).
+ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
+  ctest --output-on-failure -j "$JOBS" --timeout 1500 -L mpi -LE asan-slow || rc=1
+exit $rc
