@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target listed in BUILD/fuzz_targets.txt for SECONDS each (`make fuzz`; issue 12).
-# Usage: scripts/run-fuzz.sh BUILD_DIR SECONDS
+# Usage: scripts/run-fuzz.sh BUILD_DIR SECONDS   (env FUZZ_MAX_LEN: largest generated input, default 4096 bytes;
+#        seeds above it are truncated when loaded, so the trace reader fuzzes from its ~2 KB micro seed)
 # Each target starts from a copy of its seed corpus (the committed corpus is not modified); crashes are
 # written to BUILD_DIR/fuzz-out/<target>/ and the run fails. Summary: BUILD_DIR/fuzz-out/summary.txt.
 set -uo pipefail
@@ -15,7 +16,7 @@ while read -r name corpus; do
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work/corpus/"
   echo "== $name: ${seconds}s"
   SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ASAN_OPTIONS=detect_stack_use_after_return=0 \
-    "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-4096}" -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/" "$work/corpus" > "$work/log.txt" 2>&1
   rc=$?
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$work/log.txt" | grep -Eo '[0-9]+$' | tail -1)
