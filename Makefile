@@ -4,6 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 RUN_PROFILE ?= quick
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
 FUZZ_DIR ?= build-fuzz
 CMAKE_FLAGS ?=
 
@@ -32,7 +33,8 @@ test-asan: deps
 run: build
 	@bash scripts/run-main-job.sh $(RUN_PROFILE)
 
-# libFuzzer targets (clang, ASan+UBSan; docs/reliability.md): build into $(FUZZ_DIR), run each FUZZ_SECONDS.
+# libFuzzer targets (clang, ASan+UBSan; docs/reliability.md): build into $(FUZZ_DIR), run each FUZZ_SECONDS
+# (or until FUZZ_RUNS executions, when set: `make fuzz FUZZ_SECONDS=3600 FUZZ_RUNS=1000000`).
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARTAN_FUZZ=ON \
 	  -DSPARTAN_ENABLE_CUDA=OFF -DSPARTAN_BUILD_BENCHMARKS=OFF \
@@ -40,7 +42,7 @@ fuzz: deps
 	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" > $(FUZZ_DIR).configure.log 2>&1 \
 	  || { cat $(FUZZ_DIR).configure.log; echo "make: fuzz configure failed" >&2; exit 1; }
 	@cmake --build $(FUZZ_DIR) --target fuzz_all -j $(JOBS)
-	@bash scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+	@FUZZ_RUNS=$(FUZZ_RUNS) bash scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log $(FUZZ_DIR) $(FUZZ_DIR).configure.log

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target listed in BUILD/fuzz_targets.txt for SECONDS each (`make fuzz`; issue 12).
 # Usage: scripts/run-fuzz.sh BUILD_DIR SECONDS   (env FUZZ_MAX_LEN: largest generated input, default 4096 bytes;
-#        seeds above it are truncated when loaded, so the trace reader fuzzes from its ~2 KB micro seed)
+#        seeds above it are truncated when loaded, so the trace reader fuzzes from its ~2 KB micro seed;
+#        env FUZZ_RUNS: stop a target after this many executions, whichever of the two limits comes first)
 # Each target starts from a copy of its seed corpus (the committed corpus is not modified); crashes are
 # written to BUILD_DIR/fuzz-out/<target>/ and the run fails. Summary: BUILD_DIR/fuzz-out/summary.txt.
 set -uo pipefail
@@ -14,9 +15,9 @@ while read -r name corpus; do
   [ -x "$exe" ] || { echo "$name: not built" | tee -a "$out/summary.txt"; status=1; continue; }
   work="$out/$name"; rm -rf "$work"; mkdir -p "$work/corpus" "$work/artifacts"
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work/corpus/"
-  echo "== $name: ${seconds}s"
+  echo "== $name: ${seconds}s${FUZZ_RUNS:+ or $FUZZ_RUNS executions}"
   SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ASAN_OPTIONS=detect_stack_use_after_return=0 \
-    "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-4096}" -print_final_stats=1 \
+    "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-4096}" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/" "$work/corpus" > "$work/log.txt" 2>&1
   rc=$?
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$work/log.txt" | grep -Eo '[0-9]+$' | tail -1)
