@@ -31,6 +31,9 @@ json parse_array(const std::string& text, const Ctx& c) {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw FormatError(c.file, "__metadata__." + c.key, e.byte, "value is not valid JSON", "character");
+  } catch (const json::exception& e) {  // e.g. out_of_range: a number literal beyond double (fuzz finding)
+    throw FormatError(c.file, "__metadata__." + c.key, 0, std::string("value is not valid JSON: ") + e.what(),
+                      "character");
   }
   if (!j.is_array()) throw FormatError(c.file, "__metadata__." + c.key, 0, "value must be a JSON array", "character");
   return j;

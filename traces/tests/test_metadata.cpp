@@ -93,6 +93,10 @@ TEST(TraceMetadata, SchemaErrorsNameTheField) {
   expect_format_error([&] { gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"cpu","timer":"steady_clock",
       "fwd":{"dense_ms":-1},"bwd_data":{"dense_ms":1},"bwd_weight":{"dense_ms":1}}])", "f"); },
                       "__metadata__.gemm_times[0].fwd.dense_ms", "non-negative");
+  // fuzz finding: a number literal beyond double range is json::out_of_range, not a parse_error
+  expect_format_error([&] { gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"cpu","timer":"steady_clock",
+      "fwd":{"dense_ms":6.4e408},"bwd_data":{"dense_ms":1},"bwd_weight":{"dense_ms":1}}])", "f"); },
+                      "__metadata__.gemm_times", "not valid JSON");
   expect_format_error([&] { sparsity_from_json(R"([{"layer":0,"name":"c","iterations":[0,1],"act_density":[0.5]}])", "f"); },
                       "__metadata__.sparsity[0].act_density", "length");
   expect_format_error([&] { sparsity_from_json(R"([{"layer":0,"name":"c","iterations":[0],"act_density":[1.5]}])", "f"); },

@@ -49,6 +49,8 @@ CycleCounts parse_cycle_counts(const std::string& text, const std::string& file)
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw FormatError(file, "", e.byte, "not valid JSON");
+  } catch (const json::exception& e) {  // e.g. out_of_range: a number literal beyond double
+    throw FormatError(file, "", 0, std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object() || !j.contains("units") || !j["units"].is_object())
     throw FormatError(file, "units", 0, "missing object 'units'", "field");

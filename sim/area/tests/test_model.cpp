@@ -77,6 +77,7 @@ TEST(AreaCycles, ParseAndReject) {
   EXPECT_DOUBLE_EQ(*c.units.at("m").busy_cycles, 40.0);
   EXPECT_FALSE(c.units.at("m").tile_bytes.has_value());
   EXPECT_THROW(parse_cycle_counts("{", "c.json"), spartan::FormatError);
+  EXPECT_THROW(parse_cycle_counts(R"({"units":{"m":{"tiles":1e999}}})", "c.json"), spartan::FormatError);  // out_of_range
   EXPECT_THROW(parse_cycle_counts(R"({"units":{"m":{"tiles":1}}})", "c.json"), spartan::FormatError);
   EXPECT_THROW(parse_cycle_counts(R"({"units":{"m":{"tiles":1,"busy_cycles":0}}})", "c.json"), spartan::FormatError);
   EXPECT_THROW(parse_cycle_counts(R"({"units":{"m":{"tile_latency_cycles":"7"}}})", "c.json"), spartan::FormatError);

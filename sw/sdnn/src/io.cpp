@@ -195,6 +195,15 @@ Csr read_matrix_market(const std::string& path) {
       throw FormatError(path, "size", in.line_no(), "expected 'rows cols nnz' (three non-negative integers)", "line");
     if (rows > INT32_MAX || cols > INT32_MAX) throw FormatError(path, "size", in.line_no(), "dimensions exceed 2^31-1", "line");
     if (sym != 0 && rows != cols) throw FormatError(path, "size", in.line_no(), symmetry + " matrix must be square", "line");
+    // row_ptr / col_ptr cost 8 bytes per row / column whatever nnz is: a 70-byte file declaring 4e8 rows and
+    // one entry would allocate 3.2 GB (fuzz_sdnn_matrix_market finding). Same bound as inferred TSV sizes.
+    const std::int64_t bound = std::max<std::int64_t>(kMaxInferredDim, 64 * nnz);
+    if (rows > bound || cols > bound)
+      throw FormatError(path, "size", in.line_no(),
+                        "declared " + std::to_string(rows) + " x " + std::to_string(cols) + " with " + std::to_string(nnz) +
+                            " entries exceeds the bound " + std::to_string(bound) +
+                            " per dimension (max(2^24, 64 x nnz): hyper-sparse matrices are not supported)",
+                        "line");
     have_size = true;
     break;
   }

@@ -136,12 +136,22 @@ TEST(SdnnIo, MatrixMarketErrorsNameFileAndLine) {
       {"e_upper.mtx", "%%MatrixMarket matrix coordinate real symmetric\n2 2 1\n1 2 1\n", 3, "lower triangle"},
       {"e_skewdiag.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n1 1 1\n", 3, "strict lower"},
       {"e_symrect.mtx", "%%MatrixMarket matrix coordinate real symmetric\n2 3 0\n", 2, "square"},
+      // fuzz finding: 4e8 declared rows and one entry would allocate a 3.2 GB row_ptr
+      {"e_hypersparse.mtx", hdr + "% c\n400889119 5 1\n3 1 0.5\n", 3, "exceeds the bound"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     const auto p = write(c.name, c.text);
     expect_line_error([&] { read_matrix_market(p); }, p, c.line, c.needle);
   }
+}
+
+TEST(SdnnIo, MatrixMarketDimensionBoundScalesWithNnz) {
+  const std::string hdr = "%%MatrixMarket matrix coordinate pattern general\n";
+  // 2^24 rows are always accepted; above that only with >= rows / 64 entries.
+  EXPECT_EQ(read_matrix_market(write("b_ok.mtx", hdr + "16777216 2 1\n16777216 1\n")).rows, 16777216);
+  const auto p = write("b_bad.mtx", hdr + "16777217 2 1\n1 1\n");
+  expect_line_error([&] { read_matrix_market(p); }, p, 2, "exceeds the bound");
 }
 
 TEST(SdnnIo, MissingFileIsIoError) { EXPECT_THROW(read_matrix_market(tmp_path("does-not-exist.mtx")), spartan::IoError); }

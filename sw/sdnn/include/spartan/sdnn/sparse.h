@@ -48,19 +48,22 @@ Csr transpose(const Csr& a);
 Csc to_csc(const Csr& a);
 Csr to_csr(const Csc& a);
 
+/// Bound on a matrix dimension not backed by entries (the largest Graph Challenge DNN has 65,536 neurons).
+constexpr std::int64_t kMaxInferredDim = std::int64_t(1) << 24;
+
 /// Reads a MatrixMarket coordinate file (gzip or plain).
 /// Throws spartan::FormatError(file, field, line, what, "line") for a bad header/size line, a malformed
 /// entry, an index out of range (or on the wrong side of the diagonal for symmetric/skew-symmetric, or a
 /// diagonal entry in skew-symmetric), fewer or more entries than the size line says; IoError if unreadable.
 /// Symmetric files are mirrored (a_ji = a_ij), skew-symmetric mirrored negated (a_ji = -a_ij); pattern
-/// entries get value 1.
+/// entries get value 1. Declared dimensions above max(kMaxInferredDim, 64 * nnz) are a FormatError (the
+/// row/column pointers would cost 8 bytes per row whatever nnz is; found by fuzzing).
 Csr read_matrix_market(const std::string& path);
 
 /// Reads Graph Challenge TSV triples (1-based `row col value`, whitespace separated; gzip or plain).
 /// rows/cols <= 0 means "infer from the largest index" (bounded: an inferred size above
 /// max(kMaxInferredDim, 64 * entries) is a FormatError); otherwise indices beyond them are errors.
 /// Throws FormatError with the line number for malformed lines, indices < 1 or out of range.
-constexpr std::int64_t kMaxInferredDim = std::int64_t(1) << 24;
 Csr read_tsv(const std::string& path, std::int64_t rows = 0, std::int64_t cols = 0);
 
 /// Dispatches on the name: `.mtx`/`.mtx.gz` -> MatrixMarket, `.tsv`/`.tsv.gz` -> TSV (with rows/cols).
