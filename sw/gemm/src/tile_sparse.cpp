@@ -331,6 +331,14 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // ---- Sparse tiles (loop structure: sw/gemm/README.md). D[r][q] must be contiguous along Q: it is the
   // dense operand as stored (op(B) = B for sparse A, op(A)^T = A for sparse B) or, otherwise, its
   // transpose packed once per call (AVX2 8x8 blocks, parallel).
+  // Out = C^T far larger than the last-level cache, beta == 0: the transposed store into C uses
+  // non-temporal stores (AVX2, C 16-byte aligned, ldc % 4 == 0); saves the read-for-ownership of C.
+  constexpr double kStreamBytes = 16.0 * 1024 * 1024;
+  auto stream_output = [&](const GemmCall& cc, bool spa, float beta) {
+    return avx2_ && !spa && beta == 0.0f && double(cc.M) * double(cc.ldc) * 4.0 >= kStreamBytes &&
+           reinterpret_cast<std::uintptr_t>(cc.C) % 16 == 0 && cc.ldc % 4 == 0;
+  };
+  stats_.out_streamed = stream_output(c, sp_a, beta_k);
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
   const detail::TransposeStoreFn tstore = avx2_ ? detail::transpose_store_avx2 : detail::transpose_store_portable;
   const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
@@ -344,11 +352,15 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // a few cache sets and thrash L1/L2. Otherwise the operand is read in place.
   constexpr int QG = detail::kGatherQ;
   constexpr double kPackMinReuse = 16;
-  const bool pack = trans_d || (Q > QG && double(stats_.nnz) >= kPackMinReuse * R);
+  const PackKey key{X, R, Q, ldx, trans_d, c.dense_version};
+  const bool reuse = c.dense_version != 0 && pack_valid_ && pack_key_ == key;
+  const bool pack = reuse || trans_d || (Q > QG && double(stats_.nnz) >= kPackMinReuse * R);
   const int n_panels = (Q + QG - 1) / QG;
   const float* D = X;  // panel qb: D + qb * panel_stride, row stride ldd
   std::size_t ldd = ldx, panel_stride = QG;
-  if (pack) {
+  if (pack && !reuse) {
+    const double tp = now_s();
+    pack_valid_ = false;
     pack_.resize(std::size_t(R) * QG * n_panels);
     float* dst = pack_.data();
 #pragma omp parallel for num_threads(nthreads) schedule(static)
@@ -356,18 +368,93 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       const int q0 = b * QG, qn = std::min(QG, Q - q0);
       float* panel = dst + std::size_t(b) * R * QG;
       if (trans_d)
-        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, panel, std::size_t(QG), 0.0f);
+        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, panel, std::size_t(QG), 0.0f, false);
       else
         for (int r = 0; r < R; ++r)
           std::memcpy(panel + std::size_t(r) * QG, X + std::size_t(r) * ldx + q0, std::size_t(qn) * sizeof(float));
     }
-    D = pack_.data(), ldd = QG, panel_stride = std::size_t(R) * QG;
+    pack_key_ = key;
+    pack_valid_ = true;
+    stats_.pack_s = now_s() - tp;
   }
+  if (pack) D = pack_.data(), ldd = QG, panel_stride = std::size_t(R) * QG;
+  stats_.dense_packed = pack;
+  stats_.dense_pack_reused = reuse;
   const bool u8idx = format::index_bytes(g.tile_cols) == 1;
   const float alpha = c.alpha;
-  // (1) Row lists of S, band by band (parallel), each band in its own region of ent_.
+  // R blocks of the gather: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
+  constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
+  const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
+  const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
+  const int nkb = (R + KB - 1) / KB;
+  const double tl = now_s();
   band_off_.assign(std::size_t(n_bands) + 1, 0);
   for (std::uint32_t b = 0; b < n_bands; ++b) band_off_[b + 1] = band_off_[b] + band_slots(s, b, trans_s, u8idx);
+  if (nkb == 1) {
+    // One R block: build the row lists of a group of bands (>= kSub rows of S) into a per-thread buffer
+    // that stays in L2 and gather them right away, all Q panels, instead of building every band's lists
+    // first (one pass through a buffer of nnz entries that spills to L3 and is read back per panel).
+    // Out = C^T goes through a per-thread kSub x kGatherQ buffer (L1) straight into C.
+    const std::uint32_t bands_per_group = std::max<std::uint32_t>(1, std::uint32_t(kSub) / p_tile);
+    const long n_groups = long((n_bands + bands_per_group - 1) / bands_per_group);
+    row_beg_.resize(std::size_t(P));
+    row_end_.resize(std::size_t(P));
+    if (group_ent_.size() < std::size_t(nthreads)) group_ent_.resize(std::size_t(nthreads));
+    const bool ow = !sp_a || beta_k == 0.0f;
+    const bool stream = stream_output(c, sp_a, beta_k);
+    std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
+    const std::size_t* off = band_off_.data();
+    double lists_s = 0;
+#pragma omp parallel num_threads(nthreads) reduction(+ : lists_s)
+    {
+      std::vector<detail::Entry>& ent = group_ent_[std::size_t(omp_get_thread_num())];
+      std::vector<std::size_t> cursor(n_rt);
+      std::vector<std::uint32_t> cnt;
+      std::vector<float> local(sp_a ? 0 : std::size_t(kSub) * QG);
+      std::uint32_t lo[kSub], hi[kSub];
+#pragma omp for schedule(dynamic, 1)
+      for (long gi = 0; gi < n_groups; ++gi) {
+        const double tg = now_s();
+        const std::uint32_t b0 = std::uint32_t(gi) * bands_per_group,
+                            b1 = std::min(n_bands, b0 + bands_per_group);
+        const int p0 = int(b0 * p_tile), p1 = std::min(P, int(b1 * p_tile));
+        const std::size_t need = off[b1] - off[b0] + detail::kEntrySlack;
+        if (ent.size() < need) ent.resize(need);
+        for (std::uint32_t b = b0; b < b1; ++b) {
+          const std::size_t ne = off[b] - off[b0];
+          if (off[b] == off[b + 1]) {
+            const std::uint32_t q0 = b * p_tile, q1 = std::min(std::uint32_t(P), q0 + p_tile);
+            std::fill(rb + q0, rb + q1, std::uint32_t(ne));
+            std::fill(re + q0, re + q1, std::uint32_t(ne));
+          } else if (trans_s) {
+            build_cols(s, b, alpha, u8idx, ent.data(), ne, rb, re, cnt);
+          } else {
+            build_rows(s, b, alpha, u8idx, ent.data(), ne, rb, re, cursor);
+          }
+        }
+        lists_s += now_s() - tg;
+        for (int q0 = 0; q0 < Q; q0 += QG) {
+          const int qn = std::min(QG, Q - q0);
+          const float* dp = D + std::size_t(q0 / QG) * panel_stride;
+          for (int c0 = p0; c0 < p1; c0 += kSub) {
+            const int rows = std::min(kSub, p1 - c0);
+            for (int j = 0; j < rows; ++j) lo[j] = rb[c0 + j], hi[j] = re[c0 + j];
+            if (sp_a) {
+              gather(lo, hi, ent.data(), rows, dp, ldd, c.C + std::size_t(c0) * c.ldc + q0, std::size_t(c.ldc), qn, ow);
+            } else {
+              gather(lo, hi, ent.data(), rows, dp, ldd, local.data(), std::size_t(QG), qn, true);
+              tstore(local.data(), std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0, std::size_t(c.ldc),
+                     beta_k, stream);
+            }
+          }
+        }
+      }
+    }
+    stats_.lists_s = lists_s;
+    stats_.compute_s = now_s() - t0;
+    return;
+  }
+  // (1) Row lists of S, band by band (parallel), each band in its own region of ent_.
   ent_.resize(band_off_[n_bands] + detail::kEntrySlack);
   row_beg_.assign(std::size_t(P), 0);
   row_end_.assign(std::size_t(P), 0);
@@ -393,17 +480,19 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       }
     }
   }
+  stats_.lists_s = now_s() - tl;
   // (2) Gather: for each block of kGatherQ along Q and block of KB along R (D's slice, KB x kGatherQ
   // floats, stays in L2), all rows of S in chunks of kSub: Out[p][q-block] += v * D[r][q-block] with the
   // output row block in registers. The output is C itself (sparse A) or, for C^T (sparse B), a per-call
   // buffer of P x kGatherQ stored transposed into C after the last R block.
-  constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
-  const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
-  const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
-  const int nkb = (R + KB - 1) / KB;
   const int n_chunks = (P + kSub - 1) / kSub;
   const bool ow_first = !sp_a || beta_k == 0.0f;  // the first R block overwrites the output
-  if (!sp_a) tmp_.resize(std::size_t(P) * QG);
+  // Out = C^T with a single R block: each chunk's P x kGatherQ result goes through a per-thread L1 buffer
+  // straight into C (gather + transposed store fused); with several R blocks the whole P x kGatherQ panel
+  // result is accumulated in tmp_ and stored after the last block.
+  const bool fuse = !sp_a && nkb == 1;
+  const bool stream = stream_output(c, sp_a, beta_k);
+  if (!sp_a && !fuse) tmp_.resize(std::size_t(P) * QG);
   // bounds[p * (nkb + 1) + b]: first entry of row p with r >= b * KB (entries are sorted by r).
   bounds_.resize(std::size_t(P) * (nkb + 1));
   float* tmp = tmp_.data();
@@ -426,6 +515,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       bp[nkb] = end;
     }
     std::uint32_t lo[kSub], hi[kSub];
+    std::vector<float> local(fuse ? std::size_t(kSub) * QG : 0);
     for (int q0 = 0; q0 < Q; q0 += QG) {
       const int qn = std::min(QG, Q - q0);
       for (int b = 0; b < nkb; ++b) {
@@ -440,17 +530,23 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
             any |= bp[0] != bp[1];
           }
           if (!any && !ow) continue;
+          const float* dp = D + std::size_t(q0 / QG) * panel_stride;
+          if (fuse) {
+            gather(lo, hi, ep, rows, dp, ldd, local.data(), std::size_t(QG), qn, true);
+            tstore(local.data(), std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc),
+                   beta_k, stream);
+            continue;
+          }
           float* out = sp_a ? c.C + std::size_t(p0) * c.ldc + q0 : tmp + std::size_t(p0) * QG;
-          gather(lo, hi, ep, rows, D + std::size_t(q0 / QG) * panel_stride, ldd, out,
-                 sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
+          gather(lo, hi, ep, rows, dp, ldd, out, sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
         }
       }
-      if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): chunks of P in parallel
+      if (!sp_a && !fuse) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): chunks of P in parallel
 #pragma omp for schedule(static)
         for (int ci = 0; ci < n_chunks; ++ci) {
           const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
           tstore(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0,
-                 std::size_t(c.ldc), beta_k);
+                 std::size_t(c.ldc), beta_k, stream);
         }
       }
     }
