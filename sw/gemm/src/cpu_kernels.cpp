@@ -4,8 +4,6 @@
 // baseline ISA. The ISA is chosen at run time (__builtin_cpu_supports), never at compile time.
 #include "cpu_kernels.h"
 
-#include <cstdint>
-
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define SPARTAN_X86 1
@@ -44,7 +42,7 @@ inline void store_elem(float* c, float t, float beta) { *c = beta == 0.0f ? t : 
 }  // namespace
 
 void transpose_store_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
-                              float beta, bool /*stream*/) {
+                              float beta) {
   for (int i = 0; i < w; ++i) {
     float* crow = C + std::size_t(i) * ldc;
     for (int j = 0; j < rows; ++j) store_elem(crow + j, T[std::size_t(j) * ldt + i], beta);
@@ -53,10 +51,8 @@ void transpose_store_portable(const float* T, std::size_t ldt, int rows, int w, 
 
 #ifdef SPARTAN_X86
 __attribute__((target("avx2,fma"))) void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w,
-                                                              float* C, std::size_t ldc, float beta, bool stream) {
+                                                              float* C, std::size_t ldc, float beta) {
   const int rows8 = rows / 8 * 8, w8 = w / 8 * 8;
-  // Non-temporal stores (two 16-byte halves per 8-float block) need C 16-byte aligned and ldc % 4 == 0.
-  stream = stream && beta == 0.0f && (reinterpret_cast<std::uintptr_t>(C) % 16 == 0) && ldc % 4 == 0;
   const __m256 vb = _mm256_set1_ps(beta);
   for (int j0 = 0; j0 < rows8; j0 += 8)
     for (int i0 = 0; i0 < w8; i0 += 8) {
@@ -87,13 +83,7 @@ __attribute__((target("avx2,fma"))) void transpose_store_avx2(const float* T, st
       t[5] = _mm256_permute2f128_ps(r[1], r[5], 0x31);
       t[6] = _mm256_permute2f128_ps(r[2], r[6], 0x31);
       t[7] = _mm256_permute2f128_ps(r[3], r[7], 0x31);
-      if (stream) {
-        for (int k = 0; k < 8; ++k) {
-          float* c = C + std::size_t(i0 + k) * ldc + j0;
-          _mm_stream_ps(c, _mm256_castps256_ps128(t[k]));
-          _mm_stream_ps(c + 4, _mm256_extractf128_ps(t[k], 1));
-        }
-      } else if (beta == 0.0f) {
+      if (beta == 0.0f) {
         for (int k = 0; k < 8; ++k) _mm256_storeu_ps(C + std::size_t(i0 + k) * ldc + j0, t[k]);
       } else if (beta == 1.0f) {
         for (int k = 0; k < 8; ++k) {
@@ -112,7 +102,6 @@ __attribute__((target("avx2,fma"))) void transpose_store_avx2(const float* T, st
     for (int j = 0; j < rows; ++j) store_elem(C + std::size_t(i) * ldc + j, T[std::size_t(j) * ldt + i], beta);
   for (int i = 0; i < w8; ++i)
     for (int j = rows8; j < rows; ++j) store_elem(C + std::size_t(i) * ldc + j, T[std::size_t(j) * ldt + i], beta);
-  if (stream) _mm_sfence();  // order the non-temporal stores before later (other threads') reads
 }
 
 bool cpu_has_avx2_fma() {
@@ -215,9 +204,8 @@ __attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* lo, co
 }
 #else
 bool cpu_has_avx2_fma() { return false; }
-void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta,
-                          bool stream) {
-  transpose_store_portable(T, ldt, rows, w, C, ldc, beta, stream);
+void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta) {
+  transpose_store_portable(T, ldt, rows, w, C, ldc, beta);
 }
 void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
                  std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite) {

@@ -31,14 +31,11 @@ bool cpu_has_avx2_fma();
 
 /// C[i][j] = T[j][i] + (beta == 0 ? 0 : beta * C[i][j]) for i < w, j < rows (T row stride ldt, C row
 /// stride ldc). beta == 0 never reads C (BLAS semantics); beta == 0 also serves as a plain transpose.
-/// `stream` (AVX2 only, beta == 0 only, honoured when C is 16-byte aligned and ldc % 4 == 0): non-temporal
-/// stores for outputs much larger than the last-level cache (no read-for-ownership of C's lines).
 using TransposeStoreFn = void (*)(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
-                                  float beta, bool stream);
+                                  float beta);
 void transpose_store_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
-                              float beta, bool stream);
-void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta,
-                          bool stream);
+                              float beta);
+void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta);
 
 }  // namespace spartan::gemm::detail
 

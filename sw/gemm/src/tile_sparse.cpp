@@ -34,6 +34,23 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Pulls rows [r0, r1) x [0, qn) of D (row stride ldd) into L2 in address order before the gather visits
+// them in data-dependent order: a D slice that is not cached would otherwise be fetched from L3 / DRAM by
+// random row accesses (latency-bound); this turns it into one sequential read the prefetchers can stream.
+void prefetch_rows_l2(const float* D, std::size_t ldd, int r0, int r1, int qn) {
+  const std::size_t row_bytes = std::size_t(qn) * sizeof(float);
+  const char* base = reinterpret_cast<const char*>(D);
+  if (ldd == std::size_t(qn)) {  // contiguous slice
+    const char* p = base + std::size_t(r0) * row_bytes;
+    for (std::size_t off = 0, n = std::size_t(r1 - r0) * row_bytes; off < n; off += 64) __builtin_prefetch(p + off, 0, 2);
+    return;
+  }
+  for (int r = r0; r < r1; ++r) {
+    const char* p = base + std::size_t(r) * ldd * sizeof(float);
+    for (std::size_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
+  }
+}
+
 struct Stored {  // the stored sparse operand
   const float* ptr;
   int rows, cols, ld;
@@ -331,14 +348,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // ---- Sparse tiles (loop structure: sw/gemm/README.md). D[r][q] must be contiguous along Q: it is the
   // dense operand as stored (op(B) = B for sparse A, op(A)^T = A for sparse B) or, otherwise, its
   // transpose packed once per call (AVX2 8x8 blocks, parallel).
-  // Out = C^T far larger than the last-level cache, beta == 0: the transposed store into C uses
-  // non-temporal stores (AVX2, C 16-byte aligned, ldc % 4 == 0); saves the read-for-ownership of C.
-  constexpr double kStreamBytes = 16.0 * 1024 * 1024;
-  auto stream_output = [&](const GemmCall& cc, bool spa, float beta) {
-    return avx2_ && !spa && beta == 0.0f && double(cc.M) * double(cc.ldc) * 4.0 >= kStreamBytes &&
-           reinterpret_cast<std::uintptr_t>(cc.C) % 16 == 0 && cc.ldc % 4 == 0;
-  };
-  stats_.out_streamed = stream_output(c, sp_a, beta_k);
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
   const detail::TransposeStoreFn tstore = avx2_ ? detail::transpose_store_avx2 : detail::transpose_store_portable;
   const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
@@ -368,7 +377,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       const int q0 = b * QG, qn = std::min(QG, Q - q0);
       float* panel = dst + std::size_t(b) * R * QG;
       if (trans_d)
-        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, panel, std::size_t(QG), 0.0f, false);
+        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, panel, std::size_t(QG), 0.0f);
       else
         for (int r = 0; r < R; ++r)
           std::memcpy(panel + std::size_t(r) * QG, X + std::size_t(r) * ldx + q0, std::size_t(qn) * sizeof(float));
@@ -401,7 +410,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     row_end_.resize(std::size_t(P));
     if (group_ent_.size() < std::size_t(nthreads)) group_ent_.resize(std::size_t(nthreads));
     const bool ow = !sp_a || beta_k == 0.0f;
-    const bool stream = stream_output(c, sp_a, beta_k);
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
     double lists_s = 0;
@@ -444,7 +452,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
             } else {
               gather(lo, hi, ent.data(), rows, dp, ldd, local.data(), std::size_t(QG), qn, true);
               tstore(local.data(), std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0, std::size_t(c.ldc),
-                     beta_k, stream);
+                     beta_k);
             }
           }
         }
@@ -491,7 +499,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // straight into C (gather + transposed store fused); with several R blocks the whole P x kGatherQ panel
   // result is accumulated in tmp_ and stored after the last block.
   const bool fuse = !sp_a && nkb == 1;
-  const bool stream = stream_output(c, sp_a, beta_k);
   if (!sp_a && !fuse) tmp_.resize(std::size_t(P) * QG);
   // bounds[p * (nkb + 1) + b]: first entry of row p with r >= b * KB (entries are sorted by r).
   bounds_.resize(std::size_t(P) * (nkb + 1));
@@ -520,6 +527,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       const int qn = std::min(QG, Q - q0);
       for (int b = 0; b < nkb; ++b) {
         const bool ow = b == 0 && ow_first;
+        prefetch_rows_l2(D + std::size_t(q0 / QG) * panel_stride, ldd, b * KB, std::min(R, (b + 1) * KB),
+                         ldd == std::size_t(QG) ? QG : qn);
 #pragma omp for schedule(dynamic, 4)
         for (int ci = 0; ci < n_chunks; ++ci) {
           const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
@@ -534,7 +543,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
           if (fuse) {
             gather(lo, hi, ep, rows, dp, ldd, local.data(), std::size_t(QG), qn, true);
             tstore(local.data(), std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc),
-                   beta_k, stream);
+                   beta_k);
             continue;
           }
           float* out = sp_a ? c.C + std::size_t(p0) * c.ldc + q0 : tmp + std::size_t(p0) * QG;
@@ -546,7 +555,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
         for (int ci = 0; ci < n_chunks; ++ci) {
           const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
           tstore(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0,
-                 std::size_t(c.ldc), beta_k, stream);
+                 std::size_t(c.ldc), beta_k);
         }
       }
     }
