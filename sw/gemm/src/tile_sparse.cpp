@@ -348,6 +348,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // ---- Sparse tiles (loop structure: sw/gemm/README.md). D[r][q] must be contiguous along Q: it is the
   // dense operand as stored (op(B) = B for sparse A, op(A)^T = A for sparse B) or, otherwise, its
   // transpose packed once per call (AVX2 8x8 blocks, parallel).
+  // Out = C^T much larger than the last-level cache, beta 0: chunks go to C with non-temporal stores
+  // (whole lines; transpose_store_stream_avx2), which saves reading C's lines before writing them.
+  constexpr double kStreamBytes = 32.0 * 1024 * 1024;
+  const bool stream = avx2_ && !sp_a && beta_k == 0.0f && double(c.M) * double(c.ldc) * 4.0 >= kStreamBytes;
+  stats_.out_streamed = stream;
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
   const detail::TransposeStoreFn tstore = avx2_ ? detail::transpose_store_avx2 : detail::transpose_store_portable;
   const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
@@ -451,8 +456,12 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
               gather(lo, hi, ent.data(), rows, dp, ldd, c.C + std::size_t(c0) * c.ldc + q0, std::size_t(c.ldc), qn, ow);
             } else {
               gather(lo, hi, ent.data(), rows, dp, ldd, local.data(), std::size_t(QG), qn, true);
-              tstore(local.data(), std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0, std::size_t(c.ldc),
-                     beta_k);
+              if (stream)
+                detail::transpose_store_stream_avx2(local.data(), std::size_t(QG), rows, qn,
+                                                    c.C + std::size_t(q0) * c.ldc + c0, std::size_t(c.ldc));
+              else
+                tstore(local.data(), std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0,
+                       std::size_t(c.ldc), beta_k);
             }
           }
         }
@@ -489,17 +498,13 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     }
   }
   stats_.lists_s = now_s() - tl;
-  // (2) Gather: for each block of kGatherQ along Q and block of KB along R (D's slice, KB x kGatherQ
-  // floats, stays in L2), all rows of S in chunks of kSub: Out[p][q-block] += v * D[r][q-block] with the
-  // output row block in registers. The output is C itself (sparse A) or, for C^T (sparse B), a per-call
-  // buffer of P x kGatherQ stored transposed into C after the last R block.
+  // (2) Gather (several R blocks): for each block of kGatherQ along Q and block of KB along R (D's slice,
+  // KB x kGatherQ floats, prefetched into L2), all rows of S in chunks of kSub: Out[p][q-block] += v *
+  // D[r][q-block] with the output row block in registers. The output is C itself (sparse A) or, for C^T
+  // (sparse B), a per-call buffer of P x kGatherQ stored transposed into C after the last R block.
   const int n_chunks = (P + kSub - 1) / kSub;
   const bool ow_first = !sp_a || beta_k == 0.0f;  // the first R block overwrites the output
-  // Out = C^T with a single R block: each chunk's P x kGatherQ result goes through a per-thread L1 buffer
-  // straight into C (gather + transposed store fused); with several R blocks the whole P x kGatherQ panel
-  // result is accumulated in tmp_ and stored after the last block.
-  const bool fuse = !sp_a && nkb == 1;
-  if (!sp_a && !fuse) tmp_.resize(std::size_t(P) * QG);
+  if (!sp_a) tmp_.resize(std::size_t(P) * QG);
   // bounds[p * (nkb + 1) + b]: first entry of row p with r >= b * KB (entries are sorted by r).
   bounds_.resize(std::size_t(P) * (nkb + 1));
   float* tmp = tmp_.data();
@@ -522,7 +527,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       bp[nkb] = end;
     }
     std::uint32_t lo[kSub], hi[kSub];
-    std::vector<float> local(fuse ? std::size_t(kSub) * QG : 0);
     for (int q0 = 0; q0 < Q; q0 += QG) {
       const int qn = std::min(QG, Q - q0);
       for (int b = 0; b < nkb; ++b) {
@@ -540,22 +544,20 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
           }
           if (!any && !ow) continue;
           const float* dp = D + std::size_t(q0 / QG) * panel_stride;
-          if (fuse) {
-            gather(lo, hi, ep, rows, dp, ldd, local.data(), std::size_t(QG), qn, true);
-            tstore(local.data(), std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc),
-                   beta_k);
-            continue;
-          }
           float* out = sp_a ? c.C + std::size_t(p0) * c.ldc + q0 : tmp + std::size_t(p0) * QG;
           gather(lo, hi, ep, rows, dp, ldd, out, sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
         }
       }
-      if (!sp_a && !fuse) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): chunks of P in parallel
+      if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): chunks of P in parallel
 #pragma omp for schedule(static)
         for (int ci = 0; ci < n_chunks; ++ci) {
           const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
-          tstore(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0,
-                 std::size_t(c.ldc), beta_k);
+          if (stream)
+            detail::transpose_store_stream_avx2(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn,
+                                                c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc));
+          else
+            tstore(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0,
+                   std::size_t(c.ldc), beta_k);
         }
       }
     }

@@ -360,26 +360,34 @@ TEST(TileSparseGemm, DensePackReuseFollowsVersionAndIsInvalidated) {
   }
 }
 
-// Large outputs (C^T written through the fused gather + transposed store), one and several R blocks,
-// beta 0 and 0.5.
-TEST(TileSparseGemm, LargeOutputsMatchReference) {
+// Outputs above the streaming size (32 MiB) are written with non-temporal stores when beta == 0 (AVX2),
+// with one R block (fused gather + transposed store) and with several; beta != 0 takes the cached path.
+// C is offset by one float from the allocation so that row segments start mid-line.
+TEST(TileSparseGemm, LargeOutputsStreamedMatchReference) {
   std::mt19937 rng(41);
   std::uniform_real_distribution<float> u(-1, 1);
   std::uniform_real_distribution<double> p(0, 1);
-  const int M = 2048, N = 2100;
+  const int M = 2048, N = 4200;
   for (int K : {24, 1400}) {
     if (K > 100 && isas().back() != Isa::Avx2) continue;  // keep the portable run quick
-    std::vector<float> A(std::size_t(K) * M), B(std::size_t(K) * N), C(std::size_t(M) * N, 1.0f);
+    std::vector<float> A(std::size_t(K) * M), B(std::size_t(K) * N), Cbuf(std::size_t(M) * N + 1, 1.0f);
     for (auto& x : A) x = u(rng);
     for (auto& x : B) x = p(rng) < (K > 100 ? 0.995 : 0.9) ? 0.0f : u(rng);
     for (float beta : {0.0f, 0.5f}) {
-      GemmCall c{Op::T, Op::N, M, N, K, 1.0f, beta, A.data(), M, B.data(), N, C.data(), N, SparseOperand::B};
+      std::vector<float> C(Cbuf.begin() + 1, Cbuf.end());  // copied back into the offset buffer below
+      float* Cp = Cbuf.data() + 1;
+      GemmCall c{Op::T, Op::N, M, N, K, 1.0f, beta, A.data(), M, B.data(), N, Cp, N, SparseOperand::B};
       const std::vector<float> C0 = C;
       TileSparseOptions o;
       o.threshold = 2.0;
       TileSparseEngine e(o);
       e.run(c);
+      std::copy(Cp, Cp + C.size(), C.begin());
+      c.C = C.data();
       const double worst = rel_err(c, C, C0);
+      if (isas().back() == Isa::Avx2) {
+        EXPECT_EQ(e.last_stats().out_streamed, beta == 0.0f);
+      }
       EXPECT_LE(worst, 1.0) << "K=" << K << " beta=" << beta;
     }
   }

@@ -57,6 +57,7 @@ struct TileSparseStats {
   bool full_dense = false;         ///< one sgemm for the whole call (all tiles DENSE, or the call-level guard)
   bool dense_packed = false;       ///< the sparse path used a packed copy of the dense operand
   bool dense_pack_reused = false;  ///< ... kept from an earlier call (GemmCall::dense_version matched)
+  bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   double compact_s = 0, compute_s = 0;
   double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused)
   double lists_s = 0;              ///< part of compute_s spent building the row lists of the sparse operand
