@@ -22,7 +22,7 @@ namespace spartan::gemm {
 /// Density threshold (nnz / tile elements) at or above which a tile is computed by the dense
 /// micro-kernel. Produced by `bench-gemm --calibrate --tile 8x256` (calibrate_threshold below) on the
 /// 2-core x86-64 (AMD EPYC, AVX2) development VM, single thread; table in docs/bench/gemm.md.
-inline constexpr double kCalibratedThreshold = 0.25;
+inline constexpr double kCalibratedThreshold = 0.30;
 /// Default tile of the GEMM engines, chosen by bench-gemm (docs/bench/gemm.md): wide tiles amortise the
 /// per-tile-row cost of the sparse path. (The format's own default, 32 x 32, is the hardware line view.)
 inline constexpr std::uint32_t kGemmTileRows = 8;
