@@ -443,8 +443,21 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     // that stays in L2 and gather them right away, all Q panels, instead of building every band's lists
     // first (one pass through a buffer of nnz entries that spills to L3 and is read back per panel).
     // Out = C^T goes through a per-thread kSub x kGatherQ buffer (L1) straight into C.
-    const std::uint32_t bands_per_group = std::max<std::uint32_t>(1, std::uint32_t(kSub) / p_tile);
-    const long n_groups = long((n_bands + bands_per_group - 1) / bands_per_group);
+    // Groups: at least kSub rows of S; more bands while the group's list stays within kGroupEntries
+    // (128 KiB), so that with short reductions (small R, e.g. backward-data) few groups share each pass
+    // over D (a group visits all of D's panels). With several threads, at least two groups per thread.
+    constexpr std::size_t kGroupEntries = 16384;
+    const std::uint32_t min_bands = std::max<std::uint32_t>(1, std::uint32_t(kSub) / p_tile);
+    const std::size_t budget =
+        std::min(kGroupEntries, std::max<std::size_t>(1, band_off_[n_bands] / (2 * std::size_t(nthreads))));
+    std::vector<std::uint32_t> gbounds{0};
+    for (std::uint32_t b = 0; b < n_bands;) {
+      std::uint32_t b1 = std::min(n_bands, b + min_bands);
+      while (b1 < n_bands && band_off_[b1 + 1] - band_off_[b] <= budget) ++b1;
+      gbounds.push_back(b1);
+      b = b1;
+    }
+    const long n_groups = long(gbounds.size()) - 1;
     row_beg_.resize(std::size_t(P));
     row_end_.resize(std::size_t(P));
     if (group_ent_.size() < std::size_t(nthreads)) group_ent_.resize(std::size_t(nthreads));
@@ -462,8 +475,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
 #pragma omp for schedule(dynamic, 1)
       for (long gi = 0; gi < n_groups; ++gi) {
         const double tg = now_s();
-        const std::uint32_t b0 = std::uint32_t(gi) * bands_per_group,
-                            b1 = std::min(n_bands, b0 + bands_per_group);
+        const std::uint32_t b0 = gbounds[std::size_t(gi)], b1 = gbounds[std::size_t(gi) + 1];
         const int p0 = int(b0 * p_tile), p1 = std::min(P, int(b1 * p_tile));
         const std::size_t need = off[b1] - off[b0] + detail::kEntrySlack;
         if (ent.size() < need) ent.resize(need);
