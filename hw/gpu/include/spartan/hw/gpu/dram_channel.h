@@ -1,16 +1,35 @@
 // Timing of one HBM/GDDR channel (pure C++, no SystemC): banks in bank groups with an open-row policy,
-// one data bus, JEDEC timing constraints, all-bank refresh. Called with requests in arrival order; each
-// burst reserves its bank and the bus ("busy until"), so conflicts and contention change the timing.
+// one data bus, JEDEC timing constraints, all-bank refresh. Each burst reserves its bank and the bus, so
+// conflicts and contention change the timing.
 //
-// Scheduling: requests are timed in call order (loosely timed), open-page policy, early activation (a
-// request's ACT/PRE may issue as soon as it arrives, ahead of earlier requests' data, when its bank allows),
-// and a first-ready approximation of FR-FCFS (Rixner et al., ISCA 2000): a request to one of the rows the
-// bank's last 4 precharges closed, which arrived BEFORE that precharge, is served as a row hit (a
-// first-ready scheduler with a deep enough queue would have issued it while the row was open). Shared resources (data bus, ACT rate, per bank
-// group column rate) are slot calendars (reservation.h), so a burst whose bank must first be activated
-// does not hold up row hits to other banks behind it: the bus takes whichever is ready first. Constraints modelled (JEDEC JESD235 names, DRAM cycles):
-// tRCD, tRP, tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tWTR, tRTW (bus turnaround), tBURST,
-// tREFI/tRFC (all-bank refresh, staggered per channel; rows close at refresh). Not modelled: tFAW, power-down.
+// Out-of-time-order requests (temporal decoupling). Requests reach the channel in CALL order, which under
+// a tlm_quantumkeeper is not time order: a posted write-back or an SM that ran ahead may be timed before a
+// request that is earlier in simulated time. Each bank therefore keeps a time-ordered ROW HISTORY: the
+// last `kRowHistory` row-open intervals (ACT time, row, earliest possible PRE given tRAS and the column
+// commands already served in it, the refresh that closes it). A burst arriving at t is judged against the
+// row state AT t, not against the bank's latest call:
+//   - row hit: the interval open at t (or a later one, see below) holds its row and its column command
+//     fits before that interval's PRE deadline (next ACT - tRP; the row's data-to-PRE constraints tRTP /
+//     WL + tBURST + tWR are respected; the interval's earliest PRE is then pushed out accordingly);
+//   - otherwise a new interval is inserted in the first gap at or after t that can hold it: PRE of the
+//     row open there (not before its earliest PRE), tRP, ACT (tRC after the previous ACT of the bank,
+//     tRRD on the channel's ACT calendar, outside refresh), tRCD, the column command, and its own
+//     earliest PRE + tRP and tRC before the next interval's ACT. If no gap fits, the burst is tried
+//     against the next interval (row hit there, or the gap after it), and so on; after the last interval
+//     it always fits (the in-order case, identical to a plain open-page bank state machine).
+// Committed intervals are never moved (their bursts' times were already returned), so a request served
+// later in call order cannot delay a PRE that an earlier call decided; within that limit this is the
+// schedule an FR-FCFS controller (Rixner et al., ISCA 2000; as in DRAMSim3/Ramulator) produces: row hits
+// are served while their row is open, a different row is opened only in time no open row needs. The
+// interval semantics follow the JEDEC HBM2 state machine (JESD235: ACT -> RD/WR after tRCD, PRE after
+// tRAS and tRTP / tWR, ACT after tRP and tRC). Requests older than the bank's oldest kept interval
+// (history overflow) are charged from that interval's ACT (counted in `history_clamps`).
+//
+// Shared resources (data bus, ACT rate, per-bank-group column rate) are slot calendars (reservation.h),
+// correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
+// tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tWTR/tRTW (bus turnaround, charged on a direction
+// change between consecutive calls), tBURST, tREFI/tRFC (all-bank refresh, staggered per channel; rows
+// close at refresh). Not modelled: tFAW, power-down, per-bank refresh, write-queue draining.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -27,6 +46,8 @@ struct DramStats {
   std::uint64_t read_bytes = 0, write_bytes = 0;
   std::uint64_t row_hits = 0, row_misses = 0, row_conflicts = 0;  ///< per burst (column command)
   std::uint64_t activates = 0, precharges = 0, refresh_stalls = 0;
+  std::uint64_t late_row_hits = 0;              ///< row hits whose data left after the row's recorded PRE
+  std::uint64_t history_clamps = 0;             ///< bursts older than their bank's kept row history
   std::uint64_t bus_busy_ps = 0;                ///< data-bus occupancy (utilisation = busy / elapsed)
   LatencyHistogram read_latency_ps;             ///< arrival at the controller -> last data beat
   void register_with(StatsGroup& g) const;
@@ -34,6 +55,9 @@ struct DramStats {
 
 class DramChannel {
  public:
+  /// Row-open intervals kept per bank (the depth of out-of-order arrival the bank state resolves exactly).
+  static constexpr std::uint32_t kRowHistory = 32;
+
   DramChannel(const DramConfig& cfg, const ClockDomain& clk, std::uint32_t channel_index, std::uint32_t channels);
 
   enum class RowResult { Hit, Miss, Conflict };
@@ -43,28 +67,31 @@ class DramChannel {
   const DramStats& stats() const { return stats_; }
 
  private:
-  // One cache line holds everything a burst reads (closed_at is read only when a closed row matches).
-  struct alignas(64) Bank {
-    bool open = false;
-    bool ever_activated = false;
-    std::uint32_t row = 0;
-    /// Rows closed by the last 4 precharges and when (FR-FCFS approximation).
-    std::uint32_t closed_row[4] = {};
-    std::uint32_t closed_next = 0;
-    std::uint64_t epoch = 0;  ///< refresh interval the row was opened in
-    ps_t act = 0, last_read = 0, write_recovery = 0;
-    ps_t closed_at[4] = {};
+  /// One row-open interval of a bank: [act, PRE) with PRE >= min_pre, and PRE <= closes (refresh).
+  struct RowInterval {
+    ps_t act;      ///< ACT command time
+    ps_t min_pre;  ///< earliest PRE: act + tRAS and every served column's tRTP / write recovery
+    ps_t closes;   ///< start of the refresh window that closes the row (~0: no refresh)
+    std::uint32_t row;
   };
+  struct Bank {
+    std::uint32_t n = 0;         ///< intervals kept (sorted by act)
+    bool dropped = false;        ///< older intervals were dropped (requests before iv[0] are clamped)
+    RowInterval iv[kRowHistory];
+  };
+  struct Column {
+    ps_t cmd, data;  ///< column command time and the start of its data on the bus
+  };
+
   ps_t after_refresh(ps_t t) const {
     if (!tREFI_) return t;
     ps_t phase = refresh_phase(t);
     return phase < tRFC_ ? t + (tRFC_ - phase) : t;
   }
-  static bool closed_recently(const Bank& b, std::uint32_t row, ps_t t);
-  std::uint64_t epoch(ps_t t) const {
-    if (!tREFI_) return 0;
-    refresh_phase(t);
-    return ref_epoch_;
+  /// Start of the first refresh window after `t` (~0 when refresh is off).
+  ps_t next_refresh(ps_t t) const {
+    if (!tREFI_) return ~ps_t(0);
+    return t - refresh_phase(t) + tREFI_;
   }
   /// (t + refresh_offset_) % tREFI_ (tREFI_ > 0), remembering the refresh interval it lies in so that
   /// the common case (the same interval as the previous call) needs no division.
@@ -72,9 +99,21 @@ class DramChannel {
     if (t >= ref_base_ && t - ref_base_ < tREFI_) return t - ref_base_;
     ps_t x = t + refresh_offset_, phase = x % tREFI_;
     ref_base_ = t - phase;  // may wrap below 0 for t < phase: then the test above fails and we recompute
-    ref_epoch_ = x / tREFI_;
     if (t < phase) ref_base_ = ~ps_t(0);
     return phase;
+  }
+  /// Earliest ACT at or after `t` that tRRD and refresh allow (not reserved).
+  ps_t peek_act(ps_t t);
+  /// Earliest column command at or after `ready` in bank group `bg` and its bus slot (not reserved).
+  Column peek_column(ps_t ready, std::uint32_t bg, bool write);
+  /// Reserves the column command and data slot peek_column(ready, bg) returned (plus a bus turnaround).
+  Column commit_column(ps_t ready, std::uint32_t bg, bool write);
+  /// The PRE of a row cannot come before this after a column command at `c` with data at `d`.
+  ps_t pre_after(const Column& c, bool write) const {
+    return write ? c.data + tBURST_ + tWR_ : c.cmd + tRTP_;
+  }
+  ps_t turnaround(bool write) const {
+    return any_col_ && write != last_was_write_ ? (write ? tRTW_ : tWTR_) : 0;
   }
 
   DramConfig cfg_;
@@ -86,7 +125,6 @@ class DramChannel {
   std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
   bool any_col_ = false, last_was_write_ = false;
   mutable ps_t ref_base_ = ~ps_t(0);  ///< start of the refresh interval last looked up (~0: none)
-  mutable std::uint64_t ref_epoch_ = 0;  ///< its index
   DramStats stats_;
 };
 
