@@ -51,9 +51,15 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
 
 DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, bool write) {
   const ps_t lat = write ? WL_ : CL_;
-  // Bus turnaround: a direction change costs idle bus time (tRTW read->write, tWTR write->read).
+  // Bus turnaround of a write-drain episode (tRTW into write mode, tWTR back): idle bus slots.
   if (ps_t gap = turnaround(write))
     for (ps_t g = 0; g < gap; g += tBURST_) bus_.reserve(ready + lat + g);
+  if (write) {
+    if (drain_left_ == 0) drain_left_ = cfg_.write_drain_bursts, reads_since_drain_ = 0;
+    --drain_left_;
+  } else {
+    ++reads_since_drain_;
+  }
   ps_t c = bg_cols_[bg].reserve(after_refresh(ready));  // tCCD_L within the bank group
   ps_t data_start = bus_.reserve(c + lat);               // tCCD_S / tBURST on the bus
   while (after_refresh(data_start - lat) != data_start - lat) {  // no column command during refresh:
@@ -61,8 +67,6 @@ DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, boo
     bus_.block(data_start, end + lat);
     data_start = bus_.reserve(end + lat);
   }
-  any_col_ = true;
-  last_was_write_ = write;
   stats_.bus_busy_ps += tBURST_;
   return {data_start - lat, data_start};
 }

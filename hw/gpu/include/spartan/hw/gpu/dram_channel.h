@@ -27,9 +27,13 @@
 //
 // Shared resources (data bus, ACT rate, per-bank-group column rate) are slot calendars (reservation.h),
 // correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
-// tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tWTR/tRTW (bus turnaround, charged on a direction
-// change between consecutive calls), tBURST, tREFI/tRFC (all-bank refresh, staggered per channel; rows
-// close at refresh). Not modelled: tFAW, power-down, per-bank refresh, write-queue draining.
+// tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
+// channel; rows close at refresh), and the bus turnarounds tRTW/tWTR under a write-drain policy: posted
+// writes wait in the controller's write queue and are drained in episodes of `write_drain_bursts`
+// (watermark-based write mode as in Ramulator, Kim et al. CAL 2015, and DRAMSim3; Stuecheli et al., ISCA
+// 2010), so one read->write + write->read turnaround is paid per episode while reads are also served,
+// none in a pure write or read stream. This is an amortised cost: the episode's writes keep their own
+// (time-ordered) bus slots. Not modelled: tFAW, power-down, per-bank refresh.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -112,9 +116,9 @@ class DramChannel {
   ps_t pre_after(const Column& c, bool write) const {
     return write ? c.data + tBURST_ + tWR_ : c.cmd + tRTP_;
   }
-  ps_t turnaround(bool write) const {
-    return any_col_ && write != last_was_write_ ? (write ? tRTW_ : tWTR_) : 0;
-  }
+  /// Idle bus time a burst must leave before its data: one read->write + write->read turnaround at the
+  /// first write of each write-drain episode, when reads were served since the previous episode began.
+  ps_t turnaround(bool write) const { return write && drain_left_ == 0 && reads_since_drain_ ? tRTW_ + tWTR_ : 0; }
 
   DramConfig cfg_;
   ps_t tRCD_, tRP_, tRAS_, tRC_, CL_, WL_, tCCDL_, tCCDS_, tRRD_, tWR_, tRTP_, tWTR_, tRTW_, tBURST_, tREFI_,
@@ -123,7 +127,8 @@ class DramChannel {
   SlotCalendar bus_;                   ///< data bus: one burst per tBURST (covers tCCD_S when equal)
   SlotCalendar acts_;                  ///< ACT commands: one per tRRD
   std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
-  bool any_col_ = false, last_was_write_ = false;
+  std::uint32_t drain_left_ = 0;         ///< writes left in the current write-drain episode
+  std::uint64_t reads_since_drain_ = 0;  ///< reads served since the current episode began
   mutable ps_t ref_base_ = ~ps_t(0);  ///< start of the refresh interval last looked up (~0: none)
   DramStats stats_;
 };
