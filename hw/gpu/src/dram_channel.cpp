@@ -1,7 +1,6 @@
 #include "spartan/hw/gpu/dram_channel.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace spartan::hw::gpu {
 
@@ -24,7 +23,8 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
       banks_(c.banks()),
       bus_(clk.cycles_to_ps(c.timing.tBURST)),
       acts_(clk.cycles_to_ps(c.timing.tRRD)),
-      bg_cols_(c.bank_groups, SlotCalendar(clk.cycles_to_ps(c.timing.tCCDL), 1, 1u << 13)) {
+      bg_cols_(c.bank_groups, SlotCalendar(clk.cycles_to_ps(c.timing.tCCDL), 1, 1u << 13)),
+      bg_last_(c.bank_groups, 0) {
   const auto& t = c.timing;
   auto ps = [&](std::uint32_t cyc) { return clk.cycles_to_ps(cyc); };
   tRCD_ = ps(t.tRCD), tRP_ = ps(t.tRP), tRAS_ = ps(t.tRAS), tRC_ = ps(t.tRC), CL_ = ps(t.CL), WL_ = ps(t.WL);
@@ -49,11 +49,21 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   return {ds - lat, ds};
 }
 
+bool DramChannel::column_before(ps_t ready, std::uint32_t bg, bool write, ps_t limit) {
+  if (limit == ~ps_t(0)) return true;
+  // Cheap bound first: every slot after the last one taken is free, so the column cannot come later than
+  // this (and [ready, limit) holds no refresh window when ready lies in a row-open interval ending there).
+  const ps_t lat = write ? WL_ : CL_;
+  const ps_t bus_next = bus_last_ + tBURST_ > lat ? bus_last_ + tBURST_ - lat : 0;
+  if (std::max({ready, bg_last_[bg] + tCCDL_, bus_next}) + turnaround(write) < limit) return true;
+  return peek_column(ready, bg, write).cmd < limit;
+}
+
 DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, bool write) {
   const ps_t lat = write ? WL_ : CL_;
   // Bus turnaround of a write-drain episode (tRTW into write mode, tWTR back): idle bus slots.
   if (ps_t gap = turnaround(write))
-    for (ps_t g = 0; g < gap; g += tBURST_) bus_.reserve(ready + lat + g);
+    for (ps_t g = 0; g < gap; g += tBURST_) bus_last_ = std::max(bus_last_, bus_.reserve(ready + lat + g));
   if (write) {
     if (drain_left_ == 0) drain_left_ = cfg_.write_drain_bursts, reads_since_drain_ = 0;
     --drain_left_;
@@ -61,12 +71,15 @@ DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, boo
     ++reads_since_drain_;
   }
   ps_t c = bg_cols_[bg].reserve(after_refresh(ready));  // tCCD_L within the bank group
+  bg_last_[bg] = std::max(bg_last_[bg], c);
   ps_t data_start = bus_.reserve(c + lat);               // tCCD_S / tBURST on the bus
   while (after_refresh(data_start - lat) != data_start - lat) {  // no column command during refresh:
     ps_t end = after_refresh(data_start - lat);                    // the bus is idle for the window
     bus_.block(data_start, end + lat);
+    bus_last_ = std::max(bus_last_, end + lat);
     data_start = bus_.reserve(end + lat);
   }
+  bus_last_ = std::max(bus_last_, data_start);
   stats_.bus_busy_ps += tBURST_;
   return {data_start - lat, data_start};
 }
@@ -77,25 +90,26 @@ ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* res
   ps_t t0 = t;
   t = after_refresh(t);
   if (t != t0) ++stats_.refresh_stalls;
-  if (b.dropped && t < b.iv[0].act) {
-    t = b.iv[0].act;
+  if (b.dropped && t < b.at(0).act) {
+    t = b.at(0).act;
     ++stats_.history_clamps;
   }
-  int i = int(b.n) - 1;  // the interval open (or last opened) at t
-  while (i >= 0 && b.iv[i].act > t) --i;
+  const int n = int(b.n);
+  int i = n - 1;  // the interval open (or last opened) at t
+  while (i >= 0 && b.at(i).act > t) --i;
 
   RowResult r;
   Column k;
   for (;;) {
-    RowInterval* I = i >= 0 ? &b.iv[i] : nullptr;
-    RowInterval* J = i + 1 < int(b.n) ? &b.iv[i + 1] : nullptr;
+    RowInterval* I = i >= 0 ? &b.at(i) : nullptr;
+    RowInterval* J = i + 1 < n ? &b.at(i + 1) : nullptr;
     // Row hit in I: the request arrived (t) before I's row was precharged, so a first-ready scheduler had it
     // queued while the row was open and serves it before the PRE. Its column takes the first free
     // column/bus slot at or after max(t, ACT + tRCD), but not after the refresh that closes the row.
     if (I && I->row == a.row && t < I->closes) {
       const ps_t deadline = J && J->act < I->closes ? J->act - tRP_ : I->closes;
       const ps_t ready = std::max(t, I->act + tRCD_);
-      if (t < deadline && (I->closes == ~ps_t(0) || peek_column(ready, bg, write).cmd < I->closes)) {
+      if (t < deadline && column_before(ready, bg, write, I->closes)) {
         k = commit_column(ready, bg, write);
         const ps_t need = pre_after(k, write);
         if (need > deadline) ++stats_.late_row_hits;
@@ -120,21 +134,20 @@ ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* res
     if (I) act = std::max(act, I->act + tRC_);
     act = peek_act(act);
     ps_t closes = next_refresh(act);
-    Column c = peek_column(act + tRCD_, bg, write);
-    while (c.cmd >= closes) {  // the column would fall after the next refresh: activate after it
+    while (!column_before(act + tRCD_, bg, write, closes)) {  // column after the next refresh: ACT after it
       act = peek_act(closes);
       closes = next_refresh(act);
-      c = peek_column(act + tRCD_, bg, write);
     }
-    const ps_t min_pre = std::max(act + tRAS_, pre_after(c, write));
     bool merge = false, fits = !J;
     if (J && act < J->act) {
+      const Column c = peek_column(act + tRCD_, bg, write);
       if (J->row == a.row && J->act < closes) {
         // Same row as the next interval: open it earlier instead (one ACT, no PRE in between).
-        RowInterval* K = i + 2 < int(b.n) ? &b.iv[i + 2] : nullptr;
+        RowInterval* K = i + 2 < n ? &b.at(i + 2) : nullptr;
         const ps_t deadline = K && K->act < J->closes ? K->act - tRP_ : J->closes;
         merge = fits = pre_after(c, write) <= deadline;
       } else {
+        const ps_t min_pre = std::max(act + tRAS_, pre_after(c, write));
         fits = J->act >= act + tRC_ && (J->act >= closes || min_pre + tRP_ <= J->act);
       }
     }
@@ -156,18 +169,7 @@ ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* res
     }
     ++stats_.activates;
     stats_.precharges += std::uint64_t(std::max(0, int(open) + int(J && J->act < closes) - had));
-    RowInterval n{act, std::max(act + tRAS_, pre_after(k, write)), closes, a.row};
-    int pos = i + 1;
-    if (b.n == kRowHistory) {  // drop the oldest interval (or the new one, if it would be the oldest)
-      b.dropped = true;
-      if (pos == 0) break;
-      std::memmove(&b.iv[0], &b.iv[1], sizeof(RowInterval) * (b.n - 1));
-      --pos;
-      --b.n;
-    }
-    std::memmove(&b.iv[pos + 1], &b.iv[pos], sizeof(RowInterval) * (b.n - std::uint32_t(pos)));
-    b.iv[pos] = n;
-    ++b.n;
+    b.insert(i + 1, RowInterval{act, std::max(act + tRAS_, pre_after(k, write)), closes, a.row});
     break;
   }
   if (r == RowResult::Hit) ++stats_.row_hits;

@@ -60,7 +60,7 @@ struct DramStats {
 class DramChannel {
  public:
   /// Row-open intervals kept per bank (the depth of out-of-order arrival the bank state resolves exactly).
-  static constexpr std::uint32_t kRowHistory = 32;
+  static constexpr std::uint32_t kRowHistory = 32;  // power of two (ring)
 
   DramChannel(const DramConfig& cfg, const ClockDomain& clk, std::uint32_t channel_index, std::uint32_t channels);
 
@@ -78,10 +78,26 @@ class DramChannel {
     ps_t closes;   ///< start of the refresh window that closes the row (~0: no refresh)
     std::uint32_t row;
   };
+  /// A bank's row history: a ring of up to kRowHistory intervals sorted by ACT (logical 0 = oldest).
   struct Bank {
-    std::uint32_t n = 0;         ///< intervals kept (sorted by act)
-    bool dropped = false;        ///< older intervals were dropped (requests before iv[0] are clamped)
+    std::uint32_t head = 0, n = 0;
+    bool dropped = false;  ///< older intervals were dropped (requests before at(0) are clamped)
     RowInterval iv[kRowHistory];
+    RowInterval& at(int j) { return iv[(head + std::uint32_t(j)) & (kRowHistory - 1)]; }
+    /// Inserts `x` at logical position `pos` (0..n); when full, the oldest interval is dropped first
+    /// (or `x` itself when it would be the oldest).
+    void insert(int pos, const RowInterval& x) {
+      if (n == kRowHistory) {
+        dropped = true;
+        if (pos == 0) return;
+        head = (head + 1) & (kRowHistory - 1);
+        --n;
+        --pos;
+      }
+      for (int j = int(n); j > pos; --j) at(j) = at(j - 1);
+      at(pos) = x;
+      ++n;
+    }
   };
   struct Column {
     ps_t cmd, data;  ///< column command time and the start of its data on the bus
@@ -110,6 +126,9 @@ class DramChannel {
   ps_t peek_act(ps_t t);
   /// Earliest column command at or after `ready` in bank group `bg` and its bus slot (not reserved).
   Column peek_column(ps_t ready, std::uint32_t bg, bool write);
+  /// Whether the column peek_column(ready, bg, write) would find starts before `limit` (a cheap bound
+  /// from the last slots taken first; peeks only when the bound is inconclusive).
+  bool column_before(ps_t ready, std::uint32_t bg, bool write, ps_t limit);
   /// Reserves the column command and data slot peek_column(ready, bg) returned (plus a bus turnaround).
   Column commit_column(ps_t ready, std::uint32_t bg, bool write);
   /// The PRE of a row cannot come before this after a column command at `c` with data at `d`.
@@ -127,6 +146,8 @@ class DramChannel {
   SlotCalendar bus_;                   ///< data bus: one burst per tBURST (covers tCCD_S when equal)
   SlotCalendar acts_;                  ///< ACT commands: one per tRRD
   std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
+  ps_t bus_last_ = 0;                  ///< latest data slot taken or blocked on the bus
+  std::vector<ps_t> bg_last_;          ///< per bank group: latest column command taken
   std::uint32_t drain_left_ = 0;         ///< writes left in the current write-drain episode
   std::uint64_t reads_since_drain_ = 0;  ///< reads served since the current episode began
   mutable ps_t ref_base_ = ~ps_t(0);  ///< start of the refresh interval last looked up (~0: none)
