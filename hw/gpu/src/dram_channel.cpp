@@ -21,6 +21,7 @@ void DramStats::register_with(StatsGroup& g) const {
 DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint32_t ch, std::uint32_t channels)
     : cfg_(c),
       banks_(c.banks()),
+      heads_(c.banks()),
       bus_(clk.cycles_to_ps(c.timing.tBURST)),
       acts_(clk.cycles_to_ps(c.timing.tRRD)),
       bg_cols_(c.bank_groups, SlotCalendar(clk.cycles_to_ps(c.timing.tCCDL), 1, 1u << 13)),
@@ -85,24 +86,28 @@ DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, boo
 }
 
 ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* result) {
-  Bank& b = banks_[a.flat_bank(cfg_.banks_per_group)];
+  const std::uint32_t bank = a.flat_bank(cfg_.banks_per_group);
+  Bank& b = banks_[bank];
+  BankHead& h = heads_[bank];
   const std::uint32_t bg = a.bank_group;
   ps_t t0 = t;
   t = after_refresh(t);
   if (t != t0) ++stats_.refresh_stalls;
-  if (b.dropped && t < b.at(0).act) {
-    t = b.at(0).act;
-    ++stats_.history_clamps;
+  const int n = int(h.n);
+  int i = n - 1;  // the interval open (or last opened) at t: usually the newest
+  if (i >= 0 && at(b, h, i).act > t) {
+    if (h.dropped && t < at(b, h, 0).act) {
+      t = at(b, h, 0).act;
+      ++stats_.history_clamps;
+    }
+    while (i >= 0 && at(b, h, i).act > t) --i;
   }
-  const int n = int(b.n);
-  int i = n - 1;  // the interval open (or last opened) at t
-  while (i >= 0 && b.at(i).act > t) --i;
 
   RowResult r;
   Column k;
   for (;;) {
-    RowInterval* I = i >= 0 ? &b.at(i) : nullptr;
-    RowInterval* J = i + 1 < n ? &b.at(i + 1) : nullptr;
+    RowInterval* I = i >= 0 ? &at(b, h, i) : nullptr;
+    RowInterval* J = i + 1 < n ? &at(b, h, i + 1) : nullptr;
     // Row hit in I: the request arrived (t) before I's row was precharged, so a first-ready scheduler had it
     // queued while the row was open and serves it before the PRE. Its column takes the first free
     // column/bus slot at or after max(t, ACT + tRCD), but not after the refresh that closes the row.
@@ -143,7 +148,7 @@ ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* res
       const Column c = peek_column(act + tRCD_, bg, write);
       if (J->row == a.row && J->act < closes) {
         // Same row as the next interval: open it earlier instead (one ACT, no PRE in between).
-        RowInterval* K = i + 2 < n ? &b.at(i + 2) : nullptr;
+        RowInterval* K = i + 2 < n ? &at(b, h, i + 2) : nullptr;
         const ps_t deadline = K && K->act < J->closes ? K->act - tRP_ : J->closes;
         merge = fits = pre_after(c, write) <= deadline;
       } else {
@@ -169,7 +174,7 @@ ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* res
     }
     ++stats_.activates;
     stats_.precharges += std::uint64_t(std::max(0, int(open) + int(J && J->act < closes) - had));
-    b.insert(i + 1, RowInterval{act, std::max(act + tRAS_, pre_after(k, write)), closes, a.row});
+    insert(b, h, i + 1, RowInterval{act, std::max(act + tRAS_, pre_after(k, write)), closes, a.row});
     break;
   }
   if (r == RowResult::Hit) ++stats_.row_hits;

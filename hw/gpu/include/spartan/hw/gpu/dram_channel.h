@@ -65,6 +65,12 @@ class DramChannel {
   DramChannel(const DramConfig& cfg, const ClockDomain& clk, std::uint32_t channel_index, std::uint32_t channels);
 
   enum class RowResult { Hit, Miss, Conflict };
+  /// Hint: the host-cache line burst(.., a, ..) will read first (its bank's newest row interval).
+  void prefetch(const DramAddress& a) const {
+    const std::uint32_t k = a.flat_bank(cfg_.banks_per_group);
+    const BankHead& h = heads_[k];
+    __builtin_prefetch(&banks_[k].iv[(h.head + h.n - 1) & (kRowHistory - 1)]);
+  }
   /// One burst to `a` arriving at `t_ps`; returns the time its last data beat is on the bus.
   ps_t burst(ps_t t_ps, const DramAddress& a, bool write, RowResult* result = nullptr);
   DramStats& stats() { return stats_; }
@@ -78,27 +84,34 @@ class DramChannel {
     ps_t closes;   ///< start of the refresh window that closes the row (~0: no refresh)
     std::uint32_t row;
   };
-  /// A bank's row history: a ring of up to kRowHistory intervals sorted by ACT (logical 0 = oldest).
-  struct Bank {
-    std::uint32_t head = 0, n = 0;
-    bool dropped = false;  ///< older intervals were dropped (requests before at(0) are clamped)
-    RowInterval iv[kRowHistory];
-    RowInterval& at(int j) { return iv[(head + std::uint32_t(j)) & (kRowHistory - 1)]; }
-    /// Inserts `x` at logical position `pos` (0..n); when full, the oldest interval is dropped first
-    /// (or `x` itself when it would be the oldest).
-    void insert(int pos, const RowInterval& x) {
-      if (n == kRowHistory) {
-        dropped = true;
-        if (pos == 0) return;
-        head = (head + 1) & (kRowHistory - 1);
-        --n;
-        --pos;
-      }
-      for (int j = int(n); j > pos; --j) at(j) = at(j - 1);
-      at(pos) = x;
-      ++n;
-    }
+  /// A bank's row history: a ring of up to kRowHistory intervals sorted by ACT (logical 0 = oldest). The
+  /// ring position and count live apart (BankHead, a compact array that stays in the host cache), so a
+  /// burst in time order touches one line of the ring: the newest interval.
+  struct BankHead {
+    std::uint32_t head = 0;  ///< ring index of the oldest interval
+    std::uint16_t n = 0;     ///< intervals kept
+    bool dropped = false;    ///< older intervals were dropped (requests before the oldest are clamped)
   };
+  struct Bank {
+    RowInterval iv[kRowHistory];
+  };
+  static RowInterval& at(Bank& b, const BankHead& h, int j) {
+    return b.iv[(h.head + std::uint32_t(j)) & (kRowHistory - 1)];
+  }
+  /// Inserts `x` at logical position `pos` (0..n); when full, the oldest interval is dropped first (or `x`
+  /// itself when it would be the oldest).
+  static void insert(Bank& b, BankHead& h, int pos, const RowInterval& x) {
+    if (h.n == kRowHistory) {
+      h.dropped = true;
+      if (pos == 0) return;
+      h.head = (h.head + 1) & (kRowHistory - 1);
+      --h.n;
+      --pos;
+    }
+    for (int j = int(h.n); j > pos; --j) at(b, h, j) = at(b, h, j - 1);
+    at(b, h, pos) = x;
+    ++h.n;
+  }
   struct Column {
     ps_t cmd, data;  ///< column command time and the start of its data on the bus
   };
@@ -143,6 +156,7 @@ class DramChannel {
   ps_t tRCD_, tRP_, tRAS_, tRC_, CL_, WL_, tCCDL_, tCCDS_, tRRD_, tWR_, tRTP_, tWTR_, tRTW_, tBURST_, tREFI_,
       tRFC_, refresh_offset_;
   std::vector<Bank> banks_;
+  std::vector<BankHead> heads_;
   SlotCalendar bus_;                   ///< data bus: one burst per tBURST (covers tCCD_S when equal)
   SlotCalendar acts_;                  ///< ACT commands: one per tRRD
   std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
