@@ -7,23 +7,25 @@
 // request that is earlier in simulated time. Each bank therefore keeps a time-ordered ROW HISTORY: the
 // last `kRowHistory` row-open intervals (ACT time, row, earliest possible PRE given tRAS and the column
 // commands already served in it, the refresh that closes it). A burst arriving at t is judged against the
-// row state AT t, not against the bank's latest call:
-//   - row hit: the interval open at t (or a later one, see below) holds its row and its column command
-//     fits before that interval's PRE deadline (next ACT - tRP; the row's data-to-PRE constraints tRTP /
-//     WL + tBURST + tWR are respected; the interval's earliest PRE is then pushed out accordingly);
-//   - otherwise a new interval is inserted in the first gap at or after t that can hold it: PRE of the
-//     row open there (not before its earliest PRE), tRP, ACT (tRC after the previous ACT of the bank,
-//     tRRD on the channel's ACT calendar, outside refresh), tRCD, the column command, and its own
-//     earliest PRE + tRP and tRC before the next interval's ACT. If no gap fits, the burst is tried
-//     against the next interval (row hit there, or the gap after it), and so on; after the last interval
-//     it always fits (the in-order case, identical to a plain open-page bank state machine).
-// Committed intervals are never moved (their bursts' times were already returned), so a request served
-// later in call order cannot delay a PRE that an earlier call decided; within that limit this is the
-// schedule an FR-FCFS controller (Rixner et al., ISCA 2000; as in DRAMSim3/Ramulator) produces: row hits
-// are served while their row is open, a different row is opened only in time no open row needs. The
-// interval semantics follow the JEDEC HBM2 state machine (JESD235: ACT -> RD/WR after tRCD, PRE after
-// tRAS and tRTP / tWR, ACT after tRP and tRC). Requests older than the bank's oldest kept interval
-// (history overflow) are charged from that interval's ACT (counted in `history_clamps`).
+// row state AT t, not against the bank's latest call. Walking the intervals from the one open at t:
+//   - row hit: an interval of the burst's row whose PRE (next ACT - tRP, or the refresh) comes after t:
+//     a first-ready scheduler had the request queued while that row was open and serves it before the
+//     PRE. Its column takes the first free bank-group/bus slot at or after max(t, ACT + tRCD), never
+//     after the refresh that closes the row; the interval's earliest PRE moves out by tRTP (read) or
+//     WL + tBURST + tWR (write);
+//   - otherwise a new interval, inserted in the first gap that holds it with every bank constraint: PRE
+//     of the row open there (not before its earliest PRE), tRP, ACT (tRC after the bank's previous ACT,
+//     tRRD on the channel's ACT calendar, outside refresh), tRCD, the column, and its own earliest PRE +
+//     tRP and tRC before the next interval's ACT (if that interval has the same row, its ACT moves
+//     earlier instead: one ACT, no PRE). After the last interval it always fits: for requests in time
+//     order this is exactly an open-page bank state machine.
+// Approximation: committed intervals never move (their bursts' times were already returned). A hit whose
+// column slot (bus contention) lands after its row's recorded PRE is still served in that row; a real
+// FR-FCFS controller (Rixner et al., ISCA 2000; the default in DRAMSim3 and Ramulator) would have
+// delayed that PRE and the next ACT by its burst. Counted in `late_row_hits`. The interval semantics
+// follow the JEDEC HBM2 bank state machine (JESD235: ACT -> RD/WR after tRCD, PRE after tRAS and
+// tRTP / tWR, ACT after tRP and tRC). Requests older than the bank's oldest kept interval (history
+// overflow) are charged from that interval's ACT (counted in `history_clamps`).
 //
 // Shared resources (data bus, ACT rate, per-bank-group column rate) are slot calendars (reservation.h),
 // correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
