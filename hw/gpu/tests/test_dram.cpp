@@ -157,3 +157,22 @@ TEST(DramChannel, HistoryOverflowIsClampedAndCounted) {
   EXPECT_GT(end, 0u);
   EXPECT_EQ(ch.stats().history_clamps, 1u);
 }
+
+// An earlier-timed request to the row of the next interval opens that row earlier instead of inserting
+// another interval of the same row (one ACT, no PRE between them).
+TEST(DramChannel, EarlierRequestToTheNextRowMovesItsActivateEarlier) {
+  DramConfig d = v100_like(false);
+  DramChannel ch(d, kClk, 0, 1);
+  DramChannel::RowResult r;
+  ch.burst(0, {0, 0, 0, 1, 0}, false, &r);        // row 1 at 0
+  ch.burst(500'000, {0, 0, 0, 2, 0}, false, &r);  // row 2 at 500 ns
+  ASSERT_EQ(r, DramChannel::RowResult::Conflict);
+  ps_t end = ch.burst(100'000, {0, 0, 0, 2, 1}, false, &r);  // row 2 wanted at 100 ns: PRE row 1, ACT row 2
+  EXPECT_EQ(r, DramChannel::RowResult::Conflict);
+  const auto& t = d.timing;
+  EXPECT_EQ(end, 100'000 + cyc(t.tRP) + cyc(t.tRCD) + cyc(t.CL) + cyc(t.tBURST));
+  EXPECT_EQ(ch.stats().activates, 2u);   // row 2's ACT moved, no third ACT
+  EXPECT_EQ(ch.stats().precharges, 1u);  // only row 1's
+  ch.burst(300'000, {0, 0, 0, 2, 2}, false, &r);  // row 2 is now open at 300 ns
+  EXPECT_EQ(r, DramChannel::RowResult::Hit);
+}
