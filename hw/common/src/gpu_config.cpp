@@ -151,6 +151,8 @@ GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
     d.row_bytes = m.u32("row_bytes");
     d.controller_latency_cycles = m.u32("controller_latency_cycles");
     d.capacity_bytes = m.u64("capacity_bytes", 0);
+    d.write_drain_bursts = m.u32("write_drain_bursts", d.write_drain_bursts);
+    if (d.write_drain_bursts == 0) m.fail("write_drain_bursts", "must be > 0");
     read_timing(m.child("timing"), d.timing);
     m.finish();
   }

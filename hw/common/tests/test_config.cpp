@@ -76,6 +76,7 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   expect_config_error(with(v, "size_bytes", "1234"), "l2.size_bytes", "!=");
   expect_config_error(with(v, "tRC", "20"), "dram.timing.tRC", "tRAS + tRP");
   expect_config_error(with(with(v, "slices", "63"), "size_bytes", ""), "l2.slices", "evenly");
+  expect_config_error(with(v, "write_drain_bursts", "0"), "dram.write_drain_bursts", "must be > 0");
   expect_config_error("name: [unclosed", "<yaml>", "line");
 }
 

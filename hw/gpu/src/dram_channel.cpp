@@ -12,6 +12,8 @@ void DramStats::register_with(StatsGroup& g) const {
       .counter("row_conflicts", row_conflicts, "column commands needing PRE+ACT (other row open)")
       .counter("activates", activates).counter("precharges", precharges)
       .counter("refresh_stalls", refresh_stalls, "commands delayed by an all-bank refresh")
+      .counter("late_row_hits", late_row_hits, "row hits served after their row's recorded PRE (FR-FCFS)")
+      .counter("history_clamps", history_clamps, "bursts older than their bank's kept row history")
       .counter("bus_busy_ps", bus_busy_ps)
       .histogram("read_latency", read_latency_ps, "ps", "controller arrival -> last data beat");
 }
@@ -19,9 +21,11 @@ void DramStats::register_with(StatsGroup& g) const {
 DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint32_t ch, std::uint32_t channels)
     : cfg_(c),
       banks_(c.banks()),
+      heads_(c.banks()),
       bus_(clk.cycles_to_ps(c.timing.tBURST)),
       acts_(clk.cycles_to_ps(c.timing.tRRD)),
-      bg_cols_(c.bank_groups, SlotCalendar(clk.cycles_to_ps(c.timing.tCCDL), 1, 1u << 13)) {
+      bg_cols_(c.bank_groups, SlotCalendar(clk.cycles_to_ps(c.timing.tCCDL), 1, 1u << 13)),
+      bg_last_(c.bank_groups, 0) {
   const auto& t = c.timing;
   auto ps = [&](std::uint32_t cyc) { return clk.cycles_to_ps(cyc); };
   tRCD_ = ps(t.tRCD), tRP_ = ps(t.tRP), tRAS_ = ps(t.tRAS), tRC_ = ps(t.tRC), CL_ = ps(t.CL), WL_ = ps(t.WL);
@@ -31,74 +35,153 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
   refresh_offset_ = tREFI_ ? tREFI_ - (tREFI_ * ch / std::max<std::uint32_t>(channels, 1)) % tREFI_ : 0;
 }
 
-bool DramChannel::closed_recently(const Bank& b, std::uint32_t row, ps_t t) {
-  for (int k = 0; k < 4; ++k)
-    if (b.closed_row[k] == row && t < b.closed_at[k]) return true;
-  return false;
+ps_t DramChannel::peek_act(ps_t t) {
+  ps_t a = acts_.peek(after_refresh(t));  // tRRD
+  while (after_refresh(a) != a) a = acts_.peek(after_refresh(a));
+  return a;
+}
+
+DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool write) {
+  const ps_t lat = write ? WL_ : CL_;
+  const ps_t gap = turnaround(write);  // commit_column reserves it first: a conservative estimate here
+  ps_t c = bg_cols_[bg].peek(after_refresh(ready));
+  ps_t ds = bus_.peek(c + lat + gap);
+  while (after_refresh(ds - lat) != ds - lat) ds = bus_.peek(after_refresh(ds - lat) + lat);
+  return {ds - lat, ds};
+}
+
+bool DramChannel::column_before(ps_t ready, std::uint32_t bg, bool write, ps_t limit) {
+  if (limit == ~ps_t(0)) return true;
+  // Cheap bound first: every slot after the last one taken is free, so the column cannot come later than
+  // this (and [ready, limit) holds no refresh window when ready lies in a row-open interval ending there).
+  const ps_t lat = write ? WL_ : CL_;
+  const ps_t bus_next = bus_last_ + tBURST_ > lat ? bus_last_ + tBURST_ - lat : 0;
+  if (std::max({ready, bg_last_[bg] + tCCDL_, bus_next}) + turnaround(write) < limit) return true;
+  return peek_column(ready, bg, write).cmd < limit;
+}
+
+DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, bool write) {
+  const ps_t lat = write ? WL_ : CL_;
+  // Bus turnaround of a write-drain episode (tRTW into write mode, tWTR back): idle bus slots.
+  if (ps_t gap = turnaround(write))
+    for (ps_t g = 0; g < gap; g += tBURST_) bus_last_ = std::max(bus_last_, bus_.reserve(ready + lat + g));
+  if (write) {
+    if (drain_left_ == 0) drain_left_ = cfg_.write_drain_bursts, reads_since_drain_ = 0;
+    --drain_left_;
+  } else {
+    ++reads_since_drain_;
+  }
+  ps_t c = bg_cols_[bg].reserve(after_refresh(ready));  // tCCD_L within the bank group
+  bg_last_[bg] = std::max(bg_last_[bg], c);
+  ps_t data_start = bus_.reserve(c + lat);               // tCCD_S / tBURST on the bus
+  while (after_refresh(data_start - lat) != data_start - lat) {  // no column command during refresh:
+    ps_t end = after_refresh(data_start - lat);                    // the bus is idle for the window
+    bus_.block(data_start, end + lat);
+    bus_last_ = std::max(bus_last_, end + lat);
+    data_start = bus_.reserve(end + lat);
+  }
+  bus_last_ = std::max(bus_last_, data_start);
+  stats_.bus_busy_ps += tBURST_;
+  return {data_start - lat, data_start};
 }
 
 ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* result) {
-  Bank& b = banks_[a.flat_bank(cfg_.banks_per_group)];
+  const std::uint32_t bank = a.flat_bank(cfg_.banks_per_group);
+  Bank& b = banks_[bank];
+  BankHead& h = heads_[bank];
+  const std::uint32_t bg = a.bank_group;
   ps_t t0 = t;
   t = after_refresh(t);
   if (t != t0) ++stats_.refresh_stalls;
-  ps_t col_ready;
-  RowResult r;
-  bool row_open = b.open && b.epoch == epoch(t);
-  if (row_open && b.row == a.row) {
-    r = RowResult::Hit;
-    col_ready = t;
-  } else if (closed_recently(b, a.row, t)) {
-    // FR-FCFS approximation: this request was waiting while its row was still open; a first-ready
-    // scheduler would have served it as a row hit before precharging that row.
-    r = RowResult::Hit;
-    col_ready = t;
-  } else {
-    ps_t act = t;
-    if (row_open) {  // conflict: precharge the open row first
-      r = RowResult::Conflict;
-      ps_t pre = std::max({t, b.act + tRAS_, b.write_recovery, b.last_read + tRTP_});
-      b.closed_row[b.closed_next] = b.row;
-      b.closed_at[b.closed_next] = pre;
-      b.closed_next = (b.closed_next + 1) % 4;
-      act = pre + tRP_;
-      ++stats_.precharges;
-    } else {
-      r = RowResult::Miss;
+  const int n = int(h.n);
+  int i = n - 1;  // the interval open (or last opened) at t: usually the newest
+  if (i >= 0 && at(b, h, i).act > t) {
+    if (h.dropped && t < at(b, h, 0).act) {
+      t = at(b, h, 0).act;
+      ++stats_.history_clamps;
     }
-    if (b.ever_activated) act = std::max(act, b.act + tRC_);
-    act = acts_.reserve(after_refresh(act));  // tRRD
-    while (after_refresh(act) != act) act = acts_.reserve(after_refresh(act));
-    b.open = true, b.row = a.row, b.epoch = epoch(act), b.act = act, b.ever_activated = true;
+    while (i >= 0 && at(b, h, i).act > t) --i;
+  }
+
+  RowResult r;
+  Column k;
+  for (;;) {
+    RowInterval* I = i >= 0 ? &at(b, h, i) : nullptr;
+    RowInterval* J = i + 1 < n ? &at(b, h, i + 1) : nullptr;
+    // Row hit in I: the request arrived (t) before I's row was precharged, so a first-ready scheduler had it
+    // queued while the row was open and serves it before the PRE. Its column takes the first free
+    // column/bus slot at or after max(t, ACT + tRCD), but not after the refresh that closes the row.
+    if (I && I->row == a.row && t < I->closes) {
+      const ps_t deadline = J && J->act < I->closes ? J->act - tRP_ : I->closes;
+      const ps_t ready = std::max(t, I->act + tRCD_);
+      if (t < deadline && column_before(ready, bg, write, I->closes)) {
+        k = commit_column(ready, bg, write);
+        const ps_t need = pre_after(k, write);
+        if (need > deadline) ++stats_.late_row_hits;
+        I->min_pre = std::max(I->min_pre, need);
+        r = RowResult::Hit;
+        break;
+      }
+    }
+    // A new interval in the gap after I: PRE of I (if open), tRP, ACT, tRCD, column.
+    const ps_t tg = I ? std::max(t, I->act) : t;  // the gap starts no earlier than I's ACT
+    bool open = I && tg < I->closes;
+    ps_t act = tg;
+    if (open) {
+      ps_t pre = std::max(tg, I->min_pre);
+      if (pre >= I->closes) {
+        open = false;  // the refresh closes I first
+        act = std::max(tg, I->closes);
+      } else {
+        act = pre + tRP_;
+      }
+    }
+    if (I) act = std::max(act, I->act + tRC_);
+    act = peek_act(act);
+    ps_t closes = next_refresh(act);
+    while (!column_before(act + tRCD_, bg, write, closes)) {  // column after the next refresh: ACT after it
+      act = peek_act(closes);
+      closes = next_refresh(act);
+    }
+    bool merge = false, fits = !J;
+    if (J && act < J->act) {
+      const Column c = peek_column(act + tRCD_, bg, write);
+      if (J->row == a.row && J->act < closes) {
+        // Same row as the next interval: open it earlier instead (one ACT, no PRE in between).
+        RowInterval* K = i + 2 < n ? &at(b, h, i + 2) : nullptr;
+        const ps_t deadline = K && K->act < J->closes ? K->act - tRP_ : J->closes;
+        merge = fits = pre_after(c, write) <= deadline;
+      } else {
+        const ps_t min_pre = std::max(act + tRAS_, pre_after(c, write));
+        fits = J->act >= act + tRC_ && (J->act >= closes || min_pre + tRP_ <= J->act);
+      }
+    }
+    if (!fits) {  // try the next interval: a row hit there, or the gap after it
+      ++i;
+      continue;
+    }
+    acts_.reserve(act);  // == act (peek_act found this slot free)
+    k = commit_column(act + tRCD_, bg, write);
+    r = open ? RowResult::Conflict : RowResult::Miss;
+    // Precharges = intervals followed by another one before their refresh.
+    const int had = I && J && J->act < I->closes;
+    if (merge) {
+      J->act = act;
+      J->min_pre = std::max(J->min_pre, pre_after(k, write));
+      // J's ACT moved earlier (no new ACT counted; its old slot stays taken on the ACT calendar).
+      stats_.precharges += std::uint64_t(std::max(0, int(open) - had));
+      break;
+    }
     ++stats_.activates;
-    col_ready = act + tRCD_;
+    stats_.precharges += std::uint64_t(std::max(0, int(open) + int(J && J->act < closes) - had));
+    insert(b, h, i + 1, RowInterval{act, std::max(act + tRAS_, pre_after(k, write)), closes, a.row});
+    break;
   }
   if (r == RowResult::Hit) ++stats_.row_hits;
   else if (r == RowResult::Miss) ++stats_.row_misses;
   else ++stats_.row_conflicts;
   if (result) *result = r;
-
-  ps_t lat = write ? WL_ : CL_;
-  // Bus turnaround: a direction change costs idle bus time (tRTW read->write, tWTR write->read).
-  if (any_col_ && write != last_was_write_) {
-    ps_t gap = write ? tRTW_ : tWTR_;
-    for (ps_t g = 0; g < gap; g += tBURST_) bus_.reserve(col_ready + lat + g);
-  }
-  ps_t c = bg_cols_[a.bank_group].reserve(after_refresh(col_ready));  // tCCD_L within the bank group
-  ps_t data_start = bus_.reserve(c + lat);                              // tCCD_S / tBURST on the bus
-  while (after_refresh(data_start - lat) != data_start - lat) {  // no column command during refresh:
-    ps_t end = after_refresh(data_start - lat);                    // the bus is idle for the window
-    bus_.block(data_start, end + lat);
-    data_start = bus_.reserve(end + lat);
-  }
-  ps_t data_end = data_start + tBURST_;
-  c = data_start - lat;
-  any_col_ = true;
-  last_was_write_ = write;
-  stats_.bus_busy_ps += tBURST_;
-  if (write) b.write_recovery = std::max(b.write_recovery, data_end + tWR_);
-  else b.last_read = std::max(b.last_read, c);
-  return data_end;
+  return k.data + tBURST_;
 }
 
 }  // namespace spartan::hw::gpu

@@ -24,6 +24,13 @@ ps_t MemoryController::access(std::uint32_t slice, std::uint64_t local, std::uin
   ps_t arrive = t + half_ctrl_ps_, end = arrive;
   std::uint64_t first = burst_div_.div(local) * burst_bytes_;
   DramAddress d = map_.to_dram(slice, first);
+  {  // start the host-cache misses of every burst's bank record before timing the first one
+    DramAddress p = d;
+    for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_) {
+      if (a != first) p = map_.next_burst(p, slice, a - burst_bytes_, a);
+      chan_.prefetch(p);
+    }
+  }
   for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_) {
     if (a != first) d = map_.next_burst(d, slice, a - burst_bytes_, a);
     end = std::max(end, chan_.burst(arrive, d, write));

@@ -94,17 +94,85 @@ TEST(DramChannel, RefreshDelaysCommandsAndClosesRows) {
   EXPECT_GE(ch.stats().refresh_stalls, 1u);
 }
 
-TEST(DramChannel, WriteThenReadPaysTurnaround) {
+// Write-drain policy: interleaved reads and writes pay one read->write + write->read turnaround per
+// episode of write_drain_bursts writes (not one per direction change); a pure write stream pays none.
+TEST(DramChannel, TurnaroundIsPaidOncePerWriteDrainEpisode) {
   DramConfig d = v100_like(false);
-  d.timing.tWTR = 8;  // make the turnaround visible beside CL
-  ps_t after[2];
-  for (int wr = 0; wr < 2; ++wr) {
-    DramChannel ch(d, kClk, 0, 1);
-    ch.burst(0, {0, 0, 0, 1, 0}, false);
-    ch.burst(0, {0, 1, 0, 1, 0}, false);
-    ps_t t0 = 1176ull * 2353;
-    ch.burst(t0, {0, 1, 0, 1, 1}, wr == 1);          // a read or a write in bank group 1
-    after[wr] = ch.burst(t0, {0, 0, 0, 1, 1}, false) - t0;  // then a read in bank group 0
-  }
-  EXPECT_GE(after[1], after[0] + cyc(d.timing.tWTR) - cyc(1));
+  d.timing.tRTW = 3, d.timing.tWTR = 5;
+  const std::uint32_t n = 64;  // reads and as many writes, all row hits in 4 open banks of 4 bank groups
+  auto run = [&](std::uint32_t drain, bool reads) {
+    DramConfig dd = d;
+    dd.write_drain_bursts = drain;
+    DramChannel ch(dd, kClk, 0, 1);
+    for (std::uint32_t g = 0; g < 4; ++g) ch.burst(0, {0, g, 0, 1, 0}, !reads);  // open the rows
+    ps_t t0 = 1176ull * 2353, end = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (reads) end = std::max(end, ch.burst(t0, {0, i % 4, 0, 1, 1 + i / 4 % 30}, false));
+      end = std::max(end, ch.burst(t0, {0, (i + 2) % 4, 0, 1, 1 + i / 4 % 30}, true));
+    }
+    return double(end - t0) / double(cyc(1));
+  };
+  const double gap = d.timing.tRTW + d.timing.tWTR;
+  // Bus-bound: 2n bursts at one per cycle plus one turnaround pair per episode (and the WL/CL pipeline).
+  double per_8 = run(8, true), per_32 = run(32, true), writes_only = run(8, false);
+  EXPECT_NEAR(per_8 - per_32, gap * (n / 8 - n / 32), 2.0 + gap);
+  EXPECT_LT(per_32, 2 * n + gap * 2 + d.timing.CL + 4);
+  EXPECT_LT(writes_only, n + d.timing.WL + 4);  // no reads: no turnarounds
+  EXPECT_GE(writes_only, n);
+}
+
+// A burst is judged against the row open at ITS time, not against the bank's latest call: after a later
+// request opened another row, an earlier-timed request to the first row is still a row hit.
+TEST(DramChannel, OutOfOrderRequestSeesTheRowOpenAtItsTime) {
+  DramConfig d = v100_like(false);
+  DramChannel ch(d, kClk, 0, 1);
+  DramChannel::RowResult r;
+  ch.burst(0, {0, 0, 0, 1, 0}, false, &r);  // row 1 opened at 0
+  EXPECT_EQ(r, DramChannel::RowResult::Miss);
+  ch.burst(500'000, {0, 0, 0, 2, 0}, false, &r);  // row 2 at 500 ns (conflict: PRE row 1)
+  EXPECT_EQ(r, DramChannel::RowResult::Conflict);
+  ps_t end = ch.burst(100'000, {0, 0, 0, 1, 1}, false, &r);  // back in time: row 1 was open at 100 ns
+  EXPECT_EQ(r, DramChannel::RowResult::Hit);
+  EXPECT_EQ(end, 100'000 + cyc(d.timing.CL) + cyc(d.timing.tBURST));
+  // Back in time to a third row: fits in the gap between row 1 and row 2 (PRE, ACT, column, PRE, tRP).
+  ps_t end3 = ch.burst(150'000, {0, 0, 0, 3, 0}, false, &r);
+  EXPECT_EQ(r, DramChannel::RowResult::Conflict);
+  EXPECT_LT(end3, 500'000);
+  EXPECT_EQ(ch.stats().activates, 3u);
+  EXPECT_EQ(ch.stats().precharges, 2u);  // row 1 before row 3, row 3 before row 2
+  EXPECT_EQ(ch.stats().late_row_hits, 0u);
+  // The row-2 interval still starts at 500 ns: a row-2 request at 600 ns is a hit.
+  ch.burst(600'000, {0, 0, 0, 2, 5}, false, &r);
+  EXPECT_EQ(r, DramChannel::RowResult::Hit);
+}
+
+// More out-of-order requests than the history holds: the oldest are clamped (counted), never crash.
+TEST(DramChannel, HistoryOverflowIsClampedAndCounted) {
+  DramConfig d = v100_like(true);
+  DramChannel ch(d, kClk, 0, 1);
+  for (std::uint32_t k = 0; k < 3 * DramChannel::kRowHistory; ++k)
+    ch.burst(ps_t(k) * 200'000, {0, 0, 0, k, 0}, k % 2 == 1);
+  DramChannel::RowResult r;
+  ps_t end = ch.burst(0, {0, 0, 0, 9999, 0}, false, &r);
+  EXPECT_GT(end, 0u);
+  EXPECT_EQ(ch.stats().history_clamps, 1u);
+}
+
+// An earlier-timed request to the row of the next interval opens that row earlier instead of inserting
+// another interval of the same row (one ACT, no PRE between them).
+TEST(DramChannel, EarlierRequestToTheNextRowMovesItsActivateEarlier) {
+  DramConfig d = v100_like(false);
+  DramChannel ch(d, kClk, 0, 1);
+  DramChannel::RowResult r;
+  ch.burst(0, {0, 0, 0, 1, 0}, false, &r);        // row 1 at 0
+  ch.burst(500'000, {0, 0, 0, 2, 0}, false, &r);  // row 2 at 500 ns
+  ASSERT_EQ(r, DramChannel::RowResult::Conflict);
+  ps_t end = ch.burst(100'000, {0, 0, 0, 2, 1}, false, &r);  // row 2 wanted at 100 ns: PRE row 1, ACT row 2
+  EXPECT_EQ(r, DramChannel::RowResult::Conflict);
+  const auto& t = d.timing;
+  EXPECT_EQ(end, 100'000 + cyc(t.tRP) + cyc(t.tRCD) + cyc(t.CL) + cyc(t.tBURST));
+  EXPECT_EQ(ch.stats().activates, 2u);   // row 2's ACT moved, no third ACT
+  EXPECT_EQ(ch.stats().precharges, 1u);  // only row 1's
+  ch.burst(300'000, {0, 0, 0, 2, 2}, false, &r);  // row 2 is now open at 300 ns
+  EXPECT_EQ(r, DramChannel::RowResult::Hit);
 }

@@ -75,6 +75,10 @@ struct DramConfig {
   std::uint32_t data_rate = 2;         ///< beats per DRAM clock (2 = DDR)
   std::uint32_t row_bytes = 1024;      ///< row (page) size per bank
   std::uint32_t controller_latency_cycles = 0;  ///< fixed controller/PHY pipeline latency, DRAM cycles
+  /// Writes drained per write-mode episode of the controller's write queue (watermark drain, as in
+  /// Ramulator/DRAMSim3 controllers): one read->write + write->read bus turnaround (tRTW + tWTR) is paid
+  /// per this many write bursts when reads are also being served. ASSUMPTION-level parameter.
+  std::uint32_t write_drain_bursts = 32;
   std::uint64_t capacity_bytes = 0;    ///< informational (backing store is sparse)
   DramTiming timing;
   std::uint32_t burst_bytes() const { return bus_bytes * burst_length; }

@@ -203,6 +203,8 @@ class SlotCalendar {
     if (per_ == 1 || ++used_[bin & umask_] >= per_) w.set(bin & 63);
     return std::max<ps_t>(t, bin * slot_ps_);
   }
+  /// The slot reserve(t) would grant now, without taking it (for fit checks before committing).
+  ps_t peek(ps_t t) { return std::max<ps_t>(t, find(slot_div_.div(t)) * slot_ps_); }
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
   void block(ps_t from, ps_t to) {
     for (std::uint64_t bin = (from + slot_ps_ - 1) / slot_ps_; bin * slot_ps_ < to; ++bin) {

@@ -1,16 +1,41 @@
 // Timing of one HBM/GDDR channel (pure C++, no SystemC): banks in bank groups with an open-row policy,
-// one data bus, JEDEC timing constraints, all-bank refresh. Called with requests in arrival order; each
-// burst reserves its bank and the bus ("busy until"), so conflicts and contention change the timing.
+// one data bus, JEDEC timing constraints, all-bank refresh. Each burst reserves its bank and the bus, so
+// conflicts and contention change the timing.
 //
-// Scheduling: requests are timed in call order (loosely timed), open-page policy, early activation (a
-// request's ACT/PRE may issue as soon as it arrives, ahead of earlier requests' data, when its bank allows),
-// and a first-ready approximation of FR-FCFS (Rixner et al., ISCA 2000): a request to one of the rows the
-// bank's last 4 precharges closed, which arrived BEFORE that precharge, is served as a row hit (a
-// first-ready scheduler with a deep enough queue would have issued it while the row was open). Shared resources (data bus, ACT rate, per bank
-// group column rate) are slot calendars (reservation.h), so a burst whose bank must first be activated
-// does not hold up row hits to other banks behind it: the bus takes whichever is ready first. Constraints modelled (JEDEC JESD235 names, DRAM cycles):
-// tRCD, tRP, tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tWTR, tRTW (bus turnaround), tBURST,
-// tREFI/tRFC (all-bank refresh, staggered per channel; rows close at refresh). Not modelled: tFAW, power-down.
+// Out-of-time-order requests (temporal decoupling). Requests reach the channel in CALL order, which under
+// a tlm_quantumkeeper is not time order: a posted write-back or an SM that ran ahead may be timed before a
+// request that is earlier in simulated time. Each bank therefore keeps a time-ordered ROW HISTORY: the
+// last `kRowHistory` row-open intervals (ACT time, row, earliest possible PRE given tRAS and the column
+// commands already served in it, the refresh that closes it). A burst arriving at t is judged against the
+// row state AT t, not against the bank's latest call. Walking the intervals from the one open at t:
+//   - row hit: an interval of the burst's row whose PRE (next ACT - tRP, or the refresh) comes after t:
+//     a first-ready scheduler had the request queued while that row was open and serves it before the
+//     PRE. Its column takes the first free bank-group/bus slot at or after max(t, ACT + tRCD), never
+//     after the refresh that closes the row; the interval's earliest PRE moves out by tRTP (read) or
+//     WL + tBURST + tWR (write);
+//   - otherwise a new interval, inserted in the first gap that holds it with every bank constraint: PRE
+//     of the row open there (not before its earliest PRE), tRP, ACT (tRC after the bank's previous ACT,
+//     tRRD on the channel's ACT calendar, outside refresh), tRCD, the column, and its own earliest PRE +
+//     tRP and tRC before the next interval's ACT (if that interval has the same row, its ACT moves
+//     earlier instead: one ACT, no PRE). After the last interval it always fits: for requests in time
+//     order this is exactly an open-page bank state machine.
+// Approximation: committed intervals never move (their bursts' times were already returned). A hit whose
+// column slot (bus contention) lands after its row's recorded PRE is still served in that row; a real
+// FR-FCFS controller (Rixner et al., ISCA 2000; the default in DRAMSim3 and Ramulator) would have
+// delayed that PRE and the next ACT by its burst. Counted in `late_row_hits`. The interval semantics
+// follow the JEDEC HBM2 bank state machine (JESD235: ACT -> RD/WR after tRCD, PRE after tRAS and
+// tRTP / tWR, ACT after tRP and tRC). Requests older than the bank's oldest kept interval (history
+// overflow) are charged from that interval's ACT (counted in `history_clamps`).
+//
+// Shared resources (data bus, ACT rate, per-bank-group column rate) are slot calendars (reservation.h),
+// correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
+// tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
+// channel; rows close at refresh), and the bus turnarounds tRTW/tWTR under a write-drain policy: posted
+// writes wait in the controller's write queue and are drained in episodes of `write_drain_bursts`
+// (watermark-based write mode as in Ramulator, Kim et al. CAL 2015, and DRAMSim3; Stuecheli et al., ISCA
+// 2010), so one read->write + write->read turnaround is paid per episode while reads are also served,
+// none in a pure write or read stream. This is an amortised cost: the episode's writes keep their own
+// (time-ordered) bus slots. Not modelled: tFAW, power-down, per-bank refresh.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -27,6 +52,8 @@ struct DramStats {
   std::uint64_t read_bytes = 0, write_bytes = 0;
   std::uint64_t row_hits = 0, row_misses = 0, row_conflicts = 0;  ///< per burst (column command)
   std::uint64_t activates = 0, precharges = 0, refresh_stalls = 0;
+  std::uint64_t late_row_hits = 0;              ///< row hits whose data left after the row's recorded PRE
+  std::uint64_t history_clamps = 0;             ///< bursts older than their bank's kept row history
   std::uint64_t bus_busy_ps = 0;                ///< data-bus occupancy (utilisation = busy / elapsed)
   LatencyHistogram read_latency_ps;             ///< arrival at the controller -> last data beat
   void register_with(StatsGroup& g) const;
@@ -34,37 +61,72 @@ struct DramStats {
 
 class DramChannel {
  public:
+  /// Row-open intervals kept per bank (the depth of out-of-order arrival the bank state resolves exactly).
+  static constexpr std::uint32_t kRowHistory = 32;  // power of two (ring)
+
   DramChannel(const DramConfig& cfg, const ClockDomain& clk, std::uint32_t channel_index, std::uint32_t channels);
 
   enum class RowResult { Hit, Miss, Conflict };
+  /// Hint: the host-cache line burst(.., a, ..) will read first (its bank's newest row interval).
+  void prefetch(const DramAddress& a) const {
+    const std::uint32_t k = a.flat_bank(cfg_.banks_per_group);
+    const BankHead& h = heads_[k];
+    __builtin_prefetch(&banks_[k].iv[(h.head + h.n - 1) & (kRowHistory - 1)]);
+  }
   /// One burst to `a` arriving at `t_ps`; returns the time its last data beat is on the bus.
   ps_t burst(ps_t t_ps, const DramAddress& a, bool write, RowResult* result = nullptr);
   DramStats& stats() { return stats_; }
   const DramStats& stats() const { return stats_; }
 
  private:
-  // One cache line holds everything a burst reads (closed_at is read only when a closed row matches).
-  struct alignas(64) Bank {
-    bool open = false;
-    bool ever_activated = false;
-    std::uint32_t row = 0;
-    /// Rows closed by the last 4 precharges and when (FR-FCFS approximation).
-    std::uint32_t closed_row[4] = {};
-    std::uint32_t closed_next = 0;
-    std::uint64_t epoch = 0;  ///< refresh interval the row was opened in
-    ps_t act = 0, last_read = 0, write_recovery = 0;
-    ps_t closed_at[4] = {};
+  /// One row-open interval of a bank: [act, PRE) with PRE >= min_pre, and PRE <= closes (refresh).
+  struct RowInterval {
+    ps_t act;      ///< ACT command time
+    ps_t min_pre;  ///< earliest PRE: act + tRAS and every served column's tRTP / write recovery
+    ps_t closes;   ///< start of the refresh window that closes the row (~0: no refresh)
+    std::uint32_t row;
   };
+  /// A bank's row history: a ring of up to kRowHistory intervals sorted by ACT (logical 0 = oldest). The
+  /// ring position and count live apart (BankHead, a compact array that stays in the host cache), so a
+  /// burst in time order touches one line of the ring: the newest interval.
+  struct BankHead {
+    std::uint32_t head = 0;  ///< ring index of the oldest interval
+    std::uint16_t n = 0;     ///< intervals kept
+    bool dropped = false;    ///< older intervals were dropped (requests before the oldest are clamped)
+  };
+  struct Bank {
+    RowInterval iv[kRowHistory];
+  };
+  static RowInterval& at(Bank& b, const BankHead& h, int j) {
+    return b.iv[(h.head + std::uint32_t(j)) & (kRowHistory - 1)];
+  }
+  /// Inserts `x` at logical position `pos` (0..n); when full, the oldest interval is dropped first (or `x`
+  /// itself when it would be the oldest).
+  static void insert(Bank& b, BankHead& h, int pos, const RowInterval& x) {
+    if (h.n == kRowHistory) {
+      h.dropped = true;
+      if (pos == 0) return;
+      h.head = (h.head + 1) & (kRowHistory - 1);
+      --h.n;
+      --pos;
+    }
+    for (int j = int(h.n); j > pos; --j) at(b, h, j) = at(b, h, j - 1);
+    at(b, h, pos) = x;
+    ++h.n;
+  }
+  struct Column {
+    ps_t cmd, data;  ///< column command time and the start of its data on the bus
+  };
+
   ps_t after_refresh(ps_t t) const {
     if (!tREFI_) return t;
     ps_t phase = refresh_phase(t);
     return phase < tRFC_ ? t + (tRFC_ - phase) : t;
   }
-  static bool closed_recently(const Bank& b, std::uint32_t row, ps_t t);
-  std::uint64_t epoch(ps_t t) const {
-    if (!tREFI_) return 0;
-    refresh_phase(t);
-    return ref_epoch_;
+  /// Start of the first refresh window after `t` (~0 when refresh is off).
+  ps_t next_refresh(ps_t t) const {
+    if (!tREFI_) return ~ps_t(0);
+    return t - refresh_phase(t) + tREFI_;
   }
   /// (t + refresh_offset_) % tREFI_ (tREFI_ > 0), remembering the refresh interval it lies in so that
   /// the common case (the same interval as the previous call) needs no division.
@@ -72,21 +134,39 @@ class DramChannel {
     if (t >= ref_base_ && t - ref_base_ < tREFI_) return t - ref_base_;
     ps_t x = t + refresh_offset_, phase = x % tREFI_;
     ref_base_ = t - phase;  // may wrap below 0 for t < phase: then the test above fails and we recompute
-    ref_epoch_ = x / tREFI_;
     if (t < phase) ref_base_ = ~ps_t(0);
     return phase;
   }
+  /// Earliest ACT at or after `t` that tRRD and refresh allow (not reserved).
+  ps_t peek_act(ps_t t);
+  /// Earliest column command at or after `ready` in bank group `bg` and its bus slot (not reserved).
+  Column peek_column(ps_t ready, std::uint32_t bg, bool write);
+  /// Whether the column peek_column(ready, bg, write) would find starts before `limit` (a cheap bound
+  /// from the last slots taken first; peeks only when the bound is inconclusive).
+  bool column_before(ps_t ready, std::uint32_t bg, bool write, ps_t limit);
+  /// Reserves the column command and data slot peek_column(ready, bg) returned (plus a bus turnaround).
+  Column commit_column(ps_t ready, std::uint32_t bg, bool write);
+  /// The PRE of a row cannot come before this after a column command at `c` with data at `d`.
+  ps_t pre_after(const Column& c, bool write) const {
+    return write ? c.data + tBURST_ + tWR_ : c.cmd + tRTP_;
+  }
+  /// Idle bus time a burst must leave before its data: one read->write + write->read turnaround at the
+  /// first write of each write-drain episode, when reads were served since the previous episode began.
+  ps_t turnaround(bool write) const { return write && drain_left_ == 0 && reads_since_drain_ ? tRTW_ + tWTR_ : 0; }
 
   DramConfig cfg_;
   ps_t tRCD_, tRP_, tRAS_, tRC_, CL_, WL_, tCCDL_, tCCDS_, tRRD_, tWR_, tRTP_, tWTR_, tRTW_, tBURST_, tREFI_,
       tRFC_, refresh_offset_;
   std::vector<Bank> banks_;
+  std::vector<BankHead> heads_;
   SlotCalendar bus_;                   ///< data bus: one burst per tBURST (covers tCCD_S when equal)
   SlotCalendar acts_;                  ///< ACT commands: one per tRRD
   std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
-  bool any_col_ = false, last_was_write_ = false;
+  ps_t bus_last_ = 0;                  ///< latest data slot taken or blocked on the bus
+  std::vector<ps_t> bg_last_;          ///< per bank group: latest column command taken
+  std::uint32_t drain_left_ = 0;         ///< writes left in the current write-drain episode
+  std::uint64_t reads_since_drain_ = 0;  ///< reads served since the current episode began
   mutable ps_t ref_base_ = ~ps_t(0);  ///< start of the refresh interval last looked up (~0: none)
-  mutable std::uint64_t ref_epoch_ = 0;  ///< its index
   DramStats stats_;
 };
 
