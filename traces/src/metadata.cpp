@@ -2,6 +2,8 @@
 #include "spartan/trace/metadata.h"
 
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "spartan/common/error.h"
@@ -332,22 +334,77 @@ std::vector<LayerSparsity> read_sparsity(const TraceReader& r) {
   return v ? sparsity_from_json(*v, r.path()) : std::vector<LayerSparsity>{};
 }
 
+namespace {
+[[noreturn]] void meta_fail(const TraceReader& r, const std::string& key, const std::string& what) {
+  throw FormatError(r.path(), "__metadata__." + key, 0, what, "character");
+}
+
+// A decimal integer as text (docs/trace-format.md, section 4): optional '-' when `allow_sign`, 1..18 digits
+// (fits int64), no spaces or other characters. Returns the value.
+std::int64_t meta_int(const TraceReader& r, const char* key, const std::string& v, bool allow_sign,
+                      std::int64_t min) {
+  const std::size_t first = allow_sign && !v.empty() && v[0] == '-' ? 1 : 0;
+  const std::string digits = v.substr(first);
+  const bool ok = !digits.empty() && digits.size() <= 18 &&
+                  digits.find_first_not_of("0123456789") == std::string::npos;
+  const std::int64_t x = ok ? (first ? -std::stoll(digits) : std::stoll(digits)) : 0;
+  if (!ok || x < min)
+    meta_fail(r, key,
+              std::string(min >= 1 ? "must be a positive" : allow_sign ? "must be a" : "must be a non-negative") +
+                  " decimal integer, got '" + v.substr(0, 24) + "'");
+  return x;
+}
+
+// The keys that mark a file as an .sptrace (section 4; `writer` is generic and does not count).
+constexpr const char* kSptraceKeys[] = {keys::kFormatVersion, keys::kModel,        keys::kDataset,
+                                        keys::kDevice,        keys::kSeed,         keys::kBatch,
+                                        keys::kCaptureEvery,  keys::kLayers,       keys::kGemmTimes,
+                                        keys::kSparsity};
+constexpr const char* kRequiredKeys[] = {keys::kFormatVersion, keys::kModel, keys::kDataset, keys::kDevice,
+                                         keys::kSeed,          keys::kBatch, keys::kLayers};
+}  // namespace
+
 void check_metadata(const TraceReader& r) {
+  // 1. Each key that is present: its own type and schema.
   if (const std::string* v = find_meta(r, keys::kFormatVersion); v && *v != kFormatVersion)
     throw FormatError(r.path(), std::string("__metadata__.") + keys::kFormatVersion, 0,
                       "unsupported format version '" + v->substr(0, 16) + "' (this reader knows " + kFormatVersion +
                           ")",
                       "character");
-  // `batch`: a positive decimal integer (docs/trace-format.md); found by the reliability tests (issue 12).
-  if (const std::string* v = find_meta(r, keys::kBatch)) {
-    const bool digits = !v->empty() && v->size() <= 18 && v->find_first_not_of("0123456789") == std::string::npos;
-    if (!digits || std::stoll(*v) < 1)
-      throw FormatError(r.path(), std::string("__metadata__.") + keys::kBatch, 0,
-                        "must be a positive decimal integer, got '" + v->substr(0, 24) + "'", "character");
-  }
-  (void)read_layers(r);
+  for (const char* key : {keys::kModel, keys::kDataset, keys::kDevice})
+    if (const std::string* v = find_meta(r, key); v && v->empty()) meta_fail(r, key, "must not be empty");
+  if (const std::string* v = find_meta(r, keys::kSeed)) (void)meta_int(r, keys::kSeed, *v, true, INT64_MIN);
+  std::int64_t batch = 0;  // `batch`: found by the reliability tests (issue 12)
+  if (const std::string* v = find_meta(r, keys::kBatch)) batch = meta_int(r, keys::kBatch, *v, false, 1);
+  if (const std::string* v = find_meta(r, keys::kCaptureEvery))
+    (void)meta_int(r, keys::kCaptureEvery, *v, false, 1);
+  const std::vector<LayerInfo> layers = read_layers(r);
   (void)read_gemm_times(r);
   (void)read_sparsity(r);
+
+  // 2. Required keys: a plain safetensors file (no .sptrace key) is accepted as a container; a file that
+  //    carries any .sptrace key must carry all the required ones (section 4).
+  bool sptrace = false;
+  for (const char* key : kSptraceKeys) sptrace = sptrace || find_meta(r, key) != nullptr;
+  if (!sptrace) return;
+  for (const char* key : kRequiredKeys)
+    if (!find_meta(r, key)) meta_fail(r, key, "required key missing (docs/trace-format.md, section 4)");
+
+  // 3. Consistency: layer indices unique and in forward order; every layer's batch dimension is `batch`.
+  std::map<std::int64_t, const LayerInfo*> by_index;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const LayerInfo& l = layers[i];
+    const std::string at = std::string(keys::kLayers) + "[" + std::to_string(i) + "].index";
+    if (!by_index.emplace(l.index, &l).second)
+      meta_fail(r, at, "duplicate layer index " + std::to_string(l.index));
+    if (i > 0 && l.index < layers[i - 1].index)
+      meta_fail(r, at, "layer indices must increase in forward order (" + std::to_string(layers[i - 1].index) +
+                           " then " + std::to_string(l.index) + ")");
+    if ((l.type == "conv" || l.type == "fc") && l.input[0] != batch)
+      meta_fail(r, std::string(keys::kLayers) + "[" + std::to_string(i) + "].input",
+                "batch dimension " + std::to_string(l.input[0]) + " differs from __metadata__.batch = " +
+                    std::to_string(batch));
+  }
 }
 
 }  // namespace spartan::trace

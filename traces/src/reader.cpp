@@ -143,6 +143,11 @@ void TraceReader::Impl::parse() {
   data_start = kLenBytes + n;
   const std::string header(reinterpret_cast<const char*>(b + kLenBytes), static_cast<std::size_t>(n));
   if (header[0] != '{') fail("header", kLenBytes, "JSON header does not start with '{'");
+  // nlohmann's lexer takes a NUL byte for the end of input, so "{...}\0\0" would parse; JSON text never
+  // contains a raw NUL and the format pads with spaces (docs/trace-format.md, section 1), as the Python
+  // reader (json.loads) requires.
+  if (const std::size_t nul = header.find('\0'); nul != std::string::npos)
+    fail("header", kLenBytes + nul, "invalid JSON: NUL byte in the header (padding must be spaces, 0x20)");
 
   // Parse in two linear passes: a SAX pass that rejects duplicate keys in any object (nlohmann would
   // silently keep the last one; its callback-parser API is quadratic in the object size), then the DOM.

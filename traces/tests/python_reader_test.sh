@@ -15,3 +15,43 @@ rc=$?
 set -e
 if [ "$rc" -ne 2 ]; then echo "python reader: expected exit 2 on a truncated file, got $rc"; cat "$WORK/err.txt"; exit 1; fi
 echo "python reader rejects truncated file: $(cat "$WORK/err.txt")"
+
+# Bad input to --compare / --check-sparsity: one line on stderr, exit 2, no Python traceback.
+expect_one_line_exit2() {
+  what="$1"; shift
+  set +e
+  "$@" > "$WORK/out.txt" 2> "$WORK/err.txt"
+  rc=$?
+  set -e
+  lines=$(wc -l < "$WORK/err.txt")
+  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || grep -q Traceback "$WORK/err.txt"; then
+    echo "python reader, $what: expected one stderr line and exit 2, got exit $rc and:"; cat "$WORK/err.txt"; exit 1
+  fi
+  echo "python reader, $what: $(cat "$WORK/err.txt")"
+}
+expect_one_line_exit2 "--compare missing file" "$PYTHON" "$READER" --compare "$WORK/nonexistent.json" "$WORK/golden.sptrace"
+printf '{bad' > "$WORK/bad.json"
+expect_one_line_exit2 "--compare invalid JSON" "$PYTHON" "$READER" --compare "$WORK/bad.json" "$WORK/golden.sptrace"
+printf '[1, 2]' > "$WORK/list.json"
+expect_one_line_exit2 "--compare JSON of the wrong shape" "$PYTHON" "$READER" --compare "$WORK/list.json" "$WORK/golden.sptrace"
+printf '{"metadata": {}, "tensors": {}}' > "$WORK/other.json"
+expect_one_line_exit2 "--compare mismatch" "$PYTHON" "$READER" --compare "$WORK/other.json" "$WORK/golden.sptrace"
+# A sparsity metadata value that disagrees with the tensors (built from the committed sample).
+"$PYTHON" - "$SAMPLE" "$WORK/bad_sparsity.sptrace" "$WORK/nul_padded.sptrace" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+sp = json.loads(h["__metadata__"]["sparsity"])
+sp[0]["act_density"][0] = 0.9
+h["__metadata__"]["sparsity"] = json.dumps(sp)
+hb = json.dumps(h).encode()
+hb += b" " * ((-len(hb)) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(hb)) + hb + b[8 + n:])
+# The same header padded with NUL bytes instead of spaces: both readers must refuse it (trace-format.md 1.2).
+hb = b[8:8 + n].rstrip(b" ") + b"\0" * 8
+open(sys.argv[3], "wb").write(struct.pack("<Q", len(hb)) + hb + b[8 + n:])
+PY
+expect_one_line_exit2 "--check-sparsity mismatch" "$PYTHON" "$READER" --check-sparsity "$WORK/bad_sparsity.sptrace"
+expect_one_line_exit2 "NUL-padded header" "$PYTHON" "$READER" "$WORK/nul_padded.sptrace"
+expect_one_line_exit2 "spartan-trace check, NUL-padded header" "$CLI" check "$WORK/nul_padded.sptrace"

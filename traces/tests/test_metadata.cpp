@@ -1,6 +1,8 @@
 // Structured metadata: builders, JSON round trips, schema and consistency errors.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "spartan/trace/keys.h"
 #include "spartan/trace/metadata.h"
 #include "spartan/trace/sptrace.h"
@@ -122,6 +124,84 @@ TEST(TraceMetadata, CheckRejectsBadStructuredMetadata) {
     EXPECT_EQ(c.rc, 2);
     EXPECT_EQ(testutil::count_lines(c.err), 1) << c.err;
     EXPECT_NE(c.err.find("__metadata__." + key), std::string::npos) << c.err;
+  }
+  std::remove(path.c_str());
+}
+
+// Required keys, scalar types and consistency (issue 12 reliability findings): each trace below differs
+// from a complete, valid metadata set by one key; `spartan-trace check` must refuse it with one line naming
+// the key and exit 2.
+TEST(TraceMetadata, CheckRequiresKeysTypesAndConsistency) {
+  const std::string path = testutil::temp_path("meta_required.sptrace");
+  const std::string layers = layers_to_json({make_conv_layer(0, "conv1", 2, 1, 8, 8, 4, 3, 3, 1, 1, true),
+                                             make_fc_layer(1, "fc1", 2, 256, 10, false)});
+  const std::map<std::string, std::string> good = {
+      {keys::kFormatVersion, kFormatVersion}, {keys::kModel, "m"}, {keys::kDataset, "d"},
+      {keys::kDevice, "cpu: t (1 threads)"}, {keys::kSeed, "7"}, {keys::kBatch, "2"},
+      {keys::kCaptureEvery, "10"}, {keys::kLayers, layers}};
+  auto write = [&](const std::map<std::string, std::string>& meta) {
+    TraceWriter w(path);
+    for (const auto& [k, v] : meta) w.set_metadata(k, v);
+    w.finish();
+  };
+  write(good);
+  {
+    TraceReader r(path);
+    EXPECT_NO_THROW(check_metadata(r));
+  }
+  auto with = [&](const std::string& key, const std::string* value) {
+    auto m = good;
+    if (value) m[key] = *value; else m.erase(key);
+    return m;
+  };
+  std::string dup_index = layers;
+  dup_index.replace(dup_index.find("\"index\":1"), 9, "\"index\":0");
+  std::string backwards = layers;
+  backwards.replace(backwards.find("\"index\":0"), 9, "\"index\":5");
+  const std::string abc = "abc", quoted4 = "4", empty, neg = "-3", zero = "0", spaced = " 7", big = "99999999999999999999";
+  struct Case {
+    std::map<std::string, std::string> meta;
+    std::string field, phrase;
+  };
+  const std::vector<Case> cases = {
+      {with(keys::kLayers, nullptr), "__metadata__.layers", "required key missing"},
+      {with(keys::kModel, nullptr), "__metadata__.model", "required key missing"},
+      {with(keys::kSeed, nullptr), "__metadata__.seed", "required key missing"},
+      {with(keys::kBatch, nullptr), "__metadata__.batch", "required key missing"},
+      {with(keys::kFormatVersion, nullptr), "__metadata__.format_version", "required key missing"},
+      {with(keys::kSeed, &abc), "__metadata__.seed", "decimal integer"},
+      {with(keys::kSeed, &spaced), "__metadata__.seed", "decimal integer"},
+      {with(keys::kSeed, &big), "__metadata__.seed", "decimal integer"},
+      {with(keys::kBatch, &quoted4), "__metadata__.layers[0].input", "differs from __metadata__.batch = 4"},
+      {with(keys::kBatch, &zero), "__metadata__.batch", "positive"},
+      {with(keys::kCaptureEvery, &neg), "__metadata__.capture_every", "positive"},
+      {with(keys::kDataset, &empty), "__metadata__.dataset", "empty"},
+      {with(keys::kLayers, &dup_index), "__metadata__.layers[1].index", "duplicate layer index 0"},
+      {with(keys::kLayers, &backwards), "__metadata__.layers[1].index", "increase"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.field + " / " + c.phrase);
+    write(c.meta);
+    {
+      TraceReader r(path);
+      expect_format_error([&] { check_metadata(r); }, c.field, c.phrase);
+    }
+    const auto cli = testutil::run_cli("check '" + path + "'");
+    EXPECT_EQ(cli.rc, 2);
+    EXPECT_EQ(testutil::count_lines(cli.err), 1) << cli.err;
+    EXPECT_EQ(cli.out, "");
+  }
+  // A negative seed is a decimal integer; a plain safetensors file (no .sptrace key) is not an .sptrace.
+  const std::string minus = "-5";
+  write(with(keys::kSeed, &minus));
+  {
+    TraceReader r(path);
+    EXPECT_NO_THROW(check_metadata(r));
+  }
+  write({{"format", "pt"}});
+  {
+    TraceReader r(path);
+    EXPECT_NO_THROW(check_metadata(r));
   }
   std::remove(path.c_str());
 }

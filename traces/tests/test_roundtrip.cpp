@@ -18,6 +18,10 @@ std::string write_golden(const std::string& path) {
   TraceWriter w(path);
   w.set_metadata(keys::kFormatVersion, kFormatVersion);
   w.set_metadata(keys::kModel, "lenet5");
+  w.set_metadata("dataset", "none");
+  w.set_metadata("device", "cpu: test (1 threads)");
+  w.set_metadata("seed", "1");
+  w.set_metadata("batch", "2");
   w.set_metadata(keys::kLayers, layers_to_json({make_conv_layer(0, "conv1", 2, 3, 4, 4, 8, 3, 3, 1, 1, true),
                                                  make_fc_layer(1, "fc1", 2, 9, 10, false)}));
   for (const auto& t : testdata::golden_tensors()) w.add_tensor(t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size());

@@ -20,6 +20,10 @@ int main(int argc, char** argv) {
     TraceWriter w(argv[1]);
     w.set_metadata("format_version", "1");
     w.set_metadata("model", "golden");
+    w.set_metadata("dataset", "none");
+    w.set_metadata("device", "cpu: test (1 threads)");
+    w.set_metadata("seed", "1");
+    w.set_metadata("batch", "2");
     w.set_metadata("unicode", "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93");
     w.set_metadata("layers", layers_to_json({make_conv_layer(0, "conv1", 2, 3, 4, 4, 8, 3, 3, 1, 1, true)}));
     for (const auto& t : tensors) w.add_tensor(t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size());

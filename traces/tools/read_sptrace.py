@@ -32,6 +32,10 @@ FORMAT_VERSION = "1"  # docs/trace-format.md; traces/include/spartan/trace/keys.
 KEY_RE = re.compile(r"^it(0|[1-9][0-9]{0,17})/L(0|[1-9][0-9]{0,17})/([^/]+)$")
 
 
+class CheckFailed(Exception):
+    """--compare / --check-sparsity found a difference (one line; exit code 2 from the command line)."""
+
+
 class SpTraceError(ValueError):
     """A malformed trace: the message names the file, the tensor and the byte offset."""
 
@@ -183,19 +187,21 @@ def _compare(trace, expected_path):
     with open(expected_path) as f:
         exp = json.load(f)
     if trace.metadata != exp["metadata"]:
-        raise AssertionError(f"metadata differs: {trace.metadata} != {exp['metadata']}")
+        want = exp["metadata"]
+        keys = sorted(k for k in set(trace.metadata) | set(want) if trace.metadata.get(k) != want.get(k))
+        raise CheckFailed(f"metadata differs from {expected_path} in key(s) {', '.join(keys)[:200]}")
     if set(trace.tensors) != set(exp["tensors"]):
-        raise AssertionError("tensor names differ")
+        raise CheckFailed("tensor names differ")
     for name, e in exp["tensors"].items():
         t = trace.tensors[name]
         if t["dtype"] != e["dtype"] or list(t["shape"]) != e["shape"]:
-            raise AssertionError(f"{name}: dtype/shape {t['dtype']} {t['shape']} != {e['dtype']} {e['shape']}")
+            raise CheckFailed(f"{name}: dtype/shape {t['dtype']} {t['shape']} != {e['dtype']} {e['shape']}")
         raw = trace.raw(name).reshape(-1)
         if e["dtype"] in ("F32", "F16"):  # compare the storage bits, not the float values
             raw = raw.view("<u4" if e["dtype"] == "F32" else "<u2")
         got = [int(x) for x in raw]
         if got != e["raw"]:
-            raise AssertionError(f"{name}: raw values differ: {got} != {e['raw']}")
+            raise CheckFailed(f"{name}: raw values differ: {got} != {e['raw']}")
         if "f32_bits" in e:
             f = trace.f32(name).reshape(-1)
             bits = f.view("<u4")
@@ -203,9 +209,9 @@ def _compare(trace, expected_path):
                 want_nan = (want & 0x7F800000) == 0x7F800000 and (want & 0x7FFFFF) != 0
                 if want_nan:
                     if not np.isnan(f[i]):
-                        raise AssertionError(f"{name}[{i}]: expected NaN, got {f[i]}")
+                        raise CheckFailed(f"{name}[{i}]: expected NaN, got {f[i]}")
                 elif int(bits[i]) != want:
-                    raise AssertionError(f"{name}[{i}]: float32 bits {int(bits[i]):#010x} != {want:#010x}")
+                    raise CheckFailed(f"{name}[{i}]: float32 bits {int(bits[i]):#010x} != {want:#010x}")
     return len(exp["tensors"])
 
 
@@ -221,12 +227,12 @@ def _check_sparsity(trace):
             if name + "act" in trace.tensors:
                 got = float(np.count_nonzero(trace.array(name + "act"))) / trace.array(name + "act").size
                 if abs(got - s["act_density"][i]) > 1e-12:
-                    raise AssertionError(f"{name}act density {got} != metadata {s['act_density'][i]}")
+                    raise CheckFailed(f"{name}act density {got} != metadata {s['act_density'][i]}")
                 checked += 1
             if name + "dz_mask" in trace.tensors and "dz_mask_density" in s:
                 got = float(trace.unpack_mask(name + "dz_mask", n_out).mean())
                 if abs(got - s["dz_mask_density"][i]) > 1e-12:
-                    raise AssertionError(f"{name}dz_mask density {got} != metadata {s['dz_mask_density'][i]}")
+                    raise CheckFailed(f"{name}dz_mask density {got} != metadata {s['dz_mask_density'][i]}")
                 checked += 1
     return checked
 
@@ -244,17 +250,32 @@ def main(argv):
     except (SpTraceError, OSError) as e:
         print(f"read_sptrace.py: error: {e}", file=sys.stderr)
         return 2
-    if args.compare:
-        n = _compare(t, args.compare)
-        print(f"ok: {n} tensors bit-exact against {args.compare}")
-        return 0
-    if args.check_sparsity:
-        n = _check_sparsity(t)
-        if n == 0:
-            print("read_sptrace.py: error: no densities to check", file=sys.stderr)
-            return 1
-        print(f"ok: {n} densities match the sparsity metadata")
-        return 0
+    try:
+        if args.compare:
+            n = _compare(t, args.compare)
+            print(f"ok: {n} tensors bit-exact against {args.compare}")
+            return 0
+        if args.check_sparsity:
+            n = _check_sparsity(t)
+            if n == 0:
+                print("read_sptrace.py: error: no densities to check", file=sys.stderr)
+                return 1
+            print(f"ok: {n} densities match the sparsity metadata")
+            return 0
+    except CheckFailed as e:
+        print(f"read_sptrace.py: error: {args.file}: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # --compare file missing or unreadable
+        print(f"read_sptrace.py: error: {e.filename or args.compare}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except json.JSONDecodeError as e:  # --compare file or a metadata value is not JSON
+        where = args.compare if args.compare else f"{args.file}: __metadata__"
+        print(f"read_sptrace.py: error: {where}: invalid JSON: {e}", file=sys.stderr)
+        return 2
+    except (KeyError, TypeError, IndexError, ValueError) as e:  # JSON of the wrong shape
+        where = args.compare if args.compare else f"{args.file}: __metadata__"
+        print(f"read_sptrace.py: error: {where}: unexpected structure ({type(e).__name__}: {e})", file=sys.stderr)
+        return 2
     print(f"file: {t.path}\ntensors: {len(t.tensors)}")
     for k in sorted(t.metadata):
         print(f"  meta {k}: {t.metadata[k][:60]}")

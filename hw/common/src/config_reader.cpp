@@ -4,12 +4,25 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <string>
 
 namespace spartan::hw {
 
 ConfigMap::ConfigMap(const YAML::Node& node, std::string file, std::string path)
     : node_(node), file_(std::move(file)), path_(std::move(path)) {
   if (!node_.IsMap()) throw spartan::ConfigError(file_, path_.empty() ? "<document>" : path_, "expected a mapping");
+  // yaml-cpp keeps a repeated key as a second pair in the map node while node_[key] returns the first one,
+  // so `ways: 24` then `ways: 16` would silently keep 24: refuse any repeated key (issue 12).
+  std::map<std::string, int> line_of;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (!it->first.IsScalar()) fail("<key>", "mapping keys must be scalars");
+    const std::string k = it->first.Scalar();
+    const int line = it->first.Mark().line + 1;
+    const auto [pos, fresh] = line_of.emplace(k, line);
+    if (!fresh)
+      fail(k, "duplicate key (line " + std::to_string(pos->second) + " and line " + std::to_string(line) + ")");
+  }
 }
 
 bool ConfigMap::has(const std::string& key) const { return bool(node_[key]); }

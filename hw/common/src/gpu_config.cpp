@@ -24,6 +24,11 @@ std::string preset_dir() {
 
 bool is_pow2(std::uint64_t v) { return v && !(v & (v - 1)); }
 
+// Sane ranges checked by validate_gpu_config (documented in docs/gpu-model.md).
+constexpr double kMinClockMhz = 1, kMaxClockMhz = 100000;
+constexpr std::uint32_t kMaxCount = 65536;  // SMs, L2 slices, DRAM channels
+constexpr long double kMinL2Bytes = 1024.0L, kMaxL2Bytes = 16.0L * 1024 * 1024 * 1024;
+
 void read_timing(ConfigMap m, DramTiming& t) {
   t.tRCD = m.u32("tRCD");
   t.tRP = m.u32("tRP");
@@ -132,9 +137,10 @@ GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
     s.bytes_per_cycle = m.u32("bytes_per_cycle");
     s.mshr_entries = m.u32("mshr_entries");
     s.writeback_entries = m.u32("writeback_entries", s.writeback_entries);
-    std::uint64_t total = m.has("size_bytes") ? m.u64("size_bytes") : 0;
+    const bool has_total = m.has("size_bytes");  // optional cross-check; an explicit 0 is a mismatch too
+    std::uint64_t total = has_total ? m.u64("size_bytes") : 0;
     m.finish();
-    if (total && total != c.l2.size_bytes())
+    if (has_total && total != c.l2.size_bytes())
       m.fail("size_bytes", std::to_string(total) + " != slices*sets*ways*line_bytes = " +
                                std::to_string(c.l2.size_bytes()));
   }
@@ -170,6 +176,13 @@ void validate_gpu_config(const GpuConfig& c) {
   auto fail = [&](const std::string& key, const std::string& what) {
     throw spartan::ConfigError(c.file, key, what);
   };
+  // Sane ranges (docs/gpu-model.md, "Config errors"): values outside them are typos or unit mistakes
+  // (e.g. dram_mhz: 1e-9 made a DRAM miss as fast as an L2 hit), never a real GPU.
+  for (auto [k, v] : {std::pair{"clocks.core_mhz", c.clocks.core_mhz}, {"clocks.crossbar_mhz", c.clocks.crossbar_mhz},
+                      {"clocks.l2_mhz", c.clocks.l2_mhz}, {"clocks.dram_mhz", c.clocks.dram_mhz}})
+    if (!(v >= kMinClockMhz && v <= kMaxClockMhz))
+      fail(k, "clock " + std::to_string(v) + " MHz outside the sane range [" + std::to_string(int(kMinClockMhz)) +
+                  ", " + std::to_string(int(kMaxClockMhz)) + "] MHz");
   const auto& s = c.l2.slice;
   if (c.l2.slices == 0) fail("l2.slices", "must be > 0");
   if (!is_pow2(s.sets)) fail("l2.sets", "number of sets " + std::to_string(s.sets) + " is not a power of two");
@@ -213,6 +226,22 @@ void validate_gpu_config(const GpuConfig& c) {
   if (c.simulation.quantum_ns <= 0) fail("simulation.quantum_ns", "must be > 0");
   if (c.die_area_mm2 <= 0) fail("die_area_mm2", "must be > 0");
   if (c.node_nm <= 0) fail("node_nm", "must be > 0");
+  // Sizes and counts (after the structural checks above, so their messages come first).
+  if (c.sm.count > kMaxCount) fail("sm.count", "more than " + std::to_string(kMaxCount) + " SMs");
+  if (c.l2.slices > kMaxCount) fail("l2.slices", "more than " + std::to_string(kMaxCount) + " slices");
+  if (c.dram.channels > kMaxCount) fail("dram.channels", "more than " + std::to_string(kMaxCount) + " channels");
+  if (c.l2.slice.line_bytes < 16 || c.l2.slice.line_bytes > 4096)
+    fail("l2.line_bytes", "must be in [16, 4096] bytes");
+  if (c.l2.slice.sector_bytes < 4) fail("l2.sector_bytes", "must be >= 4 bytes");
+  {
+    const long double l2_bytes = static_cast<long double>(c.l2.slices) * c.l2.slice.sets * c.l2.slice.ways *
+                                 c.l2.slice.line_bytes;
+    if (l2_bytes < kMinL2Bytes || l2_bytes > kMaxL2Bytes)
+      fail("l2.size_bytes", "L2 capacity slices*sets*ways*line_bytes = " + std::to_string(double(l2_bytes)) +
+                                " bytes outside the sane range [1 KiB, 16 GiB]");
+  }
+  if (c.dram.row_bytes > (1u << 20)) fail("dram.row_bytes", "must be <= 1 MiB");
+  if (c.simulation.quantum_ns > 1e6) fail("simulation.quantum_ns", "must be <= 1e6 ns (1 ms)");
 }
 
 }  // namespace spartan::hw

@@ -80,6 +80,26 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   expect_config_error("name: [unclosed", "<yaml>", "line");
 }
 
+// Issue 12: impossible values and repeated keys were accepted (dram_mhz: 1e-9 made a DRAM miss as fast as
+// an L2 hit; `ways: 24` then `ways: 16` silently kept 24).
+TEST(GpuConfig, RejectsOutOfRangeValuesAndDuplicateKeys) {
+  std::string v = preset_text("v100");
+  expect_config_error(with(v, "dram_mhz", "1e-9"), "clocks.dram_mhz", "sane range");
+  expect_config_error(with(v, "core_mhz", "1e300"), "clocks.core_mhz", "sane range");
+  expect_config_error(with(v, "l2_mhz", "0.5"), "clocks.l2_mhz", "sane range");
+  expect_config_error(with(v, "crossbar_mhz", "200000"), "clocks.crossbar_mhz", "sane range");
+  expect_config_error(with(v, "size_bytes", "0"), "l2.size_bytes", "!=");
+  expect_config_error(with(with(v, "sets", "1048576"), "size_bytes", ""), "l2.size_bytes", "sane range");
+  expect_config_error(with(v, "quantum_ns", "1e9"), "simulation.quantum_ns", "<= 1e6");
+  expect_config_error(with(v, "ways", "24\n  ways: 16"), "l2.ways", "duplicate key");
+  expect_config_error(with(v, "tRCD", "12\n    tRCD: 14"), "dram.timing.tRCD", "duplicate key");
+  expect_config_error(v + "\nname: again\n", "name", "duplicate key");
+  expect_config_error(v + "\nl2:\n  ways: 2\n", "l2", "duplicate key");
+  // The limits themselves are accepted.
+  EXPECT_NO_THROW(parse_gpu_config(with(with(with(with(v, "core_mhz", "100000"), "crossbar_mhz", "1"), "l2_mhz", "1"),
+                                        "dram_mhz", "100000"), "test.yaml"));
+}
+
 TEST(GpuConfig, UnknownPresetNamesKnownOnes) {
   try {
     load_gpu_config("no_such_gpu");

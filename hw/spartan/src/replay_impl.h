@@ -1,6 +1,7 @@
 // Internal: the trace-replay driver class shared by replay.cpp (setup, totals) and replay_layer.cpp.
 #pragma once
 #include <algorithm>
+#include <initializer_list>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,12 +48,28 @@ inline Traffic traffic(gpu::GpuSystem& g) {
           s.total("memory_controller", "read_bytes") + s.total("memory_controller", "write_bytes")};
 }
 
-/// One timed step of a path.
+/// One timed step of a path: a kernel or hardware action takes max(memory, compute) + overhead (launch or
+/// MMIO). A sequence of steps run back to back (sequence()) keeps each component summed over its parts
+/// and takes the sum of the parts' times (`serial_ns`), so a reported total always equals the sum of its
+/// steps, component by component (memory_ns, compute_ns, overhead_ns, time_ns, l2_bytes, dram_bytes).
 struct Step {
   std::string name;
   double mem_ns = 0, compute_ns = 0, overhead_ns = 0;
   std::uint64_t l2_bytes = 0, dram_bytes = 0;
-  double total_ns() const { return std::max(mem_ns, compute_ns) + overhead_ns; }
+  double serial_ns = -1;  // >= 0 for a sequence: sum of the parts' total_ns()
+  double total_ns() const { return serial_ns >= 0 ? serial_ns : std::max(mem_ns, compute_ns) + overhead_ns; }
+  static Step sequence(const std::string& name, std::initializer_list<const Step*> parts) {
+    Step t{name, 0, 0, 0, 0, 0, 0};  // serial_ns starts at 0: a sequence
+    for (const Step* p : parts) {
+      t.mem_ns += p->mem_ns;
+      t.compute_ns += p->compute_ns;
+      t.overhead_ns += p->overhead_ns;
+      t.l2_bytes += p->l2_bytes;
+      t.dram_bytes += p->dram_bytes;
+      t.serial_ns += p->total_ns();
+    }
+    return t;
+  }
   json to_json() const {
     return {{"name", name}, {"time_ns", total_ns()}, {"memory_ns", mem_ns}, {"compute_ns", compute_ns},
             {"overhead_ns", overhead_ns}, {"l2_bytes", l2_bytes}, {"dram_bytes", dram_bytes}};

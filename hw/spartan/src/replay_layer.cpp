@@ -164,12 +164,9 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const Step s_scan = kernel(ks, true);
   Kernel kx = make_scatter(m, sw_headers, opt_.format, sw_out, bc, sms_, line_);
   const Step s_scat = kernel(kx, true);
-  Step sw_conv{"convert", 0, 0, 0, 0, 0};
-  for (const Step* s : {&s_cnt, &s_scan, &s_scat}) {
-    sw_conv.mem_ns += s->total_ns();  // kernels run back to back: their times add
-    sw_conv.l2_bytes += s->l2_bytes;
-    sw_conv.dram_bytes += s->dram_bytes;
-  }
+  // The three kernels run back to back: times add, and each component (memory, compute, launch
+  // overhead) is the sum of the kernels' (before, the whole time was filed as memory time: issue 12).
+  const Step sw_conv = Step::sequence("convert", {&s_cnt, &s_scan, &s_scat});
   const bool sw_profile_exact = read_u32s(*gpu_, ct_sw, tiles) == exact;
   // Headers byte for byte; payloads tile by tile (the scatter kernel does not write the alignment gaps).
   bool sw_output_identical = read_mem(*gpu_, sw_out.header_base, 16 * tiles) == ref.header_bytes();
@@ -216,9 +213,9 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const Traffic f1 = traffic(*gpu_);
   for (std::size_t u = 0; u < S; ++u) mmio_w(u, mr::CTRL, 0, "monitor CTRL");
   Step h_flush{"flush", (flush_end - t_flush).to_seconds() * 1e9, 0, opt_.host_mmio_read_ns,
-               f1.l2_bytes - f0.l2_bytes, f1.dram_bytes - f0.dram_bytes};
-  Step hw_prof{"profile", s_zero.mem_ns + h_flush.mem_ns, 0, h_flush.overhead_ns,
-               s_zero.l2_bytes + h_flush.l2_bytes, s_zero.dram_bytes + h_flush.dram_bytes};
+               f1.l2_bytes - f0.l2_bytes, f1.dram_bytes - f0.dram_bytes, -1};
+  // Count-table zeroing then the flush, back to back: the sum of the two steps reported under "steps".
+  const Step hw_prof = Step::sequence("profile", {&s_zero, &h_flush});
   const auto ct = read_u32s(*gpu_, ct_hw, tiles);
 
   // Engine job.
@@ -252,7 +249,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const Traffic e1 = traffic(*gpu_);
   Step hw_conv{"convert", (job.finished - job.submitted).to_seconds() * 1e9, 0,
                (regmap::engine::kDescWords + 1) * opt_.host_mmio_write_ns + opt_.host_mmio_read_ns,
-               e1.l2_bytes - e0.l2_bytes, e1.dram_bytes - e0.dram_bytes};
+               e1.l2_bytes - e0.l2_bytes, e1.dram_bytes - e0.dram_bytes, -1};
 
   // ---------------- consumer ----------------
   fmt::TiledMatrix out;

@@ -45,7 +45,7 @@ std::string write_trace(const std::string& dir, tr::DType dt) {
   tr::TraceWriter w(path);
   const std::int64_t N = 2;
   std::vector<tr::LayerInfo> layers{tr::make_conv_layer(0, "conv1", N, 3, 20, 30, 8, 3, 3, 1, 1, true),
-                                    tr::make_fc_layer(1, "fc1", N * 4, 200, 10, false)};
+                                    tr::make_fc_layer(1, "fc1", N, 800, 10, false)};  // batch N like every layer (trace-format.md)
   w.set_metadata(tr::keys::kFormatVersion, tr::kFormatVersion);
   w.set_metadata(tr::keys::kModel, "synthetic");
   w.set_metadata(tr::keys::kDataset, "none");
@@ -98,6 +98,41 @@ ReplayOptions options(const std::string& trace, const std::string& out) {
   return o;
 }
 
+// Every reported total (profile, convert; software, hardware) is the sum of its steps, component by
+// component (issue 12: the software convert total once filed 3 kernel launches as memory time).
+void expect_totals_sum_steps(const nlohmann::json& L) {
+  const auto steps_named = [&](const nlohmann::json& path, std::initializer_list<const char*> names) {
+    std::vector<nlohmann::json> out;
+    for (const char* n : names)
+      for (const auto& st : path["steps"])
+        if (st["name"] == n) out.push_back(st);
+    EXPECT_EQ(out.size(), names.size()) << path["steps"].dump();
+    return out;
+  };
+  struct Total {
+    const char* path;
+    const char* total;
+    std::initializer_list<const char*> steps;
+  };
+  for (const Total& t : {Total{"software", "profile", {"sw_profile"}},
+                         Total{"software", "convert", {"sw_count", "sw_scan", "sw_scatter"}},
+                         Total{"hardware", "profile", {"count_table_zero", "flush"}},
+                         Total{"hardware", "convert", {"convert"}}}) {
+    SCOPED_TRACE(std::string(t.path) + "." + t.total);
+    const nlohmann::json& tot = L[t.path][t.total];
+    const auto parts = steps_named(L[t.path], t.steps);
+    for (const char* f : {"time_ns", "memory_ns", "compute_ns", "overhead_ns", "l2_bytes", "dram_bytes"}) {
+      double sum = 0;
+      for (const auto& p : parts) sum += p[f].get<double>();
+      EXPECT_NEAR(tot[f].get<double>(), sum, 1e-9 * std::max(1.0, sum)) << f;
+    }
+    // software kernels pay a launch each; the sum must show it as overhead, not memory time
+    if (std::string(t.path) == "software") {
+      EXPECT_GT(tot["overhead_ns"].get<double>(), 0.0);
+    }
+  }
+}
+
 void expect_passed(const nlohmann::json& doc, std::size_t layers) {
   EXPECT_TRUE(doc["checks"]["passed"].get<bool>()) << doc["layers"].dump(1);
   ASSERT_EQ(doc["layers"].size(), layers);
@@ -110,6 +145,7 @@ void expect_passed(const nlohmann::json& doc, std::size_t layers) {
     EXPECT_GT(L["convert_ratio"].get<double>(), 0.0);
     EXPECT_GT(L["hardware"]["engine_cycles"].get<double>(), 0.0);
     EXPECT_TRUE(L["gemm"].contains("speedup_hardware"));
+    expect_totals_sum_steps(L);
   }
 }
 
@@ -249,6 +285,17 @@ TEST(Replay, BadSelectionsAreInputErrors) {
     EXPECT_NO_THROW(load_units_config(units, o2));
     EXPECT_EQ(o2.monitor.counter_entries, 16384u);
     EXPECT_EQ(o2.host_mmio_read_ns, 500.0);
+    // A repeated key (yaml-cpp would keep the first silently) is a ConfigError naming the key (issue 12).
+    for (const char* text : {"engine:\n  queue_depth: 8\n  queue_depth: 2\n",
+                             "host:\n  mmio_read_ns: 1\nhost:\n  mmio_read_ns: 2\n"}) {
+      std::ofstream(units) << text;
+      try {
+        load_units_config(units, o2);
+        ADD_FAILURE() << "accepted " << text;
+      } catch (const spartan::ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("duplicate key"), std::string::npos) << e.what();
+      }
+    }
   });
 }
 

@@ -1,8 +1,7 @@
-// GPU facts from presets or the built-in public-figures table (see gpu.h).
+// GPU facts from the simulator's GPU presets (see gpu.h).
 #include "spartan/area/gpu.h"
 
 #include <filesystem>
-#include <map>
 #include <sstream>
 
 #include "spartan/area/scaling.h"
@@ -10,61 +9,49 @@
 #include "spartan/hw/gpu_config.h"
 
 namespace spartan::area {
-namespace {
-
-// Public figures, ../shared/reference/gpu-configs.md. Slices/clock are left 0 where that page gives none.
-const std::map<std::string, GpuInfo>& builtin() {
-  static const std::map<std::string, GpuInfo> t = [] {
-    std::map<std::string, GpuInfo> m;
-    const std::string ref = "built-in table (gpu-configs.md: ";
-    m["v100"] = {"v100", 815.0, "12nm", 0, 64, 1447.0, 1, true,
-                 ref + "Accel-Sim QV100: 64 L2 slices, L2 clock 1447 MHz; die 815 mm^2)"};
-    m["r9nano"] = {"r9nano", 596.0, "28nm", 0, 16, 0.0, 1, true, ref + "GCN3 R9 Nano: 16 L2 banks; die 596 mm^2)"};
-    m["a100"] = {"a100", 826.0, "7nm", 0, 0, 0.0, 1, true, ref + "A100 SXM die 826 mm^2)"};
-    m["h100"] = {"h100", 814.0, "4N", 0, 0, 0.0, 1, true, ref + "H100 SXM die 814 mm^2)"};
-    m["h200"] = {"h200", 814.0, "4N", 0, 0, 0.0, 1, true, ref + "H200 = H100 die, 814 mm^2)"};
-    return m;
-  }();
-  return t;
-}
-
-}  // namespace
 
 GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
   namespace fs = std::filesystem;
   std::string path;
-  std::string name = gpu;
-  if (gpu.find('/') != std::string::npos || (gpu.size() > 5 && gpu.substr(gpu.size() - 5) == ".yaml")) {
+  const bool is_path = gpu.find('/') != std::string::npos ||
+                       (gpu.size() > 5 && gpu.substr(gpu.size() - 5) == ".yaml") ||
+                       (gpu.size() > 4 && gpu.substr(gpu.size() - 4) == ".yml");
+  if (is_path) {
     path = gpu;
-    name = fs::path(gpu).stem().string();
-    if (!fs::exists(path)) throw ConfigError(path, "-", "GPU preset file not found");
-  } else if (!config_dir.empty() && fs::exists(fs::path(config_dir) / (gpu + ".yaml"))) {
-    path = (fs::path(config_dir) / (gpu + ".yaml")).string();
-  }
-  const auto b = builtin().find(name);
-  GpuInfo g;
-  if (b != builtin().end()) g = b->second;
-  g.name = name;
-  if (path.empty()) {
-    if (b == builtin().end())
-      throw InputError("unknown GPU '" + gpu + "' (no preset " + config_dir + "/" + gpu +
-                       ".yaml; built-in: v100 r9nano a100 h100 h200)");
+    if (!fs::is_regular_file(path)) throw ConfigError(path, "--gpu", "GPU preset file not found");
+  } else if (config_dir.empty()) {
+    // The simulator's own lookup (SPARTAN_GPU_CONFIG_DIR, else the source tree's sim/configs/gpu compiled
+    // in), so `spartan-area --gpu a100` works from any directory, exactly like `spartan-sim --gpu a100`.
+    path = hw::resolve_gpu_preset(gpu);
   } else {
-    // The simulator's strict preset loader (one parser for every tool): unknown keys, missing keys and
-    // impossible geometry are ConfigErrors naming the key, exactly as in `spartan-sim --gpu`.
-    const hw::GpuConfig c = hw::load_gpu_config(path);
-    g.die_area_mm2 = c.die_area_mm2;
-    std::ostringstream node;
-    node << c.node_nm << "nm";
-    g.process = node.str();
-    g.l2_slices = c.l2.slices;
-    g.l2_clock_mhz = c.clocks.l2_mhz;
-    g.source = path;
+    if (!fs::is_directory(config_dir))
+      throw ConfigError(config_dir, "--gpu-config-dir", "no such directory of GPU presets");
+    const fs::path p = fs::path(config_dir) / (gpu + ".yaml");
+    if (!fs::is_regular_file(p)) {
+      std::string known;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(config_dir, ec))
+        if (e.path().extension() == ".yaml") known += (known.empty() ? "" : ", ") + e.path().stem().string();
+      throw ConfigError(p.string(), "--gpu", "unknown GPU preset '" + gpu + "' (presets in " + config_dir + ": " +
+                                                 (known.empty() ? "none" : known) + ")");
+    }
+    path = p.string();
   }
-  const std::string where = path.empty() ? "built-in table" : path;
-  if (g.die_area_mm2 <= 0.0) throw ConfigError(where, "die_area_mm2", "missing or not positive");
-  if (g.l2_slices == 0) throw ConfigError(where, "l2.slices", "missing or zero (needed: one monitor per L2 slice)");
-  if (g.l2_clock_mhz <= 0.0) throw ConfigError(where, "l2.clock_mhz", "missing or not positive");
+  GpuInfo g;
+  g.name = fs::path(path).stem().string();
+  // The simulator's strict preset loader (one parser for every tool): unknown keys, missing keys and
+  // impossible geometry are ConfigErrors naming the key, exactly as in `spartan-sim --gpu`.
+  const hw::GpuConfig c = hw::load_gpu_config(path);
+  g.die_area_mm2 = c.die_area_mm2;
+  std::ostringstream node;
+  node << c.node_nm << "nm";
+  g.process = node.str();
+  g.l2_slices = c.l2.slices;
+  g.l2_clock_mhz = c.clocks.l2_mhz;
+  g.source = path;
+  if (g.die_area_mm2 <= 0.0) throw ConfigError(path, "die_area_mm2", "missing or not positive");
+  if (g.l2_slices == 0) throw ConfigError(path, "l2.slices", "missing or zero (needed: one monitor per L2 slice)");
+  if (g.l2_clock_mhz <= 0.0) throw ConfigError(path, "l2.clock_mhz", "missing or not positive");
   g.process_node_nm = gpu_process_node_nm(g.process);
   return g;
 }

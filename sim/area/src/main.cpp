@@ -1,6 +1,6 @@
 // spartan-area: area, timing and latency of the Spartan units from their RTL.
 //   spartan-area --gpu v100 --out DIR [--rtl-dir rtl] [--manifest FILE] [--liberty FILE] [--clock-ns 10]
-//                [--cycles FILE] [--memory-model sram|ff] [--gpu-config-dir sim/configs/gpu]
+//                [--cycles FILE] [--memory-model sram|ff] [--gpu-config-dir DIR]
 // Writes DIR/area.json, DIR/area.md and DIR/netlists/<unit>.v, all or nothing (atomic, after every unit
 // succeeded). Bad input (missing tool or liberty, Yosys error, bad config) -> one line, exit 2.
 #include <boost/program_options.hpp>
@@ -64,7 +64,7 @@ std::vector<int> parse_nodes(const std::string& s) {
 }
 
 int run(int argc, char** argv) {
-  std::string gpu, out, rtl_dir = "rtl", manifest, cycles_file, gpu_dir = "sim/configs/gpu", mem_model = "sram",
+  std::string gpu, out, rtl_dir = "rtl", manifest, cycles_file, gpu_dir, mem_model = "sram",
                          nodes = "45,16,7,5", keep_work;
   ToolConfig tools;
   unsigned engines = 0, jobs = 0;
@@ -81,7 +81,8 @@ int run(int argc, char** argv) {
       "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 130 90 65 45 32 20 16 14 10 7 5)")(
       "engines", po::value(&engines), "compaction engines per GPU (default 1: spartan-sim run models one)")(
       "jobs,j", po::value(&jobs), "units synthesised in parallel (default: the number of CPUs)")(
-      "gpu-config-dir", po::value(&gpu_dir)->default_value(gpu_dir), "directory of GPU presets")(
+      "gpu-config-dir", po::value(&gpu_dir),
+      "directory of GPU presets (default: the simulator's, as spartan-sim --gpu; must exist)")(
       "yosys", po::value(&tools.yosys)->default_value(tools.yosys), "Yosys binary")(
       "sta", po::value(&tools.sta)->default_value(tools.sta), "OpenSTA binary")(
       "ff-memory-limit-bits", po::value(&tools.ff_memory_limit_bits)->default_value(tools.ff_memory_limit_bits),

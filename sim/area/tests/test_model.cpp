@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "spartan/area/flow.h"
 #include "spartan/area/gpu.h"
@@ -50,13 +51,36 @@ TEST(AreaScaling, SramDensity) {
   EXPECT_EQ(gpu_process_node_nm("3nm"), 0);
 }
 
-TEST(AreaGpu, BuiltinV100AndPreset) {
-  const GpuInfo v = load_gpu("v100", "/nonexistent");
+TEST(AreaGpu, PresetLookupAndNoBuiltinFallback) {
+  // Issue 12: from any working directory, a name resolves to the simulator's preset (not a built-in table).
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(::testing::TempDir());
+  const GpuInfo v = load_gpu("v100", "");
+  const GpuInfo a = load_gpu("a100", "");
+  std::filesystem::current_path(cwd);
   EXPECT_EQ(v.l2_slices, 64u);
   EXPECT_DOUBLE_EQ(v.l2_clock_mhz, 1447.0);
   EXPECT_DOUBLE_EQ(v.die_area_mm2, 815.0);
   EXPECT_EQ(v.process_node_nm, 16);
   EXPECT_TRUE(v.engines_assumed);
+  EXPECT_NE(v.source.find("v100.yaml"), std::string::npos) << v.source;
+  EXPECT_EQ(a.l2_slices, 80u);
+  EXPECT_NE(a.source.find("a100.yaml"), std::string::npos) << a.source;
+  // A missing --gpu-config-dir is an error, never a silent fallback.
+  try {
+    load_gpu("v100", "/nonexistent");
+    ADD_FAILURE() << "accepted a missing --gpu-config-dir";
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_EQ(e.key(), "--gpu-config-dir") << e.what();
+  }
+  // A directory without the preset names the presets it has.
+  try {
+    load_gpu("h200", std::string(SPARTAN_AREA_DATA));
+    ADD_FAILURE() << "accepted an unknown preset";
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu_test"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(load_gpu("gpu_test", std::string(SPARTAN_AREA_DATA)).l2_slices, 4u);
   const GpuInfo t = load_gpu(std::string(SPARTAN_AREA_DATA) + "/gpu_test.yaml", "");
   EXPECT_EQ(t.name, "gpu_test");
   EXPECT_EQ(t.l2_slices, 4u);
@@ -65,9 +89,8 @@ TEST(AreaGpu, BuiltinV100AndPreset) {
   EXPECT_EQ(t.engines, 1u);  // not a preset key: 1 unless --engines
   EXPECT_TRUE(t.engines_assumed);
   EXPECT_EQ(t.process_node_nm, 7);
-  EXPECT_THROW(load_gpu("nosuchgpu", "/nonexistent"), spartan::InputError);
+  EXPECT_THROW(load_gpu("nosuchgpu", ""), spartan::ConfigError);
   EXPECT_THROW(load_gpu("/nonexistent/x.yaml", ""), spartan::ConfigError);
-  EXPECT_THROW(load_gpu("a100", "/nonexistent"), spartan::ConfigError);  // built-in lacks slices/clock
 }
 
 TEST(AreaCycles, ParseAndReject) {

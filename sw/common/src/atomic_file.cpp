@@ -1,23 +1,90 @@
 #include "spartan/common/atomic_file.h"
 
+#include <climits>
+#include <csignal>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <atomic>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "spartan/common/error.h"
 
 namespace spartan {
 
+namespace {
+// Process-wide registry of live temporary paths, read by the signal handler. Fixed size and preallocated
+// so that the handler only reads memory and calls unlink() (async-signal-safe, POSIX.1-2017 2.4.3).
+// A slot is 0 (free), 1 (being filled or cleared) or 2 (live); `pid` keeps a forked child that has not
+// exec'ed yet from unlinking its parent's files.
+constexpr int kTempSlots = 64;
+struct TempSlot {
+  std::atomic<int> state{0};
+  pid_t pid = 0;
+  char path[PATH_MAX] = {};
+};
+TempSlot g_temp_slots[kTempSlots];
+
+int register_temp(const std::string& path) {
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = 0;
+    if (g_temp_slots[i].state.compare_exchange_strong(expected, 1)) {
+      std::memcpy(g_temp_slots[i].path, path.c_str(), path.size() + 1);
+      g_temp_slots[i].pid = ::getpid();
+      g_temp_slots[i].state.store(2);
+      return i;
+    }
+  }
+  return -1;  // table full: this file is still removed by the destructor, just not on a signal
+}
+
+void unregister_temp(int slot) {
+  if (slot >= 0) g_temp_slots[slot].state.store(0);
+}
+
+extern "C" void remove_temps_and_reraise(int sig) {
+  const pid_t self = ::getpid();
+  for (TempSlot& s : g_temp_slots)
+    if (s.state.load() == 2 && s.pid == self) ::unlink(s.path);
+  ::signal(sig, SIG_DFL);  // then die of the same signal, so the parent sees the usual status
+  ::raise(sig);
+}
+}  // namespace
+
+void install_temp_cleanup_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      if (::sigaction(sig, nullptr, &old) != 0) continue;
+      if (old.sa_handler == SIG_IGN || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+        continue;  // respect nohup (SIG_IGN) and handlers the program installed itself
+      struct sigaction sa {};
+      sa.sa_handler = remove_temps_and_reraise;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESETHAND;
+      ::sigaction(sig, &sa, nullptr);
+    }
+  });
+}
+
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   tmp_ = path + ".tmp." + std::to_string(::getpid());
+  slot_ = register_temp(tmp_);  // before creating the file: a signal in between unlinks nothing
   fp_ = std::fopen(tmp_.c_str(), "wb");
-  if (!fp_) throw IoError(path + ": cannot open for writing: " + std::strerror(errno));
+  if (!fp_) {
+    unregister_temp(slot_);
+    throw IoError(path + ": cannot open for writing: " + std::strerror(errno));
+  }
 }
 
 AtomicFile::~AtomicFile() {
   if (fp_) std::fclose(fp_);
   if (!committed_) std::remove(tmp_.c_str());
+  unregister_temp(slot_);
 }
 
 void AtomicFile::write(const void* data, std::size_t bytes) {
@@ -36,6 +103,8 @@ void AtomicFile::commit() {
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
     throw IoError(path_ + ": cannot rename temporary file: " + std::strerror(errno));
   committed_ = true;
+  unregister_temp(slot_);
+  slot_ = -1;
 }
 
 void write_file_atomic(const std::string& path, const std::string& contents) {

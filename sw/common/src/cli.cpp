@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <new>
 
+#include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
 
 namespace spartan {
 
 int run_cli(const char* tool, const std::function<int()>& body) {
+  install_temp_cleanup_handlers();  // a killed run leaves no AtomicFile temporaries (atomic_file.h)
   try {
     return body();
   } catch (const Error& e) {

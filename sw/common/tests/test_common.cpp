@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstdio>
 #include <filesystem>
@@ -33,6 +36,42 @@ TEST(AtomicFile, CommitRenamesAndAbortLeavesNothing) {
   EXPECT_FALSE(fs::exists(tmp));
   EXPECT_EQ(read_file(target), "hello");
   fs::remove_all(dir);
+}
+
+// A run killed by SIGINT/SIGTERM/SIGHUP while an output is open leaves no `<path>.tmp.<pid>` (issue 12):
+// a forked child opens an AtomicFile inside run_cli (which installs the handlers) and signals itself; it
+// must die of that signal (default action re-raised) with neither the temporary nor the target present.
+TEST(AtomicFile, KilledBySignalLeavesNoTemporary) {
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    SCOPED_TRACE(sig);
+    const std::string path = ::testing::TempDir() + "/atomic_signal_" + std::to_string(sig) + ".json";
+    std::remove(path.c_str());
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      const int rc = spartan::run_cli("test", [&] {
+        spartan::AtomicFile other(path + ".second");  // two live temporaries: both must go
+        spartan::AtomicFile f(path);
+        f.write("{\"partial\": ");
+        std::fflush(f.stream());
+        if (::access(f.temp_path().c_str(), F_OK) != 0) ::_exit(10);  // the temporary must exist now
+        ::kill(::getpid(), sig);
+        return 11;  // not reached: the handler re-raises with the default action
+      });
+      ::_exit(rc == 11 ? 12 : 13);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    EXPECT_EQ(WTERMSIG(status), sig);
+    const std::string tmp = path + ".tmp." + std::to_string(child);
+    const std::string tmp2 = path + ".second.tmp." + std::to_string(child);
+    EXPECT_FALSE(std::filesystem::exists(tmp)) << tmp;
+    EXPECT_FALSE(std::filesystem::exists(tmp2)) << tmp2;
+    EXPECT_FALSE(std::filesystem::exists(path));
+    std::remove(tmp.c_str());
+    std::remove(tmp2.c_str());
+  }
 }
 
 TEST(AtomicFile, UnwritableDirectoryThrowsIoError) {

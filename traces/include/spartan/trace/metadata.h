@@ -89,8 +89,12 @@ std::vector<LayerInfo> read_layers(const TraceReader& r);
 std::vector<GemmTimes> read_gemm_times(const TraceReader& r);
 std::vector<LayerSparsity> read_sparsity(const TraceReader& r);
 
-/// Validates the metadata of a trace: format_version (if present) is known, and layers, gemm_times and
-/// sparsity (if present) parse. Throws spartan::FormatError. Used by `spartan-trace check`.
+/// Validates the metadata of a trace (docs/trace-format.md, section 4): each present key has its type
+/// (format_version known; model/dataset/device non-empty; seed, batch, capture_every decimal integers;
+/// layers, gemm_times, sparsity parse). A file carrying any .sptrace key must carry every required one;
+/// layer indices are unique and increasing and each conv/fc layer's batch dimension equals `batch`
+/// (tensor shapes are checked by their consumers, e.g. the simulator). A plain safetensors file without
+/// .sptrace keys passes. Throws spartan::FormatError. Used by `spartan-trace check` and the simulator.
 void check_metadata(const TraceReader& r);
 
 }  // namespace spartan::trace

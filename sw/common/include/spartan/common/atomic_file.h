@@ -1,6 +1,7 @@
 // Atomic output files: write to `<path>.tmp.<pid>` beside the target, then rename over it.
 // A run that fails (exception, early return) removes the temporary file and leaves the target as it
-// was, so no half-written output is ever visible under the final name.
+// was, so no half-written output is ever visible under the final name; a run killed by SIGINT, SIGTERM or
+// SIGHUP removes it too once install_temp_cleanup_handlers() ran (run_cli does).
 #pragma once
 #include <cstddef>
 #include <cstdio>
@@ -35,7 +36,16 @@ class AtomicFile {
   std::FILE* fp_ = nullptr;
   std::size_t size_ = 0;
   bool committed_ = false;
+  int slot_ = -1;  // index in the process-wide registry of live temporary files (-1: not registered)
 };
+
+/// Installs, once per process, SIGINT/SIGTERM/SIGHUP handlers that unlink every live AtomicFile temporary
+/// file of this process and then re-raise the signal with its default action (so a killed run leaves no
+/// `<path>.tmp.<pid>` behind and still dies of the signal). Signals that are ignored (nohup) or already
+/// handled are left alone. The handler only calls unlink/signal/raise (async-signal-safe); the registry
+/// is a fixed table of 64 paths of up to PATH_MAX bytes (more live files are still removed on normal
+/// exit and on exceptions, not on signals). Called by run_cli (cli.h); safe to call more than once.
+void install_temp_cleanup_handlers();
 
 /// Writes a whole string to `path` atomically.
 void write_file_atomic(const std::string& path, const std::string& contents);
