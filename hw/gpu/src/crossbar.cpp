@@ -50,8 +50,10 @@ void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_tim
   // Request: through the input port, then the slice port (cut-through: the second reservation starts when
   // the first one starts moving data, so an idle path costs one message time, not two).
   std::uint64_t req_bytes = flit_bytes(write ? bytes : 0), min_req = cycles_ps(req_bytes / bw_);
+  // The calendars round a transfer's end down to the ps while cycles_ps() rounds to nearest, so `a` can
+  // lie up to 1 ps short of t + min_req with a non-integer period (1410 MHz: 709.22 ps): clamp, never wrap.
   ps_t a = p.req.reserve(t, req_bytes);
-  ps_t b = s.req.reserve(a - min_req, req_bytes);
+  ps_t b = s.req.reserve(a > t + min_req ? a - min_req : t, req_bytes);
   ps_t arrive = b + latency_ps_;
 
   ps_t r;
@@ -65,13 +67,14 @@ void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_tim
 
   std::uint64_t rsp_bytes = flit_bytes(write ? 0 : bytes), min_rsp = cycles_ps(rsp_bytes / bw_);
   ps_t c = s.rsp.reserve(r, rsp_bytes);
-  ps_t e = p.rsp.reserve(c - min_rsp, rsp_bytes);
+  ps_t e = p.rsp.reserve(c > r + min_rsp ? c - min_rsp : r, rsp_bytes);
   ps_t done = e + latency_ps_;
 
   ++p.stats.requests;
   p.stats.request_bytes += header_ + (write ? bytes : 0);
   p.stats.response_bytes += header_ + (write ? 0 : bytes);
-  p.stats.queue_delay_ps.add(double((b - t - min_req) + (e - r - min_rsp)));
+  const auto wait_ps = [](ps_t end, ps_t start, ps_t min) { return end > start + min ? double(end - start - min) : 0.0; };
+  p.stats.queue_delay_ps.add(wait_ps(b, t, min_req) + wait_ps(e, r, min_rsp));
   delay = sc_core::sc_time::from_value(done - now);
 }
 

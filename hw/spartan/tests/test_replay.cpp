@@ -191,6 +191,43 @@ TEST(Replay, DeterministicAcrossRuns) {
   EXPECT_EQ(a["overall"], b["overall"]);
 }
 
+TEST(Replay, EveryShippedPresetAndNonIntegerClockPeriods) {
+  // Regression (new-user review): at 1410 MHz (a100: 709.22 ps) the crossbar's cut-through start time
+  // `a - min_req` wrapped below zero by 1 ps of rounding, so every simulated time after it wrapped to
+  // ~2^64 ps and the engine output was corrupted. Every shipped preset and odd clocks must give sane
+  // times (all below one simulated second) and pass every functional check, in both formats.
+  const std::string dir = ::testing::TempDir() + "/replay_presets";
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> gpus = {"v100", "a100", "h100", "r9nano"};
+  std::ifstream tiny(kGpu);
+  const std::string text((std::istreambuf_iterator<char>(tiny)), std::istreambuf_iterator<char>());
+  for (const char* mhz : {"1410", "1300", "977.7"}) {
+    std::string t = text;
+    for (std::size_t at; (at = t.find("1447")) != std::string::npos;) t.replace(at, 4, mhz);
+    const std::string path = dir + "/tiny_" + mhz + ".yaml";
+    std::ofstream(path) << t;
+    gpus.push_back(path);
+  }
+  for (const auto& gpu : gpus) {
+    for (auto fmt_kind : {format::TileFormat::Ell, format::TileFormat::Bitmap}) {
+      SCOPED_TRACE(gpu);
+      SC_SCENARIO([&] {
+        auto opt = options(write_trace(dir, tr::DType::F32), dir + "/out");
+        std::filesystem::create_directories(opt.out_dir);
+        opt.gpu = gpu;
+        opt.format = fmt_kind;
+        opt.iterations = {10};
+        const auto doc = run_replay(opt, {});
+        expect_passed(doc, 2);
+        for (const auto& L : doc["layers"])
+          for (const char* path : {"software", "hardware"})
+            for (const char* step : {"profile", "convert"})
+              EXPECT_LT(L[path][step]["time_ns"].get<double>(), 1e9) << gpu << " " << path << "." << step;
+      });
+    }
+  }
+}
+
 TEST(Replay, BadSelectionsAreInputErrors) {
   SC_SCENARIO([] {
     const std::string dir = ::testing::TempDir() + "/replay_bad";

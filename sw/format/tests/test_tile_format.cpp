@@ -225,6 +225,31 @@ TEST(TileFormat, ValidateCatchesCorruption) {
   bad = t;
   bad.headers.pop_back();
   EXPECT_THROW(validate(bad), spartan::InputError);
+  // ELL padding must sit at row ends with index 0 (the GEMM kernels count columns from the index block),
+  // indices must lie inside the tile and the non-zeros must match the header's nnz.
+  std::size_t ell = 0;
+  while (ell < t.headers.size() &&
+         !(t.headers[ell].fmt() == TileFormat::Ell && t.headers[ell].nnz > 0 &&
+           std::uint64_t(t.headers[ell].width) * 8 > t.headers[ell].nnz))
+    ++ell;
+  ASSERT_LT(ell, t.headers.size());
+  const TileHeader& h = t.headers[ell];
+  const std::size_t slots = std::size_t(8) * h.width;
+  const std::size_t vals = h.offset + spartan::format::ell_values_offset(8, h.width, 8);
+  std::size_t pad = 0;  // first padding slot
+  while (pad < slots && t.payload[vals + 4 * pad + 0] | t.payload[vals + 4 * pad + 1] |
+                            t.payload[vals + 4 * pad + 2] | t.payload[vals + 4 * pad + 3])
+    ++pad;
+  ASSERT_LT(pad, slots);
+  bad = t;
+  bad.payload[h.offset + pad] = 3;  // padding index not 0
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  bad = t;
+  bad.payload[h.offset] = 9;  // column index outside the 8-column tile
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  bad = t;
+  bad.headers[ell].nnz -= 1;
+  EXPECT_THROW(validate(bad), spartan::InputError);
 }
 
 TEST(TileFormat, RejectsBadOptions) {

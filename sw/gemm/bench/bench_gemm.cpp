@@ -51,15 +51,23 @@ double median(std::vector<double> v) {
 /// the per-repetition time(OpenBLAS) / time(kernel), ratio_total that of time(OpenBLAS) / (time(compact)
 /// + time(kernel)).
 struct Timing {
-  double blas_s = 0, compact_s = 0, kernel_s = 0, ratio_kernel = 0, ratio_total = 0;
+  double blas_s = 0, compact_s = 0, kernel_s = 0, kernel_pack_s = 0, ratio_kernel = 0, ratio_kernel_pack = 0,
+         ratio_total = 0;
   int reps = 0;
 };
-template <class B, class Cp, class K>
-Timing time_side_by_side(B&& blas, Cp&& compact, K&& kernel, double min_total_s, int min_reps, int max_reps) {
+/// `kernel` may reuse a dense operand packed by an earlier call (GemmCall::dense_version); `kernel_pack`
+/// is the same call packing the dense operand itself (dense_version 0). ratio_kernel_pack =
+/// time(OpenBLAS) / time(kernel_pack); ratio_total uses kernel_pack: time(OpenBLAS) / (time(compact) +
+/// time(kernel_pack)), the cost of a call that starts from the dense activation and unpacked weights.
+template <class B, class Cp, class K, class KP>
+Timing time_side_by_side(B&& blas, Cp&& compact, K&& kernel, KP&& kernel_pack, double min_total_s, int min_reps,
+                         int max_reps) {
   blas();
   compact();
   kernel();
-  std::vector<double> tb, tc, tk, rk, rt;
+  kernel_pack();
+  kernel();
+  std::vector<double> tb, tc, tk, tp, rk, rp, rt;
   double total = 0;
   for (int i = 0; i < max_reps && (i < min_reps || total < min_total_s); ++i) {
     double t0 = now_s();
@@ -69,14 +77,18 @@ Timing time_side_by_side(B&& blas, Cp&& compact, K&& kernel, double min_total_s,
     compact();
     const double dc = now_s() - t0;
     t0 = now_s();
+    kernel_pack();
+    const double dp = now_s() - t0;
+    t0 = now_s();
     kernel();
     const double dk = now_s() - t0;
-    tb.push_back(db), tc.push_back(dc), tk.push_back(dk), rk.push_back(db / dk), rt.push_back(db / (dc + dk));
-    total += db + dc + dk;
+    tb.push_back(db), tc.push_back(dc), tk.push_back(dk), tp.push_back(dp);
+    rk.push_back(db / dk), rp.push_back(db / dp), rt.push_back(db / (dc + dp));
+    total += db + dc + dk + dp;
   }
   Timing t;
-  t.blas_s = median(tb), t.compact_s = median(tc), t.kernel_s = median(tk);
-  t.ratio_kernel = median(rk), t.ratio_total = median(rt);
+  t.blas_s = median(tb), t.compact_s = median(tc), t.kernel_s = median(tk), t.kernel_pack_s = median(tp);
+  t.ratio_kernel = median(rk), t.ratio_kernel_pack = median(rp), t.ratio_total = median(rt);
   t.reps = int(tb.size());
   return t;
 }
@@ -109,7 +121,8 @@ int run_calibrate(const TileSparseOptions& opt, std::ostream& md) {
 /// Forward GEMM of every conv/FC layer of a trace, with the layer's recorded activation (`act` of the last
 /// iteration) as the sparse operand: A = im2col(act) [N_b*OH*OW x C*KH*KW] (docs/trace-format.md, 4.1),
 /// B = random weights^T [C*KH*KW x Cout]. Returns the number of layers measured.
-int run_trace(const std::string& path, TileSparseEngine& engine, double min_time, std::ostream& md) {
+int run_trace(const std::string& path, TileSparseEngine& engine, TileSparseEngine& engine_pack, double min_time,
+              std::ostream& md) {
   trace::TraceReader r(path);
   const std::vector<trace::LayerInfo> layers = trace::read_layers(r);
   if (layers.empty()) throw InputError(path + ": no 'layers' metadata (not a spartan-train trace?)");
@@ -146,23 +159,28 @@ int run_trace(const std::string& path, TileSparseEngine& engine, double min_time
     const double sparsity = double(zeros) / double(A.size());
     GemmCall c{Op::N, Op::N, int(M), int(N), int(K), 1.0f, 0.0f, A.data(), int(K), B.data(), int(N), C.data(), int(N),
                SparseOperand::A};
+    GemmCall c_pack = c;
+    c.dense_version = std::uint64_t(measured) + 1;  // the weights B: fixed during the measurement
     format::TiledMatrix tm;
     const Timing t = time_side_by_side(
         [&] {
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A.data(), int(K),
                       B.data(), int(N), 0.0f, C.data(), int(N));
         },
-        [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm); }, 3 * min_time, 7, 401);
+        [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm); },
+        [&] { engine_pack.run_compacted(c_pack, tm); }, 3 * min_time, 7, 401);
     const TileSparseStats& st = engine.last_stats();
     const std::string tiles =
         std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
     const std::string name = "trace:" + L.name;
-    std::printf("%-18s %-10s %5lld %6lld %5lld %5.1f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %s\n", name.c_str(), "fwd",
-                (long long)M, (long long)N, (long long)K, sparsity * 100, tiles.c_str(), t.blas_s * 1e3,
-                t.kernel_s * 1e3, t.ratio_kernel, t.compact_s * 1e3, t.ratio_total, "(trace act)");
+    std::printf("%-18s %-10s %5lld %6lld %5lld %5.1f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %9.3f %7.2f %s\n",
+                name.c_str(), "fwd", (long long)M, (long long)N, (long long)K, sparsity * 100, tiles.c_str(),
+                t.blas_s * 1e3, t.kernel_s * 1e3, t.ratio_kernel, t.kernel_pack_s * 1e3, t.ratio_kernel_pack,
+                t.compact_s * 1e3, t.ratio_total, "(trace act)");
     md << "| " << name << " | fwd | " << M << " | " << N << " | " << K << " | " << fmt("%.1f", sparsity * 100) << " | "
        << tiles << " | " << fmt("%.3f", t.blas_s * 1e3) << " | " << fmt("%.3f", t.kernel_s * 1e3) << " | "
-       << fmt("%.2f", t.ratio_kernel) << " | " << fmt("%.3f", t.compact_s * 1e3) << " | "
+       << fmt("%.2f", t.ratio_kernel) << " | " << fmt("%.3f", t.kernel_pack_s * 1e3) << " | "
+       << fmt("%.2f", t.ratio_kernel_pack) << " | " << fmt("%.3f", t.compact_s * 1e3) << " | "
        << fmt("%.2f", t.ratio_total) << " | trace |\n";
     ++measured;
   }
@@ -181,7 +199,7 @@ int main(int argc, char** argv) {
     double threshold = kCalibratedThreshold, min_time = 0.2;
     int batch = 1, seed = 1;
     bool all_passes = false, calibrate = false, quick = false;
-    std::string trace_path;
+    std::string trace_path, pass_filter;
     desc.add_options()("help,h", "this help")("tile", po::value(&tile), "tile size RxC (default: the engine default, 8x256)")(
         "format", po::value(&fmt_name), "sparse tile format: ell | bitmap")(
         "threshold", po::value(&threshold), "density threshold (default: calibrated constant)")(
@@ -189,6 +207,7 @@ int main(int argc, char** argv) {
         "batch", po::value(&batch), "batch size folded into N (default 1)")(
         "all-passes", po::bool_switch(&all_passes), "also backward-data and backward-weight GEMMs")(
         "filter", po::value(&filter), "only shapes whose name contains this")(
+        "pass", po::value(&pass_filter), "only this pass: fwd | bwd-data | bwd-weight")(
         "min-time", po::value(&min_time), "seconds of repetitions per measurement (default 0.2)")(
         "quick", po::bool_switch(&quick), "one layer per network")("seed", po::value(&seed), "RNG seed")(
         "md", po::value(&md_path), "also write the table as Markdown to this file (atomic)")(
@@ -242,17 +261,20 @@ int main(int argc, char** argv) {
       if (!md_path.empty()) write_file_atomic(md_path, md.str());
       return 0;
     }
-    TileSparseEngine engine(opt);
+    // `engine` keeps the packed weights between calls (GemmCall::dense_version); `engine_pack` gets
+    // dense_version 0 and packs them in every call. Two engines, so that neither evicts the other's pack.
+    TileSparseEngine engine(opt), engine_pack(opt);
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d\n", tr, tc,
                 fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch);
-    std::printf("%-18s %-10s %5s %6s %5s %5s %13s %9s %9s %7s %9s %7s %s\n", "layer", "pass", "M", "N", "K", "sp%",
-                "tiles z/s/d", "blas_ms", "kern_ms", "ratio", "compact", "r_total", "target");
+    std::printf("%-18s %-10s %5s %6s %5s %5s %13s %9s %9s %7s %9s %7s %9s %7s %s\n", "layer", "pass", "M", "N", "K",
+                "sp%", "tiles z/s/d", "blas_ms", "kern_ms", "ratio", "kpack_ms", "r_kpack", "compact", "r_total",
+                "target");
     md << "| layer | pass | M | N | K | sparsity % | tiles zero/sparse/dense | OpenBLAS ms | kernel ms | ratio kernel | "
-          "compact ms | ratio compact+kernel | target (kernel) |\n"
-          "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
+          "kernel+pack ms | ratio kernel+pack | compact ms | ratio compact+kernel+pack | target (kernel) |\n"
+          "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
     if (!trace_path.empty()) {
 #ifdef SPARTAN_BENCH_HAVE_TRACE
-      run_trace(trace_path, engine, min_time, md);
+      run_trace(trace_path, engine, engine_pack, min_time, md);
 #else
       throw InputError("--trace: this build has no trace library");
 #endif
@@ -268,18 +290,25 @@ int main(int argc, char** argv) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-1, 1);
     std::uniform_real_distribution<double> p(0, 1);
-    std::map<double, std::vector<double>> ratios, ratios_total;
+    std::map<double, std::vector<double>> ratios, ratios_pack, ratios_total;
     int met = 0, with_target = 0;
+    std::uint64_t versions = 0;
     for (const auto& s : bench::gemm_shapes(layers, batch, all_passes)) {
       if (!filter.empty() && s.name.find(filter) == std::string::npos) continue;
+      if (!pass_filter.empty() && pass_filter != bench::pass_name(s.pass)) continue;
       const int ar = s.op_a == Op::N ? s.M : s.K, ac = s.op_a == Op::N ? s.K : s.M;
       const int br = s.op_b == Op::N ? s.K : s.N, bc = s.op_b == Op::N ? s.N : s.K;
       std::vector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C(std::size_t(s.M) * s.N);
       for (auto& v : A) v = u(rng);
+      const std::uint64_t weights_version = ++versions;
       for (double sparsity : sp) {
         for (auto& v : B) v = p(rng) < sparsity ? 0.0f : u(rng);
         GemmCall c{s.op_a, s.op_b, s.M, s.N, s.K, 1.0f, 0.0f, A.data(), ac, B.data(), bc, C.data(), s.N,
                    SparseOperand::B};
+        const GemmCall c_pack = c;
+        // Forward and backward-data: the dense operand A is the weights, fixed within a training step
+        // (one version per weight array here); backward-weight: A = dY changes every call, never reused.
+        if (s.pass != bench::Pass::BwdWeight) c.dense_version = weights_version;
         format::TiledMatrix tm;
         const Timing t = time_side_by_side(
             [&] {
@@ -287,11 +316,13 @@ int main(int argc, char** argv) {
                           s.op_b == Op::N ? CblasNoTrans : CblasTrans, s.M, s.N, s.K, 1.0f, A.data(), ac, B.data(), bc,
                           0.0f, C.data(), s.N);
             },
-            [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm); }, 3 * min_time, 7, 401);
+            [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm); },
+            [&] { engine_pack.run_compacted(c_pack, tm); }, 3 * min_time, 7, 401);
         const TileSparseStats& st = engine.last_stats();
         const double ratio = t.ratio_kernel, tgt = target_for(sparsity);
         ratios[sparsity].push_back(ratio);
         ratios_total[sparsity].push_back(t.ratio_total);
+        ratios_pack[sparsity].push_back(t.ratio_kernel_pack);
         std::string verdict = "-";
         if (tgt > 0) {
           ++with_target;
@@ -300,19 +331,22 @@ int main(int argc, char** argv) {
         }
         const std::string tiles =
             std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
-        std::printf("%-18s %-10s %5d %6d %5d %5.0f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %s\n", s.name.c_str(),
-                    bench::pass_name(s.pass), s.M, s.N, s.K, sparsity * 100, tiles.c_str(), t.blas_s * 1e3,
-                    t.kernel_s * 1e3, ratio, t.compact_s * 1e3, t.ratio_total, verdict.c_str());
+        std::printf("%-18s %-10s %5d %6d %5d %5.0f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %9.3f %7.2f %s\n",
+                    s.name.c_str(), bench::pass_name(s.pass), s.M, s.N, s.K, sparsity * 100, tiles.c_str(),
+                    t.blas_s * 1e3, t.kernel_s * 1e3, ratio, t.kernel_pack_s * 1e3, t.ratio_kernel_pack,
+                    t.compact_s * 1e3, t.ratio_total, verdict.c_str());
         std::fflush(stdout);
         md << "| " << s.name << " | " << bench::pass_name(s.pass) << " | " << s.M << " | " << s.N << " | " << s.K
            << " | " << fmt("%.0f", sparsity * 100) << " | " << tiles << " | " << fmt("%.3f", t.blas_s * 1e3) << " | "
-           << fmt("%.3f", t.kernel_s * 1e3) << " | " << fmt("%.2f", ratio) << " | " << fmt("%.3f", t.compact_s * 1e3)
-           << " | " << fmt("%.2f", t.ratio_total) << " | " << verdict << " |\n";
+           << fmt("%.3f", t.kernel_s * 1e3) << " | " << fmt("%.2f", ratio) << " | "
+           << fmt("%.3f", t.kernel_pack_s * 1e3) << " | " << fmt("%.2f", t.ratio_kernel_pack) << " | "
+           << fmt("%.3f", t.compact_s * 1e3) << " | " << fmt("%.2f", t.ratio_total) << " | " << verdict << " |\n";
       }
     }
-    std::printf("\ngeometric-mean ratio per sparsity (kernel | compact+kernel):");
-    md << "\n| sparsity % | geo-mean ratio kernel | min | max | geo-mean ratio compact+kernel | min | max |\n"
-          "|---:|---:|---:|---:|---:|---:|---:|\n";
+    std::printf("\ngeometric-mean ratio per sparsity (kernel | kernel+pack | compact+kernel+pack):");
+    md << "\n| sparsity % | geo-mean ratio kernel | min | max | geo-mean ratio kernel+pack | geo-mean ratio "
+          "compact+kernel+pack | min | max |\n"
+          "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     auto geo = [](const std::vector<double>& v) {
       double lg = 0;
       for (double r : v) lg += std::log(r);
@@ -320,10 +354,12 @@ int main(int argc, char** argv) {
     };
     for (const auto& [sv, v] : ratios) {
       const std::vector<double>& w = ratios_total[sv];
-      std::printf("  %.0f%%: %.2f | %.2f", sv * 100, geo(v), geo(w));
+      const std::vector<double>& kp = ratios_pack[sv];
+      std::printf("  %.0f%%: %.2f | %.2f | %.2f", sv * 100, geo(v), geo(kp), geo(w));
       md << "| " << fmt("%.0f", sv * 100) << " | " << fmt("%.2f", geo(v)) << " | "
          << fmt("%.2f", *std::min_element(v.begin(), v.end())) << " | "
-         << fmt("%.2f", *std::max_element(v.begin(), v.end())) << " | " << fmt("%.2f", geo(w)) << " | "
+         << fmt("%.2f", *std::max_element(v.begin(), v.end())) << " | " << fmt("%.2f", geo(kp)) << " | "
+         << fmt("%.2f", geo(w)) << " | "
          << fmt("%.2f", *std::min_element(w.begin(), w.end())) << " | "
          << fmt("%.2f", *std::max_element(w.begin(), w.end())) << " |\n";
     }

@@ -4,6 +4,9 @@
 // baseline ISA. The ISA is chosen at run time (__builtin_cpu_supports), never at compile time.
 #include "cpu_kernels.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define SPARTAN_X86 1
@@ -102,6 +105,31 @@ __attribute__((target("avx2,fma"))) void transpose_store_avx2(const float* T, st
     for (int j = 0; j < rows; ++j) store_elem(C + std::size_t(i) * ldc + j, T[std::size_t(j) * ldt + i], beta);
   for (int i = 0; i < w8; ++i)
     for (int j = rows8; j < rows; ++j) store_elem(C + std::size_t(i) * ldc + j, T[std::size_t(j) * ldt + i], beta);
+}
+
+__attribute__((target("avx2,fma"))) void transpose_store_stream_avx2(const float* T, std::size_t ldt, int rows,
+                                                                     int w, float* C, std::size_t ldc) {
+  // Transpose into an L1 buffer first, so that each C row segment can be written front to back in whole
+  // 64-byte lines (half-line non-temporal writes are far slower than ordinary stores).
+  alignas(64) float buf[64 * 64];
+  transpose_store_avx2(T, ldt, rows, w, buf, 64, 0.0f);
+  for (int i = 0; i < w; ++i) {
+    float* c = C + std::size_t(i) * ldc;
+    const float* b = buf + std::size_t(i) * 64;
+    int j = 0;
+    const int head = int(((64 - reinterpret_cast<std::uintptr_t>(c) % 64) % 64) / sizeof(float));
+    if (reinterpret_cast<std::uintptr_t>(c) % sizeof(float) != 0) {  // not float-aligned: plain copy
+      for (; j < rows; ++j) c[j] = b[j];
+      continue;
+    }
+    for (; j < std::min(head, rows); ++j) c[j] = b[j];
+    for (; j + 16 <= rows; j += 16) {
+      _mm256_stream_ps(c + j, _mm256_loadu_ps(b + j));
+      _mm256_stream_ps(c + j + 8, _mm256_loadu_ps(b + j + 8));
+    }
+    for (; j < rows; ++j) c[j] = b[j];
+  }
+  _mm_sfence();  // order the non-temporal stores before later (other threads') reads
 }
 
 bool cpu_has_avx2_fma() {
@@ -206,6 +234,9 @@ __attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* lo, co
 bool cpu_has_avx2_fma() { return false; }
 void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta) {
   transpose_store_portable(T, ldt, rows, w, C, ldc, beta);
+}
+void transpose_store_stream_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc) {
+  transpose_store_portable(T, ldt, rows, w, C, ldc, 0.0f);
 }
 void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
                  std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite) {

@@ -36,6 +36,10 @@ using TransposeStoreFn = void (*)(const float* T, std::size_t ldt, int rows, int
 void transpose_store_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
                               float beta);
 void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta);
+/// C[i][j] = T[j][i] for i < w <= 64, j < rows <= 64 (beta == 0), writing every whole 64-byte line of each
+/// C row segment with non-temporal stores (no read-for-ownership of C; for outputs much larger than the
+/// last-level cache). Partial lines at the ends of a segment use ordinary stores. AVX2 only.
+void transpose_store_stream_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc);
 
 }  // namespace spartan::gemm::detail
 

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "cpu_kernels.h"
+#include "row_lists.h"
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
 
@@ -27,11 +28,31 @@ namespace spartan::gemm {
 using format::TileFormat;
 using format::TiledMatrix;
 using format::TileHeader;
+using detail::band_slots;
+using detail::build_cols;
+using detail::build_rows;
 
 namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Pulls rows [r0, r1) x [0, qn) of D (row stride ldd) into L2 in address order before the gather visits
+// them in data-dependent order: a D slice that is not cached would otherwise be fetched from L3 / DRAM by
+// random row accesses (latency-bound); this turns it into one sequential read the prefetchers can stream.
+void prefetch_rows_l2(const float* D, std::size_t ldd, int r0, int r1, int qn) {
+  const std::size_t row_bytes = std::size_t(qn) * sizeof(float);
+  const char* base = reinterpret_cast<const char*>(D);
+  if (ldd == std::size_t(qn)) {  // contiguous slice
+    const char* p = base + std::size_t(r0) * row_bytes;
+    for (std::size_t off = 0, n = std::size_t(r1 - r0) * row_bytes; off < n; off += 64) __builtin_prefetch(p + off, 0, 2);
+    return;
+  }
+  for (int r = r0; r < r1; ++r) {
+    const char* p = base + std::size_t(r) * ldd * sizeof(float);
+    for (std::size_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
+  }
 }
 
 struct Stored {  // the stored sparse operand
@@ -55,142 +76,6 @@ void scale_c(const GemmCall& c) {
       std::fill(row, row + c.N, 0.0f);  // BLAS semantics: beta == 0 ignores NaN/Inf already in C
     else
       for (int j = 0; j < c.N; ++j) row[j] *= c.beta;
-  }
-}
-
-// Iterates the non-zeros of one stored row (local row `r`) of a sparse-format tile: f(col, value).
-// `cursor` is the running value index for BITMAP tiles (rows must be visited in increasing order).
-template <class F>
-inline void for_row(const TiledMatrix& s, const TileHeader& h, std::uint32_t r_eff, std::uint32_t c_eff,
-                    std::uint32_t r, std::size_t& cursor, F&& f) {
-  const std::uint8_t* p = s.tile_payload(h);
-  if (h.fmt() == TileFormat::Ell) {
-    const std::uint32_t w = h.width;
-    const float* vals = reinterpret_cast<const float*>(p + format::ell_values_offset(r_eff, w, s.grid.tile_cols));
-    const bool u8 = format::index_bytes(s.grid.tile_cols) == 1;
-    for (std::uint32_t j = 0; j < w; ++j) {
-      const float v = vals[std::size_t(r) * w + j];
-      if (format::is_zero(v)) break;  // padding ends the row
-      const std::size_t slot = std::size_t(r) * w + j;
-      const std::uint32_t col = u8 ? p[slot] : format::detail::load_le<std::uint16_t>(p + 2 * slot);
-      f(col, v);
-    }
-  } else {  // Bitmap
-    const std::size_t words = format::bitmap_row_words(c_eff);
-    const float* vals = reinterpret_cast<const float*>(p + format::bitmap_bytes(r_eff, c_eff));
-    const std::uint32_t* bm = reinterpret_cast<const std::uint32_t*>(p) + std::size_t(r) * words;
-    for (std::size_t wi = 0; wi < words; ++wi) {
-      std::uint32_t bits = bm[wi];
-      while (bits) {
-        const int b = __builtin_ctz(bits);
-        bits &= bits - 1;
-        f(std::uint32_t(wi * 32 + b), vals[cursor++]);
-      }
-    }
-  }
-}
-
-// Row lists of S ("CSR over P"): the entries of row p are e[row_beg[p] .. row_end[p]), {r, alpha * v}
-// with r ascending. Built band by band, each band into its own region of the entry array (band_slots
-// entries, so that bands can be built in parallel and ELL tiles can be read branch-free).
-
-// Entries reserved for one band: all ELL slots of its sparse tiles (u8 ELL is read branch-free,
-// padding included), else the non-zeros.
-std::size_t band_slots(const TiledMatrix& s, std::uint32_t band, bool trans_s, bool u8idx) {
-  const format::TileGrid& g = s.grid;
-  const std::uint32_t n_rt = trans_s ? g.tiles_r() : g.tiles_c();
-  std::size_t slots = 0;
-  for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
-    const TileHeader& h = trans_s ? s.header(rt, band) : s.header(band, rt);
-    if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-    const std::uint32_t re = g.r_eff(trans_s ? rt : band);
-    slots += (h.fmt() == TileFormat::Ell && u8idx) ? std::size_t(re) * h.width : h.nnz;
-  }
-  return slots;
-}
-
-// S rows = stored rows: tile row `band` walked row by row across its sparse tiles.
-void build_rows(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8idx, detail::Entry* e, std::size_t ne,
-                std::uint32_t* row_beg, std::uint32_t* row_end, std::vector<std::size_t>& cursor) {
-  const format::TileGrid& g = s.grid;
-  const std::uint32_t nc = g.tiles_c(), TC = g.tile_cols, rows = g.r_eff(band), p0 = band * g.tile_rows;
-  std::fill(cursor.begin(), cursor.end(), 0);
-  for (std::uint32_t r = 0; r < rows; ++r) {
-    row_beg[p0 + r] = std::uint32_t(ne);
-    for (std::uint32_t tj = 0; tj < nc; ++tj) {
-      const TileHeader& h = s.header(band, tj);
-      if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-      const std::uint32_t base = tj * TC;
-      if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free: every slot written, cursor moves on non-zeros
-        const std::uint32_t w = h.width;
-        const std::uint8_t* idx = s.tile_payload(h) + std::size_t(r) * w;
-        const float* val =
-            reinterpret_cast<const float*>(s.tile_payload(h) + format::ell_values_offset(rows, w, TC)) +
-            std::size_t(r) * w;
-        for (std::uint32_t j = 0; j < w; ++j) {
-          e[ne] = {base + idx[j], alpha * val[j]};
-          ne += !format::is_zero(val[j]);
-        }
-      } else {
-        for_row(s, h, rows, g.c_eff(tj), r, cursor[tj],
-                [&](std::uint32_t col, float v) { e[ne++] = {base + col, alpha * v}; });
-      }
-    }
-    row_end[p0 + r] = std::uint32_t(ne);
-  }
-}
-
-// S = stored^T: the rows of S are the columns of tile column `band`; its non-zeros are bucketed by column
-// (counting sort), stable, so r ascends.
-void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8idx, detail::Entry* e, std::size_t ne,
-                std::uint32_t* row_beg, std::uint32_t* row_end, std::vector<std::uint32_t>& cnt) {
-  const format::TileGrid& g = s.grid;
-  const std::uint32_t nr = g.tiles_r(), TR = g.tile_rows, TC = g.tile_cols, ce = g.c_eff(band), p0 = band * TC;
-  cnt.assign(std::size_t(TC) + 2, 0);
-  std::uint32_t* cn = cnt.data();
-  for (std::uint32_t rt = 0; rt < nr; ++rt) {
-    const TileHeader& h = s.header(rt, band);
-    if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-    const std::uint32_t re = g.r_eff(rt);
-    if (h.fmt() == TileFormat::Ell && u8idx) {
-      const std::uint32_t w = h.width;
-      const std::uint8_t* idx = s.tile_payload(h);
-      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
-      // Each row stops at its first padding slot (a run of padding increments of one counter would be a
-      // store-forwarding chain).
-      for (std::uint32_t lr = 0; lr < re; ++lr) {
-        const std::uint8_t* ix = idx + std::size_t(lr) * w;
-        const float* vv = val + std::size_t(lr) * w;
-        for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) ++cn[ix[j] + 1];
-      }
-    } else {
-      std::size_t cur = 0;
-      for (std::uint32_t lr = 0; lr < re; ++lr)
-        for_row(s, h, re, ce, lr, cur, [&](std::uint32_t col, float) { ++cn[col + 1]; });
-    }
-  }
-  cn[0] = std::uint32_t(ne);
-  for (std::uint32_t i = 0; i <= TC; ++i) cn[i + 1] += cn[i];
-  for (std::uint32_t col = 0; col < ce; ++col) row_beg[p0 + col] = cn[col], row_end[p0 + col] = cn[col + 1];
-  for (std::uint32_t rt = 0; rt < nr; ++rt) {
-    const TileHeader& h = s.header(rt, band);
-    if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-    const std::uint32_t re = g.r_eff(rt), rbase = rt * TR;
-    if (h.fmt() == TileFormat::Ell && u8idx) {
-      const std::uint32_t w = h.width;
-      const std::uint8_t* idx = s.tile_payload(h);
-      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
-      for (std::uint32_t lr = 0; lr < re; ++lr) {
-        const std::uint8_t* ix = idx + std::size_t(lr) * w;
-        const float* vv = val + std::size_t(lr) * w;
-        for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) e[cn[ix[j]]++] = {rbase + lr, alpha * vv[j]};
-      }
-    } else {
-      std::size_t cur = 0;
-      for (std::uint32_t lr = 0; lr < re; ++lr)
-        for_row(s, h, re, ce, lr, cur,
-                [&](std::uint32_t col, float v) { e[cn[col]++] = {rbase + lr, alpha * v}; });
-    }
   }
 }
 
@@ -252,7 +137,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     // all DENSE, or dense enough overall (call-level guard), or nothing to sum: one sgemm
     stats_.full_dense = c.K > 0;
     stats_.dense_calls = 1;
-    make_dense_engine()->run(c);
+    cblas_sgemm(CblasRowMajor, cb(c.op_a), cb(c.op_b), c.M, c.N, c.K, c.alpha, c.A, c.lda, c.B, c.ldb, c.beta, c.C,
+                c.ldc);  // the call was validated above; M, N > 0
     stats_.compute_s = now_s() - t0;
     return;
   }
@@ -331,6 +217,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // ---- Sparse tiles (loop structure: sw/gemm/README.md). D[r][q] must be contiguous along Q: it is the
   // dense operand as stored (op(B) = B for sparse A, op(A)^T = A for sparse B) or, otherwise, its
   // transpose packed once per call (AVX2 8x8 blocks, parallel).
+  // Out = C^T much larger than the last-level cache, beta 0: chunks go to C with non-temporal stores
+  // (whole lines; transpose_store_stream_avx2), which saves reading C's lines before writing them.
+  constexpr double kStreamBytes = 32.0 * 1024 * 1024;
+  const bool stream = avx2_ && !sp_a && beta_k == 0.0f && double(c.M) * double(c.ldc) * 4.0 >= kStreamBytes;
+  stats_.out_streamed = stream;
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
   const detail::TransposeStoreFn tstore = avx2_ ? detail::transpose_store_avx2 : detail::transpose_store_portable;
   const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
@@ -344,11 +235,15 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // a few cache sets and thrash L1/L2. Otherwise the operand is read in place.
   constexpr int QG = detail::kGatherQ;
   constexpr double kPackMinReuse = 16;
-  const bool pack = trans_d || (Q > QG && double(stats_.nnz) >= kPackMinReuse * R);
+  const PackKey key{X, R, Q, ldx, trans_d, c.dense_version};
+  const bool reuse = c.dense_version != 0 && pack_valid_ && pack_key_ == key;
+  const bool pack = reuse || trans_d || (Q > QG && double(stats_.nnz) >= kPackMinReuse * R);
   const int n_panels = (Q + QG - 1) / QG;
   const float* D = X;  // panel qb: D + qb * panel_stride, row stride ldd
   std::size_t ldd = ldx, panel_stride = QG;
-  if (pack) {
+  if (pack && !reuse) {
+    const double tp = now_s();
+    pack_valid_ = false;
     pack_.resize(std::size_t(R) * QG * n_panels);
     float* dst = pack_.data();
 #pragma omp parallel for num_threads(nthreads) schedule(static)
@@ -361,13 +256,103 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
         for (int r = 0; r < R; ++r)
           std::memcpy(panel + std::size_t(r) * QG, X + std::size_t(r) * ldx + q0, std::size_t(qn) * sizeof(float));
     }
-    D = pack_.data(), ldd = QG, panel_stride = std::size_t(R) * QG;
+    pack_key_ = key;
+    pack_valid_ = true;
+    stats_.pack_s = now_s() - tp;
   }
+  if (pack) D = pack_.data(), ldd = QG, panel_stride = std::size_t(R) * QG;
+  stats_.dense_packed = pack;
+  stats_.dense_pack_reused = reuse;
   const bool u8idx = format::index_bytes(g.tile_cols) == 1;
   const float alpha = c.alpha;
-  // (1) Row lists of S, band by band (parallel), each band in its own region of ent_.
+  // R blocks of the gather: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
+  constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
+  const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
+  const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
+  const int nkb = (R + KB - 1) / KB;
+  const double tl = now_s();
   band_off_.assign(std::size_t(n_bands) + 1, 0);
   for (std::uint32_t b = 0; b < n_bands; ++b) band_off_[b + 1] = band_off_[b] + band_slots(s, b, trans_s, u8idx);
+  if (nkb == 1) {
+    // One R block: build the row lists of a group of bands (>= kSub rows of S) into a per-thread buffer
+    // that stays in L2 and gather them right away, all Q panels, instead of building every band's lists
+    // first (one pass through a buffer of nnz entries that spills to L3 and is read back per panel).
+    // Out = C^T goes through a per-thread kSub x kGatherQ buffer (L1) straight into C.
+    // Groups: at least kSub rows of S; more bands while the group's list stays within kGroupEntries
+    // (128 KiB), so that with short reductions (small R, e.g. backward-data) few groups share each pass
+    // over D (a group visits all of D's panels). With several threads, at least two groups per thread.
+    constexpr std::size_t kGroupEntries = 16384;
+    const std::uint32_t min_bands = std::max<std::uint32_t>(1, std::uint32_t(kSub) / p_tile);
+    const std::size_t budget =
+        std::min(kGroupEntries, std::max<std::size_t>(1, band_off_[n_bands] / (2 * std::size_t(nthreads))));
+    std::vector<std::uint32_t> gbounds{0};
+    for (std::uint32_t b = 0; b < n_bands;) {
+      std::uint32_t b1 = std::min(n_bands, b + min_bands);
+      while (b1 < n_bands && band_off_[b1 + 1] - band_off_[b] <= budget) ++b1;
+      gbounds.push_back(b1);
+      b = b1;
+    }
+    const long n_groups = long(gbounds.size()) - 1;
+    row_beg_.resize(std::size_t(P));
+    row_end_.resize(std::size_t(P));
+    if (group_ent_.size() < std::size_t(nthreads)) group_ent_.resize(std::size_t(nthreads));
+    const bool ow = !sp_a || beta_k == 0.0f;
+    std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
+    const std::size_t* off = band_off_.data();
+    double lists_s = 0;
+#pragma omp parallel num_threads(nthreads) reduction(+ : lists_s)
+    {
+      std::vector<detail::Entry>& ent = group_ent_[std::size_t(omp_get_thread_num())];
+      std::vector<std::size_t> cursor(n_rt);
+      std::vector<std::uint32_t> cnt;
+      std::vector<float> local(sp_a ? 0 : std::size_t(kSub) * QG);
+      std::uint32_t lo[kSub], hi[kSub];
+#pragma omp for schedule(dynamic, 1)
+      for (long gi = 0; gi < n_groups; ++gi) {
+        const double tg = now_s();
+        const std::uint32_t b0 = gbounds[std::size_t(gi)], b1 = gbounds[std::size_t(gi) + 1];
+        const int p0 = int(b0 * p_tile), p1 = std::min(P, int(b1 * p_tile));
+        const std::size_t need = off[b1] - off[b0] + detail::kEntrySlack;
+        if (ent.size() < need) ent.resize(need);
+        for (std::uint32_t b = b0; b < b1; ++b) {
+          const std::size_t ne = off[b] - off[b0];
+          if (off[b] == off[b + 1]) {
+            const std::uint32_t q0 = b * p_tile, q1 = std::min(std::uint32_t(P), q0 + p_tile);
+            std::fill(rb + q0, rb + q1, std::uint32_t(ne));
+            std::fill(re + q0, re + q1, std::uint32_t(ne));
+          } else if (trans_s) {
+            build_cols(s, b, alpha, u8idx, ent.data(), ne, rb, re, cnt);
+          } else {
+            build_rows(s, b, alpha, u8idx, ent.data(), ne, rb, re, cursor);
+          }
+        }
+        lists_s += now_s() - tg;
+        for (int q0 = 0; q0 < Q; q0 += QG) {
+          const int qn = std::min(QG, Q - q0);
+          const float* dp = D + std::size_t(q0 / QG) * panel_stride;
+          for (int c0 = p0; c0 < p1; c0 += kSub) {
+            const int rows = std::min(kSub, p1 - c0);
+            for (int j = 0; j < rows; ++j) lo[j] = rb[c0 + j], hi[j] = re[c0 + j];
+            if (sp_a) {
+              gather(lo, hi, ent.data(), rows, dp, ldd, c.C + std::size_t(c0) * c.ldc + q0, std::size_t(c.ldc), qn, ow);
+            } else {
+              gather(lo, hi, ent.data(), rows, dp, ldd, local.data(), std::size_t(QG), qn, true);
+              if (stream)
+                detail::transpose_store_stream_avx2(local.data(), std::size_t(QG), rows, qn,
+                                                    c.C + std::size_t(q0) * c.ldc + c0, std::size_t(c.ldc));
+              else
+                tstore(local.data(), std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0,
+                       std::size_t(c.ldc), beta_k);
+            }
+          }
+        }
+      }
+    }
+    stats_.lists_s = lists_s;
+    stats_.compute_s = now_s() - t0;
+    return;
+  }
+  // (1) Row lists of S, band by band (parallel), each band in its own region of ent_.
   ent_.resize(band_off_[n_bands] + detail::kEntrySlack);
   row_beg_.assign(std::size_t(P), 0);
   row_end_.assign(std::size_t(P), 0);
@@ -393,14 +378,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       }
     }
   }
-  // (2) Gather: for each block of kGatherQ along Q and block of KB along R (D's slice, KB x kGatherQ
-  // floats, stays in L2), all rows of S in chunks of kSub: Out[p][q-block] += v * D[r][q-block] with the
-  // output row block in registers. The output is C itself (sparse A) or, for C^T (sparse B), a per-call
-  // buffer of P x kGatherQ stored transposed into C after the last R block.
-  constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
-  const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
-  const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
-  const int nkb = (R + KB - 1) / KB;
+  stats_.lists_s = now_s() - tl;
+  // (2) Gather (several R blocks): for each block of kGatherQ along Q and block of KB along R (D's slice,
+  // KB x kGatherQ floats, prefetched into L2), all rows of S in chunks of kSub: Out[p][q-block] += v *
+  // D[r][q-block] with the output row block in registers. The output is C itself (sparse A) or, for C^T
+  // (sparse B), a per-call buffer of P x kGatherQ stored transposed into C after the last R block.
   const int n_chunks = (P + kSub - 1) / kSub;
   const bool ow_first = !sp_a || beta_k == 0.0f;  // the first R block overwrites the output
   if (!sp_a) tmp_.resize(std::size_t(P) * QG);
@@ -430,6 +412,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       const int qn = std::min(QG, Q - q0);
       for (int b = 0; b < nkb; ++b) {
         const bool ow = b == 0 && ow_first;
+        prefetch_rows_l2(D + std::size_t(q0 / QG) * panel_stride, ldd, b * KB, std::min(R, (b + 1) * KB),
+                         ldd == std::size_t(QG) ? QG : qn);
 #pragma omp for schedule(dynamic, 4)
         for (int ci = 0; ci < n_chunks; ++ci) {
           const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
@@ -440,17 +424,21 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
             any |= bp[0] != bp[1];
           }
           if (!any && !ow) continue;
+          const float* dp = D + std::size_t(q0 / QG) * panel_stride;
           float* out = sp_a ? c.C + std::size_t(p0) * c.ldc + q0 : tmp + std::size_t(p0) * QG;
-          gather(lo, hi, ep, rows, D + std::size_t(q0 / QG) * panel_stride, ldd, out,
-                 sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
+          gather(lo, hi, ep, rows, dp, ldd, out, sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
         }
       }
       if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): chunks of P in parallel
 #pragma omp for schedule(static)
         for (int ci = 0; ci < n_chunks; ++ci) {
           const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
-          tstore(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0,
-                 std::size_t(c.ldc), beta_k);
+          if (stream)
+            detail::transpose_store_stream_avx2(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn,
+                                                c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc));
+          else
+            tstore(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0,
+                   std::size_t(c.ldc), beta_k);
         }
       }
     }

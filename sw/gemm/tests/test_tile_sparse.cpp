@@ -7,6 +7,7 @@
 // for the two results, with margin.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -263,4 +264,131 @@ TEST(TileSparseGemm, WholeCallGuardRunsOneSgemm) {
   EXPECT_FALSE(tiled.last_stats().full_dense);
   EXPECT_EQ(tiled.last_stats().tiles_dense, 2u);
   EXPECT_EQ(tiled.last_stats().tiles_zero, 2u);
+}
+
+namespace {
+// Max |C - C_ref| / bound with OpenBLAS as the reference; <= 1 passes. For calls with a sparse B (op N)
+// and |a|, |b|, |C0| <= 1: sum_k |a_ik b_kj| <= nnz of column j of B, so the bound of check_case becomes
+// 8 * K * 2^-24 * (nnz_j + |beta|).
+double rel_err(const GemmCall& c, const std::vector<float>& C, const std::vector<float>& C0) {
+  std::vector<float> R = C0;
+  GemmCall r = c;
+  r.C = R.data();
+  make_dense_engine()->run(r);
+  std::vector<int> nnz(std::size_t(c.N), 0);
+  for (int k = 0; k < c.K; ++k)
+    for (int j = 0; j < c.N; ++j) nnz[std::size_t(j)] += !spartan::format::is_zero(c.B[std::size_t(k) * c.ldb + j]);
+  double worst = 0;
+  for (int i = 0; i < c.M; ++i)
+    for (int j = 0; j < c.N; ++j) {
+      const std::size_t at = std::size_t(i) * c.ldc + j;
+      const double tol = 8.0 * c.K * std::ldexp(1.0, -24) * (nnz[std::size_t(j)] + std::fabs(c.beta)) + 1e-30;
+      worst = std::max(worst, std::fabs(double(C[at]) - R[at]) / tol);
+    }
+  return worst;
+}
+}  // namespace
+
+// GemmCall::dense_version: the packed dense operand is kept between calls only while pointer, shape,
+// stride, op and a non-zero version all match; a new version (weights updated in place), version 0, or a
+// different shape / stride / pointer repacks. Every result is checked against OpenBLAS.
+TEST(TileSparseGemm, DensePackReuseFollowsVersionAndIsInvalidated) {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int M = 96, N = 150, K = 200;  // forward: C = W * col, col sparse; W packed transposed
+  std::vector<float> W(std::size_t(M) * K), W2(W.size()), col(std::size_t(K) * N), C(std::size_t(M) * N);
+  for (auto& x : W) x = u(rng);
+  for (auto& x : W2) x = u(rng);
+  for (auto& x : col) x = p(rng) < 0.9 ? 0.0f : u(rng);
+  for (Isa isa : isas()) {
+    TileSparseOptions o;
+    o.isa = isa;
+    o.threshold = 2.0;  // every non-zero tile sparse
+    TileSparseEngine e(o);
+    GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, W.data(), K, col.data(), N, C.data(), N, SparseOperand::B};
+    c.dense_version = 7;
+    e.run(c);
+    EXPECT_TRUE(e.last_stats().dense_packed);
+    EXPECT_FALSE(e.last_stats().dense_pack_reused);
+    EXPECT_LE(rel_err(c, C, C), 1.0);
+    e.run(c);  // same weights, same version: reused
+    EXPECT_TRUE(e.last_stats().dense_pack_reused);
+    EXPECT_EQ(e.last_stats().pack_s, 0.0);
+    EXPECT_LE(rel_err(c, C, C), 1.0);
+    // SGD step: weights updated in place, version bumped -> repacked, result follows the new weights.
+    for (std::size_t i = 0; i < W.size(); ++i) W[i] = W[i] * 0.5f + 0.25f;
+    c.dense_version = 8;
+    e.run(c);
+    EXPECT_FALSE(e.last_stats().dense_pack_reused);
+    EXPECT_LE(rel_err(c, C, C), 1.0);
+    e.run(c);
+    EXPECT_TRUE(e.last_stats().dense_pack_reused);
+    // version 0: never reused (and does not serve later calls either)
+    c.dense_version = 0;
+    e.run(c);
+    EXPECT_FALSE(e.last_stats().dense_pack_reused);
+    e.run(c);
+    EXPECT_FALSE(e.last_stats().dense_pack_reused);
+    // same version, other pointer / other shape (fewer columns of the dense operand) / other op -> repack
+    c.dense_version = 9;
+    e.run(c);
+    c.A = W2.data();
+    e.run(c);
+    EXPECT_FALSE(e.last_stats().dense_pack_reused);
+    EXPECT_LE(rel_err(c, C, C), 1.0);
+    GemmCall small = c;
+    small.M = M - 8;
+    e.run(small);
+    EXPECT_FALSE(e.last_stats().dense_pack_reused);
+    std::vector<float> Cs(C.begin(), C.begin() + std::ptrdiff_t(small.M) * N);
+    small.C = Cs.data();
+    e.run(small);
+    EXPECT_TRUE(e.last_stats().dense_pack_reused);
+    EXPECT_LE(rel_err(small, Cs, Cs), 1.0);
+    GemmCall bd = c;  // backward-data: C[K x N] = W^T * dY with the same W pointer and version
+    bd.op_a = Op::T;
+    bd.M = K;
+    bd.K = M;
+    std::vector<float> dY(std::size_t(M) * N), Cb(std::size_t(K) * N);
+    for (auto& x : dY) x = p(rng) < 0.9 ? 0.0f : u(rng);
+    bd.B = dY.data();
+    bd.C = Cb.data();
+    e.run(bd);
+    EXPECT_FALSE(e.last_stats().dense_pack_reused);
+    EXPECT_LE(rel_err(bd, Cb, Cb), 1.0);
+  }
+}
+
+// Outputs above the streaming size (32 MiB) are written with non-temporal stores when beta == 0 (AVX2),
+// with one R block (fused gather + transposed store) and with several; beta != 0 takes the cached path.
+// C is offset by one float from the allocation so that row segments start mid-line.
+TEST(TileSparseGemm, LargeOutputsStreamedMatchReference) {
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int M = 2048, N = 4200;
+  for (int K : {24, 1400}) {
+    if (K > 100 && isas().back() != Isa::Avx2) continue;  // keep the portable run quick
+    std::vector<float> A(std::size_t(K) * M), B(std::size_t(K) * N), Cbuf(std::size_t(M) * N + 1, 1.0f);
+    for (auto& x : A) x = u(rng);
+    for (auto& x : B) x = p(rng) < (K > 100 ? 0.995 : 0.9) ? 0.0f : u(rng);
+    for (float beta : {0.0f, 0.5f}) {
+      std::vector<float> C(Cbuf.begin() + 1, Cbuf.end());  // copied back into the offset buffer below
+      float* Cp = Cbuf.data() + 1;
+      GemmCall c{Op::T, Op::N, M, N, K, 1.0f, beta, A.data(), M, B.data(), N, Cp, N, SparseOperand::B};
+      const std::vector<float> C0 = C;
+      TileSparseOptions o;
+      o.threshold = 2.0;
+      TileSparseEngine e(o);
+      e.run(c);
+      std::copy(Cp, Cp + C.size(), C.begin());
+      c.C = C.data();
+      const double worst = rel_err(c, C, C0);
+      if (isas().back() == Isa::Avx2) {
+        EXPECT_EQ(e.last_stats().out_streamed, beta == 0.0f);
+      }
+      EXPECT_LE(worst, 1.0) << "K=" << K << " beta=" << beta;
+    }
+  }
 }

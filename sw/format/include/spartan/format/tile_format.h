@@ -499,6 +499,26 @@ inline void validate(const TiledMatrix& m) {
       if (h.offset % kPayloadAlignBytes) throw InputError(where + "payload offset not 16-byte aligned");
       if (h.offset + bytes > m.payload.size()) throw InputError(where + "payload beyond the payload area");
       prev_end = h.offset + bytes;
+      if (h.fmt() == TileFormat::Ell && h.nnz > 0) {  // padding: only at row ends, value +-0, index 0
+        const std::uint8_t* p = m.payload.data() + h.offset;
+        const std::size_t ib = index_bytes(g.tile_cols), eb = elem_bytes(m.elem);
+        const std::uint8_t* vals = p + ell_values_offset(re, h.width, g.tile_cols);
+        std::uint64_t nz = 0;
+        for (std::uint32_t r = 0; r < re; ++r) {
+          bool pad = false;
+          for (std::uint32_t j = 0; j < h.width; ++j) {
+            const std::size_t slot = std::size_t(r) * h.width + j;
+            const bool zero = eb == 4 ? is_zero_bits(detail::load_le<std::uint32_t>(vals + slot * 4))
+                                      : is_zero_bits(detail::load_le<std::uint16_t>(vals + slot * 2));
+            const std::uint32_t c = ib == 1 ? p[slot] : detail::load_le<std::uint16_t>(p + 2 * slot);
+            if (zero) pad = true;
+            if (pad && (!zero || c != 0)) throw InputError(where + "ELL padding not at a row end or index not 0");
+            if (!pad && c >= ce) throw InputError(where + "ELL column index outside the tile");
+            nz += !zero;
+          }
+        }
+        if (nz != h.nnz) throw InputError(where + "ELL non-zeros do not match the header nnz");
+      }
     }
 }
 

@@ -6,6 +6,7 @@
 // with op(X) = X or X^T as in BLAS; lda/ldb/ldc are row strides in elements of the stored
 // (untransposed) matrices.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,12 @@ struct GemmCall {
   float* C = nullptr;
   int ldc = 0;
   SparseOperand sparse = SparseOperand::None;
+  /// Version of the dense (non-sparse) operand's contents. Non-zero: an engine may keep the packed copy
+  /// it makes of that operand and reuse it for later calls with the same pointer, shape, stride, op and
+  /// version (weights are packed once per SGD step instead of once per call, cf. MKL's cblas_sgemm_pack).
+  /// The caller must pass a new version whenever the contents (or the allocation behind the pointer)
+  /// change, e.g. a counter bumped by every weight update. 0 (default): never reused.
+  std::uint64_t dense_version = 0;
 };
 
 class GemmEngine {

@@ -55,7 +55,12 @@ struct TileSparseStats {
   std::size_t nnz = 0;             ///< non-zeros of the sparse operand
   std::size_t dense_calls = 0;     ///< sgemm calls issued for runs of DENSE tiles
   bool full_dense = false;         ///< one sgemm for the whole call (all tiles DENSE, or the call-level guard)
+  bool dense_packed = false;       ///< the sparse path used a packed copy of the dense operand
+  bool dense_pack_reused = false;  ///< ... kept from an earlier call (GemmCall::dense_version matched)
+  bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   double compact_s = 0, compute_s = 0;
+  double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused)
+  double lists_s = 0;              ///< part of compute_s spent building the row lists of the sparse operand
 };
 
 namespace detail {
@@ -95,7 +100,21 @@ class TileSparseEngine final : public GemmEngine {
   // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
   // output block; per-row entry bounds of the R blocks.
   std::vector<float> pack_, tmp_;
+  // Identity of the dense operand packed in pack_ (reused while GemmCall::dense_version != 0 matches).
+  struct PackKey {
+    const float* x = nullptr;
+    int R = 0, Q = 0;
+    std::size_t ldx = 0;
+    bool trans = false;
+    std::uint64_t version = 0;
+    bool operator==(const PackKey& o) const {
+      return x == o.x && R == o.R && Q == o.Q && ldx == o.ldx && trans == o.trans && version == o.version;
+    }
+  };
+  PackKey pack_key_;
+  bool pack_valid_ = false;
   std::vector<detail::Entry> ent_;
+  std::vector<std::vector<detail::Entry>> group_ent_;  // per-thread row lists of one band group
   std::vector<std::size_t> band_off_;
   std::vector<std::uint32_t> row_beg_, row_end_, bounds_;
 };
