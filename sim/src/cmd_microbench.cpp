@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/hw/gpu/gpu_system.h"
 #include "spartan/hw/gpu/microbench.h"
@@ -27,7 +28,9 @@ int microbench_main(const std::vector<std::string>& args) {
       "stats", po::value(&stats_out), "write every component's statistics as JSON to this file")(
       "only", po::value(&only), "run only one group: stream, chase or sweep");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  const auto parsed = po::command_line_parser(args).options(desc).run();
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
   po::notify(vm);
   if (vm.count("help")) {
     std::ostringstream o;
@@ -43,6 +46,9 @@ int microbench_main(const std::vector<std::string>& args) {
     opt.chase = only == "chase";
     opt.sweep = only == "sweep";
   }
+  if (!out.empty()) spartan::check_output_file("--out", out);
+  if (!stats_out.empty()) spartan::check_output_file("--stats", stats_out);
+  spartan::check_distinct_outputs({{"--out", out}, {"--stats", stats_out}});
   auto gpu = spartan::hw::gpu::GpuSystem::from_preset(gpu_name);
   // Both outputs are opened (temporary files) before the run and committed together after it: an
   // unwritable path fails at once, and no run leaves one of the two behind.

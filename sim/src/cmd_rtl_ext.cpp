@@ -26,6 +26,7 @@
 // Options: --rtl, --rtl-layers LIST, --wave FILE, --wave-window FROM:TO (RTL cycles counted from the first
 // checked layer; VCD).
 #if defined(SPARTAN_HAVE_REPLAY) && __has_include("spartan/rtl/monitor_lockstep.h")
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -39,6 +40,7 @@
 #include <tlm>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/hw/compaction_engine.h"
 #include "spartan/hw/gpu/backing_store.h"
@@ -140,10 +142,16 @@ class RtlExtension : public spartan::hw::RunExtension {
     unsigned long long from = 0, to = 0;
     if (opts_[3].given) {
       char extra = 0;
-      if (std::sscanf(opts_[3].value.c_str(), "%llu:%llu%c", &from, &to, &extra) != 2 || to <= from)
+      if (opts_[3].value.find('-') != std::string::npos ||
+          std::sscanf(opts_[3].value.c_str(), "%llu:%llu%c", &from, &to, &extra) != 2 || to <= from)
         throw spartan::InputError("--wave-window: expected FROM:TO with FROM < TO, got '" + opts_[3].value + "'");
     }
     if (opts_[2].given != opts_[3].given) throw spartan::InputError("--wave and --wave-window go together");
+    if (opts_[2].given) spartan::check_output_file("--wave", opts_[2].value);
+    // Every --rtl-layers entry must be a replayed layer (a subset of --layers / of the captured layers).
+    for (const std::int64_t l : layers_)
+      if (!std::binary_search(ctx.replayed_layers.begin(), ctx.replayed_layers.end(), l))
+        throw spartan::InputError("--rtl-layers: layer " + std::to_string(l) + " is not among the replayed layers (see --layers and the trace)");
     if (ctx.monitors.empty() || !ctx.gpu) throw std::logic_error("--rtl: no monitors in the replay");
     ctx_ = ctx;
     const double mhz = ctx.monitors[0]->config().clock_mhz;

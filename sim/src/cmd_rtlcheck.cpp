@@ -6,6 +6,7 @@
 //   spartan-sim rtl-check --trace FILE [--iteration N] [--layers 1,3] [--tile 32x32] [--sampling S]
 //                         [--clock-mhz F] [--wave FILE --wave-window FROM:TO] [--out FILE.json] [--quiet]
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/sim/command.h"
 #include "spartan/trace/sptrace.h"
@@ -63,11 +65,11 @@ const char* kHelp =
     "  Replays each captured activation (kind act) of one iteration through the RTL sparsity monitor and the\n"
     "  TLM model in lockstep; reports count mismatches (must be 0) and cycle deviation per layer.\n"
     "  --trace FILE          .sptrace file (required)\n"
-    "  --iteration N         iteration to replay (default: the first captured)\n"
-    "  --layers L1,L2        layer numbers (default: all captured)\n"
+    "  --iteration N         captured iteration to replay (default: the first captured)\n"
+    "  --layers L1,L2        distinct captured layer numbers (default: all captured)\n"
     "  --tile RxC            tile size, powers of two <= 256 (default 32x32)\n"
     "  --sampling S          monitor sampling shift 0..15 (default 0)\n"
-    "  --clock-mhz F         unit clock (default 1000)\n"
+    "  --clock-mhz F         unit clock in MHz, 1..100000 (default 1000)\n"
     "  --wave FILE           write a VCD of the RTL ...\n"
     "  --wave-window A:B     ... for RTL cycles [A, B) only (counted from the first layer; required with --wave)\n"
     "  --out FILE.json       write the per-layer results as JSON (atomically)\n"
@@ -83,21 +85,39 @@ Options parse(const std::vector<std::string>& args) {
     };
     try {
       if (a == "--trace") o.trace = val();
-      else if (a == "--iteration") o.iteration = std::stoll(val());
-      else if (a == "--layers") {
-        std::stringstream ss(val());
+      else if (a == "--iteration") {
+        const std::string& v = val();
+        std::size_t pos = 0;
+        o.iteration = std::stoll(v, &pos);
+        if (pos != v.size() || o.iteration < 0)
+          throw spartan::InputError("rtl-check: --iteration: expected a captured iteration >= 0, got '" + v + "'");
+      } else if (a == "--layers") {
+        const std::string& v = val();
+        std::stringstream ss(v);
         std::string t;
-        while (std::getline(ss, t, ',')) o.layers.insert(std::stoll(t));
+        while (std::getline(ss, t, ',')) {
+          std::size_t pos = 0;
+          const long long l = std::stoll(t, &pos);
+          if (pos != t.size() || l < 0)
+            throw spartan::InputError("rtl-check: --layers: expected a comma-separated list of layer numbers >= 0, got '" + v + "'");
+          if (!o.layers.insert(l).second)
+            throw spartan::InputError("rtl-check: --layers: " + std::to_string(l) + " is listed twice in '" + v + "'");
+        }
+        if (o.layers.empty()) throw spartan::InputError("rtl-check: --layers: empty list");
       } else if (a == "--tile") {
         const std::string& v = val();
         if (std::sscanf(v.c_str(), "%ux%u", &o.tr, &o.tc) != 2) throw spartan::InputError("rtl-check: --tile wants RxC, got " + v);
-      } else if (a == "--sampling") o.sampling = static_cast<unsigned>(std::stoul(val()));
+      } else if (a == "--sampling") {
+        const std::string& v = val();
+        if (v.find('-') != std::string::npos) throw spartan::InputError("rtl-check: --sampling must be 0..15, got " + v);
+        o.sampling = static_cast<unsigned>(std::stoul(v));
+      }
       else if (a == "--clock-mhz") o.clock_mhz = std::stod(val());
       else if (a == "--wave") o.wave = val();
       else if (a == "--wave-window") {
         const std::string& v = val();
         unsigned long long f = 0, t = 0;
-        if (std::sscanf(v.c_str(), "%llu:%llu", &f, &t) != 2 || t <= f)
+        if (v.find('-') != std::string::npos || std::sscanf(v.c_str(), "%llu:%llu", &f, &t) != 2 || t <= f)
           throw spartan::InputError("rtl-check: --wave-window wants FROM:TO with FROM < TO, got " + v);
         o.wave_from = f;
         o.wave_to = t;
@@ -113,7 +133,12 @@ Options parse(const std::vector<std::string>& args) {
     throw spartan::InputError("rtl-check: tile dims must be powers of two from 1 to 256");
   if (o.sampling > 15) throw spartan::InputError("rtl-check: --sampling must be 0..15");
   if (!o.wave.empty() && o.wave_to == 0) throw spartan::InputError("rtl-check: --wave needs --wave-window FROM:TO");
-  if (o.clock_mhz <= 0) throw spartan::InputError("rtl-check: --clock-mhz must be > 0");
+  if (!std::isfinite(o.clock_mhz) || o.clock_mhz < 1.0 || o.clock_mhz > 100000.0)
+    throw spartan::InputError("rtl-check: --clock-mhz must be a finite clock from 1 to 100000 MHz, got " + std::to_string(o.clock_mhz));
+  // Outputs are checked now, before any layer runs.
+  if (!o.wave.empty()) spartan::check_output_file("--wave", o.wave);
+  if (!o.out.empty()) spartan::check_output_file("--out", o.out);
+  spartan::check_distinct_outputs({{"--wave", o.wave}, {"--out", o.out}});
   return o;
 }
 
@@ -121,9 +146,15 @@ std::vector<Layer> load(const Options& o) {
   spartan::trace::TraceReader r(o.trace);
   std::vector<Layer> out;
   std::int64_t it = o.iteration;
+  std::set<std::int64_t> seen_layers;
+  bool seen_it = false;
   for (const auto& k : r.keys()) {
     if (k.kind != "act") continue;
     if (it < 0) it = k.iteration;
+    if (k.iteration == it) {
+      seen_it = true;
+      seen_layers.insert(k.layer);
+    }
     if (k.iteration != it || (!o.layers.empty() && !o.layers.count(k.layer))) continue;
     const auto v = r.view(k.name());
     Layer L;
@@ -143,6 +174,12 @@ std::vector<Layer> load(const Options& o) {
     L.bytes.assign(v.data, v.data + v.bytes);
     out.push_back(std::move(L));
   }
+  if (o.iteration >= 0 && !seen_it)
+    throw spartan::InputError("rtl-check: --iteration " + std::to_string(o.iteration) + " was not captured in " + o.trace);
+  for (const auto l : o.layers)
+    if (!seen_layers.count(l))
+      throw spartan::InputError("rtl-check: --layers: layer " + std::to_string(l) + " was not captured in iteration " +
+                                std::to_string(it) + " of " + o.trace);
   if (out.empty()) throw spartan::InputError(o.trace + ": no matching act tensors");
   return out;
 }

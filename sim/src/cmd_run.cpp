@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/sim/command.h"
 
@@ -59,7 +60,8 @@ int run_main(const std::vector<std::string>& args) {
       "trace", po::value(&opt.trace_path), "input trace (.sptrace from spartan-train)")(
       "gpu", po::value(&opt.gpu)->default_value("v100"), "GPU preset name (sim/configs/gpu/<name>.yaml) or YAML path")(
       "format", po::value(&format)->default_value("ell"), "sparse tile format: ell or bitmap")(
-      "tile", po::value(&tile)->default_value("32x32"), "tile size ROWSxCOLS (powers of two, 1..256)")(
+      "tile", po::value(&tile)->default_value("32x32"), "tile size ROWSxCOLS (powers of two, 1..256); ROWS*COLS*element bytes must fit the engine's read_buffer_bytes "
+      "(--units engine.read_buffer_bytes, default 16384: at most 64x64 F32 or 64x128 F16)")(
       "threshold", po::value(&opt.threshold)->default_value(0.5), "density at or above which a tile stays DENSE")(
       "sampling", po::value(&opt.sampling)->default_value(0), "monitor sampling shift s: count 1 of 2^s lines (0..15)")(
       "iterations", po::value(&iterations), "comma-separated iterations to replay (default: all captured)")(
@@ -78,7 +80,9 @@ int run_main(const std::vector<std::string>& args) {
         desc.add_options()(o.name.c_str(), po::bool_switch(), o.help.c_str());
     }
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  const auto parsed = po::command_line_parser(args).options(desc).run();
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
   po::notify(vm);
   if (vm.count("help")) {
     std::ostringstream o;

@@ -104,6 +104,27 @@ json Replay::run() {
   for (auto l : ly_sel)
     if (!seen_ly.count(l)) throw InputError("--layers: layer " + std::to_string(l) + " was not captured in " + opt_.trace_path);
   if (keys.empty()) throw InputError(opt_.trace_path + ": no activation tensors (it*/L*/act) to replay");
+  // The CompactionEngine refuses (SUBMIT BadValue, compaction_engine.h) a tile over its read buffer or a job
+  // over max_job_bytes: reject such a run here, before any layer is simulated.
+  for (const auto& k : keys) {
+    const trace::TensorInfo* info = reader_.find(k.name());
+    if (!info) continue;
+    const std::uint64_t eb = trace::dtype_size(info->dtype);
+    const std::uint64_t tile_bytes = std::uint64_t(opt_.tile_rows) * opt_.tile_cols * eb;
+    if (tile_bytes > opt_.engine.read_buffer_bytes)
+      throw InputError("--tile " + std::to_string(opt_.tile_rows) + "x" + std::to_string(opt_.tile_cols) + ": a tile of " +
+                       trace::dtype_name(info->dtype) + " elements (" + std::to_string(eb) + " bytes each, " + k.name() +
+                       ") is " + std::to_string(tile_bytes) + " bytes, over the CompactionEngine read_buffer_bytes = " +
+                       std::to_string(opt_.engine.read_buffer_bytes) + " (use a smaller tile or raise engine.read_buffer_bytes in --units)");
+    const auto mv = trace::activation_matrix_view(info->shape);
+    if (mv.rows * mv.cols * eb > opt_.engine.max_job_bytes)
+      throw InputError(k.name() + ": the activation is " + std::to_string(mv.rows * mv.cols * eb) +
+                       " bytes, over the CompactionEngine max_job_bytes = " + std::to_string(opt_.engine.max_job_bytes) +
+                       " (raise engine.max_job_bytes in --units)");
+  }
+  std::set<std::int64_t> replayed;
+  for (const auto& k : keys) replayed.insert(k.layer);
+  ctx_.replayed_layers.assign(replayed.begin(), replayed.end());
 
   build();
   json doc;

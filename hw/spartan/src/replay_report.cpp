@@ -126,6 +126,8 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     if (c.outstanding_reads == 0) m.fail("outstanding_reads", "must be >= 1");
     if (c.outstanding_writes == 0) m.fail("outstanding_writes", "must be >= 1");
     if (c.queue_depth == 0) m.fail("queue_depth", "must be >= 1");
+    if (c.read_buffer_bytes == 0) m.fail("read_buffer_bytes", "must be >= 1 (a tile must fit in it)");
+    if (c.max_job_bytes == 0) m.fail("max_job_bytes", "must be >= 1");
     m.finish();
   }
   if (top.has("baseline")) {

@@ -21,6 +21,7 @@
 #include "spartan/area/scaling.h"
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/cli.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 
 namespace po = boost::program_options;
@@ -48,6 +49,7 @@ struct ScratchDir {
 
 std::vector<int> parse_nodes(const std::string& s) {
   std::vector<int> out{180};
+  if (s.empty()) throw InputError("--nodes: empty list (give target nodes in nm, e.g. 45,16,7,5)");
   std::size_t pos = 0;
   while (pos < s.size()) {
     const auto comma = s.find(',', pos);
@@ -75,24 +77,25 @@ int run(int argc, char** argv) {
       "rtl-dir", po::value(&rtl_dir)->default_value(rtl_dir), "RTL directory (uses <rtl-dir>/units.txt or manifest.yaml)")(
       "manifest", po::value(&manifest), "unit manifest (YAML/JSON; see docs/area.md)")(
       "liberty", po::value(&tools.liberty)->default_value(tools.liberty), "standard-cell liberty")(
-      "clock-ns", po::value(&tools.clock_ns)->default_value(tools.clock_ns), "STA clock period, ns")(
+      "clock-ns", po::value(&tools.clock_ns)->default_value(tools.clock_ns), "STA clock period, ns (0.01..1000)")(
       "cycles", po::value(&cycles_file), "RTL co-simulation cycle counts (JSON; see docs/area.md)")(
       "memory-model", po::value(&mem_model)->default_value(mem_model), "memories in the totals: sram | ff")(
       "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 130 90 65 45 32 20 16 14 10 7 5)")(
-      "engines", po::value(&engines), "compaction engines per GPU (default 1: spartan-sim run models one)")(
-      "jobs,j", po::value(&jobs), "units synthesised in parallel (default: the number of CPUs)")(
+      "engines", po::value(&engines), "compaction engines per GPU, 1..1024 (default 1: spartan-sim run models one)")(
+      "jobs,j", po::value(&jobs), "units synthesised in parallel, 1..1024 (default or 0: the number of CPUs)")(
       "gpu-config-dir", po::value(&gpu_dir),
-      "directory of GPU presets (default: the simulator's, as spartan-sim --gpu; must exist)")(
-      "yosys", po::value(&tools.yosys)->default_value(tools.yosys), "Yosys binary")(
+      "directory of GPU presets (default: the simulator's, as spartan-sim --gpu; must exist)")(      "yosys", po::value(&tools.yosys)->default_value(tools.yosys), "Yosys binary")(
       "sta", po::value(&tools.sta)->default_value(tools.sta), "OpenSTA binary")(
       "ff-memory-limit-bits", po::value(&tools.ff_memory_limit_bits)->default_value(tools.ff_memory_limit_bits),
-      "largest SRAM-eligible memory (bits per unit) also synthesised as flip-flops")(
+      "largest SRAM-eligible memory (bits per unit, 0..2^30) also synthesised as flip-flops")(
       "no-buffering", po::bool_switch(&no_buffering), "plain `abc -liberty` (no buffering or gate sizing)")(
       "buffer-cell", po::value(&tools.buffer_cell)->default_value(tools.buffer_cell),
       "liberty buffer 'CELL IN OUT' used to remove assigns from the STA netlist")(
       "keep-work", po::value(&keep_work), "copy the scratch directory (scripts, logs) here for inspection");
   po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, desc), vm);
+  const auto parsed = po::parse_command_line(argc, argv, desc);
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
@@ -100,8 +103,14 @@ int run(int argc, char** argv) {
   po::notify(vm);
   tools.abc_buffering = !no_buffering;
   // A non-finite or non-positive period would make OpenSTA loop or divide by zero.
-  if (!std::isfinite(tools.clock_ns) || tools.clock_ns <= 0)
-    throw InputError("--clock-ns must be a finite period > 0 ns, not " + std::to_string(tools.clock_ns));
+  // Outside 0.01..1000 ns (100 GHz..1 MHz) the period is a unit mistake, and Yosys/OpenSTA fail unclearly.
+  if (!std::isfinite(tools.clock_ns) || tools.clock_ns < 0.01 || tools.clock_ns > 1000.0)
+    throw InputError("--clock-ns must be a finite period from 0.01 to 1000 ns, not " + std::to_string(tools.clock_ns));
+  if (tools.ff_memory_limit_bits > (std::uint64_t(1) << 30))
+    throw InputError("--ff-memory-limit-bits must be 0..2^30, not " + std::to_string(tools.ff_memory_limit_bits));
+  if (vm.count("engines") && (engines < 1 || engines > 1024))
+    throw InputError("--engines must be 1..1024, not " + std::to_string(engines));
+  if (jobs > spartan::kMaxThreads) throw InputError("--jobs must be 1..1024 (0 = the number of CPUs), not " + std::to_string(jobs));
   ReportOptions ropt;
   if (mem_model == "sram") ropt.memory_model = MemoryModel::kSram;
   else if (mem_model == "ff") ropt.memory_model = MemoryModel::kFlipFlops;

@@ -271,6 +271,17 @@ def bad_input(r):
         ("wrong dtype", "--trace-dtype f8", ["--trace-dtype", "f8"], ds(lambda d: None)),
         ("unwritable output directory", "--trace under a regular file", ["--trace", "@D/blocker/t.sptrace"], ds(lambda d: write(os.path.join(d, "blocker"), b"x"))),
         ("unwritable output directory", "--out-json under a regular file", ["--out-json", "@D/blocker/m.json"], ds(lambda d: write(os.path.join(d, "blocker"), b"x"))),
+        # issue 12 follow-up (new-user findings)
+        ("huge dimensions", "--threads 100000", ["--threads", "100000"], ds(lambda d: None)),
+        ("negative or zero sizes", "--threads 0", ["--threads", "0"], ds(lambda d: None)),
+        ("negative or zero sizes", "--seed -1 (unsigned)", ["--seed", "-1"], ds(lambda d: None)),
+        ("wrong type", "extra positional argument", ["extra_positional"], ds(lambda d: None)),
+        ("overlapping ranges", "train label 12 >= 10 classes", [], ds(lambda d: write(os.path.join(d, "train-labels-idx1-ubyte"), idx_bytes([64], bytes([3] * 10 + [12] + [1] * 53))))),
+        ("overlapping ranges", "test label 255 >= 10 classes", [], ds(lambda d: write(os.path.join(d, "t10k-labels-idx1-ubyte"), idx_bytes([16], bytes([255] + [0] * 15))))),
+        ("overlapping ranges", "--trace and --out-json the same file", ["--trace", "@D/same.x", "--out-json", "@D/same.x"], ds(lambda d: None)),
+        ("unwritable output directory", "--trace is an existing directory", ["--trace", "@D/adir"], ds(lambda d: os.makedirs(os.path.join(d, "adir")))),
+        ("unwritable output directory", "--out-json is an existing directory", ["--out-json", "@D/adir"], ds(lambda d: os.makedirs(os.path.join(d, "adir")))),
+        ("unwritable output directory", "--out-json in a missing directory", ["--out-json", "@D/nodir/m.json"], ds(lambda d: None)),
     ]
     for cls, name, extra, setup in tr_cases:
         argv = list(train)
@@ -324,6 +335,25 @@ def bad_input(r):
         ("negative or zero sizes", "generate --neurons 0", ["generate", "--neurons", "0", "--layers", "2", "--out", "@D/g"], None),
         ("negative or zero sizes", "generate --layers -2", ["generate", "--neurons", "1024", "--layers", "-2", "--out", "@D/g"], None),
         ("huge dimensions", "generate --neurons 2^40", ["generate", "--neurons", "1099511627776", "--layers", "2", "--out", "@D/g"], None),
+        ("huge dimensions", "infer --threads 100000", infer + ["--threads", "100000"], weights(good)),
+        ("negative or zero sizes", "infer --threads -1", infer + ["--threads", "-1"], weights(good)),
+        ("unwritable output directory", "--categories-out is an existing directory",
+         [a if a != "@D/cats.txt" else "@D/catdir" for a in infer], lambda d: (weights(good)(d), os.makedirs(os.path.join(d, "catdir")))),
+        ("wrong type", "infer extra positional argument", infer + ["extra"], weights(good)),
+        ("NaN/Inf/-0.0 in data", "partition --imbalance nan", ["partition", "--weights", "@D/w", "--layers", "1", "--parts", "2",
+                                                               "--method", "hypergraph", "--out", "@D/p.txt", "--imbalance", "nan"], weights(good)),
+        ("NaN/Inf/-0.0 in data", "partition --imbalance inf (graph)", ["partition", "--weights", "@D/w", "--layers", "1", "--parts", "2",
+                                                                       "--method", "graph", "--out", "@D/p.txt", "--imbalance", "inf"], weights(good)),
+        ("huge dimensions", "partition --imbalance 5 (block)", ["partition", "--weights", "@D/w", "--layers", "1", "--parts", "2",
+                                                                "--method", "block", "--out", "@D/p.txt", "--imbalance", "5"], weights(good)),
+        ("negative or zero sizes", "generate --permute-every -1", ["generate", "--neurons", "1024", "--layers", "2", "--permute-every", "-1", "--out", "@D/g"], None),
+        ("negative or zero sizes", "train --permute-every -1",
+         ["train", "--layers", "1", "--neurons", "16", "--data", "@D/none", "--permute-every", "-1"], None),
+        ("huge dimensions", "train --threads 100000",
+         ["train", "--layers", "1", "--neurons", "16", "--data", "@D/none", "--threads", "100000"], None),
+        ("unwritable output directory", "train --trace under a regular file",
+         ["train", "--layers", "1", "--neurons", "16", "--data", "@D/none", "--trace", "@D/blocker/tr.sptrace"],
+         lambda d: write(os.path.join(d, "blocker"), b"x")),
         ("unwritable output directory", "generate --out under a regular file",
          ["generate", "--neurons", "1024", "--layers", "2", "--out", "@D/blocker/g"], lambda d: write(os.path.join(d, "blocker"), b"x")),
     ]
@@ -350,6 +380,13 @@ def bad_input(r):
         ("NaN/Inf/-0.0 in data", "--clock-ns nan", area + ["--clock-ns", "nan"], gpu(lambda t: t)),
         ("NaN/Inf/-0.0 in data", "--clock-ns inf", area + ["--clock-ns", "inf"], gpu(lambda t: t)),
         ("wrong type", "--nodes 3nm (not a node)", area + ["--nodes", "3"], gpu(lambda t: t)),
+        ("empty", "--nodes ''", area + ["--nodes", ""], gpu(lambda t: t)),
+        ("negative or zero sizes", "--engines -1", area + ["--engines", "-1"], gpu(lambda t: t)),
+        ("huge dimensions", "--engines 100000", area + ["--engines", "100000"], gpu(lambda t: t)),
+        ("negative or zero sizes", "--ff-memory-limit-bits -1", area + ["--ff-memory-limit-bits", "-1"], gpu(lambda t: t)),
+        ("negative or zero sizes", "--clock-ns 1e-9", area + ["--clock-ns", "1e-9"], gpu(lambda t: t)),
+        ("huge dimensions", "--clock-ns 1e9", area + ["--clock-ns", "1e9"], gpu(lambda t: t)),
+        ("wrong type", "extra positional argument", area + ["extra"], gpu(lambda t: t)),
         ("wrong dtype", "--memory-model dram", area + ["--memory-model", "dram"], gpu(lambda t: t)),
         ("missing files", "manifest missing", [a if "manifest.yaml" not in a else "@D/nope.yaml" for a in area], gpu(lambda t: t)),
         ("unknown config keys", "bad manifest", [a if "manifest.yaml" not in a else "@S/sim/area/tests/data/manifest_bad.yaml" for a in area], gpu(lambda t: t)),
@@ -385,7 +422,30 @@ def bad_input(r):
         ("unknown config keys", "unknown option", run + ["--frobnicate"], copy_sample),
         ("unwritable output directory", "--out under a regular file",
          [a if a != "@D/out" else "@D/blocker/out" for a in run], lambda d: (copy_sample(d), write(os.path.join(d, "blocker"), b"x"))),
+        ("negative or zero sizes", "--sampling -1 (unsigned)", run + ["--sampling", "-1"], copy_sample),
+        ("wrong type", "extra positional argument", run + ["extra_positional"], copy_sample),
+        ("huge dimensions", "--tile 64x128 (F32 tile over read_buffer_bytes)", run + ["--tile", "64x128"], copy_sample),
+        ("huge dimensions", "--tile 256x256", run + ["--tile", "256x256"], copy_sample),
+        ("negative or zero sizes", "units engine.read_buffer_bytes 0", run + ["--units", "@D/units.yaml"], units("engine: {read_buffer_bytes: 0}\n")),
+        ("negative or zero sizes", "units engine.max_job_bytes 0", run + ["--units", "@D/units.yaml"], units("engine: {max_job_bytes: 0}\n")),
     ]
+    # --rtl extension (when the RTL co-simulation is built into spartan-sim run)
+    have_rtl = have_run and b"--rtl-layers" in subprocess.run([sim, "run", "--help"], capture_output=True).stdout
+    blocker_sample = lambda d: (copy_sample(d), write(os.path.join(d, "blocker"), b"x"))
+    rtl_cases = [
+        ("overlapping ranges", "--rtl-layers 9 (no such layer)", run + ["--rtl", "--rtl-layers", "9"], copy_sample),
+        ("overlapping ranges", "--layers 0 --rtl-layers 1 (not replayed)", run + ["--layers", "0", "--rtl", "--rtl-layers", "1"], copy_sample),
+        ("unwritable output directory", "--wave under a regular file",
+         run + ["--rtl", "--wave", "@D/blocker/w.vcd", "--wave-window", "0:100"], blocker_sample),
+        ("unwritable output directory", "--wave in a missing directory",
+         run + ["--rtl", "--wave", "/nonexistent_dir/w.vcd", "--wave-window", "0:100"], copy_sample),
+        ("negative or zero sizes", "--wave-window 0:-5", run + ["--rtl", "--wave", "@D/w.vcd", "--wave-window", "0:-5"], copy_sample),
+    ]
+    for cls, name, argv, setup in rtl_cases:
+        if have_rtl:
+            run_cases.append((cls, name, argv, setup))
+        else:
+            r.rows.append(("spartan-sim", cls, "run " + name, "SKIPPED (spartan-sim run --rtl not in this build)", ""))
     for cls, name, argv, setup in run_cases:
         if have_run:
             r.case("spartan-sim", cls, "run " + name, argv, setup)
@@ -422,12 +482,41 @@ def bad_input(r):
         ("unwritable output directory", "--out under a regular file", [a if a != "@D/mb.json" else "@D/blocker/mb.json" for a in mb],
          preset(lambda t: t)),
         ("unwritable output directory", "--stats under a regular file", mb + ["--stats", "@D/blocker/stats.json"], preset(lambda t: t)),
+        ("overlapping ranges", "--out and --stats the same file", [a if a != "@D/mb.json" else "@D/same.json" for a in mb] + ["--stats", "@D/same.json"],
+         preset(lambda t: t)),
+        ("unwritable output directory", "--out is an existing directory", [a if a != "@D/mb.json" else "@D/adir2" for a in mb],
+         lambda d: (preset(lambda t: t)(d), os.makedirs(os.path.join(d, "adir2")))),
+        ("wrong type", "extra positional argument", mb + ["extra"], preset(lambda t: t)),
     ]
     for cls, name, argv, setup in mb_cases:
         if have_mb and v100:
             r.case("spartan-sim", cls, "microbench " + name, argv, setup)
         else:
             r.rows.append(("spartan-sim", cls, "microbench " + name, "SKIPPED (spartan-sim microbench not in this build)", ""))
+    have_rc = sim and subprocess.run([sim, "rtl-check", "--help"], capture_output=True).returncode == 0
+    rc = ["rtl-check", "--trace", "@D/in.sptrace", "--quiet"]
+    rc_cases = [
+        ("NaN/Inf/-0.0 in data", "--clock-mhz inf", rc + ["--clock-mhz", "inf"], copy_sample),
+        ("huge dimensions", "--clock-mhz 1e12", rc + ["--clock-mhz", "1e12"], copy_sample),
+        ("NaN/Inf/-0.0 in data", "--clock-mhz nan", rc + ["--clock-mhz", "nan"], copy_sample),
+        ("negative or zero sizes", "--clock-mhz 1e-300", rc + ["--clock-mhz", "1e-300"], copy_sample),
+        ("negative or zero sizes", "--iteration -1", rc + ["--iteration", "-1"], copy_sample),
+        ("overlapping ranges", "--iteration 99 (not captured)", rc + ["--iteration", "99"], copy_sample),
+        ("overlapping ranges", "--layers 0,0", rc + ["--layers", "0,0"], copy_sample),
+        ("overlapping ranges", "--layers 9 (not captured)", rc + ["--layers", "9"], copy_sample),
+        ("negative or zero sizes", "--sampling -1", rc + ["--sampling", "-1"], copy_sample),
+        ("unwritable output directory", "--out under a regular file", rc + ["--out", "@D/blocker/x.json"], blocker_sample),
+        ("unwritable output directory", "--out is an existing directory", rc + ["--out", "@D"], copy_sample),
+        ("unwritable output directory", "--wave under a regular file", rc + ["--wave", "@D/blocker/w.vcd", "--wave-window", "0:100"], blocker_sample),
+        ("unwritable output directory", "--wave in a missing directory", rc + ["--wave", "/nonexistent_dir/w.vcd", "--wave-window", "0:100"], copy_sample),
+        ("negative or zero sizes", "--wave-window 0:-5", rc + ["--wave", "@D/w.vcd", "--wave-window", "0:-5"], copy_sample),
+        ("overlapping ranges", "--wave and --out the same file", rc + ["--wave", "@D/same.x", "--wave-window", "0:100", "--out", "@D/same.x"], copy_sample),
+    ]
+    for cls, name, argv, setup in rc_cases:
+        if have_rc:
+            r.case("spartan-sim", cls, "rtl-check " + name, argv, setup)
+        else:
+            r.rows.append(("spartan-sim", cls, "rtl-check " + name, "SKIPPED (spartan-sim rtl-check not in this build)", ""))
     if sim:
         r.case("spartan-sim", "unknown config keys", "unknown sub-command", ["explode"])
     return r.report("bad-input")

@@ -51,6 +51,7 @@ std::vector<Csr> generate_radixnet(const RadixNetSpec& spec) {
   const std::int64_t n = spec.neurons;
   if (n < 1 || n > INT32_MAX) throw InputError("neurons must be in [1, 2^31), got " + std::to_string(n));
   if (spec.layers < 1) throw InputError("layers must be >= 1");
+  if (spec.permute_every < 0) throw InputError("permute-every must be >= 0 (0 = never), got " + std::to_string(spec.permute_every));
   std::vector<int> radices = spec.radices;
   std::int64_t block = 1;
   if (radices.empty()) {

@@ -195,6 +195,10 @@ TEST(SdnnGenerate, MixedRadixAndPermutation) {
   spec.radices.clear();
   spec.neurons = 1000;
   EXPECT_THROW(generate_radixnet(spec), spartan::InputError);
+  spec.neurons = 64;
+  spec.radices = {4, 2, 8};
+  spec.permute_every = -1;  // issue 12: a negative period was accepted
+  EXPECT_THROW(generate_radixnet(spec), spartan::InputError);
 }
 
 // Sanitizer builds: Zoltan initialises MPI; suppress leak reports from OpenMPI / Zoltan internals only.

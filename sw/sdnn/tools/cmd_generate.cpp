@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/sdnn/generate.h"
 
@@ -21,17 +22,20 @@ int cmd_generate(const std::vector<std::string>& args) {
       "layers", po::value(&spec.layers)->default_value(120), "layers (120..1920 in the challenge)")(
       "radices", po::value(&radices), "mixed radix list, e.g. 8,8,4 (product divides N; D = N / product); default: uniform radix with r x D = nnz-per-row")(
       "nnz-per-row", po::value(&spec.nnz_per_row)->default_value(32), "non-zeros per row and column when --radices is not given")(
-      "permute-every", po::value(&spec.permute_every)->default_value(4), "fresh seeded column permutation every this many layers (0 = never)")(
+      "permute-every", po::value(&spec.permute_every)->default_value(4), "fresh seeded column permutation every this many layers (>= 0; 0 = never)")(
       "seed", po::value(&spec.seed)->default_value(1), "seed")("init", po::value(&spec.init)->default_value("challenge"), "challenge (1/16) | he (N(0, 2/fan_in)) | identity (I + 0.1 x He)")(
       "out", po::value(&out)->required(), "output directory (created); files n{N}-l{k}.mtx.gz");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  const auto parsed = po::command_line_parser(args).options(desc).run();
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
   }
   po::notify(vm);
-  
+  if (spec.permute_every < 0) throw InputError("--permute-every must be >= 0 (0 = never), got " + std::to_string(spec.permute_every));
+
   if (!radices.empty()) {
     std::stringstream ss(radices);
     std::string tok;

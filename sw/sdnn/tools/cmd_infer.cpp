@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/sdnn/dist.h"
 #include "spartan/sdnn/infer.h"
@@ -28,20 +29,23 @@ int cmd_infer(const std::vector<std::string>& args) {
       "layers", po::value(&layers)->required(), "number of layers to run")(
       "features", po::value(&features)->required(), "input features (images x neurons), .mtx[.gz] or .tsv[.gz]")(
       "bias", po::value(&bias)->required(), "bias added to the structural non-zeros of every layer (e.g. -0.3 for 1024 neurons)")(
-      "threads", po::value(&threads)->default_value(0), "OpenMP threads (0 = default)")(
+      "threads", po::value(&threads)->default_value(0), "OpenMP threads, 1..1024 (0 = default)")(
       "partition", po::value(&partition), "partition file: run distributed under mpirun (one rank per part)")(
       "categories-out", po::value(&cats_out), "write the 1-based categories, one per line, to this file");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  const auto parsed = po::command_line_parser(args).options(desc).run();
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
   }
   po::notify(vm);
-  if (threads < 0) throw InputError("--threads must be >= 0");
+  if (threads != 0) spartan::check_threads("--threads", threads);
   if (!std::isfinite(bias)) throw InputError("--bias must be a finite number");
   if (threads > 0) omp_set_num_threads(threads);
 
+  if (!cats_out.empty()) spartan::check_output_file("--categories-out", cats_out);
   if (!partition.empty()) return dist_infer_main(weights, layers, features, bias, partition, cats_out);
 
   const auto w = load_weights(weights, layers);

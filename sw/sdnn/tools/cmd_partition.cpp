@@ -1,10 +1,12 @@
 // spartan-sdnn partition: partition a network's neurons over P ranks and report volume and imbalance.
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "commands.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/sdnn/infer.h"
 #include "spartan/sdnn/partition.h"
@@ -23,15 +25,19 @@ int cmd_partition(const std::vector<std::string>& args) {
       "layers", po::value(&layers)->required(), "number of layers")("parts", po::value(&parts)->required(), "number of parts (MPI ranks)")(
       "method", po::value(&method)->default_value("hypergraph"), "block | random | hypergraph (Zoltan PHG) | graph (METIS)")(
       "out", po::value(&out)->required(), "partition file to write")("seed", po::value(&seed)->default_value(1), "seed (random, hypergraph, graph)")(
-      "imbalance", po::value(&tol)->default_value(0.05), "allowed per-layer load imbalance (0.05 = 5%)");
+      "imbalance", po::value(&tol)->default_value(0.05), "allowed per-layer load imbalance, 0..1 (0.05 = 5%)");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  const auto parsed = po::command_line_parser(args).options(desc).run();
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
   }
   po::notify(vm);
-  if (tol < 0) throw InputError("--imbalance must be >= 0");
+  if (!std::isfinite(tol) || tol < 0 || tol > 1)
+    throw InputError("--imbalance must be a finite tolerance from 0 to 1 (0.05 = 5%), got " + std::to_string(tol));
+  spartan::check_output_file("--out", out);
   const auto w = load_weights(weights, layers);
   auto partitioner = make_partitioner(method, seed, tol);
   const auto t0 = std::chrono::steady_clock::now();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/sdnn/generate.h"
 #include "spartan/sdnn/infer.h"
@@ -30,7 +31,7 @@ int cmd_train(const std::vector<std::string>& args) {
   po::options_description desc("spartan-sdnn train options");
   desc.add_options()("help,h", "show this help")("weights", po::value(&weights), "body weights directory (else a RadiX-Net body is generated)")(
       "neurons", po::value(&neurons)->default_value(1024), "neurons per layer of the generated body (a perfect square)")(
-      "layers", po::value(&layers)->required(), "body layers")("nnz-per-row", po::value(&nnz_per_row)->default_value(32), "generator: non-zeros per row and column")("permute-every", po::value(&permute_every)->default_value(4), "generator: permutation period")(
+      "layers", po::value(&layers)->required(), "body layers")("nnz-per-row", po::value(&nnz_per_row)->default_value(32), "generator: non-zeros per row and column")("permute-every", po::value(&permute_every)->default_value(4), "generator: permutation period in layers (>= 0; 0 = never)")(
       "data", po::value(&data)->default_value("/usr/share/datasets/fashion-mnist"), "Fashion-MNIST directory (gzip IDX)")(
       "train-limit", po::value(&train_limit)->default_value(0), "use the first N training images (0 = all 60000)")(
       "test-limit", po::value(&test_limit)->default_value(0), "use the first N test images (0 = all 10000)")(
@@ -38,13 +39,15 @@ int cmd_train(const std::vector<std::string>& args) {
       "lr", po::value(&cfg.lr)->default_value(0.05f), "SGD learning rate")("bias-mode", po::value(&bias_mode)->default_value("neuron"), "neuron | layer")(
       "bias-init", po::value(&cfg.bias_init)->default_value(0.0f), "initial bias")("seed", po::value(&seed)->default_value(1), "generator and head seed")(
       "init", po::value(&init)->default_value("he"), "generated body values: he | identity | challenge")(
-      "threads", po::value(&threads)->default_value(0), "OpenMP threads (0 = default)")(
+      "threads", po::value(&threads)->default_value(0), "OpenMP threads, 1..1024 (0 = default)")(
       "partition", po::value(&partition), "partition file: distributed training under mpirun")(
       "verify", po::bool_switch(&verify), "distributed: rank 0 also trains on one rank and compares the loss curves")(
       "linear-baseline", po::bool_switch(&linear), "also train a softmax-regression baseline on the same inputs")(
       "trace", po::value(&trace), "write per-layer activations of the first test batch to this .sptrace file");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  const auto parsed = po::command_line_parser(args).options(desc).run();
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
@@ -54,7 +57,9 @@ int cmd_train(const std::vector<std::string>& args) {
   if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) throw InputError("--lr must be a finite number > 0");
   if (!std::isfinite(cfg.bias_init)) throw InputError("--bias-init must be a finite number");
   if (epochs < 1) throw InputError("--epochs must be >= 1");
-  if (threads < 0) throw InputError("--threads must be >= 0");
+  if (threads != 0) spartan::check_threads("--threads", threads);
+  if (permute_every < 0) throw InputError("--permute-every must be >= 0 (0 = never)");
+  if (!trace.empty()) spartan::check_output_file("--trace", trace);
   if (threads > 0) omp_set_num_threads(threads);
   cfg.bias_per_neuron = bias_mode == "neuron";
   cfg.seed = seed;

@@ -91,7 +91,7 @@ std::string find_file(const std::string& dir, const std::string& stem) {
   throw IoError(dir + ": missing IDX file " + stem + "[.gz]");
 }
 
-DataSplit load_split(const std::string& dir, const std::string& prefix) {
+DataSplit load_split(const std::string& dir, const std::string& prefix, int classes) {
   const std::string img_path = find_file(dir, prefix + "-images-idx3-ubyte");
   const std::string lab_path = find_file(dir, prefix + "-labels-idx1-ubyte");
   IdxArray img = read_idx(img_path);
@@ -108,25 +108,27 @@ DataSplit load_split(const std::string& dir, const std::string& prefix) {
   s.images.resize(img.data.size());
   std::transform(img.data.begin(), img.data.end(), s.images.begin(), [](std::uint8_t v) { return v / 255.0f; });
   s.labels = std::move(lab.data);
+  for (std::size_t i = 0; i < s.labels.size(); ++i)
+    if (s.labels[i] >= classes)
+      throw FormatError(lab_path, "label[" + std::to_string(i) + "]", 8 + i,
+                        "label " + std::to_string(s.labels[i]) + " is out of range for " + std::to_string(classes) +
+                            " classes (expected 0.." + std::to_string(classes - 1) + ")");
   return s;
 }
 
 }  // namespace
 
-Dataset load_idx_dataset(const std::string& dir) {
+Dataset load_idx_dataset(const std::string& dir, int classes) {
+  if (classes < 1 || classes > 256) throw InputError(dir + ": the number of classes must be 1..256, got " + std::to_string(classes));
   Dataset ds;
   ds.dir = dir;
   ds.name = std::filesystem::path(dir).filename().string();
   if (ds.name.empty()) ds.name = std::filesystem::path(dir).parent_path().filename().string();
-  ds.train = load_split(dir, "train");
-  ds.test = load_split(dir, "t10k");
+  ds.train = load_split(dir, "train", classes);
+  ds.test = load_split(dir, "t10k", classes);
   if (ds.train.rows != ds.test.rows || ds.train.cols != ds.test.cols)
     throw InputError(dir + ": train and test images have different sizes");
-  int max_label = 0;
-  for (auto* s : {&ds.train, &ds.test})
-    for (std::uint8_t l : s->labels) max_label = std::max<int>(max_label, l);
-  if (max_label > 255) throw InputError(dir + ": bad labels");
-  ds.classes = std::max(10, max_label + 1);
+  ds.classes = classes;
   return ds;
 }
 

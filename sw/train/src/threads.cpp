@@ -5,12 +5,15 @@
 
 #include <string>
 
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 
 namespace spartan::train {
 
 void set_num_threads(int n) {
-  if (n < 1) throw InputError("threads must be >= 1 (got " + std::to_string(n) + ")");
+  // Beyond kMaxThreads (1024) OpenBLAS/OpenMP exhaust their buffers and crash (issue 12: --threads 100000).
+  if (n < 1 || n > kMaxThreads)
+    throw InputError("threads must be 1.." + std::to_string(kMaxThreads) + " (got " + std::to_string(n) + ")");
   omp_set_num_threads(n);
   openblas_set_num_threads(n);
 }

@@ -93,7 +93,7 @@ TEST_F(Cli, HelpDocumentsEveryOption) {
 TEST_F(Cli, BadOptionsExit2WithOneLine) {
   for (const std::string args : {"--bogus", "--model nope --iterations 1", "--batch 0", "--trace-dtype f8",
                                  "--gemm magic", "--device tpu", "--device cuda" /* no GPU here */, "--capture-every 0", "--gemm-repeats 0", "--lr -1", "--epochs x",
-                                 "--lr-schedule step", "--threads 0"}) {
+                                 "--lr-schedule step", "--threads 0", "--threads 100000", "--seed -1", "extra_positional"}) {
     const RunResult r = run(args + " --data " + (dir_ / "none").string());
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;

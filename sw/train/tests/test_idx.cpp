@@ -116,3 +116,27 @@ TEST_F(IdxTest, LoadsDatasetPairsAndChecksCounts) {
   write_raw("t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 2, 2, 3});
   EXPECT_THROW(spartan::train::load_idx_dataset(dir_.string()), spartan::InputError);
 }
+
+TEST_F(IdxTest, RejectsOutOfRangeLabelNamingFileIndexAndLabel) {
+  write_raw("train-images-idx3-ubyte", idx_bytes({3, 2, 2}, 12, 0));
+  write_raw("train-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 3, 0, 12, 9});
+  write_raw("t10k-images-idx3-ubyte", idx_bytes({1, 2, 2}, 4, 0));
+  const std::string test_labels = write_raw("t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 1, 2});
+  try {
+    spartan::train::load_idx_dataset(dir_.string());
+    FAIL() << "label 12 of 10 classes accepted";
+  } catch (const spartan::FormatError& e) {
+    const std::string w = e.what();
+    EXPECT_EQ(e.file(), (dir_ / "train-labels-idx1-ubyte").string());
+    EXPECT_NE(w.find("label[1]"), std::string::npos) << w;
+    EXPECT_NE(w.find("label 12"), std::string::npos) << w;
+    EXPECT_EQ(e.offset(), 9u);
+  }
+  write_raw("train-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 3, 0, 1, 9});
+  write_raw("t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 1, 255});
+  EXPECT_THROW(spartan::train::load_idx_dataset(dir_.string()), spartan::FormatError);
+  // With more classes declared, the same label is valid.
+  const auto ds = spartan::train::load_idx_dataset(dir_.string(), 256);
+  EXPECT_EQ(ds.classes, 256);
+  (void)test_labels;
+}

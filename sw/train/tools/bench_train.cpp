@@ -9,6 +9,7 @@
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/capture.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/train/threads.h"
 #include "spartan/train/trainer.h"
 
@@ -32,15 +33,18 @@ int run(int argc, char** argv) {
     ("batch", po::value(&cfg.batch)->default_value(64), "mini-batch size")
     ("lr", po::value(&cfg.lr)->default_value(0.02f, "0.02"), "base learning rate (cosine schedule)")
     ("seed", po::value(&cfg.seed)->default_value(1), "seed")
-    ("threads", po::value(&threads)->default_value(2), "OpenMP and OpenBLAS threads")
+    ("threads", po::value(&threads)->default_value(2), "OpenMP and OpenBLAS threads (1..1024)")
     ("gemm", po::value(&gemm_name)->default_value("tile-sparse"), "GEMM engine: dense|tile-sparse");
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+  const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << opts;
     return 0;
   }
   po::notify(vm);
+  spartan::check_threads("--threads", threads);
   set_num_threads(threads);
   auto engine = gemm::make_engine(gemm_name);
   auto dense = gemm::make_engine("dense");

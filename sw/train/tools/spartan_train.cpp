@@ -12,6 +12,7 @@
 
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/cli.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/capture.h"
@@ -100,7 +101,7 @@ int run(int argc, char** argv) {
     ("momentum", po::value(&cfg.momentum)->default_value(0.9f, "0.9"), "SGD momentum")
     ("weight-decay", po::value(&cfg.weight_decay)->default_value(5e-4f, "5e-4"), "L2 weight decay on conv/FC weights")
     ("seed", po::value(&cfg.seed)->default_value(1), "seed of weight init, data order and dropout")
-    ("threads", po::value(&threads)->default_value(2), "OpenMP and OpenBLAS threads")
+    ("threads", po::value(&threads)->default_value(2), "OpenMP and OpenBLAS threads (1..1024)")
     ("gemm", po::value(&gemm_name)->default_value("tile-sparse"), ("GEMM engine for every conv/FC GEMM: " + engines).c_str())
     ("device", po::value(&device)->default_value("cpu"), "cpu|cuda")
     ("trace", po::value(&trace_path), "write an activation trace (.sptrace) to FILE")
@@ -112,7 +113,9 @@ int run(int argc, char** argv) {
     ("out-json", po::value(&out_json), "write final metrics (loss, accuracy, per-layer sparsity, time/epoch) to FILE")
     ("quiet,q", "no progress line and no summary on stdout");
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+  const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << opts << "\nExit status: 0 on success, 2 on bad options or bad input data.\n";
     return 0;
@@ -130,6 +133,11 @@ int run(int argc, char** argv) {
   if (cfg.eval_every < 0 || cfg.test_limit < 0) throw InputError("--eval-every and --test-limit must be >= 0");
   if (capture_every < 1) throw InputError("--capture-every must be >= 1");
   if (gemm_repeats < 1) throw InputError("--gemm-repeats must be >= 1");
+  spartan::check_threads("--threads", threads);
+  // Outputs are checked before the data is loaded and the network trained.
+  if (!trace_path.empty()) spartan::check_output_file("--trace", trace_path);
+  if (!out_json.empty()) spartan::check_output_file("--out-json", out_json);
+  spartan::check_distinct_outputs({{"--trace", trace_path}, {"--out-json", out_json}});
   const trace::DType act_dtype = parse_trace_dtype(trace_dtype);
   learning_rate(schedule, cfg.lr, 0, 1);  // validates the schedule name
   if (device != "cpu" && device != "cuda") throw InputError("--device must be cpu or cuda (got '" + device + "')");

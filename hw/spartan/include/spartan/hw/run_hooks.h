@@ -36,6 +36,7 @@ struct ReplayContext {
   CompactionEngine* engine = nullptr;
   std::string out_dir;                     ///< the run's --out directory (extensions may write files there)
   bool quiet = false;
+  std::vector<std::int64_t> replayed_layers;  ///< layer indices the run replays (sorted, unique)
 };
 
 /// One captured (iteration, layer) as replayed.

@@ -6,7 +6,8 @@
 
 namespace spartan::train {
 
-/// Sets the OpenMP and OpenBLAS thread counts (n >= 1). Throws spartan::InputError for n < 1.
+/// Sets the OpenMP and OpenBLAS thread counts (1 <= n <= spartan::kMaxThreads = 1024). Throws
+/// spartan::InputError otherwise.
 void set_num_threads(int n);
 /// Current OpenMP thread count.
 int num_threads();

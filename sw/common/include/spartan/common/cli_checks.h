@@ -1,0 +1,35 @@
+// Up-front checks of command-line values shared by the project's executables (issue 12,
+// docs/reliability.md): every bad value is rejected before the long work starts, with one clear line.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/parsers.hpp>
+
+namespace spartan {
+
+/// Largest accepted --threads value of every tool (1..kMaxThreads). A worker pool beyond this is far past the
+/// cores of any node the tools target and only exhausts stacks/memory.
+constexpr std::int64_t kMaxThreads = 1024;
+
+/// Checks a parsed command line before it is stored: throws InputError for a positional argument (none of the
+/// tools takes one) and for a value starting with '-' given to an option of unsigned type (Boost.Program_options
+/// would otherwise wrap "-1" to 2^32-1 or 2^64-1).
+void check_parsed_options(const boost::program_options::parsed_options& parsed);
+
+/// Throws InputError unless 1 <= n <= kMaxThreads; `option` names the flag (e.g. "--threads").
+void check_threads(const std::string& option, std::int64_t n);
+
+/// Checks, creating nothing, that the output FILE `path` of `option` can be written: not empty, not an
+/// existing directory, and its directory exists and is writable (AtomicFile creates no directories).
+/// Throws InputError (empty path, existing directory) or IoError, naming the option and the path.
+void check_output_file(const std::string& option, const std::string& path);
+
+/// Throws InputError when two of the given (option, path) outputs name the same file (compared as
+/// weakly-canonical absolute paths). Empty paths (output not requested) are ignored.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
+
+}  // namespace spartan

@@ -1,0 +1,78 @@
+#include "spartan/common/cli_checks.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+#include <typeinfo>
+
+#include <boost/program_options/value_semantic.hpp>
+
+#include "spartan/common/error.h"
+
+namespace spartan {
+namespace po = boost::program_options;
+
+namespace {
+bool is_unsigned_type(const std::type_info& t) {
+  return t == typeid(unsigned char) || t == typeid(unsigned short) || t == typeid(unsigned int) ||
+         t == typeid(unsigned long) || t == typeid(unsigned long long);
+}
+}  // namespace
+
+void check_parsed_options(const po::parsed_options& parsed) {
+  for (const auto& opt : parsed.options) {
+    if (opt.position_key != -1 || opt.string_key.empty()) {
+      const std::string tok = opt.original_tokens.empty() ? (opt.value.empty() ? "" : opt.value[0]) : opt.original_tokens[0];
+      throw InputError("unexpected argument '" + tok + "' (this command takes no positional arguments; see --help)");
+    }
+    if (!parsed.description) continue;
+    const po::option_description* d = parsed.description->find_nothrow(opt.string_key, false);
+    if (!d) continue;
+    const auto* typed = dynamic_cast<const po::typed_value_base*>(d->semantic().get());
+    if (!typed || !is_unsigned_type(typed->value_type())) continue;
+    for (const auto& v : opt.value) {
+      const auto first = v.find_first_not_of(" \t");
+      if (first != std::string::npos && v[first] == '-')
+        throw InputError("--" + opt.string_key + ": expected a non-negative integer, got '" + v + "'");
+    }
+  }
+}
+
+void check_threads(const std::string& option, std::int64_t n) {
+  if (n < 1 || n > kMaxThreads)
+    throw InputError(option + ": expected 1.." + std::to_string(kMaxThreads) + " threads, got " + std::to_string(n));
+}
+
+void check_output_file(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw InputError(option + ": empty output path");
+  std::error_code ec;
+  if (fs::is_directory(fs::status(path, ec)))
+    throw InputError(option + ": '" + path + "' is an existing directory, expected a file path");
+  // The writers (AtomicFile, VCD) create no directories: the file's directory must exist and be writable.
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) throw IoError(option + ": " + path + ": directory '" + dir + "' does not exist");
+  if (!fs::is_directory(st)) throw IoError(option + ": " + path + ": '" + dir + "' is not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw IoError(option + ": " + path + ": cannot write in directory '" + dir + "': " + std::strerror(errno));
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, fs::path>> seen;
+  for (const auto& [option, path] : outputs) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    fs::path canon = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    if (ec) canon = fs::absolute(path).lexically_normal();
+    for (const auto& [other, p] : seen)
+      if (p == canon)
+        throw InputError(other + " and " + option + " name the same output file '" + path + "'");
+    seen.emplace_back(option, canon);
+  }
+}
+
+}  // namespace spartan
