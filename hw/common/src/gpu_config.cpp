@@ -27,7 +27,7 @@ bool is_pow2(std::uint64_t v) { return v && !(v & (v - 1)); }
 // Sane ranges checked by validate_gpu_config (documented in docs/gpu-model.md).
 constexpr double kMinClockMhz = 1, kMaxClockMhz = 100000;
 constexpr std::uint32_t kMaxCount = 65536;  // SMs, L2 slices, DRAM channels
-constexpr long double kMinL2Bytes = 1024.0L, kMaxL2Bytes = 16.0L * 1024 * 1024 * 1024;
+constexpr long double kMinL2Bytes = 256.0L, kMaxL2Bytes = 16.0L * 1024 * 1024 * 1024;
 
 void read_timing(ConfigMap m, DramTiming& t) {
   t.tRCD = m.u32("tRCD");
@@ -238,7 +238,7 @@ void validate_gpu_config(const GpuConfig& c) {
                                  c.l2.slice.line_bytes;
     if (l2_bytes < kMinL2Bytes || l2_bytes > kMaxL2Bytes)
       fail("l2.size_bytes", "L2 capacity slices*sets*ways*line_bytes = " + std::to_string(double(l2_bytes)) +
-                                " bytes outside the sane range [1 KiB, 16 GiB]");
+                                " bytes outside the sane range [256 B, 16 GiB]");
   }
   if (c.dram.row_bytes > (1u << 20)) fail("dram.row_bytes", "must be <= 1 MiB");
   if (c.simulation.quantum_ns > 1e6) fail("simulation.quantum_ns", "must be <= 1e6 ns (1 ms)");
