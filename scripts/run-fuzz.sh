@@ -15,9 +15,13 @@ while read -r name corpus; do
   [ -x "$exe" ] || { echo "$name: not built" | tee -a "$out/summary.txt"; status=1; continue; }
   work="$out/$name"; rm -rf "$work"; mkdir -p "$work/corpus" "$work/artifacts"
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work/corpus/"
-  echo "== $name: ${seconds}s${FUZZ_RUNS:+ or $FUZZ_RUNS executions}"
+  # Per-target extra libFuzzer flags: <module>/fuzz/<target>.options (one flag per line, # comments).
+  extra=()
+  opts="$(dirname "$(dirname "$corpus")")/$name.options"
+  [ -f "$opts" ] && mapfile -t extra < <(grep -v '^[[:space:]]*\(#\|$\)' "$opts")
+  echo "== $name: ${seconds}s${FUZZ_RUNS:+ or $FUZZ_RUNS executions}${extra[*]:+ (${extra[*]})}"
   SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ASAN_OPTIONS=detect_stack_use_after_return=0 \
-    "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-4096}" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 \
+    "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-4096}" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 "${extra[@]}" \
     -artifact_prefix="$work/artifacts/" "$work/corpus" > "$work/log.txt" 2>&1
   rc=$?
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$work/log.txt" | grep -Eo '[0-9]+$' | tail -1)
