@@ -119,6 +119,7 @@ class RtlExtension : public spartan::hw::RunExtension {
              opt("wave-window", "with --wave: RTL cycles FROM:TO to dump (counted from the first checked layer)", true)};
   }
   std::string name() const override { return "rtl"; }
+  std::vector<std::string> output_files() const override { return {"rtl_cycles.json"}; }
   std::vector<spartan::hw::ExtensionOption>& options() override { return opts_; }
 
   void attach(spartan::hw::ReplayContext& ctx) override {

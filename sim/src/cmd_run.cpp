@@ -126,8 +126,21 @@ int run_main(const std::vector<std::string>& args) {
   if (!std::filesystem::exists(opt.trace_path)) throw spartan::IoError("--trace: cannot open '" + opt.trace_path + "'");
   // Checked now, created only when the results are written (a rejected input leaves no empty --out).
   spartan::check_output_dir(opt.out_dir);
-  for (auto& e : exts)
-    if (e->active()) opt.extensions.push_back(e.get());
+  for (auto& e : exts) {
+    if (e->active()) {
+      opt.extensions.push_back(e.get());
+      continue;
+    }
+    // A stale output of an inactive extension (e.g. rtl_cycles.json of an earlier --rtl run) would be read
+    // by later steps (spartan-area --cycles) as if this run had produced it.
+    for (const auto& f : e->output_files()) {
+      const std::filesystem::path p = std::filesystem::path(opt.out_dir) / f;
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(p, ec) && std::filesystem::remove(p, ec) && !opt.quiet)
+        std::fprintf(stderr, "spartan-sim run: removed %s of an earlier run (no --%s this time)\n", p.c_str(),
+                     e->name().c_str());
+    }
+  }
 
   const auto doc = spartan::hw::run_replay(opt, [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());

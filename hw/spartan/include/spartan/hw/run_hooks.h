@@ -72,6 +72,9 @@ class RunExtension {
   virtual void finish(nlohmann::json& stats) { (void)stats; }
   /// Mismatches found so far (a non-zero value makes the run fail).
   virtual std::uint64_t mismatches() const { return 0; }
+  /// Files this extension writes into --out (names relative to it). When the extension is not active, a
+  /// run removes them from --out, so that no output of an earlier run is mistaken for this run's.
+  virtual std::vector<std::string> output_files() const { return {}; }
 };
 
 using RunExtensionFactory = std::function<std::unique_ptr<RunExtension>()>;
