@@ -227,6 +227,8 @@ struct Runner : sc_core::sc_module {
       L.bytes.clear();
       L.bytes.shrink_to_fit();
     }
+    // sc_stop() reports "Info: /OSCI/SystemC: Simulation stopped by user." on stdout: not ours to print.
+    sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_stop();
   }
 };
