@@ -25,7 +25,7 @@ int cmd_partition(const std::vector<std::string>& args) {
       "layers", po::value(&layers)->required(), "number of layers")("parts", po::value(&parts)->required(), "number of parts (MPI ranks)")(
       "method", po::value(&method)->default_value("hypergraph"), "block | random | hypergraph (Zoltan PHG) | graph (METIS)")(
       "out", po::value(&out)->required(), "partition file to write")("seed", po::value(&seed)->default_value(1), "seed (random, hypergraph, graph)")(
-      "imbalance", po::value(&tol)->default_value(0.05), "allowed per-layer load imbalance, 0..1 (0.05 = 5%)");
+      "imbalance", po::value(&tol)->default_value(0.05, "0.05"), "allowed per-layer load imbalance, 0..1 (0.05 = 5%)");
   po::variables_map vm;
   const auto parsed = po::command_line_parser(args).options(desc).run();
   spartan::check_parsed_options(parsed);

@@ -36,14 +36,14 @@ int cmd_train(const std::vector<std::string>& args) {
       "train-limit", po::value(&train_limit)->default_value(0), "use the first N training images (0 = all 60000)")(
       "test-limit", po::value(&test_limit)->default_value(0), "use the first N test images (0 = all 10000)")(
       "epochs", po::value(&epochs)->default_value(1), "epochs")("batch", po::value(&cfg.batch)->default_value(64), "mini-batch size")(
-      "lr", po::value(&cfg.lr)->default_value(0.05f), "SGD learning rate")("bias-mode", po::value(&bias_mode)->default_value("neuron"), "neuron | layer")(
+      "lr", po::value(&cfg.lr)->default_value(0.05f, "0.05"), "SGD learning rate")("bias-mode", po::value(&bias_mode)->default_value("neuron"), "neuron | layer")(
       "bias-init", po::value(&cfg.bias_init)->default_value(0.0f), "initial bias")("seed", po::value(&seed)->default_value(1), "generator and head seed")(
       "init", po::value(&init)->default_value("he"), "generated body values: he | identity | challenge")(
       "threads", po::value(&threads)->default_value(0), "OpenMP threads, 1..1024 (0 = default)")(
       "partition", po::value(&partition), "partition file: distributed training under mpirun")(
       "verify", po::bool_switch(&verify), "distributed: rank 0 also trains on one rank and compares the loss curves")(
       "linear-baseline", po::bool_switch(&linear), "also train a softmax-regression baseline on the same inputs")(
-      "trace", po::value(&trace), "write per-layer activations of the first test batch to this .sptrace file");
+      "trace", po::value(&trace), "after training, write the forward pass of the first training batch (per-layer activations) to this .sptrace file");
   po::variables_map vm;
   const auto parsed = po::command_line_parser(args).options(desc).run();
   spartan::check_parsed_options(parsed);
