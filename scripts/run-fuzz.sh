@@ -20,7 +20,9 @@ while read -r name corpus; do
   opts="$(dirname "$(dirname "$corpus")")/$name.options"
   [ -f "$opts" ] && mapfile -t extra < <(grep -v '^[[:space:]]*\(#\|$\)' "$opts")
   echo "== $name: ${seconds}s${FUZZ_RUNS:+ or $FUZZ_RUNS executions}${extra[*]:+ (${extra[*]})}"
-  SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ASAN_OPTIONS=detect_stack_use_after_return=0 \
+  asan="detect_stack_use_after_return=0"  # -detect_leaks=0 must also silence LSan's report at exit
+  [[ " ${extra[*]} " == *" -detect_leaks=0 "* ]] && asan="$asan:detect_leaks=0"
+  SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ASAN_OPTIONS="$asan" \
     "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-4096}" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 "${extra[@]}" \
     -artifact_prefix="$work/artifacts/" "$work/corpus" > "$work/log.txt" 2>&1
   rc=$?
