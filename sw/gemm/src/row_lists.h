@@ -113,16 +113,20 @@ inline void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bo
   std::uint32_t* cn = cnt.data();
   std::uint32_t *h0 = cn + stride, *h1 = cn + 2 * stride, *h2 = cn + 3 * stride;
   std::uint64_t pad_total = 0;
+  // Calls f(local row, column, value) for every stored non-zero of a u8-index ELL tile (row order).
+  auto each_ell_u8 = [&](const TileHeader& h, std::uint32_t re, auto&& f) {
+    const std::uint32_t w = h.width;
+    const std::uint8_t* idx = s.tile_payload(h);
+    const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
+    for (std::uint32_t lr = 0; lr < re; ++lr) {
+      const std::uint8_t* ix = idx + std::size_t(lr) * w;
+      const float* vv = val + std::size_t(lr) * w;
+      for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) f(lr, ix[j], vv[j]);
+    }
+  };
   auto count_exact = [&](const TileHeader& h, std::uint32_t re) {
     if (h.fmt() == TileFormat::Ell && u8idx) {
-      const std::uint32_t w = h.width;
-      const std::uint8_t* idx = s.tile_payload(h);
-      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
-      for (std::uint32_t lr = 0; lr < re; ++lr) {
-        const std::uint8_t* ix = idx + std::size_t(lr) * w;
-        const float* vv = val + std::size_t(lr) * w;
-        for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) ++cn[ix[j] + 1];
-      }
+      each_ell_u8(h, re, [&](std::uint32_t, std::uint32_t col, float) { ++cn[col + 1]; });
     } else {
       std::size_t cur = 0;
       for (std::uint32_t lr = 0; lr < re; ++lr)
@@ -167,14 +171,7 @@ inline void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bo
     if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
     const std::uint32_t re = g.r_eff(rt), rbase = rt * TR;
     if (h.fmt() == TileFormat::Ell && u8idx) {
-      const std::uint32_t w = h.width;
-      const std::uint8_t* idx = s.tile_payload(h);
-      const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, w, TC));
-      for (std::uint32_t lr = 0; lr < re; ++lr) {
-        const std::uint8_t* ix = idx + std::size_t(lr) * w;
-        const float* vv = val + std::size_t(lr) * w;
-        for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) e[cn[ix[j]]++] = {rbase + lr, alpha * vv[j]};
-      }
+      each_ell_u8(h, re, [&](std::uint32_t lr, std::uint32_t col, float v) { e[cn[col]++] = {rbase + lr, alpha * v}; });
     } else {
       std::size_t cur = 0;
       for (std::uint32_t lr = 0; lr < re; ++lr)
