@@ -295,7 +295,13 @@ std::string find_layer_file(const std::string& dir, int layer) {
       if (ends_with(name, suffix + ext)) found.push_back(e.path().string());
   }
   if (found.empty()) throw IoError("no weight file for layer " + std::to_string(layer) + " (*" + suffix + ".mtx[.gz] or .tsv[.gz]) in '" + dir + "'");
-  std::sort(found.begin(), found.end());
+  if (found.size() > 1) {
+    std::sort(found.begin(), found.end());
+    std::string names;
+    for (const auto& f : found) names += (names.empty() ? "'" : ", '") + f + "'";
+    throw InputError("layer " + std::to_string(layer) + " has " + std::to_string(found.size()) +
+                     " weight files in '" + dir + "' (" + names + "); keep one");
+  }
   return found.front();
 }
 
@@ -312,9 +318,7 @@ void write_matrix_market(const std::string& path, const Csr& a) {
   if (ends_with(path, ".gz")) {
     AtomicFile f(path);
     std::string out;
-    uLongf bound = compressBound(static_cast<uLong>(s.size()));
-    (void)bound;
-    // gzip stream via gzdopen on a dup of the temp file descriptor is awkward; compress with deflate in gzip mode.
+    // One deflate call in gzip mode (windowBits 15 + 16) into a buffer of deflateBound's size.
     z_stream zs{};
     if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw IoError("zlib init failed for '" + path + "'");
     out.resize(deflateBound(&zs, static_cast<uLong>(s.size())) + 64);

@@ -207,3 +207,25 @@ TEST(SdnnIo, ChallengeSubsetHeaders) {
   EXPECT_EQ(y.nnz(), 122713);
   for (float v : y.values) ASSERT_EQ(v, 1.0f);  // pattern
 }
+
+TEST(SdnnIo, LayerFileLookup) {
+  const auto dir = std::filesystem::path(tmp_path("layers_dir"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string mtx = "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1\n";
+  std::ofstream(dir / "n2-l1.mtx") << mtx;
+  std::ofstream(dir / "n2-l11.tsv") << "1\t1\t1\n";  // layer 11, not layer 1
+  EXPECT_EQ(find_layer_file(dir.string(), 1), (dir / "n2-l1.mtx").string());
+  EXPECT_EQ(find_layer_file(dir.string(), 11), (dir / "n2-l11.tsv").string());
+  EXPECT_THROW(find_layer_file(dir.string(), 2), spartan::IoError);
+  // Two files for one layer: ambiguous, an input error naming both.
+  std::ofstream(dir / "n2-l1.tsv") << "1\t1\t1\n";
+  try {
+    find_layer_file(dir.string(), 1);
+    FAIL() << "no error for two layer-1 files";
+  } catch (const spartan::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("n2-l1.mtx"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("n2-l1.tsv"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}

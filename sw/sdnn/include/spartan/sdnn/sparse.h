@@ -69,8 +69,9 @@ Csr read_tsv(const std::string& path, std::int64_t rows = 0, std::int64_t cols =
 /// Dispatches on the name: `.mtx`/`.mtx.gz` -> MatrixMarket, `.tsv`/`.tsv.gz` -> TSV (with rows/cols).
 Csr read_matrix(const std::string& path, std::int64_t rows = 0, std::int64_t cols = 0);
 
-/// Finds layer k's weight file in `dir`: the first existing of `*-l{k}.mtx[.gz]` / `*-l{k}.tsv[.gz]`
-/// (Graph Challenge names, e.g. n1024-l1.tsv). Throws IoError if none exists.
+/// Finds layer k's weight file in `dir`: the one file named `*-l{k}.mtx[.gz]` or `*-l{k}.tsv[.gz]`
+/// (Graph Challenge names, e.g. n1024-l1.tsv). Throws IoError if none exists, InputError if several
+/// match (e.g. both n1024-l1.mtx.gz and n1024-l1.tsv: which one is meant is ambiguous).
 std::string find_layer_file(const std::string& dir, int layer);
 
 /// Writes a CSR as MatrixMarket `coordinate real general` (atomically; gzip if the name ends in .gz).
