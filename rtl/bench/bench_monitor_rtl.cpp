@@ -13,11 +13,15 @@
 #include <ctime>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <boost/program_options.hpp>
+
 #include "spartan/common/cli.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/format/tile_format.h"
 #include "spartan/common/error.h"
 #include "spartan/hw/regmap.h"
@@ -32,23 +36,35 @@ int run(int argc, char** argv) {
   std::string trace, tensor;
   std::uint32_t rows = 4096, cols = 256, tr = 32, tc = 32;
   double density = 0.5, threshold = 0.5;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw spartan::InputError("option " + a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--trace") trace = next();
-    else if (a == "--tensor") tensor = next();
-    else if (a == "--rows") rows = static_cast<std::uint32_t>(std::stoul(next()));
-    else if (a == "--cols") cols = static_cast<std::uint32_t>(std::stoul(next()));
-    else if (a == "--density") density = std::stod(next());
-    else if (a == "--threshold") threshold = std::stod(next());
-    else if (a == "--tile") {
-      const std::string v = next();
-      if (std::sscanf(v.c_str(), "%ux%u", &tr, &tc) != 2) throw spartan::InputError("--tile wants RxC, got " + v);
-    } else throw spartan::InputError("unknown option " + a);
+  namespace po = boost::program_options;
+  std::string tile = "32x32";
+  po::options_description opts(
+      "spartan-rtl-bench: RTL co-simulation speed (cycles/s) of the Verilated sparsity monitor and compaction engine\n"
+      "on one activation layer (a trace's act tensor or a synthetic ReLU-like matrix)\nOptions");
+  opts.add_options()("help,h", "this help")("trace", po::value(&trace), "trace file (.sptrace); default: synthetic matrix")(
+      "tensor", po::value(&tensor), "tensor of the trace (default: its first act tensor), e.g. it0/L1/act")(
+      "rows", po::value(&rows)->default_value(rows), "synthetic matrix rows (1..2^20)")(
+      "cols", po::value(&cols)->default_value(cols), "synthetic matrix columns (1..2^20)")(
+      "density", po::value(&density)->default_value(density), "synthetic non-zero probability (0..1)")(
+      "tile", po::value(&tile)->default_value(tile), "tile size RxC (1..65535 each)")(
+      "threshold", po::value(&threshold)->default_value(threshold), "compaction-engine density threshold (0..1)");
+  po::variables_map vm;
+  const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
+  spartan::check_parsed_options(parsed);
+  po::store(parsed, vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
   }
+  po::notify(vm);
+  {
+    char extra = 0;
+    if (std::sscanf(tile.c_str(), "%ux%u%c", &tr, &tc, &extra) != 2 || tr < 1 || tc < 1 || tr > 65535 || tc > 65535)
+      throw spartan::InputError("--tile wants RxC with 1 <= R, C <= 65535, got '" + tile + "'");
+  }
+  if (rows < 1 || cols < 1 || rows > (1u << 20) || cols > (1u << 20)) throw spartan::InputError("--rows and --cols must be in 1..1048576");
+  if (!(density >= 0 && density <= 1)) throw spartan::InputError("--density must be in 0..1");
+  if (!(threshold >= 0 && threshold <= 1)) throw spartan::InputError("--threshold must be in 0..1");
   std::vector<std::uint8_t> m;
   unsigned dtype = 0, eb = 4;
   std::string source;

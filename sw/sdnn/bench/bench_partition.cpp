@@ -6,13 +6,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <cmath>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include <boost/program_options.hpp>
+
 #include "spartan/common/cli.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/sdnn/generate.h"
 #include "spartan/sdnn/infer.h"
@@ -26,7 +30,18 @@ std::vector<int> ints(const std::string& s) {
   std::vector<int> v;
   std::stringstream ss(s);
   std::string t;
-  while (std::getline(ss, t, ',')) v.push_back(std::stoi(t));
+  while (std::getline(ss, t, ',')) {
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != t.size() || n < 1) throw spartan::InputError("--parts: '" + t + "' is not a positive integer");
+    v.push_back(n);
+  }
+  if (v.empty()) throw spartan::InputError("--parts: empty list");
   return v;
 }
 std::vector<std::string> strs(const std::string& s) {
@@ -76,30 +91,44 @@ RankLoad rank_load(const std::vector<Csr>& w, const Partition& p) {
 
 int main(int argc, char** argv) {
   return spartan::run_cli("bench-sdnn-partition", [&]() -> int {
-    if (argc < 2) throw spartan::InputError("usage: bench-sdnn-partition volume|scaling [options]");
-    const std::string mode = argv[1];
+    namespace po = boost::program_options;
+    const std::string mode = argc >= 2 ? argv[1] : "";
     std::string weights, parts_s = mode == "volume" ? "4,8,16" : "64,128,256,512,1024", methods_s = "block,random,hypergraph,graph";
     std::int64_t neurons = 0;
     int layers = 30, model_layers = 120, batch = 60000;
     double mac_rate = 1.0e9, latency_us = 1.0, bandwidth_gbs = 12.5;
-    for (int i = 2; i < argc; ++i) {
-      auto val = [&]() -> std::string {
-        if (i + 1 >= argc) throw spartan::InputError(std::string("missing value for ") + argv[i]);
-        return argv[++i];
-      };
-      const std::string o = argv[i];
-      if (o == "--weights") weights = val();
-      else if (o == "--neurons") neurons = std::stoll(val());
-      else if (o == "--layers") layers = std::stoi(val());
-      else if (o == "--parts") parts_s = val();
-      else if (o == "--methods") methods_s = val();
-      else if (o == "--mac-rate") mac_rate = std::stod(val());
-      else if (o == "--latency-us") latency_us = std::stod(val());
-      else if (o == "--bandwidth-gbs") bandwidth_gbs = std::stod(val());
-      else if (o == "--batch") batch = std::stoi(val());
-      else if (o == "--model-layers") model_layers = std::stoi(val());
-      else throw spartan::InputError("unknown option " + o);
+    po::options_description opts(
+        "bench-sdnn-partition volume|scaling [options]: communication volume (connectivity-1) and load imbalance of\n"
+        "the partitioners (volume), or a MODELLED strong-scaling table (scaling)\nOptions");
+    opts.add_options()("help,h", "this help")("weights", po::value(&weights), "Graph Challenge weights directory (volume)")(
+        "neurons", po::value(&neurons), "generate a RadiX-Net of N neurons per layer instead (seed 1)")(
+        "layers", po::value(&layers)->default_value(layers), "layers (>= 1)")(
+        "parts", po::value(&parts_s), "comma-separated part counts (volume: 4,8,16; scaling: 64,...,1024)")(
+        "methods", po::value(&methods_s)->default_value(methods_s), "comma-separated partitioners")(
+        "mac-rate", po::value(&mac_rate)->default_value(mac_rate), "scaling: modelled MAC/s per rank")(
+        "latency-us", po::value(&latency_us)->default_value(latency_us), "scaling: modelled message latency (us)")(
+        "bandwidth-gbs", po::value(&bandwidth_gbs)->default_value(bandwidth_gbs), "scaling: modelled link bandwidth (GB/s)")(
+        "batch", po::value(&batch)->default_value(batch), "scaling: images per epoch")(
+        "model-layers", po::value(&model_layers)->default_value(model_layers), "scaling: layers of the modelled network");
+    if (mode == "--help" || mode == "-h") {
+      std::cout << opts << "\n";
+      return 0;
     }
+    if (mode != "volume" && mode != "scaling")
+      throw spartan::InputError(mode.empty() ? "give a mode: volume or scaling (see --help)" : "unknown mode '" + mode + "' (volume or scaling; see --help)");
+    po::variables_map vm;
+    const auto parsed = po::command_line_parser(argc - 1, argv + 1).options(opts).run();
+    spartan::check_parsed_options(parsed);
+    po::store(parsed, vm);
+    if (vm.count("help")) {
+      std::cout << opts << "\n";
+      return 0;
+    }
+    po::notify(vm);
+    if (layers < 1) throw spartan::InputError("--layers must be >= 1");
+    if (batch < 1 || model_layers < 1) throw spartan::InputError("--batch and --model-layers must be >= 1");
+    if (!(mac_rate > 0) || !(latency_us >= 0) || !(bandwidth_gbs > 0) || !std::isfinite(mac_rate) || !std::isfinite(latency_us) || !std::isfinite(bandwidth_gbs))
+      throw spartan::InputError("--mac-rate and --bandwidth-gbs must be finite and > 0, --latency-us finite and >= 0");
     std::vector<Csr> w;
     std::string name;
     if (!weights.empty()) {
@@ -140,7 +169,6 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    if (mode != "scaling") throw spartan::InputError("unknown mode '" + mode + "' (volume or scaling)");
     // MODELLED strong scaling: per layer, time = max-rank work x images / mac_rate
     //                                     + max-rank messages x latency + max-rank bytes / bandwidth,
     // using the per-layer averages measured on the generated layers, scaled to model_layers layers.

@@ -1,15 +1,18 @@
 // bench-sdnn: Graph Challenge inference, spartan-sdnn vs SuiteSparse:GraphBLAS (mxm, bias, select > 0,
 // min 32), same problem, same process, side by side. Prints the throughput of both and the ratio.
-// usage: bench-sdnn [--weights DIR] [--layers L] [--features FILE] [--bias B] [--reps R]
+// usage: bench-sdnn [--weights DIR] [--layers L] [--features FILE] [--bias B] [--reps R]  (--help)
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <iostream>
 #include <string>
 
+#include <boost/program_options.hpp>
+
 #include "spartan/common/cli.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/sdnn/graphblas_ref.h"
 #include "spartan/sdnn/infer.h"
@@ -18,21 +21,28 @@ using namespace spartan::sdnn;
 
 int main(int argc, char** argv) {
   return spartan::run_cli("bench-sdnn", [&]() -> int {
+    namespace po = boost::program_options;
     std::string dir = SDNN_DATA_DIR, features;
     int layers = 30, reps = 5;
     float bias = -0.3f;
-    for (int i = 1; i < argc; ++i) {
-      auto val = [&](const char* name) -> std::string {
-        if (i + 1 >= argc) throw spartan::InputError(std::string("missing value for ") + name);
-        return argv[++i];
-      };
-      if (!std::strcmp(argv[i], "--weights")) dir = val("--weights");
-      else if (!std::strcmp(argv[i], "--layers")) layers = std::stoi(val("--layers"));
-      else if (!std::strcmp(argv[i], "--features")) features = val("--features");
-      else if (!std::strcmp(argv[i], "--bias")) bias = std::stof(val("--bias"));
-      else if (!std::strcmp(argv[i], "--reps")) reps = std::stoi(val("--reps"));
-      else throw spartan::InputError(std::string("unknown option ") + argv[i]);
+    po::options_description opts("bench-sdnn: Graph Challenge inference, spartan-sdnn vs SuiteSparse:GraphBLAS side by side\nOptions");
+    opts.add_options()("help,h", "this help")(
+        "weights", po::value(&dir)->default_value(dir), "directory with the layer files *-l{k}.mtx[.gz] or .tsv[.gz]")(
+        "layers", po::value(&layers)->default_value(layers), "number of layers (>= 1)")(
+        "features", po::value(&features), "input features (images x neurons); default: WEIGHTS/sparse-images-1024_subset.mtx.gz")(
+        "bias", po::value(&bias)->default_value(bias), "bias added to every neuron")(
+        "reps", po::value(&reps)->default_value(reps), "repetitions of each engine, interleaved; the best is reported (>= 1)");
+    po::variables_map vm;
+    const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
+    spartan::check_parsed_options(parsed);
+    po::store(parsed, vm);
+    if (vm.count("help")) {
+      std::cout << opts << "\n";
+      return 0;
     }
+    po::notify(vm);
+    if (layers < 1) throw spartan::InputError("--layers must be >= 1 (got " + std::to_string(layers) + ")");
+    if (reps < 1) throw spartan::InputError("--reps must be >= 1 (got " + std::to_string(reps) + ")");
     if (features.empty()) features = dir + "/sparse-images-1024_subset.mtx.gz";
     const auto w = load_weights(dir, layers);
     const auto y0 = load_features(features, w[0].rows);
