@@ -10,7 +10,7 @@
 #include <cmath>
 #include <random>
 
-#include "spartan/gemm/gemm.h"
+#include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/executor.h"
 #include "spartan/train/layer.h"
 #include "spartan/train/model.h"
@@ -254,10 +254,10 @@ struct LossRecorder : TrainObserver {
   void on_iteration(const IterationInfo& i) override { loss.push_back(i.loss); }
 };
 
-void compare_models(const std::string& name, int batch, int steps, double rel) {
+void compare_models(const std::string& name, int batch, int steps, double rel, const char* engine = "dense") {
   set_num_threads(1);
   const Dataset data = synthetic_dataset(batch * steps, 32, 5);
-  auto dense = spartan::gemm::make_dense_engine();
+  auto dense = spartan::gemm::make_engine(engine);
   auto ex = make_reference_executor();
   LossRecorder rec[2];
   TrainResult res[2];
@@ -295,6 +295,7 @@ void compare_models(const std::string& name, int batch, int steps, double rel) {
 // bias gradients; alexnet-s adds dropout; vgg-s adds batch norm and dropout; resnet-s basic blocks and global
 // average pooling. 1e-4 relative on the losses over a few steps (reduction-order differences grow slowly).
 TEST(TrainKernels, Lenet5TrainingMatchesCpu) { compare_models("lenet5", 16, 6, 1e-4); }
+TEST(TrainKernels, Lenet5TileSparseEngineTrainingMatchesCpu) { compare_models("lenet5", 16, 4, 1e-4, "tile-sparse"); }
 TEST(TrainKernels, AlexnetSTrainingMatchesCpu) { compare_models("alexnet-s", 8, 3, 1e-4); }
 TEST(TrainKernels, VggSTrainingMatchesCpu) { compare_models("vgg-s", 8, 3, 1e-4); }
 TEST(TrainKernels, ResnetSTrainingMatchesCpu) { compare_models("resnet-s", 4, 3, 1e-4); }
