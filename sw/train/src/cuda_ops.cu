@@ -64,9 +64,11 @@ class Pool {
 
 class CudaBuffer final : public Buffer {
  public:
-  CudaBuffer(std::shared_ptr<Pool> pool, std::size_t bytes) : pool_(std::move(pool)), rounded_((bytes + 255) / 256 * 256) {
+  CudaBuffer(std::shared_ptr<Pool> pool, std::size_t bytes, const void* owner)
+      : pool_(std::move(pool)), rounded_((bytes + 255) / 256 * 256) {
     if (rounded_ == 0) rounded_ = 256;
     bytes_ = bytes;
+    owner_ = owner;
     p_ = pool_->get(rounded_);
   }
   ~CudaBuffer() override { pool_->put(p_, rounded_); }
@@ -237,7 +239,7 @@ class CudaExecutor final : public Executor {
   }
   std::string name() const override { return "cuda"; }
   bool device_pointers() const override { return true; }
-  std::shared_ptr<Buffer> alloc(std::size_t bytes) override { return std::make_shared<CudaBuffer>(pool_, bytes); }
+  std::shared_ptr<Buffer> alloc(std::size_t bytes) override { return std::make_shared<CudaBuffer>(pool_, bytes, this); }
   void upload(void* dst, const void* host, std::size_t bytes) override {
     if (bytes) check(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
   }

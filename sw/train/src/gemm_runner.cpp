@@ -73,7 +73,8 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
   gemm::GemmCall scratch_call = call;
   const std::size_t c_elems = std::size_t(call.M) * call.ldc;
   if (exec_) {
-    if (!d_scratch_ || d_scratch_->bytes() < c_elems * sizeof(float)) d_scratch_ = exec_->alloc(c_elems * sizeof(float));
+    if (!d_scratch_ || d_scratch_->bytes() < c_elems * sizeof(float) || d_scratch_->owner() != exec_)
+      d_scratch_ = exec_->alloc(c_elems * sizeof(float));
     scratch_call.C = d_scratch_->as<float>();
   } else {
     scratch_.assign(c_elems, 0.0f);

@@ -14,8 +14,16 @@ float* bptr(const std::shared_ptr<Buffer>& b, const char* what) {
   return b->as<float>();
 }
 
+/// Scratch of at least `bytes` in `ex`'s memory (reallocated when too small or made by another executor).
 void ensure(Executor& ex, std::shared_ptr<Buffer>& b, std::size_t bytes) {
-  if (!b || b->bytes() < bytes) b = ex.alloc(bytes);
+  if (!b || b->bytes() < bytes || b->owner() != &ex) b = ex.alloc(bytes);
+}
+
+/// A buffer that backward needs from the last forward on this executor.
+float* saved(const std::shared_ptr<Buffer>& b, const Executor& ex, const char* layer) {
+  if (!b || b->owner() != &ex)
+    throw Error(std::string(layer) + ": backward without a forward on this executor");
+  return b->as<float>();
 }
 
 void upload_vec(Executor& ex, std::shared_ptr<Buffer>& b, const std::vector<float>& v) {
@@ -120,7 +128,8 @@ Tensor Conv2d::backward_exec(const Tensor& dy, Context& ctx) {
   const hd::ConvGeom g{x_.n, cin, x_.h, x_.w, k, stride, pad, yshape_.h, yshape_.w};
   const int p = g.p(), kdim = g.kdim();
   const std::int64_t np = g.np();
-  float* dyt = d_ytmp_->as<float>();  // dY as (N*P) x Cout
+  float* dyt = saved(d_ytmp_, ex, "conv");  // dY as (N*P) x Cout
+  saved(d_col_, ex, "conv");
   ex.conv_dyt(exec_ptr(dy), dy.n, cout, p, dyt);
   if (has_bias) ex.channel_sum(dyt, static_cast<int>(np), cout, 1, bptr(bias.d_grad, "conv bias gradient"));
   ensure(ex, d_dwt_, std::size_t(kdim) * cout * sizeof(float));
@@ -221,6 +230,7 @@ Tensor MaxPool2d::forward_exec(const Tensor& x, Context& ctx) {
 
 Tensor MaxPool2d::backward_exec(const Tensor& dy, Context& ctx) {
   Tensor dx = like(*ctx.exec, xshape_);
+  saved(d_argmax_, *ctx.exec, "maxpool");
   ctx.exec->maxpool_bwd(exec_ptr(dy), d_argmax_->as<std::int32_t>(), dy.n * dy.c, xshape_.h, xshape_.w, k_, s_, dy.h,
                         dy.w, exec_ptr(dx));
   return dx;
@@ -297,7 +307,7 @@ Tensor BatchNorm::forward_exec(const Tensor& x, Context& ctx) {
 Tensor BatchNorm::backward_exec(const Tensor& dy, Context& ctx) {
   Executor& ex = *ctx.exec;
   Tensor dx = like(ex, dy);
-  ex.bn_bwd(exec_ptr(dy), exec_ptr(xhat_), bptr(gamma.d_value, "batchnorm gamma"), d_inv_std_->as<float>(), dy.n, c_,
+  ex.bn_bwd(exec_ptr(dy), exec_ptr(xhat_), bptr(gamma.d_value, "batchnorm gamma"), saved(d_inv_std_, ex, "batchnorm"), dy.n, c_,
             dy.h * dy.w, ctx.training, exec_ptr(dx), bptr(gamma.d_grad, "batchnorm gamma gradient"),
             bptr(beta.d_grad, "batchnorm beta gradient"), d_scratch_->as<double>());
   return dx;

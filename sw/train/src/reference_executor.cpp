@@ -13,8 +13,9 @@ namespace {
 
 class HostBuffer final : public Buffer {
  public:
-  explicit HostBuffer(std::size_t bytes) {
+  HostBuffer(std::size_t bytes, const void* owner) {
     bytes_ = bytes;
+    owner_ = owner;
     p_ = std::malloc(bytes ? bytes : 1);
     if (!p_) throw Error("host reference executor: out of memory allocating " + std::to_string(bytes) + " bytes");
   }
@@ -36,7 +37,7 @@ class ReferenceExecutor final : public Executor {
  public:
   std::string name() const override { return "host-reference"; }
   bool device_pointers() const override { return false; }
-  std::shared_ptr<Buffer> alloc(std::size_t bytes) override { return std::make_shared<HostBuffer>(bytes); }
+  std::shared_ptr<Buffer> alloc(std::size_t bytes) override { return std::make_shared<HostBuffer>(bytes, this); }
   void upload(void* dst, const void* host, std::size_t bytes) override {
     if (bytes) std::memcpy(dst, host, bytes);
   }

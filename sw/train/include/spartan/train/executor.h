@@ -28,10 +28,13 @@ class Buffer {
   std::size_t bytes() const { return bytes_; }
   template <class T>
   T* as() const { return static_cast<T*>(p_); }
+  /// The executor whose alloc() made this buffer (identity only; buffers may outlive it).
+  const void* owner() const { return owner_; }
 
  protected:
   void* p_ = nullptr;
   std::size_t bytes_ = 0;
+  const void* owner_ = nullptr;
 };
 
 class Executor {
