@@ -7,10 +7,15 @@
 // of 1e-5 (double sums rounded to float differ by at most a few float ulps).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 #include "spartan/gemm/tile_sparse.h"
+#include "spartan/trace/sptrace.h"
+#include "spartan/train/capture.h"
 #include "spartan/train/executor.h"
 #include "spartan/train/layer.h"
 #include "spartan/train/model.h"
@@ -299,3 +304,50 @@ TEST(TrainKernels, Lenet5TileSparseEngineTrainingMatchesCpu) { compare_models("l
 TEST(TrainKernels, AlexnetSTrainingMatchesCpu) { compare_models("alexnet-s", 8, 3, 1e-4); }
 TEST(TrainKernels, VggSTrainingMatchesCpu) { compare_models("vgg-s", 8, 3, 1e-4); }
 TEST(TrainKernels, ResnetSTrainingMatchesCpu) { compare_models("resnet-s", 4, 3, 1e-4); }
+
+
+// The trace written from the executor path (what `spartan-train --device cuda --trace` does) holds the same
+// tensors as the CPU path's trace: step-0 activations and ReLU masks come down from the executor.
+TEST(TrainKernels, TraceCaptureFromExecutorMatchesCpuTrace) {
+  set_num_threads(1);
+  const Dataset data = synthetic_dataset(64, 32, 9);
+  auto dense = spartan::gemm::make_dense_engine();
+  auto ex = make_reference_executor();
+  const auto dir = std::filesystem::temp_directory_path() / ("spartan_kernels_trace_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string paths[2];
+  for (int e = 0; e < 2; ++e) {
+    auto model = build_model("lenet5", 1, 28, 28, 10, 3);
+    GemmRunner runner(dense.get(), dense.get());
+    runner.set_repeats(1);
+    CaptureOptions co;
+    paths[e] = (dir / (e ? "exec.sptrace" : "cpu.sptrace")).string();
+    co.path = paths[e];
+    co.every = 2;
+    co.model = "lenet5";
+    co.dataset = "synthetic";
+    co.device = "test";
+    co.batch = 16;
+    TraceCapture cap(co, *model);
+    TrainConfig cfg;
+    cfg.iterations = 3;
+    cfg.batch = 16;
+    cfg.test_limit = 16;
+    cfg.executor = e ? ex.get() : nullptr;
+    const TrainResult res = train(*model, data, runner, cfg, {&cap});
+    cap.finish(res);
+    EXPECT_EQ(cap.captures(), 2);
+  }
+  spartan::trace::TraceReader a(paths[0]), b(paths[1]);
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  ASSERT_FALSE(a.tensors().empty());
+  for (const auto& t : a.tensors()) {
+    if (t.dtype == spartan::trace::DType::U8) {
+      EXPECT_EQ(a.copy_as<std::uint8_t>(t.name), b.copy_as<std::uint8_t>(t.name)) << t.name;
+    } else {
+      // Step 2 follows two updates whose bias gradients are reductions: 1e-4 relative.
+      expect_same(a.to_f32(t.name), b.to_f32(t.name), t.name.rfind("it0/", 0) == 0 ? 0 : 1e-4, t.name);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
