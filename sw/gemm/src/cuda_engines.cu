@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
+#include <cub/device/device_scan.cuh>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "spartan/common/error.h"
 #include "spartan/gemm/cuda.h"
+#include "tile_compact_hd.h"
 
 namespace spartan::gemm {
 
@@ -82,14 +85,62 @@ void require_gpu() {
 
 std::size_t stored_elems(int rows, int ld) { return rows > 0 ? std::size_t(rows - 1) * ld + ld : 0; }
 
+/// Grow-only device scratch (kept by an engine across calls).
+struct DevScratch {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  DevScratch() = default;
+  DevScratch(const DevScratch&) = delete;
+  DevScratch& operator=(const DevScratch&) = delete;
+  ~DevScratch() {
+    if (p) cudaFree(p);
+  }
+  template <class T>
+  T* get(std::size_t count) {
+    const std::size_t want = count * sizeof(T) > 0 ? count * sizeof(T) : 1;
+    if (want > bytes) {
+      if (p) check(cudaFree(p), "cudaFree");
+      p = nullptr;
+      bytes = 0;
+      check(cudaMalloc(&p, want), "cudaMalloc");
+      bytes = want;
+    }
+    return static_cast<T*>(p);
+  }
+};
+
+// Device compaction (tile_compact_hd.h): headers + aligned payload sizes, exclusive scan, payload writes.
+__global__ void compact_count_kernel(hd::CompactGeom g, std::uint64_t tiles, format::TileHeader* hdr,
+                                     std::uint64_t* sizes) {
+  const std::uint64_t t = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= tiles) return;
+  format::TileHeader h;
+  sizes[t] = hd::align_up(hd::tile_count_header(g, t, &h), format::kPayloadAlignBytes);
+  hdr[t] = h;
+}
+
+__global__ void compact_write_kernel(hd::CompactGeom g, std::uint64_t tiles, format::TileHeader* hdr,
+                                     const std::uint64_t* offsets, std::uint8_t* payload) {
+  const std::uint64_t t = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= tiles) return;
+  format::TileHeader h = hdr[t];
+  h.offset = offsets[t];
+  hdr[t] = h;
+  hd::tile_write_payload(g, t, h, payload);
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Kernels
 
+// C = beta * C over M x N (beta == 0 writes zeros without reading C). Grid-stride over M*N, so that M may
+// exceed the 65535 limit of gridDim.y.
 __global__ void scale_kernel(float* C, int M, int N, int ldc, float beta) {
-  const int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
-  if (n >= N) return;
-  float* c = C + std::size_t(m) * ldc + n;
-  *c = beta == 0.0f ? 0.0f : *c * beta;
+  const std::size_t total = std::size_t(M) * N;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    float* c = C + (i / N) * ldc + i % N;
+    *c = beta == 0.0f ? 0.0f : *c * beta;
+  }
 }
 
 struct KParams {
@@ -238,23 +289,31 @@ class CudaDenseEngine final : public GemmEngine, public StatsHolder {
   ~CudaDenseEngine() override { cublasDestroy(h_); }
   std::string name() const override { return "cuda-dense"; }
   void run(const GemmCall& c) override {
-    validate(c);
+    validate_shape(c);
     stats = TileSparseStats{};
     if (c.M == 0 || c.N == 0) return;
+    if (c.device_pointers) {  // device-resident operands: no copies
+      stats.compute_s = sgemm(c, c.A, c.B, c.C);
+      return;
+    }
     const int ar = c.op_a == Op::N ? c.M : c.K, br = c.op_b == Op::N ? c.K : c.N;
     DevBuf<float> A(c.A, stored_elems(ar, c.lda)), B(c.B, stored_elems(br, c.ldb)), C(c.C, stored_elems(c.M, c.ldc));
-    Events ev;
-    check(cudaEventRecord(ev.a), "cudaEventRecord");
-    // Row-major C = op(A) op(B)  <=>  column-major C^T = op(B)^T op(A)^T.
-    check(cublasSgemm(h_, c.op_b == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T, c.op_a == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T,
-                      c.N, c.M, c.K, &c.alpha, B.p, c.ldb, A.p, c.lda, &c.beta, C.p, c.ldc),
-          "cublasSgemm");
-    check(cudaEventRecord(ev.b), "cudaEventRecord");
-    stats.compute_s = ev.seconds();
+    stats.compute_s = sgemm(c, A.p, B.p, C.p);
     C.to_host(c.C);
   }
 
  private:
+  /// cuBLAS on device operands (legacy default stream), timed with CUDA events; returns device seconds.
+  double sgemm(const GemmCall& c, const float* A, const float* B, float* C) {
+    Events ev;
+    check(cudaEventRecord(ev.a), "cudaEventRecord");
+    // Row-major C = op(A) op(B)  <=>  column-major C^T = op(B)^T op(A)^T.
+    check(cublasSgemm(h_, c.op_b == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T, c.op_a == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T,
+                      c.N, c.M, c.K, &c.alpha, B, c.ldb, A, c.lda, &c.beta, C, c.ldc),
+          "cublasSgemm");
+    check(cudaEventRecord(ev.b), "cudaEventRecord");
+    return ev.seconds();
+  }
   cublasHandle_t h_{};
 };
 
@@ -270,7 +329,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
   }
   std::string name() const override { return "cuda-tile-sparse"; }
   void run(const GemmCall& c) override {
-    validate(c);
+    validate_shape(c);
     stats = TileSparseStats{};
     if (c.M == 0 || c.N == 0) return;
     if (c.sparse == SparseOperand::None || c.K == 0) {
@@ -285,6 +344,34 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     const int s_cols = sp_a ? (op_n ? c.K : c.M) : (op_n ? c.N : c.K);
     const float* s_ptr = sp_a ? c.A : c.B;
     const int lds = sp_a ? c.lda : c.ldb;
+    const float* X = sp_a ? c.B : c.A;
+    const int ldx = sp_a ? c.ldb : c.lda;
+    const int x_rows = sp_a ? (c.op_b == Op::N ? c.K : c.N) : (c.op_a == Op::N ? c.M : c.K);
+    const format::TileGrid grid{std::uint32_t(s_rows), std::uint32_t(s_cols), opt_.tile_rows, opt_.tile_cols};
+
+    KParams k{};
+    k.trans_s = sp_a ? c.op_a == Op::T : c.op_b == Op::N;
+    k.g_rows = s_rows, k.g_cols = s_cols, k.TR = int(opt_.tile_rows), k.TC = int(opt_.tile_cols);
+    k.tiles_c = int(grid.tiles_c());
+    k.P = sp_a ? c.M : c.N, k.R = c.K, k.Q = sp_a ? c.N : c.M;
+    k.p_tile = k.trans_s ? k.TC : k.TR;
+    k.r_tile = k.trans_s ? k.TR : k.TC;
+    k.n_rt = int(k.trans_s ? grid.tiles_r() : grid.tiles_c());
+    const int n_bands = int(k.trans_s ? grid.tiles_c() : grid.tiles_r());
+    k.ldx = ldx;
+    k.d_rowmajor = sp_a ? c.op_b == Op::N : c.op_a == Op::T;
+    k.out_t = !sp_a;
+    k.ldc = c.ldc;
+    k.alpha = c.alpha;
+    k.lds = lds;
+    k.idx_bytes = int(format::index_bytes(opt_.tile_cols));
+
+    if (c.device_pointers) {  // operands already on the device: compact there, copy nothing
+      k.S = s_ptr, k.X = X, k.C = c.C;
+      compact_on_device(s_ptr, grid, lds, k);
+      launch(c, k, n_bands);
+      return;
+    }
     format::CompactOptions o;
     o.tile_rows = opt_.tile_rows;
     o.tile_cols = opt_.tile_cols;
@@ -293,34 +380,68 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     const double t0 = now_s();
     const format::TiledMatrix s = format::compact(s_ptr, std::uint32_t(s_rows), std::uint32_t(s_cols), lds, o);
     stats.compact_s = now_s() - t0;
-    const format::TileCounts tc = format::count_tiles(s);
-    stats.tiles_zero = tc.zero, stats.tiles_sparse = tc.sparse, stats.tiles_dense = tc.dense;
-    for (const auto& hh : s.headers) stats.nnz += hh.nnz;
-
-    KParams k{};
-    k.trans_s = sp_a ? c.op_a == Op::T : c.op_b == Op::N;
-    k.g_rows = s_rows, k.g_cols = s_cols, k.TR = int(opt_.tile_rows), k.TC = int(opt_.tile_cols);
-    k.tiles_c = int(s.grid.tiles_c());
-    k.P = sp_a ? c.M : c.N, k.R = c.K, k.Q = sp_a ? c.N : c.M;
-    k.p_tile = k.trans_s ? k.TC : k.TR;
-    k.r_tile = k.trans_s ? k.TR : k.TC;
-    k.n_rt = int(k.trans_s ? s.grid.tiles_r() : s.grid.tiles_c());
-    const int n_bands = int(k.trans_s ? s.grid.tiles_c() : s.grid.tiles_r());
-    const float* X = sp_a ? c.B : c.A;
-    k.ldx = sp_a ? c.ldb : c.lda;
-    k.d_rowmajor = sp_a ? c.op_b == Op::N : c.op_a == Op::T;
-    k.out_t = !sp_a;
-    k.ldc = c.ldc;
-    k.alpha = c.alpha;
-    k.lds = lds;
-    k.idx_bytes = int(format::index_bytes(opt_.tile_cols));
-    const int x_rows = sp_a ? (c.op_b == Op::N ? c.K : c.N) : (c.op_a == Op::N ? c.M : c.K);
-
+    tile_stats(s.headers);
     DevBuf<format::TileHeader> H(s.headers.data(), s.headers.size());
     DevBuf<std::uint8_t> PL(s.payload.data(), s.payload.size());
-    DevBuf<float> S(s_ptr, stored_elems(s_rows, lds)), Xd(X, stored_elems(x_rows, k.ldx)),
+    DevBuf<float> S(s_ptr, stored_elems(s_rows, lds)), Xd(X, stored_elems(x_rows, ldx)),
         C(c.C, stored_elems(c.M, c.ldc));
     k.hdr = H.p, k.payload = PL.p, k.S = S.p, k.X = Xd.p, k.C = C.p;
+    launch(c, k, n_bands);
+    C.to_host(c.C);
+  }
+
+ private:
+  void tile_stats(const std::vector<format::TileHeader>& headers) {
+    for (const auto& hh : headers) {
+      stats.nnz += hh.nnz;
+      if (hh.nnz == 0)
+        ++stats.tiles_zero;
+      else if (hh.format == std::uint8_t(format::TileFormat::Dense))
+        ++stats.tiles_dense;
+      else
+        ++stats.tiles_sparse;
+    }
+  }
+
+  /// Compacts the device operand S (rows x cols of `grid`, row stride lds) into the format of
+  /// format::compact() (DENSE tiles in place) in device memory: one thread per tile counts (header, payload
+  /// size), CUB exclusive-sums the 16-byte-aligned sizes into offsets, one thread per tile writes its payload
+  /// into a zeroed area. compact_s is the device time of these steps (CUDA events). Sets k.hdr and k.payload.
+  void compact_on_device(const float* s_dev, const format::TileGrid& grid, int lds, KParams& k) {
+    const std::uint64_t tiles = grid.num_tiles();
+    hd::CompactGeom g{s_dev, std::uint64_t(lds), grid.rows, grid.cols, grid.tile_rows, grid.tile_cols,
+                      grid.tiles_c(), opt_.threshold, std::uint8_t(opt_.sparse_format)};
+    format::TileHeader* hdr = hdr_.get<format::TileHeader>(tiles);
+    std::uint64_t* sizes = sizes_.get<std::uint64_t>(tiles);
+    std::uint64_t* offsets = offsets_.get<std::uint64_t>(tiles);
+    const std::uint64_t payload_bound = tiles * hd::max_tile_payload_bytes(grid.tile_rows, grid.tile_cols);
+    std::uint8_t* payload = payload_.get<std::uint8_t>(payload_bound);
+    if (tiles > std::uint64_t(0x7FFFFFFF)) throw InputError("cuda tile-sparse gemm: too many tiles for one scan");
+    std::size_t temp_bytes = 0;
+    check(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, sizes, offsets, int(tiles)), "cub ExclusiveSum (size)");
+    void* temp = scan_temp_.get<std::uint8_t>(temp_bytes);
+    Events ev;
+    check(cudaEventRecord(ev.a), "cudaEventRecord");
+    check(cudaMemsetAsync(payload, 0, payload_bound), "cudaMemsetAsync");
+    const int threads = 128;
+    const unsigned blocks = unsigned((tiles + threads - 1) / threads);
+    compact_count_kernel<<<blocks, threads>>>(g, tiles, hdr, sizes);
+    check(cudaGetLastError(), "compact_count_kernel launch");
+    check(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, sizes, offsets, int(tiles)), "cub ExclusiveSum");
+    compact_write_kernel<<<blocks, threads>>>(g, tiles, hdr, offsets, payload);
+    check(cudaGetLastError(), "compact_write_kernel launch");
+    check(cudaEventRecord(ev.b), "cudaEventRecord");
+    stats.compact_s = ev.seconds();
+    std::vector<format::TileHeader> host_hdr(tiles);  // for the tile statistics (synchronous copy)
+    check(cudaMemcpy(host_hdr.data(), hdr, tiles * sizeof(format::TileHeader), cudaMemcpyDeviceToHost),
+          "cudaMemcpy D2H (tile headers)");
+    tile_stats(host_hdr);
+    k.hdr = hdr;
+    k.payload = payload;
+  }
+
+  /// Scales C by beta and runs the tile kernel (all pointers in k are device pointers); compute_s = device time.
+  void launch(const GemmCall& c, KParams& k, int n_bands) {
     const std::size_t smem = (std::size_t(k.p_tile) * kQB + std::size_t(k.TR) * k.TC) * sizeof(float) +
                              std::size_t(k.TR) * k.TC * sizeof(NzEntry);
     int dev = 0, smem_max = 0;
@@ -336,15 +457,15 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
             "cudaFuncSetAttribute");
     Events ev;
     check(cudaEventRecord(ev.a), "cudaEventRecord");
-    scale_kernel<<<dim3((c.N + 255) / 256, c.M), 256>>>(C.p, c.M, c.N, c.ldc, c.beta);
+    const std::size_t mn = std::size_t(c.M) * c.N;
+    scale_kernel<<<unsigned(std::min<std::size_t>((mn + 255) / 256, 65535)), 256>>>(k.C, c.M, c.N, c.ldc, c.beta);
     tile_sparse_kernel<<<dim3((k.Q + kQB - 1) / kQB, n_bands), kQB, smem>>>(k);
     check(cudaGetLastError(), "tile_sparse_kernel launch");
     check(cudaEventRecord(ev.b), "cudaEventRecord");
     stats.compute_s = ev.seconds();
-    C.to_host(c.C);
   }
 
- private:
+  DevScratch hdr_, sizes_, offsets_, payload_, scan_temp_;
   TileSparseOptions opt_;
 };
 

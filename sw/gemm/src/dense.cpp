@@ -8,6 +8,13 @@
 namespace spartan::gemm {
 
 void validate(const GemmCall& c) {
+  if (c.device_pointers)
+    throw InputError("gemm: a CPU engine was given device pointers (GemmCall::device_pointers); use a CUDA engine "
+                     "(cuda-dense, cuda-tile-sparse) for the device-resident path");
+  validate_shape(c);
+}
+
+void validate_shape(const GemmCall& c) {
   if (c.M < 0 || c.N < 0 || c.K < 0) throw InputError("gemm: negative dimension");
   const int a_cols = c.op_a == Op::N ? c.K : c.M;
   const int b_cols = c.op_b == Op::N ? c.N : c.K;

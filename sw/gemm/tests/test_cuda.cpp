@@ -84,3 +84,72 @@ TEST(CudaGemm, NoGpuIsReportedNotCrashed) {
   EXPECT_THROW(make_cuda_dense_engine(), spartan::Error);
   EXPECT_THROW(make_cuda_tile_sparse_engine(), spartan::Error);
 }
+
+#include <cuda_runtime_api.h>
+
+namespace {
+
+/// Device copy of a host vector (freed on destruction); ASSERT-free so it can be used in helpers.
+struct DeviceVec {
+  float* p = nullptr;
+  std::size_t n = 0;
+  explicit DeviceVec(const std::vector<float>& h) : n(h.size()) {
+    if (cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(float)) != cudaSuccess) throw spartan::Error("cudaMalloc failed");
+    if (cudaMemcpy(p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess)
+      throw spartan::Error("cudaMemcpy H2D failed");
+  }
+  ~DeviceVec() { cudaFree(p); }
+  std::vector<float> host() const {
+    std::vector<float> h(n);
+    if (cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+      throw spartan::Error("cudaMemcpy D2H failed");
+    return h;
+  }
+};
+
+}  // namespace
+
+// GemmCall::device_pointers: the same kernels on operands already on the device (no copies; the tile-sparse
+// engine compacts on the device) give exactly the host-pointer call's result and tile statistics.
+TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int M = 45, N = 130, K = 77;
+  for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+    for (Op oa : {Op::N, Op::T})
+      for (Op ob : {Op::N, Op::T})
+        for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
+          for (double thr : {0.3, 2.0}) {
+            const int ar = oa == Op::N ? M : K, ac = oa == Op::N ? K : M, br = ob == Op::N ? K : N, bc = ob == Op::N ? N : K;
+            std::vector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C0(std::size_t(M) * N);
+            for (auto& x : A) x = (sp == SparseOperand::A && p(rng) < 0.8) ? 0.0f : u(rng);
+            for (auto& x : B) x = (sp == SparseOperand::B && p(rng) < 0.8) ? 0.0f : u(rng);
+            for (auto& x : C0) x = u(rng);
+            TileSparseOptions o;
+            o.sparse_format = f;
+            o.threshold = thr;
+            std::unique_ptr<GemmEngine> engines[2] = {make_cuda_dense_engine(), make_cuda_tile_sparse_engine(o)};
+            for (auto& e : engines) {
+              std::vector<float> C = C0;
+              GemmCall c{oa, ob, M, N, K, 1.25f, 0.5f, A.data(), ac, B.data(), bc, C.data(), N, sp};
+              e->run(c);
+              const TileSparseStats host_stats = *cuda_last_tile_stats(*e);
+              DeviceVec dA(A), dB(B), dC(C0);
+              GemmCall d = c;
+              d.A = dA.p, d.B = dB.p, d.C = dC.p;
+              d.device_pointers = true;
+              e->run(d);
+              const TileSparseStats dev_stats = *cuda_last_tile_stats(*e);
+              const std::vector<float> got = dC.host();
+              for (std::size_t i = 0; i < got.size(); ++i)
+                ASSERT_EQ(got[i], C[i]) << e->name() << " element " << i << " sp=" << int(sp) << " oa=" << int(oa)
+                                        << " ob=" << int(ob) << " thr=" << thr;
+              EXPECT_EQ(dev_stats.nnz, host_stats.nnz) << e->name();
+              EXPECT_EQ(dev_stats.tiles_zero, host_stats.tiles_zero) << e->name();
+              EXPECT_EQ(dev_stats.tiles_sparse, host_stats.tiles_sparse) << e->name();
+              EXPECT_EQ(dev_stats.tiles_dense, host_stats.tiles_dense) << e->name();
+            }
+          }
+}

@@ -35,6 +35,7 @@ void BasicBlock::gemm_layers(std::vector<GemmLayer*>& out) {
 }
 
 Tensor BasicBlock::forward(const Tensor& x, Context& ctx) {
+  if (ctx.exec) return forward_exec(x, ctx);
   Tensor h = relu1_.forward(bn1_->forward(conv1_->forward(x, ctx), ctx), ctx);
   Tensor y = bn2_->forward(conv2_->forward(h, ctx), ctx);
   if (proj_) {
@@ -47,6 +48,7 @@ Tensor BasicBlock::forward(const Tensor& x, Context& ctx) {
 }
 
 Tensor BasicBlock::backward(const Tensor& dy, Context& ctx) {
+  if (ctx.exec) return backward_exec(dy, ctx);
   const Tensor dsum = relu_out_.backward(dy, ctx);
   Tensor dx = conv1_->backward(bn1_->backward(relu1_.backward(conv2_->backward(bn2_->backward(dsum, ctx), ctx), ctx), ctx), ctx);
   if (proj_) {

@@ -41,6 +41,7 @@ GemmShape Conv2d::shape(GemmPass p) const {
 }
 
 Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
+  if (ctx.exec) return forward_exec(x, ctx);
   if (x.c != cin) throw InputError("conv: input has " + std::to_string(x.c) + " channels, layer expects " + std::to_string(cin));
   const int oh = (x.h + 2 * pad - k) / stride + 1, ow = (x.w + 2 * pad - k) / stride + 1;
   if (oh <= 0 || ow <= 0) throw InputError("conv: input " + x.shape_str() + " too small for " + describe());
@@ -88,6 +89,7 @@ Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
 }
 
 Tensor Conv2d::backward(const Tensor& dy, Context& ctx) {
+  if (ctx.exec) return backward_exec(dy, ctx);
   const int p = yshape_.h * yshape_.w, kdim = cin * k * k;
   const std::ptrdiff_t np = std::ptrdiff_t(dy.n) * p;
   // dY as (N*P) x Cout, one row per output pixel (reuses ytmp_).
@@ -164,6 +166,7 @@ GemmShape Linear::shape(GemmPass p) const {
 }
 
 Tensor Linear::forward(const Tensor& x, Context& ctx) {
+  if (ctx.exec) return forward_exec(x, ctx);
   if (static_cast<int>(x.per_sample()) != in)
     throw InputError("fc: input " + x.shape_str() + " has " + std::to_string(x.per_sample()) + " features, layer expects " +
                      std::to_string(in));
@@ -185,6 +188,7 @@ Tensor Linear::forward(const Tensor& x, Context& ctx) {
 }
 
 Tensor Linear::backward(const Tensor& dy, Context& ctx) {
+  if (ctx.exec) return backward_exec(dy, ctx);
   for (int o = 0; o < out; ++o) {
     double s = 0;
     for (int n = 0; n < dy.n; ++n) s += dy.v[std::size_t(n) * out + o];

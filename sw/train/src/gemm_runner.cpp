@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/tensor.h"
 
@@ -31,13 +32,17 @@ namespace {
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
-double operand_zero_fraction(const gemm::GemmCall& c) {
+double operand_zero_fraction(const gemm::GemmCall& c, Executor* ex) {
+  auto frac = [&](const float* p, std::size_t n) {
+    if (!ex) return zero_fraction(p, n);
+    return n ? static_cast<double>(ex->count_zeros(p, n)) / static_cast<double>(n) : 0.0;
+  };
   if (c.sparse == gemm::SparseOperand::A) {
     const int rows = c.op_a == gemm::Op::N ? c.M : c.K, cols = c.op_a == gemm::Op::N ? c.K : c.M;
-    if (c.lda == cols) return zero_fraction(c.A, std::size_t(rows) * cols);
+    if (c.lda == cols) return frac(c.A, std::size_t(rows) * cols);
   } else if (c.sparse == gemm::SparseOperand::B) {
     const int rows = c.op_b == gemm::Op::N ? c.K : c.N, cols = c.op_b == gemm::Op::N ? c.N : c.K;
-    if (c.ldb == cols) return zero_fraction(c.B, std::size_t(rows) * cols);
+    if (c.ldb == cols) return frac(c.B, std::size_t(rows) * cols);
   }
   return 0.0;
 }
@@ -61,11 +66,20 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
   t.M = call.M;
   t.N = call.N;
   t.K = call.K;
-  t.operand_sparsity = operand_zero_fraction(call);
+  if (call.device_pointers != (exec_ && exec_->device_pointers()))
+    throw Error("gemm runner: a timed call's pointers are not in the memory of the runner's executor (set_executor)");
+  t.operand_sparsity = operand_zero_fraction(call, exec_);
   // Extra (timing-only) runs write into scratch with beta = 0; C's old contents are never needed here.
   gemm::GemmCall scratch_call = call;
-  scratch_.assign(std::size_t(call.M) * call.ldc, 0.0f);
-  scratch_call.C = scratch_.data();
+  const std::size_t c_elems = std::size_t(call.M) * call.ldc;
+  if (exec_) {
+    if (!d_scratch_ || d_scratch_->bytes() < c_elems * sizeof(float) || d_scratch_->owner() != exec_)
+      d_scratch_ = exec_->alloc(c_elems * sizeof(float));
+    scratch_call.C = d_scratch_->as<float>();
+  } else {
+    scratch_.assign(c_elems, 0.0f);
+    scratch_call.C = scratch_.data();
+  }
   scratch_call.beta = 0.0f;
   const bool separate_dense = dense_ && dense_ != engine_;
   if (separate_dense) {

@@ -7,7 +7,8 @@
 
 namespace spartan::train {
 
-Tensor ReLU::forward(const Tensor& x, Context&) {
+Tensor ReLU::forward(const Tensor& x, Context& ctx) {
+  if (ctx.exec) return forward_exec(x, ctx);
   y_ = x;
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(y_.numel());
   float* p = y_.data();
@@ -16,7 +17,8 @@ Tensor ReLU::forward(const Tensor& x, Context&) {
   return y_;
 }
 
-Tensor ReLU::backward(const Tensor& dy, Context&) {
+Tensor ReLU::backward(const Tensor& dy, Context& ctx) {
+  if (ctx.exec) return backward_exec(dy, ctx);
   Tensor dx = dy;
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(dx.numel());
   float* p = dx.data();
@@ -29,7 +31,8 @@ Tensor ReLU::backward(const Tensor& dy, Context&) {
 
 std::string MaxPool2d::describe() const { return "maxpool " + std::to_string(k_) + "x" + std::to_string(k_) + " s" + std::to_string(s_); }
 
-Tensor MaxPool2d::forward(const Tensor& x, Context&) {
+Tensor MaxPool2d::forward(const Tensor& x, Context& ctx) {
+  if (ctx.exec) return forward_exec(x, ctx);
   const int oh = (x.h - k_) / s_ + 1, ow = (x.w - k_) / s_ + 1;
   if (oh <= 0 || ow <= 0) throw InputError("maxpool: input " + x.shape_str() + " too small for " + describe());
   xshape_ = Tensor();
@@ -57,7 +60,8 @@ Tensor MaxPool2d::forward(const Tensor& x, Context&) {
   return y;
 }
 
-Tensor MaxPool2d::backward(const Tensor& dy, Context&) {
+Tensor MaxPool2d::backward(const Tensor& dy, Context& ctx) {
+  if (ctx.exec) return backward_exec(dy, ctx);
   Tensor dx(xshape_.n, xshape_.c, xshape_.h, xshape_.w);
   const int planes = dy.n * dy.c, per = dy.h * dy.w;
 #pragma omp parallel for schedule(static)
@@ -68,7 +72,8 @@ Tensor MaxPool2d::backward(const Tensor& dy, Context&) {
   return dx;
 }
 
-Tensor GlobalAvgPool::forward(const Tensor& x, Context&) {
+Tensor GlobalAvgPool::forward(const Tensor& x, Context& ctx) {
+  if (ctx.exec) return forward_exec(x, ctx);
   xshape_ = Tensor();
   xshape_.n = x.n; xshape_.c = x.c; xshape_.h = x.h; xshape_.w = x.w;
   Tensor y(x.n, x.c, 1, 1);
@@ -81,7 +86,8 @@ Tensor GlobalAvgPool::forward(const Tensor& x, Context&) {
   return y;
 }
 
-Tensor GlobalAvgPool::backward(const Tensor& dy, Context&) {
+Tensor GlobalAvgPool::backward(const Tensor& dy, Context& ctx) {
+  if (ctx.exec) return backward_exec(dy, ctx);
   Tensor dx(xshape_.n, xshape_.c, xshape_.h, xshape_.w);
   const int per = dx.h * dx.w;
   for (std::size_t pl = 0; pl < dy.numel(); ++pl)
@@ -92,6 +98,7 @@ Tensor GlobalAvgPool::backward(const Tensor& dy, Context&) {
 std::string Dropout::describe() const { return "dropout p=" + std::to_string(p_).substr(0, 4); }
 
 Tensor Dropout::forward(const Tensor& x, Context& ctx) {
+  if (ctx.exec) return forward_exec(x, ctx);
   if (!ctx.training || p_ <= 0.0f) {
     scale_.clear();
     return x;
@@ -108,7 +115,8 @@ Tensor Dropout::forward(const Tensor& x, Context& ctx) {
   return y;
 }
 
-Tensor Dropout::backward(const Tensor& dy, Context&) {
+Tensor Dropout::backward(const Tensor& dy, Context& ctx) {
+  if (ctx.exec) return backward_exec(dy, ctx);
   if (scale_.empty()) return dy;
   Tensor dx = dy;
   for (std::size_t i = 0; i < dx.numel(); ++i) dx.v[i] *= scale_[i];
@@ -122,6 +130,7 @@ BatchNorm::BatchNorm(int channels, float momentum, float eps)
 }
 
 Tensor BatchNorm::forward(const Tensor& x, Context& ctx) {
+  if (ctx.exec) return forward_exec(x, ctx);
   if (x.c != c_) throw InputError("batchnorm: input has " + std::to_string(x.c) + " channels, expected " + std::to_string(c_));
   const int per = x.h * x.w;
   const std::size_t m = std::size_t(x.n) * per;
@@ -166,6 +175,7 @@ Tensor BatchNorm::forward(const Tensor& x, Context& ctx) {
 }
 
 Tensor BatchNorm::backward(const Tensor& dy, Context& ctx) {
+  if (ctx.exec) return backward_exec(dy, ctx);
   const int per = dy.h * dy.w;
   const double m = double(dy.n) * per;
   Tensor dx(dy.n, dy.c, dy.h, dy.w);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <numeric>
 
 #include "spartan/common/error.h"
@@ -21,6 +22,15 @@ void sgd_step(const std::vector<Param*>& params, float lr, float momentum, float
       v[i] = momentum * v[i] + g[i] + wd * w[i];
       w[i] -= lr * v[i];
     }
+  }
+}
+
+void sgd_step_exec(Executor& ex, const std::vector<Param*>& params, float lr, float momentum, float weight_decay) {
+  for (Param* p : params) {
+    if (!p->d_value || !p->d_grad || !p->d_velocity)
+      throw Error("sgd: parameter " + p->name + " is not in executor memory (Model::to_exec not called?)");
+    ex.sgd(p->d_value->as<float>(), p->d_velocity->as<float>(), p->d_grad->as<float>(), p->value.size(), lr, momentum,
+           p->weight_decay ? weight_decay : 0.0f);
   }
 }
 
@@ -57,14 +67,33 @@ Tensor make_batch(const DataSplit& s, const std::vector<int>& order, std::size_t
   return x;
 }
 
-double density_of_relu(const ReLU* r) {
-  const Tensor& y = r->output();
-  return 1.0 - zero_fraction(y.data(), y.numel());
+/// Non-zero fraction of a host tensor, or of an executor tensor (counted on the executor, one scalar down).
+double density(const Tensor& t, Executor* ex) {
+  if (!ex) return 1.0 - zero_fraction(t.data(), t.numel());
+  const std::size_t n = t.count();
+  return n ? 1.0 - static_cast<double>(ex->count_zeros(exec_ptr(t), n)) / static_cast<double>(n) : 1.0;
 }
+
+/// Labels as int32 in executor memory, each checked < classes (what softmax_cross_entropy checks on the CPU).
+void upload_labels(Executor& ex, const std::vector<std::uint8_t>& labels, int classes, std::shared_ptr<Buffer>& buf) {
+  std::vector<std::int32_t> l(labels.begin(), labels.end());
+  for (std::int32_t v : l)
+    if (v >= classes) throw InputError("cross-entropy: label " + std::to_string(v) + " >= classes " + std::to_string(classes));
+  if (!buf || buf->bytes() < l.size() * sizeof(std::int32_t)) buf = ex.alloc(l.size() * sizeof(std::int32_t));
+  ex.upload(buf->ptr(), l.data(), l.size() * sizeof(std::int32_t));
+}
+
+/// Resets the runner's executor when training / evaluation leaves (also by an exception).
+struct RunnerExecScope {
+  GemmRunner& g;
+  Executor* prev;
+  RunnerExecScope(GemmRunner& gr, Executor* ex) : g(gr), prev(gr.executor()) { g.set_executor(ex); }
+  ~RunnerExecScope() { g.set_executor(prev); }
+};
 
 }  // namespace
 
-double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limit, int batch) {
+double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limit, int batch, Executor* exec) {
   const int n = limit > 0 ? std::min(limit, split.n) : split.n;
   if (n == 0) return 0.0;
   const bool timing = gemm.timing();
@@ -72,15 +101,25 @@ double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limi
   Context ctx;
   ctx.training = false;
   ctx.gemm = &gemm;
+  ctx.exec = exec;
+  std::unique_ptr<RunnerExecScope> scope;
+  if (exec) scope = std::make_unique<RunnerExecScope>(gemm, exec);
   std::int64_t correct = 0;
   std::vector<std::uint8_t> labels;
+  std::shared_ptr<Buffer> d_labels;
   for (int first = 0; first < n; first += batch) {
     const int count = std::min(batch, n - first);
     const Tensor x = make_batch(split, {}, static_cast<std::size_t>(first), count, labels);
-    const Tensor z = model.forward(x, ctx);
     Tensor dz;
     int c = 0;
-    softmax_cross_entropy(z, labels.data(), dz, &c);
+    if (exec) {
+      const Tensor z = model.forward(upload_tensor(*exec, x), ctx);
+      upload_labels(*exec, labels, static_cast<int>(z.per_sample()), d_labels);
+      softmax_cross_entropy_exec(*exec, z, d_labels->as<std::int32_t>(), dz, &c);
+    } else {
+      const Tensor z = model.forward(x, ctx);
+      softmax_cross_entropy(z, labels.data(), dz, &c);
+    }
     correct += c;
   }
   gemm.set_timing(timing);
@@ -105,6 +144,14 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
   ctx.training = true;
   ctx.rng = &dropout_rng;
   ctx.gemm = &gemm;
+  Executor* ex = cfg.executor;
+  ctx.exec = ex;
+  std::unique_ptr<RunnerExecScope> scope;
+  std::shared_ptr<Buffer> d_labels;
+  if (ex) {
+    scope = std::make_unique<RunnerExecScope>(gemm, ex);
+    model.to_exec(*ex);
+  }
   const auto params = model.params();
   const auto& glayers = model.gemm_layers();
   const auto names = gemm_layer_names(model);
@@ -133,10 +180,17 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
       for (TrainObserver* o : observers) capture = o->wants_capture(it) || capture;
       gemm.set_timing(capture);
       const Tensor x = make_batch(tr, order, static_cast<std::size_t>(b * cfg.batch), cfg.batch, labels);
-      const Tensor z = model.forward(x, ctx);
       Tensor dz;
       int correct = 0;
-      const double loss = softmax_cross_entropy(z, labels.data(), dz, &correct);
+      double loss = 0;
+      if (ex) {  // only the batch and its labels go up
+        const Tensor z = model.forward(upload_tensor(*ex, x), ctx);
+        upload_labels(*ex, labels, static_cast<int>(z.per_sample()), d_labels);
+        loss = softmax_cross_entropy_exec(*ex, z, d_labels->as<std::int32_t>(), dz, &correct);
+      } else {
+        const Tensor z = model.forward(x, ctx);
+        loss = softmax_cross_entropy(z, labels.data(), dz, &correct);
+      }
       if (!std::isfinite(loss)) throw Error("training diverged at iteration " + std::to_string(it) + " (loss " + std::to_string(loss) + "); lower --lr", 1);
       model.backward(dz, ctx);
       gemm.set_timing(false);
@@ -144,9 +198,8 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
       double mean_sp = 0;
       const bool sample = it % std::max<std::int64_t>(1, cfg.sparsity_every) == 0 || capture;
       for (std::size_t l = 0; l < glayers.size(); ++l) {
-        const Tensor& a = glayers[l]->input();
-        const double ad = 1.0 - zero_fraction(a.data(), a.numel());
-        const double dd = glayers[l]->next_relu ? density_of_relu(glayers[l]->next_relu) : 1.0;
+        const double ad = density(glayers[l]->input(), ex);
+        const double dd = glayers[l]->next_relu ? density(glayers[l]->next_relu->output(), ex) : 1.0;
         LayerSparsity& s = res.sparsity[l];
         s.act_density_sum += ad;
         s.dz_density_sum += dd;
@@ -160,17 +213,27 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
       }
       if (!glayers.empty()) mean_sp /= static_cast<double>(glayers.size());
       if (capture) {
+        if (ex)  // the captured tensors come down to the host
+          for (GemmLayer* g : glayers) {
+            g->fetch_input(*ex);
+            // next_relu points into this (non-const) model.
+            if (g->next_relu) const_cast<ReLU*>(g->next_relu)->fetch_output(*ex);
+          }
         const auto timings = gemm.take_timings();
         for (TrainObserver* o : observers) o->on_capture(it, model, timings);
       }
-      sgd_step(params, learning_rate(cfg.lr_schedule, cfg.lr, it, total), cfg.momentum, cfg.weight_decay);
+      const float lr = learning_rate(cfg.lr_schedule, cfg.lr, it, total);
+      if (ex)
+        sgd_step_exec(*ex, params, lr, cfg.momentum, cfg.weight_decay);
+      else
+        sgd_step(params, lr, cfg.momentum, cfg.weight_decay);
       epoch_train_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       losses.push_back(loss);
       accs.push_back(static_cast<double>(correct) / cfg.batch);
 
       const bool epoch_end = b + 1 == per_epoch || it + 1 == total;
       if ((cfg.eval_every > 0 && (it + 1) % cfg.eval_every == 0) || epoch_end) {
-        last_test = evaluate(model, data.test, gemm, cfg.test_limit);
+        last_test = evaluate(model, data.test, gemm, cfg.test_limit, 256, ex);
         res.test_history.emplace_back(it + 1, last_test);
         for (TrainObserver* o : observers) o->on_eval(it + 1, last_test);
       }
@@ -187,6 +250,7 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
     }
     res.epoch_seconds.push_back(epoch_train_s);
   }
+  if (ex) model.from_exec(*ex);
   res.iterations = it;
   const std::size_t w = std::min<std::size_t>(100, losses.size()), w0 = std::min<std::size_t>(20, losses.size());
   if (w > 0) {

@@ -103,7 +103,9 @@ int run(int argc, char** argv) {
     ("seed", po::value(&cfg.seed)->default_value(1), "seed of weight init, data order and dropout")
     ("threads", po::value(&threads)->default_value(2), "OpenMP and OpenBLAS threads (1..1024)")
     ("gemm", po::value(&gemm_name)->default_value("tile-sparse"), ("GEMM engine for every conv/FC GEMM: " + engines).c_str())
-    ("device", po::value(&device)->default_value("cpu"), "cpu|cuda")
+    ("device", po::value(&device)->default_value("cpu"),
+     "cpu|cuda (cuda: device-resident training on GPU 0 - activations, parameters and every layer on the GPU, "
+     "GEMMs on cuda-dense/cuda-tile-sparse; --gemm dense|tile-sparse map to those)")
     ("trace", po::value(&trace_path), "write an activation trace (.sptrace) to FILE")
     ("capture-every", po::value(&capture_every)->default_value(100), "capture steps 0, K, 2K, ... into the trace")
     ("gemm-repeats", po::value(&gemm_repeats)->default_value(3), "on capture steps, time each GEMM this many times per engine (median)")
@@ -142,12 +144,18 @@ int run(int argc, char** argv) {
   learning_rate(schedule, cfg.lr, 0, 1);  // validates the schedule name
   if (device != "cpu" && device != "cuda") throw InputError("--device must be cpu or cuda (got '" + device + "')");
   set_num_threads(threads);
-  // On the GPU the GEMMs run on the CUDA engines of sw/gemm (cuBLAS / CUDA tile-sparse, timed with
-  // CUDA events); the other layers stay on the host (see docs/bench/train.md, "CUDA path").
+  // On the GPU training is device-resident (executor.h, the CUDA executor): tensors and parameters stay in
+  // device memory, every layer runs as CUDA kernels, the GEMMs run on the CUDA engines of sw/gemm (cuBLAS /
+  // CUDA tile-sparse, timed with CUDA events) on device pointers (see sw/train/README.md, "CUDA path").
   std::string device_name;
+  std::unique_ptr<Executor> executor;
   if (device == "cuda") {
     device_name = cuda_device_name();  // throws when no GPU / no CUDA build
     if (gemm_name == "dense" || gemm_name == "tile-sparse") gemm_name = "cuda-" + gemm_name;
+    if (gemm_name.rfind("cuda-", 0) != 0)
+      throw InputError("--device cuda needs a CUDA GEMM engine (got --gemm " + gemm_name + ")");
+    executor = make_cuda_executor();
+    cfg.executor = executor.get();
   } else {
     device_name = cpu_device_name(threads);
   }

@@ -3,9 +3,16 @@
 // engine: nnz == 0 skipped, DENSE tiles through a shared-memory dense tile kernel, ELL/BITMAP tiles
 // decoded into a shared-memory non-zero list and multiplied non-zero by non-zero.
 //
-// GemmCall pointers are host pointers (as for the CPU engines): each run() copies operands to the
-// device and C back. Times in the stats are device times of the GEMM kernels only (CUDA events),
-// excluding transfers and compaction (compact_s is the host compaction time).
+// GemmCall pointers are host pointers (as for the CPU engines) unless GemmCall::device_pointers is set:
+//  - host pointers: each run() copies operands to the device and C back; the tile-sparse engine compacts the
+//    sparse operand on the host (format::compact) and uploads it; compact_s is that host time.
+//  - device pointers (the device-resident training path): nothing is copied; the tile-sparse engine compacts
+//    the sparse operand on the device into exactly format::compact()'s bytes (DENSE tiles in place; per-tile
+//    functions in sw/gemm/src/tile_compact_hd.h, one thread per tile, CUB exclusive scan of the payload sizes)
+//    and compact_s is the device time of that compaction (CUDA events). The tile headers are copied back for
+//    the tile statistics.
+// compute_s is the device time of the GEMM kernels only (CUDA events), excluding transfers and compaction.
+// All work is issued on the legacy default stream; run() returns after the GEMM has finished.
 #pragma once
 #include <memory>
 

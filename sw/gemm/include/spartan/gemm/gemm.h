@@ -34,6 +34,9 @@ struct GemmCall {
   /// The caller must pass a new version whenever the contents (or the allocation behind the pointer)
   /// change, e.g. a counter bumped by every weight update. 0 (default): never reused.
   std::uint64_t dense_version = 0;
+  /// A, B and C are CUDA device pointers (the device-resident training path). Only the CUDA engines accept
+  /// such calls (they then copy nothing); the CPU engines throw spartan::InputError.
+  bool device_pointers = false;
 };
 
 class GemmEngine {
@@ -49,7 +52,10 @@ class GemmEngine {
 std::unique_ptr<GemmEngine> make_dense_engine();
 
 /// Checks shapes and strides of a call (M,N,K >= 0; ld >= row length of the stored matrix;
-/// non-null pointers when sizes are non-zero). Throws spartan::InputError.
+/// non-null pointers when sizes are non-zero) for a host engine: device_pointers must be false.
+/// Throws spartan::InputError.
 void validate(const GemmCall& call);
+/// The shape/stride/null checks of validate() without the host-pointer requirement (CUDA engines).
+void validate_shape(const GemmCall& call);
 
 }  // namespace spartan::gemm

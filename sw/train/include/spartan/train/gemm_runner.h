@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "spartan/gemm/gemm.h"
+#include "spartan/train/executor.h"
 
 namespace spartan::train {
 
@@ -40,6 +41,10 @@ class GemmRunner {
   bool timing() const { return timing_; }
   std::vector<GemmTiming> take_timings();
   const gemm::GemmEngine& engine() const { return *engine_; }
+  /// The executor whose memory the calls' pointers are in (device-resident path; null: host memory). Timed calls
+  /// then put their extra runs' output in executor scratch and count the operand's zeros on the executor.
+  void set_executor(Executor* ex) { exec_ = ex; }
+  Executor* executor() const { return exec_; }
 
  private:
   gemm::GemmEngine* engine_;
@@ -48,6 +53,8 @@ class GemmRunner {
   int repeats_ = 3;
   std::vector<GemmTiming> timings_;
   std::vector<float> scratch_;
+  Executor* exec_ = nullptr;
+  std::shared_ptr<Buffer> d_scratch_;
 };
 
 }  // namespace spartan::train

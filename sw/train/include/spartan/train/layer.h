@@ -3,6 +3,10 @@
 // Conv2d and Linear ("GEMM layers") run their three GEMMs through the GemmRunner with the activation
 // operand marked sparse: forward and backward-weight mark the input activation (im2col matrix for
 // conv), backward-data marks the incoming gradient (ReLU-masked where a ReLU follows).
+//
+// Device-resident path: with Context::exec set (executor.h), tensors and parameters live in the executor's
+// buffers (Tensor::buf, Param::d_*) and every layer runs the same computation as executor operations
+// (layer_exec.cpp); Model::to_exec / from_exec move the parameters (and batch-norm running statistics).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "spartan/train/executor.h"
 #include "spartan/train/gemm_runner.h"
 #include "spartan/train/tensor.h"
 
@@ -20,6 +25,8 @@ struct Param {
   std::string name;
   std::vector<float> value, grad, velocity;
   bool weight_decay = true;  ///< false for biases and batch-norm shift/scale
+  /// Executor copies of value / grad / velocity (Layer::to_exec); null on the CPU path.
+  std::shared_ptr<Buffer> d_value, d_grad, d_velocity;
   explicit Param(std::string n = {}, std::size_t size = 0, bool decay = true)
       : name(std::move(n)), value(size, 0.0f), grad(size, 0.0f), velocity(size, 0.0f), weight_decay(decay) {}
 };
@@ -29,6 +36,8 @@ struct Context {
   bool training = true;
   std::mt19937_64* rng = nullptr;  ///< dropout masks (seeded by the trainer)
   GemmRunner* gemm = nullptr;
+  /// Non-null: the device-resident path on this executor (inputs and outputs are executor tensors).
+  Executor* exec = nullptr;
 };
 
 class ReLU;
@@ -44,6 +53,10 @@ class Layer {
   virtual std::string describe() const = 0;
   /// Appends this layer's GEMM layers (itself, or its children for composite layers) in forward order.
   virtual void gemm_layers(std::vector<class GemmLayer*>& out) { (void)out; }
+  /// Copies the parameters (value, velocity; grad zeroed) and any other state the executor path needs to
+  /// `ex`'s memory; from_exec copies value, grad and velocity (and that state) back to the host vectors.
+  virtual void to_exec(Executor& ex);
+  virtual void from_exec(Executor& ex);
 };
 
 /// GEMM shapes of one pass, C[M x N] = A[M x K] * B[K x N] with A the activation-derived (sparse)
@@ -63,6 +76,8 @@ class GemmLayer : public Layer {
   /// Output shape of the last forward.
   virtual const Tensor& output_shape() const = 0;
   virtual GemmShape shape(GemmPass p) const = 0;
+  /// Executor path: downloads input()'s elements into its host vector (trace capture).
+  virtual void fetch_input(Executor& ex) = 0;
   void gemm_layers(std::vector<GemmLayer*>& out) override { out.push_back(this); }
 };
 
@@ -83,13 +98,17 @@ class Conv2d final : public GemmLayer {
   const Tensor& input() const override { return x_; }
   const Tensor& output_shape() const override { return yshape_; }
   GemmShape shape(GemmPass p) const override;
+  void fetch_input(Executor& ex) override;
   int cin, cout, k, stride, pad;
   Param weight, bias;
   bool has_bias;
 
  private:
+  Tensor forward_exec(const Tensor& x, Context& ctx);
+  Tensor backward_exec(const Tensor& dy, Context& ctx);
   Tensor x_, yshape_;
   std::vector<float> col_, ytmp_, dwt_;
+  std::shared_ptr<Buffer> d_col_, d_ytmp_, d_dwt_;
 };
 
 /// Fully connected: y[N x out] = x[N x in] * W^T + b, W stored out x in. He-normal init.
@@ -106,11 +125,15 @@ class Linear final : public GemmLayer {
   const Tensor& input() const override { return x_; }
   const Tensor& output_shape() const override { return yshape_; }
   GemmShape shape(GemmPass p) const override;
+  void fetch_input(Executor& ex) override;
   int in, out;
   Param weight, bias;
 
  private:
+  Tensor forward_exec(const Tensor& x, Context& ctx);
+  Tensor backward_exec(const Tensor& dy, Context& ctx);
   Tensor x_, yshape_;
+  std::shared_ptr<Buffer> d_dwt_;
 };
 
 class ReLU final : public Layer {
@@ -120,8 +143,12 @@ class ReLU final : public Layer {
   std::string describe() const override { return "relu"; }
   /// Output of the last forward (mask = output > 0).
   const Tensor& output() const { return y_; }
+  /// Executor path: downloads output()'s elements into its host vector (trace capture).
+  void fetch_output(Executor& ex);
 
  private:
+  Tensor forward_exec(const Tensor& x, Context& ctx);
+  Tensor backward_exec(const Tensor& dy, Context& ctx);
   Tensor y_;
 };
 
@@ -134,9 +161,12 @@ class MaxPool2d final : public Layer {
   std::string describe() const override;
 
  private:
+  Tensor forward_exec(const Tensor& x, Context& ctx);
+  Tensor backward_exec(const Tensor& dy, Context& ctx);
   int k_, s_;
   Tensor xshape_;
   std::vector<std::int32_t> argmax_;
+  std::shared_ptr<Buffer> d_argmax_;
 };
 
 /// Global average pooling: N x C x H x W -> N x C x 1 x 1.
@@ -147,6 +177,8 @@ class GlobalAvgPool final : public Layer {
   std::string describe() const override { return "global-avg-pool"; }
 
  private:
+  Tensor forward_exec(const Tensor& x, Context& ctx);
+  Tensor backward_exec(const Tensor& dy, Context& ctx);
   Tensor xshape_;
 };
 
@@ -162,8 +194,13 @@ class BatchNorm final : public Layer {
   std::string describe() const override { return "batchnorm " + std::to_string(c_); }
   Param gamma, beta;
   std::vector<float> running_mean, running_var;
+  void to_exec(Executor& ex) override;
+  void from_exec(Executor& ex) override;
 
  private:
+  Tensor forward_exec(const Tensor& x, Context& ctx);
+  Tensor backward_exec(const Tensor& dy, Context& ctx);
+  std::shared_ptr<Buffer> d_running_mean_, d_running_var_, d_inv_std_, d_scratch_;
   int c_;
   float momentum_, eps_;
   Tensor xhat_;
@@ -171,7 +208,9 @@ class BatchNorm final : public Layer {
 };
 
 /// Inverted dropout with drop probability p (kept values scaled by 1/(1-p)); identity in eval.
-/// The mask is drawn from Context::rng, so runs are reproducible for a seed.
+/// The mask is drawn from Context::rng, so runs are reproducible for a seed. On the executor path the mask is
+/// drawn on the host from the same generator, in the same order, and uploaded: CPU and CUDA runs of a seed
+/// drop the same elements.
 class Dropout final : public Layer {
  public:
   explicit Dropout(float p) : p_(p) {}
@@ -180,8 +219,11 @@ class Dropout final : public Layer {
   std::string describe() const override;
 
  private:
+  Tensor forward_exec(const Tensor& x, Context& ctx);
+  Tensor backward_exec(const Tensor& dy, Context& ctx);
   float p_;
   std::vector<float> scale_;  ///< 0 or 1/(1-p) per element; empty in eval mode
+  std::shared_ptr<Buffer> d_scale_;
 };
 
 /// ResNet basic block (He et al., CVPR 2016, Fig. 2/Table 1): conv3x3(stride) - BN - ReLU - conv3x3 - BN,
@@ -194,9 +236,13 @@ class BasicBlock final : public Layer {
   std::vector<Param*> params() override;
   std::string describe() const override;
   void gemm_layers(std::vector<GemmLayer*>& out) override;
+  void to_exec(Executor& ex) override;
+  void from_exec(Executor& ex) override;
   bool projection() const { return static_cast<bool>(proj_); }
 
  private:
+  Tensor forward_exec(const Tensor& x, Context& ctx);
+  Tensor backward_exec(const Tensor& dy, Context& ctx);
   std::unique_ptr<Conv2d> conv1_, conv2_, proj_;
   std::unique_ptr<BatchNorm> bn1_, bn2_, proj_bn_;
   ReLU relu1_, relu_out_;
@@ -205,5 +251,16 @@ class BasicBlock final : public Layer {
 /// Mean softmax cross-entropy over the batch. `logits` N x classes x 1 x 1.
 /// Returns the loss and writes dL/dlogits into `dlogits`; `correct` counts argmax hits.
 double softmax_cross_entropy(const Tensor& logits, const std::uint8_t* labels, Tensor& dlogits, int* correct);
+/// The same on the executor path: `logits` an executor tensor, `labels` executor memory (n int32, each
+/// checked < classes by the caller); `dlogits` becomes an executor tensor.
+double softmax_cross_entropy_exec(Executor& ex, const Tensor& logits, const std::int32_t* labels, Tensor& dlogits,
+                                  int* correct);
+
+/// Executor-tensor helpers: a new (uninitialised) tensor in `ex`'s memory; its element pointer; a host tensor
+/// uploaded; the elements downloaded into t.v (for trace capture).
+Tensor exec_tensor(Executor& ex, int n, int c, int h, int w);
+float* exec_ptr(const Tensor& t);
+Tensor upload_tensor(Executor& ex, const Tensor& host);
+void fetch_host(Executor& ex, Tensor& t);
 
 }  // namespace spartan::train

@@ -23,6 +23,9 @@ class Model {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   const std::string& name() const { return name_; }
   std::size_t num_parameters();
+  /// Moves parameters and state to / from executor memory (Layer::to_exec / from_exec).
+  void to_exec(Executor& ex);
+  void from_exec(Executor& ex);
 
  private:
   std::string name_;

@@ -23,11 +23,19 @@ struct TrainConfig {
   std::int64_t eval_every = 0;   ///< also evaluate every this many steps (0 = at epoch ends only)
   int test_limit = 0;            ///< evaluate on the first N test images (0 = all)
   std::int64_t sparsity_every = 50;  ///< sample the per-layer sparsity history every this many steps
+  /// Device-resident path (executor.h; not owned): null = the CPU path. With an executor, parameters are
+  /// moved to its memory at the start and back at the end; per step only the input batch and labels go up and
+  /// only the loss/accuracy (per-sample losses and hits), the per-layer zero counts and, on capture steps, the
+  /// captured activations and ReLU outputs come down. The GemmRunner's engine must accept the executor's
+  /// pointers (a CUDA engine for "cuda").
+  Executor* executor = nullptr;
 };
 
 /// SGD step (PyTorch convention): v = momentum * v + (g + wd * w); w -= lr * v. Weight decay only on
 /// parameters with Param::weight_decay (conv/FC weights).
 void sgd_step(const std::vector<Param*>& params, float lr, float momentum, float weight_decay);
+/// The same on the executor copies of the parameters (Param::d_*).
+void sgd_step_exec(Executor& ex, const std::vector<Param*>& params, float lr, float momentum, float weight_decay);
 
 /// Learning rate at `step` of `total` under `schedule` ("constant" or "cosine": lr/2 (1 + cos(pi step/total))).
 float learning_rate(const std::string& schedule, float base, std::int64_t step, std::int64_t total);
@@ -87,7 +95,9 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
                   const std::vector<TrainObserver*>& observers = {});
 
 /// Test accuracy (fraction) of `model` in eval mode on the first `limit` images of `split` (0 = all).
-double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limit = 0, int batch = 256);
+/// With `exec`, on the executor path (the model's parameters must be in its memory: Model::to_exec).
+double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limit = 0, int batch = 256,
+                Executor* exec = nullptr);
 
 /// Names of the GEMM layers as used in traces: conv1, conv2, ..., fc1, fc2, ...
 std::vector<std::string> gemm_layer_names(const Model& model);
