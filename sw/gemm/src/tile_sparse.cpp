@@ -165,7 +165,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   auto flush = [&](int p0, int p1) {
     for (const auto& [ra, rb] : prev) dense_runs.push_back({p0, p1, ra, rb});
   };
-  bool any_sparse_band = false;
+  bool any_sparse_band = false, all_ell = true;
   for (std::uint32_t band = 0; band < n_bands; ++band) {
     runs.clear();
     for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
@@ -173,6 +173,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       if (h.nnz == 0) continue;
       if (h.fmt() != TileFormat::Dense) {
         any_sparse_band = true;
+        all_ell &= h.fmt() == TileFormat::Ell;
         continue;
       }
       const int ra = int(rt * r_tile), rb = std::min(R, int((rt + 1) * r_tile));
@@ -265,6 +266,67 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   stats_.dense_pack_reused = reuse;
   const bool u8idx = format::index_bytes(g.tile_cols) == 1;
   const float alpha = c.alpha;
+  const bool scatter_ok =
+      opt_.transposed_kernel == TransposedKernel::Scatter ||
+      (opt_.transposed_kernel == TransposedKernel::Auto && Q <= kScatterMaxQ && R >= kScatterMinR);
+  if (trans_s && all_ell && u8idx && scatter_ok) {
+    // S = stored^T, u8 ELL tiles: outer products over the stored rows, no row lists. Per band (one tile
+    // column of the stored matrix = p_tile rows of Out) and Q panel of kScatterQ columns, a per-thread
+    // block O[p_tile x kScatterQ] (L1 for 256-row bands) accumulates alpha * v * D[r] for every stored
+    // non-zero (r, p) of the band's sparse tiles, read straight from the tiles in storage order (D rows
+    // in ascending order); then O goes to C (rows, sparse A) or C^T (transposed store, sparse B).
+    constexpr int QS = detail::kScatterQ;
+    const detail::ScatterEllFn scatter = avx2_ ? detail::scatter_ell_u8_avx2 : detail::scatter_ell_u8_portable;
+    if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
+    stats_.scattered = true;
+#pragma omp parallel num_threads(nthreads)
+    {
+      std::vector<float>& buf = scatter_out_[std::size_t(omp_get_thread_num())];
+      buf.resize(std::size_t(p_tile) * QS + 16);
+      float* O = buf.data() + (16 - (reinterpret_cast<std::uintptr_t>(buf.data()) / sizeof(float)) % 16) % 16;
+#pragma omp for schedule(dynamic, 1)
+      for (long band = 0; band < long(n_bands); ++band) {
+        const int p0 = int(band) * int(p_tile), rows = std::min(int(p_tile), P - p0);
+        bool any = false;
+        for (std::uint32_t rt = 0; rt < n_rt && !any; ++rt) {
+          const TileHeader& h = s.header(rt, std::uint32_t(band));
+          any = h.nnz != 0 && h.fmt() != TileFormat::Dense;
+        }
+        if (!any && beta_k == 1.0f) continue;  // C already holds beta * C + the dense runs
+        for (int q0 = 0; q0 < Q; q0 += QS) {
+          const int qn = std::min(QS, Q - q0);
+          const float* dq = D + std::size_t(q0 / QG) * panel_stride + std::size_t(q0 % QG);
+          std::fill(O, O + std::size_t(rows) * QS, 0.0f);
+          for (std::uint32_t rt = 0; any && rt < n_rt; ++rt) {
+            const TileHeader& h = s.header(rt, std::uint32_t(band));
+            if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+            const std::uint32_t re = g.r_eff(rt);
+            const std::uint8_t* idx = s.tile_payload(h);
+            const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, h.width, g.tile_cols));
+            scatter(idx, val, re, h.width, alpha, dq + std::size_t(rt) * r_tile * ldd, ldd, qn, O);
+          }
+          if (sp_a) {  // Out = C: rows p0.. of C, columns q0..
+            for (int p = 0; p < rows; ++p) {
+              float* cr = c.C + std::size_t(p0 + p) * c.ldc + q0;
+              const float* o = O + std::size_t(p) * QS;
+              if (beta_k == 0.0f)
+                std::copy(o, o + qn, cr);
+              else
+                for (int q = 0; q < qn; ++q) cr[q] += o[q];
+            }
+          } else if (stream) {
+            for (int c0 = 0; c0 < rows; c0 += 64)
+              detail::transpose_store_stream_avx2(O + std::size_t(c0) * QS, std::size_t(QS), std::min(64, rows - c0), qn,
+                                                  c.C + std::size_t(q0) * c.ldc + p0 + c0, std::size_t(c.ldc));
+          } else {
+            tstore(O, std::size_t(QS), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc), beta_k);
+          }
+        }
+      }
+    }
+    stats_.compute_s = now_s() - t0;
+    return;
+  }
   // R blocks of the gather: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
   constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
   const int kb_max = std::max(64, kDSliceBytes / (QG * 4));

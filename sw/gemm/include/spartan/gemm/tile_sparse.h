@@ -30,6 +30,14 @@ inline constexpr std::uint32_t kGemmTileCols = 256;
 
 /// Instruction set of the sparse micro-kernel.
 enum class Isa { Auto, Avx2, Portable };
+/// Sparse kernel for S = transpose of the stored operand (TileSparseOptions::transposed_kernel).
+enum class TransposedKernel { Auto, Gather, Scatter };
+/// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most this and the reduction
+/// length R (GEMM K) at least kScatterMinR: then building the column-ordered row lists costs more than
+/// the gather saves over the scatter kernel's store-bound updates (bench-gemm, docs/bench/gemm.md: forward
+/// GEMMs with Cout <= 192 gained, backward-data GEMMs with Q = Cin*kh*kw >= 144 lost).
+inline constexpr int kScatterMaxQ = 192;
+inline constexpr int kScatterMinR = 128;
 
 struct TileSparseOptions {
   std::uint32_t tile_rows = kGemmTileRows;
@@ -47,6 +55,12 @@ struct TileSparseOptions {
   /// call (fragmented sgemm runs + the sparse path) is slower than either pure path: bench-gemm measured
   /// ratios 0.61-0.66 at 70 % random sparsity with guard_fraction = 1 and threshold 0.30 (docs/bench/gemm.md).
   double guard_fraction = 0.8;
+  /// Sparse kernel when S is the transpose of the stored operand (forward and backward-data: sparse B with
+  /// op N) and all its sparse tiles are ELL with 1-byte indices (tile_cols <= 256): Scatter = outer
+  /// products over the stored rows (each non-zero adds alpha * v * D[row] into a per-band output block),
+  /// Gather = bucket the non-zeros by column into row lists, then the row-gather kernel. Auto: Scatter
+  /// when Q <= kScatterMaxQ and R >= kScatterMinR (sw/gemm/README.md; measured in docs/bench/gemm.md).
+  TransposedKernel transposed_kernel = TransposedKernel::Auto;
 };
 
 /// What the last call did (tile counts of the compacted operand and times in seconds).
@@ -58,6 +72,7 @@ struct TileSparseStats {
   bool dense_packed = false;       ///< the sparse path used a packed copy of the dense operand
   bool dense_pack_reused = false;  ///< ... kept from an earlier call (GemmCall::dense_version matched)
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
+  bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   double compact_s = 0, compute_s = 0;
   double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused)
   double lists_s = 0;              ///< part of compute_s spent building the row lists of the sparse operand
@@ -100,6 +115,7 @@ class TileSparseEngine final : public GemmEngine {
   // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
   // output block; per-row entry bounds of the R blocks.
   std::vector<float> pack_, tmp_;
+  std::vector<std::vector<float>> scatter_out_;  // per-thread output block of the scatter kernel
   // Identity of the dense operand packed in pack_ (reused while GemmCall::dense_version != 0 matches).
   struct PackKey {
     const float* x = nullptr;
