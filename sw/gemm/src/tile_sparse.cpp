@@ -272,54 +272,75 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   if (trans_s && all_ell && u8idx && scatter_ok) {
     // S = stored^T, u8 ELL tiles: outer products over the stored rows, no row lists. Per band (one tile
     // column of the stored matrix = p_tile rows of Out) and Q panel of kScatterQ columns, a per-thread
-    // block O[p_tile x kScatterQ] (L1 for 256-row bands) accumulates alpha * v * D[r] for every stored
-    // non-zero (r, p) of the band's sparse tiles, read straight from the tiles in storage order (D rows
-    // in ascending order); then O goes to C (rows, sparse A) or C^T (transposed store, sparse B).
+    // block O[p_tile x kScatterQ] accumulates alpha * v * D[r] for every stored non-zero (r, p) of the
+    // band's sparse tiles, read straight from the tiles in storage order (D rows in ascending order); then
+    // O goes to C (rows, sparse A) or C^T (transposed store, sparse B). Bands are taken in groups whose
+    // blocks fit in L2 (kScatterGroupBytes), walked tile row by tile row across the group, so that each
+    // D row is read from memory once per group instead of once per band.
     constexpr int QS = detail::kScatterQ;
+    constexpr std::size_t kScatterGroupBytes = 192 * 1024;
+    const std::size_t block = std::size_t(p_tile) * QS;
+    const int G = int(std::max<std::size_t>(1, kScatterGroupBytes / (block * sizeof(float))));
+    const long n_groups = (long(n_bands) + G - 1) / G;
     const detail::ScatterEllFn scatter = avx2_ ? detail::scatter_ell_u8_avx2 : detail::scatter_ell_u8_portable;
     if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
     stats_.scattered = true;
 #pragma omp parallel num_threads(nthreads)
     {
       std::vector<float>& buf = scatter_out_[std::size_t(omp_get_thread_num())];
-      buf.resize(std::size_t(p_tile) * QS + 16);
+      buf.resize(block * G + 16);
       float* O = buf.data() + (16 - (reinterpret_cast<std::uintptr_t>(buf.data()) / sizeof(float)) % 16) % 16;
+      std::vector<char> has(std::size_t(G), 0);
 #pragma omp for schedule(dynamic, 1)
-      for (long band = 0; band < long(n_bands); ++band) {
-        const int p0 = int(band) * int(p_tile), rows = std::min(int(p_tile), P - p0);
-        bool any = false;
-        for (std::uint32_t rt = 0; rt < n_rt && !any; ++rt) {
-          const TileHeader& h = s.header(rt, std::uint32_t(band));
-          any = h.nnz != 0 && h.fmt() != TileFormat::Dense;
+      for (long gi = 0; gi < n_groups; ++gi) {
+        const std::uint32_t b0 = std::uint32_t(gi) * std::uint32_t(G), b1 = std::min(n_bands, b0 + std::uint32_t(G));
+        bool write = false;
+        for (std::uint32_t b = b0; b < b1; ++b) {
+          bool any = false;
+          for (std::uint32_t rt = 0; rt < n_rt && !any; ++rt) {
+            const TileHeader& h = s.header(rt, b);
+            any = h.nnz != 0 && h.fmt() != TileFormat::Dense;
+          }
+          has[b - b0] = any;
+          write |= any || beta_k != 1.0f;  // beta 1: C already holds beta * C + the dense runs
         }
-        if (!any && beta_k == 1.0f) continue;  // C already holds beta * C + the dense runs
+        if (!write) continue;
         for (int q0 = 0; q0 < Q; q0 += QS) {
           const int qn = std::min(QS, Q - q0);
           const float* dq = D + std::size_t(q0 / QG) * panel_stride + std::size_t(q0 % QG);
-          std::fill(O, O + std::size_t(rows) * QS, 0.0f);
-          for (std::uint32_t rt = 0; any && rt < n_rt; ++rt) {
-            const TileHeader& h = s.header(rt, std::uint32_t(band));
-            if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+          std::fill(O, O + block * (b1 - b0), 0.0f);
+          for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
             const std::uint32_t re = g.r_eff(rt);
-            const std::uint8_t* idx = s.tile_payload(h);
-            const float* val = reinterpret_cast<const float*>(idx + format::ell_values_offset(re, h.width, g.tile_cols));
-            scatter(idx, val, re, h.width, alpha, dq + std::size_t(rt) * r_tile * ldd, ldd, qn, O);
-          }
-          if (sp_a) {  // Out = C: rows p0.. of C, columns q0..
-            for (int p = 0; p < rows; ++p) {
-              float* cr = c.C + std::size_t(p0 + p) * c.ldc + q0;
-              const float* o = O + std::size_t(p) * QS;
-              if (beta_k == 0.0f)
-                std::copy(o, o + qn, cr);
-              else
-                for (int q = 0; q < qn; ++q) cr[q] += o[q];
+            for (std::uint32_t b = b0; b < b1; ++b) {
+              const TileHeader& h = s.header(rt, b);
+              if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+              const std::uint8_t* idx = s.tile_payload(h);
+              const float* val =
+                  reinterpret_cast<const float*>(idx + format::ell_values_offset(re, h.width, g.tile_cols));
+              scatter(idx, val, re, h.width, alpha, dq + std::size_t(rt) * r_tile * ldd, ldd, qn,
+                      O + block * (b - b0));
             }
-          } else if (stream) {
-            for (int c0 = 0; c0 < rows; c0 += 64)
-              detail::transpose_store_stream_avx2(O + std::size_t(c0) * QS, std::size_t(QS), std::min(64, rows - c0), qn,
-                                                  c.C + std::size_t(q0) * c.ldc + p0 + c0, std::size_t(c.ldc));
-          } else {
-            tstore(O, std::size_t(QS), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc), beta_k);
+          }
+          for (std::uint32_t b = b0; b < b1; ++b) {
+            if (!has[b - b0] && beta_k == 1.0f) continue;
+            const int p0 = int(b * p_tile), rows = std::min(int(p_tile), P - p0);
+            const float* Ob = O + block * (b - b0);
+            if (sp_a) {  // Out = C: rows p0.. of C, columns q0..
+              for (int p = 0; p < rows; ++p) {
+                float* cr = c.C + std::size_t(p0 + p) * c.ldc + q0;
+                const float* o = Ob + std::size_t(p) * QS;
+                if (beta_k == 0.0f)
+                  std::copy(o, o + qn, cr);
+                else
+                  for (int q = 0; q < qn; ++q) cr[q] += o[q];
+              }
+            } else if (stream) {
+              for (int c0 = 0; c0 < rows; c0 += 64)
+                detail::transpose_store_stream_avx2(Ob + std::size_t(c0) * QS, std::size_t(QS), std::min(64, rows - c0),
+                                                    qn, c.C + std::size_t(q0) * c.ldc + p0 + c0, std::size_t(c.ldc));
+            } else {
+              tstore(Ob, std::size_t(QS), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc), beta_k);
+            }
           }
         }
       }

@@ -32,11 +32,14 @@ inline constexpr std::uint32_t kGemmTileCols = 256;
 enum class Isa { Auto, Avx2, Portable };
 /// Sparse kernel for S = transpose of the stored operand (TileSparseOptions::transposed_kernel).
 enum class TransposedKernel { Auto, Gather, Scatter };
-/// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most this and the reduction
-/// length R (GEMM K) at least kScatterMinR: then building the column-ordered row lists costs more than
-/// the gather saves over the scatter kernel's store-bound updates (bench-gemm, docs/bench/gemm.md: forward
-/// GEMMs with Cout <= 192 gained, backward-data GEMMs with Q = Cin*kh*kw >= 144 lost).
-inline constexpr int kScatterMaxQ = 192;
+/// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most kScatterMaxQ (8 panels
+/// of 64) and the reduction length R (GEMM K) at least kScatterMinR. Bucketing the non-zeros by column
+/// costs ~10 cycles per non-zero once per call; the scatter kernel's store-bound updates cost a few
+/// cycles more than the gather per non-zero and 64-column panel, and it reads every stored row's D row
+/// per band and panel. Measured on the development VM (docs/bench/gemm.md): forward GEMMs with Q = Cout
+/// 16..512 and R = Cin*kh*kw >= 144 ran 10-45 % faster with the scatter kernel; backward-data GEMMs
+/// (Q = Cin*kh*kw >= 576, R = Cout) ran up to 2x slower, so they keep the gather.
+inline constexpr int kScatterMaxQ = 512;
 inline constexpr int kScatterMinR = 128;
 
 struct TileSparseOptions {
