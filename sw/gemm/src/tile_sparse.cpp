@@ -380,6 +380,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     row_end_.resize(std::size_t(P));
     if (group_ent_.size() < std::size_t(nthreads)) group_ent_.resize(std::size_t(nthreads));
     const bool ow = !sp_a || beta_k == 0.0f;
+    const bool direct = !trans_s && all_ell && u8idx &&
+                        (opt_.rows_kernel == RowsKernel::Direct ||
+                         (opt_.rows_kernel == RowsKernel::Auto && Q <= kDirectRowsMaxQ));
+    stats_.direct_rows = direct;
+    const detail::GatherEllFn gather_ell = avx2_ ? detail::gather_ell_u8_avx2 : detail::gather_ell_u8_portable;
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
     double lists_s = 0;
@@ -388,13 +393,57 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       std::vector<detail::Entry>& ent = group_ent_[std::size_t(omp_get_thread_num())];
       std::vector<std::size_t> cursor(n_rt);
       std::vector<std::uint32_t> cnt;
-      std::vector<float> local(sp_a ? 0 : std::size_t(kSub) * QG);
+      std::vector<float> local(sp_a ? 0 : std::size_t(kSub) * QG), big;
+      std::vector<detail::EllTileRef> refs;
+      std::vector<std::size_t> roff;
       std::uint32_t lo[kSub], hi[kSub];
 #pragma omp for schedule(dynamic, 1)
       for (long gi = 0; gi < n_groups; ++gi) {
         const double tg = now_s();
         const std::uint32_t b0 = gbounds[std::size_t(gi)], b1 = gbounds[std::size_t(gi) + 1];
         const int p0 = int(b0 * p_tile), p1 = std::min(P, int(b1 * p_tile));
+        if (direct) {
+          // S = stored rows, u8 ELL: the gather reads each band's tiles directly (no row lists).
+          refs.clear();
+          roff.assign(std::size_t(b1 - b0) + 1, 0);
+          for (std::uint32_t b = b0; b < b1; ++b) {
+            const std::uint32_t rows_b = g.r_eff(b);
+            for (std::uint32_t tj = 0; tj < n_rt; ++tj) {
+              const TileHeader& h = s.header(b, tj);
+              if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+              const std::uint8_t* pl = s.tile_payload(h);
+              refs.push_back({pl, reinterpret_cast<const float*>(pl + format::ell_values_offset(rows_b, h.width, g.tile_cols)),
+                              h.width, tj * g.tile_cols});
+            }
+            roff[b - b0 + 1] = refs.size();
+          }
+          if (!sp_a && big.size() < std::size_t(p1 - p0) * QG) big.resize(std::size_t(p1 - p0) * QG);
+          for (int q0 = 0; q0 < Q; q0 += QG) {
+            const int qn = std::min(QG, Q - q0);
+            const float* dp = D + std::size_t(q0 / QG) * panel_stride;
+            for (std::uint32_t b = b0; b < b1; ++b) {
+              const int pb = int(b * p_tile), nt = int(roff[b - b0 + 1] - roff[b - b0]);
+              const detail::EllTileRef* tr = refs.data() + roff[b - b0];
+              if (sp_a)
+                gather_ell(tr, nt, int(g.r_eff(b)), alpha, dp, ldd, c.C + std::size_t(pb) * c.ldc + q0,
+                           std::size_t(c.ldc), qn, ow);
+              else
+                gather_ell(tr, nt, int(g.r_eff(b)), alpha, dp, ldd, big.data() + std::size_t(pb - p0) * QG,
+                           std::size_t(QG), qn, true);
+            }
+            if (!sp_a)
+              for (int c0 = p0; c0 < p1; c0 += kSub) {
+                const int rows = std::min(kSub, p1 - c0);
+                const float* lb = big.data() + std::size_t(c0 - p0) * QG;
+                if (stream)
+                  detail::transpose_store_stream_avx2(lb, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0,
+                                                      std::size_t(c.ldc));
+                else
+                  tstore(lb, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0, std::size_t(c.ldc), beta_k);
+              }
+          }
+          continue;
+        }
         const std::size_t need = off[b1] - off[b0] + detail::kEntrySlack;
         if (ent.size() < need) ent.resize(need);
         for (std::uint32_t b = b0; b < b1; ++b) {

@@ -212,6 +212,42 @@ TEST(TileSparseGemm, TransposedScatterAndGatherMatchReference) {
             }
 }
 
+// S = the stored operand (sparse B op T, sparse A op N): the direct ELL row gather and the row lists, each
+// forced, against OpenBLAS (same coverage as above; BITMAP tiles, 2-byte indices and R longer than one
+// gather R block must fall back to the lists).
+TEST(TileSparseGemm, StoredRowsDirectAndListsMatchReference) {
+  std::mt19937 rng(53);
+  const int shapes[][3] = {{37, 70, 45}, {5, 131, 300}, {100, 9, 77}, {40, 150, 520}, {203, 40, 150}, {20, 30, 1500}};
+  const std::uint32_t tiles[][2] = {{32, 32}, {8, 256}, {7, 300}};
+  for (RowsKernel rk : {RowsKernel::Direct, RowsKernel::Lists})
+    for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+      for (auto& sh : shapes)
+        for (auto& t : tiles)
+          for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
+            for (Isa isa : isas()) {
+              const Op oa = sp == SparseOperand::A ? Op::N : (sh[0] % 2 ? Op::N : Op::T);
+              const Op ob = sp == SparseOperand::B ? Op::T : (sh[1] % 2 ? Op::N : Op::T);
+              TileSparseOptions o;
+              o.rows_kernel = rk;
+              o.tile_rows = t[0];
+              o.tile_cols = t[1];
+              o.sparse_format = f;
+              o.isa = isa;
+              o.threshold = 2.0;
+              o.num_threads = &sh == &shapes[3] ? 2 : 1;
+              const bool direct_ok = f == TileFormat::Ell && t[1] <= 256 && sh[2] <= 1280;
+              TileSparseStats st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.9}, o, rng);
+              EXPECT_EQ(st.direct_rows, rk == RowsKernel::Direct && direct_ok && st.tiles_sparse > 0);
+              o.whole_call_guard = false;
+              o.threshold = 0.3;
+              st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.6}, o, rng, -1.5f, 0.5f, 3);
+              st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.95}, o, rng, 2.0f, 1.0f, 1);
+              if (rk == RowsKernel::Lists) {
+                EXPECT_FALSE(st.direct_rows);
+              }
+            }
+}
+
 // Auto picks the scatter kernel for forward-like calls (Q <= kScatterMaxQ, R >= kScatterMinR) only.
 TEST(TileSparseGemm, TransposedKernelAutoChoice) {
   std::mt19937 rng(52);
@@ -222,8 +258,12 @@ TEST(TileSparseGemm, TransposedKernelAutoChoice) {
   EXPECT_TRUE(check_case(Case{SparseOperand::B, Op::N, Op::N, kScatterMaxQ, 100, kScatterMinR, 0.9}, o, rng).scattered);
   EXPECT_FALSE(check_case(Case{SparseOperand::B, Op::N, Op::N, kScatterMaxQ + 1, 100, 300, 0.9}, o, rng).scattered);
   EXPECT_FALSE(check_case(Case{SparseOperand::B, Op::N, Op::N, 64, 100, kScatterMinR - 1, 0.9}, o, rng).scattered);
-  // S = stored rows (backward-weight): never
-  EXPECT_FALSE(check_case(Case{SparseOperand::B, Op::N, Op::T, 64, 100, 300, 0.9}, o, rng).scattered);
+  // S = stored rows (backward-weight): never; the direct row gather for Q = M <= kDirectRowsMaxQ
+  TileSparseStats st = check_case(Case{SparseOperand::B, Op::N, Op::T, 64, 100, 300, 0.9}, o, rng);
+  EXPECT_FALSE(st.scattered);
+  EXPECT_FALSE(st.direct_rows);
+  st = check_case(Case{SparseOperand::B, Op::N, Op::T, kDirectRowsMaxQ, 100, 300, 0.9}, o, rng);
+  EXPECT_TRUE(st.direct_rows);
 }
 
 TEST(TileSparseGemm, BetaZeroIgnoresNanInC) {

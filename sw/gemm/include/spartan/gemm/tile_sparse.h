@@ -41,6 +41,13 @@ enum class TransposedKernel { Auto, Gather, Scatter };
 /// (Q = Cin*kh*kw >= 576, R = Cout) ran up to 2x slower, so they keep the gather.
 inline constexpr int kScatterMaxQ = 512;
 inline constexpr int kScatterMinR = 128;
+/// Sparse kernel for S = the stored operand (TileSparseOptions::rows_kernel).
+enum class RowsKernel { Auto, Lists, Direct };
+/// Auto reads the ELL tiles directly when Q (the output width) is at most this: with one narrow panel the
+/// list copy costs about as much as the gather itself. Wider Q re-walks the tile rows (one mispredicted
+/// row end per tile and row) in every 64-column panel, and the lists were faster in bench-gemm
+/// (docs/bench/gemm.md: Q = 16, 32 gained 25-45 %, Q = 64 and 128 lost up to 30 % at 97 % sparsity).
+inline constexpr int kDirectRowsMaxQ = 32;
 
 struct TileSparseOptions {
   std::uint32_t tile_rows = kGemmTileRows;
@@ -64,6 +71,11 @@ struct TileSparseOptions {
   /// Gather = bucket the non-zeros by column into row lists, then the row-gather kernel. Auto: Scatter
   /// when Q <= kScatterMaxQ and R >= kScatterMinR (sw/gemm/README.md; measured in docs/bench/gemm.md).
   TransposedKernel transposed_kernel = TransposedKernel::Auto;
+  /// Row gather when S is the stored operand (rows of S = stored rows: backward-weight with sparse B op T,
+  /// sparse A op N), all its sparse tiles are ELL with 1-byte indices and R fits one gather R block
+  /// (<= 1280): Direct = read the tiles in the gather, Lists = first copy their non-zeros into row lists
+  /// (one pass, then every Q panel reads the lists). Auto: Direct when Q <= kDirectRowsMaxQ.
+  RowsKernel rows_kernel = RowsKernel::Auto;
 };
 
 /// What the last call did (tile counts of the compacted operand and times in seconds).
@@ -76,6 +88,7 @@ struct TileSparseStats {
   bool dense_pack_reused = false;  ///< ... kept from an earlier call (GemmCall::dense_version matched)
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
+  bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
   double compact_s = 0, compute_s = 0;
   double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused)
   double lists_s = 0;              ///< part of compute_s spent building the row lists of the sparse operand
