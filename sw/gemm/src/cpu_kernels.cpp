@@ -41,9 +41,9 @@ void gather_portable(const std::uint32_t* lo, const std::uint32_t* hi, const Ent
 }
 
 void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
-                             const float* D, std::size_t ldd, int qn, float* O) {
-  constexpr int QS = kScatterQ;
-  float d[QS];
+                             const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo) {
+  const int QS = int(ldo);
+  float d[kScatterQ];
   for (std::uint32_t lr = 0; lr < re; ++lr) {
     const float* dr = D + std::size_t(lr) * ldd;
     for (int q = 0; q < QS; ++q) d[q] = q < qn ? alpha * dr[q] : 0.0f;
@@ -52,7 +52,7 @@ void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uin
     for (std::uint32_t j = 0; j < w; ++j) {
       const float v = vv[j];
       if (v == 0.0f) break;  // ELL padding ends the row (+-0.0 are the format's zeros)
-      float* o = O + std::size_t(ix[j]) * QS;
+      float* o = O + std::size_t(ix[j]) * ldo;
       for (int q = 0; q < QS; ++q) o[q] += v * d[q];
     }
   }
@@ -260,8 +260,7 @@ template <int NV>
 __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t* idx, const float* val,
                                                               std::uint32_t re, std::uint32_t w, __m256 va,
                                                               const float* D, std::size_t ldd, __m256i tail_mask,
-                                                              bool tail, float* O) {
-  constexpr int QS = kScatterQ;
+                                                              bool tail, float* O, std::size_t ldo) {
   for (std::uint32_t lr = 0; lr < re; ++lr) {
     const float* dr = D + std::size_t(lr) * ldd;
     __m256 d[NV];
@@ -274,7 +273,7 @@ __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t
       const float v = vv[j];
       if (v == 0.0f) break;  // ELL padding ends the row
       const __m256 vb = _mm256_set1_ps(v);
-      float* o = O + std::size_t(ix[j]) * QS;
+      float* o = O + std::size_t(ix[j]) * ldo;
       for (int i = 0; i < NV; ++i) _mm256_store_ps(o + 8 * i, _mm256_fmadd_ps(vb, d[i], _mm256_load_ps(o + 8 * i)));
     }
   }
@@ -283,21 +282,22 @@ __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t
 
 __attribute__((target("avx2,fma"))) void scatter_ell_u8_avx2(const std::uint8_t* idx, const float* val,
                                                              std::uint32_t re, std::uint32_t w, float alpha,
-                                                             const float* D, std::size_t ldd, int qn, float* O) {
+                                                             const float* D, std::size_t ldd, int qn, float* O,
+                                                             std::size_t ldo) {
   const int nv = (qn + 7) / 8, tail = qn % 8;
   alignas(32) int m[8];
   for (int i = 0; i < 8; ++i) m[i] = (tail == 0 || i < tail) ? -1 : 0;
   const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
   const __m256 va = _mm256_set1_ps(alpha);
   switch (nv) {
-    case 1: scatter_block<1>(idx, val, re, w, va, D, ldd, mask, tail != 0, O); break;
-    case 2: scatter_block<2>(idx, val, re, w, va, D, ldd, mask, tail != 0, O); break;
-    case 3: scatter_block<3>(idx, val, re, w, va, D, ldd, mask, tail != 0, O); break;
-    case 4: scatter_block<4>(idx, val, re, w, va, D, ldd, mask, tail != 0, O); break;
-    case 5: scatter_block<5>(idx, val, re, w, va, D, ldd, mask, tail != 0, O); break;
-    case 6: scatter_block<6>(idx, val, re, w, va, D, ldd, mask, tail != 0, O); break;
-    case 7: scatter_block<7>(idx, val, re, w, va, D, ldd, mask, tail != 0, O); break;
-    default: scatter_block<8>(idx, val, re, w, va, D, ldd, mask, tail != 0, O); break;
+    case 1: scatter_block<1>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 2: scatter_block<2>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 3: scatter_block<3>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 4: scatter_block<4>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 5: scatter_block<5>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 6: scatter_block<6>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 7: scatter_block<7>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    default: scatter_block<8>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
   }
 }
 
@@ -410,8 +410,8 @@ void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* 
   gather_portable(lo, hi, e, rows, D, ldd, Out, ldo, Q, overwrite);
 }
 void scatter_ell_u8_avx2(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
-                         const float* D, std::size_t ldd, int qn, float* O) {
-  scatter_ell_u8_portable(idx, val, re, w, alpha, D, ldd, qn, O);
+                         const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo) {
+  scatter_ell_u8_portable(idx, val, re, w, alpha, D, ldd, qn, O, ldo);
 }
 void gather_ell_u8_avx2(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd, float* Out,
                         std::size_t ldo, int qn, bool overwrite) {

@@ -56,15 +56,16 @@ inline constexpr int kScatterQ = 64;
 /// stored row lr < re (D row r0 + lr) and every non-zero (lr, col, v) of that row (the row ends at its first
 /// zero value: ELL padding, docs/tile-format.md):
 ///   O[col][0..qn) += alpha * v * D[r0 + lr][0..qn)
-/// `idx` / `val`: the tile's index and value blocks (re x w each). O has row stride kScatterQ and whole
-/// vectors are accumulated (lanes >= qn receive v * 0 and must be ignored by the caller); qn <= kScatterQ.
+/// `idx` / `val`: the tile's index and value blocks (re x w each). O is 32-byte aligned with row stride
+/// ldo (a multiple of 8, >= qn rounded up to 8) and whole vectors are accumulated (lanes >= qn receive
+/// v * 0 and must be ignored by the caller); qn <= kScatterQ.
 using ScatterEllFn = void (*)(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w,
-                              float alpha, const float* D, std::size_t ldd, int qn, float* O);
+                              float alpha, const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
 void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
-                             const float* D, std::size_t ldd, int qn, float* O);
+                             const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
 /// AVX2 + FMA version; only call when cpu_has_avx2_fma().
 void scatter_ell_u8_avx2(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
-                         const float* D, std::size_t ldd, int qn, float* O);
+                         const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
 
 /// C[i][j] = T[j][i] + (beta == 0 ? 0 : beta * C[i][j]) for i < w, j < rows (T row stride ldt, C row
 /// stride ldc). beta == 0 never reads C (BLAS semantics); beta == 0 also serves as a plain transpose.

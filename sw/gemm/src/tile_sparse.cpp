@@ -279,7 +279,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     // D row is read from memory once per group instead of once per band.
     constexpr int QS = detail::kScatterQ;
     constexpr std::size_t kScatterGroupBytes = 192 * 1024;
-    const std::size_t block = std::size_t(p_tile) * QS;
+    const int OS = std::min(QS, (Q + 7) / 8 * 8);  // row stride of the output blocks (narrow Q: compact)
+    const std::size_t block = std::size_t(p_tile) * OS;
     const int G = int(std::max<std::size_t>(1, kScatterGroupBytes / (block * sizeof(float))));
     const long n_groups = (long(n_bands) + G - 1) / G;
     const detail::ScatterEllFn scatter = avx2_ ? detail::scatter_ell_u8_avx2 : detail::scatter_ell_u8_portable;
@@ -318,7 +319,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
               const float* val =
                   reinterpret_cast<const float*>(idx + format::ell_values_offset(re, h.width, g.tile_cols));
               scatter(idx, val, re, h.width, alpha, dq + std::size_t(rt) * r_tile * ldd, ldd, qn,
-                      O + block * (b - b0));
+                      O + block * (b - b0), std::size_t(OS));
             }
           }
           for (std::uint32_t b = b0; b < b1; ++b) {
@@ -328,7 +329,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
             if (sp_a) {  // Out = C: rows p0.. of C, columns q0..
               for (int p = 0; p < rows; ++p) {
                 float* cr = c.C + std::size_t(p0 + p) * c.ldc + q0;
-                const float* o = Ob + std::size_t(p) * QS;
+                const float* o = Ob + std::size_t(p) * OS;
                 if (beta_k == 0.0f)
                   std::copy(o, o + qn, cr);
                 else
@@ -336,10 +337,10 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
               }
             } else if (stream) {
               for (int c0 = 0; c0 < rows; c0 += 64)
-                detail::transpose_store_stream_avx2(Ob + std::size_t(c0) * QS, std::size_t(QS), std::min(64, rows - c0),
+                detail::transpose_store_stream_avx2(Ob + std::size_t(c0) * OS, std::size_t(OS), std::min(64, rows - c0),
                                                     qn, c.C + std::size_t(q0) * c.ldc + p0 + c0, std::size_t(c.ldc));
             } else {
-              tstore(Ob, std::size_t(QS), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc), beta_k);
+              tstore(Ob, std::size_t(OS), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc), beta_k);
             }
           }
         }
