@@ -36,9 +36,10 @@ enum class TransposedKernel { Auto, Gather, Scatter };
 /// of 64) and the reduction length R (GEMM K) at least kScatterMinR. Bucketing the non-zeros by column
 /// costs ~10 cycles per non-zero once per call; the scatter kernel's store-bound updates cost a few
 /// cycles more than the gather per non-zero and 64-column panel, and it reads every stored row's D row
-/// per band and panel. Measured on the development VM (docs/bench/gemm.md): forward GEMMs with Q = Cout
-/// 16..512 and R = Cin*kh*kw >= 144 ran 10-45 % faster with the scatter kernel; backward-data GEMMs
-/// (Q = Cin*kh*kw >= 576, R = Cout) ran up to 2x slower, so they keep the gather.
+/// per band and panel. Measured on the development VM (docs/bench/gemm.md): the forward GEMMs of the 14
+/// benchmark layers (Q = Cout 16..512, R = Cin*kh*kw >= 144) took 11 % (90 % sparsity) and 23 % (97 %)
+/// less kernel time on geometric mean with it (single large-P VGG-16 rows 5-11 % more); backward-data
+/// GEMMs (Q = Cin*kh*kw >= 576, R = Cout) ran up to 2x slower, so they keep the gather.
 inline constexpr int kScatterMaxQ = 512;
 inline constexpr int kScatterMinR = 128;
 /// Sparse kernel for S = the stored operand (TileSparseOptions::rows_kernel).
@@ -46,7 +47,7 @@ enum class RowsKernel { Auto, Lists, Direct };
 /// Auto reads the ELL tiles directly when Q (the output width) is at most this: with one narrow panel the
 /// list copy costs about as much as the gather itself. Wider Q re-walks the tile rows (one mispredicted
 /// row end per tile and row) in every 64-column panel, and the lists were faster in bench-gemm
-/// (docs/bench/gemm.md: Q = 16, 32 gained 25-45 %, Q = 64 and 128 lost up to 30 % at 97 % sparsity).
+/// (docs/bench/gemm.md: Q = 16, 32 gained 25-45 %, Q = 64 and 128 lost 25-55 % at 97 % sparsity).
 inline constexpr int kDirectRowsMaxQ = 32;
 
 struct TileSparseOptions {
