@@ -40,6 +40,49 @@ void gather_portable(const std::uint32_t* lo, const std::uint32_t* hi, const Ent
   }
 }
 
+void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
+                             const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo) {
+  const int QS = int(ldo);
+  float d[kScatterQ];
+  for (std::uint32_t lr = 0; lr < re; ++lr) {
+    const float* dr = D + std::size_t(lr) * ldd;
+    for (int q = 0; q < QS; ++q) d[q] = q < qn ? alpha * dr[q] : 0.0f;
+    const std::uint8_t* ix = idx + std::size_t(lr) * w;
+    const float* vv = val + std::size_t(lr) * w;
+    for (std::uint32_t j = 0; j < w; ++j) {
+      const float v = vv[j];
+      if (v == 0.0f) break;  // ELL padding ends the row (+-0.0 are the format's zeros)
+      float* o = O + std::size_t(ix[j]) * ldo;
+      for (int q = 0; q < QS; ++q) o[q] += v * d[q];
+    }
+  }
+}
+
+void gather_ell_u8_portable(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
+                            float* Out, std::size_t ldo, int qn, bool overwrite) {
+  float acc[kGatherQ];
+  for (int lr = 0; lr < rows; ++lr) {
+    bool any = false;
+    for (int q = 0; q < qn; ++q) acc[q] = 0.0f;
+    for (int ti = 0; ti < nt; ++ti) {
+      const std::uint8_t* ix = t[ti].idx + std::size_t(lr) * t[ti].w;
+      const float* vv = t[ti].val + std::size_t(lr) * t[ti].w;
+      for (std::uint32_t j = 0; j < t[ti].w; ++j) {
+        const float v = vv[j];
+        if (v == 0.0f) break;  // ELL padding ends the row
+        any = true;
+        const float* d = D + std::size_t(t[ti].base + ix[j]) * ldd;
+        for (int q = 0; q < qn; ++q) acc[q] += v * d[q];
+      }
+    }
+    float* out = Out + std::size_t(lr) * ldo;
+    if (overwrite)
+      for (int q = 0; q < qn; ++q) out[q] = alpha * acc[q];
+    else if (any)
+      for (int q = 0; q < qn; ++q) out[q] += alpha * acc[q];
+  }
+}
+
 namespace {
 inline void store_elem(float* c, float t, float beta) { *c = beta == 0.0f ? t : beta == 1.0f ? *c + t : beta * *c + t; }
 }  // namespace
@@ -212,6 +255,130 @@ __attribute__((target("avx2,fma"))) void gather_nv(int nv, const std::uint32_t* 
 
 }  // namespace
 
+namespace {
+template <int NV>
+__attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t* idx, const float* val,
+                                                              std::uint32_t re, std::uint32_t w, __m256 va,
+                                                              const float* D, std::size_t ldd, __m256i tail_mask,
+                                                              bool tail, float* O, std::size_t ldo) {
+  for (std::uint32_t lr = 0; lr < re; ++lr) {
+    const float* dr = D + std::size_t(lr) * ldd;
+    __m256 d[NV];
+    for (int i = 0; i < NV; ++i)
+      d[i] = _mm256_mul_ps(va, (tail && i == NV - 1) ? _mm256_maskload_ps(dr + 8 * i, tail_mask)
+                                                      : _mm256_loadu_ps(dr + 8 * i));
+    const std::uint8_t* ix = idx + std::size_t(lr) * w;
+    const float* vv = val + std::size_t(lr) * w;
+    for (std::uint32_t j = 0; j < w; ++j) {
+      const float v = vv[j];
+      if (v == 0.0f) break;  // ELL padding ends the row
+      const __m256 vb = _mm256_set1_ps(v);
+      float* o = O + std::size_t(ix[j]) * ldo;
+      for (int i = 0; i < NV; ++i) _mm256_store_ps(o + 8 * i, _mm256_fmadd_ps(vb, d[i], _mm256_load_ps(o + 8 * i)));
+    }
+  }
+}
+}  // namespace
+
+__attribute__((target("avx2,fma"))) void scatter_ell_u8_avx2(const std::uint8_t* idx, const float* val,
+                                                             std::uint32_t re, std::uint32_t w, float alpha,
+                                                             const float* D, std::size_t ldd, int qn, float* O,
+                                                             std::size_t ldo) {
+  const int nv = (qn + 7) / 8, tail = qn % 8;
+  alignas(32) int m[8];
+  for (int i = 0; i < 8; ++i) m[i] = (tail == 0 || i < tail) ? -1 : 0;
+  const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
+  const __m256 va = _mm256_set1_ps(alpha);
+  switch (nv) {
+    case 1: scatter_block<1>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 2: scatter_block<2>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 3: scatter_block<3>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 4: scatter_block<4>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 5: scatter_block<5>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 6: scatter_block<6>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    case 7: scatter_block<7>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+    default: scatter_block<8>(idx, val, re, w, va, D, ldd, mask, tail != 0, O, ldo); break;
+  }
+}
+
+namespace {
+template <int NV, bool TAIL>
+__attribute__((target("avx2,fma"))) inline void gather_ell_block(const EllTileRef* t, int nt, int rows, float alpha,
+                                                                 const float* D, std::size_t ldd, float* Out,
+                                                                 std::size_t ldo, __m256i mask, bool overwrite) {
+  constexpr int NA = NV + (TAIL ? 1 : 0);
+  constexpr bool PF = NA > 4;  // wide rows: prefetch the D row kPrefetch non-zeros ahead (same tile row)
+  const __m256 va = _mm256_set1_ps(alpha);
+  for (int lr = 0; lr < rows; ++lr) {
+    __m256 acc[NA];
+    for (int i = 0; i < NA; ++i) acc[i] = _mm256_setzero_ps();
+    bool any = false;
+    for (int ti = 0; ti < nt; ++ti) {
+      const std::uint32_t w = t[ti].w;
+      const std::uint8_t* ix = t[ti].idx + std::size_t(lr) * w;
+      const float* vv = t[ti].val + std::size_t(lr) * w;
+      const float* Db = D + std::size_t(t[ti].base) * ldd;
+      for (std::uint32_t j = 0; j < w; ++j) {
+        const float v = vv[j];
+        if (v == 0.0f) break;  // ELL padding ends the row
+        any = true;
+        if (PF) {
+          const std::uint32_t jp = j + kPrefetch < w ? j + std::uint32_t(kPrefetch) : w - 1;
+          const char* pf = reinterpret_cast<const char*>(Db + std::size_t(ix[jp]) * ldd);
+          for (int l = 0; l < (NA * 32 + 63) / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+        }
+        const __m256 vb = _mm256_set1_ps(v);
+        const float* d = Db + std::size_t(ix[j]) * ldd;
+        for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(vb, _mm256_loadu_ps(d + 8 * i), acc[i]);
+        if (TAIL) acc[NV] = _mm256_fmadd_ps(vb, _mm256_maskload_ps(d + 8 * NV, mask), acc[NV]);
+      }
+    }
+    float* out = Out + std::size_t(lr) * ldo;
+    if (!overwrite && !any) continue;
+    for (int i = 0; i < NA; ++i) {
+      const bool tail = TAIL && i == NV;
+      __m256 r = _mm256_mul_ps(va, acc[i]);
+      if (!overwrite) r = _mm256_add_ps(r, tail ? _mm256_maskload_ps(out + 8 * i, mask) : _mm256_loadu_ps(out + 8 * i));
+      if (tail)
+        _mm256_maskstore_ps(out + 8 * i, mask, r);
+      else
+        _mm256_storeu_ps(out + 8 * i, r);
+    }
+  }
+}
+
+template <bool TAIL>
+__attribute__((target("avx2,fma"))) void gather_ell_nv(int nv, const EllTileRef* t, int nt, int rows, float alpha,
+                                                        const float* D, std::size_t ldd, float* Out, std::size_t ldo,
+                                                        __m256i mask, bool ow) {
+  switch (nv) {
+    case 0: gather_ell_block<0, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 1: gather_ell_block<1, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 2: gather_ell_block<2, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 3: gather_ell_block<3, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 4: gather_ell_block<4, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 5: gather_ell_block<5, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 6: gather_ell_block<6, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 7: gather_ell_block<7, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    default: gather_ell_block<8, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+  }
+}
+}  // namespace
+
+__attribute__((target("avx2,fma"))) void gather_ell_u8_avx2(const EllTileRef* t, int nt, int rows, float alpha,
+                                                            const float* D, std::size_t ldd, float* Out,
+                                                            std::size_t ldo, int qn, bool overwrite) {
+  const int nv = qn / 8, tail = qn % 8;
+  if (tail == 0) {
+    gather_ell_nv<false>(nv, t, nt, rows, alpha, D, ldd, Out, ldo, _mm256_setzero_si256(), overwrite);
+  } else {
+    alignas(32) int m[8];
+    for (int i = 0; i < 8; ++i) m[i] = i < tail ? -1 : 0;
+    gather_ell_nv<true>(nv, t, nt, rows, alpha, D, ldd, Out, ldo, _mm256_load_si256(reinterpret_cast<const __m256i*>(m)),
+                        overwrite);
+  }
+}
+
 __attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi,
                                                      const Entry* e, int rows, const float* D, std::size_t ldd,
                                                      float* Out, std::size_t ldo, int Q, bool overwrite) {
@@ -241,6 +408,14 @@ void transpose_store_stream_avx2(const float* T, std::size_t ldt, int rows, int 
 void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* e, int rows, const float* D,
                  std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite) {
   gather_portable(lo, hi, e, rows, D, ldd, Out, ldo, Q, overwrite);
+}
+void scatter_ell_u8_avx2(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
+                         const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo) {
+  scatter_ell_u8_portable(idx, val, re, w, alpha, D, ldd, qn, O, ldo);
+}
+void gather_ell_u8_avx2(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd, float* Out,
+                        std::size_t ldo, int qn, bool overwrite) {
+  gather_ell_u8_portable(t, nt, rows, alpha, D, ldd, Out, ldo, qn, overwrite);
 }
 #endif
 

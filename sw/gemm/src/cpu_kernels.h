@@ -29,6 +29,44 @@ void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi, const Entry* 
                  std::size_t ldd, float* Out, std::size_t ldo, int Q, bool overwrite);
 bool cpu_has_avx2_fma();
 
+/// One u8-index ELL tile of a band of S = stored rows, as the direct row gather reads it: index and value
+/// blocks (rows x w each) and the S column (= D row) of the tile's local column 0.
+struct EllTileRef {
+  const std::uint8_t* idx;
+  const float* val;
+  std::uint32_t w, base;
+};
+/// Row gather straight from u8-index ELL tiles (no row lists), for S = stored rows. For local rows
+/// lr < rows of one band and the band's sparse tiles t[0..nt) (in column order):
+///   acc = sum over tiles, over the row's non-zeros (col, v) (the row ends at its first zero value: ELL
+///         padding) of v * D[base + col][0..qn);   Out[lr] = alpha * acc (+ Out[lr] unless overwrite)
+/// Without overwrite, rows without non-zeros are not touched. qn <= kGatherQ.
+using GatherEllFn = void (*)(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
+                             float* Out, std::size_t ldo, int qn, bool overwrite);
+void gather_ell_u8_portable(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
+                            float* Out, std::size_t ldo, int qn, bool overwrite);
+/// AVX2 + FMA version; only call when cpu_has_avx2_fma().
+void gather_ell_u8_avx2(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
+                        float* Out, std::size_t ldo, int qn, bool overwrite);
+
+/// Width (floats along Q) of one pass of the scatter micro-kernel; also the row stride of its output block.
+inline constexpr int kScatterQ = 64;
+/// Outer-product ("scatter") micro-kernel over one u8-index ELL tile of the stored sparse operand, for
+/// calls where S is the transpose of the stored matrix (rows of S = stored columns). For every local
+/// stored row lr < re (D row r0 + lr) and every non-zero (lr, col, v) of that row (the row ends at its first
+/// zero value: ELL padding, docs/tile-format.md):
+///   O[col][0..qn) += alpha * v * D[r0 + lr][0..qn)
+/// `idx` / `val`: the tile's index and value blocks (re x w each). O is 32-byte aligned with row stride
+/// ldo (a multiple of 8, >= qn rounded up to 8) and whole vectors are accumulated (lanes >= qn receive
+/// v * 0 and must be ignored by the caller); qn <= kScatterQ.
+using ScatterEllFn = void (*)(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w,
+                              float alpha, const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
+void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
+                             const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
+/// AVX2 + FMA version; only call when cpu_has_avx2_fma().
+void scatter_ell_u8_avx2(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
+                         const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
+
 /// C[i][j] = T[j][i] + (beta == 0 ? 0 : beta * C[i][j]) for i < w, j < rows (T row stride ldt, C row
 /// stride ldc). beta == 0 never reads C (BLAS semantics); beta == 0 also serves as a plain transpose.
 using TransposeStoreFn = void (*)(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,

@@ -165,7 +165,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   auto flush = [&](int p0, int p1) {
     for (const auto& [ra, rb] : prev) dense_runs.push_back({p0, p1, ra, rb});
   };
-  bool any_sparse_band = false;
+  bool any_sparse_band = false, all_ell = true;
   for (std::uint32_t band = 0; band < n_bands; ++band) {
     runs.clear();
     for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
@@ -173,6 +173,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       if (h.nnz == 0) continue;
       if (h.fmt() != TileFormat::Dense) {
         any_sparse_band = true;
+        all_ell &= h.fmt() == TileFormat::Ell;
         continue;
       }
       const int ra = int(rt * r_tile), rb = std::min(R, int((rt + 1) * r_tile));
@@ -265,6 +266,89 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   stats_.dense_pack_reused = reuse;
   const bool u8idx = format::index_bytes(g.tile_cols) == 1;
   const float alpha = c.alpha;
+  const bool scatter_ok =
+      opt_.transposed_kernel == TransposedKernel::Scatter ||
+      (opt_.transposed_kernel == TransposedKernel::Auto && Q <= kScatterMaxQ && R >= kScatterMinR);
+  if (trans_s && all_ell && u8idx && scatter_ok) {
+    // S = stored^T, u8 ELL tiles: outer products over the stored rows, no row lists. Per band (one tile
+    // column of the stored matrix = p_tile rows of Out) and Q panel of kScatterQ columns, a per-thread
+    // block O[p_tile x kScatterQ] accumulates alpha * v * D[r] for every stored non-zero (r, p) of the
+    // band's sparse tiles, read straight from the tiles in storage order (D rows in ascending order); then
+    // O goes to C (rows, sparse A) or C^T (transposed store, sparse B). Bands are taken in groups whose
+    // blocks fit in L2 (kScatterGroupBytes), walked tile row by tile row across the group, so that each
+    // D row is read from memory once per group instead of once per band.
+    constexpr int QS = detail::kScatterQ;
+    constexpr std::size_t kScatterGroupBytes = 192 * 1024;
+    const int OS = std::min(QS, (Q + 7) / 8 * 8);  // row stride of the output blocks (narrow Q: compact)
+    const std::size_t block = std::size_t(p_tile) * OS;
+    const int G = int(std::max<std::size_t>(1, kScatterGroupBytes / (block * sizeof(float))));
+    const long n_groups = (long(n_bands) + G - 1) / G;
+    const detail::ScatterEllFn scatter = avx2_ ? detail::scatter_ell_u8_avx2 : detail::scatter_ell_u8_portable;
+    if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
+    stats_.scattered = true;
+#pragma omp parallel num_threads(nthreads)
+    {
+      std::vector<float>& buf = scatter_out_[std::size_t(omp_get_thread_num())];
+      buf.resize(block * G + 16);
+      float* O = buf.data() + (16 - (reinterpret_cast<std::uintptr_t>(buf.data()) / sizeof(float)) % 16) % 16;
+      std::vector<char> has(std::size_t(G), 0);
+#pragma omp for schedule(dynamic, 1)
+      for (long gi = 0; gi < n_groups; ++gi) {
+        const std::uint32_t b0 = std::uint32_t(gi) * std::uint32_t(G), b1 = std::min(n_bands, b0 + std::uint32_t(G));
+        bool write = false;
+        for (std::uint32_t b = b0; b < b1; ++b) {
+          bool any = false;
+          for (std::uint32_t rt = 0; rt < n_rt && !any; ++rt) {
+            const TileHeader& h = s.header(rt, b);
+            any = h.nnz != 0 && h.fmt() != TileFormat::Dense;
+          }
+          has[b - b0] = any;
+          write |= any || beta_k != 1.0f;  // beta 1: C already holds beta * C + the dense runs
+        }
+        if (!write) continue;
+        for (int q0 = 0; q0 < Q; q0 += QS) {
+          const int qn = std::min(QS, Q - q0);
+          const float* dq = D + std::size_t(q0 / QG) * panel_stride + std::size_t(q0 % QG);
+          std::fill(O, O + block * (b1 - b0), 0.0f);
+          for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
+            const std::uint32_t re = g.r_eff(rt);
+            for (std::uint32_t b = b0; b < b1; ++b) {
+              const TileHeader& h = s.header(rt, b);
+              if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+              const std::uint8_t* idx = s.tile_payload(h);
+              const float* val =
+                  reinterpret_cast<const float*>(idx + format::ell_values_offset(re, h.width, g.tile_cols));
+              scatter(idx, val, re, h.width, alpha, dq + std::size_t(rt) * r_tile * ldd, ldd, qn,
+                      O + block * (b - b0), std::size_t(OS));
+            }
+          }
+          for (std::uint32_t b = b0; b < b1; ++b) {
+            if (!has[b - b0] && beta_k == 1.0f) continue;
+            const int p0 = int(b * p_tile), rows = std::min(int(p_tile), P - p0);
+            const float* Ob = O + block * (b - b0);
+            if (sp_a) {  // Out = C: rows p0.. of C, columns q0..
+              for (int p = 0; p < rows; ++p) {
+                float* cr = c.C + std::size_t(p0 + p) * c.ldc + q0;
+                const float* o = Ob + std::size_t(p) * OS;
+                if (beta_k == 0.0f)
+                  std::copy(o, o + qn, cr);
+                else
+                  for (int q = 0; q < qn; ++q) cr[q] += o[q];
+              }
+            } else if (stream) {
+              for (int c0 = 0; c0 < rows; c0 += 64)
+                detail::transpose_store_stream_avx2(Ob + std::size_t(c0) * OS, std::size_t(OS), std::min(64, rows - c0),
+                                                    qn, c.C + std::size_t(q0) * c.ldc + p0 + c0, std::size_t(c.ldc));
+            } else {
+              tstore(Ob, std::size_t(OS), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc), beta_k);
+            }
+          }
+        }
+      }
+    }
+    stats_.compute_s = now_s() - t0;
+    return;
+  }
   // R blocks of the gather: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
   constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
   const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
@@ -297,6 +381,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     row_end_.resize(std::size_t(P));
     if (group_ent_.size() < std::size_t(nthreads)) group_ent_.resize(std::size_t(nthreads));
     const bool ow = !sp_a || beta_k == 0.0f;
+    const bool direct = !trans_s && all_ell && u8idx &&
+                        (opt_.rows_kernel == RowsKernel::Direct ||
+                         (opt_.rows_kernel == RowsKernel::Auto && Q <= kDirectRowsMaxQ));
+    stats_.direct_rows = direct;
+    const detail::GatherEllFn gather_ell = avx2_ ? detail::gather_ell_u8_avx2 : detail::gather_ell_u8_portable;
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
     double lists_s = 0;
@@ -305,13 +394,57 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       std::vector<detail::Entry>& ent = group_ent_[std::size_t(omp_get_thread_num())];
       std::vector<std::size_t> cursor(n_rt);
       std::vector<std::uint32_t> cnt;
-      std::vector<float> local(sp_a ? 0 : std::size_t(kSub) * QG);
+      std::vector<float> local(sp_a ? 0 : std::size_t(kSub) * QG), big;
+      std::vector<detail::EllTileRef> refs;
+      std::vector<std::size_t> roff;
       std::uint32_t lo[kSub], hi[kSub];
 #pragma omp for schedule(dynamic, 1)
       for (long gi = 0; gi < n_groups; ++gi) {
         const double tg = now_s();
         const std::uint32_t b0 = gbounds[std::size_t(gi)], b1 = gbounds[std::size_t(gi) + 1];
         const int p0 = int(b0 * p_tile), p1 = std::min(P, int(b1 * p_tile));
+        if (direct) {
+          // S = stored rows, u8 ELL: the gather reads each band's tiles directly (no row lists).
+          refs.clear();
+          roff.assign(std::size_t(b1 - b0) + 1, 0);
+          for (std::uint32_t b = b0; b < b1; ++b) {
+            const std::uint32_t rows_b = g.r_eff(b);
+            for (std::uint32_t tj = 0; tj < n_rt; ++tj) {
+              const TileHeader& h = s.header(b, tj);
+              if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+              const std::uint8_t* pl = s.tile_payload(h);
+              refs.push_back({pl, reinterpret_cast<const float*>(pl + format::ell_values_offset(rows_b, h.width, g.tile_cols)),
+                              h.width, tj * g.tile_cols});
+            }
+            roff[b - b0 + 1] = refs.size();
+          }
+          if (!sp_a && big.size() < std::size_t(p1 - p0) * QG) big.resize(std::size_t(p1 - p0) * QG);
+          for (int q0 = 0; q0 < Q; q0 += QG) {
+            const int qn = std::min(QG, Q - q0);
+            const float* dp = D + std::size_t(q0 / QG) * panel_stride;
+            for (std::uint32_t b = b0; b < b1; ++b) {
+              const int pb = int(b * p_tile), nt = int(roff[b - b0 + 1] - roff[b - b0]);
+              const detail::EllTileRef* tr = refs.data() + roff[b - b0];
+              if (sp_a)
+                gather_ell(tr, nt, int(g.r_eff(b)), alpha, dp, ldd, c.C + std::size_t(pb) * c.ldc + q0,
+                           std::size_t(c.ldc), qn, ow);
+              else
+                gather_ell(tr, nt, int(g.r_eff(b)), alpha, dp, ldd, big.data() + std::size_t(pb - p0) * QG,
+                           std::size_t(QG), qn, true);
+            }
+            if (!sp_a)
+              for (int c0 = p0; c0 < p1; c0 += kSub) {
+                const int rows = std::min(kSub, p1 - c0);
+                const float* lb = big.data() + std::size_t(c0 - p0) * QG;
+                if (stream)
+                  detail::transpose_store_stream_avx2(lb, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0,
+                                                      std::size_t(c.ldc));
+                else
+                  tstore(lb, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0, std::size_t(c.ldc), beta_k);
+              }
+          }
+          continue;
+        }
         const std::size_t need = off[b1] - off[b0] + detail::kEntrySlack;
         if (ent.size() < need) ent.resize(need);
         for (std::uint32_t b = b0; b < b1; ++b) {

@@ -27,8 +27,8 @@ struct Case {
   double sparsity;
 };
 
-void check_case(const Case& cs, const TileSparseOptions& opt, std::mt19937& rng, float alpha = 1.0f,
-                float beta = 0.0f, int pad = 0) {
+void check_case_into(TileSparseStats& out, const Case& cs, const TileSparseOptions& opt, std::mt19937& rng,
+                     float alpha, float beta, int pad) {
   std::uniform_real_distribution<float> u(-1, 1);
   std::uniform_real_distribution<double> p(0, 1);
   const int ar = cs.oa == Op::N ? cs.M : cs.K, ac = cs.oa == Op::N ? cs.K : cs.M;
@@ -88,6 +88,15 @@ void check_case(const Case& cs, const TileSparseOptions& opt, std::mt19937& rng,
   if (opt.threshold > 1) {
     EXPECT_EQ(st.tiles_dense, 0u);
   }
+  out = st;
+}
+
+/// Checks one call against OpenBLAS (tolerance above) and returns the engine's stats of that call.
+TileSparseStats check_case(const Case& cs, const TileSparseOptions& opt, std::mt19937& rng, float alpha = 1.0f,
+                           float beta = 0.0f, int pad = 0) {
+  TileSparseStats st;
+  check_case_into(st, cs, opt, rng, alpha, beta, pad);
+  return st;
 }
 
 std::vector<Isa> isas() {
@@ -159,6 +168,102 @@ TEST(TileSparseGemm, LongReductionsPanelsAndPacking) {
           check_case(Case{sp, oa, ob, 70, 90, 2100, sparsity}, o, rng, sparsity > 0.9 ? 1.0f : -0.5f,
                      sparsity > 0.9 ? 0.0f : 0.25f, sparsity > 0.9 ? 0 : 5);
         }
+}
+
+// S = transpose of the stored operand (sparse B op N, sparse A op T): the outer-product (scatter) kernel
+// and the column-bucket + gather kernel, each forced, against OpenBLAS; shapes not multiples of the tile,
+// Q below / within / above one 64-column panel (with a tail), long reductions, alpha / beta / strides,
+// both ISAs. BITMAP tiles and 2-byte indices (tile_cols > 256) must fall back to the gather.
+TEST(TileSparseGemm, TransposedScatterAndGatherMatchReference) {
+  std::mt19937 rng(51);
+  const int shapes[][3] = {{37, 70, 45}, {5, 131, 300}, {100, 9, 77}, {40, 150, 520}, {203, 40, 150}};
+  const std::uint32_t tiles[][2] = {{32, 32}, {8, 256}, {7, 300}};
+  for (TransposedKernel tk : {TransposedKernel::Scatter, TransposedKernel::Gather})
+    for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+      for (auto& sh : shapes)
+        for (auto& t : tiles)
+          for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
+            for (Isa isa : isas()) {
+              const Op oa = sp == SparseOperand::A ? Op::T : (sh[0] % 2 ? Op::N : Op::T);
+              const Op ob = sp == SparseOperand::B ? Op::N : (sh[1] % 2 ? Op::N : Op::T);
+              TileSparseOptions o;
+              o.transposed_kernel = tk;
+              o.tile_rows = t[0];
+              o.tile_cols = t[1];
+              o.sparse_format = f;
+              o.isa = isa;
+              o.threshold = 2.0;  // every non-zero tile sparse
+              o.num_threads = &sh == &shapes[3] ? 2 : 1;  // bands shared by two threads on one shape (spinning
+                                                          // OpenMP barriers make many threaded calls slow here)
+              const bool u8_ell = f == TileFormat::Ell && t[1] <= 256;
+              TileSparseStats st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.9}, o, rng);
+              EXPECT_EQ(st.scattered, tk == TransposedKernel::Scatter && u8_ell && st.tiles_sparse > 0);
+              // Mixed DENSE / sparse / zero tiles, alpha, beta, padded strides.
+              o.whole_call_guard = false;
+              o.threshold = 0.3;
+              st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.6}, o, rng, -1.5f, 0.5f, 3);
+              if (tk == TransposedKernel::Gather) {
+                EXPECT_FALSE(st.scattered);
+              }
+              st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.95}, o, rng, 2.0f, 1.0f, 1);
+              if (tk == TransposedKernel::Gather) {
+                EXPECT_FALSE(st.scattered);
+              }
+            }
+}
+
+// S = the stored operand (sparse B op T, sparse A op N): the direct ELL row gather and the row lists, each
+// forced, against OpenBLAS (same coverage as above; BITMAP tiles, 2-byte indices and R longer than one
+// gather R block must fall back to the lists).
+TEST(TileSparseGemm, StoredRowsDirectAndListsMatchReference) {
+  std::mt19937 rng(53);
+  const int shapes[][3] = {{37, 70, 45}, {5, 131, 300}, {100, 9, 77}, {40, 150, 520}, {203, 40, 150}, {20, 30, 1500}};
+  const std::uint32_t tiles[][2] = {{32, 32}, {8, 256}, {7, 300}};
+  for (RowsKernel rk : {RowsKernel::Direct, RowsKernel::Lists})
+    for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+      for (auto& sh : shapes)
+        for (auto& t : tiles)
+          for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
+            for (Isa isa : isas()) {
+              const Op oa = sp == SparseOperand::A ? Op::N : (sh[0] % 2 ? Op::N : Op::T);
+              const Op ob = sp == SparseOperand::B ? Op::T : (sh[1] % 2 ? Op::N : Op::T);
+              TileSparseOptions o;
+              o.rows_kernel = rk;
+              o.tile_rows = t[0];
+              o.tile_cols = t[1];
+              o.sparse_format = f;
+              o.isa = isa;
+              o.threshold = 2.0;
+              o.num_threads = &sh == &shapes[3] ? 2 : 1;
+              const bool direct_ok = f == TileFormat::Ell && t[1] <= 256 && sh[2] <= 1280;
+              TileSparseStats st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.9}, o, rng);
+              EXPECT_EQ(st.direct_rows, rk == RowsKernel::Direct && direct_ok && st.tiles_sparse > 0);
+              o.whole_call_guard = false;
+              o.threshold = 0.3;
+              st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.6}, o, rng, -1.5f, 0.5f, 3);
+              st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.95}, o, rng, 2.0f, 1.0f, 1);
+              if (rk == RowsKernel::Lists) {
+                EXPECT_FALSE(st.direct_rows);
+              }
+            }
+}
+
+// Auto picks the scatter kernel for forward-like calls (Q <= kScatterMaxQ, R >= kScatterMinR) only.
+TEST(TileSparseGemm, TransposedKernelAutoChoice) {
+  std::mt19937 rng(52);
+  TileSparseOptions o;
+  o.threshold = 2.0;
+  o.isa = isas().back();
+  // forward Y = W * col: Q = M (Cout), R = K
+  EXPECT_TRUE(check_case(Case{SparseOperand::B, Op::N, Op::N, kScatterMaxQ, 100, kScatterMinR, 0.9}, o, rng).scattered);
+  EXPECT_FALSE(check_case(Case{SparseOperand::B, Op::N, Op::N, kScatterMaxQ + 1, 100, 300, 0.9}, o, rng).scattered);
+  EXPECT_FALSE(check_case(Case{SparseOperand::B, Op::N, Op::N, 64, 100, kScatterMinR - 1, 0.9}, o, rng).scattered);
+  // S = stored rows (backward-weight): never; the direct row gather for Q = M <= kDirectRowsMaxQ
+  TileSparseStats st = check_case(Case{SparseOperand::B, Op::N, Op::T, 64, 100, 300, 0.9}, o, rng);
+  EXPECT_FALSE(st.scattered);
+  EXPECT_FALSE(st.direct_rows);
+  st = check_case(Case{SparseOperand::B, Op::N, Op::T, kDirectRowsMaxQ, 100, 300, 0.9}, o, rng);
+  EXPECT_TRUE(st.direct_rows);
 }
 
 TEST(TileSparseGemm, BetaZeroIgnoresNanInC) {
@@ -373,15 +478,20 @@ TEST(TileSparseGemm, LargeOutputsStreamedMatchReference) {
     std::vector<float> A(std::size_t(K) * M), B(std::size_t(K) * N), Cbuf(std::size_t(M) * N + 1, 1.0f);
     for (auto& x : A) x = u(rng);
     for (auto& x : B) x = p(rng) < (K > 100 ? 0.995 : 0.9) ? 0.0f : u(rng);
-    for (float beta : {0.0f, 0.5f}) {
+    for (int run = 0; run < (K > 100 ? 2 : 3); ++run) {
+      const float beta = run == 1 ? 0.5f : 0.0f;
+      // run 2 (short reduction only): the scatter kernel forced, its transposed stores streamed too
+      const TransposedKernel tk = run == 2 ? TransposedKernel::Scatter : TransposedKernel::Gather;
       std::vector<float> C(Cbuf.begin() + 1, Cbuf.end());  // copied back into the offset buffer below
       float* Cp = Cbuf.data() + 1;
       GemmCall c{Op::T, Op::N, M, N, K, 1.0f, beta, A.data(), M, B.data(), N, Cp, N, SparseOperand::B};
       const std::vector<float> C0 = C;
       TileSparseOptions o;
       o.threshold = 2.0;
+      o.transposed_kernel = tk;
       TileSparseEngine e(o);
       e.run(c);
+      EXPECT_EQ(e.last_stats().scattered, tk == TransposedKernel::Scatter);
       std::copy(Cp, Cp + C.size(), C.begin());
       c.C = C.data();
       const double worst = rel_err(c, C, C0);

@@ -30,6 +30,25 @@ inline constexpr std::uint32_t kGemmTileCols = 256;
 
 /// Instruction set of the sparse micro-kernel.
 enum class Isa { Auto, Avx2, Portable };
+/// Sparse kernel for S = transpose of the stored operand (TileSparseOptions::transposed_kernel).
+enum class TransposedKernel { Auto, Gather, Scatter };
+/// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most kScatterMaxQ (8 panels
+/// of 64) and the reduction length R (GEMM K) at least kScatterMinR. Bucketing the non-zeros by column
+/// costs ~10 cycles per non-zero once per call; the scatter kernel's store-bound updates cost a few
+/// cycles more than the gather per non-zero and 64-column panel, and it reads every stored row's D row
+/// per band and panel. Measured on the development VM (docs/bench/gemm.md): the forward GEMMs of the 14
+/// benchmark layers (Q = Cout 16..512, R = Cin*kh*kw >= 144) took 11 % (90 % sparsity) and 23 % (97 %)
+/// less kernel time on geometric mean with it (single large-P VGG-16 rows 5-11 % more); backward-data
+/// GEMMs (Q = Cin*kh*kw >= 576, R = Cout) ran up to 2x slower, so they keep the gather.
+inline constexpr int kScatterMaxQ = 512;
+inline constexpr int kScatterMinR = 128;
+/// Sparse kernel for S = the stored operand (TileSparseOptions::rows_kernel).
+enum class RowsKernel { Auto, Lists, Direct };
+/// Auto reads the ELL tiles directly when Q (the output width) is at most this: with one narrow panel the
+/// list copy costs about as much as the gather itself. Wider Q re-walks the tile rows (one mispredicted
+/// row end per tile and row) in every 64-column panel, and the lists were faster in bench-gemm
+/// (docs/bench/gemm.md: Q = 16, 32 gained 25-45 %, Q = 64 and 128 lost 25-55 % at 97 % sparsity).
+inline constexpr int kDirectRowsMaxQ = 32;
 
 struct TileSparseOptions {
   std::uint32_t tile_rows = kGemmTileRows;
@@ -47,6 +66,17 @@ struct TileSparseOptions {
   /// call (fragmented sgemm runs + the sparse path) is slower than either pure path: bench-gemm measured
   /// ratios 0.61-0.66 at 70 % random sparsity with guard_fraction = 1 and threshold 0.30 (docs/bench/gemm.md).
   double guard_fraction = 0.8;
+  /// Sparse kernel when S is the transpose of the stored operand (forward and backward-data: sparse B with
+  /// op N) and all its sparse tiles are ELL with 1-byte indices (tile_cols <= 256): Scatter = outer
+  /// products over the stored rows (each non-zero adds alpha * v * D[row] into a per-band output block),
+  /// Gather = bucket the non-zeros by column into row lists, then the row-gather kernel. Auto: Scatter
+  /// when Q <= kScatterMaxQ and R >= kScatterMinR (sw/gemm/README.md; measured in docs/bench/gemm.md).
+  TransposedKernel transposed_kernel = TransposedKernel::Auto;
+  /// Row gather when S is the stored operand (rows of S = stored rows: backward-weight with sparse B op T,
+  /// sparse A op N), all its sparse tiles are ELL with 1-byte indices and R fits one gather R block
+  /// (<= 1280): Direct = read the tiles in the gather, Lists = first copy their non-zeros into row lists
+  /// (one pass, then every Q panel reads the lists). Auto: Direct when Q <= kDirectRowsMaxQ.
+  RowsKernel rows_kernel = RowsKernel::Auto;
 };
 
 /// What the last call did (tile counts of the compacted operand and times in seconds).
@@ -58,6 +88,8 @@ struct TileSparseStats {
   bool dense_packed = false;       ///< the sparse path used a packed copy of the dense operand
   bool dense_pack_reused = false;  ///< ... kept from an earlier call (GemmCall::dense_version matched)
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
+  bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
+  bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
   double compact_s = 0, compute_s = 0;
   double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused)
   double lists_s = 0;              ///< part of compute_s spent building the row lists of the sparse operand
@@ -100,6 +132,7 @@ class TileSparseEngine final : public GemmEngine {
   // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
   // output block; per-row entry bounds of the R blocks.
   std::vector<float> pack_, tmp_;
+  std::vector<std::vector<float>> scatter_out_;  // per-thread output block of the scatter kernel
   // Identity of the dense operand packed in pack_ (reused while GemmCall::dense_version != 0 matches).
   struct PackKey {
     const float* x = nullptr;
