@@ -1,6 +1,7 @@
 #include "spartan/hw/gpu/crossbar.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "spartan/hw/gpu/l2_slice.h"
 
@@ -30,6 +31,7 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
 
 void Crossbar::add_input_port(const std::string& name) {
   ports_.emplace_back(clk_, bw_);
+  port_ptr_.push_back(&ports_.back());
   ports_.back().stats.register_with(registry_.add_group("xbar." + name, "crossbar_port"));
 }
 
@@ -38,9 +40,14 @@ unsigned int Crossbar::transport_dbg(int, tlm::tlm_generic_payload& gp) {
 }
 
 void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  if (std::size_t(id) >= port_ptr_.size()) throw std::out_of_range("Crossbar: undeclared input port");
   ps_t now = sc_core::sc_time_stamp().value();
-  ps_t t = now + delay.value();
-  Port& p = ports_.at(std::size_t(id));
+  ps_t done = access(std::size_t(id), gp, now, now + delay.value());
+  delay = sc_core::sc_time::from_value(done - now);
+}
+
+ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
+  Port& p = *port_ptr_[port];
   std::uint32_t slice = map_.to_slice(gp.get_address()).slice;
   if (!direct_.empty()) direct_[slice]->prefetch(gp.get_address());
   Port& s = slice_ports_[slice];
@@ -75,7 +82,7 @@ void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_tim
   p.stats.response_bytes += header_ + (write ? 0 : bytes);
   const auto wait_ps = [](ps_t end, ps_t start, ps_t min) { return end > start + min ? double(end - start - min) : 0.0; };
   p.stats.queue_delay_ps.add(wait_ps(b, t, min_req) + wait_ps(e, r, min_rsp));
-  delay = sc_core::sc_time::from_value(done - now);
+  return done;
 }
 
 }  // namespace spartan::hw::gpu

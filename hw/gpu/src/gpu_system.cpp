@@ -48,6 +48,7 @@ GpuSystem::GpuSystem(const GpuConfig& cfg) : cfg_(cfg), map_(cfg) {
     sms_.push_back(std::make_unique<TrafficGenerator>(("sm_" + std::to_string(i)).c_str(), cfg_, i, stats_));
     sms_.back()->socket.bind(xbar_->in);  // crossbar input port i
     xbar_->add_input_port("sm[" + std::to_string(i) + "]");
+    sms_.back()->set_direct_crossbar(xbar_.get(), i);  // the same port, called without b_transport
   }
 }
 

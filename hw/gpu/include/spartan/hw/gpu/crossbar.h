@@ -41,6 +41,10 @@ class Crossbar : public sc_core::sc_module {
   /// Fast path used by the builder (GpuSystem): the L2 slices `out` is bound to, in port order, called
   /// directly (L2Slice::access, integer ps) instead of through b_transport. Same timing.
   void set_direct_targets(const std::vector<L2Slice*>& slices) { direct_ = slices; }
+  /// The crossbar's b_transport without sc_time (fast path of the SMs' TrafficGenerators, wired by the
+  /// builder): request `gp` entering input port `port` at `t_ps` (>= `now_ps`, the current simulation
+  /// time); returns the time (ps) its response is back at the port. b_transport wraps it. Same timing.
+  ps_t access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now_ps, ps_t t_ps);
 
  private:
   struct Port {
@@ -61,6 +65,7 @@ class Crossbar : public sc_core::sc_module {
   std::uint32_t bw_, header_;
   ps_t latency_ps_;
   std::deque<Port> ports_;  // deque: stats references stay valid as ports are added
+  std::vector<Port*> port_ptr_;  // ports_[i] without the deque's index arithmetic
   std::deque<Port> slice_ports_;
   std::vector<L2Slice*> direct_;
   std::vector<ps_t> cycle_ps_;
