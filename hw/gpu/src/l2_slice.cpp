@@ -47,7 +47,7 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       lru_order_(lines_.size()),
       ready_(std::size_t(sets_) * ways_ * spl_, 0),
       scratch_(line_bytes_),
-      dmi_(64) {
+      dmi_(std::make_shared<DmiCache>(64)) {
   socket.register_b_transport(this, &L2Slice::b_transport);
   line_div_ = FastDiv(line_bytes_);
   sector_div_ = FastDiv(sector_bytes_);
@@ -60,7 +60,7 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
 
 std::uint8_t* L2Slice::dmi_ptr(std::uint64_t addr) {
   std::uint64_t page = addr / BackingStore::kPageBytes;
-  DmiEntry& e = dmi_[page % dmi_.size()];
+  DmiCache::Entry& e = dmi_->at(page);
   if (e.page != page) {
     tlm::tlm_generic_payload gp;
     tlm::tlm_dmi dmi;
@@ -134,7 +134,7 @@ void L2Slice::prefetch(std::uint64_t addr) const {
   }
   __builtin_prefetch(&lru_order_[b]);
   const std::uint64_t page = addr / BackingStore::kPageBytes;
-  const DmiEntry& e = dmi_[page % dmi_.size()];
+  const DmiCache::Entry& e = dmi_->at(page);
   if (e.page == page) __builtin_prefetch(e.ptr + addr % BackingStore::kPageBytes);
 }
 
@@ -232,8 +232,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
         ++stats_.writeback_stalls;
         start = wb_free_.top();
       }
-      wb_free_.pop();
-      wb_free_.push(evict(base[way], start));
+      wb_free_.replace_top(evict(base[way], start));
     } else {
       evict(base[way], start);
     }
@@ -266,9 +265,8 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
       ++stats_.mshr_stalls;
       t_miss = mshr_free_.top();
     }
-    mshr_free_.pop();
     ps_t fill = fetch(key, missing, t_miss);
-    mshr_free_.push(fill);
+    mshr_free_.replace_top(fill);
     for (std::uint32_t s = 0; s < spl_; ++s)
       if (missing >> s & 1) ready[s] = fill;
     ready_max_[li] = std::max(ready_max_[li], fill);

@@ -19,7 +19,7 @@
 //    until one frees (this is what throttles a write stream to the DRAM bandwidth).
 #pragma once
 #include <cstdint>
-#include <queue>
+#include <memory>
 #include <vector>
 
 #include <systemc>
@@ -28,6 +28,7 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "spartan/hw/address_map.h"
+#include "spartan/hw/gpu/min_heap.h"
 #include "spartan/hw/gpu/request.h"
 #include "spartan/hw/stats.h"
 
@@ -72,6 +73,17 @@ class L2Slice : public sc_core::sc_module {
   /// directly (MemoryController::access, integer ps) instead of through b_transport. Same timing; it only
   /// saves the payload set-up and the sc_time conversions of the socket call. nullptr: use the socket.
   void set_direct_memory_controller(MemoryController* mc) { mc_ = mc; }
+  /// Page-pointer cache of the DMI regions granted by the BackingStore (direct-mapped by page number).
+  /// The builder gives every slice of a GPU the same one: the slices bind one store whose pages never
+  /// move, so a pointer one slice obtained is valid for all, and a page is looked up once per GPU instead
+  /// of once per slice (a stream touches every page from every slice).
+  struct DmiCache {
+    struct Entry { std::uint64_t page = ~0ull; std::uint8_t* ptr = nullptr; };
+    explicit DmiCache(std::size_t entries) : e(entries) {}  // entries: a power of two
+    std::vector<Entry> e;
+    Entry& at(std::uint64_t page) { return e[page & (e.size() - 1)]; }
+  };
+  void share_dmi_cache(std::shared_ptr<DmiCache> c) { dmi_ = std::move(c); }
   /// The slice's b_transport without sc_time: request `gp` arriving at `t_ps` (>= `now_ps`, the
   /// current simulation time); returns the response time (ps), or `t_ps` with an error response status.
   /// Used by the Crossbar's direct path; b_transport wraps it.
@@ -112,7 +124,7 @@ class L2Slice : public sc_core::sc_module {
   void touch(std::size_t set_base, std::uint32_t way);
   void set_tag(std::size_t i) { tag_[i] = lines_[i].valid ? lines_[i].key + 1 : 0; }
   std::vector<ps_t> ready_;  ///< per line per sector: time its data is in the array
-  std::priority_queue<ps_t, std::vector<ps_t>, std::greater<ps_t>> mshr_free_, wb_free_;
+  MinHeap<ps_t> mshr_free_, wb_free_;  ///< times each MSHR / write-back buffer entry is free
   ps_t busy_until_ = 0;
   ps_t now_ = 0;  ///< sc_time_stamp() of the access being processed
   MemoryController* mc_ = nullptr;
@@ -120,8 +132,7 @@ class L2Slice : public sc_core::sc_module {
   std::vector<L2WriteObserver*> observers_;
   tlm::tlm_generic_payload mem_gp_;
   std::vector<std::uint8_t> scratch_;
-  struct DmiEntry { std::uint64_t page = ~0ull; std::uint8_t* ptr = nullptr; };
-  std::vector<DmiEntry> dmi_;
+  std::shared_ptr<DmiCache> dmi_;
   L2SliceStats stats_;
 };
 
