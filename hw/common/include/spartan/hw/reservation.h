@@ -223,6 +223,14 @@ class SlotCalendar {
   std::uint64_t find(std::uint64_t bin) {
     if (bin < base_) bin = base_;
     if (bin >= base_ + size_ / 2) slide(bin);
+    {  // Inline fast path: a free slot in bin's own word. This is what first_free() finds on its first
+       // step (no full word passed, so no links to update); only the searches that skip words go out of line.
+      bool fresh;
+      detail::CalendarWord& w = ring_.word(bin, fresh);
+      if (fresh) clear_used(bin);
+      const std::uint64_t free = ~w.bits >> (bin & 63);
+      if (free && bin + std::uint64_t(__builtin_ctzll(free)) < base_ + size_) return bin + std::uint64_t(__builtin_ctzll(free));
+    }
     for (;;) {
       const std::uint64_t lim = base_ + size_;
       std::uint64_t r = ring_.first_free(bin, lim, per_ > 1 ? &SlotCalendar::clear_used_cb : nullptr, this);
