@@ -112,11 +112,16 @@ ps_t L2Slice::evict(Line& l, ps_t t) {
   ++stats_.evictions;
   if (l.dirty) {
     ++stats_.writebacks;
-    for (std::uint32_t s = 0; s < spl_; ++s)
-      if (l.dirty >> s & 1) {
-        done = std::max(done, dram(l.key * line_bytes_ + std::uint64_t(s) * sector_bytes_, sector_bytes_, true, t));
-        stats_.writeback_bytes += sector_bytes_;
-      }
+    if (mc_) {  // one call for the line's dirty sectors, each still its own request (see write_sectors)
+      done = std::max(done, mc_->write_sectors(index_, l.key * line_bytes_, sector_bytes_, l.dirty, std::max(t, now_)));
+      stats_.writeback_bytes += std::uint64_t(__builtin_popcount(l.dirty)) * sector_bytes_;
+    } else {
+      for (std::uint32_t s = 0; s < spl_; ++s)
+        if (l.dirty >> s & 1) {
+          done = std::max(done, dram(l.key * line_bytes_ + std::uint64_t(s) * sector_bytes_, sector_bytes_, true, t));
+          stats_.writeback_bytes += sector_bytes_;
+        }
+    }
   }
   l.valid = l.dirty = 0;
   set_tag(std::size_t(&l - lines_.data()));
