@@ -25,6 +25,10 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
   for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) slice_ports_.emplace_back(clk_, bw_);
   for (std::uint64_t c = 0; c <= flit_bytes(cfg.l2.slice.line_bytes) / bw_ + 1; ++c)
     cycle_ps_.push_back(clk_.cycles_to_ps(double(c)));
+  for (std::uint32_t p = 0; p <= cfg.l2.slice.line_bytes; ++p) {
+    const std::uint64_t b = flit_bytes(p);
+    msg_.push_back({b, cycles_ps(b / bw_)});
+  }
   in.register_b_transport(this, &Crossbar::b_transport);
   in.register_transport_dbg(this, &Crossbar::transport_dbg);
 }
@@ -56,7 +60,7 @@ ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, 
 
   // Request: through the input port, then the slice port (cut-through: the second reservation starts when
   // the first one starts moving data, so an idle path costs one message time, not two).
-  std::uint64_t req_bytes = flit_bytes(write ? bytes : 0), min_req = cycles_ps(req_bytes / bw_);
+  const auto [req_bytes, min_req] = message(write ? bytes : 0);
   // The calendars round a transfer's end down to the ps while cycles_ps() rounds to nearest, so `a` can
   // lie up to 1 ps short of t + min_req with a non-integer period (1410 MHz: 709.22 ps): clamp, never wrap.
   ps_t a = p.req.reserve(t, req_bytes);
@@ -72,7 +76,7 @@ ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, 
     r = now + d.value();
   }
 
-  std::uint64_t rsp_bytes = flit_bytes(write ? 0 : bytes), min_rsp = cycles_ps(rsp_bytes / bw_);
+  const auto [rsp_bytes, min_rsp] = message(write ? 0 : bytes);
   ps_t c = s.rsp.reserve(r, rsp_bytes);
   ps_t e = p.rsp.reserve(c > r + min_rsp ? c - min_rsp : r, rsp_bytes);
   ps_t done = e + latency_ps_;

@@ -52,7 +52,8 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
   line_div_ = FastDiv(line_bytes_);
   sector_div_ = FastDiv(sector_bytes_);
   for (std::size_t i = 0; i < lru_order_.size(); ++i) lru_order_[i] = std::uint16_t(i % ways_);
-  for (std::uint32_t c = 0; c <= line_bytes_ / bytes_per_cycle_ + 1; ++c) busy_ps_.push_back(clk_.cycles_to_ps(double(c)));
+  for (std::uint32_t b = 0; b <= line_bytes_; ++b)
+    busy_bytes_ps_.push_back(clk_.cycles_to_ps(double((b + bytes_per_cycle_ - 1) / bytes_per_cycle_)));
   for (std::uint32_t i = 0; i < cfg.l2.slice.mshr_entries; ++i) mshr_free_.push(0);
   for (std::uint32_t i = 0; i < cfg.l2.slice.writeback_entries; ++i) wb_free_.push(0);
   stats_.register_with(stats.add_group("l2[" + std::to_string(index) + "]", "l2_slice"));
@@ -224,8 +225,9 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
   int way = -1, first_invalid = -1;
   {
     const std::uint64_t* tag = &tag_[set_base];
+    const std::uint64_t k = key + 1;
     for (std::uint32_t w = 0; w < ways_; ++w) {
-      if (tag[w] == key + 1) { way = int(w); break; }
+      if (tag[w] == k) { way = int(w); break; }
       if (!tag[w] && first_invalid < 0) first_invalid = int(w);
     }
   }

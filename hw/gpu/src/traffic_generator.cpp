@@ -20,6 +20,7 @@ TrafficGenerator::TrafficGenerator(sc_core::sc_module_name name, const GpuConfig
       socket("socket"),
       index_(index),
       line_bytes_(cfg.l2.slice.line_bytes),
+      line_div_(cfg.l2.slice.line_bytes),
       issue_ps_(cfg.core_clock().cycles_to_ps(cfg.sm.issue_interval_cycles)),
       scratch_(cfg.l2.slice.line_bytes, 0),
       max_outstanding_(cfg.sm.max_outstanding_lines) {
@@ -62,7 +63,7 @@ ps_t TrafficGenerator::issue(const MemRequest& r, ps_t t, ps_t now) {
   std::uint64_t a = r.addr, end = r.addr + r.bytes;
   std::uint8_t* p = r.data;
   while (a < end) {
-    std::uint32_t n = std::uint32_t(std::min<std::uint64_t>(end - a, line_bytes_ - a % line_bytes_));
+    std::uint32_t n = std::uint32_t(std::min<std::uint64_t>(end - a, line_bytes_ - line_div_.mod(a)));
     if (r.write && !p) std::memset(scratch_.data(), 0, n);
     done = std::max(done, issue_line(a, p, n, r.write, t, now));
     a += n;

@@ -59,6 +59,14 @@ class Crossbar : public sc_core::sc_module {
   ps_t cycles_ps(std::uint64_t cycles) const {  // table of cycles_to_ps for short messages (no lround)
     return cycles < cycle_ps_.size() ? cycle_ps_[cycles] : clk_.cycles_to_ps(double(cycles));
   }
+  /// A message with `payload` bytes: its bytes on a port (header + payload in whole flits) and its
+  /// minimum transfer time (cycles_ps(bytes / bw)). Tabled for payloads up to a line: no divide per call.
+  struct Message { std::uint64_t bytes; ps_t min_ps; };
+  Message message(std::uint32_t payload) const {
+    if (payload < msg_.size()) return msg_[payload];
+    const std::uint64_t b = flit_bytes(payload);
+    return {b, cycles_ps(b / bw_)};
+  }
   const AddressMap& map_;
   StatsRegistry& registry_;
   ClockDomain clk_;
@@ -69,6 +77,7 @@ class Crossbar : public sc_core::sc_module {
   std::deque<Port> slice_ports_;
   std::vector<L2Slice*> direct_;
   std::vector<ps_t> cycle_ps_;
+  std::vector<Message> msg_;  ///< message(p) for p = 0..line_bytes
 };
 
 }  // namespace spartan::hw::gpu

@@ -101,9 +101,10 @@ class L2Slice : public sc_core::sc_module {
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   std::uint8_t* dmi_ptr(std::uint64_t addr);
   ps_t dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t);
-  ps_t busy_ps(std::uint32_t bytes) const {  // data-array occupancy of `bytes` (table: no lround per call)
+  ps_t busy_ps(std::uint32_t bytes) const {  // data-array occupancy of `bytes` (table: no lround, no divide)
+    if (bytes < busy_bytes_ps_.size()) return busy_bytes_ps_[bytes];
     std::uint32_t cyc = (bytes + bytes_per_cycle_ - 1) / bytes_per_cycle_;
-    return cyc < busy_ps_.size() ? busy_ps_[cyc] : clk_.cycles_to_ps(double(cyc));
+    return clk_.cycles_to_ps(double(cyc));
   }
   ps_t fetch(std::uint64_t line_local, std::uint32_t mask, ps_t t);  // returns fill time
   int victim(std::uint32_t set, ps_t t, int first_invalid);
@@ -128,7 +129,7 @@ class L2Slice : public sc_core::sc_module {
   ps_t busy_until_ = 0;
   ps_t now_ = 0;  ///< sc_time_stamp() of the access being processed
   MemoryController* mc_ = nullptr;
-  std::vector<ps_t> busy_ps_;
+  std::vector<ps_t> busy_bytes_ps_;  ///< busy_ps(bytes) for bytes 0..line_bytes
   std::vector<L2WriteObserver*> observers_;
   tlm::tlm_generic_payload mem_gp_;
   std::vector<std::uint8_t> scratch_;

@@ -11,6 +11,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/tlm_quantumkeeper.h>
 
+#include "spartan/hw/address_map.h"
 #include "spartan/hw/gpu/min_heap.h"
 #include "spartan/hw/gpu/request.h"
 #include "spartan/hw/gpu_config.h"
@@ -73,6 +74,7 @@ class TrafficGenerator : public sc_core::sc_module {
   ps_t issue(const MemRequest& r, ps_t t, ps_t now);
 
   std::uint32_t index_, line_bytes_;
+  FastDiv line_div_;
   ps_t issue_ps_;
   tlm::tlm_generic_payload gp_;
   std::vector<std::uint8_t> scratch_;
