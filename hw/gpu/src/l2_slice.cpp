@@ -49,6 +49,7 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       scratch_(line_bytes_),
       dmi_(std::make_shared<DmiCache>(64)) {
   socket.register_b_transport(this, &L2Slice::b_transport);
+  store_socket.register_invalidate_direct_mem_ptr(this, &L2Slice::invalidate_dmi);
   line_div_ = FastDiv(line_bytes_);
   sector_div_ = FastDiv(sector_bytes_);
   for (std::size_t i = 0; i < lru_order_.size(); ++i) lru_order_[i] = std::uint16_t(i % ways_);
@@ -59,20 +60,27 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
   stats_.register_with(stats.add_group("l2[" + std::to_string(index) + "]", "l2_slice"));
 }
 
-std::uint8_t* L2Slice::dmi_ptr(std::uint64_t addr) {
+std::uint8_t* L2Slice::dmi_ptr(std::uint64_t addr, bool write) {
   std::uint64_t page = addr / BackingStore::kPageBytes;
   DmiCache::Entry& e = dmi_->at(page);
-  if (e.page != page) {
+  if (e.page != page || (write && !e.writable)) {
     tlm::tlm_generic_payload gp;
     tlm::tlm_dmi dmi;
     gp.set_address(page * BackingStore::kPageBytes);
-    gp.set_command(tlm::TLM_READ_COMMAND);
-    if (!store_socket->get_direct_mem_ptr(gp, dmi) || !dmi.is_read_write_allowed())
+    gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+    if (!store_socket->get_direct_mem_ptr(gp, dmi) || !dmi.is_read_allowed() || (write && !dmi.is_write_allowed()))
       SC_REPORT_FATAL(name(), "backing store refused DMI");
     e.page = page;
     e.ptr = dmi.get_dmi_ptr() + (page * BackingStore::kPageBytes - dmi.get_start_address());
+    e.writable = dmi.is_write_allowed();
   }
   return e.ptr + addr % BackingStore::kPageBytes;
+}
+
+void L2Slice::invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end) {
+  const std::uint64_t first = start / BackingStore::kPageBytes, last = end / BackingStore::kPageBytes;
+  for (DmiCache::Entry& e : dmi_->e)  // a few thousand entries; only when a zero page becomes real
+    if (e.page >= first && e.page <= last) e = DmiCache::Entry{};
 }
 
 ps_t L2Slice::dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t) {
@@ -200,7 +208,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
     return t;
   }
   // Functional data path (DMI into the backing store; lines never cross a 64 KiB page).
-  std::uint8_t* mem = dmi_ptr(addr);
+  std::uint8_t* mem = dmi_ptr(addr, write);
   if (write) {
     std::memcpy(mem, gp.get_data_ptr(), bytes);
     if (!observers_.empty()) {

@@ -78,7 +78,11 @@ class L2Slice : public sc_core::sc_module {
   /// move, so a pointer one slice obtained is valid for all, and a page is looked up once per GPU instead
   /// of once per slice (a stream touches every page from every slice).
   struct DmiCache {
-    struct Entry { std::uint64_t page = ~0ull; std::uint8_t* ptr = nullptr; };
+    struct Entry {
+      std::uint64_t page = ~0ull;
+      std::uint8_t* ptr = nullptr;
+      bool writable = false;  ///< false: a read-only grant (the store's shared zero page)
+    };
     explicit DmiCache(std::size_t entries) : e(entries) {}  // entries: a power of two
     std::vector<Entry> e;
     Entry& at(std::uint64_t page) { return e[page & (e.size() - 1)]; }
@@ -99,7 +103,10 @@ class L2Slice : public sc_core::sc_module {
     std::uint32_t valid = 0, dirty = 0;  ///< sector masks
   };
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-  std::uint8_t* dmi_ptr(std::uint64_t addr);
+  /// Pointer to `addr` in the backing store, for reading or (`write`) for writing, through the DMI cache.
+  std::uint8_t* dmi_ptr(std::uint64_t addr, bool write);
+  /// Backward path of store_socket: the store revoked the grants of [start, end] (a zero page became real).
+  void invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end);
   ps_t dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t);
   ps_t busy_ps(std::uint32_t bytes) const {  // data-array occupancy of `bytes` (table: no lround, no divide)
     if (bytes < busy_bytes_ps_.size()) return busy_bytes_ps_[bytes];
