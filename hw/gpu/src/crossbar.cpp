@@ -22,7 +22,10 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
       bw_(cfg.crossbar.port_bytes_per_cycle),
       header_(cfg.crossbar.header_bytes),
       latency_ps_(clk_.cycles_to_ps(cfg.crossbar.latency_cycles)) {
-  for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) slice_ports_.emplace_back(clk_, bw_);
+  for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) {
+    slice_ports_.emplace_back(clk_, bw_);
+    slice_port_ptr_.push_back(&slice_ports_.back());
+  }
   for (std::uint64_t c = 0; c <= flit_bytes(cfg.l2.slice.line_bytes) / bw_ + 1; ++c)
     cycle_ps_.push_back(clk_.cycles_to_ps(double(c)));
   for (std::uint32_t p = 0; p <= cfg.l2.slice.line_bytes; ++p) {
@@ -52,9 +55,10 @@ void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_tim
 
 ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
   Port& p = *port_ptr_[port];
-  std::uint32_t slice = map_.to_slice(gp.get_address()).slice;
-  if (!direct_.empty()) direct_[slice]->prefetch(gp.get_address());
-  Port& s = slice_ports_[slice];
+  const SliceAddress sa = map_.to_slice(gp.get_address());
+  const std::uint32_t slice = sa.slice;
+  if (!direct_.empty()) direct_[slice]->prefetch(gp.get_address(), sa.local);
+  Port& s = *slice_port_ptr_[slice];
   bool write = gp.is_write();
   std::uint32_t bytes = gp.get_data_length();
 
@@ -69,7 +73,7 @@ ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, 
 
   ps_t r;
   if (!direct_.empty()) {
-    r = direct_[slice]->access(gp, now, arrive);
+    r = direct_[slice]->access(gp, now, arrive, sa.local);
   } else {
     sc_core::sc_time d = sc_core::sc_time::from_value(arrive - now);
     out[slice]->b_transport(gp, d);

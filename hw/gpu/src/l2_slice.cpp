@@ -137,8 +137,8 @@ ps_t L2Slice::evict(Line& l, ps_t t) {
   return done;
 }
 
-void L2Slice::prefetch(std::uint64_t addr) const {
-  const std::uint64_t key = line_div_.div(map_.to_slice(addr).local);
+void L2Slice::prefetch(std::uint64_t addr, std::uint64_t local) const {
+  const std::uint64_t key = line_div_.div(local);
   const std::size_t b = std::size_t(key & (sets_ - 1)) * ways_;
   const char* tags = reinterpret_cast<const char*>(&tag_[b]);
   const char* rmax = reinterpret_cast<const char*>(&ready_max_[b]);
@@ -197,6 +197,10 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
 }
 
 ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
+  return access(gp, now, t, map_.to_slice(gp.get_address()).local);
+}
+
+ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64_t local) {
   now_ = now;
   const std::uint64_t addr = gp.get_address();
   const std::uint32_t bytes = gp.get_data_length();
@@ -220,7 +224,6 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
   }
 
   // Timing.
-  const std::uint64_t local = map_.to_slice(addr).local;
   const std::uint64_t key = line_div_.div(local);
   const std::uint32_t set = std::uint32_t(key & (sets_ - 1));
   const std::uint32_t s0 = std::uint32_t(sector_div_.div(off)), s1 = std::uint32_t(sector_div_.div(off + bytes - 1));

@@ -75,6 +75,7 @@ class Crossbar : public sc_core::sc_module {
   std::deque<Port> ports_;  // deque: stats references stay valid as ports are added
   std::vector<Port*> port_ptr_;  // ports_[i] without the deque's index arithmetic
   std::deque<Port> slice_ports_;
+  std::vector<Port*> slice_port_ptr_;
   std::vector<L2Slice*> direct_;
   std::vector<ps_t> cycle_ps_;
   std::vector<Message> msg_;  ///< message(p) for p = 0..line_bytes

@@ -92,10 +92,12 @@ class L2Slice : public sc_core::sc_module {
   /// current simulation time); returns the response time (ps), or `t_ps` with an error response status.
   /// Used by the Crossbar's direct path; b_transport wraps it.
   ps_t access(tlm::tlm_generic_payload& gp, ps_t now_ps, ps_t t_ps);
+  /// The same with the request's slice-local address (AddressMap::to_slice(address).local) already known.
+  ps_t access(tlm::tlm_generic_payload& gp, ps_t now_ps, ps_t t_ps, std::uint64_t local);
   /// Host-cache hint, no effect on the model: starts loading the tag/LRU state of the set `addr` maps
   /// to and its data in the backing store, so that access() finds them (the Crossbar calls it before
   /// its own port reservations).
-  void prefetch(std::uint64_t addr) const;
+  void prefetch(std::uint64_t addr, std::uint64_t local) const;  ///< `local`: as for access()
 
  private:
   struct Line {
