@@ -6,13 +6,6 @@
 
 namespace spartan::hw {
 
-unsigned LatencyHistogram::index(std::uint64_t v) noexcept {
-  if (v < (1u << kSubBits)) return unsigned(v);
-  unsigned e = 63u - unsigned(__builtin_clzll(v));  // floor(log2 v) >= kSubBits
-  unsigned sub = unsigned(v >> (e - kSubBits)) & ((1u << kSubBits) - 1);
-  return ((e - kSubBits + 1) << kSubBits) + sub;
-}
-
 std::uint64_t LatencyHistogram::bucket_low(unsigned i) noexcept {
   if (i < (1u << kSubBits)) return i;
   unsigned e = (i >> kSubBits) + kSubBits - 1;

@@ -196,14 +196,19 @@ TEST(DramCalendar, SlotCalendarMatchesReference) {
 
 TEST(DramCalendar, ExactDivisionMatchesDivide) {
   std::mt19937_64 rng(5);
-  for (std::uint64_t d : std::vector<std::uint64_t>{1, 3, 691, 1176, 5529, 1024, 1000003}) {
+  for (std::uint64_t d : std::vector<std::uint64_t>{1, 2, 3, 7, 80, 160, 691, 1176, 5529, 1024, 1000003,
+                                                    (1ull << 32) + 1, 3ull << 40, ~0ull, ~0ull - 1}) {
     detail::ExactDiv div(d);
     for (int i = 0; i < 100000; ++i) {
       std::uint64_t x = rng() >> (rng() % 64);
       ASSERT_EQ(div.div(x), x / d) << x << " / " << d;
+      ASSERT_EQ(div.mod(x), x % d) << x << " % " << d;
     }
-    for (std::uint64_t x : std::vector<std::uint64_t>{0, d - 1, d, d + 1, (1ull << 52) - 1, 1ull << 52, ~0ull})
+    for (std::uint64_t x : std::vector<std::uint64_t>{0, d - 1, d, d + 1, (1ull << 52) - 1, 1ull << 52, ~0ull,
+                                                      div.lim, div.lim + 1, div.lim - 1, ~0ull / d * d - 1}) {
       ASSERT_EQ(div.div(x), x / d) << x << " / " << d;
+      ASSERT_EQ(div.mod(x), x % d) << x << " % " << d;
+    }
   }
 }
 

@@ -11,11 +11,22 @@ BackingStore::BackingStore(sc_core::sc_module_name name) : sc_module(name), sock
   socket.register_get_direct_mem_ptr(this, &BackingStore::get_direct_mem_ptr);
 }
 
+namespace {
+// The page every read-only grant of a never-written page points to (never written through: the grant is
+// READ-only and the store allocates a real page before any write).
+alignas(64) std::uint8_t g_zero_page[BackingStore::kPageBytes];
+}  // namespace
+
 std::uint8_t* BackingStore::page(std::uint64_t addr) {
-  auto& p = pages_[addr / kPageBytes];
+  const std::uint64_t n = addr / kPageBytes;
+  auto& p = pages_[n];
   if (!p) {
     p.reset(new std::uint8_t[kPageBytes]);
     std::memset(p.get(), 0, kPageBytes);
+    if (zero_granted_.erase(n)) {  // read-only grants on the zero page for this range are stale now
+      const std::uint64_t base = n * kPageBytes;
+      for (int i = 0; i < int(socket.size()); ++i) socket[i]->invalidate_direct_mem_ptr(base, base + kPageBytes - 1);
+    }
   }
   return p.get();
 }
@@ -58,10 +69,16 @@ void BackingStore::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc
 
 bool BackingStore::get_direct_mem_ptr(int, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi) {
   std::uint64_t base = gp.get_address() / kPageBytes * kPageBytes;
-  dmi.set_dmi_ptr(page(base));
   dmi.set_start_address(base);
   dmi.set_end_address(base + kPageBytes - 1);
-  dmi.set_granted_access(tlm::tlm_dmi::DMI_ACCESS_READ_WRITE);
+  if (gp.is_read() && !pages_.count(base / kPageBytes)) {  // never written: the shared zero page, read-only
+    zero_granted_.insert(base / kPageBytes);
+    dmi.set_dmi_ptr(g_zero_page);
+    dmi.set_granted_access(tlm::tlm_dmi::DMI_ACCESS_READ);
+  } else {
+    dmi.set_dmi_ptr(page(base));
+    dmi.set_granted_access(tlm::tlm_dmi::DMI_ACCESS_READ_WRITE);
+  }
   dmi.set_read_latency(sc_core::SC_ZERO_TIME);
   dmi.set_write_latency(sc_core::SC_ZERO_TIME);
   return true;

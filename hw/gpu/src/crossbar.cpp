@@ -1,6 +1,7 @@
 #include "spartan/hw/gpu/crossbar.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "spartan/hw/gpu/l2_slice.h"
 
@@ -21,15 +22,23 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
       bw_(cfg.crossbar.port_bytes_per_cycle),
       header_(cfg.crossbar.header_bytes),
       latency_ps_(clk_.cycles_to_ps(cfg.crossbar.latency_cycles)) {
-  for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) slice_ports_.emplace_back(clk_, bw_);
+  for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) {
+    slice_ports_.emplace_back(clk_, bw_);
+    slice_port_ptr_.push_back(&slice_ports_.back());
+  }
   for (std::uint64_t c = 0; c <= flit_bytes(cfg.l2.slice.line_bytes) / bw_ + 1; ++c)
     cycle_ps_.push_back(clk_.cycles_to_ps(double(c)));
+  for (std::uint32_t p = 0; p <= cfg.l2.slice.line_bytes; ++p) {
+    const std::uint64_t b = flit_bytes(p);
+    msg_.push_back({b, cycles_ps(b / bw_)});
+  }
   in.register_b_transport(this, &Crossbar::b_transport);
   in.register_transport_dbg(this, &Crossbar::transport_dbg);
 }
 
 void Crossbar::add_input_port(const std::string& name) {
   ports_.emplace_back(clk_, bw_);
+  port_ptr_.push_back(&ports_.back());
   ports_.back().stats.register_with(registry_.add_group("xbar." + name, "crossbar_port"));
 }
 
@@ -38,18 +47,24 @@ unsigned int Crossbar::transport_dbg(int, tlm::tlm_generic_payload& gp) {
 }
 
 void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  if (std::size_t(id) >= port_ptr_.size()) throw std::out_of_range("Crossbar: undeclared input port");
   ps_t now = sc_core::sc_time_stamp().value();
-  ps_t t = now + delay.value();
-  Port& p = ports_.at(std::size_t(id));
-  std::uint32_t slice = map_.to_slice(gp.get_address()).slice;
-  if (!direct_.empty()) direct_[slice]->prefetch(gp.get_address());
-  Port& s = slice_ports_[slice];
+  ps_t done = access(std::size_t(id), gp, now, now + delay.value());
+  delay = sc_core::sc_time::from_value(done - now);
+}
+
+ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
+  Port& p = *port_ptr_[port];
+  const SliceAddress sa = map_.to_slice(gp.get_address());
+  const std::uint32_t slice = sa.slice;
+  if (!direct_.empty()) direct_[slice]->prefetch(gp.get_address(), sa.local);
+  Port& s = *slice_port_ptr_[slice];
   bool write = gp.is_write();
   std::uint32_t bytes = gp.get_data_length();
 
   // Request: through the input port, then the slice port (cut-through: the second reservation starts when
   // the first one starts moving data, so an idle path costs one message time, not two).
-  std::uint64_t req_bytes = flit_bytes(write ? bytes : 0), min_req = cycles_ps(req_bytes / bw_);
+  const auto [req_bytes, min_req] = message(write ? bytes : 0);
   // The calendars round a transfer's end down to the ps while cycles_ps() rounds to nearest, so `a` can
   // lie up to 1 ps short of t + min_req with a non-integer period (1410 MHz: 709.22 ps): clamp, never wrap.
   ps_t a = p.req.reserve(t, req_bytes);
@@ -58,14 +73,14 @@ void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_tim
 
   ps_t r;
   if (!direct_.empty()) {
-    r = direct_[slice]->access(gp, now, arrive);
+    r = direct_[slice]->access(gp, now, arrive, sa.local);
   } else {
     sc_core::sc_time d = sc_core::sc_time::from_value(arrive - now);
     out[slice]->b_transport(gp, d);
     r = now + d.value();
   }
 
-  std::uint64_t rsp_bytes = flit_bytes(write ? 0 : bytes), min_rsp = cycles_ps(rsp_bytes / bw_);
+  const auto [rsp_bytes, min_rsp] = message(write ? 0 : bytes);
   ps_t c = s.rsp.reserve(r, rsp_bytes);
   ps_t e = p.rsp.reserve(c > r + min_rsp ? c - min_rsp : r, rsp_bytes);
   ps_t done = e + latency_ps_;
@@ -75,7 +90,7 @@ void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_tim
   p.stats.response_bytes += header_ + (write ? 0 : bytes);
   const auto wait_ps = [](ps_t end, ps_t start, ps_t min) { return end > start + min ? double(end - start - min) : 0.0; };
   p.stats.queue_delay_ps.add(wait_ps(b, t, min_req) + wait_ps(e, r, min_rsp));
-  delay = sc_core::sc_time::from_value(done - now);
+  return done;
 }
 
 }  // namespace spartan::hw::gpu

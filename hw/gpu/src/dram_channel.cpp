@@ -50,16 +50,6 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   return {ds - lat, ds};
 }
 
-bool DramChannel::column_before(ps_t ready, std::uint32_t bg, bool write, ps_t limit) {
-  if (limit == ~ps_t(0)) return true;
-  // Cheap bound first: every slot after the last one taken is free, so the column cannot come later than
-  // this (and [ready, limit) holds no refresh window when ready lies in a row-open interval ending there).
-  const ps_t lat = write ? WL_ : CL_;
-  const ps_t bus_next = bus_last_ + tBURST_ > lat ? bus_last_ + tBURST_ - lat : 0;
-  if (std::max({ready, bg_last_[bg] + tCCDL_, bus_next}) + turnaround(write) < limit) return true;
-  return peek_column(ready, bg, write).cmd < limit;
-}
-
 DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, bool write) {
   const ps_t lat = write ? WL_ : CL_;
   // Bus turnaround of a write-drain episode (tRTW into write mode, tWTR back): idle bus slots.

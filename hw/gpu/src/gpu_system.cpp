@@ -26,10 +26,13 @@ GpuSystem::GpuSystem(const GpuConfig& cfg) : cfg_(cfg), map_(cfg) {
 
   store_ = std::make_unique<BackingStore>("store");
   xbar_ = std::make_unique<Crossbar>("xbar", cfg_, map_, stats_);
+  // One DMI page cache for all slices (they share the store): 4096 pages of 64 KiB = 256 MiB mapped.
+  auto dmi = std::make_shared<L2Slice::DmiCache>(4096);
   for (std::uint32_t s = 0; s < cfg_.l2.slices; ++s) {
     l2_.push_back(std::make_unique<L2Slice>(("l2_" + std::to_string(s)).c_str(), cfg_, map_, s, stats_));
     xbar_->out.bind(l2_.back()->socket);            // crossbar port s -> slice s
     l2_.back()->store_socket.bind(store_->socket);  // data through DMI
+    l2_.back()->share_dmi_cache(dmi);
   }
   const std::uint32_t spc = map_.slices_per_channel();
   for (std::uint32_t c = 0; c < cfg_.dram.channels; ++c) {
@@ -48,6 +51,7 @@ GpuSystem::GpuSystem(const GpuConfig& cfg) : cfg_(cfg), map_(cfg) {
     sms_.push_back(std::make_unique<TrafficGenerator>(("sm_" + std::to_string(i)).c_str(), cfg_, i, stats_));
     sms_.back()->socket.bind(xbar_->in);  // crossbar input port i
     xbar_->add_input_port("sm[" + std::to_string(i) + "]");
+    sms_.back()->set_direct_crossbar(xbar_.get(), i);  // the same port, called without b_transport
   }
 }
 

@@ -47,31 +47,40 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       lru_order_(lines_.size()),
       ready_(std::size_t(sets_) * ways_ * spl_, 0),
       scratch_(line_bytes_),
-      dmi_(64) {
+      dmi_(std::make_shared<DmiCache>(64)) {
   socket.register_b_transport(this, &L2Slice::b_transport);
+  store_socket.register_invalidate_direct_mem_ptr(this, &L2Slice::invalidate_dmi);
   line_div_ = FastDiv(line_bytes_);
   sector_div_ = FastDiv(sector_bytes_);
   for (std::size_t i = 0; i < lru_order_.size(); ++i) lru_order_[i] = std::uint16_t(i % ways_);
-  for (std::uint32_t c = 0; c <= line_bytes_ / bytes_per_cycle_ + 1; ++c) busy_ps_.push_back(clk_.cycles_to_ps(double(c)));
+  for (std::uint32_t b = 0; b <= line_bytes_; ++b)
+    busy_bytes_ps_.push_back(clk_.cycles_to_ps(double((b + bytes_per_cycle_ - 1) / bytes_per_cycle_)));
   for (std::uint32_t i = 0; i < cfg.l2.slice.mshr_entries; ++i) mshr_free_.push(0);
   for (std::uint32_t i = 0; i < cfg.l2.slice.writeback_entries; ++i) wb_free_.push(0);
   stats_.register_with(stats.add_group("l2[" + std::to_string(index) + "]", "l2_slice"));
 }
 
-std::uint8_t* L2Slice::dmi_ptr(std::uint64_t addr) {
+std::uint8_t* L2Slice::dmi_ptr(std::uint64_t addr, bool write) {
   std::uint64_t page = addr / BackingStore::kPageBytes;
-  DmiEntry& e = dmi_[page % dmi_.size()];
-  if (e.page != page) {
+  DmiCache::Entry& e = dmi_->at(page);
+  if (e.page != page || (write && !e.writable)) {
     tlm::tlm_generic_payload gp;
     tlm::tlm_dmi dmi;
     gp.set_address(page * BackingStore::kPageBytes);
-    gp.set_command(tlm::TLM_READ_COMMAND);
-    if (!store_socket->get_direct_mem_ptr(gp, dmi) || !dmi.is_read_write_allowed())
+    gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+    if (!store_socket->get_direct_mem_ptr(gp, dmi) || !dmi.is_read_allowed() || (write && !dmi.is_write_allowed()))
       SC_REPORT_FATAL(name(), "backing store refused DMI");
     e.page = page;
     e.ptr = dmi.get_dmi_ptr() + (page * BackingStore::kPageBytes - dmi.get_start_address());
+    e.writable = dmi.is_write_allowed();
   }
   return e.ptr + addr % BackingStore::kPageBytes;
+}
+
+void L2Slice::invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end) {
+  const std::uint64_t first = start / BackingStore::kPageBytes, last = end / BackingStore::kPageBytes;
+  for (DmiCache::Entry& e : dmi_->e)  // a few thousand entries; only when a zero page becomes real
+    if (e.page >= first && e.page <= last) e = DmiCache::Entry{};
 }
 
 ps_t L2Slice::dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t) {
@@ -112,19 +121,24 @@ ps_t L2Slice::evict(Line& l, ps_t t) {
   ++stats_.evictions;
   if (l.dirty) {
     ++stats_.writebacks;
-    for (std::uint32_t s = 0; s < spl_; ++s)
-      if (l.dirty >> s & 1) {
-        done = std::max(done, dram(l.key * line_bytes_ + std::uint64_t(s) * sector_bytes_, sector_bytes_, true, t));
-        stats_.writeback_bytes += sector_bytes_;
-      }
+    if (mc_) {  // one call for the line's dirty sectors, each still its own request (see write_sectors)
+      done = std::max(done, mc_->write_sectors(index_, l.key * line_bytes_, sector_bytes_, l.dirty, std::max(t, now_)));
+      stats_.writeback_bytes += std::uint64_t(__builtin_popcount(l.dirty)) * sector_bytes_;
+    } else {
+      for (std::uint32_t s = 0; s < spl_; ++s)
+        if (l.dirty >> s & 1) {
+          done = std::max(done, dram(l.key * line_bytes_ + std::uint64_t(s) * sector_bytes_, sector_bytes_, true, t));
+          stats_.writeback_bytes += sector_bytes_;
+        }
+    }
   }
   l.valid = l.dirty = 0;
   set_tag(std::size_t(&l - lines_.data()));
   return done;
 }
 
-void L2Slice::prefetch(std::uint64_t addr) const {
-  const std::uint64_t key = line_div_.div(map_.to_slice(addr).local);
+void L2Slice::prefetch(std::uint64_t addr, std::uint64_t local) const {
+  const std::uint64_t key = line_div_.div(local);
   const std::size_t b = std::size_t(key & (sets_ - 1)) * ways_;
   const char* tags = reinterpret_cast<const char*>(&tag_[b]);
   const char* rmax = reinterpret_cast<const char*>(&ready_max_[b]);
@@ -134,7 +148,7 @@ void L2Slice::prefetch(std::uint64_t addr) const {
   }
   __builtin_prefetch(&lru_order_[b]);
   const std::uint64_t page = addr / BackingStore::kPageBytes;
-  const DmiEntry& e = dmi_[page % dmi_.size()];
+  const DmiCache::Entry& e = dmi_->at(page);
   if (e.page == page) __builtin_prefetch(e.ptr + addr % BackingStore::kPageBytes);
 }
 
@@ -183,6 +197,10 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
 }
 
 ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
+  return access(gp, now, t, map_.to_slice(gp.get_address()).local);
+}
+
+ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64_t local) {
   now_ = now;
   const std::uint64_t addr = gp.get_address();
   const std::uint32_t bytes = gp.get_data_length();
@@ -194,7 +212,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
     return t;
   }
   // Functional data path (DMI into the backing store; lines never cross a 64 KiB page).
-  std::uint8_t* mem = dmi_ptr(addr);
+  std::uint8_t* mem = dmi_ptr(addr, write);
   if (write) {
     std::memcpy(mem, gp.get_data_ptr(), bytes);
     if (!observers_.empty()) {
@@ -206,7 +224,6 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
   }
 
   // Timing.
-  const std::uint64_t local = map_.to_slice(addr).local;
   const std::uint64_t key = line_div_.div(local);
   const std::uint32_t set = std::uint32_t(key & (sets_ - 1));
   const std::uint32_t s0 = std::uint32_t(sector_div_.div(off)), s1 = std::uint32_t(sector_div_.div(off + bytes - 1));
@@ -219,8 +236,9 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
   int way = -1, first_invalid = -1;
   {
     const std::uint64_t* tag = &tag_[set_base];
+    const std::uint64_t k = key + 1;
     for (std::uint32_t w = 0; w < ways_; ++w) {
-      if (tag[w] == key + 1) { way = int(w); break; }
+      if (tag[w] == k) { way = int(w); break; }
       if (!tag[w] && first_invalid < 0) first_invalid = int(w);
     }
   }
@@ -232,8 +250,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
         ++stats_.writeback_stalls;
         start = wb_free_.top();
       }
-      wb_free_.pop();
-      wb_free_.push(evict(base[way], start));
+      wb_free_.replace_top(evict(base[way], start));
     } else {
       evict(base[way], start);
     }
@@ -266,9 +283,8 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
       ++stats_.mshr_stalls;
       t_miss = mshr_free_.top();
     }
-    mshr_free_.pop();
     ps_t fill = fetch(key, missing, t_miss);
-    mshr_free_.push(fill);
+    mshr_free_.replace_top(fill);
     for (std::uint32_t s = 0; s < spl_; ++s)
       if (missing >> s & 1) ready[s] = fill;
     ready_max_[li] = std::max(ready_max_[li], fill);

@@ -22,17 +22,21 @@ MemoryController::MemoryController(sc_core::sc_module_name name, const GpuConfig
 ps_t MemoryController::access(std::uint32_t slice, std::uint64_t local, std::uint32_t bytes, bool write, ps_t t) {
   auto& st = chan_.stats();
   ps_t arrive = t + half_ctrl_ps_, end = arrive;
-  std::uint64_t first = burst_div_.div(local) * burst_bytes_;
-  DramAddress d = map_.to_dram(slice, first);
-  {  // start the host-cache misses of every burst's bank record before timing the first one
-    DramAddress p = d;
-    for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_) {
-      if (a != first) p = map_.next_burst(p, slice, a - burst_bytes_, a);
-      chan_.prefetch(p);
-    }
+  const std::uint64_t first = burst_div_.div(local) * burst_bytes_;
+  // Decode every burst once (a line has a handful), start the host-cache misses of their bank records,
+  // then time them in address order.
+  constexpr std::size_t kMaxBursts = 16;
+  DramAddress ds[kMaxBursts];
+  std::size_t n = 0;
+  for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_, ++n) {
+    if (n == kMaxBursts) break;  // longer requests: the rest is decoded again below
+    ds[n] = n ? map_.next_burst(ds[n - 1], slice, a - burst_bytes_, a) : map_.to_dram(slice, a);
+    chan_.prefetch(ds[n]);
   }
-  for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_) {
-    if (a != first) d = map_.next_burst(d, slice, a - burst_bytes_, a);
+  std::size_t i = 0;
+  DramAddress d{};
+  for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_, ++i) {
+    d = i < n ? ds[i] : map_.next_burst(d, slice, a - burst_bytes_, a);
     end = std::max(end, chan_.burst(arrive, d, write));
   }
   if (write) {
@@ -44,6 +48,30 @@ ps_t MemoryController::access(std::uint32_t slice, std::uint64_t local, std::uin
     st.read_latency_ps.add(end - arrive);
   }
   return end + half_ctrl_ps_;
+}
+
+ps_t MemoryController::write_sectors(std::uint32_t slice, std::uint64_t line_local, std::uint32_t sector_bytes,
+                                     std::uint32_t mask, ps_t t) {
+  auto& st = chan_.stats();
+  const ps_t arrive = t + half_ctrl_ps_;
+  ps_t done = t;
+  bool have_prev = false;
+  std::uint64_t prev_a = 0;
+  DramAddress prev{};
+  for (std::uint32_t s = 0; mask >> s; ++s) {
+    if (!(mask >> s & 1)) continue;
+    const std::uint64_t local = line_local + std::uint64_t(s) * sector_bytes;
+    ps_t end = arrive;
+    for (std::uint64_t a = burst_div_.div(local) * burst_bytes_; a < local + sector_bytes; a += burst_bytes_) {
+      prev = decode(slice, a, have_prev, prev_a, prev);
+      have_prev = true, prev_a = a;
+      end = std::max(end, chan_.burst(arrive, prev, true));
+    }
+    ++st.writes;
+    st.write_bytes += sector_bytes;
+    done = std::max(done, end + half_ctrl_ps_);
+  }
+  return done;
 }
 
 void MemoryController::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <queue>
+#include <utility>
+
+#include "spartan/hw/gpu/crossbar.h"
 
 namespace spartan::hw::gpu {
 
@@ -18,14 +20,15 @@ TrafficGenerator::TrafficGenerator(sc_core::sc_module_name name, const GpuConfig
       socket("socket"),
       index_(index),
       line_bytes_(cfg.l2.slice.line_bytes),
+      line_div_(cfg.l2.slice.line_bytes),
       issue_ps_(cfg.core_clock().cycles_to_ps(cfg.sm.issue_interval_cycles)),
       scratch_(cfg.l2.slice.line_bytes, 0),
       max_outstanding_(cfg.sm.max_outstanding_lines) {
   stats_.register_with(stats.add_group("sm[" + std::to_string(index) + "]", "sm"));
 }
 
-ps_t TrafficGenerator::issue_line(std::uint64_t addr, std::uint8_t* data, std::uint32_t bytes, bool write, ps_t t) {
-  ps_t now = sc_core::sc_time_stamp().value();
+ps_t TrafficGenerator::issue_line(std::uint64_t addr, std::uint8_t* data, std::uint32_t bytes, bool write, ps_t t,
+                                  ps_t now) {
   if (t < now) t = now;
   gp_.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
   gp_.set_address(addr);
@@ -35,9 +38,14 @@ ps_t TrafficGenerator::issue_line(std::uint64_t addr, std::uint8_t* data, std::u
   gp_.set_byte_enable_ptr(nullptr);
   gp_.set_dmi_allowed(false);
   gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  sc_core::sc_time d = sc_core::sc_time::from_value(t - now);
-  socket->b_transport(gp_, d);
-  ps_t done = now + d.value();
+  ps_t done;
+  if (xbar_) {
+    done = xbar_->access(xbar_port_, gp_, now, t);
+  } else {
+    sc_core::sc_time d = sc_core::sc_time::from_value(t - now);
+    socket->b_transport(gp_, d);
+    done = now + d.value();
+  }
   if (gp_.is_response_error()) ++stats_.errors;
   if (write) {
     ++stats_.writes;
@@ -50,14 +58,14 @@ ps_t TrafficGenerator::issue_line(std::uint64_t addr, std::uint8_t* data, std::u
   return done;
 }
 
-ps_t TrafficGenerator::issue(const MemRequest& r, ps_t t) {
+ps_t TrafficGenerator::issue(const MemRequest& r, ps_t t, ps_t now) {
   ps_t done = t;
   std::uint64_t a = r.addr, end = r.addr + r.bytes;
   std::uint8_t* p = r.data;
   while (a < end) {
-    std::uint32_t n = std::uint32_t(std::min<std::uint64_t>(end - a, line_bytes_ - a % line_bytes_));
+    std::uint32_t n = std::uint32_t(std::min<std::uint64_t>(end - a, line_bytes_ - line_div_.mod(a)));
     if (r.write && !p) std::memset(scratch_.data(), 0, n);
-    done = std::max(done, issue_line(a, p, n, r.write, t));
+    done = std::max(done, issue_line(a, p, n, r.write, t, now));
     a += n;
     if (p) p += n;
   }
@@ -66,13 +74,13 @@ ps_t TrafficGenerator::issue(const MemRequest& r, ps_t t) {
 
 ps_t TrafficGenerator::read(std::uint64_t addr, void* dst, std::uint32_t bytes, ps_t t) {
   MemRequest r{addr, bytes, false, static_cast<std::uint8_t*>(dst), false};
-  return issue(r, t);
+  return issue(r, t, sc_core::sc_time_stamp().value());
 }
 
 ps_t TrafficGenerator::write(std::uint64_t addr, const void* src, std::uint32_t bytes, ps_t t) {
   // The payload is not modified by any target on a write; the cast only satisfies the TLM API.
   MemRequest r{addr, bytes, true, const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(src)), false};
-  return issue(r, t);
+  return issue(r, t, sc_core::sc_time_stamp().value());
 }
 
 void TrafficGenerator::begin(RequestSource* src, ps_t t) {
@@ -80,7 +88,7 @@ void TrafficGenerator::begin(RequestSource* src, ps_t t) {
   kstats_ = SmKernelStats{};
   kstats_.active = src != nullptr;
   kstats_.first_issue_ps = t;
-  inflight_ = {};
+  inflight_.clear();
   has_pending_ = false;
   t_ = last_done_ = kstats_.last_done_ps = t;
 }
@@ -97,11 +105,11 @@ bool TrafficGenerator::next_issue_time(ps_t& t) {
   return true;
 }
 
-void TrafficGenerator::issue_pending(ps_t t) {
-  ps_t done = issue(pending_, t);
+void TrafficGenerator::issue_pending(ps_t t, ps_t now) {
+  ps_t done = issue(pending_, t, now);
   has_pending_ = false;
-  if (inflight_.size() >= max_outstanding_) inflight_.pop();
-  inflight_.push(done);
+  if (inflight_.size() >= max_outstanding_) inflight_.replace_top(done);
+  else inflight_.push(done);
   last_done_ = done;
   kstats_.last_done_ps = std::max(kstats_.last_done_ps, done);
   ++kstats_.requests;
@@ -122,30 +130,40 @@ void SmScheduler::start(const std::vector<TrafficGenerator*>& sms, const std::ve
 }
 
 void SmScheduler::thread() {
-  using Entry = std::pair<ps_t, std::uint32_t>;
+  using Entry = std::pair<ps_t, std::uint32_t>;  // (next issue time, SM): a total order, ties by SM index
+  MinHeap<Entry> ready;
   for (;;) {
     sc_core::wait(start_ev_);
     qk_.reset();
     ps_t now = sc_core::sc_time_stamp().value(), end = now;
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+    ready.clear();
     for (std::uint32_t i = 0; i < sms_.size(); ++i) {
       sms_[i]->begin(sources_[i], now);
       ps_t t;
       if (sources_[i] && sms_[i]->next_issue_time(t)) ready.push({t, i});
     }
+    ps_t next_sync = qk_.next_sync_ps();
     while (!ready.empty()) {
       auto [t, i] = ready.top();
-      ready.pop();
       TrafficGenerator& sm = *sms_[i];
       now = sc_core::sc_time_stamp().value();
-      if (t > now) {  // advance local time; synchronise once per quantum
+      // Advance local time; synchronise once per quantum. Same as qk_.set(t - now) then
+      // `if (qk_.need_sync()) qk_.sync()` (need_sync: now + local time >= next sync point), without the
+      // sc_time arithmetic on the requests that do not synchronise.
+      if (t > now && t >= next_sync) {
         qk_.set(sc_core::sc_time::from_value(t - now));
-        if (qk_.need_sync()) qk_.sync();
+        qk_.sync();
+        now = sc_core::sc_time_stamp().value();
+        next_sync = qk_.next_sync_ps();
       }
-      sm.issue_pending(t);
+      sm.issue_pending(t, now);
       ps_t tn;
-      if (sm.next_issue_time(tn)) ready.push({tn, i});
-      else end = std::max(end, sm.kernel_stats().last_done_ps);
+      if (sm.next_issue_time(tn)) {
+        ready.replace_top({tn, i});
+      } else {
+        ready.pop();
+        end = std::max(end, sm.kernel_stats().last_done_ps);
+      }
     }
     for (auto* sm : sms_) sm->finish();
     qk_.reset();

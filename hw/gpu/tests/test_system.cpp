@@ -60,6 +60,48 @@ TEST(GpuSystem, DataWrittenIsDataReadBack) {
   EXPECT_GT(s["writebacks"], 0);
 }
 
+// Lazy zero pages: reading never-written memory through the hierarchy returns zeros without allocating
+// pages (read-only DMI on the store's shared zero page); a later write, through the hierarchy or directly
+// into the store, allocates the page and revokes those grants, so the next reads see the new data.
+TEST(GpuSystem, ZeroPageReadsThenWritesAreSeen) {
+  json s = run_in_child([] {
+    GpuSystem g(tiny_gpu(2));
+    const std::uint64_t base = 8ull << 20, bytes = 4 * BackingStore::kPageBytes;
+    auto read_all = [&](std::vector<std::uint8_t>& got) {
+      std::vector<MemRequest> reqs;
+      for (std::uint64_t a = 0; a < bytes; a += 128) reqs.push_back({base + a, 128, false, got.data() + a, false});
+      ListSource rd(reqs);
+      g.run({&rd});
+    };
+    std::vector<std::uint8_t> first(bytes, 0xff), second(bytes, 0), third(bytes, 0);
+    read_all(first);
+    const std::uint64_t pages_after_reads = g.backing_store().pages_allocated();
+    // Page 0 written through the hierarchy (SM stream), page 2 directly into the store.
+    std::vector<RequestSource*> p;
+    auto w = streams(g, base, BackingStore::kPageBytes, true, p, 0x5a);
+    g.run(p);
+    std::vector<std::uint8_t> direct(256, 0x77);
+    g.backing_store().write(base + 2 * BackingStore::kPageBytes + 512, direct.data(), direct.size());
+    read_all(second);
+    g.flush_l2();
+    read_all(third);
+    std::uint64_t nonzero_first = 0, bad = 0;
+    for (std::uint64_t a = 0; a < bytes; ++a) {
+      nonzero_first += first[a] != 0;
+      std::uint8_t want = 0;
+      if (a < BackingStore::kPageBytes) want = StreamSource::pattern(base + a, 0x5a);
+      else if (a >= 2 * BackingStore::kPageBytes + 512 && a < 2 * BackingStore::kPageBytes + 768) want = 0x77;
+      bad += (second[a] != want) + (third[a] != want);
+    }
+    return json{{"nonzero_first", nonzero_first}, {"pages_after_reads", pages_after_reads}, {"bad", bad},
+                {"pages_end", g.backing_store().pages_allocated()}};
+  });
+  EXPECT_EQ(s["nonzero_first"], 0);
+  EXPECT_EQ(s["pages_after_reads"], 0);  // reads alone allocate nothing
+  EXPECT_EQ(s["bad"], 0);
+  EXPECT_EQ(s["pages_end"], 2);  // the two written pages only
+}
+
 namespace {
 // A stand-in for an extra initiator (e.g. the CompactionEngine): one SC_THREAD writing then reading.
 struct ExtraInitiator : sc_core::sc_module {

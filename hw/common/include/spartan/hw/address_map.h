@@ -15,19 +15,10 @@
 #pragma once
 #include <cstdint>
 
+#include "spartan/hw/fast_div.h"
 #include "spartan/hw/gpu_config.h"
 
 namespace spartan::hw {
-
-/// Division by a run-time constant: a shift when it is a power of two (the common case), else a divide.
-struct FastDiv {
-  std::uint64_t d = 1;
-  int shift = 0;  ///< -1: not a power of two
-  FastDiv() = default;
-  explicit FastDiv(std::uint64_t v) : d(v), shift((v && !(v & (v - 1))) ? __builtin_ctzll(v) : -1) {}
-  std::uint64_t div(std::uint64_t x) const noexcept { return shift >= 0 ? x >> shift : x / d; }
-  std::uint64_t mod(std::uint64_t x) const noexcept { return shift >= 0 ? x & (d - 1) : x % d; }
-};
 
 struct SliceAddress {
   std::uint32_t slice;  ///< 0 .. slices-1

@@ -20,28 +20,13 @@
 #include <vector>
 
 #include "spartan/hw/clock.h"
+#include "spartan/hw/fast_div.h"
 
 namespace spartan::hw {
 
 namespace detail {
-/// Exact x / d for a run-time constant d > 0 without a hardware divide on the common path: a shift when
-/// d is a power of two, else a floating-point reciprocal whose estimate (off by at most one for
-/// x < 2^52) is corrected with integer arithmetic. Larger x use the divide.
-struct ExactDiv {
-  std::uint64_t d = 1;
-  int shift = 0;
-  double inv = 1.0;
-  explicit ExactDiv(std::uint64_t v)
-      : d(v), shift((v & (v - 1)) == 0 ? __builtin_ctzll(v) : -1), inv(1.0 / double(v)) {}
-  std::uint64_t div(std::uint64_t x) const noexcept {
-    if (shift >= 0) return x >> shift;
-    if (x >= (std::uint64_t(1) << 52)) return x / d;
-    std::uint64_t q = std::uint64_t(double(x) * inv);
-    while (q * d > x) --q;
-    while ((q + 1) * d <= x) ++q;
-    return q;
-  }
-};
+/// Exact division by a run-time constant (fast_div.h: shift or multiply-high, no divide instruction).
+using ExactDiv = FastDiv;
 
 /// 64 consecutive bins of a calendar ring: bit i set = bin (64 * k + i) full; `lap` = absolute bin >>
 /// log2(ring bins) the word holds (a word of another lap is empty); `next` (full words only) = distance
@@ -223,6 +208,14 @@ class SlotCalendar {
   std::uint64_t find(std::uint64_t bin) {
     if (bin < base_) bin = base_;
     if (bin >= base_ + size_ / 2) slide(bin);
+    {  // Inline fast path: a free slot in bin's own word. This is what first_free() finds on its first
+       // step (no full word passed, so no links to update); only the searches that skip words go out of line.
+      bool fresh;
+      detail::CalendarWord& w = ring_.word(bin, fresh);
+      if (fresh) clear_used(bin);
+      const std::uint64_t free = ~w.bits >> (bin & 63);
+      if (free && bin + std::uint64_t(__builtin_ctzll(free)) < base_ + size_) return bin + std::uint64_t(__builtin_ctzll(free));
+    }
     for (;;) {
       const std::uint64_t lim = base_ + size_;
       std::uint64_t r = ring_.first_free(bin, lim, per_ > 1 ? &SlotCalendar::clear_used_cb : nullptr, this);

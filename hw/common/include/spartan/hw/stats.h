@@ -45,7 +45,12 @@ class LatencyHistogram {
   /// Value below which a fraction `p` (0..1) of the samples lie (bucket midpoint; 0 when empty).
   std::uint64_t percentile(double p) const noexcept;
   void merge(const LatencyHistogram& o) noexcept;
-  static unsigned index(std::uint64_t v) noexcept;
+  static unsigned index(std::uint64_t v) noexcept {  // inline: every modelled request adds samples
+    if (v < (1u << kSubBits)) return unsigned(v);
+    unsigned e = 63u - unsigned(__builtin_clzll(v));  // floor(log2 v) >= kSubBits
+    unsigned sub = unsigned(v >> (e - kSubBits)) & ((1u << kSubBits) - 1);
+    return ((e - kSubBits + 1) << kSubBits) + sub;
+  }
   /// Smallest value that maps to bucket `i`, and the bucket's width.
   static std::uint64_t bucket_low(unsigned i) noexcept;
   static std::uint64_t bucket_width(unsigned i) noexcept;

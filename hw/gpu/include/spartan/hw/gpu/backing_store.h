@@ -1,12 +1,18 @@
-// Functional memory of the GPU: a sparse map of 64 KiB pages, allocated (zero-filled) on first touch,
+// Functional memory of the GPU: a sparse map of 64 KiB pages, allocated (zero-filled) on first write,
 // so data written anywhere in a 64-bit address space is read back. Timing lives in the L2/DRAM models;
 // this module only holds values. TLM target: b_transport and transport_dbg (zero delay), and DMI
-// (get_direct_mem_ptr grants read/write access to one whole page; pages never move or disappear, so a
-// granted pointer stays valid for the life of the store, which is what makes DMI safe here).
+// (get_direct_mem_ptr grants access to one whole page; allocated pages never move or disappear, so a
+// read/write grant stays valid for the life of the store, which is what makes DMI safe here).
+// Lazy zero pages: a DMI request with a READ command for a page never written is granted READ-only access
+// to one shared all-zero page (no allocation, no zeroing, no page faults: a read stream over fresh memory
+// stays in the host cache). When such a page is later allocated (a write by any path), the store
+// invalidates the read-only grant on every bound initiator (invalidate_direct_mem_ptr, TLM-2.0 DMI rules)
+// before it returns.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <systemc>
 #include <tlm>
@@ -35,6 +41,7 @@ class BackingStore : public sc_core::sc_module {
   unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
   bool get_direct_mem_ptr(int id, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi);
   std::unordered_map<std::uint64_t, std::unique_ptr<std::uint8_t[]>> pages_;
+  std::unordered_set<std::uint64_t> zero_granted_;  ///< unallocated pages with a read-only zero-page grant
 };
 
 }  // namespace spartan::hw::gpu

@@ -41,6 +41,10 @@ class Crossbar : public sc_core::sc_module {
   /// Fast path used by the builder (GpuSystem): the L2 slices `out` is bound to, in port order, called
   /// directly (L2Slice::access, integer ps) instead of through b_transport. Same timing.
   void set_direct_targets(const std::vector<L2Slice*>& slices) { direct_ = slices; }
+  /// The crossbar's b_transport without sc_time (fast path of the SMs' TrafficGenerators, wired by the
+  /// builder): request `gp` entering input port `port` at `t_ps` (>= `now_ps`, the current simulation
+  /// time); returns the time (ps) its response is back at the port. b_transport wraps it. Same timing.
+  ps_t access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now_ps, ps_t t_ps);
 
  private:
   struct Port {
@@ -55,15 +59,26 @@ class Crossbar : public sc_core::sc_module {
   ps_t cycles_ps(std::uint64_t cycles) const {  // table of cycles_to_ps for short messages (no lround)
     return cycles < cycle_ps_.size() ? cycle_ps_[cycles] : clk_.cycles_to_ps(double(cycles));
   }
+  /// A message with `payload` bytes: its bytes on a port (header + payload in whole flits) and its
+  /// minimum transfer time (cycles_ps(bytes / bw)). Tabled for payloads up to a line: no divide per call.
+  struct Message { std::uint64_t bytes; ps_t min_ps; };
+  Message message(std::uint32_t payload) const {
+    if (payload < msg_.size()) return msg_[payload];
+    const std::uint64_t b = flit_bytes(payload);
+    return {b, cycles_ps(b / bw_)};
+  }
   const AddressMap& map_;
   StatsRegistry& registry_;
   ClockDomain clk_;
   std::uint32_t bw_, header_;
   ps_t latency_ps_;
   std::deque<Port> ports_;  // deque: stats references stay valid as ports are added
+  std::vector<Port*> port_ptr_;  // ports_[i] without the deque's index arithmetic
   std::deque<Port> slice_ports_;
+  std::vector<Port*> slice_port_ptr_;
   std::vector<L2Slice*> direct_;
   std::vector<ps_t> cycle_ps_;
+  std::vector<Message> msg_;  ///< message(p) for p = 0..line_bytes
 };
 
 }  // namespace spartan::hw::gpu

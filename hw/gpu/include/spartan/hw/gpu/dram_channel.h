@@ -37,6 +37,7 @@
 // none in a pure write or read stream. This is an amortised cost: the episode's writes keep their own
 // (time-ordered) bus slots. Not modelled: tFAW, power-down, per-bank refresh.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -143,7 +144,15 @@ class DramChannel {
   Column peek_column(ps_t ready, std::uint32_t bg, bool write);
   /// Whether the column peek_column(ready, bg, write) would find starts before `limit` (a cheap bound
   /// from the last slots taken first; peeks only when the bound is inconclusive).
-  bool column_before(ps_t ready, std::uint32_t bg, bool write, ps_t limit);
+  bool column_before(ps_t ready, std::uint32_t bg, bool write, ps_t limit) {
+    if (limit == ~ps_t(0)) return true;
+    // Cheap bound first: every slot after the last one taken is free, so the column cannot come later than
+    // this (and [ready, limit) holds no refresh window when ready lies in a row-open interval ending there).
+    const ps_t lat = write ? WL_ : CL_;
+    const ps_t bus_next = bus_last_ + tBURST_ > lat ? bus_last_ + tBURST_ - lat : 0;
+    if (std::max({ready, bg_last_[bg] + tCCDL_, bus_next}) + turnaround(write) < limit) return true;
+    return peek_column(ready, bg, write).cmd < limit;
+  }
   /// Reserves the column command and data slot peek_column(ready, bg) returned (plus a bus turnaround).
   Column commit_column(ps_t ready, std::uint32_t bg, bool write);
   /// The PRE of a row cannot come before this after a column command at `c` with data at `d`.

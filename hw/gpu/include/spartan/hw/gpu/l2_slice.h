@@ -19,7 +19,7 @@
 //    until one frees (this is what throttles a write stream to the DRAM bandwidth).
 #pragma once
 #include <cstdint>
-#include <queue>
+#include <memory>
 #include <vector>
 
 #include <systemc>
@@ -28,6 +28,7 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "spartan/hw/address_map.h"
+#include "spartan/hw/gpu/min_heap.h"
 #include "spartan/hw/gpu/request.h"
 #include "spartan/hw/stats.h"
 
@@ -72,14 +73,31 @@ class L2Slice : public sc_core::sc_module {
   /// directly (MemoryController::access, integer ps) instead of through b_transport. Same timing; it only
   /// saves the payload set-up and the sc_time conversions of the socket call. nullptr: use the socket.
   void set_direct_memory_controller(MemoryController* mc) { mc_ = mc; }
+  /// Page-pointer cache of the DMI regions granted by the BackingStore (direct-mapped by page number).
+  /// The builder gives every slice of a GPU the same one: the slices bind one store whose pages never
+  /// move, so a pointer one slice obtained is valid for all, and a page is looked up once per GPU instead
+  /// of once per slice (a stream touches every page from every slice).
+  struct DmiCache {
+    struct Entry {
+      std::uint64_t page = ~0ull;
+      std::uint8_t* ptr = nullptr;
+      bool writable = false;  ///< false: a read-only grant (the store's shared zero page)
+    };
+    explicit DmiCache(std::size_t entries) : e(entries) {}  // entries: a power of two
+    std::vector<Entry> e;
+    Entry& at(std::uint64_t page) { return e[page & (e.size() - 1)]; }
+  };
+  void share_dmi_cache(std::shared_ptr<DmiCache> c) { dmi_ = std::move(c); }
   /// The slice's b_transport without sc_time: request `gp` arriving at `t_ps` (>= `now_ps`, the
   /// current simulation time); returns the response time (ps), or `t_ps` with an error response status.
   /// Used by the Crossbar's direct path; b_transport wraps it.
   ps_t access(tlm::tlm_generic_payload& gp, ps_t now_ps, ps_t t_ps);
+  /// The same with the request's slice-local address (AddressMap::to_slice(address).local) already known.
+  ps_t access(tlm::tlm_generic_payload& gp, ps_t now_ps, ps_t t_ps, std::uint64_t local);
   /// Host-cache hint, no effect on the model: starts loading the tag/LRU state of the set `addr` maps
   /// to and its data in the backing store, so that access() finds them (the Crossbar calls it before
   /// its own port reservations).
-  void prefetch(std::uint64_t addr) const;
+  void prefetch(std::uint64_t addr, std::uint64_t local) const;  ///< `local`: as for access()
 
  private:
   struct Line {
@@ -87,11 +105,15 @@ class L2Slice : public sc_core::sc_module {
     std::uint32_t valid = 0, dirty = 0;  ///< sector masks
   };
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-  std::uint8_t* dmi_ptr(std::uint64_t addr);
+  /// Pointer to `addr` in the backing store, for reading or (`write`) for writing, through the DMI cache.
+  std::uint8_t* dmi_ptr(std::uint64_t addr, bool write);
+  /// Backward path of store_socket: the store revoked the grants of [start, end] (a zero page became real).
+  void invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end);
   ps_t dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t);
-  ps_t busy_ps(std::uint32_t bytes) const {  // data-array occupancy of `bytes` (table: no lround per call)
+  ps_t busy_ps(std::uint32_t bytes) const {  // data-array occupancy of `bytes` (table: no lround, no divide)
+    if (bytes < busy_bytes_ps_.size()) return busy_bytes_ps_[bytes];
     std::uint32_t cyc = (bytes + bytes_per_cycle_ - 1) / bytes_per_cycle_;
-    return cyc < busy_ps_.size() ? busy_ps_[cyc] : clk_.cycles_to_ps(double(cyc));
+    return clk_.cycles_to_ps(double(cyc));
   }
   ps_t fetch(std::uint64_t line_local, std::uint32_t mask, ps_t t);  // returns fill time
   int victim(std::uint32_t set, ps_t t, int first_invalid);
@@ -112,16 +134,15 @@ class L2Slice : public sc_core::sc_module {
   void touch(std::size_t set_base, std::uint32_t way);
   void set_tag(std::size_t i) { tag_[i] = lines_[i].valid ? lines_[i].key + 1 : 0; }
   std::vector<ps_t> ready_;  ///< per line per sector: time its data is in the array
-  std::priority_queue<ps_t, std::vector<ps_t>, std::greater<ps_t>> mshr_free_, wb_free_;
+  MinHeap<ps_t> mshr_free_, wb_free_;  ///< times each MSHR / write-back buffer entry is free
   ps_t busy_until_ = 0;
   ps_t now_ = 0;  ///< sc_time_stamp() of the access being processed
   MemoryController* mc_ = nullptr;
-  std::vector<ps_t> busy_ps_;
+  std::vector<ps_t> busy_bytes_ps_;  ///< busy_ps(bytes) for bytes 0..line_bytes
   std::vector<L2WriteObserver*> observers_;
   tlm::tlm_generic_payload mem_gp_;
   std::vector<std::uint8_t> scratch_;
-  struct DmiEntry { std::uint64_t page = ~0ull; std::uint8_t* ptr = nullptr; };
-  std::vector<DmiEntry> dmi_;
+  std::shared_ptr<DmiCache> dmi_;
   L2SliceStats stats_;
 };
 

@@ -26,10 +26,24 @@ class MemoryController : public sc_core::sc_module {
   /// Timing-only access without TLM (for unit tests and the L2's posted writebacks): `slice`, slice-local
   /// address, bytes, arrival time; returns completion time (ps).
   ps_t access(std::uint32_t slice, std::uint64_t local, std::uint32_t bytes, bool write, ps_t t_ps);
+  /// The write-back of a line's dirty sectors: the same as calling access(slice, line_local + s *
+  /// sector_bytes, sector_bytes, true, t_ps) for every set bit s of `dirty_mask` in ascending order (one
+  /// request per sector, same timing and stats), with the DRAM addresses of consecutive bursts decoded
+  /// incrementally. Returns the latest completion time (t_ps when the mask is empty).
+  ps_t write_sectors(std::uint32_t slice, std::uint64_t line_local, std::uint32_t sector_bytes,
+                     std::uint32_t dirty_mask, ps_t t_ps);
   DramChannel& channel() { return chan_; }
 
  private:
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  /// DRAM coordinates of slice-local burst address `a`, from the previous burst decoded (`prev`, at
+  /// `prev_a`; valid when `have_prev`) when `a` is that burst or the next one; else a full decode.
+  DramAddress decode(std::uint32_t slice, std::uint64_t a, bool have_prev, std::uint64_t prev_a,
+                     const DramAddress& prev) const {
+    if (have_prev && a == prev_a) return prev;
+    if (have_prev && a == prev_a + burst_bytes_) return map_.next_burst(prev, slice, prev_a, a);
+    return map_.to_dram(slice, a);
+  }
   const AddressMap& map_;
   std::uint32_t channel_, slices_per_channel_, burst_bytes_;
   FastDiv burst_div_;

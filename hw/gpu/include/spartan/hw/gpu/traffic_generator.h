@@ -4,7 +4,6 @@
 // request waits for the earliest of them to complete (out-of-order returns, as with many warps). No sc_event per transaction.
 #pragma once
 #include <cstdint>
-#include <queue>
 #include <vector>
 
 #include <systemc>
@@ -12,11 +11,15 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/tlm_quantumkeeper.h>
 
+#include "spartan/hw/address_map.h"
+#include "spartan/hw/gpu/min_heap.h"
 #include "spartan/hw/gpu/request.h"
 #include "spartan/hw/gpu_config.h"
 #include "spartan/hw/stats.h"
 
 namespace spartan::hw::gpu {
+
+class Crossbar;
 
 struct SmStats {
   std::uint64_t reads = 0, writes = 0, bytes_read = 0, bytes_written = 0;
@@ -49,6 +52,10 @@ class TrafficGenerator : public sc_core::sc_module {
   ps_t read(std::uint64_t addr, void* dst, std::uint32_t bytes, ps_t issue_ps);
   ps_t write(std::uint64_t addr, const void* src, std::uint32_t bytes, ps_t issue_ps);
 
+  /// Fast path used by the builder (GpuSystem): the crossbar `socket` is bound to and this SM's input port
+  /// there, called directly (Crossbar::access, integer ps) instead of through b_transport. Same timing.
+  void set_direct_crossbar(Crossbar* xbar, std::size_t port) { xbar_ = xbar, xbar_port_ = port; }
+
   const SmKernelStats& kernel_stats() const { return kstats_; }
   std::uint32_t index() const { return index_; }
   const SmStats& stats() const { return stats_; }
@@ -59,19 +66,22 @@ class TrafficGenerator : public sc_core::sc_module {
   void begin(RequestSource* src, ps_t t);
   /// Earliest time the next request may issue; false when the source is exhausted.
   bool next_issue_time(ps_t& t);
-  /// Issues the pending request at time `t` (== the value next_issue_time gave).
-  void issue_pending(ps_t t);
+  /// Issues the pending request at time `t` (== the value next_issue_time gave); `now` = sc_time_stamp().
+  void issue_pending(ps_t t, ps_t now);
   void finish();
 
-  ps_t issue_line(std::uint64_t addr, std::uint8_t* data, std::uint32_t bytes, bool write, ps_t t);
-  ps_t issue(const MemRequest& r, ps_t t);
+  ps_t issue_line(std::uint64_t addr, std::uint8_t* data, std::uint32_t bytes, bool write, ps_t t, ps_t now);
+  ps_t issue(const MemRequest& r, ps_t t, ps_t now);
 
   std::uint32_t index_, line_bytes_;
+  FastDiv line_div_;
   ps_t issue_ps_;
   tlm::tlm_generic_payload gp_;
   std::vector<std::uint8_t> scratch_;
   std::size_t max_outstanding_;
-  std::priority_queue<ps_t, std::vector<ps_t>, std::greater<ps_t>> inflight_;  ///< completion times
+  MinHeap<ps_t> inflight_;  ///< completion times of the requests in flight
+  Crossbar* xbar_ = nullptr;
+  std::size_t xbar_port_ = 0;
   RequestSource* src_ = nullptr;
   MemRequest pending_;
   bool has_pending_ = false;
@@ -94,7 +104,12 @@ class SmScheduler : public sc_core::sc_module {
   void thread();
   std::vector<TrafficGenerator*> sms_;
   std::vector<RequestSource*> sources_;
-  tlm_utils::tlm_quantumkeeper qk_;
+  /// The quantum keeper, with its next synchronisation point readable (protected in the base class), so
+  /// that the per-request test "local time reached the next sync point" is one integer compare.
+  struct QuantumKeeper : tlm_utils::tlm_quantumkeeper {
+    ps_t next_sync_ps() const { return m_next_sync_point.value(); }
+  };
+  QuantumKeeper qk_;
   sc_core::sc_event start_ev_;
 };
 
