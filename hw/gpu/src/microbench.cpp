@@ -150,11 +150,16 @@ nlohmann::json MicrobenchReport::to_json() const {
   for (auto& b : bandwidth)
     j["bandwidth"].push_back({{"kernel", b.kernel}, {"bytes", b.bytes}, {"seconds", b.seconds},
                               {"bytes_per_s", b.bytes_per_s}, {"fraction_of_peak", b.fraction_of_peak()}});
-  j["latency"] = {{"l2_hit_core_cycles", latency.l2_hit_core_cycles}, {"dram_core_cycles", latency.dram_core_cycles},
-                  {"dram_p95_core_cycles", latency.dram_p95_core_cycles}, {"samples", latency.samples}};
-  for (auto& p : sweep) j["l2_sweep"].push_back({{"working_set_bytes", p.working_set_bytes}, {"hit_rate", p.hit_rate}});
-  j["l2_knee_bytes"] = knee_bytes;
-  j["l2_knee_over_size"] = l2_size_bytes ? knee_bytes / double(l2_size_bytes) : 0;
+  // Only the groups that ran are written: a group that did not run has no results (not zeros).
+  if (latency.samples)
+    j["latency"] = {{"l2_hit_core_cycles", latency.l2_hit_core_cycles}, {"dram_core_cycles", latency.dram_core_cycles},
+                    {"dram_p95_core_cycles", latency.dram_p95_core_cycles}, {"samples", latency.samples}};
+  if (!sweep.empty()) {
+    for (auto& p : sweep) j["l2_sweep"].push_back({{"working_set_bytes", p.working_set_bytes}, {"hit_rate", p.hit_rate}});
+    // A sweep whose hit rate never falls below 50 % has no knee: null rather than 0.
+    j["l2_knee_bytes"] = knee_bytes > 0 ? nlohmann::json(knee_bytes) : nlohmann::json(nullptr);
+    j["l2_knee_over_size"] = knee_bytes > 0 && l2_size_bytes ? nlohmann::json(knee_bytes / double(l2_size_bytes)) : nlohmann::json(nullptr);
+  }
   j["wall_seconds"] = sim_seconds_wall;
   j["line_transactions"] = line_transactions;
   return j;

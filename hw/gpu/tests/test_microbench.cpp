@@ -43,6 +43,8 @@ void check_sweep(const json& r) {
 
 TEST(Microbench, V100StreamingBandwidthAndLatency) {
   json r = bench("v100", true, true, false);
+  EXPECT_FALSE(r.contains("l2_sweep")) << "the sweep did not run";
+  EXPECT_FALSE(r.contains("l2_knee_bytes")) << "the sweep did not run";
   ASSERT_EQ(r["bandwidth"].size(), 3u);
   for (auto& b : r["bandwidth"]) {
     EXPECT_LE(b["fraction_of_peak"].get<double>(), 1.0) << b.dump();
@@ -59,6 +61,9 @@ TEST(Microbench, V100StreamingBandwidthAndLatency) {
 
 TEST(Microbench, V100L2FootprintKneeAtL2Size) {
   json r = bench("v100", false, false, true);
+  // Only the sweep ran: no bandwidth or latency entries (not zeros standing for results).
+  EXPECT_FALSE(r.contains("bandwidth")) << r.dump();
+  EXPECT_FALSE(r.contains("latency")) << r.dump();
   EXPECT_EQ(r["l2_size_bytes"], 6u << 20);
   check_sweep(r);
 }

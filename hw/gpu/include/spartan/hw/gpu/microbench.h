@@ -50,6 +50,8 @@ struct MicrobenchReport {
   double knee_bytes = 0;  ///< working set where the hit rate crosses 50% (0 if it never does)
   double sim_seconds_wall = 0;
   std::uint64_t line_transactions = 0;
+  /// JSON of the groups that ran: `bandwidth` (stream), `latency` (chase), `l2_sweep` + `l2_knee_bytes` +
+  /// `l2_knee_over_size` (sweep; the knee is null when the hit rate never falls below 50 %).
   nlohmann::json to_json() const;
   /// Human-readable report, with the preset's latency parameters beside the measured latencies.
   std::string to_text(const GpuConfig& cfg) const;
