@@ -55,7 +55,9 @@ class EngineRtl {
  public:
   /// `read_line(addr, dst)`: fills the 128 bytes of the line at `addr` (128 B-aligned).
   using LineReader = std::function<void(std::uint64_t addr, std::uint8_t* dst)>;
-  EngineRtl(unsigned read_latency_cycles = 20, unsigned write_latency_cycles = 10);
+  /// `tile_buffers`: which build of the RTL (its TILE_BUFFERS parameter): 1 (sequential) or 2 (the default);
+  /// any other value throws std::invalid_argument.
+  EngineRtl(unsigned read_latency_cycles = 20, unsigned write_latency_cycles = 10, unsigned tile_buffers = 2);
   ~EngineRtl();
   /// Runs one job to completion (or `max_cycles`); the bytes it wrote are in written().
   EngineRtlResult run(const hw::regmap::Descriptor& d, const LineReader& read_line,
