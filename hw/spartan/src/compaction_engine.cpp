@@ -338,7 +338,7 @@ void CompactionEngine::run_job(EngineJob& job) {
   sc_time cur = t0;    // the tile FSM's time (sequential: start of the next decision; pipelined: the emitter's)
   sc_time pcur = t0;   // pipelined: the prefetcher's next decision
   sc_time iss_idle = t0, last_resp = SC_ZERO_TIME;  // pipelined: read issuer idle from; latest response so far
-  std::vector<sc_time> m_dec;      // pipelined: the emitter's decision of each tile (pops the decision queue)
+  std::deque<sc_time> m_dec;       // pipelined: the emitter's decisions (queue pops) of the last tiles
   std::deque<sc_time> buf_free;    // pipelined: release of the tile buffers of the last compacted tiles
   std::vector<std::uint8_t> tile_buf, ct_line(line);
   std::uint64_t ct_cached = ~0ull;
@@ -372,7 +372,10 @@ void CompactionEngine::run_job(EngineJob& job) {
       // The decision (sequential: also the tile FSM's), and in the pipelined engine the emitter's.
       sc_time dec = dcur;
       if (pipe) {
-        if (t >= cfg_.decision_queue_depth) dec = std::max(dec, m_dec[t - cfg_.decision_queue_depth] + cyc);
+        if (m_dec.size() >= cfg_.decision_queue_depth) {  // queue full until the emitter pops tile t - depth
+          dec = std::max(dec, m_dec.front() + cyc);
+          m_dec.pop_front();
+        }
         if (!is_dense && !is_zero) {
           dec = std::max(dec, iss_idle);
           if (buf_free.size() >= cfg_.tile_buffers) {

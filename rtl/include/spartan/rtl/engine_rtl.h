@@ -19,7 +19,10 @@ struct EngineRtlResult {
   std::uint64_t rtl_cycles = 0;    ///< clock cycles simulated (incl. MMIO programming)
   bool finished = false;
   std::uint64_t tiles_compacted = 0;        ///< tiles that went through fetch + emit
-  std::uint64_t compacted_tile_cycles = 0;  ///< summed cycles from their fetch start to their header issue
+  /// Summed cycles from the tile FSM entering FETCH to the header issue. Sequential build: the whole fetch +
+  /// count + emit of the tile; pipelined build: from the emitter's decision (the fetch may have started
+  /// earlier, in the prefetcher) to the header.
+  std::uint64_t compacted_tile_cycles = 0;
 };
 
 /// The bytes a run wrote, kept per 128 B line (data + byte-written mask).
