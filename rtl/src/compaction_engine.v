@@ -187,7 +187,9 @@ module compaction_engine #(
   localparam BW = $clog2(BUF_LINES + 1);
   localparam SW = TILE_BUFFERS > 1 ? $clog2(TILE_BUFFERS) : 1;
   localparam RBW = $clog2(TILE_BUFFERS * BUF_LINES);
-  localparam DQW = $clog2(DQ_DEPTH);
+  localparam DQW = DQ_DEPTH > 1 ? $clog2(DQ_DEPTH) : 1;
+  localparam integer DQLAST_I = DQ_DEPTH - 1;
+  localparam [DQW-1:0] DQLAST = DQLAST_I[DQW-1:0];
   localparam integer SLAST_I = TILE_BUFFERS - 1;
   localparam [SW-1:0] SLAST = SLAST_I[SW-1:0];
   reg [3:0]  st;
@@ -510,8 +512,10 @@ module compaction_engine #(
         end
       end
       // decision queue and tile buffers in use
-      if (p_fire) begin dq[dq_wp] <= {p_dense, p_zero, p_cword}; dq_wp <= dq_wp + 1'b1; end
-      if (dq_pop) dq_rp <= dq_rp + 1'b1;
+      if (p_fire) begin
+        dq[dq_wp] <= {p_dense, p_zero, p_cword}; dq_wp <= (dq_wp == DQLAST) ? {DQW{1'b0}} : dq_wp + 1'b1;
+      end
+      if (dq_pop) dq_rp <= (dq_rp == DQLAST) ? {DQW{1'b0}} : dq_rp + 1'b1;
       dq_n <= dq_n + {{DQW{1'b0}}, p_fire} - {{DQW{1'b0}}, dq_pop};
       if (PIPE) slots_used <= slots_used + {{SW{1'b0}}, p_alloc} - {{SW{1'b0}}, m_free};
       if (m_free) begin s_done[m_slot] <= 1'b0; m_slot <= m_slot_n; end
