@@ -21,7 +21,7 @@ struct Driver {
 
   template <class Model>
   EngineRtlResult run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
-                      std::uint64_t max_cycles, WrittenLines& written_);
+                      std::uint64_t max_cycles, WrittenLines& written);
 };
 }  // namespace
 
@@ -49,7 +49,7 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
 
 template <class Model>
 EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
-                            std::uint64_t max_cycles, WrittenLines& written_) {
+                            std::uint64_t max_cycles, WrittenLines& written) {
   auto& I = *this;
   auto& t = *m.top;
   EngineRtlResult res;
@@ -85,7 +85,7 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
       std::uint8_t bytes[128];
       std::uint64_t strb[2];
       m.take_write(bytes, strb);
-      written_.write(t.wr_addr, bytes, strb);
+      written.write(t.wr_addr, bytes, strb);
       I.wresp.push_back(I.cycle + I.wr_lat);
     }
     m.clock();

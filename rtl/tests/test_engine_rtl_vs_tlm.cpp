@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "spartan/format/tile_format.h"
 #include "spartan/hw/regmap.h"
 #include "spartan/rtl/engine_lockstep.h"
+#include "spartan/rtl/engine_rtl.h"
 
 extern "C" int sc_main(int, char**) { return 0; }
 
@@ -175,6 +177,11 @@ TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
     pipe += h.res_fast[1][i].rtl_cycles + h.res_slow[1][i].rtl_cycles;
   }
   EXPECT_LT(pipe, seq);
+}
+
+TEST(EngineRtlVsTlm, OnlyTheBuiltTileBufferCountsExist) {
+  EXPECT_THROW(rtl::EngineRtl(20, 10, 3), std::invalid_argument);
+  EXPECT_THROW(rtl::EngineRtl(20, 10, 0), std::invalid_argument);
 }
 
 }  // namespace
