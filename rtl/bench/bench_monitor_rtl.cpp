@@ -36,6 +36,7 @@ int run(int argc, char** argv) {
   std::string trace, tensor;
   std::uint32_t rows = 4096, cols = 256, tr = 32, tc = 32;
   double density = 0.5, threshold = 0.5;
+  unsigned tile_buffers = 2;
   namespace po = boost::program_options;
   std::string tile = "32x32";
   po::options_description opts(
@@ -47,7 +48,9 @@ int run(int argc, char** argv) {
       "cols", po::value(&cols)->default_value(cols), "synthetic matrix columns (1..2^20)")(
       "density", po::value(&density)->default_value(density), "synthetic non-zero probability (0..1)")(
       "tile", po::value(&tile)->default_value(tile), "tile size RxC (1..65535 each)")(
-      "threshold", po::value(&threshold)->default_value(threshold), "compaction-engine density threshold (0..1)");
+      "threshold", po::value(&threshold)->default_value(threshold), "compaction-engine density threshold (0..1)")(
+      "tile-buffers", po::value(&tile_buffers)->default_value(tile_buffers),
+      "engine RTL build: 1 (sequential) or 2 (pipelined, the default)");
   po::variables_map vm;
   const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
   spartan::check_parsed_options(parsed);
@@ -65,6 +68,7 @@ int run(int argc, char** argv) {
   if (rows < 1 || cols < 1 || rows > (1u << 20) || cols > (1u << 20)) throw spartan::InputError("--rows and --cols must be in 1..1048576");
   if (!(density >= 0 && density <= 1)) throw spartan::InputError("--density must be in 0..1");
   if (!(threshold >= 0 && threshold <= 1)) throw spartan::InputError("--threshold must be in 0..1");
+  if (tile_buffers != 1 && tile_buffers != 2) throw spartan::InputError("--tile-buffers must be 1 or 2");
   std::vector<std::uint8_t> m;
   unsigned dtype = 0, eb = 4;
   std::string source;
@@ -172,7 +176,7 @@ int run(int argc, char** argv) {
   d.header_base = hdr;
   d.out_base = out;
   d.out_capacity_bytes = 1u << 30;
-  spartan::rtl::EngineRtl engine;
+  spartan::rtl::EngineRtl engine(20, 10, tile_buffers);
   auto read_line = [&](std::uint64_t a, std::uint8_t* dst) {
     if (a >= base && a + 128 <= base + m.size()) {
       std::memcpy(dst, m.data() + (a - base), 128);
@@ -207,7 +211,8 @@ int run(int argc, char** argv) {
   for (std::size_t i = 0; i < refc.payload.size(); ++i) ebad += at(out + i) != refc.payload[i];
   std::printf("engine tiles        : %zu (%llu compacted, ELL, threshold %.2f), payload %zu B\n", refc.headers.size(),
               (unsigned long long)er.tiles_compacted, threshold, refc.payload.size());
-  std::printf("engine RTL cycles   : %llu (job %u)\n", (unsigned long long)er.rtl_cycles, er.job_cycles);
+  std::printf("engine RTL cycles   : %llu (job %u; TILE_BUFFERS %u)\n", (unsigned long long)er.rtl_cycles, er.job_cycles,
+              tile_buffers);
   std::printf("engine wall time    : %.3f s\n", esec);
   std::printf("engine cycles / s   : %.0f wall, %.0f per CPU second\n", double(er.rtl_cycles) / esec,
               ecpu > 0 ? double(er.rtl_cycles) / ecpu : 0.0);

@@ -39,6 +39,7 @@ struct EngineLockstep::Impl {
   static hw::EngineConfig engine_cfg(const EngineLockstepConfig& c) {
     hw::EngineConfig e;
     e.clock_mhz = c.clock_mhz;
+    e.tile_buffers = c.tile_buffers;
     return e;
   }
   static hw::FlatMemoryConfig mem_cfg(const EngineLockstepConfig& c) {
@@ -50,7 +51,7 @@ struct EngineLockstep::Impl {
   }
   Impl(const std::string& name, const EngineLockstepConfig& c)
       : cfg(c), tlm((name + "_tlm").c_str(), engine_cfg(c)), mem((name + "_mem").c_str(), mem_cfg(c)),
-        host((name + "_host").c_str()), rtl(c.read_latency_cycles, c.write_latency_cycles) {
+        host((name + "_host").c_str()), rtl(c.read_latency_cycles, c.write_latency_cycles, c.tile_buffers) {
     host.mmio.bind(tlm.mmio);
     tlm.mem.bind(mem.socket);
   }

@@ -13,18 +13,22 @@
 
 #include "Vcompaction_engine.h"
 #include "Vcompaction_engine___024root.h"
+#include "Vcompaction_engine_tb1.h"
+#include "Vcompaction_engine_tb1___024root.h"
 #pragma GCC diagnostic pop
 
 namespace spartan::rtl::detail {
 
-struct EngineModel {
+/// `V`: Vcompaction_engine (the default build: TILE_BUFFERS = 2) or Vcompaction_engine_tb1 (TILE_BUFFERS = 1).
+template <class V>
+struct EngineModelT {
   VerilatedContext ctx;
-  std::unique_ptr<Vcompaction_engine> top;
+  std::unique_ptr<V> top;
 
   /// Builds the model and applies the synchronous reset (4 clocks).
-  EngineModel() : top(std::make_unique<Vcompaction_engine>(&ctx, "engine")) { reset(); }
-  EngineModel(const EngineModel&) = delete;
-  EngineModel& operator=(const EngineModel&) = delete;
+  EngineModelT() : top(std::make_unique<V>(&ctx, "engine")) { reset(); }
+  EngineModelT(const EngineModelT&) = delete;
+  EngineModelT& operator=(const EngineModelT&) = delete;
 
   void reset() {
     top->rst = 1;
@@ -58,5 +62,7 @@ struct EngineModel {
     return top->rootp->compaction_engine__DOT__enable && top->rootp->compaction_engine__DOT__q_level != 0;
   }
 };
+using EngineModel = EngineModelT<Vcompaction_engine>;        ///< TILE_BUFFERS = 2 (the default)
+using EngineModelTb1 = EngineModelT<Vcompaction_engine_tb1>; ///< TILE_BUFFERS = 1 (sequential)
 
 }  // namespace spartan::rtl::detail

@@ -2,13 +2,15 @@
 #include "spartan/rtl/engine_rtl.h"
 
 #include <deque>
+#include <stdexcept>
+#include <string>
 
 #include "engine_pins.h"
 
 namespace spartan::rtl {
 
-struct EngineRtl::Impl {
-  detail::EngineModel m;
+namespace {
+struct Driver {
   unsigned rd_lat, wr_lat;
   std::uint64_t cycle = 0;
   struct Rd {
@@ -16,24 +18,46 @@ struct EngineRtl::Impl {
   };
   std::deque<Rd> reads;
   std::deque<std::uint64_t> wresp;
+
+  template <class Model>
+  EngineRtlResult run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
+                      std::uint64_t max_cycles, WrittenLines& written);
+};
+}  // namespace
+
+struct EngineRtl::Impl {
+  Driver drv;
+  std::unique_ptr<detail::EngineModel> m2;
+  std::unique_ptr<detail::EngineModelTb1> m1;
 };
 
-EngineRtl::EngineRtl(unsigned rd, unsigned wr) : impl_(std::make_unique<Impl>()) {
-  impl_->rd_lat = rd;
-  impl_->wr_lat = wr;
+EngineRtl::EngineRtl(unsigned rd, unsigned wr, unsigned tile_buffers) : impl_(std::make_unique<Impl>()) {
+  if (tile_buffers == 1) impl_->m1 = std::make_unique<detail::EngineModelTb1>();
+  else if (tile_buffers == 2) impl_->m2 = std::make_unique<detail::EngineModel>();
+  else throw std::invalid_argument("EngineRtl: the RTL is built with TILE_BUFFERS 1 and 2 only, not " +
+                                   std::to_string(tile_buffers));
+  impl_->drv.rd_lat = rd;
+  impl_->drv.wr_lat = wr;
 }
 EngineRtl::~EngineRtl() = default;
 
 EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader& read_line, std::uint64_t max_cycles) {
-  auto& I = *impl_;
-  auto& t = *I.m.top;
   written_.clear();
+  return impl_->m1 ? impl_->drv.run(*impl_->m1, d, read_line, max_cycles, written_)
+                   : impl_->drv.run(*impl_->m2, d, read_line, max_cycles, written_);
+}
+
+template <class Model>
+EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
+                            std::uint64_t max_cycles, WrittenLines& written) {
+  auto& I = *this;
+  auto& t = *m.top;
   EngineRtlResult res;
   const std::uint64_t c0 = I.cycle;
   std::uint8_t line[128];
   // Per-tile latency of compacted tiles from the job FSM state (rtl/src/compaction_engine.v: S_FETCH = 3,
   // S_CNTD = 4, S_PASS = 5, S_NEXT = 7): cycles from the fetch start to the header being issued.
-  std::uint8_t prev_st = I.m.job_state();
+  std::uint8_t prev_st = m.job_state();
   std::uint64_t fetch_start = 0;
   auto tick = [&] {
     t.rd_ready = 1;
@@ -42,7 +66,7 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
     t.rd_resp_err = 0;
     if (!I.reads.empty() && I.reads.front().due <= I.cycle) {
       read_line(I.reads.front().addr, line);
-      I.m.put_read_data(line);
+      m.put_read_data(line);
       t.rd_resp_valid = 1;
     }
     t.wr_resp_valid = 0;
@@ -60,12 +84,12 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
     if (t.wr_valid && t.wr_ready) {
       std::uint8_t bytes[128];
       std::uint64_t strb[2];
-      I.m.take_write(bytes, strb);
-      written_.write(t.wr_addr, bytes, strb);
+      m.take_write(bytes, strb);
+      written.write(t.wr_addr, bytes, strb);
       I.wresp.push_back(I.cycle + I.wr_lat);
     }
-    I.m.clock();
-    const std::uint8_t st = I.m.job_state();
+    m.clock();
+    const std::uint8_t st = m.job_state();
     if (st == 3 && prev_st != 3) fetch_start = I.cycle;
     if (st == 7 && (prev_st == 5 || prev_st == 4)) {
       ++res.tiles_compacted;

@@ -2,8 +2,9 @@
 // engine; output bytes: sw/format/include/spartan/format/tile_format.h). This project's design.
 //
 // Datapath: one 128 B line per cycle. Per tile: the count word (one-line count-table cache) decides DENSE /
-// zero / compact. A compacted tile is fetched into the tile buffer (line reads, one issued per cycle, up to
-// RD_OUTS in flight); each response is zero-detected per lane (32 F32 / 64 F16-BF16 lanes) as it arrives
+// zero / compact. A compacted tile is fetched into a tile buffer (line reads, one issued per cycle, up to
+// RD_OUTS in flight; TILE_BUFFERS buffers of BUF_LINES lines: with >= 2 a prefetcher decides the next tiles
+// and fetches them while the current one is emitted); each response is zero-detected per lane (32 F32 / 64 F16-BF16 lanes) as it arrives
 // (row non-zeros, ELL width, nnz). Then one or two emit passes over the buffered lines, one line per cycle:
 // ELL indices (8-bit column lanes through a prefix-sum compactor) or BITMAP rows, then the values (16-bit
 // granules through a second compactor); each cycle's packed bytes (+ ELL row padding) go as one chunk of up
@@ -18,7 +19,9 @@ module compaction_engine #(
   parameter QDEPTH            = 8,
   parameter READ_BUFFER_BYTES = 16384,
   parameter RD_OUTS           = 64,                              // line reads in flight
-  parameter BUF_LINES         = READ_BUFFER_BYTES / 128 + 512    // tile buffer: any valid tile's lines
+  parameter BUF_LINES         = READ_BUFFER_BYTES / 128 + 512,   // one tile buffer: any valid tile's lines
+  parameter TILE_BUFFERS      = 2,                               // 1: sequential; >= 2: fetch ahead of emit
+  parameter DQ_DEPTH          = 16                               // prefetcher's decisions ahead of the emitter
 ) (
   input  wire          clk,
   input  wire          rst,
@@ -169,10 +172,26 @@ module compaction_engine #(
   end
 
   // ---------------- job FSM ----------------
+  // M (the tile FSM): decide, wait for the tile's lines to be counted, emit, header, next (in tile order).
+  // TILE_BUFFERS = 1: M itself reads the count table and starts the fetch of each compacted tile (the
+  // sequential engine). TILE_BUFFERS >= 2: a prefetcher P walks the tiles ahead of M with its own count-table
+  // line, decides them, passes the decisions through a queue of DQ_DEPTH entries and starts the fetch of
+  // each compacted tile into a free tile buffer (at most TILE_BUFFERS fetched and not yet emitted), so that
+  // the fetch of the next tiles overlaps the emit passes of the current one. Between them: the read issuer
+  // (one line read per cycle, <= RD_OUTS in flight) and the counter B (responses in order, per tile buffer).
   localparam [3:0] S_IDLE = 4'd0, S_TILE = 4'd1, S_CRD = 4'd2, S_FETCH = 4'd3, S_CNTD = 4'd4, S_PASS = 4'd5,
                    S_NEXT = 4'd7, S_FIN = 4'd8, S_DONE = 4'd9;
   localparam [1:0] P_IDX = 2'd1, P_BM = 2'd2, P_VAL = 2'd3;
+  localparam [1:0] PS_OFF = 2'd0, PS_DEC = 2'd1, PS_CRD = 2'd2;
+  localparam PIPE = TILE_BUFFERS > 1;
   localparam BW = $clog2(BUF_LINES + 1);
+  localparam SW = TILE_BUFFERS > 1 ? $clog2(TILE_BUFFERS) : 1;
+  localparam RBW = $clog2(TILE_BUFFERS * BUF_LINES);
+  localparam DQW = DQ_DEPTH > 1 ? $clog2(DQ_DEPTH) : 1;
+  localparam integer DQLAST_I = DQ_DEPTH - 1;
+  localparam [DQW-1:0] DQLAST = DQLAST_I[DQW-1:0];
+  localparam integer SLAST_I = TILE_BUFFERS - 1;
+  localparam [SW-1:0] SLAST = SLAST_I[SW-1:0];
   reg [3:0]  st;
   reg [1:0]  pass;
   // latched descriptor
@@ -182,28 +201,52 @@ module compaction_engine #(
   reg        j_bitmap;
   reg [3:0]  j_s, j_trl, j_tcl;
   reg [8:0]  j_tr, j_tc;
-  // tile walk
+  // tile walk (M)
   reg [31:0] t, r0, c0, tj;
   reg [63:0] trow_addr;
   reg [8:0]  re, ce, width;
   reg [31:0] nnz, off, ost, cycles, outstanding;
   reg        flush_w;
-  // count-table cache
+  // count-table cache (M, TILE_BUFFERS = 1)
   reg        cc_v;
   reg [56:0] cc_line;
   reg [1023:0] cc_data;
-  // tile buffer and its three walkers: issue (i*), response (p*), emit (q*)
-  reg [1023:0] rbuf [0:BUF_LINES-1];
+  // tile buffers (TILE_BUFFERS x BUF_LINES lines) and per-buffer tile state
+  reg [1023:0] rbuf [0:TILE_BUFFERS*BUF_LINES-1];
+  reg [8:0]  s_re [0:TILE_BUFFERS-1];
+  reg [8:0]  s_ce [0:TILE_BUFFERS-1];
+  reg [6:0]  s_tso [0:TILE_BUFFERS-1];
+  reg [31:0] s_nnz [0:TILE_BUFFERS-1];
+  reg [8:0]  s_width [0:TILE_BUFFERS-1];
+  reg [TILE_BUFFERS-1:0] s_done, s_err;
+  reg [SW-1:0] m_slot, b_slot, p_slot;
+  reg [SW:0] slots_used;
+  // read issuer (i*), counter (p*/b*), emit walker (q*)
   reg [63:0] ia;
+  reg [8:0]  i_re, i_ce;
   reg [3:0]  il, pl, ql;
   reg [8:0]  ir, pr, qr, prn, qrn;
-  reg [6:0]  pso, qso, tso;
+  reg [6:0]  pacc, qso, tso;
   reg        iss_more;
-  reg [BW-1:0] iss_cnt, resp_cnt, rptr;
+  reg [BW-1:0] iss_cnt, resp_cnt, prt_cnt, rptr, b_cnt;
+  reg [31:0] b_nnz;
+  reg [8:0]  b_width;
+  reg        b_err;
   reg [255:0] row_bm;
   // registered read response (the counting side works on it one cycle after arrival)
   reg          rq_v, rq_err;
   reg [1023:0] rq_data;
+  // prefetcher (P, TILE_BUFFERS >= 2): tile walk, count-table line, decision queue {dense, zero, count}
+  reg [1:0]  p_st;
+  reg        p_err;
+  reg [31:0] pt, pr0, pc0, ptj;
+  reg [63:0] ptrow;
+  reg        pcc_v;
+  reg [56:0] pcc_line;
+  reg [1023:0] pcc_data;
+  reg [33:0] dq [0:DQ_DEPTH-1];
+  reg [DQW-1:0] dq_wp, dq_rp;
+  reg [DQW:0] dq_n;
   // output chunk (payload), header, pending zero bytes
   reg         c_valid, h_valid;
   reg [7:0]   c_n;
@@ -212,15 +255,18 @@ module compaction_engine #(
   reg [127:0] h_data, hdr_q;
   reg [11:0]  zrem;
   wire       eb4 = j_dt == 2'd0;
+  wire [31:0] tiles_c = (j_cols + {23'd0, j_tc} - 32'd1) >> j_tcl;
 
-  // count table
+  // count table (M)
   wire [63:0] caddr = j_ct + {30'd0, t, 2'b00};
-  wire        c_hit = cc_v && cc_line == caddr[63:7];
+  wire        cc_hit = cc_v && cc_line == caddr[63:7];
   // only the addressed count (low 32 bits) of the shifted line is used
   /* verilator lint_off UNUSEDSIGNAL */
   wire [1023:0] c_sh = cc_data >> {caddr[6:0], 3'b000};
   /* verilator lint_on UNUSEDSIGNAL */
-  wire [31:0] cword = c_sh[31:0];
+  wire [33:0] dq_head = dq[dq_rp];
+  wire        c_hit = PIPE ? dq_n != {(DQW+1){1'b0}} : cc_hit;
+  wire [31:0] cword = PIPE ? dq_head[31:0] : c_sh[31:0];
   // tile decision
   wire [31:0] rows_left = j_rows - r0, cols_left = j_cols - c0;
   wire [8:0]  re_w = (rows_left < {23'd0, j_tr}) ? rows_left[8:0] : j_tr;
@@ -229,10 +275,29 @@ module compaction_engine #(
   wire [47:0] est  = {16'd0, cword} << j_s;
   wire [63:0] est16 = {est, 16'd0};
   wire [63:0] thr_e = {32'd0, j_thr} * {46'd0, e_t};
-  wire        dense = est16 >= thr_e;
+  wire        dense = PIPE ? dq_head[33] : est16 >= thr_e;
+  wire        zero_t = PIPE ? dq_head[32] : (j_s == 4'd0 && cword == 32'd0);
   wire [31:0] dense_nnz = (j_s == 4'd0) ? cword : (est == 48'd0 ? 32'd1 :
                           (est > {30'd0, e_t} ? {14'd0, e_t} : est[31:0]));
   wire [63:0] tsa_w = trow_addr + (eb4 ? {30'd0, c0, 2'b00} : {31'd0, c0, 1'b0});  // tile's first segment
+  // prefetcher's decision (the same rule on its own tile walk)
+  wire [63:0] p_caddr = j_ct + {30'd0, pt, 2'b00};
+  wire        p_hit = pcc_v && pcc_line == p_caddr[63:7];
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [1023:0] p_csh = pcc_data >> {p_caddr[6:0], 3'b000};
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire [31:0] p_cword = p_csh[31:0];
+  wire [31:0] p_rows_left = j_rows - pr0, p_cols_left = j_cols - pc0;
+  wire [8:0]  p_re_w = (p_rows_left < {23'd0, j_tr}) ? p_rows_left[8:0] : j_tr;
+  wire [8:0]  p_ce_w = (p_cols_left < {23'd0, j_tc}) ? p_cols_left[8:0] : j_tc;
+  wire [17:0] p_et = p_re_w * p_ce_w;
+  wire [47:0] p_est = {16'd0, p_cword} << j_s;
+  wire        p_dense = {p_est, 16'd0} >= {32'd0, j_thr} * {46'd0, p_et};
+  wire        p_zero = j_s == 4'd0 && p_cword == 32'd0;
+  wire        p_cmp = !p_dense && !p_zero;
+  wire [63:0] p_tsa = ptrow + (eb4 ? {30'd0, pc0, 2'b00} : {31'd0, pc0, 1'b0});
+  wire        p_fire = PIPE && p_st == PS_DEC && st != S_FIN && p_hit && dq_n != DQ_DEPTH[DQW:0] &&
+                       (!p_cmp || (!iss_more && slots_used != TILE_BUFFERS[SW:0]));
   // payload size of a compacted tile
   wire [17:0] rw    = re * width;
   wire [17:0] rw4   = (rw + 18'd3) & ~18'd3;
@@ -246,17 +311,24 @@ module compaction_engine #(
                       j_bitmap ? ({23'd0, re} * bmw * 32'd4 + nnz * (eb4 ? 32'd4 : 32'd2))
                                : (ell_b + {14'd0, rw} * (eb4 ? 32'd4 : 32'd2));
   wire        ovf   = {1'b0, off} + {1'b0, pay_b} > {1'b0, j_cap};
-  wire [10:0] sb    = eb4 ? {ce, 2'b00} : {1'b0, ce, 1'b0};   // segment bytes
+  wire [10:0] sb    = eb4 ? {ce, 2'b00} : {1'b0, ce, 1'b0};   // segment bytes (M's tile)
 
-  // issue walker: line il of row ir (segment start ia)
+  // issue walker: line il of row ir (segment start ia) of the tile being fetched
+  wire [10:0] i_sb  = eb4 ? {i_ce, 2'b00} : {1'b0, i_ce, 1'b0};
   // only the line index (bits 10:7) of the segment's last byte is needed here
   /* verilator lint_off UNUSEDSIGNAL */
-  wire [10:0] i_e   = {4'd0, ia[6:0]} + sb - 11'd1;
+  wire [10:0] i_e   = {4'd0, ia[6:0]} + i_sb - 11'd1;
   /* verilator lint_on UNUSEDSIGNAL */
   wire        i_lst = il == i_e[10:7];
   wire [BW-1:0] inflight = iss_cnt - resp_cnt;   // resp_cnt counts responses as the counting side takes them
-  // response walker: line pl of row pr; lanes of the arriving line
-  wire [10:0] p_e   = {4'd0, pso} + sb - 11'd1;
+  // a response is the count-table line iff its reader waits for one and every tile line issued before it is in
+  wire resp_is_ct = PIPE ? (p_st == PS_CRD && iss_cnt == prt_cnt) : st == S_CRD;
+  // counter: line pl of row pr of tile buffer b_slot; lanes of the arriving line
+  wire [8:0]  b_re  = s_re[b_slot];
+  wire [8:0]  b_ce  = s_ce[b_slot];
+  wire [6:0]  pso   = s_tso[b_slot] + pacc;
+  wire [10:0] b_sb  = eb4 ? {b_ce, 2'b00} : {1'b0, b_ce, 1'b0};
+  wire [10:0] p_e   = {4'd0, pso} + b_sb - 11'd1;
   wire        p_lst = pl == p_e[10:7];
   // the response side only counts (ELL width, nnz); the lane masks are recomputed when emitting
   /* verilator lint_off UNUSEDSIGNAL */
@@ -266,8 +338,18 @@ module compaction_engine #(
   spartan_line_lanes #(.WITH_GRAN(0)) u_plane (.data(rq_data), .dtype(j_dt), .lo(pl == 4'd0 ? pso : 7'd0),
     .hi(p_lst ? p_e[6:0] : 7'd127), .lane_m(p_lane_unused), .gran_m(p_gran_unused), .count(p_k));
   wire [8:0]  p_rn  = prn + {2'd0, p_k};
-  // emit walker: line ql of row qr from the tile buffer
-  wire [1023:0] q_line = rbuf[rptr];
+  wire        b_fin = rq_v && p_lst && pr + 9'd1 == b_re;     // the tile's last line is counted now
+  wire [31:0] b_nnz_f = b_nnz + {23'd0, p_rn};
+  wire [8:0]  b_width_f = (p_rn > b_width) ? p_rn : b_width;
+  // M's tile buffer: counted (now or before)
+  wire        m_now   = b_fin && b_slot == m_slot;
+  wire        m_ready = m_now || s_done[m_slot];
+  // emit walker: line ql of row qr from M's tile buffer; the counter writes line b_cnt of buffer b_slot
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [31:0] m_idx = {{(32-SW){1'b0}}, m_slot} * BUF_LINES + {{(32-BW){1'b0}}, rptr};
+  wire [31:0] b_idx = {{(32-SW){1'b0}}, b_slot} * BUF_LINES + {{(32-BW){1'b0}}, b_cnt};
+  /* verilator lint_on UNUSEDSIGNAL */
+  wire [1023:0] q_line = rbuf[m_idx[RBW-1:0]];
   wire [10:0] q_e   = {4'd0, qso} + sb - 11'd1;
   wire        q_lst = ql == q_e[10:7];
   wire        q_end = q_lst && qr == re - 9'd1;
@@ -362,16 +444,29 @@ module compaction_engine #(
   wire c_slot  = !c_valid || c_ready;
   wire h_slot  = !h_valid || h_ready;
   wire resp_fire = rd_resp_valid && rd_resp_ready;
-  assign rd_resp_ready = st == S_FETCH || st == S_CRD;
+  assign rd_resp_ready = job_busy;
   assign job_busy = st != S_IDLE;
   assign busy = job_busy;
+  // M's step fires: decision popped from the queue, tile buffer released
+  wire pass_fire = zrem == 12'd0 && c_slot && !(q_end && pass == P_VAL && !h_slot);
+  wire m_dec  = st == S_TILE && c_hit && (!(dense || zero_t) || h_slot);
+  wire dq_pop = PIPE && m_dec;
+  wire m_free = (st == S_CNTD && ost == 32'd0 && !ovf && nnz == 32'd0 && h_slot) ||
+                (st == S_PASS && pass_fire && q_end && pass == P_VAL);
+  wire p_alloc = p_fire && p_cmp;
+  wire [SW-1:0] m_slot_n = (m_slot == SLAST) ? {SW{1'b0}} : m_slot + 1'b1;
+  wire [SW-1:0] b_slot_n = (b_slot == SLAST) ? {SW{1'b0}} : b_slot + 1'b1;
+  wire [SW-1:0] p_slot_n = (p_slot == SLAST) ? {SW{1'b0}} : p_slot + 1'b1;
+  // every read answered (a job ends only then: no response may reach the next job)
+  wire rd_idle = !rd_valid && iss_cnt == prt_cnt && !(PIPE && p_st == PS_CRD);
 
   always @(posedge clk) begin
     job_done <= 1'b0;
     q_pop    <= 1'b0;
     if (rst) begin
       st <= S_IDLE; rd_valid <= 1'b0; rq_v <= 1'b0; c_valid <= 1'b0; h_valid <= 1'b0; zrem <= 12'd0; outstanding <= 32'd0;
-      flush_w <= 1'b0; cc_v <= 1'b0;
+      flush_w <= 1'b0; cc_v <= 1'b0; iss_more <= 1'b0; p_st <= PS_OFF; iss_cnt <= {BW{1'b0}}; resp_cnt <= {BW{1'b0}};
+      prt_cnt <= {BW{1'b0}};
     end else begin
       if (st != S_IDLE) cycles <= cycles + 32'd1;
       if (wr_fire && !wr_resp_valid) outstanding <= outstanding + 32'd1;
@@ -380,12 +475,82 @@ module compaction_engine #(
       if (rd_valid && rd_ready) rd_valid <= 1'b0;
       if (c_valid && c_ready) c_valid <= 1'b0;
       if (h_valid && h_ready) h_valid <= 1'b0;
-      rq_v <= resp_fire && st == S_FETCH;
-      if (resp_fire && st == S_FETCH) begin rq_data <= rd_resp_data; rq_err <= rd_resp_err; end
+      rq_v <= resp_fire && !resp_is_ct;
+      if (resp_fire && !resp_is_ct) begin
+        rq_data <= rd_resp_data; rq_err <= rd_resp_err; prt_cnt <= prt_cnt + 1'b1;
+      end
       // pending zero bytes (ELL padding beyond one chunk), 128 per cycle; they hold the emit walker
       if (zrem != 12'd0 && c_slot) begin
         c_valid <= 1'b1; c_n <= z_n; c_data <= 1024'd0; c_addr <= j_out + {32'd0, off};
         off <= off + {24'd0, z_n}; zrem <= zrem - {4'd0, z_n};
+      end
+      // read issuer: one line read per cycle of the tile being fetched, at most RD_OUTS in flight
+      if (iss_more && (!rd_valid || rd_ready) && inflight < RD_OUTS[BW-1:0]) begin
+        rd_valid <= 1'b1; rd_addr <= {ia[63:7] + {53'd0, il}, 7'd0}; iss_cnt <= iss_cnt + 1'b1;
+        if (i_lst) begin
+          il <= 4'd0; ir <= ir + 9'd1; ia <= ia + {32'd0, j_pitch};
+          if (ir + 9'd1 == i_re) iss_more <= 1'b0;
+        end else il <= il + 4'd1;
+      end
+      // counter: each registered response into its tile buffer; row nnz, ELL width, tile nnz
+      if (rq_v) begin
+        rbuf[b_idx[RBW-1:0]] <= rq_data;
+        resp_cnt <= resp_cnt + 1'b1;
+        b_cnt <= b_cnt + 1'b1;
+        if (rq_err) b_err <= 1'b1;
+        if (p_lst) begin
+          pl <= 4'd0; pr <= pr + 9'd1; pacc <= pacc + j_pitch[6:0]; prn <= 9'd0;
+          b_width <= b_width_f; b_nnz <= b_nnz_f;
+        end else begin
+          pl <= pl + 4'd1; prn <= p_rn;
+        end
+        if (b_fin) begin
+          s_nnz[b_slot] <= b_nnz_f; s_width[b_slot] <= b_width_f; s_err[b_slot] <= b_err || rq_err;
+          s_done[b_slot] <= 1'b1;
+          pr <= 9'd0; pacc <= 7'd0; b_cnt <= {BW{1'b0}}; b_nnz <= 32'd0; b_width <= 9'd0; b_err <= 1'b0;
+          b_slot <= b_slot_n;
+        end
+      end
+      // decision queue and tile buffers in use
+      if (p_fire) begin
+        dq[dq_wp] <= {p_dense, p_zero, p_cword}; dq_wp <= (dq_wp == DQLAST) ? {DQW{1'b0}} : dq_wp + 1'b1;
+      end
+      if (dq_pop) dq_rp <= (dq_rp == DQLAST) ? {DQW{1'b0}} : dq_rp + 1'b1;
+      dq_n <= dq_n + {{DQW{1'b0}}, p_fire} - {{DQW{1'b0}}, dq_pop};
+      if (PIPE) slots_used <= slots_used + {{SW{1'b0}}, p_alloc} - {{SW{1'b0}}, m_free};
+      if (m_free) begin s_done[m_slot] <= 1'b0; m_slot <= m_slot_n; end
+      // prefetcher (TILE_BUFFERS >= 2): decide ahead of M, start the fetch of compacted tiles
+      if (PIPE) begin
+        case (p_st)
+          PS_DEC: if (st == S_FIN) p_st <= PS_OFF;
+            else if (!p_hit) begin
+              if (!iss_more && (!rd_valid || rd_ready)) begin
+                rd_valid <= 1'b1; rd_addr <= {p_caddr[63:7], 7'd0}; p_st <= PS_CRD;
+              end
+            end else if (p_fire) begin
+              if (p_cmp) begin
+                s_re[p_slot] <= p_re_w; s_ce[p_slot] <= p_ce_w; s_tso[p_slot] <= p_tsa[6:0];
+                ia <= p_tsa; il <= 4'd0; ir <= 9'd0; iss_more <= 1'b1; i_re <= p_re_w; i_ce <= p_ce_w;
+                p_slot <= p_slot_n;
+              end
+              pt <= pt + 32'd1;
+              if (ptj + 32'd1 == tiles_c) begin
+                ptj <= 32'd0; pc0 <= 32'd0; pr0 <= pr0 + {23'd0, j_tr};
+                ptrow <= ptrow + ({32'd0, j_pitch} << j_trl);
+                if (pr0 + {23'd0, j_tr} >= j_rows) p_st <= PS_OFF;
+              end else begin
+                ptj <= ptj + 32'd1; pc0 <= pc0 + {23'd0, j_tc};
+              end
+            end
+          PS_CRD: if (resp_fire && resp_is_ct) begin
+            if (rd_resp_err) begin p_err <= 1'b1; p_st <= PS_OFF; end
+            else begin
+              pcc_v <= 1'b1; pcc_line <= p_caddr[63:7]; pcc_data <= rd_resp_data;
+              p_st <= (st == S_FIN) ? PS_OFF : PS_DEC;
+            end
+          end
+          default: ;
+        endcase
       end
       case (st)
         S_IDLE: if (enable && q_out_valid && !q_pop) begin
@@ -398,11 +563,20 @@ module compaction_engine #(
           j_cap <= q_out[479:448]; job_tag <= q_out[511:480];
           t <= 32'd0; r0 <= 32'd0; c0 <= 32'd0; tj <= 32'd0; off <= 32'd0; ost <= 32'd0; cycles <= 32'd1;
           trow_addr <= {q_out[63:32], q_out[31:0]}; cc_v <= 1'b0;
+          // tile buffers, counter and prefetcher start empty
+          s_done <= {TILE_BUFFERS{1'b0}}; m_slot <= {SW{1'b0}}; b_slot <= {SW{1'b0}}; p_slot <= {SW{1'b0}};
+          slots_used <= {(SW+1){1'b0}};
+          pl <= 4'd0; pr <= 9'd0; pacc <= 7'd0; prn <= 9'd0; b_cnt <= {BW{1'b0}}; b_nnz <= 32'd0;
+          b_width <= 9'd0; b_err <= 1'b0;
+          dq_wp <= {DQW{1'b0}}; dq_rp <= {DQW{1'b0}}; dq_n <= {(DQW+1){1'b0}};
+          pt <= 32'd0; pr0 <= 32'd0; pc0 <= 32'd0; ptj <= 32'd0; ptrow <= {q_out[63:32], q_out[31:0]};
+          pcc_v <= 1'b0; p_err <= 1'b0; p_st <= PIPE ? PS_DEC : PS_OFF;
           st <= S_TILE;
         end
         S_TILE: if (!c_hit) begin
-          rd_valid <= 1'b1; rd_addr <= {caddr[63:7], 7'd0}; st <= S_CRD;
-        end else if (dense || (j_s == 4'd0 && cword == 32'd0)) begin
+          if (!PIPE) begin rd_valid <= 1'b1; rd_addr <= {caddr[63:7], 7'd0}; st <= S_CRD; end
+          else if (p_err) begin ost <= 32'd2; st <= S_FIN; end   // the prefetcher's count-table read failed
+        end else if (dense || zero_t) begin
           if (h_slot) begin
             h_valid <= 1'b1; h_addr <= j_hdr + {28'd0, t, 4'd0};
             h_data <= dense ? {{32'd0, off}, dense_nnz, 16'd0, 8'd0, 8'd0}
@@ -410,37 +584,22 @@ module compaction_engine #(
             st <= S_NEXT;
           end
         end else begin
-          re <= re_w; ce <= ce_w;
-          ia <= tsa_w; il <= 4'd0; ir <= 9'd0; iss_more <= 1'b1; iss_cnt <= {BW{1'b0}}; resp_cnt <= {BW{1'b0}};
-          pl <= 4'd0; pr <= 9'd0; pso <= tsa_w[6:0]; tso <= tsa_w[6:0]; prn <= 9'd0;
-          nnz <= 32'd0; width <= 9'd0;
+          re <= re_w; ce <= ce_w; tso <= tsa_w[6:0];
+          if (!PIPE) begin   // sequential: fetch into the one tile buffer
+            s_re[0] <= re_w; s_ce[0] <= ce_w; s_tso[0] <= tsa_w[6:0];
+            ia <= tsa_w; il <= 4'd0; ir <= 9'd0; iss_more <= 1'b1; i_re <= re_w; i_ce <= ce_w;
+          end
           st <= S_FETCH;
         end
         S_CRD: if (resp_fire) begin
           if (rd_resp_err) begin ost <= 32'd2; st <= S_FIN; end
           else begin cc_v <= 1'b1; cc_line <= rd_addr[63:7]; cc_data <= rd_resp_data; st <= S_TILE; end
         end
-        S_FETCH: begin
-          if (iss_more && (!rd_valid || rd_ready) && inflight < RD_OUTS[BW-1:0]) begin
-            rd_valid <= 1'b1; rd_addr <= {ia[63:7] + {53'd0, il}, 7'd0}; iss_cnt <= iss_cnt + 1'b1;
-            if (i_lst) begin
-              il <= 4'd0; ir <= ir + 9'd1; ia <= ia + {32'd0, j_pitch};
-              if (ir + 9'd1 == re) iss_more <= 1'b0;
-            end else il <= il + 4'd1;
-          end
-          if (rq_v) begin
-            if (rq_err) ost <= 32'd2;
-            rbuf[resp_cnt] <= rq_data;
-            resp_cnt <= resp_cnt + 1'b1;
-            if (p_lst) begin
-              pl <= 4'd0; pr <= pr + 9'd1; pso <= pso + j_pitch[6:0]; prn <= 9'd0;
-              if (p_rn > width) width <= p_rn;
-              nnz <= nnz + {23'd0, p_rn};
-              if (pr + 9'd1 == re) st <= S_CNTD;
-            end else begin
-              pl <= pl + 4'd1; prn <= p_rn;
-            end
-          end
+        S_FETCH: if (m_ready) begin   // the tile's lines are in its buffer and counted
+          nnz <= m_now ? b_nnz_f : s_nnz[m_slot];
+          width <= m_now ? b_width_f : s_width[m_slot];
+          if (m_now ? (b_err || rq_err) : s_err[m_slot]) ost <= 32'd2;
+          st <= S_CNTD;
         end
         S_CNTD: begin
           qr <= 9'd0; ql <= 4'd0; qso <= tso; qrn <= 9'd0; rptr <= {BW{1'b0}}; row_bm <= 256'd0;
@@ -458,7 +617,7 @@ module compaction_engine #(
             st <= S_PASS;
           end
         end
-        S_PASS: if (zrem == 12'd0 && c_slot && !(q_end && pass == P_VAL && !h_slot)) begin
+        S_PASS: if (pass_fire) begin
           if (q_n != 8'd0) begin
             c_valid <= 1'b1; c_n <= q_n; c_data <= q_data; c_addr <= j_out + {32'd0, off};
             off <= off + {24'd0, q_n};
@@ -479,7 +638,7 @@ module compaction_engine #(
         end
         S_NEXT: if (zrem == 12'd0) begin   // tile done (payload and padding produced): advance
           t <= t + 32'd1;
-          if (tj + 32'd1 == ((j_cols + {23'd0, j_tc} - 32'd1) >> j_tcl)) begin
+          if (tj + 32'd1 == tiles_c) begin
             tj <= 32'd0; c0 <= 32'd0; r0 <= r0 + {23'd0, j_tr};
             trow_addr <= trow_addr + ({32'd0, j_pitch} << j_trl);
             st <= (r0 + {23'd0, j_tr} >= j_rows) ? S_FIN : S_TILE;
@@ -487,10 +646,13 @@ module compaction_engine #(
             tj <= tj + 32'd1; c0 <= c0 + {23'd0, j_tc}; st <= S_TILE;
           end
         end
-        S_FIN: if (zrem == 12'd0 && !c_valid && !h_valid) begin
-          flush_w <= 1'b1;
-          if (flush_w && pw_idle && hw_idle && outstanding == 32'd0 && !wr_fire) begin
-            flush_w <= 1'b0; st <= S_DONE;
+        S_FIN: begin
+          iss_more <= 1'b0;   // an aborted job fetches no further lines
+          if (zrem == 12'd0 && !c_valid && !h_valid) begin
+            flush_w <= 1'b1;
+            if (flush_w && pw_idle && hw_idle && outstanding == 32'd0 && !wr_fire && rd_idle) begin
+              flush_w <= 1'b0; st <= S_DONE;
+            end
           end
         end
         default: begin  // S_DONE

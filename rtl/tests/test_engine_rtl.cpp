@@ -20,7 +20,15 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include <verilated.h>
 
+#ifdef SPARTAN_ENGINE_TB1
+#include "Vcompaction_engine_tb1.h"
+using Vengine = Vcompaction_engine_tb1;  // TILE_BUFFERS = 1 (sequential)
+#define ENGINE_SUITE EngineRtlTb1
+#else
 #include "Vcompaction_engine.h"
+using Vengine = Vcompaction_engine;      // the default build (pipelined, TILE_BUFFERS = 2)
+#define ENGINE_SUITE EngineRtl
+#endif
 #pragma GCC diagnostic pop
 
 #include "spartan/format/tile_format.h"
@@ -46,7 +54,7 @@ struct Mem {
 class Bench {
  public:
   explicit Bench(std::uint64_t seed, unsigned stall_pct) : rng_(seed), stall_(stall_pct) {
-    top_ = std::make_unique<Vcompaction_engine>(&ctx_, "engine");
+    top_ = std::make_unique<Vengine>(&ctx_, "engine");
     top_->rst = 1;
     for (int i = 0; i < 4; ++i) tick();
     top_->rst = 0;
@@ -147,7 +155,7 @@ class Bench {
     std::uint64_t addr, due;
   };
   VerilatedContext ctx_;
-  std::unique_ptr<Vcompaction_engine> top_;
+  std::unique_ptr<Vengine> top_;
   std::mt19937_64 rng_;
   unsigned stall_;
   std::deque<Rd> reads_;
@@ -297,29 +305,29 @@ void run_case(std::uint64_t seed, unsigned stall_pct, std::uint64_t reset_after 
                        << tc << " dt " << dt << (bitmap ? " bitmap" : " ell") << " thr " << thr << ")";
 }
 
-TEST(EngineRtl, MatchesCompactOnRandomMatrices) {
+TEST(ENGINE_SUITE, MatchesCompactOnRandomMatrices) {
   for (std::uint64_t s = 1; s <= 40; ++s) run_case(s, 0);
 }
 
-TEST(EngineRtl, MatchesCompactUnderBackPressure) {
+TEST(ENGINE_SUITE, MatchesCompactUnderBackPressure) {
   for (std::uint64_t s = 101; s <= 124; ++s) run_case(s, 40);
 }
 
-TEST(EngineRtl, ResetInTheMiddleOfAJob) {
-  // jobs of ~1000-4000 cycles with compacted tiles (seeds 31 BITMAP, 19 / 16 / 6 ELL), reset at several points
+TEST(ENGINE_SUITE, ResetInTheMiddleOfAJob) {
+  // jobs of ~600-4000 cycles with compacted tiles (seeds 31 BITMAP, 19 / 16 / 6 ELL), reset at several points
   // (count read, tile fetch, emit passes), then the same job again
   for (std::uint64_t s : {31u, 19u, 16u, 6u})
-    for (std::uint64_t when : {5u, 40u, 150u, 333u, 700u}) run_case(s, 0, when);
+    for (std::uint64_t when : {5u, 40u, 150u, 333u, 520u}) run_case(s, 0, when);
 }
 
-TEST(EngineRtl, OverflowAndBusErrorsEndTheJob) {
+TEST(ENGINE_SUITE, OverflowAndBusErrorsEndTheJob) {
   // jobs with compacted tiles (payload > 0): OutOverflow, a read error in the source, a write error
   for (std::uint64_t s : {31u, 19u, 16u, 6u})
     for (int fault = 1; fault <= 3; ++fault) run_case(s, 0, 0, fault);
   for (int fault = 1; fault <= 3; ++fault) run_case(19, 40, 0, fault);  // with back-pressure
 }
 
-TEST(EngineRtl, RegistersAndBadSubmit) {
+TEST(ENGINE_SUITE, RegistersAndBadSubmit) {
   Bench b(3, 0);
   unsigned err = 0;
   EXPECT_EQ(b.mmio(false, rm::engine::ID, 0), rm::engine::kIdValue);

@@ -3,7 +3,8 @@
 // byte must match (0 mismatches) and the job cycles of the TLM timing rule must be within +-5 % of the RTL's
 // (docs/hw-units.md "Calibration from the RTL"). Jobs: F32/F16/BF16, ELL/BITMAP, 8..256-row/-column tiles,
 // unaligned row pitches, all-zero / dense / sparse row bands, exact and sampled (s = 1) counts, two memory
-// latencies (20 and 90 cycles, the latter beyond the 64-read window).
+// latencies (20 and 90 cycles, the latter beyond the 64-read window); both builds of the engine (tile_buffers
+// 1 = sequential, 2 = pipelined).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <systemc>
@@ -18,6 +21,7 @@
 #include "spartan/format/tile_format.h"
 #include "spartan/hw/regmap.h"
 #include "spartan/rtl/engine_lockstep.h"
+#include "spartan/rtl/engine_rtl.h"
 
 extern "C" int sc_main(int, char**) { return 0; }
 
@@ -98,14 +102,25 @@ Job make_job(std::uint64_t seed) {
   return j;
 }
 
+// Both builds of the engine: tile_buffers 1 (sequential) and 2 (pipelined, the default), each at read latency
+// 20 and 90 cycles.
 struct Host : sc_core::sc_module {
   SC_HAS_PROCESS(Host);
-  rtl::EngineLockstep fast, slow;
+  static rtl::EngineLockstepConfig cfg(unsigned rd_lat, unsigned wr_lat, unsigned tb) {
+    rtl::EngineLockstepConfig c;
+    c.read_latency_cycles = rd_lat;
+    c.write_latency_cycles = wr_lat;
+    c.tile_buffers = tb;
+    return c;
+  }
+  static constexpr unsigned kTileBuffers[2] = {1, 2};
+  rtl::EngineLockstep fast1, slow1, fast2, slow2;
   std::vector<Job> jobs;
-  std::vector<rtl::EngineLockstepResult> res_fast, res_slow;
+  // [tb index][job] fast, slow
+  std::vector<rtl::EngineLockstepResult> res_fast[2], res_slow[2];
   explicit Host(sc_core::sc_module_name n)
-      : sc_module(n), fast("eng_fast", [] { rtl::EngineLockstepConfig c; c.read_latency_cycles = 20; return c; }()),
-        slow("eng_slow", [] { rtl::EngineLockstepConfig c; c.read_latency_cycles = 90; c.write_latency_cycles = 40; return c; }()) {
+      : sc_module(n), fast1("eng_fast1", cfg(20, 10, 1)), slow1("eng_slow1", cfg(90, 40, 1)),
+        fast2("eng_fast2", cfg(20, 10, 2)), slow2("eng_slow2", cfg(90, 40, 2)) {
     SC_THREAD(run);
   }
   void run() {
@@ -116,8 +131,10 @@ struct Host : sc_core::sc_module {
           dst[i] = it == j.mem.end() ? 0 : it->second;
         }
       };
-      res_fast.push_back(fast.run(j.d, rd));
-      res_slow.push_back(slow.run(j.d, rd));
+      res_fast[0].push_back(fast1.run(j.d, rd));
+      res_slow[0].push_back(slow1.run(j.d, rd));
+      res_fast[1].push_back(fast2.run(j.d, rd));
+      res_slow[1].push_back(slow2.run(j.d, rd));
     }
   }
 };
@@ -126,25 +143,45 @@ TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
   Host h("host");
   for (std::uint64_t s = 1; s <= 28; ++s) h.jobs.push_back(make_job(s));
   sc_core::sc_start();
-  ASSERT_EQ(h.res_fast.size(), h.jobs.size());
-  double max_dev = 0;
-  for (std::size_t i = 0; i < h.jobs.size(); ++i) {
-    const auto& d = h.jobs[i].d;
-    for (const auto* r : {&h.res_fast[i], &h.res_slow[i]}) {
-      std::printf("job %2zu %3ux%3u tile %3ux%3u dt %u %-6s s%u lat %s: %7llu B compared, %llu mismatches, RTL %7llu vs TLM %7llu cycles (%+.2f %%)\n",
-                  i + 1, d.rows, d.cols, d.tile_rows, d.tile_cols, static_cast<unsigned>(d.dtype),
-                  d.format == rm::engine::kFormatBitmap ? "bitmap" : "ell", d.sample_shift, r == &h.res_fast[i] ? "20" : "90",
-                  static_cast<unsigned long long>(r->bytes_compared), static_cast<unsigned long long>(r->mismatches()),
-                  static_cast<unsigned long long>(r->rtl_cycles), static_cast<unsigned long long>(r->tlm_cycles),
-                  r->deviation_percent());
-      EXPECT_EQ(r->mismatches(), 0u) << "job " << i + 1;
-      EXPECT_EQ(r->tlm_status, 0u) << "job " << i + 1;
-      EXPECT_GT(r->bytes_compared, 0u);
-      EXPECT_LE(std::fabs(r->deviation_percent()), 5.0) << "job " << i + 1;
-      max_dev = std::max(max_dev, std::fabs(r->deviation_percent()));
+  for (unsigned b = 0; b < 2; ++b) {
+    const unsigned tb = Host::kTileBuffers[b];
+    SCOPED_TRACE("tile_buffers " + std::to_string(tb));
+    ASSERT_EQ(h.res_fast[b].size(), h.jobs.size());
+    double max_dev = 0;
+    std::uint64_t rtl_sum = 0, tlm_sum = 0;
+    for (std::size_t i = 0; i < h.jobs.size(); ++i) {
+      const auto& d = h.jobs[i].d;
+      for (const auto* r : {&h.res_fast[b][i], &h.res_slow[b][i]}) {
+        std::printf("tb %u job %2zu %3ux%3u tile %3ux%3u dt %u %-6s s%u lat %s: %7llu B compared, %llu mismatches, RTL %7llu vs TLM %7llu cycles (%+.2f %%)\n",
+                    tb, i + 1, d.rows, d.cols, d.tile_rows, d.tile_cols, static_cast<unsigned>(d.dtype),
+                    d.format == rm::engine::kFormatBitmap ? "bitmap" : "ell", d.sample_shift, r == &h.res_fast[b][i] ? "20" : "90",
+                    static_cast<unsigned long long>(r->bytes_compared), static_cast<unsigned long long>(r->mismatches()),
+                    static_cast<unsigned long long>(r->rtl_cycles), static_cast<unsigned long long>(r->tlm_cycles),
+                    r->deviation_percent());
+        EXPECT_EQ(r->mismatches(), 0u) << "job " << i + 1;
+        EXPECT_EQ(r->tlm_status, 0u) << "job " << i + 1;
+        EXPECT_GT(r->bytes_compared, 0u);
+        EXPECT_LE(std::fabs(r->deviation_percent()), 5.0) << "job " << i + 1;
+        max_dev = std::max(max_dev, std::fabs(r->deviation_percent()));
+        rtl_sum += r->rtl_cycles;
+        tlm_sum += r->tlm_cycles;
+      }
     }
+    std::printf("tile_buffers %u: max |cycle deviation| RTL vs TLM: %.2f %%; cycles of all jobs: RTL %llu, TLM %llu\n", tb,
+                max_dev, static_cast<unsigned long long>(rtl_sum), static_cast<unsigned long long>(tlm_sum));
   }
-  std::printf("max |cycle deviation| RTL vs TLM: %.2f %%\n", max_dev);
+  // The pipelined engine must be faster in total than the sequential one (the point of the second buffer).
+  std::uint64_t seq = 0, pipe = 0;
+  for (std::size_t i = 0; i < h.jobs.size(); ++i) {
+    seq += h.res_fast[0][i].rtl_cycles + h.res_slow[0][i].rtl_cycles;
+    pipe += h.res_fast[1][i].rtl_cycles + h.res_slow[1][i].rtl_cycles;
+  }
+  EXPECT_LT(pipe, seq);
+}
+
+TEST(EngineRtlVsTlm, OnlyTheBuiltTileBufferCountsExist) {
+  EXPECT_THROW(rtl::EngineRtl(20, 10, 3), std::invalid_argument);
+  EXPECT_THROW(rtl::EngineRtl(20, 10, 0), std::invalid_argument);
 }
 
 }  // namespace

@@ -134,8 +134,11 @@ struct Port {
   sc_time slot_reuse = SC_ZERO_TIME;
   bool error = false;
 
-  sc_time issue(tlm::tlm_command cmd, std::uint64_t addr, std::uint8_t* data, std::uint32_t len, sc_time earliest) {
-    sc_time t = window.earliest_issue(std::max(earliest, cursor));
+  /// `windowed` = false: the request does not take a window slot (the pipelined engine's count-table reads:
+  /// the RTL's RD_OUTS bound counts tile lines only).
+  sc_time issue(tlm::tlm_command cmd, std::uint64_t addr, std::uint8_t* data, std::uint32_t len, sc_time earliest,
+                bool windowed = true) {
+    sc_time t = windowed ? window.earliest_issue(std::max(earliest, cursor)) : std::max(earliest, cursor);
     const sc_time q = tlm_utils::tlm_quantumkeeper::get_global_quantum();
     const sc_time now = sc_core::sc_time_stamp();
     if (sync && q > SC_ZERO_TIME && t > now && t - now > q) sc_core::wait(t - now);
@@ -152,7 +155,7 @@ struct Port {
     sock->b_transport(p, d);
     if (!p.is_response_ok()) error = true;
     const sc_time done = sc_core::sc_time_stamp() + d;
-    window.push(done + slot_reuse);
+    if (windowed) window.push(done + slot_reuse);
     cursor = t + clk.cycles(1);
     return done;
   }
@@ -290,17 +293,25 @@ std::uint64_t emit_cycles(const std::uint8_t* tile, std::uint32_t re, std::uint3
 
 }  // namespace
 
-// Timing: the RTL's sequential tile FSM (docs/hw-units.md "Calibration from the RTL"). From the job start:
+// Timing: the RTL's tile FSM (docs/hw-units.md "Calibration from the RTL"). From the job start:
 // job_setup_cycles; per tile: a count-table line read when the tile's count is in another line (issue one
 // cycle after the decision, decide again one cycle after the response); DENSE / zero tiles 2 cycles (decide,
 // header); compacted tiles: decide, line reads one per cycle from 2 cycles after the decision (window of
 // outstanding_reads), 3 cycles after the last response, the emit passes (emit_cycles), 1 cycle to advance.
 // Payload lines are written while the emit pass runs, headers as they complete; the job ends
 // job_tail_cycles after the last write's response.
+// tile_buffers >= 2 (the pipelined RTL): two timelines. The prefetcher P decides tile k at
+// d_k >= max(P's next cycle, the emitter's pop of decision k - decision_queue_depth + 1) and, if compacted,
+// also >= the cycle the previous tile's last read is issued and the release of the buffer held by the
+// compacted tile tile_buffers before; its reads start at d_k + 2. P's count-table reads (no window slot)
+// start one cycle after P is free and the issuer idle; their response comes after every earlier tile line.
+// The emitter M decides tile k at m_k >= max(M's next cycle, d_k + 1); a compacted tile's emit passes start
+// 3 cycles after max(m_k, its last line's response), its buffer is released when the header is issued.
 void CompactionEngine::run_job(EngineJob& job) {
   const Descriptor& d = job.desc;
   const unsigned eb = elem_bytes(d.dtype);
   const std::uint32_t line = cfg_.line_bytes;
+  const bool pipe = cfg_.tile_buffers >= 2;
   job.started = sc_core::sc_time_stamp();
   const sc_time t0 = job.started + clock_.cycles(cfg_.job_setup_cycles);
   Port rd{mem, clock_, InflightWindow(cfg_.outstanding_reads), t0, true};
@@ -324,7 +335,11 @@ void CompactionEngine::run_job(EngineJob& job) {
   std::deque<PendingWrite> wq;
   std::vector<sc_time> payload_issue;
   std::uint64_t payload_off = 0;
-  sc_time cur = t0;  // the tile FSM's time (start of the next decision)
+  sc_time cur = t0;    // the tile FSM's time (sequential: start of the next decision; pipelined: the emitter's)
+  sc_time pcur = t0;   // pipelined: the prefetcher's next decision
+  sc_time iss_idle = t0, last_resp = SC_ZERO_TIME;  // pipelined: read issuer idle from; latest response so far
+  std::deque<sc_time> m_dec;       // pipelined: the emitter's decisions (queue pops) of the last tiles
+  std::deque<sc_time> buf_free;    // pipelined: release of the tile buffers of the last compacted tiles
   std::vector<std::uint8_t> tile_buf, ct_line(line);
   std::uint64_t ct_cached = ~0ull;
   std::vector<std::uint32_t> seg_off;
@@ -332,45 +347,69 @@ void CompactionEngine::run_job(EngineJob& job) {
   for (std::uint32_t ti = 0; ti < grid.tiles_r() && job.status == JobStatus::Ok && !rd.error; ++ti)
     for (std::uint32_t tj = 0; tj < grid.tiles_c(); ++tj) {
       const std::uint64_t t = std::uint64_t(ti) * grid.tiles_c() + tj;
+      sc_time& dcur = pipe ? pcur : cur;  // who reads the count table and decides
       // Count word of tile t, through the one-line count-table cache.
       const std::uint64_t ca = d.count_table + 4 * t, cl = ca / line * line;
       if (cl != ct_cached) {
         const std::uint64_t a = std::max<std::uint64_t>(cl, d.count_table);
         const std::uint64_t e = std::min<std::uint64_t>(cl + line, d.count_table + 4 * tiles);
-        drain(wq, wr, cur + cyc, payload_issue);
-        const sc_time done = rd.issue(tlm::TLM_READ_COMMAND, a, ct_line.data() + (a - cl), static_cast<std::uint32_t>(e - a), cur + cyc);
+        if (pipe) dcur = std::max(dcur, iss_idle);
+        drain(wq, wr, dcur + cyc, payload_issue);
+        sc_time done = rd.issue(tlm::TLM_READ_COMMAND, a, ct_line.data() + (a - cl), static_cast<std::uint32_t>(e - a),
+                                dcur + cyc, !pipe);
+        if (pipe) last_resp = done = std::max(done, last_resp);  // responses in request order
         stats_.table_bytes_read += e - a;
         ct_cached = cl;
-        cur = done + cyc;
+        dcur = done + cyc;
         if (rd.error) break;
       }
       const std::uint32_t count = mmio_load_u32(ct_line.data() + (ca - cl));
       const std::uint32_t re = grid.r_eff(ti), ce = grid.c_eff(tj);
       const std::uint64_t elems = std::uint64_t(re) * ce;
       const std::uint64_t est = std::uint64_t(count) << d.sample_shift;
+      const bool is_dense = tile_is_dense(est, elems, d.threshold_q16);
+      const bool is_zero = !is_dense && d.sample_shift == 0 && count == 0;
+      // The decision (sequential: also the tile FSM's), and in the pipelined engine the emitter's.
+      sc_time dec = dcur;
+      if (pipe) {
+        if (m_dec.size() >= cfg_.decision_queue_depth) {  // queue full until the emitter pops tile t - depth
+          dec = std::max(dec, m_dec.front() + cyc);
+          m_dec.pop_front();
+        }
+        if (!is_dense && !is_zero) {
+          dec = std::max(dec, iss_idle);
+          if (buf_free.size() >= cfg_.tile_buffers) {
+            dec = std::max(dec, buf_free.front());
+            buf_free.pop_front();
+          }
+        }
+        pcur = dec + cyc;
+        cur = std::max(cur, dec + cyc);
+        m_dec.push_back(cur);
+      }
       fmt::TileHeader h;
       std::vector<std::uint8_t> bytes;
       sc_time from = cur, ready;
       ++stats_.tiles;
-      if (tile_is_dense(est, elems, d.threshold_q16)) {
-        h.format = static_cast<std::uint8_t>(fmt::TileFormat::Dense);
-        h.nnz = d.sample_shift == 0 ? count : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(est, 1, elems));
-        ++job.tiles_dense;
-        ++stats_.tiles_dense;
-        ready = cur + cyc;
-        cur += 2 * cyc;
-      } else if (d.sample_shift == 0 && count == 0) {
-        h.format = static_cast<std::uint8_t>(d.format);
-        ++job.tiles_zero;
-        ++stats_.tiles_zero;
+      if (is_dense || is_zero) {
+        if (is_dense) {
+          h.format = static_cast<std::uint8_t>(fmt::TileFormat::Dense);
+          h.nnz = d.sample_shift == 0 ? count : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(est, 1, elems));
+          ++job.tiles_dense;
+          ++stats_.tiles_dense;
+        } else {
+          h.format = static_cast<std::uint8_t>(d.format);
+          ++job.tiles_zero;
+          ++stats_.tiles_zero;
+        }
         ready = cur + cyc;
         cur += 2 * cyc;
       } else {
-        // Fetch the tile into the tile buffer (row segments split at line boundaries), one read per cycle.
+        // Fetch the tile into a tile buffer (row segments split at line boundaries), one read per cycle.
         const std::uint64_t row_n = std::uint64_t(ce) * eb;
         tile_buf.assign(elems * eb, 0);
         seg_off.assign(re, 0);
-        sc_time data_ready = cur + 2 * cyc;
+        sc_time data_ready = dec + 2 * cyc;
         for (std::uint32_t r = 0; r < re; ++r) {
           const std::uint64_t row_a = d.src + std::uint64_t(grid.row0(ti) + r) * d.row_pitch_bytes +
                                       std::uint64_t(grid.col0(tj)) * eb;
@@ -379,14 +418,19 @@ void CompactionEngine::run_job(EngineJob& job) {
           while (o < row_n) {
             const std::uint64_t a = row_a + o;
             const std::uint64_t n = std::min<std::uint64_t>(line - a % line, row_n - o);
-            drain(wq, wr, std::max(cur + 2 * cyc, rd.cursor), payload_issue);
+            drain(wq, wr, std::max(dec + 2 * cyc, rd.cursor), payload_issue);
             const sc_time done = rd.issue(tlm::TLM_READ_COMMAND, a, tile_buf.data() + r * row_n + o,
-                                          static_cast<std::uint32_t>(n), cur + 2 * cyc);
+                                          static_cast<std::uint32_t>(n), dec + 2 * cyc);
             data_ready = std::max(data_ready, done);
             ++stats_.reads;
             stats_.bytes_read += n;
             o += n;
           }
+        }
+        if (pipe) {
+          iss_idle = rd.cursor - cyc;                      // the cycle its last read is issued
+          data_ready = std::max(data_ready, last_resp);    // counted in request order
+          last_resp = data_ready;
         }
         // Pack with the format's own definition (one tile: grid = the clipped tile, tile size = TR x TC).
         const fmt::TiledMatrix one = fmt::compact(tile_buf.data(), re, ce, ce, opt);
@@ -394,11 +438,14 @@ void CompactionEngine::run_job(EngineJob& job) {
         const std::size_t n = fmt::tile_payload_bytes(h, re, ce, d.tile_cols, opt.elem);
         bytes.assign(one.payload.begin(), one.payload.begin() + static_cast<std::ptrdiff_t>(n));
         // the counting side takes each response one cycle after it arrives; 2 cycles later the first emit step
-        const sc_time pass0 = data_ready + 3 * cyc;
+        // (pipelined: the emitter has decided the tile and waited for its buffer to be counted)
+        const sc_time base = pipe ? std::max(data_ready, cur) : data_ready;
+        const sc_time pass0 = base + 3 * cyc;
         if (h.nnz == 0) {  // sampled estimate but no non-zero: zero tile after the fetch
-          from = data_ready + 2 * cyc;
-          ready = data_ready + 3 * cyc;
-          cur = data_ready + 4 * cyc;
+          from = base + 2 * cyc;
+          ready = base + 3 * cyc;
+          cur = base + 4 * cyc;
+          if (pipe) buf_free.push_back(ready);
         } else {
           const std::uint64_t ec = emit_cycles(tile_buf.data(), re, ce, eb, seg_off, line,
                                                d.format == kFormatBitmap, n, nullptr);
@@ -406,6 +453,7 @@ void CompactionEngine::run_job(EngineJob& job) {
           from = pass0;
           ready = pass0 + cyc * double(ec);
           cur = ready + cyc;
+          if (pipe) buf_free.push_back(ready);
         }
         ++job.tiles_compacted;
         ++stats_.tiles_compacted;
@@ -446,8 +494,8 @@ void CompactionEngine::run_job(EngineJob& job) {
   stats_.writes += payload_issue.size() + (headers.bytes_written + line - 1) / line;
   stats_.payload_bytes_written += payload.bytes_written;
   stats_.header_bytes_written += headers.bytes_written;
-  // (every read has completed by `cur`: the FSM waits for its responses)
-  const sc_time end = std::max({wr.window.last_done(), cur, t0}) + clock_.cycles(cfg_.job_tail_cycles);
+  // (sequential: every read has completed by `cur`; pipelined: the job also waits for reads fetched ahead)
+  const sc_time end = std::max({wr.window.last_done(), cur, t0, last_resp}) + clock_.cycles(cfg_.job_tail_cycles);
   if (end > sc_core::sc_time_stamp()) sc_core::wait(end - sc_core::sc_time_stamp());
   job.finished = sc_core::sc_time_stamp();
   job.cycles = clock_.whole_cycles(job.finished - job.started);

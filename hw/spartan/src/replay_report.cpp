@@ -118,6 +118,8 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.read_buffer_bytes = m.u32("read_buffer_bytes", c.read_buffer_bytes);
     c.write_buffer_bytes = m.u32("write_buffer_bytes", c.write_buffer_bytes);
     c.queue_depth = m.u32("queue_depth", c.queue_depth);
+    c.tile_buffers = m.u32("tile_buffers", c.tile_buffers);
+    c.decision_queue_depth = m.u32("decision_queue_depth", c.decision_queue_depth);
     c.job_setup_cycles = m.u32("job_setup_cycles", c.job_setup_cycles);
     c.job_tail_cycles = m.u32("job_tail_cycles", c.job_tail_cycles);
     c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
@@ -126,6 +128,8 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     if (c.outstanding_reads == 0) m.fail("outstanding_reads", "must be >= 1");
     if (c.outstanding_writes == 0) m.fail("outstanding_writes", "must be >= 1");
     if (c.queue_depth == 0) m.fail("queue_depth", "must be >= 1");
+    if (c.tile_buffers == 0 || c.tile_buffers > 64) m.fail("tile_buffers", "must be 1..64");
+    if (c.decision_queue_depth == 0 || c.decision_queue_depth > 4096) m.fail("decision_queue_depth", "must be 1..4096");
     if (c.read_buffer_bytes == 0) m.fail("read_buffer_bytes", "must be >= 1 (a tile must fit in it)");
     if (c.max_job_bytes == 0) m.fail("max_job_bytes", "must be >= 1");
     m.finish();

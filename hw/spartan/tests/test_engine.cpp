@@ -136,9 +136,12 @@ struct JobResult {
   std::uint32_t status = 0, out_bytes = 0, cycles = 0;
 };
 
-JobResult run_job(const RawMatrix& m, Descriptor desc, const std::vector<std::uint32_t>& counts) {
+JobResult run_job(const RawMatrix& m, Descriptor desc, const std::vector<std::uint32_t>& counts,
+                  std::uint32_t tile_buffers = EngineConfig{}.tile_buffers) {
   JobResult res;
-  Bench b;
+  EngineConfig cfg;
+  cfg.tile_buffers = tile_buffers;
+  Bench b(cfg);
   b.mem.write_bytes(desc.src, m.bytes.data(), m.bytes.size());
   b.mem.write_bytes(desc.count_table, counts.data(), counts.size() * 4);
   b.run([&](Driver& d) {
@@ -180,14 +183,15 @@ void expect_expands_to(JobResult& r, const RawMatrix& m) {
   EXPECT_EQ(diff, 0u);
 }
 
-void functional(ElemType dt, std::uint32_t format, std::uint32_t tr, std::uint32_t tc, double density) {
+void functional(ElemType dt, std::uint32_t format, std::uint32_t tr, std::uint32_t tc, double density,
+                std::uint32_t tile_buffers = EngineConfig{}.tile_buffers) {
   SC_SCENARIO([=] {
     const unsigned eb = elem_bytes(dt);
     const std::uint32_t rows = 70, cols = 100;
     const RawMatrix m = make_matrix(dt, rows, cols, (cols * eb + 127) / 128 * 128, density, 21);
     Descriptor desc = base_desc(m, format, tr, tc);
     const auto counts = reference_counts(m, tr, tc);
-    JobResult r = run_job(m, desc, counts);
+    JobResult r = run_job(m, desc, counts, tile_buffers);
     EXPECT_EQ(r.status, 0u);
     EXPECT_GT(r.cycles, 0u);
     // Byte-identical to the reference compaction of the same dense matrix.
@@ -213,22 +217,30 @@ TEST(Engine, BitmapF16) { functional(ElemType::F16, kFormatBitmap, 16, 64, 0.4);
 TEST(Engine, EllBF16) { functional(ElemType::BF16, kFormatEll, 8, 16, 0.45); }
 TEST(Engine, BitmapBF16) { functional(ElemType::BF16, kFormatBitmap, 32, 32, 0.2); }
 TEST(Engine, MixedDenseSparseZeroTiles) { functional(ElemType::F32, kFormatEll, 16, 16, 0.5); }
+// The same bytes from the sequential engine (tile_buffers 1) and from deeper pipelines (the default is 2).
+TEST(Engine, EllF32Sequential) { functional(ElemType::F32, kFormatEll, 32, 32, 0.3, 1); }
+TEST(Engine, BitmapF16Sequential) { functional(ElemType::F16, kFormatBitmap, 16, 64, 0.4, 1); }
+TEST(Engine, MixedTilesSequential) { functional(ElemType::F32, kFormatEll, 16, 16, 0.5, 1); }
+TEST(Engine, MixedTilesFourBuffers) { functional(ElemType::F32, kFormatEll, 16, 16, 0.5, 4); }
+TEST(Engine, BitmapBF16ThreeBuffers) { functional(ElemType::BF16, kFormatBitmap, 8, 16, 0.2, 3); }
 
-TEST(Engine, SampledCountsStillExpandExactly) {
-  SC_SCENARIO([] {
+void sampled_counts(std::uint32_t tile_buffers) {
+  SC_SCENARIO([=] {
     const RawMatrix m = make_matrix(ElemType::F32, 64, 96, 512, 0.2, 9);
     Descriptor desc = base_desc(m, kFormatBitmap);
     desc.sample_shift = 3;
     auto counts = reference_counts(m, 32, 32);
     for (auto& c : counts) c >>= 3;  // sampled-style estimates, several of them 0
     counts[0] = 1000;                // an over-estimate: tile 0 is marked DENSE without reading
-    JobResult r = run_job(m, desc, counts);
+    JobResult r = run_job(m, desc, counts, tile_buffers);
     EXPECT_EQ(r.status, 0u);
     EXPECT_EQ(r.tm.headers[0].fmt(), fmt::TileFormat::Dense);
     EXPECT_EQ(r.tm.headers[0].nnz, 1024u);  // clamp(estimate, 1, elements)
     expect_expands_to(r, m);
   });
 }
+TEST(Engine, SampledCountsStillExpandExactly) { sampled_counts(EngineConfig{}.tile_buffers); }
+TEST(Engine, SampledCountsStillExpandExactlySequential) { sampled_counts(1); }
 
 TEST(Engine, ThresholdExtremes) {
   SC_SCENARIO([] {
@@ -243,16 +255,18 @@ TEST(Engine, ThresholdExtremes) {
   });
 }
 
-TEST(Engine, OutputOverflowIsAJobError) {
-  SC_SCENARIO([] {
+void overflow(std::uint32_t tile_buffers) {
+  SC_SCENARIO([=] {
     const RawMatrix m = make_matrix(ElemType::F32, 64, 64, 256, 0.3, 4);
     const auto counts = reference_counts(m, 32, 32);
     Descriptor desc = base_desc(m, kFormatEll);
     desc.out_capacity_bytes = 64;
-    JobResult r = run_job(m, desc, counts);
+    JobResult r = run_job(m, desc, counts, tile_buffers);
     EXPECT_EQ(r.status, static_cast<std::uint32_t>(JobStatus::OutOverflow));
   });
 }
+TEST(Engine, OutputOverflowIsAJobError) { overflow(EngineConfig{}.tile_buffers); }
+TEST(Engine, OutputOverflowIsAJobErrorSequential) { overflow(1); }
 
 }  // namespace
 }  // namespace spartan::hw::test

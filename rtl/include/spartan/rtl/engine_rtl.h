@@ -19,7 +19,10 @@ struct EngineRtlResult {
   std::uint64_t rtl_cycles = 0;    ///< clock cycles simulated (incl. MMIO programming)
   bool finished = false;
   std::uint64_t tiles_compacted = 0;        ///< tiles that went through fetch + emit
-  std::uint64_t compacted_tile_cycles = 0;  ///< summed cycles from their fetch start to their header issue
+  /// Summed cycles from the tile FSM entering FETCH to the header issue. Sequential build: the whole fetch +
+  /// count + emit of the tile; pipelined build: from the emitter's decision (the fetch may have started
+  /// earlier, in the prefetcher) to the header.
+  std::uint64_t compacted_tile_cycles = 0;
 };
 
 /// The bytes a run wrote, kept per 128 B line (data + byte-written mask).
@@ -55,7 +58,9 @@ class EngineRtl {
  public:
   /// `read_line(addr, dst)`: fills the 128 bytes of the line at `addr` (128 B-aligned).
   using LineReader = std::function<void(std::uint64_t addr, std::uint8_t* dst)>;
-  EngineRtl(unsigned read_latency_cycles = 20, unsigned write_latency_cycles = 10);
+  /// `tile_buffers`: which build of the RTL (its TILE_BUFFERS parameter): 1 (sequential) or 2 (the default);
+  /// any other value throws std::invalid_argument.
+  EngineRtl(unsigned read_latency_cycles = 20, unsigned write_latency_cycles = 10, unsigned tile_buffers = 2);
   ~EngineRtl();
   /// Runs one job to completion (or `max_cycles`); the bytes it wrote are in written().
   EngineRtlResult run(const hw::regmap::Descriptor& d, const LineReader& read_line,

@@ -10,10 +10,11 @@
 // timing are this project's design.
 //
 // Timing (loosely timed), calibrated from the RTL (rtl/src/compaction_engine.v; docs/hw-units.md
-// "Calibration from the RTL"): tiles one after another; a compacted tile is fetched (one line read per
-// cycle, at most `outstanding_reads` in flight) into a tile buffer of `read_buffer_bytes`, counted as the
-// lines arrive, then emitted one 128 B line per cycle per pass; one write per cycle with at most
-// `outstanding_writes` in flight.
+// "Calibration from the RTL"): a compacted tile is fetched (one line read per cycle, at most
+// `outstanding_reads` in flight) into a tile buffer of `read_buffer_bytes`, counted as the lines arrive, then
+// emitted one 128 B line per cycle per pass; one write per cycle with at most `outstanding_writes` in flight.
+// `tile_buffers` = 1: tiles one after another; >= 2 (default 2): a prefetcher decides ahead and fetches the
+// next compacted tiles into free buffers while the current one is emitted (same output bytes).
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -41,6 +42,12 @@ struct EngineConfig {
   std::uint32_t read_buffer_bytes = 16384;  ///< a tile must fit (TR*TC*elem bytes), else SUBMIT is BadValue
   std::uint32_t write_buffer_bytes = 4096;  ///< informational: the RTL packer holds one line + one write
   std::uint32_t queue_depth = 8;
+  /// Tile buffers of `read_buffer_bytes` each (RTL `TILE_BUFFERS`). 1: the sequential engine (decide, fetch,
+  /// count, emit, one tile after another); >= 2: a prefetcher decides ahead of the emitter and fetches the next
+  /// compacted tiles into free buffers while the current one is emitted (docs/hw-units.md "State machine").
+  std::uint32_t tile_buffers = 2;
+  /// Decisions the prefetcher may be ahead of the emitter (RTL `DQ_DEPTH`; used when tile_buffers >= 2).
+  std::uint32_t decision_queue_depth = 16;
   std::uint32_t job_setup_cycles = 1;     ///< descriptor pop to the first tile decision (RTL)
   std::uint32_t job_tail_cycles = 2;     ///< last write response to LAST_CYCLES (RTL)
   std::uint32_t mmio_latency_cycles = 2;
