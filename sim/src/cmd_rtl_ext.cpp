@@ -64,10 +64,11 @@ struct RtlRunner : sc_core::sc_module {
   std::function<void()> task;
   bool done = false;
   SC_HAS_PROCESS(RtlRunner);
-  RtlRunner(sc_core::sc_module_name n, double mhz, double engine_mhz)
-      : sc_module(n), lockstep("rtl_monitor", mhz), engine("rtl_engine", [engine_mhz] {
+  RtlRunner(sc_core::sc_module_name n, double mhz, double engine_mhz, unsigned engine_tile_buffers)
+      : sc_module(n), lockstep("rtl_monitor", mhz), engine("rtl_engine", [engine_mhz, engine_tile_buffers] {
           spartan::rtl::EngineLockstepConfig c;
           c.clock_mhz = engine_mhz;
+          c.tile_buffers = engine_tile_buffers;
           return c;
         }()) {
     SC_THREAD(loop);
@@ -156,7 +157,13 @@ class RtlExtension : public spartan::hw::RunExtension {
     if (ctx.monitors.empty() || !ctx.gpu) throw std::logic_error("--rtl: no monitors in the replay");
     ctx_ = ctx;
     const double mhz = ctx.monitors[0]->config().clock_mhz;
-    runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz, ctx.engine ? ctx.engine->config().clock_mhz : mhz);
+    // The RTL engine exists in two builds (TILE_BUFFERS 1 and 2): the lockstep runs the one the replay's
+    // engine is configured as (--units engine.tile_buffers), so the RTL checks the mode being simulated.
+    const unsigned tile_buffers = ctx.engine ? ctx.engine->config().tile_buffers : 2;
+    if (tile_buffers != 1 && tile_buffers != 2)
+      throw spartan::InputError("--rtl: the RTL compaction engine is built with 1 or 2 tile buffers; --units engine.tile_buffers is " +
+                                std::to_string(tile_buffers));
+    runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz, ctx.engine ? ctx.engine->config().clock_mhz : mhz, tile_buffers);
     if (opts_[2].given) runner_->lockstep.wave(opts_[2].value, from, to);
     if (ctx.engine)
       ctx.engine->add_job_observer([this](const spartan::hw::EngineJob& j, bool done) {
