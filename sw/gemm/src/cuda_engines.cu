@@ -1,7 +1,8 @@
 // CUDA engines: cuBLAS SGEMM, the tile-sparse GEMM on the one tile-sparse format, and a cuSPARSE SpMM
 // timing helper for the benchmark. See spartan/gemm/cuda.h and sw/gemm/README.md.
 //
-// Tile-sparse kernel: grid (Q chunks of 128, bands of P). A block owns Out[band rows][128 columns of Q]
+// Tile-sparse kernel: grid (bands of P on x, Q chunks of 128 on y: the band count, N*P/tile for a conv's
+// backward-data GEMM, can exceed gridDim.y's 65535 limit, Q cannot in practice). A block owns Out[band rows][128 columns of Q]
 // as accumulators in shared memory (one column per thread, so shared-memory accesses are conflict-free)
 // and walks the band's tiles along R: nnz == 0 -> skipped (uniform branch); DENSE -> the tile is staged
 // in shared memory and multiplied densely; ELL/BITMAP -> the block decodes the tile into a shared
@@ -174,7 +175,7 @@ __global__ void tile_sparse_kernel(KParams k) {
   float* stile = acc + k.p_tile * kQB;              // [TR * TC] staged DENSE tile
   NzEntry* ent = reinterpret_cast<NzEntry*>(stile + k.TR * k.TC);  // [TR * TC]
   __shared__ unsigned rowstart[1025];
-  const int tid = threadIdx.x, q = blockIdx.x * kQB + tid, band = blockIdx.y;
+  const int tid = threadIdx.x, q = blockIdx.y * kQB + tid, band = blockIdx.x;
   const int p0 = band * k.p_tile, prows = min(k.p_tile, k.P - p0);
   for (int i = tid; i < k.p_tile * kQB; i += kQB) acc[i] = 0.0f;
   __syncthreads();
@@ -451,7 +452,10 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
       throw InputError("cuda tile-sparse gemm: tile " + std::to_string(k.TR) + "x" + std::to_string(k.TC) +
                        " needs " + std::to_string(smem) + " bytes of shared memory per block, the GPU allows " +
                        std::to_string(smem_max) + " (use smaller tiles)");
-    if (n_bands > 65535) throw InputError("cuda tile-sparse gemm: more than 65535 tile bands (use taller tiles)");
+    const int q_blocks = (k.Q + kQB - 1) / kQB;  // gridDim.y; bands go on gridDim.x (limit 2^31 - 1)
+    if (q_blocks > 65535)
+      throw InputError("cuda tile-sparse gemm: Q = " + std::to_string(k.Q) + " needs " + std::to_string(q_blocks) +
+                       " column blocks of " + std::to_string(kQB) + ", more than gridDim.y's 65535");
     if (smem > 48 * 1024)
       check(cudaFuncSetAttribute(tile_sparse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
             "cudaFuncSetAttribute");
@@ -459,7 +463,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     check(cudaEventRecord(ev.a), "cudaEventRecord");
     const std::size_t mn = std::size_t(c.M) * c.N;
     scale_kernel<<<unsigned(std::min<std::size_t>((mn + 255) / 256, 65535)), 256>>>(k.C, c.M, c.N, c.ldc, c.beta);
-    tile_sparse_kernel<<<dim3((k.Q + kQB - 1) / kQB, n_bands), kQB, smem>>>(k);
+    tile_sparse_kernel<<<dim3(unsigned(n_bands), unsigned(q_blocks)), kQB, smem>>>(k);
     check(cudaGetLastError(), "tile_sparse_kernel launch");
     check(cudaEventRecord(ev.b), "cudaEventRecord");
     stats.compute_s = ev.seconds();
