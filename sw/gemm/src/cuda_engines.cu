@@ -84,8 +84,6 @@ void require_gpu() {
   if (cuda_device_count() == 0) throw Error("cuda: no CUDA GPU available");
 }
 
-std::size_t stored_elems(int rows, int ld) { return rows > 0 ? std::size_t(rows - 1) * ld + ld : 0; }
-
 /// Grow-only device scratch (kept by an engine across calls).
 struct DevScratch {
   void* p = nullptr;
@@ -297,8 +295,12 @@ class CudaDenseEngine final : public GemmEngine, public StatsHolder {
       stats.compute_s = sgemm(c, c.A, c.B, c.C);
       return;
     }
-    const int ar = c.op_a == Op::N ? c.M : c.K, br = c.op_b == Op::N ? c.K : c.N;
-    DevBuf<float> A(c.A, stored_elems(ar, c.lda)), B(c.B, stored_elems(br, c.ldb)), C(c.C, stored_elems(c.M, c.ldc));
+    const int ar = c.op_a == Op::N ? c.M : c.K, ac = c.op_a == Op::N ? c.K : c.M;
+    const int br = c.op_b == Op::N ? c.K : c.N, bc = c.op_b == Op::N ? c.N : c.K;
+    // Exactly the BLAS spans. C's span is uploaded whole and the kernels write only its M x N elements, so the
+    // copy back leaves the gaps between rows (ldc > N) as they were.
+    DevBuf<float> A(c.A, blas_stored_elems(ar, ac, c.lda)), B(c.B, blas_stored_elems(br, bc, c.ldb)),
+        C(c.C, blas_stored_elems(c.M, c.N, c.ldc));
     stats.compute_s = sgemm(c, A.p, B.p, C.p);
     C.to_host(c.C);
   }
@@ -348,6 +350,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     const float* X = sp_a ? c.B : c.A;
     const int ldx = sp_a ? c.ldb : c.lda;
     const int x_rows = sp_a ? (c.op_b == Op::N ? c.K : c.N) : (c.op_a == Op::N ? c.M : c.K);
+    const int x_cols = sp_a ? (c.op_b == Op::N ? c.N : c.K) : (c.op_a == Op::N ? c.K : c.M);
     const format::TileGrid grid{std::uint32_t(s_rows), std::uint32_t(s_cols), opt_.tile_rows, opt_.tile_cols};
 
     KParams k{};
@@ -384,8 +387,9 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     tile_stats(s.headers);
     DevBuf<format::TileHeader> H(s.headers.data(), s.headers.size());
     DevBuf<std::uint8_t> PL(s.payload.data(), s.payload.size());
-    DevBuf<float> S(s_ptr, stored_elems(s_rows, lds)), Xd(X, stored_elems(x_rows, ldx)),
-        C(c.C, stored_elems(c.M, c.ldc));
+    // Exactly the BLAS spans; C's gaps (ldc > N) round-trip unchanged (the kernels write only M x N elements).
+    DevBuf<float> S(s_ptr, blas_stored_elems(s_rows, s_cols, lds)), Xd(X, blas_stored_elems(x_rows, x_cols, ldx)),
+        C(c.C, blas_stored_elems(c.M, c.N, c.ldc));
     k.hdr = H.p, k.payload = PL.p, k.S = S.p, k.X = Xd.p, k.C = C.p;
     launch(c, k, n_bands);
     C.to_host(c.C);
