@@ -110,7 +110,8 @@ struct DeviceVec {
 }  // namespace
 
 // GemmCall::device_pointers: the same kernels on operands already on the device (no copies; the tile-sparse
-// engine compacts on the device) give exactly the host-pointer call's result and tile statistics.
+// engine compacts on the device) give exactly the host-pointer call's result and tile statistics. Sparsities 0.0
+// and 0.5 make DENSE tiles (in place, read from the device operand), 0.8 mostly ELL/BITMAP ones.
 TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
   std::mt19937 rng(5);
@@ -121,11 +122,12 @@ TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
     for (Op oa : {Op::N, Op::T})
       for (Op ob : {Op::N, Op::T})
         for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
-          for (double thr : {0.3, 2.0}) {
+          for (double thr : {0.3, 2.0})
+            for (double sparsity : {0.0, 0.5, 0.8}) {
             const int ar = oa == Op::N ? M : K, ac = oa == Op::N ? K : M, br = ob == Op::N ? K : N, bc = ob == Op::N ? N : K;
             std::vector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C0(std::size_t(M) * N);
-            for (auto& x : A) x = (sp == SparseOperand::A && p(rng) < 0.8) ? 0.0f : u(rng);
-            for (auto& x : B) x = (sp == SparseOperand::B && p(rng) < 0.8) ? 0.0f : u(rng);
+            for (auto& x : A) x = (sp == SparseOperand::A && p(rng) < sparsity) ? 0.0f : u(rng);
+            for (auto& x : B) x = (sp == SparseOperand::B && p(rng) < sparsity) ? 0.0f : u(rng);
             for (auto& x : C0) x = u(rng);
             TileSparseOptions o;
             o.sparse_format = f;
@@ -145,7 +147,8 @@ TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
               const std::vector<float> got = dC.host();
               for (std::size_t i = 0; i < got.size(); ++i)
                 ASSERT_EQ(got[i], C[i]) << e->name() << " element " << i << " sp=" << int(sp) << " oa=" << int(oa)
-                                        << " ob=" << int(ob) << " thr=" << thr;
+                                        << " ob=" << int(ob) << " thr=" << thr
+                                        << " sparsity=" << sparsity;
               EXPECT_EQ(dev_stats.nnz, host_stats.nnz) << e->name();
               EXPECT_EQ(dev_stats.tiles_zero, host_stats.tiles_zero) << e->name();
               EXPECT_EQ(dev_stats.tiles_sparse, host_stats.tiles_sparse) << e->name();
