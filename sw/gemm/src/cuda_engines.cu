@@ -335,10 +335,10 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     validate_shape(c);
     stats = TileSparseStats{};
     if (c.M == 0 || c.N == 0) return;
-    if (c.sparse == SparseOperand::None || c.K == 0) {
-      CudaDenseEngine d;
-      d.run(c);
-      stats = d.stats;
+    if (c.sparse == SparseOperand::None || c.K == 0) {  // one cuBLAS handle kept across calls
+      if (!dense_) dense_ = std::make_unique<CudaDenseEngine>();
+      dense_->run(c);
+      stats = dense_->stats;
       return;
     }
     const bool sp_a = c.sparse == SparseOperand::A;
@@ -414,6 +414,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
   /// into a zeroed area. compact_s is the device time of these steps (CUDA events). Sets k.hdr and k.payload.
   void compact_on_device(const float* s_dev, const format::TileGrid& grid, int lds, KParams& k) {
     const std::uint64_t tiles = grid.num_tiles();
+    if (tiles > std::uint64_t(0x7FFFFFFF)) throw InputError("cuda tile-sparse gemm: too many tiles for one scan");
     hd::CompactGeom g{s_dev, std::uint64_t(lds), grid.rows, grid.cols, grid.tile_rows, grid.tile_cols,
                       grid.tiles_c(), opt_.threshold, std::uint8_t(opt_.sparse_format)};
     format::TileHeader* hdr = hdr_.get<format::TileHeader>(tiles);
@@ -421,7 +422,6 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     std::uint64_t* offsets = offsets_.get<std::uint64_t>(tiles);
     const std::uint64_t payload_bound = tiles * hd::max_tile_payload_bytes(grid.tile_rows, grid.tile_cols);
     std::uint8_t* payload = payload_.get<std::uint8_t>(payload_bound);
-    if (tiles > std::uint64_t(0x7FFFFFFF)) throw InputError("cuda tile-sparse gemm: too many tiles for one scan");
     std::size_t temp_bytes = 0;
     check(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, sizes, offsets, int(tiles)), "cub ExclusiveSum (size)");
     void* temp = scan_temp_.get<std::uint8_t>(temp_bytes);
@@ -452,15 +452,19 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     int dev = 0, smem_max = 0;
     check(cudaGetDevice(&dev), "cudaGetDevice");
     check(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
-    if (smem > std::size_t(smem_max))
+    cudaFuncAttributes fa{};
+    check(cudaFuncGetAttributes(&fa, tile_sparse_kernel), "cudaFuncGetAttributes");
+    const std::size_t smem_static = fa.sharedSizeBytes;  // rowstart[]: the opt-in limit covers static + dynamic
+    if (smem + smem_static > std::size_t(smem_max))
       throw InputError("cuda tile-sparse gemm: tile " + std::to_string(k.TR) + "x" + std::to_string(k.TC) +
-                       " needs " + std::to_string(smem) + " bytes of shared memory per block, the GPU allows " +
-                       std::to_string(smem_max) + " (use smaller tiles)");
+                       " needs " + std::to_string(smem) + " + " + std::to_string(smem_static) +
+                       " (static) bytes of shared memory per block, the GPU allows " + std::to_string(smem_max) +
+                       " (use smaller tiles)");
     const int q_blocks = (k.Q + kQB - 1) / kQB;  // gridDim.y; bands go on gridDim.x (limit 2^31 - 1)
     if (q_blocks > 65535)
       throw InputError("cuda tile-sparse gemm: Q = " + std::to_string(k.Q) + " needs " + std::to_string(q_blocks) +
                        " column blocks of " + std::to_string(kQB) + ", more than gridDim.y's 65535");
-    if (smem > 48 * 1024)
+    if (smem + smem_static > 48 * 1024)
       check(cudaFuncSetAttribute(tile_sparse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
             "cudaFuncSetAttribute");
     Events ev;
@@ -475,6 +479,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
 
   DevScratch hdr_, sizes_, offsets_, payload_, scan_temp_;
   TileSparseOptions opt_;
+  std::unique_ptr<CudaDenseEngine> dense_;  ///< for calls without a sparse operand (created on first use)
 };
 
 }  // namespace
