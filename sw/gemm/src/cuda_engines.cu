@@ -2,9 +2,9 @@
 // timing helper for the benchmark. See spartan/gemm/cuda.h and sw/gemm/README.md.
 //
 // Tile-sparse kernel: grid (bands of P on x, Q chunks of 128 on y: the band count, N*P/tile for a conv's
-// backward-data GEMM, can exceed gridDim.y's 65535 limit, Q cannot in practice). A block owns Out[band rows][128 columns of Q]
-// as accumulators in shared memory (one column per thread, so shared-memory accesses are conflict-free)
-// and walks the band's tiles along R: nnz == 0 -> skipped (uniform branch); DENSE -> the tile is staged
+// backward-data GEMM, can exceed gridDim.y's 65535 limit, Q cannot in practice). A block owns
+// Out[band rows][128 columns of Q] as accumulators in shared memory (one column per thread, so shared-memory
+// accesses are conflict-free) and walks the band's tiles along R: nnz == 0 -> skipped (uniform branch); DENSE -> the tile is staged
 // in shared memory and multiplied densely; ELL/BITMAP -> the block decodes the tile into a shared
 // non-zero list {v, p, r} (BITMAP with a per-row prefix sum) and every thread applies each non-zero to its
 // column. The same logical view as the CPU engine: Out[P x Q] += S[P x R] * D[R x Q].
