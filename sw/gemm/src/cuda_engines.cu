@@ -1,9 +1,10 @@
 // CUDA engines: cuBLAS SGEMM, the tile-sparse GEMM on the one tile-sparse format, and a cuSPARSE SpMM
 // timing helper for the benchmark. See spartan/gemm/cuda.h and sw/gemm/README.md.
 //
-// Tile-sparse kernel: grid (Q chunks of 128, bands of P). A block owns Out[band rows][128 columns of Q]
-// as accumulators in shared memory (one column per thread, so shared-memory accesses are conflict-free)
-// and walks the band's tiles along R: nnz == 0 -> skipped (uniform branch); DENSE -> the tile is staged
+// Tile-sparse kernel: grid (bands of P on x, Q chunks of 128 on y: the band count, N*P/tile for a conv's
+// backward-data GEMM, can exceed gridDim.y's 65535 limit, Q cannot in practice). A block owns
+// Out[band rows][128 columns of Q] as accumulators in shared memory (one column per thread, so shared-memory
+// accesses are conflict-free) and walks the band's tiles along R: nnz == 0 -> skipped (uniform branch); DENSE -> the tile is staged
 // in shared memory and multiplied densely; ELL/BITMAP -> the block decodes the tile into a shared
 // non-zero list {v, p, r} (BITMAP with a per-row prefix sum) and every thread applies each non-zero to its
 // column. The same logical view as the CPU engine: Out[P x Q] += S[P x R] * D[R x Q].
@@ -82,8 +83,6 @@ struct Events {
 void require_gpu() {
   if (cuda_device_count() == 0) throw Error("cuda: no CUDA GPU available");
 }
-
-std::size_t stored_elems(int rows, int ld) { return rows > 0 ? std::size_t(rows - 1) * ld + ld : 0; }
 
 /// Grow-only device scratch (kept by an engine across calls).
 struct DevScratch {
@@ -174,7 +173,7 @@ __global__ void tile_sparse_kernel(KParams k) {
   float* stile = acc + k.p_tile * kQB;              // [TR * TC] staged DENSE tile
   NzEntry* ent = reinterpret_cast<NzEntry*>(stile + k.TR * k.TC);  // [TR * TC]
   __shared__ unsigned rowstart[1025];
-  const int tid = threadIdx.x, q = blockIdx.x * kQB + tid, band = blockIdx.y;
+  const int tid = threadIdx.x, q = blockIdx.y * kQB + tid, band = blockIdx.x;
   const int p0 = band * k.p_tile, prows = min(k.p_tile, k.P - p0);
   for (int i = tid; i < k.p_tile * kQB; i += kQB) acc[i] = 0.0f;
   __syncthreads();
@@ -296,8 +295,12 @@ class CudaDenseEngine final : public GemmEngine, public StatsHolder {
       stats.compute_s = sgemm(c, c.A, c.B, c.C);
       return;
     }
-    const int ar = c.op_a == Op::N ? c.M : c.K, br = c.op_b == Op::N ? c.K : c.N;
-    DevBuf<float> A(c.A, stored_elems(ar, c.lda)), B(c.B, stored_elems(br, c.ldb)), C(c.C, stored_elems(c.M, c.ldc));
+    const int ar = c.op_a == Op::N ? c.M : c.K, ac = c.op_a == Op::N ? c.K : c.M;
+    const int br = c.op_b == Op::N ? c.K : c.N, bc = c.op_b == Op::N ? c.N : c.K;
+    // Exactly the BLAS spans. C's span is uploaded whole and the kernels write only its M x N elements, so the
+    // copy back leaves the gaps between rows (ldc > N) as they were.
+    DevBuf<float> A(c.A, blas_stored_elems(ar, ac, c.lda)), B(c.B, blas_stored_elems(br, bc, c.ldb)),
+        C(c.C, blas_stored_elems(c.M, c.N, c.ldc));
     stats.compute_s = sgemm(c, A.p, B.p, C.p);
     C.to_host(c.C);
   }
@@ -332,10 +335,10 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     validate_shape(c);
     stats = TileSparseStats{};
     if (c.M == 0 || c.N == 0) return;
-    if (c.sparse == SparseOperand::None || c.K == 0) {
-      CudaDenseEngine d;
-      d.run(c);
-      stats = d.stats;
+    if (c.sparse == SparseOperand::None || c.K == 0) {  // one cuBLAS handle kept across calls
+      if (!dense_) dense_ = std::make_unique<CudaDenseEngine>();
+      dense_->run(c);
+      stats = dense_->stats;
       return;
     }
     const bool sp_a = c.sparse == SparseOperand::A;
@@ -347,6 +350,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     const float* X = sp_a ? c.B : c.A;
     const int ldx = sp_a ? c.ldb : c.lda;
     const int x_rows = sp_a ? (c.op_b == Op::N ? c.K : c.N) : (c.op_a == Op::N ? c.M : c.K);
+    const int x_cols = sp_a ? (c.op_b == Op::N ? c.N : c.K) : (c.op_a == Op::N ? c.K : c.M);
     const format::TileGrid grid{std::uint32_t(s_rows), std::uint32_t(s_cols), opt_.tile_rows, opt_.tile_cols};
 
     KParams k{};
@@ -383,8 +387,9 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     tile_stats(s.headers);
     DevBuf<format::TileHeader> H(s.headers.data(), s.headers.size());
     DevBuf<std::uint8_t> PL(s.payload.data(), s.payload.size());
-    DevBuf<float> S(s_ptr, stored_elems(s_rows, lds)), Xd(X, stored_elems(x_rows, ldx)),
-        C(c.C, stored_elems(c.M, c.ldc));
+    // Exactly the BLAS spans; C's gaps (ldc > N) round-trip unchanged (the kernels write only M x N elements).
+    DevBuf<float> S(s_ptr, blas_stored_elems(s_rows, s_cols, lds)), Xd(X, blas_stored_elems(x_rows, x_cols, ldx)),
+        C(c.C, blas_stored_elems(c.M, c.N, c.ldc));
     k.hdr = H.p, k.payload = PL.p, k.S = S.p, k.X = Xd.p, k.C = C.p;
     launch(c, k, n_bands);
     C.to_host(c.C);
@@ -409,6 +414,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
   /// into a zeroed area. compact_s is the device time of these steps (CUDA events). Sets k.hdr and k.payload.
   void compact_on_device(const float* s_dev, const format::TileGrid& grid, int lds, KParams& k) {
     const std::uint64_t tiles = grid.num_tiles();
+    if (tiles > std::uint64_t(0x7FFFFFFF)) throw InputError("cuda tile-sparse gemm: too many tiles for one scan");
     hd::CompactGeom g{s_dev, std::uint64_t(lds), grid.rows, grid.cols, grid.tile_rows, grid.tile_cols,
                       grid.tiles_c(), opt_.threshold, std::uint8_t(opt_.sparse_format)};
     format::TileHeader* hdr = hdr_.get<format::TileHeader>(tiles);
@@ -416,7 +422,6 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     std::uint64_t* offsets = offsets_.get<std::uint64_t>(tiles);
     const std::uint64_t payload_bound = tiles * hd::max_tile_payload_bytes(grid.tile_rows, grid.tile_cols);
     std::uint8_t* payload = payload_.get<std::uint8_t>(payload_bound);
-    if (tiles > std::uint64_t(0x7FFFFFFF)) throw InputError("cuda tile-sparse gemm: too many tiles for one scan");
     std::size_t temp_bytes = 0;
     check(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, sizes, offsets, int(tiles)), "cub ExclusiveSum (size)");
     void* temp = scan_temp_.get<std::uint8_t>(temp_bytes);
@@ -447,19 +452,26 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     int dev = 0, smem_max = 0;
     check(cudaGetDevice(&dev), "cudaGetDevice");
     check(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
-    if (smem > std::size_t(smem_max))
+    cudaFuncAttributes fa{};
+    check(cudaFuncGetAttributes(&fa, tile_sparse_kernel), "cudaFuncGetAttributes");
+    const std::size_t smem_static = fa.sharedSizeBytes;  // rowstart[]: the opt-in limit covers static + dynamic
+    if (smem + smem_static > std::size_t(smem_max))
       throw InputError("cuda tile-sparse gemm: tile " + std::to_string(k.TR) + "x" + std::to_string(k.TC) +
-                       " needs " + std::to_string(smem) + " bytes of shared memory per block, the GPU allows " +
-                       std::to_string(smem_max) + " (use smaller tiles)");
-    if (n_bands > 65535) throw InputError("cuda tile-sparse gemm: more than 65535 tile bands (use taller tiles)");
-    if (smem > 48 * 1024)
+                       " needs " + std::to_string(smem) + " + " + std::to_string(smem_static) +
+                       " (static) bytes of shared memory per block, the GPU allows " + std::to_string(smem_max) +
+                       " (use smaller tiles)");
+    const int q_blocks = (k.Q + kQB - 1) / kQB;  // gridDim.y; bands go on gridDim.x (limit 2^31 - 1)
+    if (q_blocks > 65535)
+      throw InputError("cuda tile-sparse gemm: Q = " + std::to_string(k.Q) + " needs " + std::to_string(q_blocks) +
+                       " column blocks of " + std::to_string(kQB) + ", more than gridDim.y's 65535");
+    if (smem + smem_static > 48 * 1024)
       check(cudaFuncSetAttribute(tile_sparse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
             "cudaFuncSetAttribute");
     Events ev;
     check(cudaEventRecord(ev.a), "cudaEventRecord");
     const std::size_t mn = std::size_t(c.M) * c.N;
     scale_kernel<<<unsigned(std::min<std::size_t>((mn + 255) / 256, 65535)), 256>>>(k.C, c.M, c.N, c.ldc, c.beta);
-    tile_sparse_kernel<<<dim3((k.Q + kQB - 1) / kQB, n_bands), kQB, smem>>>(k);
+    tile_sparse_kernel<<<dim3(unsigned(n_bands), unsigned(q_blocks)), kQB, smem>>>(k);
     check(cudaGetLastError(), "tile_sparse_kernel launch");
     check(cudaEventRecord(ev.b), "cudaEventRecord");
     stats.compute_s = ev.seconds();
@@ -467,6 +479,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
 
   DevScratch hdr_, sizes_, offsets_, payload_, scan_temp_;
   TileSparseOptions opt_;
+  std::unique_ptr<CudaDenseEngine> dense_;  ///< for calls without a sparse operand (created on first use)
 };
 
 }  // namespace

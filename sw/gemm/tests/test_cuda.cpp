@@ -110,7 +110,8 @@ struct DeviceVec {
 }  // namespace
 
 // GemmCall::device_pointers: the same kernels on operands already on the device (no copies; the tile-sparse
-// engine compacts on the device) give exactly the host-pointer call's result and tile statistics.
+// engine compacts on the device) give exactly the host-pointer call's result and tile statistics. Sparsities 0.0
+// and 0.5 make DENSE tiles (in place, read from the device operand), 0.8 mostly ELL/BITMAP ones.
 TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
   std::mt19937 rng(5);
@@ -121,11 +122,12 @@ TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
     for (Op oa : {Op::N, Op::T})
       for (Op ob : {Op::N, Op::T})
         for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
-          for (double thr : {0.3, 2.0}) {
+          for (double thr : {0.3, 2.0})
+            for (double sparsity : {0.0, 0.5, 0.8}) {
             const int ar = oa == Op::N ? M : K, ac = oa == Op::N ? K : M, br = ob == Op::N ? K : N, bc = ob == Op::N ? N : K;
             std::vector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C0(std::size_t(M) * N);
-            for (auto& x : A) x = (sp == SparseOperand::A && p(rng) < 0.8) ? 0.0f : u(rng);
-            for (auto& x : B) x = (sp == SparseOperand::B && p(rng) < 0.8) ? 0.0f : u(rng);
+            for (auto& x : A) x = (sp == SparseOperand::A && p(rng) < sparsity) ? 0.0f : u(rng);
+            for (auto& x : B) x = (sp == SparseOperand::B && p(rng) < sparsity) ? 0.0f : u(rng);
             for (auto& x : C0) x = u(rng);
             TileSparseOptions o;
             o.sparse_format = f;
@@ -145,11 +147,64 @@ TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
               const std::vector<float> got = dC.host();
               for (std::size_t i = 0; i < got.size(); ++i)
                 ASSERT_EQ(got[i], C[i]) << e->name() << " element " << i << " sp=" << int(sp) << " oa=" << int(oa)
-                                        << " ob=" << int(ob) << " thr=" << thr;
+                                        << " ob=" << int(ob) << " thr=" << thr
+                                        << " sparsity=" << sparsity;
               EXPECT_EQ(dev_stats.nnz, host_stats.nnz) << e->name();
               EXPECT_EQ(dev_stats.tiles_zero, host_stats.tiles_zero) << e->name();
               EXPECT_EQ(dev_stats.tiles_sparse, host_stats.tiles_sparse) << e->name();
               EXPECT_EQ(dev_stats.tiles_dense, host_stats.tiles_dense) << e->name();
             }
           }
+}
+
+// Host function (runs without a GPU): the BLAS span of a row-major operand is (rows - 1) * ld + cols.
+TEST(CudaGemm, BlasStoredElemsIsTheBlasSpan) {
+  EXPECT_EQ(blas_stored_elems(0, 5, 8), 0u);
+  EXPECT_EQ(blas_stored_elems(3, 0, 8), 0u);
+  EXPECT_EQ(blas_stored_elems(1, 5, 8), 5u);       // one row: no padding needed
+  EXPECT_EQ(blas_stored_elems(3, 5, 8), 21u);      // 2 * 8 + 5, not 3 * 8
+  EXPECT_EQ(blas_stored_elems(3, 5, 5), 15u);      // tight
+  EXPECT_EQ(blas_stored_elems(70000, 70000, 70000), std::size_t(69999) * 70000 + 70000);  // no int overflow
+}
+
+// Host pointers with strides larger than the columns and buffers sized exactly to the BLAS span: the engines
+// read nothing past A/B, write nothing past C, leave the gaps between C's rows untouched, and give the OpenBLAS
+// result (tolerance as check_engine's).
+TEST(CudaGemm, TightlySizedStridedHostOperands) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int M = 21, N = 67, K = 40, pad = 7;
+  const float kGap = 12345.0f;
+  for (SparseOperand sp : {SparseOperand::None, SparseOperand::A, SparseOperand::B})
+    for (Op oa : {Op::N, Op::T})
+      for (Op ob : {Op::N, Op::T}) {
+        const int ar = oa == Op::N ? M : K, ac = oa == Op::N ? K : M, br = ob == Op::N ? K : N, bc = ob == Op::N ? N : K;
+        const int lda = ac + pad, ldb = bc + pad, ldc = N + pad;
+        std::vector<float> A(blas_stored_elems(ar, ac, lda)), B(blas_stored_elems(br, bc, ldb)),
+            C0(blas_stored_elems(M, N, ldc), kGap);
+        for (std::size_t i = 0; i < A.size(); ++i) A[i] = int(i % lda) < ac ? (u(rng) < -0.4f ? 0.0f : u(rng)) : 0.0f;
+        for (std::size_t i = 0; i < B.size(); ++i) B[i] = int(i % ldb) < bc ? (u(rng) < -0.4f ? 0.0f : u(rng)) : 0.0f;
+        for (std::size_t i = 0; i < C0.size(); ++i)
+          if (int(i % ldc) < N) C0[i] = u(rng);
+        std::vector<float> R = C0;
+        GemmCall r{oa, ob, M, N, K, 1.5f, 0.5f, A.data(), lda, B.data(), ldb, R.data(), ldc, sp};
+        make_dense_engine()->run(r);
+        // check_engine's bound with |a|, |b|, |c0| <= 1: 8 K 2^-24 (alpha K + beta).
+        const double tol = 8.0 * K * std::ldexp(1.0, -24) * (1.5 * K + 0.5);
+        std::unique_ptr<GemmEngine> engines[2] = {make_cuda_dense_engine(), make_cuda_tile_sparse_engine()};
+        for (auto& e : engines) {
+          std::vector<float> C = C0;
+          GemmCall c = r;
+          c.C = C.data();
+          e->run(c);
+          for (std::size_t i = 0; i < C.size(); ++i) {
+            if (int(i % ldc) >= N) {
+              ASSERT_EQ(C[i], kGap) << e->name() << " wrote the gap element " << i;
+              continue;
+            }
+            ASSERT_NEAR(C[i], R[i], tol) << e->name() << " element " << i << " sp=" << int(sp);
+          }
+        }
+      }
 }

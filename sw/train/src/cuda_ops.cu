@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -382,7 +383,17 @@ class CudaExecutor final : public Executor {
   }
 
  private:
-  static void launched(const char* what) { check(cudaGetLastError(), (std::string(what) + " kernel launch").c_str()); }
+  /// Checks the launch; with SPARTAN_CUDA_SYNC_CHECK=1 in the environment also synchronises and checks the
+  /// kernel's execution, so that a fault is reported by the kernel that caused it (debugging; slow).
+  static void launched(const char* what) {
+    check(cudaGetLastError(), (std::string(what) + " kernel launch").c_str());
+    static const bool sync_check = [] {
+      const char* v = std::getenv("SPARTAN_CUDA_SYNC_CHECK");
+      return v && std::string(v) == "1";
+    }();
+    if (sync_check)
+      check(cudaDeviceSynchronize(), (std::string(what) + " kernel execution (SPARTAN_CUDA_SYNC_CHECK)").c_str());
+  }
   std::shared_ptr<Pool> pool_;
   std::shared_ptr<Buffer> loss_, hit_, count_;
 };

@@ -307,6 +307,7 @@ Tensor BatchNorm::forward_exec(const Tensor& x, Context& ctx) {
 Tensor BatchNorm::backward_exec(const Tensor& dy, Context& ctx) {
   Executor& ex = *ctx.exec;
   Tensor dx = like(ex, dy);
+  saved(d_scratch_, ex, "batchnorm");  // throws on backward without a forward (d_scratch_ null) before it is used
   ex.bn_bwd(exec_ptr(dy), exec_ptr(xhat_), bptr(gamma.d_value, "batchnorm gamma"), saved(d_inv_std_, ex, "batchnorm"), dy.n, c_,
             dy.h * dy.w, ctx.training, exec_ptr(dx), bptr(gamma.d_grad, "batchnorm gamma gradient"),
             bptr(beta.d_grad, "batchnorm beta gradient"), d_scratch_->as<double>());

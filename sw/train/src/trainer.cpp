@@ -93,8 +93,10 @@ struct RunnerExecScope {
 
 }  // namespace
 
-double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limit, int batch, Executor* exec) {
+double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limit, int batch, Executor* exec,
+                double* mean_loss) {
   const int n = limit > 0 ? std::min(limit, split.n) : split.n;
+  if (mean_loss) *mean_loss = 0.0;
   if (n == 0) return 0.0;
   const bool timing = gemm.timing();
   gemm.set_timing(false);
@@ -105,6 +107,7 @@ double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limi
   std::unique_ptr<RunnerExecScope> scope;
   if (exec) scope = std::make_unique<RunnerExecScope>(gemm, exec);
   std::int64_t correct = 0;
+  double loss_sum = 0;
   std::vector<std::uint8_t> labels;
   std::shared_ptr<Buffer> d_labels;
   for (int first = 0; first < n; first += batch) {
@@ -115,14 +118,15 @@ double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limi
     if (exec) {
       const Tensor z = model.forward(upload_tensor(*exec, x), ctx);
       upload_labels(*exec, labels, static_cast<int>(z.per_sample()), d_labels);
-      softmax_cross_entropy_exec(*exec, z, d_labels->as<std::int32_t>(), dz, &c);
+      loss_sum += softmax_cross_entropy_exec(*exec, z, d_labels->as<std::int32_t>(), dz, &c) * count;
     } else {
       const Tensor z = model.forward(x, ctx);
-      softmax_cross_entropy(z, labels.data(), dz, &c);
+      loss_sum += softmax_cross_entropy(z, labels.data(), dz, &c) * count;
     }
     correct += c;
   }
   gemm.set_timing(timing);
+  if (mean_loss) *mean_loss = loss_sum / n;
   return static_cast<double>(correct) / n;
 }
 

@@ -159,6 +159,18 @@ TEST(TrainKernels, BatchNormWithinReductionTolerance) {
   }
 }
 
+// Backward on the executor path without a forward on that executor is a clear error, not a null dereference.
+TEST(TrainKernels, BatchNormBackwardWithoutForwardThrows) {
+  auto ex = make_reference_executor();
+  BatchNorm bn(3);
+  bn.to_exec(*ex);
+  Context ctx;
+  ctx.exec = ex.get();
+  std::mt19937_64 rng(4);
+  const Tensor dy = upload_tensor(*ex, random_tensor(2, 3, 4, 4, rng));
+  EXPECT_THROW(bn.backward(dy, ctx), spartan::Error);
+}
+
 TEST(TrainKernels, BasicBlockProjectionAndIdentity) {
   set_num_threads(1);
   for (int stride : {1, 2}) {

@@ -14,11 +14,19 @@
 // compute_s is the device time of the GEMM kernels only (CUDA events), excluding transfers and compaction.
 // All work is issued on the legacy default stream; run() returns after the GEMM has finished.
 #pragma once
+#include <cstddef>
 #include <memory>
 
 #include "spartan/gemm/tile_sparse.h"
 
 namespace spartan::gemm {
+
+/// Elements a row-major BLAS operand of `rows` x `cols` with row stride `ld` (>= cols) occupies:
+/// (rows - 1) * ld + cols, 0 when rows or cols is 0. BLAS guarantees only this span (the last row need not be
+/// padded to ld), so the host-pointer path copies exactly it. Host function (no GPU needed).
+inline std::size_t blas_stored_elems(int rows, int cols, int ld) {
+  return rows > 0 && cols > 0 ? std::size_t(rows - 1) * std::size_t(ld) + std::size_t(cols) : 0;
+}
 
 /// Number of CUDA devices; 0 when the driver/runtime reports none or fails (no exception).
 int cuda_device_count();

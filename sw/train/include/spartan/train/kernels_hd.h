@@ -17,10 +17,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#ifndef SPARTAN_HD
 #ifdef __CUDACC__
 #define SPARTAN_HD __host__ __device__
 #else
 #define SPARTAN_HD
+#endif
 #endif
 
 namespace spartan::train::hd {

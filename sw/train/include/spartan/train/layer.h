@@ -239,6 +239,12 @@ class BasicBlock final : public Layer {
   void to_exec(Executor& ex) override;
   void from_exec(Executor& ex) override;
   bool projection() const { return static_cast<bool>(proj_); }
+  /// bn1, bn2 and (projection blocks) the shortcut's BN, for inspecting running statistics.
+  std::vector<const BatchNorm*> batch_norms() const {
+    std::vector<const BatchNorm*> v{bn1_.get(), bn2_.get()};
+    if (proj_bn_) v.push_back(proj_bn_.get());
+    return v;
+  }
 
  private:
   Tensor forward_exec(const Tensor& x, Context& ctx);

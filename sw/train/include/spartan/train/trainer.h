@@ -96,8 +96,9 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
 
 /// Test accuracy (fraction) of `model` in eval mode on the first `limit` images of `split` (0 = all).
 /// With `exec`, on the executor path (the model's parameters must be in its memory: Model::to_exec).
+/// `mean_loss` (optional) receives the mean cross-entropy over those images.
 double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limit = 0, int batch = 256,
-                Executor* exec = nullptr);
+                Executor* exec = nullptr, double* mean_loss = nullptr);
 
 /// Names of the GEMM layers as used in traces: conv1, conv2, ..., fc1, fc2, ...
 std::vector<std::string> gemm_layer_names(const Model& model);
