@@ -13,7 +13,6 @@
 #include <ctime>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -52,14 +51,7 @@ int run(int argc, char** argv) {
       "tile-buffers", po::value(&tile_buffers)->default_value(tile_buffers),
       "engine RTL build: 1 (sequential) or 2 (pipelined, the default)");
   po::variables_map vm;
-  const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
-  spartan::check_parsed_options(parsed);
-  po::store(parsed, vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
-  po::notify(vm);
+  if (!spartan::parse_options_or_help(argc, argv, opts, vm)) return 0;
   {
     char extra = 0;
     if (std::sscanf(tile.c_str(), "%ux%u%c", &tr, &tc, &extra) != 2 || tr < 1 || tc < 1 || tr > 65535 || tc > 65535)

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <unistd.h>
 #include <typeinfo>
 
@@ -19,6 +20,18 @@ bool is_unsigned_type(const std::type_info& t) {
          t == typeid(unsigned long) || t == typeid(unsigned long long);
 }
 }  // namespace
+
+bool parse_options_or_help(int argc, const char* const* argv, const po::options_description& opts, po::variables_map& vm) {
+  const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
+  check_parsed_options(parsed);
+  po::store(parsed, vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
 
 void check_parsed_options(const po::parsed_options& parsed) {
   for (const auto& opt : parsed.options) {

@@ -8,15 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "spartan/common/hd.h"
 #include "spartan/format/tile_format.h"
-
-#ifndef SPARTAN_HD
-#ifdef __CUDACC__
-#define SPARTAN_HD __host__ __device__
-#else
-#define SPARTAN_HD
-#endif
-#endif
 
 namespace spartan::gemm::hd {
 

@@ -117,14 +117,7 @@ int main(int argc, char** argv) {
     if (mode != "volume" && mode != "scaling")
       throw spartan::InputError(mode.empty() ? "give a mode: volume or scaling (see --help)" : "unknown mode '" + mode + "' (volume or scaling; see --help)");
     po::variables_map vm;
-    const auto parsed = po::command_line_parser(argc - 1, argv + 1).options(opts).run();
-    spartan::check_parsed_options(parsed);
-    po::store(parsed, vm);
-    if (vm.count("help")) {
-      std::cout << opts << "\n";
-      return 0;
-    }
-    po::notify(vm);
+    if (!spartan::parse_options_or_help(argc - 1, argv + 1, opts, vm)) return 0;
     if (layers < 1) throw spartan::InputError("--layers must be >= 1");
     if (batch < 1 || model_layers < 1) throw spartan::InputError("--batch and --model-layers must be >= 1");
     if (!(mac_rate > 0) || !(latency_us >= 0) || !(bandwidth_gbs > 0) || !std::isfinite(mac_rate) || !std::isfinite(latency_us) || !std::isfinite(bandwidth_gbs))

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <string>
 
 #include <boost/program_options.hpp>
@@ -33,14 +32,7 @@ int main(int argc, char** argv) {
         "bias", po::value(&bias)->default_value(bias), "bias added to every neuron")(
         "reps", po::value(&reps)->default_value(reps), "repetitions of each engine, interleaved; the best is reported (>= 1)");
     po::variables_map vm;
-    const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
-    spartan::check_parsed_options(parsed);
-    po::store(parsed, vm);
-    if (vm.count("help")) {
-      std::cout << opts << "\n";
-      return 0;
-    }
-    po::notify(vm);
+    if (!spartan::parse_options_or_help(argc, argv, opts, vm)) return 0;
     if (layers < 1) throw spartan::InputError("--layers must be >= 1 (got " + std::to_string(layers) + ")");
     if (reps < 1) throw spartan::InputError("--reps must be >= 1 (got " + std::to_string(reps) + ")");
     if (features.empty()) features = dir + "/sparse-images-1024_subset.mtx.gz";

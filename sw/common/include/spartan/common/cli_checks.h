@@ -8,6 +8,7 @@
 
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/parsers.hpp>
+#include <boost/program_options/variables_map.hpp>
 
 namespace spartan {
 
@@ -19,6 +20,12 @@ constexpr std::int64_t kMaxThreads = 1024;
 /// tools takes one) and for a value starting with '-' given to an option of unsigned type (Boost.Program_options
 /// would otherwise wrap "-1" to 2^32-1 or 2^64-1).
 void check_parsed_options(const boost::program_options::parsed_options& parsed);
+
+/// Parses argv[1..argc) against `opts` (check_parsed_options, then store). With --help/-h (an option named
+/// "help" in `opts`) prints `opts` to stdout and returns false: the caller exits 0. Otherwise runs notify
+/// (required options, value storage) and returns true. Throws InputError / Boost.Program_options errors.
+bool parse_options_or_help(int argc, const char* const* argv, const boost::program_options::options_description& opts,
+                           boost::program_options::variables_map& vm);
 
 /// Throws InputError unless 1 <= n <= kMaxThreads; `option` names the flag (e.g. "--threads").
 void check_threads(const std::string& option, std::int64_t n);

@@ -17,13 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#ifndef SPARTAN_HD
-#ifdef __CUDACC__
-#define SPARTAN_HD __host__ __device__
-#else
-#define SPARTAN_HD
-#endif
-#endif
+#include "spartan/common/hd.h"
 
 namespace spartan::train::hd {
 
