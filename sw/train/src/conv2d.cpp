@@ -40,14 +40,19 @@ GemmShape Conv2d::shape(GemmPass p) const {
   return {};
 }
 
-Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
-  if (ctx.exec) return forward_exec(x, ctx);
+void Conv2d::begin_forward(const Tensor& x) {
   if (x.c != cin) throw InputError("conv: input has " + std::to_string(x.c) + " channels, layer expects " + std::to_string(cin));
   const int oh = (x.h + 2 * pad - k) / stride + 1, ow = (x.w + 2 * pad - k) / stride + 1;
   if (oh <= 0 || ow <= 0) throw InputError("conv: input " + x.shape_str() + " too small for " + describe());
   x_ = x;
   yshape_ = Tensor();
   yshape_.n = x.n; yshape_.c = cout; yshape_.h = oh; yshape_.w = ow;
+}
+
+Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
+  if (ctx.exec) return forward_exec(x, ctx);
+  begin_forward(x);
+  const int oh = yshape_.h, ow = yshape_.w;
   const int kdim = cin * k * k, p = oh * ow;
   const std::ptrdiff_t np = std::ptrdiff_t(x.n) * p;
   col_.assign(std::size_t(kdim) * np, 0.0f);

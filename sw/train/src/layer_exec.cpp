@@ -97,12 +97,8 @@ void Model::from_exec(Executor& ex) {
 
 Tensor Conv2d::forward_exec(const Tensor& x, Context& ctx) {
   Executor& ex = *ctx.exec;
-  if (x.c != cin) throw InputError("conv: input has " + std::to_string(x.c) + " channels, layer expects " + std::to_string(cin));
-  const int oh = (x.h + 2 * pad - k) / stride + 1, ow = (x.w + 2 * pad - k) / stride + 1;
-  if (oh <= 0 || ow <= 0) throw InputError("conv: input " + x.shape_str() + " too small for " + describe());
-  x_ = x;
-  yshape_ = Tensor();
-  yshape_.n = x.n; yshape_.c = cout; yshape_.h = oh; yshape_.w = ow;
+  begin_forward(x);
+  const int oh = yshape_.h, ow = yshape_.w;
   const hd::ConvGeom g{x.n, cin, x.h, x.w, k, stride, pad, oh, ow};
   const int kdim = g.kdim(), p = g.p();
   const std::int64_t np = g.np();

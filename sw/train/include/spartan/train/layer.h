@@ -104,6 +104,9 @@ class Conv2d final : public GemmLayer {
   bool has_bias;
 
  private:
+  /// Checks `x` against the layer (channels, size), keeps it as the saved input and sets the output shape;
+  /// both forward paths start here. Throws InputError.
+  void begin_forward(const Tensor& x);
   Tensor forward_exec(const Tensor& x, Context& ctx);
   Tensor backward_exec(const Tensor& dy, Context& ctx);
   Tensor x_, yshape_;
