@@ -130,8 +130,7 @@ void SmScheduler::start(const std::vector<TrafficGenerator*>& sms, const std::ve
 }
 
 void SmScheduler::thread() {
-  using Entry = std::pair<ps_t, std::uint32_t>;  // (next issue time, SM): a total order, ties by SM index
-  MinHeap<Entry> ready;
+  auto& ready = ready_;
   for (;;) {
     sc_core::wait(start_ev_);
     qk_.reset();

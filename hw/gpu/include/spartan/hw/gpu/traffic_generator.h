@@ -111,6 +111,10 @@ class SmScheduler : public sc_core::sc_module {
   };
   QuantumKeeper qk_;
   sc_core::sc_event start_ev_;
+  /// (next issue time, SM) of the SMs with work, a total order (ties by SM index). A member, not a local of
+  /// thread(): SystemC never unwinds a thread's stack at the end of the simulation, so a local heap's storage
+  /// would leak (LeakSanitizer, make test-asan).
+  MinHeap<std::pair<ps_t, std::uint32_t>> ready_;
 };
 
 }  // namespace spartan::hw::gpu
