@@ -28,16 +28,7 @@ int microbench_main(const std::vector<std::string>& args) {
       "stats", po::value(&stats_out), "write every component's statistics as JSON to this file")(
       "only", po::value(&only), "run only one group: stream, chase or sweep");
   po::variables_map vm;
-  const auto parsed = po::command_line_parser(args).options(desc).run();
-  spartan::check_parsed_options(parsed);
-  po::store(parsed, vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::ostringstream o;
-    o << desc;
-    std::printf("%s", o.str().c_str());
-    return 0;
-  }
+  if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
   spartan::hw::gpu::MicrobenchOptions opt;
   if (!only.empty()) {
     if (only != "stream" && only != "chase" && only != "sweep")

@@ -80,16 +80,7 @@ int run_main(const std::vector<std::string>& args) {
         desc.add_options()(o.name.c_str(), po::bool_switch(), o.help.c_str());
     }
   po::variables_map vm;
-  const auto parsed = po::command_line_parser(args).options(desc).run();
-  spartan::check_parsed_options(parsed);
-  po::store(parsed, vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::ostringstream o;
-    o << desc;
-    std::printf("%s", o.str().c_str());
-    return 0;
-  }
+  if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
   for (auto& e : exts)
     for (auto& o : e->options()) {
       if (!vm.count(o.name)) continue;

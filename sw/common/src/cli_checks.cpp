@@ -21,8 +21,8 @@ bool is_unsigned_type(const std::type_info& t) {
 }
 }  // namespace
 
-bool parse_options_or_help(int argc, const char* const* argv, const po::options_description& opts, po::variables_map& vm) {
-  const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
+namespace {
+bool store_or_help(const po::parsed_options& parsed, const po::options_description& opts, po::variables_map& vm) {
   check_parsed_options(parsed);
   po::store(parsed, vm);
   if (vm.count("help")) {
@@ -31,6 +31,15 @@ bool parse_options_or_help(int argc, const char* const* argv, const po::options_
   }
   po::notify(vm);
   return true;
+}
+}  // namespace
+
+bool parse_options_or_help(int argc, const char* const* argv, const po::options_description& opts, po::variables_map& vm) {
+  return store_or_help(po::command_line_parser(argc, argv).options(opts).run(), opts, vm);
+}
+
+bool parse_options_or_help(const std::vector<std::string>& args, const po::options_description& opts, po::variables_map& vm) {
+  return store_or_help(po::command_line_parser(args).options(opts).run(), opts, vm);
 }
 
 void check_parsed_options(const po::parsed_options& parsed) {

@@ -52,6 +52,46 @@ TEST(CliChecks, RejectsPositionalArguments) {
   }
 }
 
+TEST(CliChecks, ParseOptionsOrHelp) {
+  // Both overloads: --help short-circuits before the required check (prints, returns false); otherwise
+  // notify runs (required options enforced, values stored) and the checks of check_parsed_options apply.
+  int n = 0;
+  unsigned u = 0;
+  po::options_description desc;
+  desc.add_options()("help,h", "help")("n", po::value(&n)->required())("u", po::value(&u));
+  {
+    po::variables_map vm;
+    testing::internal::CaptureStdout();
+    EXPECT_FALSE(parse_options_or_help(std::vector<std::string>{"--help"}, desc, vm));
+    EXPECT_NE(testing::internal::GetCapturedStdout().find("--help"), std::string::npos);
+    EXPECT_EQ(n, 0);
+  }
+  {
+    po::variables_map vm;
+    EXPECT_TRUE(parse_options_or_help(std::vector<std::string>{"--n", "7", "--u", "3"}, desc, vm));
+    EXPECT_EQ(n, 7);
+    EXPECT_EQ(u, 3u);
+  }
+  {
+    po::variables_map vm;
+    EXPECT_THROW(parse_options_or_help(std::vector<std::string>{"--u", "3"}, desc, vm), po::required_option);
+  }
+  {
+    po::variables_map vm;
+    EXPECT_THROW(parse_options_or_help(std::vector<std::string>{"--n", "1", "--u", "-2"}, desc, vm), InputError);
+  }
+  {
+    po::variables_map vm;
+    const char* argv[] = {"tool", "-h"};
+    testing::internal::CaptureStdout();
+    EXPECT_FALSE(parse_options_or_help(2, argv, desc, vm));
+    testing::internal::GetCapturedStdout();
+    po::variables_map vm2;
+    const char* argv2[] = {"tool", "--n", "5", "stray"};
+    EXPECT_THROW(parse_options_or_help(4, argv2, desc, vm2), InputError);
+  }
+}
+
 TEST(CliChecks, ThreadsRange) {
   EXPECT_NO_THROW(check_threads("--threads", 1));
   EXPECT_NO_THROW(check_threads("--threads", kMaxThreads));

@@ -26,14 +26,7 @@ int cmd_generate(const std::vector<std::string>& args) {
       "seed", po::value(&spec.seed)->default_value(1), "seed")("init", po::value(&spec.init)->default_value("challenge"), "challenge (1/16) | he (N(0, 2/fan_in)) | identity (I + 0.1 x He)")(
       "out", po::value(&out)->required(), "output directory (created); files n{N}-l{k}.mtx.gz");
   po::variables_map vm;
-  const auto parsed = po::command_line_parser(args).options(desc).run();
-  spartan::check_parsed_options(parsed);
-  po::store(parsed, vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  po::notify(vm);
+  if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
   if (spec.permute_every < 0) throw InputError("--permute-every must be >= 0 (0 = never), got " + std::to_string(spec.permute_every));
 
   if (!radices.empty()) {

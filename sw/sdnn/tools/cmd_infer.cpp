@@ -33,14 +33,7 @@ int cmd_infer(const std::vector<std::string>& args) {
       "partition", po::value(&partition), "partition file: run distributed under mpirun (one rank per part)")(
       "categories-out", po::value(&cats_out), "write the 1-based categories, one per line, to this file");
   po::variables_map vm;
-  const auto parsed = po::command_line_parser(args).options(desc).run();
-  spartan::check_parsed_options(parsed);
-  po::store(parsed, vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  po::notify(vm);
+  if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
   if (threads != 0) spartan::check_threads("--threads", threads);
   if (!std::isfinite(bias)) throw InputError("--bias must be a finite number");
   if (threads > 0) omp_set_num_threads(threads);

@@ -27,14 +27,7 @@ int cmd_partition(const std::vector<std::string>& args) {
       "out", po::value(&out)->required(), "partition file to write")("seed", po::value(&seed)->default_value(1), "seed (random, hypergraph, graph)")(
       "imbalance", po::value(&tol)->default_value(0.05, "0.05"), "allowed per-layer load imbalance, 0..1 (0.05 = 5%)");
   po::variables_map vm;
-  const auto parsed = po::command_line_parser(args).options(desc).run();
-  spartan::check_parsed_options(parsed);
-  po::store(parsed, vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  po::notify(vm);
+  if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
   if (!std::isfinite(tol) || tol < 0 || tol > 1)
     throw InputError("--imbalance must be a finite tolerance from 0 to 1 (0.05 = 5%), got " + std::to_string(tol));
   spartan::check_output_file("--out", out);

@@ -45,14 +45,7 @@ int cmd_train(const std::vector<std::string>& args) {
       "linear-baseline", po::bool_switch(&linear), "also train a softmax-regression baseline on the same inputs")(
       "trace", po::value(&trace), "after training, write the forward pass of the first training batch (per-layer activations) to this .sptrace file");
   po::variables_map vm;
-  const auto parsed = po::command_line_parser(args).options(desc).run();
-  spartan::check_parsed_options(parsed);
-  po::store(parsed, vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  po::notify(vm);
+  if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
   if (bias_mode != "neuron" && bias_mode != "layer") throw InputError("--bias-mode must be 'neuron' or 'layer', got '" + bias_mode + "'");
   if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) throw InputError("--lr must be a finite number > 0");
   if (!std::isfinite(cfg.bias_init)) throw InputError("--bias-init must be a finite number");

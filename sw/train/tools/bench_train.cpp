@@ -36,14 +36,7 @@ int run(int argc, char** argv) {
     ("threads", po::value(&threads)->default_value(2), "OpenMP and OpenBLAS threads (1..1024)")
     ("gemm", po::value(&gemm_name)->default_value("tile-sparse"), "GEMM engine: dense|tile-sparse");
   po::variables_map vm;
-  const auto parsed = po::command_line_parser(argc, argv).options(opts).run();
-  spartan::check_parsed_options(parsed);
-  po::store(parsed, vm);
-  if (vm.count("help")) {
-    std::cout << opts;
-    return 0;
-  }
-  po::notify(vm);
+  if (!spartan::parse_options_or_help(argc, argv, opts, vm)) return 0;
   spartan::check_threads("--threads", threads);
   set_num_threads(threads);
   auto engine = gemm::make_engine(gemm_name);

@@ -27,6 +27,11 @@ void check_parsed_options(const boost::program_options::parsed_options& parsed);
 bool parse_options_or_help(int argc, const char* const* argv, const boost::program_options::options_description& opts,
                            boost::program_options::variables_map& vm);
 
+/// The same for the arguments of a sub-command (`spartan-sim run ...`, `spartan-sdnn train ...`): `args`
+/// excludes the program and sub-command names.
+bool parse_options_or_help(const std::vector<std::string>& args, const boost::program_options::options_description& opts,
+                           boost::program_options::variables_map& vm);
+
 /// Throws InputError unless 1 <= n <= kMaxThreads; `option` names the flag (e.g. "--threads").
 void check_threads(const std::string& option, std::int64_t n);
 
