@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "mmio_response.h"
+#include "spartan/hw/payload.h"
 
 namespace spartan::rtl {
 
@@ -65,14 +66,7 @@ sc_core::sc_time EngineRtlSc::transact(tlm::tlm_command cmd, std::uint64_t addr,
   const sc_core::sc_time d0 = t > now ? t - now : sc_core::SC_ZERO_TIME;
   sc_core::sc_time d = d0;
   tlm::tlm_generic_payload p;
-  p.set_command(cmd);
-  p.set_address(addr);
-  p.set_data_ptr(data);
-  p.set_data_length(len);
-  p.set_streaming_width(len);
-  p.set_byte_enable_ptr(nullptr);
-  p.set_dmi_allowed(false);
-  p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  spartan::hw::prepare_payload(p, cmd, addr, data, len);
   mem->b_transport(p, d);
   ok = p.is_response_ok();
   if (!ok) ++stats_.bus_errors;

@@ -12,6 +12,7 @@
 #include "spartan/hw/regmap.h"
 #include "spartan/hw/sparsity_monitor.h"
 #include "spartan/rtl/monitor_rtl_sc.h"
+#include "spartan/hw/payload.h"
 
 namespace spartan::rtl {
 
@@ -114,12 +115,7 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
     I.tlm.observe_write(base + a, m.data + a, len, when);
     tlm::tlm_generic_payload p;
     std::memcpy(line.data(), m.data + a, len);
-    p.set_command(tlm::TLM_WRITE_COMMAND);
-    p.set_address(base + a);
-    p.set_data_ptr(line.data());
-    p.set_data_length(len);
-    p.set_streaming_width(len);
-    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    spartan::hw::prepare_payload(p, tlm::TLM_WRITE_COMMAND, base + a, line.data(), len);
     sc_core::sc_time dl = when - sc_core::sc_time_stamp();
     if (d > dl) dl = d;
     I.host.rtl_wr->b_transport(p, dl);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "mmio_response.h"
+#include "spartan/hw/payload.h"
 
 namespace spartan::rtl {
 
@@ -87,12 +88,7 @@ std::uint32_t MonitorRtlSc::flush_add(const AtomicAdd32B& a) {
   const sc_core::sc_time d0 = now_of_rtl() - sc_core::sc_time_stamp();
   sc_core::sc_time d = d0;
   tlm::tlm_generic_payload p;
-  p.set_command(tlm::TLM_READ_COMMAND);
-  p.set_address(a.addr);
-  p.set_data_ptr(buf);
-  p.set_data_length(32);
-  p.set_streaming_width(32);
-  p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  spartan::hw::prepare_payload(p, tlm::TLM_READ_COMMAND, a.addr, buf, 32);
   mem->b_transport(p, d);
   for (unsigned i = 0; i < 8; ++i) {
     if (!(a.mask & (1u << i))) continue;

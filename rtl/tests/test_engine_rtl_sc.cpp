@@ -24,6 +24,7 @@
 #include "spartan/hw/flat_memory.h"
 #include "spartan/hw/regmap.h"
 #include "spartan/rtl/engine_rtl_sc.h"
+#include "spartan/hw/payload.h"
 
 extern "C" int sc_main(int, char**) { return 0; }
 
@@ -115,12 +116,7 @@ struct Host : sc_core::sc_module {
   tlm::tlm_response_status reg(tlm_utils::simple_initiator_socket<Host>& s, tlm::tlm_command cmd, std::uint64_t off,
                                std::uint32_t& v, unsigned len = 4) {
     tlm::tlm_generic_payload p;
-    p.set_command(cmd);
-    p.set_address(off);
-    p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
-    p.set_data_length(len);
-    p.set_streaming_width(len);
-    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    spartan::hw::prepare_payload(p, cmd, off, reinterpret_cast<unsigned char*>(&v), len);
     sc_core::sc_time d = sc_core::SC_ZERO_TIME;
     s->b_transport(p, d);
     mmio_delay = d;

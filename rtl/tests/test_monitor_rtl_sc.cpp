@@ -14,6 +14,7 @@
 #include "monitor_reference.h"
 #include "spartan/hw/regmap.h"
 #include "spartan/rtl/monitor_rtl_sc.h"
+#include "spartan/hw/payload.h"
 
 extern "C" int sc_main(int, char**) { return 0; }
 
@@ -54,12 +55,7 @@ struct Host : sc_core::sc_module {
   tlm::tlm_response_status reg(tlm::tlm_command cmd, std::uint32_t off, std::uint32_t& v, sc_core::sc_time& d,
                                unsigned len = 4) {
     tlm::tlm_generic_payload p;
-    p.set_command(cmd);
-    p.set_address(off);
-    p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
-    p.set_data_length(len);
-    p.set_streaming_width(len);
-    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    spartan::hw::prepare_payload(p, cmd, off, reinterpret_cast<unsigned char*>(&v), len);
     mmio->b_transport(p, d);
     return p.get_response_status();
   }
@@ -105,12 +101,7 @@ struct Host : sc_core::sc_module {
     for (std::uint64_t a = g.base; a < g.base + g.size(); ++n) {
       const std::uint64_t end = std::min<std::uint64_t>((a & ~127ull) + 128, g.base + g.size());
       tlm::tlm_generic_payload p;
-      p.set_command(tlm::TLM_WRITE_COMMAND);
-      p.set_address(a);
-      p.set_data_ptr(&m[a - g.base]);
-      p.set_data_length(static_cast<unsigned>(end - a));
-      p.set_streaming_width(static_cast<unsigned>(end - a));
-      p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+      spartan::hw::prepare_payload(p, tlm::TLM_WRITE_COMMAND, a, &m[a - g.base], static_cast<unsigned>(end - a));
       wr->b_transport(p, d);  // all issued at the same local time: the transactor serialises them
       EXPECT_EQ(p.get_response_status(), tlm::TLM_OK_RESPONSE);
       ref.write(a, &m[a - g.base], static_cast<std::uint32_t>(end - a));

@@ -20,6 +20,7 @@
 #include "spartan/hw/regmap.h"
 #include "spartan/hw/sparsity_monitor.h"
 #include "spartan/rtl/monitor_rtl_sc.h"
+#include "spartan/hw/payload.h"
 
 extern "C" int sc_main(int, char**) { return 0; }
 
@@ -110,12 +111,7 @@ struct Host : sc_core::sc_module {
           const sc_core::sc_time when = t0 + rtl_mon->period() * static_cast<double>(requests);
           tlm_mon->observe_write(a, &m[a - g.base], len, when);
           tlm::tlm_generic_payload p;
-          p.set_command(tlm::TLM_WRITE_COMMAND);
-          p.set_address(a);
-          p.set_data_ptr(&m[a - g.base]);
-          p.set_data_length(len);
-          p.set_streaming_width(len);
-          p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+          spartan::hw::prepare_payload(p, tlm::TLM_WRITE_COMMAND, a, &m[a - g.base], len);
           sc_core::sc_time dl = when - sc_core::sc_time_stamp();
           if (d > dl) dl = d;  // the RTL may still be busy with the previous request
           rtl_wr->b_transport(p, dl);

@@ -50,6 +50,7 @@
 #include "spartan/hw/sparsity_monitor.h"
 #include "spartan/rtl/engine_lockstep.h"
 #include "spartan/rtl/monitor_lockstep.h"
+#include "spartan/hw/payload.h"
 
 namespace {
 
@@ -92,11 +93,7 @@ struct RtlRunner : sc_core::sc_module {
 std::uint32_t dbg_read(spartan::hw::SparsityMonitor& m, std::uint32_t off) {
   std::uint32_t v = 0;
   tlm::tlm_generic_payload p;
-  p.set_command(tlm::TLM_READ_COMMAND);
-  p.set_address(off);
-  p.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
-  p.set_data_length(4);
-  p.set_streaming_width(4);
+  spartan::hw::prepare_payload(p, tlm::TLM_READ_COMMAND, off, reinterpret_cast<unsigned char*>(&v), 4);
   if (m.mmio.get_base_export()->transport_dbg(p) != 4) throw std::logic_error("--rtl: debug read of a monitor register failed");
   return v;
 }

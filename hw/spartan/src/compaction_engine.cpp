@@ -6,6 +6,7 @@
 #include <tlm_utils/tlm_quantumkeeper.h>
 
 #include "spartan/format/tile_format.h"
+#include "spartan/hw/payload.h"
 
 namespace spartan::hw {
 
@@ -143,14 +144,7 @@ struct Port {
     const sc_time now = sc_core::sc_time_stamp();
     if (sync && q > SC_ZERO_TIME && t > now && t - now > q) sc_core::wait(t - now);
     tlm::tlm_generic_payload p;
-    p.set_command(cmd);
-    p.set_address(addr);
-    p.set_data_ptr(data);
-    p.set_data_length(len);
-    p.set_streaming_width(len);
-    p.set_byte_enable_ptr(nullptr);
-    p.set_dmi_allowed(false);
-    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    spartan::hw::prepare_payload(p, cmd, addr, data, len);
     sc_time d = t > sc_core::sc_time_stamp() ? t - sc_core::sc_time_stamp() : SC_ZERO_TIME;
     sock->b_transport(p, d);
     if (!p.is_response_ok()) error = true;

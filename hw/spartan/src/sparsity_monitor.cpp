@@ -1,4 +1,5 @@
 #include "spartan/hw/sparsity_monitor.h"
+#include "spartan/hw/payload.h"
 
 #include <algorithm>
 #include <cstring>
@@ -347,14 +348,7 @@ void SparsityMonitor::rmw_group(std::uint64_t addr, const std::uint32_t* add, un
   std::uint8_t buf[32];
   const unsigned len = words * 4;
   tlm::tlm_generic_payload p;
-  p.set_address(addr);
-  p.set_data_ptr(buf);
-  p.set_data_length(len);
-  p.set_streaming_width(len);
-  p.set_byte_enable_ptr(nullptr);
-  p.set_dmi_allowed(false);
-  p.set_command(tlm::TLM_READ_COMMAND);
-  p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  spartan::hw::prepare_payload(p, tlm::TLM_READ_COMMAND, addr, buf, len);
   sc_time d = issue > sc_core::sc_time_stamp() ? issue - sc_core::sc_time_stamp() : SC_ZERO_TIME;
   mem->b_transport(p, d);
   const bool read_ok = p.is_response_ok();

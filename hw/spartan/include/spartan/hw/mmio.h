@@ -7,6 +7,7 @@
 #include <tlm>
 
 #include "spartan/hw/regmap.h"
+#include "spartan/hw/payload.h"
 
 namespace spartan::hw {
 
@@ -31,13 +32,7 @@ tlm::tlm_response_status mmio_transport32(Socket& s, bool write, std::uint64_t a
   unsigned char b[4];
   mmio_store_u32(b, write ? v : 0u);
   tlm::tlm_generic_payload p;
-  p.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-  p.set_address(addr);
-  p.set_data_ptr(b);
-  p.set_data_length(4);
-  p.set_streaming_width(4);
-  p.set_byte_enable_ptr(nullptr);
-  p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  spartan::hw::prepare_payload(p, write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND, addr, b, 4);
   s->b_transport(p, delay);
   if (!write) v = mmio_load_u32(b);
   return p.get_response_status();
