@@ -182,14 +182,22 @@ class SlotCalendar {
 
   /// Takes one unit in the first slot at or after `t`; returns the slot's start time (>= t).
   ps_t reserve(ps_t t) {
-    std::uint64_t bin = find(slot_div_.div(t));
+    const std::uint64_t from = slot_div_.div(t);
+    std::uint64_t bin = find(from);
     bool fresh;
     detail::CalendarWord& w = ring_.word(bin, fresh);  // find() left it current
-    if (per_ == 1 || ++used_[bin & umask_] >= per_) w.set(bin & 63);
+    const bool full = per_ == 1 || ++used_[bin & umask_] >= per_;
+    if (full) w.set(bin & 63);
+    note_full_run(from, full ? bin + 1 : bin);
     return std::max<ps_t>(t, bin * slot_ps_);
   }
   /// The slot reserve(t) would grant now, without taking it (for fit checks before committing).
-  ps_t peek(ps_t t) { return std::max<ps_t>(t, find(slot_div_.div(t)) * slot_ps_); }
+  ps_t peek(ps_t t) {
+    const std::uint64_t from = slot_div_.div(t);
+    const std::uint64_t bin = find(from);
+    note_full_run(from, bin);
+    return std::max<ps_t>(t, bin * slot_ps_);
+  }
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
   void block(ps_t from, ps_t to) {
     for (std::uint64_t bin = (from + slot_ps_ - 1) / slot_ps_; bin * slot_ps_ < to; ++bin) {
@@ -208,6 +216,10 @@ class SlotCalendar {
   std::uint64_t find(std::uint64_t bin) {
     if (bin < base_) bin = base_;
     if (bin >= base_ + size_ / 2) slide(bin);
+    // Known run of full bins: the first free bin at or after `bin` is the first at or after its end. The
+    // horizon test above used the requested bin, as without the hint; a run reaching the horizon's end
+    // takes the general path (which slides the horizon there).
+    if (bin >= run_lo_ && bin < run_hi_ && run_hi_ < base_ + size_) bin = run_hi_;
     {  // Inline fast path: a free slot in bin's own word. This is what first_free() finds on its first
        // step (no full word passed, so no links to update); only the searches that skip words go out of line.
       bool fresh;
@@ -222,6 +234,18 @@ class SlotCalendar {
       if (r < lim) return r;
       slide(lim);  // the bins past the old horizon are empty: lim is free after the slide
       bin = lim;
+    }
+  }
+  /// Records that every bin in [from, to) is full (a search from `from` found its first free bin at `to`,
+  /// or reserved the last unit there). Joined with the kept run when the two touch or overlap; else the
+  /// later run is kept (the booked-out stretch behind the frontier, where most searches start).
+  void note_full_run(std::uint64_t from, std::uint64_t to) {
+    if (from < base_) from = base_;
+    if (from >= to) return;
+    if (from <= run_hi_ && to >= run_lo_) {
+      run_lo_ = std::min(run_lo_, from), run_hi_ = std::max(run_hi_, to);
+    } else if (to > run_hi_) {
+      run_lo_ = from, run_hi_ = to;
     }
   }
   void clear_used(std::uint64_t bin) {
@@ -239,6 +263,11 @@ class SlotCalendar {
   detail::CalendarRing ring_;
   std::vector<std::uint32_t> used_;  ///< units taken per ring bin (only when per_slot > 1)
   std::uint64_t umask_, base_ = 0;
+  /// Every bin in [run_lo_, run_hi_) that is not older than the horizon (>= base_) is full: a search
+  /// hint, exact because bins only fill up (a bin's word is reset only for a lap more than a horizon
+  /// later, after base_ has passed the bin). Most reservations of a busy DRAM bus start inside the
+  /// booked-out run behind its frontier; the hint skips the run instead of walking its words' links.
+  std::uint64_t run_lo_ = 0, run_hi_ = 0;
 };
 
 }  // namespace spartan::hw
