@@ -127,6 +127,14 @@ ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* res
       }
     }
     if (I) act = std::max(act, I->act + tRC_);
+    // The new interval must open before J's ACT (and, unless it merges into J's row, tRC before it), and
+    // peek_act() only moves `act` later: when `act` already misses that, the gap cannot hold the burst, so
+    // go on to J without peeking (see the header: exact in practice, not provably, because a skipped peek
+    // could have slid a calendar's horizon).
+    if (J && (act >= J->act || (J->row != a.row && act + tRC_ > J->act))) {
+      ++i;
+      continue;
+    }
     act = peek_act(act);
     ps_t closes = next_refresh(act);
     while (!column_before(act + tRCD_, bg, write, closes)) {  // column after the next refresh: ACT after it
