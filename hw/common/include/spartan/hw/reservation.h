@@ -183,18 +183,18 @@ class SlotCalendar {
   /// Takes one unit in the first slot at or after `t`; returns the slot's start time (>= t).
   ps_t reserve(ps_t t) {
     const std::uint64_t from = slot_div_.div(t);
-    std::uint64_t bin = find(from);
-    bool fresh;
-    detail::CalendarWord& w = ring_.word(bin, fresh);  // find() left it current
+    detail::CalendarWord* w;
+    const std::uint64_t bin = find(from, w);  // w: bin's word, current
     const bool full = per_ == 1 || ++used_[bin & umask_] >= per_;
-    if (full) w.set(bin & 63);
+    if (full) w->set(bin & 63);
     note_full_run(from, full ? bin + 1 : bin);
     return std::max<ps_t>(t, bin * slot_ps_);
   }
   /// The slot reserve(t) would grant now, without taking it (for fit checks before committing).
   ps_t peek(ps_t t) {
     const std::uint64_t from = slot_div_.div(t);
-    const std::uint64_t bin = find(from);
+    detail::CalendarWord* w;
+    const std::uint64_t bin = find(from, w);
     note_full_run(from, bin);
     return std::max<ps_t>(t, bin * slot_ps_);
   }
@@ -212,26 +212,34 @@ class SlotCalendar {
   }
 
  private:
-  // First bin >= `bin` with a free unit (sliding the horizon when every bin up to its end is full).
-  std::uint64_t find(std::uint64_t bin) {
+  // First bin >= `bin` with a free unit (sliding the horizon when every bin up to its end is full); `w` is
+  // set to that bin's word (current).
+  std::uint64_t find(std::uint64_t bin, detail::CalendarWord*& w) {
     if (bin < base_) bin = base_;
-    if (bin >= base_ + size_ / 2) slide(bin);
+    if (bin >= mid_) slide(bin);
     // Known run of full bins: the first free bin at or after `bin` is the first at or after its end. The
     // horizon test above used the requested bin, as without the hint; a run reaching the horizon's end
-    // takes the general path (which slides the horizon there).
-    if (bin >= run_lo_ && bin < run_hi_ && run_hi_ < base_ + size_) bin = run_hi_;
+    // takes the general path (which slides the horizon there). run_lo_ <= run_hi_ always.
+    if (bin - run_lo_ < run_hi_ - run_lo_ && run_hi_ < lim_) bin = run_hi_;
     {  // Inline fast path: a free slot in bin's own word. This is what first_free() finds on its first
        // step (no full word passed, so no links to update); only the searches that skip words go out of line.
       bool fresh;
-      detail::CalendarWord& w = ring_.word(bin, fresh);
+      w = &ring_.word(bin, fresh);
       if (fresh) clear_used(bin);
-      const std::uint64_t free = ~w.bits >> (bin & 63);
-      if (free && bin + std::uint64_t(__builtin_ctzll(free)) < base_ + size_) return bin + std::uint64_t(__builtin_ctzll(free));
+      const std::uint64_t free = ~w->bits >> (bin & 63);
+      if (free) {
+        const std::uint64_t r = bin + std::uint64_t(__builtin_ctzll(free));
+        if (r < lim_) return r;
+      }
     }
     for (;;) {
-      const std::uint64_t lim = base_ + size_;
+      const std::uint64_t lim = lim_;
       std::uint64_t r = ring_.first_free(bin, lim, per_ > 1 ? &SlotCalendar::clear_used_cb : nullptr, this);
-      if (r < lim) return r;
+      if (r < lim) {
+        bool fresh;
+        w = &ring_.word(r, fresh);  // first_free() made it current
+        return r;
+      }
       slide(lim);  // the bins past the old horizon are empty: lim is free after the slide
       bin = lim;
     }
@@ -254,7 +262,7 @@ class SlotCalendar {
   static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<SlotCalendar*>(self)->clear_used(bin); }
   void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
     std::uint64_t nb = bin - size_ / 2;
-    if (nb > base_) base_ = nb;
+    if (nb > base_) base_ = nb, mid_ = nb + size_ / 2, lim_ = nb + size_;
   }
   ps_t slot_ps_;
   detail::ExactDiv slot_div_;
@@ -263,6 +271,7 @@ class SlotCalendar {
   detail::CalendarRing ring_;
   std::vector<std::uint32_t> used_;  ///< units taken per ring bin (only when per_slot > 1)
   std::uint64_t umask_, base_ = 0;
+  std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
   /// Every bin in [run_lo_, run_hi_) that is not older than the horizon (>= base_) is full: a search
   /// hint, exact because bins only fill up (a bin's word is reset only for a lap more than a horizon
   /// later, after base_ has passed the bin). Most reservations of a busy DRAM bus start inside the
