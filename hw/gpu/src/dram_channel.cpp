@@ -33,6 +33,7 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
   tWTR_ = ps(t.tWTR), tRTW_ = ps(t.tRTW), tBURST_ = ps(t.tBURST), tREFI_ = ps(t.tREFI), tRFC_ = ps(t.tRFC);
   // Stagger refresh over channels so that they do not all refresh at once (as controllers do).
   refresh_offset_ = tREFI_ ? tREFI_ - (tREFI_ * ch / std::max<std::uint32_t>(channels, 1)) % tREFI_ : 0;
+  if (!tREFI_) open_len_ = ~ps_t(0);  // no refresh: after_refresh(t) == t for every t
 }
 
 ps_t DramChannel::peek_act(ps_t t) {

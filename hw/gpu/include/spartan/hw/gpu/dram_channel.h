@@ -125,6 +125,7 @@ class DramChannel {
   };
 
   ps_t after_refresh(ps_t t) const {
+    if (t - open_lo_ < open_len_) return t;  // outside refresh, in the refresh interval last looked up
     if (!tREFI_) return t;
     ps_t phase = refresh_phase(t);
     return phase < tRFC_ ? t + (tRFC_ - phase) : t;
@@ -141,6 +142,8 @@ class DramChannel {
     ps_t x = t + refresh_offset_, phase = x % tREFI_;
     ref_base_ = t - phase;  // may wrap below 0 for t < phase: then the test above fails and we recompute
     if (t < phase) ref_base_ = ~ps_t(0);
+    open_lo_ = ref_base_ + tRFC_;  // [open_lo_, open_lo_ + open_len_): this interval's refresh-free part
+    open_len_ = ref_base_ != ~ps_t(0) && tREFI_ > tRFC_ ? tREFI_ - tRFC_ : 0;
     return phase;
   }
   /// Earliest ACT at or after `t` that tRRD and refresh allow (not reserved).
@@ -181,6 +184,7 @@ class DramChannel {
   std::uint32_t drain_left_ = 0;         ///< writes left in the current write-drain episode
   std::uint64_t reads_since_drain_ = 0;  ///< reads served since the current episode began
   mutable ps_t ref_base_ = ~ps_t(0);  ///< start of the refresh interval last looked up (~0: none)
+  mutable ps_t open_lo_ = 0, open_len_ = 0;  ///< its refresh-free part (everything when refresh is off)
   DramStats stats_;
 };
 
