@@ -51,7 +51,8 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   return {ds - lat, ds};
 }
 
-DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, bool write) {
+// Inlined into burst() (two call sites): the call and register saves cost ~20 instructions per burst.
+[[gnu::always_inline]] inline DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, bool write) {
   const ps_t lat = write ? WL_ : CL_;
   // Bus turnaround of a write-drain episode (tRTW into write mode, tWTR back): idle bus slots.
   if (ps_t gap = turnaround(write))
