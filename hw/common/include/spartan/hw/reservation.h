@@ -118,15 +118,15 @@ class BandwidthCalendar {
   ps_t reserve(ps_t t, std::uint64_t bytes) {
     std::uint64_t bin = bin_div_.div(t);
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
-    if (bin >= base_ + size_ / 2) slide(bin);
+    if (bin >= mid_) slide(bin);
     ps_t end = t + cap_div_.div(bin_ps_ * bytes);  // never faster than the port's rate
     while (bytes) {
-      if (bin >= base_ + size_) slide(bin);
+      if (bin >= lim_) slide(bin);
       bool fresh;
       detail::CalendarWord& w = ring_.word(bin, fresh);
       if (fresh) clear_used(bin);
       if (w.bits >> (bin & 63) & 1) {  // full: jump to the first bin with free capacity (or the horizon's end)
-        std::uint64_t nx = ring_.first_free(bin, base_ + size_, &BandwidthCalendar::clear_used_cb, this);
+        std::uint64_t nx = ring_.first_free(bin, lim_, &BandwidthCalendar::clear_used_cb, this);
         if (bin == full_until_) full_until_ = nx;
         bin = nx;
         continue;
@@ -153,6 +153,7 @@ class BandwidthCalendar {
   static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<BandwidthCalendar*>(self)->clear_used(bin); }
   void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
     base_ = bin - size_ / 2;
+    mid_ = base_ + size_ / 2, lim_ = base_ + size_;
     if (full_until_ < base_) full_until_ = base_;
   }
   ps_t bin_ps_;
@@ -162,6 +163,7 @@ class BandwidthCalendar {
   detail::CalendarRing ring_;
   std::vector<std::uint32_t> used_;  ///< bytes taken per ring bin (valid while its word's lap is current)
   std::uint64_t umask_, base_ = 0, full_until_ = 0;
+  std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
 };
 
 /// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a
