@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "spartan/hw/gpu/backing_store.h"
 #include "spartan/hw/gpu/memory_controller.h"
@@ -45,6 +48,8 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       tag_(lines_.size(), 0),
       ready_max_(lines_.size(), 0),
       lru_order_(lines_.size()),
+      fp_(lines_.size() + 64, 0),
+      set_bits_(unsigned(__builtin_ctz(sets_))),
       ready_(std::size_t(sets_) * ways_ * spl_, 0),
       scratch_(line_bytes_),
       dmi_(std::make_shared<DmiCache>(64)) {
@@ -147,9 +152,43 @@ void L2Slice::prefetch(std::uint64_t addr, std::uint64_t local) const {
     __builtin_prefetch(rmax + i);
   }
   __builtin_prefetch(&lru_order_[b]);
+  __builtin_prefetch(&fp_[b]);
   const std::uint64_t page = addr / BackingStore::kPageBytes;
   const DmiCache::Entry& e = dmi_->at(page);
   if (e.page == page) __builtin_prefetch(e.ptr + addr % BackingStore::kPageBytes);
+}
+
+void L2Slice::lookup(std::size_t set_base, std::uint64_t key, int& way, int& first_invalid) const {
+  way = first_invalid = -1;
+  const std::uint64_t* tag = &tag_[set_base];
+  const std::uint64_t k = key + 1;
+#if defined(__SSE2__)
+  if (ways_ <= 64) {
+    // Bit w of `eq` / `zero`: way w's fingerprint matches / is 0 (invalid). Bytes past the set's ways
+    // (the next set's, or the padding) are masked off.
+    const std::uint8_t* f = &fp_[set_base];
+    const __m128i want = _mm_set1_epi8(char(fingerprint(key))), none = _mm_setzero_si128();
+    std::uint64_t eq = 0, zero = 0;
+    for (std::uint32_t c = 0; c < ways_; c += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(f + c));
+      eq |= std::uint64_t(std::uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v, want)))) << c;
+      zero |= std::uint64_t(std::uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v, none)))) << c;
+    }
+    const std::uint64_t live = ways_ == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << ways_) - 1;
+    eq &= live;
+    for (; eq; eq &= eq - 1) {
+      const int w = __builtin_ctzll(eq);
+      if (tag[w] == k) { way = w; return; }
+    }
+    zero &= live;
+    if (zero) first_invalid = __builtin_ctzll(zero);
+    return;
+  }
+#endif
+  for (std::uint32_t w = 0; w < ways_; ++w) {
+    if (tag[w] == k) { way = int(w); return; }
+    if (!tag[w] && first_invalid < 0) first_invalid = int(w);
+  }
 }
 
 int L2Slice::victim(std::uint32_t set, ps_t t, int first_invalid) {
@@ -233,15 +272,8 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
 
   const std::size_t set_base = std::size_t(set) * ways_;
   Line* base = &lines_[set_base];
-  int way = -1, first_invalid = -1;
-  {
-    const std::uint64_t* tag = &tag_[set_base];
-    const std::uint64_t k = key + 1;
-    for (std::uint32_t w = 0; w < ways_; ++w) {
-      if (tag[w] == k) { way = int(w); break; }
-      if (!tag[w] && first_invalid < 0) first_invalid = int(w);
-    }
-  }
+  int way, first_invalid;
+  lookup(set_base, key, way, first_invalid);
   bool present = way >= 0;
   if (!present) {
     way = victim(set, start, first_invalid);

@@ -118,15 +118,15 @@ class BandwidthCalendar {
   ps_t reserve(ps_t t, std::uint64_t bytes) {
     std::uint64_t bin = bin_div_.div(t);
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
-    if (bin >= base_ + size_ / 2) slide(bin);
+    if (bin >= mid_) slide(bin);
     ps_t end = t + cap_div_.div(bin_ps_ * bytes);  // never faster than the port's rate
     while (bytes) {
-      if (bin >= base_ + size_) slide(bin);
+      if (bin >= lim_) slide(bin);
       bool fresh;
       detail::CalendarWord& w = ring_.word(bin, fresh);
       if (fresh) clear_used(bin);
       if (w.bits >> (bin & 63) & 1) {  // full: jump to the first bin with free capacity (or the horizon's end)
-        std::uint64_t nx = ring_.first_free(bin, base_ + size_, &BandwidthCalendar::clear_used_cb, this);
+        std::uint64_t nx = ring_.first_free(bin, lim_, &BandwidthCalendar::clear_used_cb, this);
         if (bin == full_until_) full_until_ = nx;
         bin = nx;
         continue;
@@ -153,6 +153,7 @@ class BandwidthCalendar {
   static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<BandwidthCalendar*>(self)->clear_used(bin); }
   void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
     base_ = bin - size_ / 2;
+    mid_ = base_ + size_ / 2, lim_ = base_ + size_;
     if (full_until_ < base_) full_until_ = base_;
   }
   ps_t bin_ps_;
@@ -162,6 +163,7 @@ class BandwidthCalendar {
   detail::CalendarRing ring_;
   std::vector<std::uint32_t> used_;  ///< bytes taken per ring bin (valid while its word's lap is current)
   std::uint64_t umask_, base_ = 0, full_until_ = 0;
+  std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
 };
 
 /// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a
@@ -182,14 +184,22 @@ class SlotCalendar {
 
   /// Takes one unit in the first slot at or after `t`; returns the slot's start time (>= t).
   ps_t reserve(ps_t t) {
-    std::uint64_t bin = find(slot_div_.div(t));
-    bool fresh;
-    detail::CalendarWord& w = ring_.word(bin, fresh);  // find() left it current
-    if (per_ == 1 || ++used_[bin & umask_] >= per_) w.set(bin & 63);
+    const std::uint64_t from = slot_div_.div(t);
+    detail::CalendarWord* w;
+    const std::uint64_t bin = find(from, w);  // w: bin's word, current
+    const bool full = per_ == 1 || ++used_[bin & umask_] >= per_;
+    if (full) w->set(bin & 63);
+    note_full_run(from, full ? bin + 1 : bin);
     return std::max<ps_t>(t, bin * slot_ps_);
   }
   /// The slot reserve(t) would grant now, without taking it (for fit checks before committing).
-  ps_t peek(ps_t t) { return std::max<ps_t>(t, find(slot_div_.div(t)) * slot_ps_); }
+  ps_t peek(ps_t t) {
+    const std::uint64_t from = slot_div_.div(t);
+    detail::CalendarWord* w;
+    const std::uint64_t bin = find(from, w);
+    note_full_run(from, bin);
+    return std::max<ps_t>(t, bin * slot_ps_);
+  }
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
   void block(ps_t from, ps_t to) {
     for (std::uint64_t bin = (from + slot_ps_ - 1) / slot_ps_; bin * slot_ps_ < to; ++bin) {
@@ -204,24 +214,48 @@ class SlotCalendar {
   }
 
  private:
-  // First bin >= `bin` with a free unit (sliding the horizon when every bin up to its end is full).
-  std::uint64_t find(std::uint64_t bin) {
+  // First bin >= `bin` with a free unit (sliding the horizon when every bin up to its end is full); `w` is
+  // set to that bin's word (current).
+  std::uint64_t find(std::uint64_t bin, detail::CalendarWord*& w) {
     if (bin < base_) bin = base_;
-    if (bin >= base_ + size_ / 2) slide(bin);
+    if (bin >= mid_) slide(bin);
+    // Known run of full bins: the first free bin at or after `bin` is the first at or after its end. The
+    // horizon test above used the requested bin, as without the hint; a run reaching the horizon's end
+    // takes the general path (which slides the horizon there). run_lo_ <= run_hi_ always.
+    if (bin - run_lo_ < run_hi_ - run_lo_ && run_hi_ < lim_) bin = run_hi_;
     {  // Inline fast path: a free slot in bin's own word. This is what first_free() finds on its first
        // step (no full word passed, so no links to update); only the searches that skip words go out of line.
       bool fresh;
-      detail::CalendarWord& w = ring_.word(bin, fresh);
+      w = &ring_.word(bin, fresh);
       if (fresh) clear_used(bin);
-      const std::uint64_t free = ~w.bits >> (bin & 63);
-      if (free && bin + std::uint64_t(__builtin_ctzll(free)) < base_ + size_) return bin + std::uint64_t(__builtin_ctzll(free));
+      const std::uint64_t free = ~w->bits >> (bin & 63);
+      if (free) {
+        const std::uint64_t r = bin + std::uint64_t(__builtin_ctzll(free));
+        if (r < lim_) return r;
+      }
     }
     for (;;) {
-      const std::uint64_t lim = base_ + size_;
+      const std::uint64_t lim = lim_;
       std::uint64_t r = ring_.first_free(bin, lim, per_ > 1 ? &SlotCalendar::clear_used_cb : nullptr, this);
-      if (r < lim) return r;
+      if (r < lim) {
+        bool fresh;
+        w = &ring_.word(r, fresh);  // first_free() made it current
+        return r;
+      }
       slide(lim);  // the bins past the old horizon are empty: lim is free after the slide
       bin = lim;
+    }
+  }
+  /// Records that every bin in [from, to) is full (a search from `from` found its first free bin at `to`,
+  /// or reserved the last unit there). Joined with the kept run when the two touch or overlap; else the
+  /// later run is kept (the booked-out stretch behind the frontier, where most searches start).
+  void note_full_run(std::uint64_t from, std::uint64_t to) {
+    if (from < base_) from = base_;
+    if (from >= to) return;
+    if (from <= run_hi_ && to >= run_lo_) {
+      run_lo_ = std::min(run_lo_, from), run_hi_ = std::max(run_hi_, to);
+    } else if (to > run_hi_) {
+      run_lo_ = from, run_hi_ = to;
     }
   }
   void clear_used(std::uint64_t bin) {
@@ -230,7 +264,7 @@ class SlotCalendar {
   static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<SlotCalendar*>(self)->clear_used(bin); }
   void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
     std::uint64_t nb = bin - size_ / 2;
-    if (nb > base_) base_ = nb;
+    if (nb > base_) base_ = nb, mid_ = nb + size_ / 2, lim_ = nb + size_;
   }
   ps_t slot_ps_;
   detail::ExactDiv slot_div_;
@@ -239,6 +273,12 @@ class SlotCalendar {
   detail::CalendarRing ring_;
   std::vector<std::uint32_t> used_;  ///< units taken per ring bin (only when per_slot > 1)
   std::uint64_t umask_, base_ = 0;
+  std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
+  /// Every bin in [run_lo_, run_hi_) that is not older than the horizon (>= base_) is full: a search
+  /// hint, exact because bins only fill up (a bin's word is reset only for a lap more than a horizon
+  /// later, after base_ has passed the bin). Most reservations of a busy DRAM bus start inside the
+  /// booked-out run behind its frontier; the hint skips the run instead of walking its words' links.
+  std::uint64_t run_lo_ = 0, run_hi_ = 0;
 };
 
 }  // namespace spartan::hw

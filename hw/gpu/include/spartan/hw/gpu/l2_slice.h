@@ -132,7 +132,21 @@ class L2Slice : public sc_core::sc_module {
   /// Per set: its ways from least to most recently used (LRU order; every access moves its way last).
   std::vector<std::uint16_t> lru_order_;
   void touch(std::size_t set_base, std::uint32_t way);
-  void set_tag(std::size_t i) { tag_[i] = lines_[i].valid ? lines_[i].key + 1 : 0; }
+  void set_tag(std::size_t i) {
+    tag_[i] = lines_[i].valid ? lines_[i].key + 1 : 0;
+    fp_[i] = lines_[i].valid ? fingerprint(lines_[i].key) : 0;
+  }
+  /// 8-bit tag fingerprint (1..255; 0 = invalid way) of a line key: the bits above the set index.
+  std::uint8_t fingerprint(std::uint64_t key) const {
+    const std::uint64_t h = key >> set_bits_;
+    const std::uint8_t f = std::uint8_t(h ^ (h >> 8) ^ (h >> 16));
+    return f ? f : 1;
+  }
+  /// The way of set `set_base / ways` holding line key `key` (-1: none) and, when none, its first invalid
+  /// way (-1: none). Compares the set's fingerprints 16 at a time, then the full tags of the matches.
+  void lookup(std::size_t set_base, std::uint64_t key, int& way, int& first_invalid) const;
+  std::vector<std::uint8_t> fp_;  ///< per line: fingerprint(key) while valid, else 0 (padded by 64 bytes)
+  unsigned set_bits_ = 0;         ///< log2(sets)
   std::vector<ps_t> ready_;  ///< per line per sector: time its data is in the array
   MinHeap<ps_t> mshr_free_, wb_free_;  ///< times each MSHR / write-back buffer entry is free
   ps_t busy_until_ = 0;
