@@ -100,49 +100,58 @@ __attribute__((target("avx2,fma"))) void transpose_store_avx2(const float* T, st
                                                               float* C, std::size_t ldc, float beta) {
   const int rows8 = rows / 8 * 8, w8 = w / 8 * 8;
   const __m256 vb = _mm256_set1_ps(beta);
-  for (int j0 = 0; j0 < rows8; j0 += 8)
-    for (int i0 = 0; i0 < w8; i0 += 8) {
-      __m256 r[8], t[8];
-      for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(T + std::size_t(j0 + k) * ldt + i0);
-      // 8x8 transpose: unpack pairs, shuffle quads, swap 128-bit halves.
-      t[0] = _mm256_unpacklo_ps(r[0], r[1]);
-      t[1] = _mm256_unpackhi_ps(r[0], r[1]);
-      t[2] = _mm256_unpacklo_ps(r[2], r[3]);
-      t[3] = _mm256_unpackhi_ps(r[2], r[3]);
-      t[4] = _mm256_unpacklo_ps(r[4], r[5]);
-      t[5] = _mm256_unpackhi_ps(r[4], r[5]);
-      t[6] = _mm256_unpacklo_ps(r[6], r[7]);
-      t[7] = _mm256_unpackhi_ps(r[6], r[7]);
-      r[0] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(1, 0, 1, 0));
-      r[1] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(3, 2, 3, 2));
-      r[2] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(1, 0, 1, 0));
-      r[3] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(3, 2, 3, 2));
-      r[4] = _mm256_shuffle_ps(t[4], t[6], _MM_SHUFFLE(1, 0, 1, 0));
-      r[5] = _mm256_shuffle_ps(t[4], t[6], _MM_SHUFFLE(3, 2, 3, 2));
-      r[6] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(1, 0, 1, 0));
-      r[7] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(3, 2, 3, 2));
-      t[0] = _mm256_permute2f128_ps(r[0], r[4], 0x20);
-      t[1] = _mm256_permute2f128_ps(r[1], r[5], 0x20);
-      t[2] = _mm256_permute2f128_ps(r[2], r[6], 0x20);
-      t[3] = _mm256_permute2f128_ps(r[3], r[7], 0x20);
-      t[4] = _mm256_permute2f128_ps(r[0], r[4], 0x31);
-      t[5] = _mm256_permute2f128_ps(r[1], r[5], 0x31);
-      t[6] = _mm256_permute2f128_ps(r[2], r[6], 0x31);
-      t[7] = _mm256_permute2f128_ps(r[3], r[7], 0x31);
-      if (beta == 0.0f) {
-        for (int k = 0; k < 8; ++k) _mm256_storeu_ps(C + std::size_t(i0 + k) * ldc + j0, t[k]);
-      } else if (beta == 1.0f) {
-        for (int k = 0; k < 8; ++k) {
-          float* c = C + std::size_t(i0 + k) * ldc + j0;
-          _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(c), t[k]));
-        }
-      } else {
-        for (int k = 0; k < 8; ++k) {
-          float* c = C + std::size_t(i0 + k) * ldc + j0;
-          _mm256_storeu_ps(c, _mm256_fmadd_ps(vb, _mm256_loadu_ps(c), t[k]));
-        }
+  auto block8 = [&](int j0, int i0) __attribute__((target("avx2,fma"))) {
+    __m256 r[8], t[8];
+    for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(T + std::size_t(j0 + k) * ldt + i0);
+    // 8x8 transpose: unpack pairs, shuffle quads, swap 128-bit halves.
+    t[0] = _mm256_unpacklo_ps(r[0], r[1]);
+    t[1] = _mm256_unpackhi_ps(r[0], r[1]);
+    t[2] = _mm256_unpacklo_ps(r[2], r[3]);
+    t[3] = _mm256_unpackhi_ps(r[2], r[3]);
+    t[4] = _mm256_unpacklo_ps(r[4], r[5]);
+    t[5] = _mm256_unpackhi_ps(r[4], r[5]);
+    t[6] = _mm256_unpacklo_ps(r[6], r[7]);
+    t[7] = _mm256_unpackhi_ps(r[6], r[7]);
+    r[0] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[1] = _mm256_shuffle_ps(t[0], t[2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[2] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[3] = _mm256_shuffle_ps(t[1], t[3], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4] = _mm256_shuffle_ps(t[4], t[6], _MM_SHUFFLE(1, 0, 1, 0));
+    r[5] = _mm256_shuffle_ps(t[4], t[6], _MM_SHUFFLE(3, 2, 3, 2));
+    r[6] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(1, 0, 1, 0));
+    r[7] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(3, 2, 3, 2));
+    t[0] = _mm256_permute2f128_ps(r[0], r[4], 0x20);
+    t[1] = _mm256_permute2f128_ps(r[1], r[5], 0x20);
+    t[2] = _mm256_permute2f128_ps(r[2], r[6], 0x20);
+    t[3] = _mm256_permute2f128_ps(r[3], r[7], 0x20);
+    t[4] = _mm256_permute2f128_ps(r[0], r[4], 0x31);
+    t[5] = _mm256_permute2f128_ps(r[1], r[5], 0x31);
+    t[6] = _mm256_permute2f128_ps(r[2], r[6], 0x31);
+    t[7] = _mm256_permute2f128_ps(r[3], r[7], 0x31);
+    if (beta == 0.0f) {
+      for (int k = 0; k < 8; ++k) _mm256_storeu_ps(C + std::size_t(i0 + k) * ldc + j0, t[k]);
+    } else if (beta == 1.0f) {
+      for (int k = 0; k < 8; ++k) {
+        float* c = C + std::size_t(i0 + k) * ldc + j0;
+        _mm256_storeu_ps(c, _mm256_add_ps(_mm256_loadu_ps(c), t[k]));
+      }
+    } else {
+      for (int k = 0; k < 8; ++k) {
+        float* c = C + std::size_t(i0 + k) * ldc + j0;
+        _mm256_storeu_ps(c, _mm256_fmadd_ps(vb, _mm256_loadu_ps(c), t[k]));
       }
     }
+  };
+  // Long T (rows > 64): eight C rows at a time, each written front to back over all of T's rows, so that C
+  // is written in long contiguous runs (few concurrent streams for the prefetchers); otherwise T's rows
+  // in the outer loop.
+  if (rows > 64) {
+    for (int i0 = 0; i0 < w8; i0 += 8)
+      for (int j0 = 0; j0 < rows8; j0 += 8) block8(j0, i0);
+  } else {
+    for (int j0 = 0; j0 < rows8; j0 += 8)
+      for (int i0 = 0; i0 < w8; i0 += 8) block8(j0, i0);
+  }
   // Edges: columns i >= w8 for all rows, rows j >= rows8 for i < w8.
   for (int i = w8; i < w; ++i)
     for (int j = 0; j < rows; ++j) store_elem(C + std::size_t(i) * ldc + j, T[std::size_t(j) * ldt + i], beta);

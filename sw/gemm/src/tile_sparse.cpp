@@ -351,6 +351,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   }
   // R blocks of the gather: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
   constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
+  // Rows of S per transposed store into C (Out = C^T): each C row is written in runs of this many floats
+  // (TileSparseOptions::store_runs_min_bytes).
+  const int kPieceRows =
+      double(c.M) * double(c.N) * sizeof(float) >= double(opt_.store_runs_min_bytes) ? kStoreRunRows : kSub;
+  stats_.store_runs = !sp_a && !stream && kPieceRows > kSub;
   const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
   const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
   const int nkb = (R + KB - 1) / KB;
@@ -394,7 +399,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       std::vector<detail::Entry>& ent = group_ent_[std::size_t(omp_get_thread_num())];
       std::vector<std::size_t> cursor(n_rt);
       std::vector<std::uint32_t> cnt;
-      std::vector<float> local(sp_a ? 0 : std::size_t(kSub) * QG), big;
+      std::vector<float> local(sp_a ? 0 : std::size_t(kPieceRows) * QG), big;
       std::vector<detail::EllTileRef> refs;
       std::vector<std::size_t> roff;
       std::uint32_t lo[kSub], hi[kSub];
@@ -433,8 +438,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
                            std::size_t(QG), qn, true);
             }
             if (!sp_a)
-              for (int c0 = p0; c0 < p1; c0 += kSub) {
-                const int rows = std::min(kSub, p1 - c0);
+              for (int c0 = p0; c0 < p1; c0 += (stream ? kSub : kPieceRows)) {
+                const int rows = std::min(stream ? kSub : kPieceRows, p1 - c0);
                 const float* lb = big.data() + std::size_t(c0 - p0) * QG;
                 if (stream)
                   detail::transpose_store_stream_avx2(lb, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0,
@@ -463,20 +468,32 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
         for (int q0 = 0; q0 < Q; q0 += QG) {
           const int qn = std::min(QG, Q - q0);
           const float* dp = D + std::size_t(q0 / QG) * panel_stride;
-          for (int c0 = p0; c0 < p1; c0 += kSub) {
-            const int rows = std::min(kSub, p1 - c0);
-            for (int j = 0; j < rows; ++j) lo[j] = rb[c0 + j], hi[j] = re[c0 + j];
-            if (sp_a) {
+          if (sp_a) {
+            for (int c0 = p0; c0 < p1; c0 += kSub) {
+              const int rows = std::min(kSub, p1 - c0);
+              for (int j = 0; j < rows; ++j) lo[j] = rb[c0 + j], hi[j] = re[c0 + j];
               gather(lo, hi, ent.data(), rows, dp, ldd, c.C + std::size_t(c0) * c.ldc + q0, std::size_t(c.ldc), qn, ow);
-            } else {
-              gather(lo, hi, ent.data(), rows, dp, ldd, local.data(), std::size_t(QG), qn, true);
-              if (stream)
-                detail::transpose_store_stream_avx2(local.data(), std::size_t(QG), rows, qn,
-                                                    c.C + std::size_t(q0) * c.ldc + c0, std::size_t(c.ldc));
-              else
-                tstore(local.data(), std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0,
-                       std::size_t(c.ldc), beta_k);
             }
+            continue;
+          }
+          // Out = C^T: pieces of up to kPieceRows rows of S gathered into `local` (L2), then stored
+          // transposed, so that each C row receives a contiguous run of up to kPieceRows floats.
+          for (int pc0 = p0; pc0 < p1; pc0 += kPieceRows) {
+            const int pc1 = std::min(p1, pc0 + kPieceRows);
+            for (int c0 = pc0; c0 < pc1; c0 += kSub) {
+              const int rows = std::min(kSub, pc1 - c0);
+              for (int j = 0; j < rows; ++j) lo[j] = rb[c0 + j], hi[j] = re[c0 + j];
+              gather(lo, hi, ent.data(), rows, dp, ldd, local.data() + std::size_t(c0 - pc0) * QG, std::size_t(QG), qn,
+                     true);
+            }
+            if (stream)
+              for (int c0 = pc0; c0 < pc1; c0 += kSub)
+                detail::transpose_store_stream_avx2(local.data() + std::size_t(c0 - pc0) * QG, std::size_t(QG),
+                                                    std::min(kSub, pc1 - c0), qn, c.C + std::size_t(q0) * c.ldc + c0,
+                                                    std::size_t(c.ldc));
+            else
+              tstore(local.data(), std::size_t(QG), pc1 - pc0, qn, c.C + std::size_t(q0) * c.ldc + pc0,
+                     std::size_t(c.ldc), beta_k);
           }
         }
       }
@@ -562,10 +579,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
           gather(lo, hi, ep, rows, dp, ldd, out, sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
         }
       }
-      if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): chunks of P in parallel
+      if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): pieces of P in parallel
+        const int piece = stream ? kSub : kPieceRows, n_pieces = (P + piece - 1) / piece;
 #pragma omp for schedule(static)
-        for (int ci = 0; ci < n_chunks; ++ci) {
-          const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
+        for (int ci = 0; ci < n_pieces; ++ci) {
+          const int p0 = ci * piece, rows = std::min(piece, P - p0);
           if (stream)
             detail::transpose_store_stream_avx2(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn,
                                                 c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc));

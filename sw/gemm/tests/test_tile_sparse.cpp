@@ -248,6 +248,55 @@ TEST(TileSparseGemm, StoredRowsDirectAndListsMatchReference) {
             }
 }
 
+// Out = C^T written in long runs (store_runs_min_bytes = 0 forces it on these small outputs): the row
+// gathers fill pieces of up to kStoreRunRows rows of S and the transposed store walks eight C rows at a
+// time over a whole piece. P = N > kStoreRunRows (several pieces, the last partial), off the tile grid,
+// on each path that writes C^T: row lists of stored^T (T N), the scatter kernel (N N, bands of up to 300
+// rows per transposed store), row lists of stored rows and the direct row gather (N T), the R-blocked
+// gather (N T, R > 1280). Both ISAs, alpha / beta / padded strides, mixed DENSE / sparse / zero tiles,
+// two threads on one shape; the default (2 MiB) must give the same results.
+TEST(TileSparseGemm, LongStoreRunsMatchReference) {
+  std::mt19937 rng(57);
+  struct S {
+    Op oa, ob;
+    int M, N, K;
+    TransposedKernel tk;
+    RowsKernel rk;
+  };
+  const S shapes[] = {{Op::T, Op::N, 70, 1100, 40, TransposedKernel::Gather, RowsKernel::Auto},
+                      {Op::N, Op::N, 45, 1300, 300, TransposedKernel::Scatter, RowsKernel::Auto},
+                      {Op::N, Op::T, 70, 1030, 300, TransposedKernel::Auto, RowsKernel::Lists},
+                      {Op::N, Op::T, 20, 900, 300, TransposedKernel::Auto, RowsKernel::Direct},
+                      {Op::N, Op::T, 19, 600, 1400, TransposedKernel::Auto, RowsKernel::Lists}};
+  const std::uint32_t tiles[][2] = {{8, 256}, {7, 300}};
+  for (const S& sh : shapes)
+    for (auto& t : tiles)
+      for (Isa isa : isas())
+        for (std::size_t min_bytes : {std::size_t(0), kStoreRunsMinBytes}) {
+          TileSparseOptions o;
+          o.transposed_kernel = sh.tk;
+          o.rows_kernel = sh.rk;
+          o.tile_rows = t[0];
+          o.tile_cols = t[1];
+          o.isa = isa;
+          o.store_runs_min_bytes = min_bytes;
+          o.threshold = 2.0;
+          o.num_threads = &sh == &shapes[2] ? 2 : 1;
+          const Case cs{SparseOperand::B, sh.oa, sh.ob, sh.M, sh.N, sh.K, 0.9};
+          TileSparseStats st = check_case(cs, o, rng);
+          EXPECT_GT(st.tiles_sparse, 0u);
+          EXPECT_FALSE(st.out_streamed);
+          EXPECT_EQ(st.store_runs, min_bytes == 0 && !st.scattered);
+          o.whole_call_guard = false;
+          o.threshold = 0.3;
+          Case mixed = cs;
+          mixed.sparsity = 0.6;
+          check_case(mixed, o, rng, -1.5f, 0.5f, 3);
+          mixed.sparsity = 0.95;
+          check_case(mixed, o, rng, 2.0f, 1.0f, 1);
+        }
+}
+
 // Auto picks the scatter kernel for forward-like calls (Q <= kScatterMaxQ, R >= kScatterMinR) only.
 TEST(TileSparseGemm, TransposedKernelAutoChoice) {
   std::mt19937 rng(52);

@@ -50,6 +50,10 @@ enum class RowsKernel { Auto, Lists, Direct };
 /// (docs/bench/gemm.md: Q = 16, 32 gained 25-45 %, Q = 64 and 128 lost 25-55 % at 97 % sparsity).
 inline constexpr int kDirectRowsMaxQ = 32;
 
+/// Rows of S per transposed store into C for large outputs (TileSparseOptions::store_runs_min_bytes).
+inline constexpr int kStoreRunRows = 512;
+inline constexpr std::size_t kStoreRunsMinBytes = std::size_t(2) << 20;
+
 struct TileSparseOptions {
   std::uint32_t tile_rows = kGemmTileRows;
   std::uint32_t tile_cols = kGemmTileCols;
@@ -77,6 +81,12 @@ struct TileSparseOptions {
   /// (<= 1280): Direct = read the tiles in the gather, Lists = first copy their non-zeros into row lists
   /// (one pass, then every Q panel reads the lists). Auto: Direct when Q <= kDirectRowsMaxQ.
   RowsKernel rows_kernel = RowsKernel::Auto;
+  /// Out = C^T (sparse B; unless streamed): when C (M x N floats) has at least this many bytes, the row
+  /// gathers fill pieces of up to kStoreRunRows rows of S (one L2 buffer) before the transposed store, which
+  /// then writes eight C rows at a time front to back, i.e. runs of up to kStoreRunRows contiguous floats
+  /// per C row; smaller outputs go through a 64-row L1 buffer (runs of 64 floats). 0: always pieces.
+  /// Default: kStoreRunsMinBytes (2 MiB, four times L2; measured in docs/bench/gemm.md).
+  std::size_t store_runs_min_bytes = kStoreRunsMinBytes;
 };
 
 /// What the last call did (tile counts of the compacted operand and times in seconds).
@@ -90,6 +100,7 @@ struct TileSparseStats {
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
+  bool store_runs = false;         ///< C^T stored in runs of up to kStoreRunRows (store_runs_min_bytes)
   double compact_s = 0, compute_s = 0;
   double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused)
   double lists_s = 0;              ///< part of compute_s spent building the row lists of the sparse operand
