@@ -353,9 +353,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
   // Rows of S per transposed store into C (Out = C^T): each C row is written in runs of this many floats
   // (TileSparseOptions::store_runs_min_bytes).
-  const int kPieceRows =
+  const int piece_rows =
       double(c.M) * double(c.N) * sizeof(float) >= double(opt_.store_runs_min_bytes) ? kStoreRunRows : kSub;
-  stats_.store_runs = !sp_a && !stream && kPieceRows > kSub;
+  stats_.store_runs = !sp_a && !stream && piece_rows > kSub;
   const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
   const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
   const int nkb = (R + KB - 1) / KB;
@@ -399,7 +399,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       std::vector<detail::Entry>& ent = group_ent_[std::size_t(omp_get_thread_num())];
       std::vector<std::size_t> cursor(n_rt);
       std::vector<std::uint32_t> cnt;
-      std::vector<float> local(sp_a ? 0 : std::size_t(kPieceRows) * QG), big;
+      std::vector<float> local(sp_a ? 0 : std::size_t(piece_rows) * QG), big;
       std::vector<detail::EllTileRef> refs;
       std::vector<std::size_t> roff;
       std::uint32_t lo[kSub], hi[kSub];
@@ -438,8 +438,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
                            std::size_t(QG), qn, true);
             }
             if (!sp_a)
-              for (int c0 = p0; c0 < p1; c0 += (stream ? kSub : kPieceRows)) {
-                const int rows = std::min(stream ? kSub : kPieceRows, p1 - c0);
+              for (int c0 = p0; c0 < p1; c0 += (stream ? kSub : piece_rows)) {
+                const int rows = std::min(stream ? kSub : piece_rows, p1 - c0);
                 const float* lb = big.data() + std::size_t(c0 - p0) * QG;
                 if (stream)
                   detail::transpose_store_stream_avx2(lb, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0,
@@ -476,10 +476,10 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
             }
             continue;
           }
-          // Out = C^T: pieces of up to kPieceRows rows of S gathered into `local` (L2), then stored
-          // transposed, so that each C row receives a contiguous run of up to kPieceRows floats.
-          for (int pc0 = p0; pc0 < p1; pc0 += kPieceRows) {
-            const int pc1 = std::min(p1, pc0 + kPieceRows);
+          // Out = C^T: pieces of up to piece_rows rows of S gathered into `local` (L2), then stored
+          // transposed, so that each C row receives a contiguous run of up to piece_rows floats.
+          for (int pc0 = p0; pc0 < p1; pc0 += piece_rows) {
+            const int pc1 = std::min(p1, pc0 + piece_rows);
             for (int c0 = pc0; c0 < pc1; c0 += kSub) {
               const int rows = std::min(kSub, pc1 - c0);
               for (int j = 0; j < rows; ++j) lo[j] = rb[c0 + j], hi[j] = re[c0 + j];
@@ -580,7 +580,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
         }
       }
       if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): pieces of P in parallel
-        const int piece = stream ? kSub : kPieceRows, n_pieces = (P + piece - 1) / piece;
+        const int piece = stream ? kSub : piece_rows, n_pieces = (P + piece - 1) / piece;
 #pragma omp for schedule(static)
         for (int ci = 0; ci < n_pieces; ++ci) {
           const int p0 = ci * piece, rows = std::min(piece, P - p0);

@@ -52,6 +52,8 @@ inline constexpr int kDirectRowsMaxQ = 32;
 
 /// Rows of S per transposed store into C for large outputs (TileSparseOptions::store_runs_min_bytes).
 inline constexpr int kStoreRunRows = 512;
+/// Default TileSparseOptions::store_runs_min_bytes: outputs C of at least 2 MiB (four times the 512 KiB L2
+/// of the benchmark machine) are stored in runs; smaller ones lost 10-25 % with runs (docs/bench/gemm.md).
 inline constexpr std::size_t kStoreRunsMinBytes = std::size_t(2) << 20;
 
 struct TileSparseOptions {
