@@ -29,6 +29,7 @@
 
 #include "spartan/hw/address_map.h"
 #include "spartan/hw/gpu/min_heap.h"
+#include "spartan/hw/gpu/sorted_queue.h"
 #include "spartan/hw/gpu/request.h"
 #include "spartan/hw/stats.h"
 
@@ -148,7 +149,7 @@ class L2Slice : public sc_core::sc_module {
   std::vector<std::uint8_t> fp_;  ///< per line: fingerprint(key) while valid, else 0 (padded by 64 bytes)
   unsigned set_bits_ = 0;         ///< log2(sets)
   std::vector<ps_t> ready_;  ///< per line per sector: time its data is in the array
-  MinHeap<ps_t> mshr_free_, wb_free_;  ///< times each MSHR / write-back buffer entry is free
+  SortedQueue<ps_t> mshr_free_, wb_free_;  ///< times each MSHR / write-back buffer entry is free
   ps_t busy_until_ = 0;
   ps_t now_ = 0;  ///< sc_time_stamp() of the access being processed
   MemoryController* mc_ = nullptr;

@@ -13,6 +13,7 @@
 
 #include "spartan/hw/address_map.h"
 #include "spartan/hw/gpu/min_heap.h"
+#include "spartan/hw/gpu/sorted_queue.h"
 #include "spartan/hw/gpu/request.h"
 #include "spartan/hw/gpu_config.h"
 #include "spartan/hw/stats.h"
@@ -79,7 +80,7 @@ class TrafficGenerator : public sc_core::sc_module {
   tlm::tlm_generic_payload gp_;
   std::vector<std::uint8_t> scratch_;
   std::size_t max_outstanding_;
-  MinHeap<ps_t> inflight_;  ///< completion times of the requests in flight
+  SortedQueue<ps_t> inflight_;  ///< completion times of the requests in flight
   Crossbar* xbar_ = nullptr;
   std::size_t xbar_port_ = 0;
   RequestSource* src_ = nullptr;

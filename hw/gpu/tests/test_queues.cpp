@@ -1,0 +1,77 @@
+// SortedQueue against MinHeap: the same sequence of tops for random, near-sorted and tied streams.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <utility>
+
+#include "spartan/hw/gpu/min_heap.h"
+#include "spartan/hw/gpu/sorted_queue.h"
+
+using spartan::hw::gpu::MinHeap;
+using spartan::hw::gpu::SortedQueue;
+
+namespace {
+
+// Fills both queues with `n` values, then does `ops` replace_top / pop / push steps, comparing every top.
+// `jitter` = spread of the values put in around a rising clock (0: ascending; large: random order).
+void compare(std::uint32_t seed, std::size_t n, std::uint64_t jitter, std::size_t ops) {
+  std::mt19937_64 rng(seed);
+  MinHeap<std::uint64_t> h;
+  SortedQueue<std::uint64_t> q;
+  std::uint64_t clock = 1000;
+  auto next = [&] {
+    clock += rng() % 8;
+    return clock + (jitter ? rng() % jitter : 0);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t v = next();
+    h.push(v), q.push(v);
+    ASSERT_EQ(h.size(), q.size());
+    ASSERT_EQ(h.top(), q.top());
+  }
+  for (std::size_t k = 0; k < ops; ++k) {
+    const std::uint64_t r = rng() % 16;
+    if (r == 0 && !h.empty()) {
+      h.pop(), q.pop();
+    } else if (r == 1 || h.empty()) {
+      const std::uint64_t v = next();
+      h.push(v), q.push(v);
+    } else {
+      const std::uint64_t v = r == 2 ? h.top() : next();  // ties with the top too
+      h.replace_top(v), q.replace_top(v);
+    }
+    ASSERT_EQ(h.size(), q.size()) << "step " << k;
+    if (!h.empty()) {
+      ASSERT_EQ(h.top(), q.top()) << "step " << k;
+    }
+  }
+  while (!h.empty()) {
+    ASSERT_EQ(h.top(), q.top());
+    h.pop(), q.pop();
+  }
+  EXPECT_TRUE(q.empty());
+}
+
+}  // namespace
+
+TEST(SortedQueue, MatchesMinHeapAscending) { compare(1, 192, 0, 100000); }
+TEST(SortedQueue, MatchesMinHeapNearSorted) { compare(2, 64, 40, 100000); }
+TEST(SortedQueue, MatchesMinHeapRandom) { compare(3, 100, 1u << 30, 100000); }
+TEST(SortedQueue, MatchesMinHeapTiesAndGrowth) { compare(4, 3, 2, 100000); }
+
+TEST(SortedQueue, PairsOrderLikeMinHeap) {
+  std::mt19937 rng(5);
+  MinHeap<std::pair<std::uint64_t, std::uint32_t>> h;
+  SortedQueue<std::pair<std::uint64_t, std::uint32_t>> q;
+  for (std::uint32_t i = 0; i < 80; ++i) {
+    const std::uint64_t v = rng() % 50;
+    h.push({v, i}), q.push({v, i});
+  }
+  for (int k = 0; k < 20000; ++k) {
+    ASSERT_EQ(h.top(), q.top());
+    const auto t = h.top();
+    const std::pair<std::uint64_t, std::uint32_t> x{t.first + rng() % 20, t.second};
+    h.replace_top(x), q.replace_top(x);
+  }
+}
