@@ -296,19 +296,26 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
   const std::size_t li = set_base + std::size_t(way);
   touch(set_base, std::uint32_t(way));
 
-  // Sectors that must come from DRAM: reads need every touched sector; writes only partial sectors.
+  // Sectors that must come from DRAM: reads need every touched sector; writes only partial sectors. A
+  // write covers sector s completely iff off <= s * sector and (s + 1) * sector <= off + bytes, i.e. s in
+  // [ceil(off / sector), floor((off + bytes) / sector)) (a sub-range of [s0, s1]). Per-sector loops below
+  // visit only the set bits of their masks.
   std::uint32_t full = 0;
-  if (write)
-    for (std::uint32_t s = s0; s <= s1; ++s)
-      if (off <= s * sector_bytes_ && off + bytes >= (s + 1) * sector_bytes_) full |= 1u << s;
+  if (write) {
+    const std::uint32_t lo = std::uint32_t(sector_div_.div(off + sector_bytes_ - 1));
+    const std::uint32_t hi = std::uint32_t(sector_div_.div(off + bytes));
+    if (hi > lo) full = std::uint32_t(((std::uint64_t(1) << hi) - 1) & ~((std::uint64_t(1) << lo) - 1));
+  }
   std::uint32_t missing = need & ~l.valid & ~full;
   ps_t resp = start + hit_ps_;
   bool merged = false;
-  for (std::uint32_t s = s0; s <= s1; ++s)
-    if ((l.valid >> s & 1) && !(full >> s & 1) && ready[s] > start) {
+  for (std::uint32_t m = need & l.valid & ~full; m; m &= m - 1) {
+    const int s = __builtin_ctz(m);
+    if (ready[s] > start) {
       merged = true;
       resp = std::max(resp, ready[s] + half_hit_ps_);
     }
+  }
   if (missing) {
     ps_t t_miss = start + half_hit_ps_;
     if (mshr_free_.top() > t_miss) {
@@ -317,14 +324,15 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
     }
     ps_t fill = fetch(key, missing, t_miss);
     mshr_free_.replace_top(fill);
-    for (std::uint32_t s = 0; s < spl_; ++s)
-      if (missing >> s & 1) ready[s] = fill;
+    for (std::uint32_t m = missing; m; m &= m - 1) ready[__builtin_ctz(m)] = fill;
     ready_max_[li] = std::max(ready_max_[li], fill);
     l.valid |= missing;
     resp = std::max(resp, fill + half_hit_ps_);
   }
-  for (std::uint32_t s = 0; s < spl_; ++s)
-    if (full >> s & 1) ready[s] = std::max(ready[s], start);
+  for (std::uint32_t m = full; m; m &= m - 1) {
+    const int s = __builtin_ctz(m);
+    ready[s] = std::max(ready[s], start);
+  }
   l.valid |= full;
   set_tag(li);
   if (write) l.dirty |= need;
