@@ -88,7 +88,9 @@ void L2Slice::invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end) {
     if (e.page >= first && e.page <= last) e = DmiCache::Entry{};
 }
 
-ps_t L2Slice::dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t) {
+// The per-request helpers of access() (dram, fetch, lookup, victim, touch) are always inlined: one call
+// level less per request (callgrind, bench_hw_gpu v100 2: -1.5 % of all instructions with the SM side).
+[[gnu::always_inline]] inline ps_t L2Slice::dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t) {
   const ps_t now = now_;
   if (mc_) return mc_->access(index_, local, bytes, write, std::max(t, now));
   mem_gp_.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
@@ -103,7 +105,7 @@ ps_t L2Slice::dram(std::uint64_t local, std::uint32_t bytes, bool write, ps_t t)
   return now + d.value();
 }
 
-ps_t L2Slice::fetch(std::uint64_t line_key, std::uint32_t mask, ps_t t) {
+[[gnu::always_inline]] inline ps_t L2Slice::fetch(std::uint64_t line_key, std::uint32_t mask, ps_t t) {
   // One DRAM request per run of contiguous missing sectors; the fill completes with the last one.
   ps_t done = t;
   std::uint32_t s = 0;
@@ -158,7 +160,8 @@ void L2Slice::prefetch(std::uint64_t addr, std::uint64_t local) const {
   if (e.page == page) __builtin_prefetch(e.ptr + addr % BackingStore::kPageBytes);
 }
 
-void L2Slice::lookup(std::size_t set_base, std::uint64_t key, int& way, int& first_invalid) const {
+[[gnu::always_inline]] inline void L2Slice::lookup(std::size_t set_base, std::uint64_t key, int& way,
+                                                  int& first_invalid) const {
   way = first_invalid = -1;
   const std::uint64_t* tag = &tag_[set_base];
   const std::uint64_t k = key + 1;
@@ -191,7 +194,7 @@ void L2Slice::lookup(std::size_t set_base, std::uint64_t key, int& way, int& fir
   }
 }
 
-int L2Slice::victim(std::uint32_t set, ps_t t, int first_invalid) {
+[[gnu::always_inline]] inline int L2Slice::victim(std::uint32_t set, ps_t t, int first_invalid) {
   // First invalid way; else the least recently used way whose fills have all arrived; else the LRU way.
   if (first_invalid >= 0) return first_invalid;
   const std::size_t b = std::size_t(set) * ways_;
@@ -201,7 +204,7 @@ int L2Slice::victim(std::uint32_t set, ps_t t, int first_invalid) {
   return order[0];
 }
 
-void L2Slice::touch(std::size_t set_base, std::uint32_t way) {
+[[gnu::always_inline]] inline void L2Slice::touch(std::size_t set_base, std::uint32_t way) {
   std::uint16_t* order = &lru_order_[set_base];
   std::uint32_t i = 0;
   while (order[i] != way) ++i;
