@@ -77,7 +77,8 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   return {data_start - lat, data_start};
 }
 
-ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* result) {
+[[gnu::always_inline]] inline ps_t DramChannel::burst_inline(ps_t t, const DramAddress& a, bool write,
+                                                             RowResult* result) {
   const std::uint32_t bank = a.flat_bank(cfg_.banks_per_group);
   Bank& b = banks_[bank];
   BankHead& h = heads_[bank];
@@ -182,6 +183,16 @@ ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* res
   else ++stats_.row_conflicts;
   if (result) *result = r;
   return k.data + tBURST_;
+}
+
+ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* result) {
+  return burst_inline(t, a, write, result);
+}
+
+ps_t DramChannel::bursts(ps_t t, const DramAddress* a, std::size_t n, bool write) {
+  ps_t end = t;
+  for (std::size_t i = 0; i < n; ++i) end = std::max(end, burst_inline(t, a[i], write, nullptr));
+  return end;
 }
 
 }  // namespace spartan::hw::gpu

@@ -25,18 +25,17 @@ ps_t MemoryController::access(std::uint32_t slice, std::uint64_t local, std::uin
   const std::uint64_t first = burst_div_.div(local) * burst_bytes_;
   // Decode every burst once (a line has a handful), start the host-cache misses of their bank records,
   // then time them in address order.
-  constexpr std::size_t kMaxBursts = 16;
-  DramAddress ds[kMaxBursts];
+  DramAddress* ds = bursts_;
   std::size_t n = 0;
   for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_, ++n) {
     if (n == kMaxBursts) break;  // longer requests: the rest is decoded again below
     ds[n] = n ? map_.next_burst(ds[n - 1], slice, a - burst_bytes_, a) : map_.to_dram(slice, a);
     chan_.prefetch(ds[n]);
   }
-  std::size_t i = 0;
-  DramAddress d{};
-  for (std::uint64_t a = first; a < local + bytes; a += burst_bytes_, ++i) {
-    d = i < n ? ds[i] : map_.next_burst(d, slice, a - burst_bytes_, a);
+  end = std::max(end, chan_.bursts(arrive, ds, n, write));  // one call for the decoded bursts
+  DramAddress d = n ? ds[n - 1] : DramAddress{};
+  for (std::uint64_t a = first + n * burst_bytes_; a < local + bytes; a += burst_bytes_) {  // beyond kMaxBursts
+    d = map_.next_burst(d, slice, a - burst_bytes_, a);
     end = std::max(end, chan_.burst(arrive, d, write));
   }
   if (write) {
@@ -54,24 +53,30 @@ ps_t MemoryController::write_sectors(std::uint32_t slice, std::uint64_t line_loc
                                      std::uint32_t mask, ps_t t) {
   auto& st = chan_.stats();
   const ps_t arrive = t + half_ctrl_ps_;
-  ps_t done = t;
+  // Every request arrives at `arrive`, so the bursts of all dirty sectors are timed in one bursts() call
+  // per kMaxBursts (same order, timing and stats as one request per sector); the completion is the
+  // latest burst end plus the controller latency, as the maximum over the sectors' completions was.
+  DramAddress* ds = bursts_;
+  std::size_t n = 0;
+  ps_t end = arrive;
   bool have_prev = false;
   std::uint64_t prev_a = 0;
   DramAddress prev{};
   for (std::uint32_t s = 0; mask >> s; ++s) {
     if (!(mask >> s & 1)) continue;
     const std::uint64_t local = line_local + std::uint64_t(s) * sector_bytes;
-    ps_t end = arrive;
     for (std::uint64_t a = burst_div_.div(local) * burst_bytes_; a < local + sector_bytes; a += burst_bytes_) {
       prev = decode(slice, a, have_prev, prev_a, prev);
       have_prev = true, prev_a = a;
-      end = std::max(end, chan_.burst(arrive, prev, true));
+      if (n == kMaxBursts) end = std::max(end, chan_.bursts(arrive, ds, n, true)), n = 0;
+      ds[n++] = prev;
     }
     ++st.writes;
     st.write_bytes += sector_bytes;
-    done = std::max(done, end + half_ctrl_ps_);
   }
-  return done;
+  if (!mask) return t;
+  end = std::max(end, chan_.bursts(arrive, ds, n, true));
+  return std::max(t, end + half_ctrl_ps_);
 }
 
 void MemoryController::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {

@@ -1,6 +1,8 @@
 // DRAM channel timing: row hit vs miss vs conflict, bank-group spacing, tRRD, refresh (no SystemC needed).
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "spartan/hw/gpu/dram_channel.h"
 
 using namespace spartan::hw;
@@ -175,4 +177,42 @@ TEST(DramChannel, EarlierRequestToTheNextRowMovesItsActivateEarlier) {
   EXPECT_EQ(ch.stats().precharges, 1u);  // only row 1's
   ch.burst(300'000, {0, 0, 0, 2, 2}, false, &r);  // row 2 is now open at 300 ns
   EXPECT_EQ(r, DramChannel::RowResult::Hit);
+}
+
+// bursts() (a line's bursts in one call) against burst() called once per burst: same ends, same stats, on
+// random out-of-order line streams with refresh, reads and writes, row hits, misses and conflicts.
+TEST(DramChannel, BurstsMatchesOneCallPerBurst) {
+  DramConfig d = v100_like(true);
+  DramChannel one(d, kClk, 0, 1), many(d, kClk, 0, 1);
+  std::mt19937_64 rng(11);
+  ps_t clock = 0;
+  for (int k = 0; k < 40000; ++k) {
+    clock += rng() % 3000;
+    const ps_t t = clock > 200000 ? clock - rng() % 200000 : clock;  // up to 200 ns out of order
+    const bool write = rng() % 3 == 0;
+    const std::uint32_t n = 1 + std::uint32_t(rng() % 6);  // up to 6 bursts, wrapping over bank groups
+    DramAddress a[6];
+    const std::uint32_t bank = std::uint32_t(rng() % d.banks_per_group), row = std::uint32_t(rng() % 4);
+    const std::uint32_t bg0 = std::uint32_t(rng() % d.bank_groups), col = std::uint32_t(rng() % 32);
+    for (std::uint32_t i = 0; i < n; ++i)
+      a[i] = DramAddress{0, (bg0 + i) % d.bank_groups, bank, row, col};
+    ps_t want = t;
+    for (std::uint32_t i = 0; i < n; ++i) want = std::max(want, one.burst(t, a[i], write));
+    ASSERT_EQ(many.bursts(t, a, n, write), want) << "request " << k;
+  }
+  const DramStats& x = one.stats();
+  const DramStats& y = many.stats();
+  EXPECT_EQ(x.row_hits, y.row_hits);
+  EXPECT_EQ(x.row_misses, y.row_misses);
+  EXPECT_EQ(x.row_conflicts, y.row_conflicts);
+  EXPECT_EQ(x.activates, y.activates);
+  EXPECT_EQ(x.precharges, y.precharges);
+  EXPECT_EQ(x.refresh_stalls, y.refresh_stalls);
+  EXPECT_EQ(x.late_row_hits, y.late_row_hits);
+  EXPECT_EQ(x.history_clamps, y.history_clamps);
+  EXPECT_EQ(x.bus_busy_ps, y.bus_busy_ps);
+  EXPECT_GT(x.row_hits, 0u);
+  EXPECT_GT(x.row_conflicts, 0u);
+  EXPECT_GT(x.refresh_stalls, 0u);
+  EXPECT_EQ(many.bursts(123, nullptr, 0, false), ps_t(123));  // no bursts: the arrival time
 }

@@ -81,6 +81,10 @@ class DramChannel {
   }
   /// One burst to `a` arriving at `t_ps`; returns the time its last data beat is on the bus.
   ps_t burst(ps_t t_ps, const DramAddress& a, bool write, RowResult* result = nullptr);
+  /// The bursts `a[0..n)`, all arriving at `t_ps`, in that order: the same as calling burst(t_ps, a[i],
+  /// write) for i = 0..n-1 (same timing, state and stats), in one call (a line's sector bursts; the burst
+  /// code is inlined into the loop). Returns the latest end of a data beat, or `t_ps` when n == 0.
+  ps_t bursts(ps_t t_ps, const DramAddress* a, std::size_t n, bool write);
   DramStats& stats() { return stats_; }
   const DramStats& stats() const { return stats_; }
 
@@ -161,6 +165,8 @@ class DramChannel {
     if (std::max({ready, bg_last_[bg] + tCCDL_, bus_next}) + turnaround(write) < limit) return true;
     return peek_column(ready, bg, write).cmd < limit;
   }
+  /// burst() itself, always inlined into burst() and bursts().
+  ps_t burst_inline(ps_t t_ps, const DramAddress& a, bool write, RowResult* result);
   /// Reserves the column command and data slot peek_column(ready, bg) returned (plus a bus turnaround).
   Column commit_column(ps_t ready, std::uint32_t bg, bool write);
   /// The PRE of a row cannot come before this after a column command at `c` with data at `d`.

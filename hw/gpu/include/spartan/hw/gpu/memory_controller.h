@@ -44,6 +44,8 @@ class MemoryController : public sc_core::sc_module {
     if (have_prev && a == prev_a + burst_bytes_) return map_.next_burst(prev, slice, prev_a, a);
     return map_.to_dram(slice, a);
   }
+  static constexpr std::size_t kMaxBursts = 16;
+  DramAddress bursts_[kMaxBursts]{};  ///< scratch: the decoded bursts of the request being timed
   const AddressMap& map_;
   std::uint32_t channel_, slices_per_channel_, burst_bytes_;
   FastDiv burst_div_;
