@@ -1,6 +1,6 @@
-// A binary min-heap with replace_top(): the hot queues of the model (the SMs' in-flight completion times,
-// the L2's MSHR and write-back buffer free times, the SmScheduler's issue order) always take one element
-// out and put one in. std::priority_queue needs a pop() and a push() for that (two sift passes);
+// A binary min-heap with replace_top(): the SmScheduler's issue order takes one element out and puts one
+// in per request (queues whose values arrive mostly in ascending order use SortedQueue, which is tested
+// against this heap). std::priority_queue needs a pop() and a push() for that (two sift passes);
 // replace_top() is one sift-down. Elements compare with operator< and the order is total in every use, so
 // the sequence of tops is the same as with std::priority_queue<T, std::vector<T>, std::greater<T>>.
 #pragma once
