@@ -137,11 +137,11 @@ void SmScheduler::thread() {
     sc_core::wait(start_ev_);
     qk_.reset();
     ps_t now = sc_core::sc_time_stamp().value(), end = now;
-    ready.clear();
+    ready.reset(sms_.size());
     for (std::uint32_t i = 0; i < sms_.size(); ++i) {
       sms_[i]->begin(sources_[i], now);
       ps_t t;
-      if (sources_[i] && sms_[i]->next_issue_time(t)) ready.push({t, i});
+      if (sources_[i] && sms_[i]->next_issue_time(t)) ready.push(t, i);
     }
     ps_t next_sync = qk_.next_sync_ps();
     while (!ready.empty()) {
@@ -160,7 +160,7 @@ void SmScheduler::thread() {
       sm.issue_pending(t, now);
       ps_t tn;
       if (sm.next_issue_time(tn)) {
-        ready.replace_top({tn, i});
+        ready.replace_top(tn, i);
       } else {
         ready.pop();
         end = std::max(end, sm.kernel_stats().last_done_ps);

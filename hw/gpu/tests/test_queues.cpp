@@ -1,4 +1,5 @@
-// SortedQueue against MinHeap: the same sequence of tops for random, near-sorted and tied streams.
+// SortedQueue and IssueQueue against MinHeap: the same sequence of tops for random, near-sorted and tied
+// streams.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -74,4 +75,46 @@ TEST(SortedQueue, PairsOrderLikeMinHeap) {
     const std::pair<std::uint64_t, std::uint32_t> x{t.first + rng() % 20, t.second};
     h.replace_top(x), q.replace_top(x);
   }
+}
+
+// IssueQueue (packed 64-bit keys) against a MinHeap of (time, index) pairs, the SmScheduler's use: each
+// step replaces the top with the same index at a later time, or drops it. Times start near the packing
+// limit in the second case, so the queue moves to pairs mid-stream.
+namespace {
+void compare_issue(std::uint32_t seed, std::uint32_t n, std::uint64_t t0, bool expect_spill) {
+  std::mt19937_64 rng(seed);
+  MinHeap<std::pair<std::uint64_t, std::uint32_t>> h;
+  spartan::hw::gpu::IssueQueue q;
+  q.reset(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint64_t t = t0 + rng() % 1000;
+    h.push({t, i}), q.push(t, i);
+  }
+  for (int k = 0; k < 200000 && !h.empty(); ++k) {
+    ASSERT_EQ(h.top(), q.top()) << "step " << k;
+    const auto [t, i] = h.top();
+    if (rng() % 2000 == 0) {
+      h.pop(), q.pop();
+    } else {
+      const std::uint64_t tn = t + rng() % (rng() % 4 ? 3 : 5000);  // ties in time are frequent
+      h.replace_top({tn, i}), q.replace_top(tn, i);
+    }
+  }
+  EXPECT_EQ(q.spilled(), expect_spill);
+  while (!h.empty()) {
+    ASSERT_EQ(h.top(), q.top());
+    h.pop(), q.pop();
+  }
+  EXPECT_TRUE(q.empty());
+}
+}  // namespace
+
+TEST(IssueQueue, MatchesPairHeapPacked) { compare_issue(6, 80, 0, false); }
+TEST(IssueQueue, MatchesPairHeapAcrossThePackingLimit) {
+  compare_issue(7, 80, (std::uint64_t(1) << 57) - 200000, true);  // 80 SMs: 7 index bits, limit 2^57
+}
+TEST(IssueQueue, OneIndexAndPowersOfTwo) {
+  compare_issue(8, 1, 0, false);
+  compare_issue(9, 64, 0, false);
+  compare_issue(10, 65, (std::uint64_t(1) << 57) - 1000, true);
 }

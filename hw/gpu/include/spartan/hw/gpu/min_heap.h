@@ -5,6 +5,7 @@
 // the sequence of tops is the same as with std::priority_queue<T, std::vector<T>, std::greater<T>>.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,63 @@ class MinHeap {
     v_[i] = x;
   }
   std::vector<T> v_;
+};
+
+}  // namespace spartan::hw::gpu
+
+namespace spartan::hw::gpu {
+
+/// A min-queue of (time, index) pairs, index < `indices` (the SmScheduler's issue order), ordered by time
+/// then index. Kept as one 64-bit key per entry, time << bits | index, while every time fits in the upper
+/// 64 - bits bits (2^57 ps = 40 hours of simulated time for 80 SMs), where the key order is exactly the
+/// pair order and a compare is one integer compare; the first time that does not fit moves every entry
+/// to a MinHeap of pairs, which serves from then on. The tops are the same as a MinHeap of pairs' either way.
+class IssueQueue {
+ public:
+  using Entry = std::pair<std::uint64_t, std::uint32_t>;
+  /// Empties the queue for indices 0 .. indices-1.
+  void reset(std::size_t indices) {
+    bits_ = 1;
+    while ((std::uint64_t(1) << bits_) < indices) ++bits_;
+    lim_ = std::uint64_t(1) << (64 - bits_);
+    packed_.clear(), pairs_.clear();
+    use_pairs_ = false;
+  }
+  bool empty() const noexcept { return use_pairs_ ? pairs_.empty() : packed_.empty(); }
+  Entry top() const noexcept {
+    if (use_pairs_) return pairs_.top();
+    const std::uint64_t k = packed_.top();
+    return {k >> bits_, std::uint32_t(k & ((std::uint64_t(1) << bits_) - 1))};
+  }
+  void push(std::uint64_t t, std::uint32_t i) {
+    if (!use_pairs_ && t < lim_) return packed_.push(t << bits_ | i);
+    spill();
+    pairs_.push({t, i});
+  }
+  /// Removes the top entry and inserts (t, i).
+  void replace_top(std::uint64_t t, std::uint32_t i) {
+    if (!use_pairs_ && t < lim_) return packed_.replace_top(t << bits_ | i);
+    spill();
+    pairs_.replace_top({t, i});
+  }
+  void pop() {
+    if (use_pairs_) pairs_.pop();
+    else packed_.pop();
+  }
+  /// Whether the entries are kept as pairs (a time reached 2^(64 - bits)); for tests.
+  bool spilled() const noexcept { return use_pairs_; }
+
+ private:
+  void spill() {
+    if (use_pairs_) return;
+    for (; !packed_.empty(); packed_.pop()) pairs_.push(top());
+    use_pairs_ = true;
+  }
+  unsigned bits_ = 1;
+  std::uint64_t lim_ = std::uint64_t(1) << 63;
+  bool use_pairs_ = false;
+  MinHeap<std::uint64_t> packed_;
+  MinHeap<Entry> pairs_;
 };
 
 }  // namespace spartan::hw::gpu

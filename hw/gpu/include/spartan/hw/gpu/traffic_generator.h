@@ -115,7 +115,7 @@ class SmScheduler : public sc_core::sc_module {
   /// (next issue time, SM) of the SMs with work, a total order (ties by SM index). A member, not a local of
   /// thread(): SystemC never unwinds a thread's stack at the end of the simulation, so a local heap's storage
   /// would leak (LeakSanitizer, make test-asan).
-  MinHeap<std::pair<ps_t, std::uint32_t>> ready_;
+  IssueQueue ready_;  ///< packed (time << bits | SM) keys while times fit (min_heap.h)
 };
 
 }  // namespace spartan::hw::gpu
