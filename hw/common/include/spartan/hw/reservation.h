@@ -135,8 +135,12 @@ class BandwidthCalendar {
       std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - u);
       u += std::uint32_t(take);
       bytes -= take;
-      ps_t bin_start = bin * bin_ps_;
-      end = std::max(end, bin_start + cap_div_.div(bin_ps_ * u));
+      if (!bytes) {
+        // The transfer ends where its last byte's bin fills: bin start + the bin's fill time. Only the last
+        // bin counts: an earlier bin's end (start + fill time <= start + bin width) never exceeds a later
+        // bin's start, so the maximum over the bins taken is this one.
+        end = std::max(end, bin * bin_ps_ + cap_div_.div(bin_ps_ * u));
+      }
       if (u >= cap_) {
         w.set(bin & 63);
         if (bin == full_until_) ++full_until_;
