@@ -264,6 +264,32 @@ __attribute__((target("avx2,fma"))) void gather_nv(int nv, const std::uint32_t* 
 }  // namespace
 
 namespace {
+// Length of an ELL row of w value slots: the number of values before the first zero (+-0.0; NaN counts as
+// non-zero), i.e. where the row's padding starts (docs/tile-format.md). Computed from compare masks
+// without a branch per slot, so that the loop over the row is a counted loop whose exit does not wait for
+// a value load (the zero-test exit resolved only when each value's load completed).
+__attribute__((target("avx2,fma"))) inline std::uint32_t ell_row_length_avx2(const float* vv, std::uint32_t w) {
+  alignas(32) static const int ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const __m256 z = _mm256_setzero_ps();
+  for (std::uint32_t base = 0; base < w; base += 64) {
+    const std::uint32_t cnt = std::min<std::uint32_t>(64, w - base);
+    const float* v = vv + base;
+    std::uint64_t m = 0;  // bit j: slot base + j holds a non-zero
+    std::uint32_t j = 0;
+    for (; j + 8 <= cnt; j += 8)
+      m |= std::uint64_t(unsigned(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + j), z, _CMP_NEQ_UQ)))) << j;
+    if (j < cnt) {
+      const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ramp + 8 - (cnt - j)));
+      const __m256 nz = _mm256_cmp_ps(_mm256_maskload_ps(v + j, lanes), z, _CMP_NEQ_UQ);
+      m |= std::uint64_t(unsigned(_mm256_movemask_ps(_mm256_and_ps(nz, _mm256_castsi256_ps(lanes))))) << j;
+    }
+    const std::uint64_t inv = ~m;
+    const std::uint32_t lead = inv == 0 ? 64u : std::uint32_t(__builtin_ctzll(inv));
+    if (lead < cnt) return base + lead;
+  }
+  return w;
+}
+
 template <int NV>
 __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t* idx, const float* val,
                                                               std::uint32_t re, std::uint32_t w, __m256 va,
@@ -277,9 +303,9 @@ __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t
                                                       : _mm256_loadu_ps(dr + 8 * i));
     const std::uint8_t* ix = idx + std::size_t(lr) * w;
     const float* vv = val + std::size_t(lr) * w;
-    for (std::uint32_t j = 0; j < w; ++j) {
+    const std::uint32_t n = ell_row_length_avx2(vv, w);
+    for (std::uint32_t j = 0; j < n; ++j) {
       const float v = vv[j];
-      if (v == 0.0f) break;  // ELL padding ends the row
       const __m256 vb = _mm256_set1_ps(v);
       float* o = O + std::size_t(ix[j]) * ldo;
       for (int i = 0; i < NV; ++i) _mm256_store_ps(o + 8 * i, _mm256_fmadd_ps(vb, d[i], _mm256_load_ps(o + 8 * i)));
@@ -326,10 +352,10 @@ __attribute__((target("avx2,fma"))) inline void gather_ell_block(const EllTileRe
       const std::uint8_t* ix = t[ti].idx + std::size_t(lr) * w;
       const float* vv = t[ti].val + std::size_t(lr) * w;
       const float* Db = D + std::size_t(t[ti].base) * ldd;
-      for (std::uint32_t j = 0; j < w; ++j) {
+      const std::uint32_t n = ell_row_length_avx2(vv, w);  // ELL padding ends the row
+      any |= n != 0;
+      for (std::uint32_t j = 0; j < n; ++j) {
         const float v = vv[j];
-        if (v == 0.0f) break;  // ELL padding ends the row
-        any = true;
         if (PF) {
           const std::uint32_t jp = j + kPrefetch < w ? j + std::uint32_t(kPrefetch) : w - 1;
           const char* pf = reinterpret_cast<const char*>(Db + std::size_t(ix[jp]) * ldd);

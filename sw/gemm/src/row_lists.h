@@ -129,7 +129,11 @@ inline void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bo
     for (std::uint32_t lr = 0; lr < re; ++lr) {
       const std::uint8_t* ix = idx + std::size_t(lr) * w;
       const float* vv = val + std::size_t(lr) * w;
-      for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) f(lr, ix[j], vv[j]);
+      // The row ends at its first zero (ELL padding, docs/tile-format.md): its length found without a
+      // branch per slot, then a counted loop (its exit does not wait for a value load).
+      std::uint32_t n = 0, alive = 1;
+      for (std::uint32_t j = 0; j < w; ++j) n += (alive &= !format::is_zero(vv[j]));
+      for (std::uint32_t j = 0; j < n; ++j) f(lr, ix[j], vv[j]);
     }
   };
   auto count_exact = [&](const TileHeader& h, std::uint32_t re) {
