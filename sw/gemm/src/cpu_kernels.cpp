@@ -290,6 +290,12 @@ __attribute__((target("avx2,fma"))) inline std::uint32_t ell_row_length_avx2(con
   return w;
 }
 
+// Tiles of at least this ELL width find each row's end up front (ell_row_length_avx2); narrower ones test
+// each value: with rows of a few non-zeros the count's latency (mask load, compare, ctz) comes before the
+// loop's first iteration and made the vgg-s forward GEMMs at 97 % sparsity (ELL widths 3-12) 6-20 %
+// slower, while wide rows (ImageNet layers, widths 13-40) gained (docs/bench/gemm.md, 2026-12-01).
+constexpr std::uint32_t kCountedRowMinW = 16;
+
 template <int NV>
 __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t* idx, const float* val,
                                                               std::uint32_t re, std::uint32_t w, __m256 va,
@@ -303,9 +309,10 @@ __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t
                                                       : _mm256_loadu_ps(dr + 8 * i));
     const std::uint8_t* ix = idx + std::size_t(lr) * w;
     const float* vv = val + std::size_t(lr) * w;
-    const std::uint32_t n = ell_row_length_avx2(vv, w);
+    const std::uint32_t n = w >= kCountedRowMinW ? ell_row_length_avx2(vv, w) : w;
     for (std::uint32_t j = 0; j < n; ++j) {
       const float v = vv[j];
+      if (v == 0.0f) break;  // ELL padding ends the row (short tiles; never taken after the count)
       const __m256 vb = _mm256_set1_ps(v);
       float* o = O + std::size_t(ix[j]) * ldo;
       for (int i = 0; i < NV; ++i) _mm256_store_ps(o + 8 * i, _mm256_fmadd_ps(vb, d[i], _mm256_load_ps(o + 8 * i)));
@@ -352,10 +359,11 @@ __attribute__((target("avx2,fma"))) inline void gather_ell_block(const EllTileRe
       const std::uint8_t* ix = t[ti].idx + std::size_t(lr) * w;
       const float* vv = t[ti].val + std::size_t(lr) * w;
       const float* Db = D + std::size_t(t[ti].base) * ldd;
-      const std::uint32_t n = ell_row_length_avx2(vv, w);  // ELL padding ends the row
-      any |= n != 0;
+      const std::uint32_t n = w >= kCountedRowMinW ? ell_row_length_avx2(vv, w) : w;
       for (std::uint32_t j = 0; j < n; ++j) {
         const float v = vv[j];
+        if (v == 0.0f) break;  // ELL padding ends the row (short tiles; never taken after the count)
+        any = true;
         if (PF) {
           const std::uint32_t jp = j + kPrefetch < w ? j + std::uint32_t(kPrefetch) : w - 1;
           const char* pf = reinterpret_cast<const char*>(Db + std::size_t(ix[jp]) * ldd);
