@@ -102,8 +102,14 @@ __attribute__((target("avx2,fma"))) void transpose_store_avx2(const float* T, st
   const __m256 vb = _mm256_set1_ps(beta);
   auto block8 = [&](int j0, int i0) __attribute__((target("avx2,fma"))) {
     __m256 r[8], t[8];
-    for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(T + std::size_t(j0 + k) * ldt + i0);
-    // 8x8 transpose: unpack pairs, shuffle quads, swap 128-bit halves.
+    // 8x8 transpose with the 128-bit lane crossing done by the loads (rows j and j + 4 share a register:
+    // low lane row j, high lane row j + 4), then an in-lane 4x4 transpose (unpack pairs, shuffle quads).
+    // Shuffle-port work is 16 in-lane shuffles per block instead of 16 + 8 lane-crossing permutes.
+    auto ld2 = [&](int k, int h) __attribute__((target("avx2,fma"))) {
+      return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(T + std::size_t(j0 + k) * ldt + i0 + h)),
+                                  _mm_loadu_ps(T + std::size_t(j0 + k + 4) * ldt + i0 + h), 1);
+    };
+    for (int k = 0; k < 4; ++k) r[k] = ld2(k, 0), r[k + 4] = ld2(k, 4);
     t[0] = _mm256_unpacklo_ps(r[0], r[1]);
     t[1] = _mm256_unpackhi_ps(r[0], r[1]);
     t[2] = _mm256_unpacklo_ps(r[2], r[3]);
@@ -120,14 +126,7 @@ __attribute__((target("avx2,fma"))) void transpose_store_avx2(const float* T, st
     r[5] = _mm256_shuffle_ps(t[4], t[6], _MM_SHUFFLE(3, 2, 3, 2));
     r[6] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(1, 0, 1, 0));
     r[7] = _mm256_shuffle_ps(t[5], t[7], _MM_SHUFFLE(3, 2, 3, 2));
-    t[0] = _mm256_permute2f128_ps(r[0], r[4], 0x20);
-    t[1] = _mm256_permute2f128_ps(r[1], r[5], 0x20);
-    t[2] = _mm256_permute2f128_ps(r[2], r[6], 0x20);
-    t[3] = _mm256_permute2f128_ps(r[3], r[7], 0x20);
-    t[4] = _mm256_permute2f128_ps(r[0], r[4], 0x31);
-    t[5] = _mm256_permute2f128_ps(r[1], r[5], 0x31);
-    t[6] = _mm256_permute2f128_ps(r[2], r[6], 0x31);
-    t[7] = _mm256_permute2f128_ps(r[3], r[7], 0x31);
+    for (int k = 0; k < 8; ++k) t[k] = r[k];
     if (beta == 0.0f) {
       for (int k = 0; k < 8; ++k) _mm256_storeu_ps(C + std::size_t(i0 + k) * ldc + j0, t[k]);
     } else if (beta == 1.0f) {
@@ -265,6 +264,38 @@ __attribute__((target("avx2,fma"))) void gather_nv(int nv, const std::uint32_t* 
 }  // namespace
 
 namespace {
+// Length of an ELL row of w value slots: the number of values before the first zero (+-0.0; NaN counts as
+// non-zero), i.e. where the row's padding starts (docs/tile-format.md). Computed from compare masks
+// without a branch per slot, so that the loop over the row is a counted loop whose exit does not wait for
+// a value load (the zero-test exit resolved only when each value's load completed).
+__attribute__((target("avx2,fma"))) inline std::uint32_t ell_row_length_avx2(const float* vv, std::uint32_t w) {
+  alignas(32) static const int ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const __m256 z = _mm256_setzero_ps();
+  for (std::uint32_t base = 0; base < w; base += 64) {
+    const std::uint32_t cnt = std::min<std::uint32_t>(64, w - base);
+    const float* v = vv + base;
+    std::uint64_t m = 0;  // bit j: slot base + j holds a non-zero
+    std::uint32_t j = 0;
+    for (; j + 8 <= cnt; j += 8)
+      m |= std::uint64_t(unsigned(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + j), z, _CMP_NEQ_UQ)))) << j;
+    if (j < cnt) {
+      const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ramp + 8 - (cnt - j)));
+      const __m256 nz = _mm256_cmp_ps(_mm256_maskload_ps(v + j, lanes), z, _CMP_NEQ_UQ);
+      m |= std::uint64_t(unsigned(_mm256_movemask_ps(_mm256_and_ps(nz, _mm256_castsi256_ps(lanes))))) << j;
+    }
+    const std::uint64_t inv = ~m;
+    const std::uint32_t lead = inv == 0 ? 64u : std::uint32_t(__builtin_ctzll(inv));
+    if (lead < cnt) return base + lead;
+  }
+  return w;
+}
+
+// Tiles of at least this ELL width find each row's end up front (ell_row_length_avx2); narrower ones test
+// each value: with rows of a few non-zeros the count's latency (mask load, compare, ctz) comes before the
+// loop's first iteration and made the vgg-s forward GEMMs at 97 % sparsity (ELL widths 3-12) 6-20 %
+// slower, while wide rows (ImageNet layers, widths 13-40) gained (docs/bench/gemm.md, 2026-12-01).
+constexpr std::uint32_t kCountedRowMinW = 16;
+
 template <int NV>
 __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t* idx, const float* val,
                                                               std::uint32_t re, std::uint32_t w, __m256 va,
@@ -278,9 +309,10 @@ __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t
                                                       : _mm256_loadu_ps(dr + 8 * i));
     const std::uint8_t* ix = idx + std::size_t(lr) * w;
     const float* vv = val + std::size_t(lr) * w;
-    for (std::uint32_t j = 0; j < w; ++j) {
+    const std::uint32_t n = w >= kCountedRowMinW ? ell_row_length_avx2(vv, w) : w;
+    for (std::uint32_t j = 0; j < n; ++j) {
       const float v = vv[j];
-      if (v == 0.0f) break;  // ELL padding ends the row
+      if (v == 0.0f) break;  // ELL padding ends the row (short tiles; never taken after the count)
       const __m256 vb = _mm256_set1_ps(v);
       float* o = O + std::size_t(ix[j]) * ldo;
       for (int i = 0; i < NV; ++i) _mm256_store_ps(o + 8 * i, _mm256_fmadd_ps(vb, d[i], _mm256_load_ps(o + 8 * i)));
@@ -327,9 +359,10 @@ __attribute__((target("avx2,fma"))) inline void gather_ell_block(const EllTileRe
       const std::uint8_t* ix = t[ti].idx + std::size_t(lr) * w;
       const float* vv = t[ti].val + std::size_t(lr) * w;
       const float* Db = D + std::size_t(t[ti].base) * ldd;
-      for (std::uint32_t j = 0; j < w; ++j) {
+      const std::uint32_t n = w >= kCountedRowMinW ? ell_row_length_avx2(vv, w) : w;
+      for (std::uint32_t j = 0; j < n; ++j) {
         const float v = vv[j];
-        if (v == 0.0f) break;  // ELL padding ends the row
+        if (v == 0.0f) break;  // ELL padding ends the row (short tiles; never taken after the count)
         any = true;
         if (PF) {
           const std::uint32_t jp = j + kPrefetch < w ? j + std::uint32_t(kPrefetch) : w - 1;

@@ -47,6 +47,13 @@ inline void for_row(const TiledMatrix& s, const TileHeader& h, std::uint32_t r_e
   }
 }
 
+// Header of tile (ti, tj) for a grid of ntc tile columns. TiledMatrix::header recomputes tiles_c (an
+// integer division) on every call, and the compiler cannot hoist it past the stores of the list builders;
+// the callers here pass the hoisted count (per-call fixed cost of small GEMMs, docs/bench/gemm.md).
+inline const TileHeader& hdr_at(const TiledMatrix& s, std::uint32_t ntc, std::uint32_t ti, std::uint32_t tj) {
+  return s.headers[std::size_t(ti) * ntc + tj];
+}
+
 // Row lists of S ("CSR over P"): the entries of row p are e[row_beg[p] .. row_end[p]), {r, alpha * v}
 // with r ascending. Built band by band, each band into its own region of the entry array (band_slots
 // entries, so that bands can be built in parallel and ELL tiles can be read branch-free).
@@ -55,10 +62,10 @@ inline void for_row(const TiledMatrix& s, const TileHeader& h, std::uint32_t r_e
 // padding included), else the non-zeros.
 inline std::size_t band_slots(const TiledMatrix& s, std::uint32_t band, bool trans_s, bool u8idx) {
   const format::TileGrid& g = s.grid;
-  const std::uint32_t n_rt = trans_s ? g.tiles_r() : g.tiles_c();
+  const std::uint32_t ntc = g.tiles_c(), n_rt = trans_s ? g.tiles_r() : ntc;
   std::size_t slots = 0;
   for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
-    const TileHeader& h = trans_s ? s.header(rt, band) : s.header(band, rt);
+    const TileHeader& h = trans_s ? hdr_at(s, ntc, rt, band) : hdr_at(s, ntc, band, rt);
     if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
     const std::uint32_t re = g.r_eff(trans_s ? rt : band);
     slots += (h.fmt() == TileFormat::Ell && u8idx) ? std::size_t(re) * h.width : h.nnz;
@@ -75,7 +82,7 @@ inline void build_rows(const TiledMatrix& s, std::uint32_t band, float alpha, bo
   for (std::uint32_t r = 0; r < rows; ++r) {
     row_beg[p0 + r] = std::uint32_t(ne);
     for (std::uint32_t tj = 0; tj < nc; ++tj) {
-      const TileHeader& h = s.header(band, tj);
+      const TileHeader& h = hdr_at(s, nc, band, tj);
       if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
       const std::uint32_t base = tj * TC;
       if (h.fmt() == TileFormat::Ell && u8idx) {  // branch-free: every slot written, cursor moves on non-zeros
@@ -102,7 +109,8 @@ inline void build_rows(const TiledMatrix& s, std::uint32_t band, float alpha, bo
 inline void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bool u8idx, Entry* e, std::size_t ne,
                 std::uint32_t* row_beg, std::uint32_t* row_end, std::vector<std::uint32_t>& cnt) {
   const format::TileGrid& g = s.grid;
-  const std::uint32_t nr = g.tiles_r(), TR = g.tile_rows, TC = g.tile_cols, ce = g.c_eff(band), p0 = band * TC;
+  const std::uint32_t nr = g.tiles_r(), ntc = g.tiles_c(), TR = g.tile_rows, TC = g.tile_cols, ce = g.c_eff(band),
+                      p0 = band * TC;
   // Column counts. u8 ELL tiles: four interleaved histograms of every slot of the index block (no value
   // reads, no branches; four tables split runs of padding increments into short store-forwarding
   // chains), then the padding slots (index 0 by the format, `r_eff * width - nnz` of them per tile;
@@ -121,7 +129,11 @@ inline void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bo
     for (std::uint32_t lr = 0; lr < re; ++lr) {
       const std::uint8_t* ix = idx + std::size_t(lr) * w;
       const float* vv = val + std::size_t(lr) * w;
-      for (std::uint32_t j = 0; j < w && !format::is_zero(vv[j]); ++j) f(lr, ix[j], vv[j]);
+      // The row ends at its first zero (ELL padding, docs/tile-format.md): its length found without a
+      // branch per slot, then a counted loop (its exit does not wait for a value load).
+      std::uint32_t n = 0, alive = 1;
+      for (std::uint32_t j = 0; j < w; ++j) n += (alive &= !format::is_zero(vv[j]));
+      for (std::uint32_t j = 0; j < n; ++j) f(lr, ix[j], vv[j]);
     }
   };
   auto count_exact = [&](const TileHeader& h, std::uint32_t re) {
@@ -134,7 +146,7 @@ inline void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bo
     }
   };
   for (std::uint32_t rt = 0; rt < nr; ++rt) {
-    const TileHeader& h = s.header(rt, band);
+    const TileHeader& h = hdr_at(s, ntc, rt, band);
     if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
     const std::uint32_t re = g.r_eff(rt);
     if (h.fmt() == TileFormat::Ell && u8idx) {
@@ -159,7 +171,7 @@ inline void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bo
   } else {
     std::fill(cn, cn + stride, 0u);
     for (std::uint32_t rt = 0; rt < nr; ++rt) {
-      const TileHeader& h = s.header(rt, band);
+      const TileHeader& h = hdr_at(s, ntc, rt, band);
       if (h.nnz != 0 && h.fmt() != TileFormat::Dense) count_exact(h, g.r_eff(rt));
     }
   }
@@ -167,7 +179,7 @@ inline void build_cols(const TiledMatrix& s, std::uint32_t band, float alpha, bo
   for (std::uint32_t i = 0; i <= TC; ++i) cn[i + 1] += cn[i];
   for (std::uint32_t col = 0; col < ce; ++col) row_beg[p0 + col] = cn[col], row_end[p0 + col] = cn[col + 1];
   for (std::uint32_t rt = 0; rt < nr; ++rt) {
-    const TileHeader& h = s.header(rt, band);
+    const TileHeader& h = hdr_at(s, ntc, rt, band);
     if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
     const std::uint32_t re = g.r_eff(rt), rbase = rt * TR;
     if (h.fmt() == TileFormat::Ell && u8idx) {

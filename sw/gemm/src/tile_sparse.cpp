@@ -151,8 +151,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   const std::uint32_t p_tile = trans_s ? g.tile_cols : g.tile_rows;         // band height in P
   const std::uint32_t r_tile = trans_s ? g.tile_rows : g.tile_cols;         // tile extent along R
   const int P = sp_a ? c.M : c.N, R = c.K, Q = sp_a ? c.N : c.M;
+  const std::uint32_t ntc = g.tiles_c();  // hoisted: TiledMatrix::header divides on every call
   auto hdr = [&](std::uint32_t band, std::uint32_t rt) -> const TileHeader& {
-    return trans_s ? s.header(rt, band) : s.header(band, rt);
+    return trans_s ? detail::hdr_at(s, ntc, rt, band) : detail::hdr_at(s, ntc, band, rt);
   };
 
   // ---- DENSE tiles: runs per band, identical consecutive bands merged, one sgemm per (group, run).
@@ -299,7 +300,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
         for (std::uint32_t b = b0; b < b1; ++b) {
           bool any = false;
           for (std::uint32_t rt = 0; rt < n_rt && !any; ++rt) {
-            const TileHeader& h = s.header(rt, b);
+            const TileHeader& h = detail::hdr_at(s, ntc, rt, b);
             any = h.nnz != 0 && h.fmt() != TileFormat::Dense;
           }
           has[b - b0] = any;
@@ -313,7 +314,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
           for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
             const std::uint32_t re = g.r_eff(rt);
             for (std::uint32_t b = b0; b < b1; ++b) {
-              const TileHeader& h = s.header(rt, b);
+              const TileHeader& h = detail::hdr_at(s, ntc, rt, b);
               if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
               const std::uint8_t* idx = s.tile_payload(h);
               const float* val =
@@ -385,6 +386,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     row_beg_.resize(std::size_t(P));
     row_end_.resize(std::size_t(P));
     if (group_ent_.size() < std::size_t(nthreads)) group_ent_.resize(std::size_t(nthreads));
+    if (piece_buf_.size() < std::size_t(nthreads)) piece_buf_.resize(std::size_t(nthreads));
     const bool ow = !sp_a || beta_k == 0.0f;
     const bool direct = !trans_s && all_ell && u8idx &&
                         (opt_.rows_kernel == RowsKernel::Direct ||
@@ -399,7 +401,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       std::vector<detail::Entry>& ent = group_ent_[std::size_t(omp_get_thread_num())];
       std::vector<std::size_t> cursor(n_rt);
       std::vector<std::uint32_t> cnt;
-      std::vector<float> local(sp_a ? 0 : std::size_t(piece_rows) * QG), big;
+      std::vector<float>& local = piece_buf_[std::size_t(omp_get_thread_num())];
+      if (local.size() < (sp_a ? 0 : std::size_t(piece_rows) * QG)) local.resize(std::size_t(piece_rows) * QG);
+      std::vector<float>& big = local;  // the direct row gather's C^T staging (the two paths never mix)
       std::vector<detail::EllTileRef> refs;
       std::vector<std::size_t> roff;
       std::uint32_t lo[kSub], hi[kSub];
@@ -415,7 +419,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
           for (std::uint32_t b = b0; b < b1; ++b) {
             const std::uint32_t rows_b = g.r_eff(b);
             for (std::uint32_t tj = 0; tj < n_rt; ++tj) {
-              const TileHeader& h = s.header(b, tj);
+              const TileHeader& h = detail::hdr_at(s, ntc, b, tj);
               if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
               const std::uint8_t* pl = s.tile_payload(h);
               refs.push_back({pl, reinterpret_cast<const float*>(pl + format::ell_values_offset(rows_b, h.width, g.tile_cols)),

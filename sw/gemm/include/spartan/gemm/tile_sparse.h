@@ -161,6 +161,7 @@ class TileSparseEngine final : public GemmEngine {
   bool pack_valid_ = false;
   std::vector<detail::Entry> ent_;
   std::vector<std::vector<detail::Entry>> group_ent_;  // per-thread row lists of one band group
+  std::vector<std::vector<float>> piece_buf_;  // per-thread C^T pieces (kept across calls: no allocation per call)
   std::vector<std::size_t> band_off_;
   std::vector<std::uint32_t> row_beg_, row_end_, bounds_;
 };

@@ -1,0 +1,128 @@
+// Internal CPU micro-kernels of the tile-sparse GEMM, checked directly against their portable versions
+// (the engine tests in test_tile_sparse.cpp reach them only through whole GEMM calls).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cpu_kernels.h"
+
+using namespace spartan::gemm::detail;
+
+// transpose_store_avx2 (8x8 blocks: lane crossing in the loads, in-lane 4x4 transposes) must give the
+// portable result for every block / edge combination, both loop orders (rows <= 64 and > 64), padded
+// strides and the three beta cases. beta 0 and 1 are exact; a general beta uses one FMA per element on
+// the AVX2 side (portable: multiply, then add), so the bound is one rounding of the largest term.
+TEST(TileSparseKernels, TransposeStoreAvx2MatchesPortable) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-2, 2);
+  for (int rows : {1, 7, 8, 9, 63, 64, 65, 130})
+    for (int w : {1, 5, 8, 13, 64})
+      for (float beta : {0.0f, 1.0f, -0.75f}) {
+        const std::size_t ldt = std::size_t(w) + 3, ldc = std::size_t(rows) + 5;
+        std::vector<float> T(std::size_t(rows) * ldt), C0(std::size_t(w) * ldc);
+        for (float& x : T) x = u(rng);
+        for (float& x : C0) x = u(rng);
+        if (beta == 0.0f) C0[0] = std::nanf("");  // beta 0 must not read C
+        std::vector<float> Ca = C0, Cp = C0;
+        transpose_store_avx2(T.data(), ldt, rows, w, Ca.data(), ldc, beta);
+        transpose_store_portable(T.data(), ldt, rows, w, Cp.data(), ldc, beta);
+        for (int i = 0; i < w; ++i)
+          for (std::size_t j = 0; j < ldc; ++j) {
+            const std::size_t at = std::size_t(i) * ldc + j;
+            if (j >= std::size_t(rows)) {
+              ASSERT_TRUE(Ca[at] == C0[at] || (std::isnan(Ca[at]) && std::isnan(C0[at])))
+                  << "padding written at " << i << "," << j;
+              continue;
+            }
+            if (beta == 0.0f || beta == 1.0f) {
+              ASSERT_EQ(Ca[at], Cp[at]) << rows << "x" << w << " beta " << beta << " at " << i << "," << j;
+            } else {
+              const float bound = 2 * std::ldexp(std::fabs(beta * C0[at]) + std::fabs(T[std::size_t(j) * ldt + i]), -24);
+              ASSERT_NEAR(Ca[at], Cp[at], bound) << rows << "x" << w << " at " << i << "," << j;
+            }
+          }
+      }
+}
+
+namespace {
+// One u8-index ELL tile (re rows x w slots) whose row lr holds len[lr] non-zeros (some NaN, some
+// denormal: non-zeros by the format) and then padding (value +-0.0, index 0).
+struct EllTile {
+  std::vector<std::uint8_t> idx;
+  std::vector<float> val;
+};
+EllTile make_tile(std::mt19937& rng, std::uint32_t re, std::uint32_t w, const std::vector<std::uint32_t>& len) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_int_distribution<int> col(0, 255), pick(0, 39);
+  EllTile t{std::vector<std::uint8_t>(std::size_t(re) * w, 0), std::vector<float>(std::size_t(re) * w, 0.0f)};
+  for (std::uint32_t lr = 0; lr < re; ++lr)
+    for (std::uint32_t j = 0; j < w; ++j) {
+      const std::size_t at = std::size_t(lr) * w + j;
+      if (j >= len[lr]) {
+        t.val[at] = (j % 2) ? -0.0f : 0.0f;
+        continue;
+      }
+      const int kind = pick(rng);
+      t.val[at] = kind == 0 ? std::nanf("") : kind == 1 ? 1e-40f : (u(rng) == 0.0f ? 0.5f : u(rng) + 2.0f);
+      t.idx[at] = std::uint8_t(col(rng));
+    }
+  return t;
+}
+bool same_or_close(float a, float b, float scale) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::fabs(a - b) <= scale * 0x1p-20f;
+}
+}  // namespace
+
+// The scatter kernel and the direct row gather find each ELL row's end from compare masks (64 slots per
+// word); rows of every length 0..w (w up to 200: several words, full rows without padding), NaN and
+// denormal values, two tiles per gather call, AVX2 against portable.
+TEST(TileSparseKernels, EllRowEndsAvx2MatchesPortable) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (std::uint32_t w : {1u, 7u, 8u, 9u, 63u, 64u, 65u, 130u, 200u})
+    for (int qn : {5, 64}) {
+      const std::uint32_t re = 8;
+      std::vector<EllTile> tiles;
+      for (int k = 0; k < 2; ++k) {
+        std::vector<std::uint32_t> len(re);
+        for (std::uint32_t lr = 0; lr < re; ++lr) len[lr] = lr == 0 ? w : lr == 1 ? 0 : rng() % (w + 1);
+        tiles.push_back(make_tile(rng, re, w, len));
+      }
+      const std::size_t ldd = 64;
+      std::vector<float> D(std::size_t(512) * ldd);
+      for (float& x : D) x = u(rng);
+      // scatter: O blocks of 256 rows x ldo (qn rounded up to 8), one per tile
+      const std::size_t ldo = std::size_t((qn + 7) / 8 * 8);
+      std::vector<float> Oa(2 * 256 * ldo + 8, 0.0f), Op;  // each tile: its own O block
+      float* oa = Oa.data() + (8 - (reinterpret_cast<std::uintptr_t>(Oa.data()) / 4) % 8) % 8;
+      Op = Oa;
+      float* op = Op.data() + (oa - Oa.data());
+      for (int k = 0; k < 2; ++k) {
+        scatter_ell_u8_avx2(tiles[k].idx.data(), tiles[k].val.data(), re, w, 1.5f, D.data() + k * 8 * ldd, ldd, qn,
+                            oa + std::size_t(k) * 256 * ldo, ldo);
+        scatter_ell_u8_portable(tiles[k].idx.data(), tiles[k].val.data(), re, w, 1.5f, D.data() + k * 8 * ldd, ldd,
+                                qn, op + std::size_t(k) * 256 * ldo, ldo);
+      }
+      for (int k = 0; k < 2; ++k)
+        for (int r = 0; r < 256; ++r)
+          for (int q = 0; q < qn; ++q) {
+            const std::size_t at = (std::size_t(k) * 256 + r) * ldo + q;
+            ASSERT_TRUE(same_or_close(oa[at], op[at], 8.0f * float(w))) << "scatter w " << w << " qn " << qn;
+          }
+      // direct row gather over both tiles (columns 0..255 and 256..511 of S)
+      std::vector<EllTileRef> ga;
+      for (int k = 0; k < 2; ++k) ga.push_back({tiles[k].idx.data(), tiles[k].val.data(), w, std::uint32_t(256 * k)});
+      for (bool ow : {true, false}) {
+        std::vector<float> Ga(re * 64, 3.0f), Gp(re * 64, 3.0f);
+        gather_ell_u8_avx2(ga.data(), 2, int(re), 0.5f, D.data(), ldd, Ga.data(), 64, qn, ow);
+        gather_ell_u8_portable(ga.data(), 2, int(re), 0.5f, D.data(), ldd, Gp.data(), 64, qn, ow);
+        for (std::size_t at = 0; at < Ga.size(); ++at)
+          ASSERT_TRUE(same_or_close(Ga[at], Gp[at], 8.0f * float(w))) << "gather w " << w << " qn " << qn << " ow " << ow;
+      }
+    }
+}
