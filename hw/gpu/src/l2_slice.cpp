@@ -46,7 +46,6 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       half_hit_ps_(hit_ps_ / 2),
       lines_(std::size_t(sets_) * ways_),
       tag_(lines_.size(), 0),
-      ready_max_(lines_.size(), 0),
       lru_order_(lines_.size()),
       fp_(lines_.size() + 64, 0),
       set_bits_(unsigned(__builtin_ctz(sets_))),
@@ -148,11 +147,8 @@ void L2Slice::prefetch(std::uint64_t addr, std::uint64_t local) const {
   const std::uint64_t key = line_div_.div(local);
   const std::size_t b = std::size_t(key & (sets_ - 1)) * ways_;
   const char* tags = reinterpret_cast<const char*>(&tag_[b]);
-  const char* rmax = reinterpret_cast<const char*>(&ready_max_[b]);
-  for (std::size_t i = 0; i < ways_ * sizeof(std::uint64_t); i += 64) {
-    __builtin_prefetch(tags + i);
-    __builtin_prefetch(rmax + i);
-  }
+  for (std::size_t i = 0; i < ways_ * sizeof(std::uint64_t); i += 64) __builtin_prefetch(tags + i);
+  __builtin_prefetch(&lines_[b + lru_order_[b]]);  // the LRU way's record: a miss's victim check reads it
   __builtin_prefetch(&lru_order_[b]);
   __builtin_prefetch(&fp_[b]);
   const std::uint64_t page = addr / BackingStore::kPageBytes;
@@ -200,7 +196,7 @@ void L2Slice::prefetch(std::uint64_t addr, std::uint64_t local) const {
   const std::size_t b = std::size_t(set) * ways_;
   const std::uint16_t* order = &lru_order_[b];
   for (std::uint32_t i = 0; i < ways_; ++i)
-    if (ready_max_[b + order[i]] <= t) return order[i];
+    if (lines_[b + order[i]].ready_max <= t) return order[i];
   return order[0];
 }
 
@@ -227,7 +223,7 @@ ps_t L2Slice::flush() {
   ps_t done = now;
   for (auto& l : lines_) done = std::max(done, evict(l, now));
   std::fill(ready_.begin(), ready_.end(), 0);
-  std::fill(ready_max_.begin(), ready_max_.end(), 0);
+  for (auto& l : lines_) l.ready_max = 0;
   return done;
 }
 
@@ -291,7 +287,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
     }
     base[way].key = key;
     base[way].valid = base[way].dirty = 0;
-    ready_max_[set_base + way] = 0;
+    base[way].ready_max = 0;
   }
   Line& l = base[way];
   ps_t* ready = &ready_[(std::size_t(set) * ways_ + way) * spl_];
@@ -328,7 +324,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
     ps_t fill = fetch(key, missing, t_miss);
     mshr_free_.replace_top(fill);
     for (std::uint32_t m = missing; m; m &= m - 1) ready[__builtin_ctz(m)] = fill;
-    ready_max_[li] = std::max(ready_max_[li], fill);
+    l.ready_max = std::max(l.ready_max, fill);
     l.valid |= missing;
     resp = std::max(resp, fill + half_hit_ps_);
   }

@@ -69,6 +69,25 @@ TEST(L2Slice, MshrMergesASecondMissToALineInFlight) {
   EXPECT_GT(s["min_latency"].get<double>(), 0.5 * s["max_latency"].get<double>());  // the merge waited for the fill
 }
 
+TEST(L2Slice, VictimSkipsTheLruWayWhileItsFillIsInFlight) {
+  json s = run_in_child([] {
+    GpuSystem g(tiny_gpu());
+    // B (arrived), then A missing (its fill in flight), B hit: LRU order A, B. C misses while A's fill is
+    // still on its way: the victim is B (the least recently used way whose fills have all arrived), not A.
+    ListSource src({rd(kB), rd(kA), rd(kB, 128, false), rd(kC, 128, false)});
+    g.run({&src});
+    json j = l2_stats(g);
+    j["contains_A"] = g.l2_slice(0).contains(kA);
+    j["contains_B"] = g.l2_slice(0).contains(kB);
+    return j;
+  });
+  EXPECT_EQ(s["read_misses"], 3);
+  EXPECT_EQ(s["read_hits"], 1);
+  EXPECT_EQ(s["evictions"], 1);
+  EXPECT_TRUE(s["contains_A"].get<bool>());
+  EXPECT_FALSE(s["contains_B"].get<bool>());
+}
+
 TEST(L2Slice, SectoredWritesAllocateWithoutFetchButPartialSectorsFetch) {
   json s = run_in_child([] {
     GpuSystem g(tiny_gpu());

@@ -101,9 +101,11 @@ class L2Slice : public sc_core::sc_module {
   void prefetch(std::uint64_t addr, std::uint64_t local) const;  ///< `local`: as for access()
 
  private:
+  /// Per line: everything an access or a victim check reads of it, in one 24-byte record.
   struct Line {
     std::uint64_t key = 0;  ///< slice-local line number
     std::uint32_t valid = 0, dirty = 0;  ///< sector masks
+    ps_t ready_max = 0;  ///< latest arrival time of any sector's fill
   };
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   /// Pointer to `addr` in the backing store, for reading or (`write`) for writing, through the DMI cache.
@@ -125,11 +127,10 @@ class L2Slice : public sc_core::sc_module {
   FastDiv line_div_, sector_div_;
   ClockDomain clk_;
   ps_t hit_ps_, half_hit_ps_;
-  // Per line (index set * ways + way), kept in separate arrays so that a tag lookup and the victim
-  // search each read one short contiguous run per set instead of whole Line records.
+  // Per line (index set * ways + way): the Line records, and the tags apart so that a lookup reads one
+  // short contiguous run per set.
   std::vector<Line> lines_;
   std::vector<std::uint64_t> tag_;       ///< key + 1 while the line is valid, 0 when invalid
-  std::vector<ps_t> ready_max_;          ///< latest arrival time of any sector's fill
   /// Per set: its ways from least to most recently used (LRU order; every access moves its way last).
   std::vector<std::uint16_t> lru_order_;
   void touch(std::size_t set_base, std::uint32_t way);
