@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <random>
 #include <vector>
 
@@ -162,29 +161,6 @@ TEST(CrossbarCalendar, BandwidthCalendarMatchesReference) {
       // light load (holes and islands of full words left behind future reservations).
       now += (i / 5000) % 2 ? bin_ps * (rng() % 3) / 2 : bin_ps * (rng() % 2) / 8;
     }
-  }
-}
-
-// Calendars on one shared geometry (the crossbar's layout) keep independent state: interleaved
-// reservations on four of them match four reference calendars.
-TEST(CrossbarCalendar, SharedGeometryCalendarsAreIndependent) {
-  ClockDomain clk{"x", 1447};
-  auto g = std::make_shared<const BandwidthGeometry>(clk, 32, 8, 2048);
-  std::vector<BandwidthCalendar> fast;
-  std::vector<ref::BandwidthCalendar> slow;
-  for (int k = 0; k < 4; ++k) fast.emplace_back(g), slow.emplace_back(clk, 32, 8, 2048);
-  EXPECT_EQ(&fast[0].geometry(), &fast[3].geometry());
-  EXPECT_EQ(sizeof(BandwidthCalendar), 64u);
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(&fast[1]) % 64, 0u);
-  std::mt19937_64 rng(5);
-  const ps_t bin_ps = g->bin_ps;
-  ps_t now = 0;
-  for (int i = 0; i < 100000; ++i) {
-    const std::size_t k = rng() % 4;
-    ps_t t = (rng() % 4 == 0 && now > 100 * bin_ps) ? now - rng() % (100 * bin_ps) : now + rng() % (20 * bin_ps);
-    std::uint64_t bytes = rng() % 5 == 0 ? 32 : 160;
-    ASSERT_EQ(fast[k].reserve(t, bytes), slow[k].reserve(t, bytes)) << "calendar " << k << " op " << i;
-    now += bin_ps * (rng() % 3) / 4;
   }
 }
 

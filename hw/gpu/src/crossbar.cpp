@@ -21,10 +21,9 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
       clk_(cfg.crossbar_clock()),
       bw_(cfg.crossbar.port_bytes_per_cycle),
       header_(cfg.crossbar.header_bytes),
-      latency_ps_(clk_.cycles_to_ps(cfg.crossbar.latency_cycles)),
-      geom_(std::make_shared<const BandwidthGeometry>(clk_, bw_, 8, 2048)) {
+      latency_ps_(clk_.cycles_to_ps(cfg.crossbar.latency_cycles)) {
   for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) {
-    slice_ports_.emplace_back(geom_);
+    slice_ports_.emplace_back(clk_, bw_);
     slice_port_ptr_.push_back(&slice_ports_.back());
   }
   for (std::uint64_t c = 0; c <= flit_bytes(cfg.l2.slice.line_bytes) / bw_ + 1; ++c)
@@ -38,7 +37,7 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
 }
 
 void Crossbar::add_input_port(const std::string& name) {
-  ports_.emplace_back(geom_);
+  ports_.emplace_back(clk_, bw_);
   port_ptr_.push_back(&ports_.back());
   ports_.back().stats.register_with(registry_.add_group("xbar." + name, "crossbar_port"));
 }

@@ -17,7 +17,6 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "spartan/hw/clock.h"
@@ -41,54 +40,6 @@ struct CalendarWord {
     if (bits == ~std::uint64_t(0)) next = 1;
   }
 };
-
-// BandwidthCalendar's ring access: the same algorithm as CalendarRing::word and first_free below, on a ring
-// whose masks live in a shared BandwidthGeometry. (SlotCalendar keeps CalendarRing: routing it through
-// these functions changed GCC's inlining in the DRAM channel's hot loop, +2 % instructions.)
-
-/// The word of absolute bin `bin` in a ring of words `words` (index mask `wmask`, lap = bin >> `shift`);
-/// `fresh` is set when it was reset (stale lap).
-inline CalendarWord& ring_word(CalendarWord* words, std::uint64_t wmask, unsigned shift, std::uint64_t bin,
-                               bool& fresh) {
-  CalendarWord& w = words[(bin >> 6) & wmask];
-  std::uint32_t lap = std::uint32_t(bin >> shift);
-  fresh = w.lap != lap;
-  if (fresh) w.lap = lap, w.bits = 0;
-  return w;
-}
-
-/// First bin in [bin, lim) that is not full, or lim, in the ring `words` (see ring_word). Whole full words
-/// are skipped through their links; the full words passed are then linked to the word where the search
-/// ended. `on_fresh(ctx, bin)` is called for every word reset on the way.
-inline std::uint64_t ring_first_free(CalendarWord* words, std::uint64_t wmask, unsigned shift, std::uint64_t bin,
-                                     std::uint64_t lim, void (*on_fresh)(void*, std::uint64_t), void* ctx) {
-  constexpr int kPath = 16;
-  CalendarWord* path[kPath];
-  std::uint64_t path_w[kPath];
-  int n = 0;
-  std::uint64_t r = lim;
-  while (bin < lim) {
-    bool fresh;
-    CalendarWord& w = ring_word(words, wmask, shift, bin, fresh);
-    if (fresh && on_fresh) on_fresh(ctx, bin);
-    std::uint64_t free = ~w.bits >> (bin & 63);
-    if (free) {
-      r = std::min(lim, bin + std::uint64_t(__builtin_ctzll(free)));
-      break;
-    }
-    std::uint64_t wi = bin >> 6;
-    if (w.bits == ~std::uint64_t(0)) {  // full word: follow its link
-      if (n < kPath) path[n] = &w, path_w[n] = wi, ++n;
-      bin = (wi + w.next) << 6;
-    } else {
-      bin = (wi + 1) << 6;
-    }
-  }
-  const std::uint64_t root_w = std::min(r, lim) >> 6;
-  for (int i = 0; i < n; ++i)
-    if (root_w > path_w[i]) path[i]->next = std::uint32_t(root_w - path_w[i]);
-  return r;
-}
 
 /// The ring both calendars use: 2 x `horizon` bins (at least 128), so that the bins of one horizon never
 /// share a word with bins of another lap.
@@ -148,80 +99,49 @@ class CalendarRing {
 };
 }  // namespace detail
 
-/// Geometry of a BandwidthCalendar (bin width, capacity per bin, horizon, ring masks), read-only once built.
-/// Calendars of equal rate and bins (e.g. all the ports of a crossbar) can share one copy, so that the
-/// per-calendar state a reservation touches is one 64-byte host cache line.
-struct BandwidthGeometry {
-  /// `bytes_per_cycle` of capacity in `clk`; bins of `bin_cycles`; horizon of `bins` bins (power of two).
-  BandwidthGeometry(const ClockDomain& clk, std::uint32_t bytes_per_cycle, std::uint32_t bin_cycles = 4,
-                    std::uint32_t bins = 1u << 14)
-      : bin_ps(std::max<ps_t>(1, clk.cycles_to_ps(bin_cycles))),
-        cap(std::uint64_t(bytes_per_cycle) * bin_cycles),
-        bin_div(bin_ps),
-        cap_div(cap),
-        size(bins),
-        ring_bins(std::max<std::uint64_t>(2 * std::uint64_t(bins), 128)),
-        wmask(ring_bins / 64 - 1),
-        umask(ring_bins - 1),
-        shift(unsigned(__builtin_ctzll(ring_bins))) {}
-  ps_t bin_ps;                      ///< bin width, ps
-  std::uint64_t cap;                ///< bytes per bin
-  detail::ExactDiv bin_div, cap_div;  ///< division by bin_ps and by cap
-  std::uint64_t size;               ///< horizon, bins
-  std::uint64_t ring_bins;          ///< ring length, bins (2 x size, at least 128)
-  std::uint64_t wmask, umask;       ///< ring index masks: words, bins
-  unsigned shift;                   ///< log2(ring_bins): absolute bin >> shift = ring lap
-};
-
-/// Capacity per time bin over a sliding horizon (see the top of this file). The hot state (geometry
-/// pointer, ring pointers, watermark, horizon bounds) is one 64-byte-aligned host cache line; the geometry
-/// itself may be shared by many calendars. Move-only.
-class alignas(64) BandwidthCalendar {
+class BandwidthCalendar {
  public:
   /// `bytes_per_cycle` of capacity in `clk`; bins of `bin_cycles`; horizon of `bins` bins (power of two).
   BandwidthCalendar(const ClockDomain& clk, std::uint32_t bytes_per_cycle, std::uint32_t bin_cycles = 4,
                     std::uint32_t bins = 1u << 14)
-      : BandwidthCalendar(std::make_shared<const BandwidthGeometry>(clk, bytes_per_cycle, bin_cycles, bins)) {}
-  /// A calendar on a (possibly shared) geometry; `geometry` must not be null.
-  explicit BandwidthCalendar(std::shared_ptr<const BandwidthGeometry> geometry)
-      : g_(std::move(geometry)),
-        words_(new detail::CalendarWord[g_->ring_bins / 64]),
-        used_(new std::uint32_t[g_->ring_bins]()),
-        mid_(g_->size / 2),
-        lim_(g_->size) {}
-  const BandwidthGeometry& geometry() const { return *g_; }
+      : bin_ps_(std::max<ps_t>(1, clk.cycles_to_ps(bin_cycles))),
+        cap_(std::uint64_t(bytes_per_cycle) * bin_cycles),
+        bin_div_(bin_ps_),
+        cap_div_(cap_),
+        size_(bins),
+        ring_(bins),
+        used_(ring_.ring_bins(), 0),
+        umask_(ring_.ring_bins() - 1) {}
 
   /// Reserves `bytes` starting no earlier than `t`; returns the time the transfer completes.
   /// Full bins are skipped 64 at a time; the result is the same as walking the bins one by one.
   ps_t reserve(ps_t t, std::uint64_t bytes) {
-    const BandwidthGeometry& g = *g_;
-    std::uint64_t bin = g.bin_div.div(t);
+    std::uint64_t bin = bin_div_.div(t);
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
     if (bin >= mid_) slide(bin);
-    ps_t end = t + g.cap_div.div(g.bin_ps * bytes);  // never faster than the port's rate
+    ps_t end = t + cap_div_.div(bin_ps_ * bytes);  // never faster than the port's rate
     while (bytes) {
       if (bin >= lim_) slide(bin);
       bool fresh;
-      detail::CalendarWord& w = detail::ring_word(words_.get(), g.wmask, g.shift, bin, fresh);
+      detail::CalendarWord& w = ring_.word(bin, fresh);
       if (fresh) clear_used(bin);
       if (w.bits >> (bin & 63) & 1) {  // full: jump to the first bin with free capacity (or the horizon's end)
-        std::uint64_t nx = detail::ring_first_free(words_.get(), g.wmask, g.shift, bin, lim_,
-                                                   &BandwidthCalendar::clear_used_cb, this);
+        std::uint64_t nx = ring_.first_free(bin, lim_, &BandwidthCalendar::clear_used_cb, this);
         if (bin == full_until_) full_until_ = nx;
         bin = nx;
         continue;
       }
-      std::uint32_t& u = used_[bin & g.umask];
-      std::uint64_t take = std::min<std::uint64_t>(bytes, g.cap - u);
+      std::uint32_t& u = used_[bin & umask_];
+      std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - u);
       u += std::uint32_t(take);
       bytes -= take;
       if (!bytes) {
         // The transfer ends where its last byte's bin fills: bin start + the bin's fill time. Only the last
         // bin counts: an earlier bin's end (start + fill time <= start + bin width) never exceeds a later
         // bin's start, so the maximum over the bins taken is this one.
-        end = std::max(end, bin * g.bin_ps + g.cap_div.div(g.bin_ps * u));
+        end = std::max(end, bin * bin_ps_ + cap_div_.div(bin_ps_ * u));
       }
-      if (u >= g.cap) {
+      if (u >= cap_) {
         w.set(bin & 63);
         if (bin == full_until_) ++full_until_;
       }
@@ -232,21 +152,23 @@ class alignas(64) BandwidthCalendar {
 
  private:
   void clear_used(std::uint64_t bin) {  // a word was reset: so are its 64 bins' byte counts
-    std::fill_n(used_.get() + ((bin & g_->umask) & ~std::uint64_t(63)), 64, 0u);
+    std::fill_n(used_.begin() + std::ptrdiff_t((bin & umask_) & ~std::uint64_t(63)), 64, 0u);
   }
   static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<BandwidthCalendar*>(self)->clear_used(bin); }
   void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
-    const std::uint64_t base = bin - g_->size / 2;
-    mid_ = base + g_->size / 2, lim_ = base + g_->size;
-    if (full_until_ < base) full_until_ = base;
+    base_ = bin - size_ / 2;
+    mid_ = base_ + size_ / 2, lim_ = base_ + size_;
+    if (full_until_ < base_) full_until_ = base_;
   }
-  std::shared_ptr<const BandwidthGeometry> g_;
-  std::unique_ptr<detail::CalendarWord[]> words_;  ///< the ring's words (bits, lap, links)
-  std::unique_ptr<std::uint32_t[]> used_;  ///< bytes taken per ring bin (valid while its word's lap is current)
-  std::uint64_t full_until_ = 0;           ///< watermark: every bin before it is full
-  std::uint64_t mid_, lim_;                ///< base + size / 2 and base + size (the horizon's end)
+  ps_t bin_ps_;
+  std::uint64_t cap_;
+  detail::ExactDiv bin_div_, cap_div_;
+  std::uint64_t size_;
+  detail::CalendarRing ring_;
+  std::vector<std::uint32_t> used_;  ///< bytes taken per ring bin (valid while its word's lap is current)
+  std::uint64_t umask_, base_ = 0, full_until_ = 0;
+  std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
 };
-static_assert(sizeof(BandwidthCalendar) == 64, "BandwidthCalendar's state is one host cache line");
 
 /// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a
 /// channel: one per tRRD). Like BandwidthCalendar, correct for out-of-time-order reservations: a slot is

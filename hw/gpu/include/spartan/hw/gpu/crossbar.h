@@ -7,7 +7,6 @@
 #pragma once
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,8 +48,8 @@ class Crossbar : public sc_core::sc_module {
 
  private:
   struct Port {
-    /// Both directions on the crossbar's shared calendar geometry (geom_).
-    explicit Port(const std::shared_ptr<const BandwidthGeometry>& g) : req(g), rsp(g) {}
+    // 8-cycle bins over a 16K-cycle horizon: small enough (8 KiB) to stay in cache across many ports.
+    Port(const ClockDomain& clk, std::uint32_t bw) : req(clk, bw, 8, 2048), rsp(clk, bw, 8, 2048) {}
     BandwidthCalendar req, rsp;
     CrossbarPortStats stats;
   };
@@ -73,8 +72,6 @@ class Crossbar : public sc_core::sc_module {
   ClockDomain clk_;
   std::uint32_t bw_, header_;
   ps_t latency_ps_;
-  /// Every port's calendars: 8-cycle bins over a 16K-cycle horizon, one read-only copy shared by all.
-  std::shared_ptr<const BandwidthGeometry> geom_;
   std::deque<Port> ports_;  // deque: stats references stay valid as ports are added
   std::vector<Port*> port_ptr_;  // ports_[i] without the deque's index arithmetic
   std::deque<Port> slice_ports_;
