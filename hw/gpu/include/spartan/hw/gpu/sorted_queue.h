@@ -5,7 +5,7 @@
 // value at or above every other, O(k) for one k places from the back. A MinHeap's sift-down costs
 // O(log n) compares and moves every time (the new value usually sinks to the bottom).
 // Equivalence: both return the smallest element of the same multiset, so every top() is equal (ties are
-// equal values). test_sorted_queue.cpp checks this against MinHeap on random and near-sorted streams.
+// equal values). test_queues.cpp checks this against MinHeap on random and near-sorted streams.
 #pragma once
 #include <cstddef>
 #include <cstdint>
