@@ -46,7 +46,7 @@ int run(int argc, char** argv) {
       "rows", po::value(&rows)->default_value(rows), "synthetic matrix rows (1..2^20)")(
       "cols", po::value(&cols)->default_value(cols), "synthetic matrix columns (1..2^20)")(
       "density", po::value(&density)->default_value(density), "synthetic non-zero probability (0..1)")(
-      "tile", po::value(&tile)->default_value(tile), "tile size RxC (1..65535 each)")(
+      "tile", po::value(&tile)->default_value(tile), "tile size RxC (1..65535 each; the engine takes at most 16384 bytes per tile)")(
       "threshold", po::value(&threshold)->default_value(threshold), "compaction-engine density threshold (0..1)")(
       "tile-buffers", po::value(&tile_buffers)->default_value(tile_buffers),
       "engine RTL build: 1 (sequential) or 2 (pipelined, the default)");
@@ -98,6 +98,10 @@ int run(int argc, char** argv) {
     source = "synthetic ReLU-like F32, density " + std::to_string(density);
   }
   const std::uint64_t pitch = std::uint64_t(cols) * eb, base = 0x10000000, ct = 0x20000000;
+  if (std::uint64_t(tr) * tc * eb > spartan::rtl::EngineRtl::kReadBufferBytes)
+    throw spartan::InputError("--tile " + tile + ": a tile of " + std::to_string(std::uint64_t(tr) * tc * eb) +
+                              " bytes exceeds the RTL compaction engine's read buffer (" +
+                              std::to_string(spartan::rtl::EngineRtl::kReadBufferBytes) + " bytes)");
   std::vector<std::uint32_t> table((std::uint64_t(rows + tr - 1) / tr) * ((cols + tc - 1) / tc), 0);
   if (table.size() > 8192) throw spartan::InputError("layer has more tiles than the monitor's 8192 counters");
   spartan::rtl::MonitorRtl rtl({}, [&](const spartan::rtl::AtomicAdd32B& a) {
@@ -185,6 +189,9 @@ int run(int argc, char** argv) {
   const auto e0 = std::chrono::steady_clock::now();
   const std::clock_t ecpu0 = std::clock();
   const auto er = engine.run(d, read_line);
+  if (er.submit_error != 0)
+    throw spartan::InputError("the RTL compaction engine refused the job (SUBMIT answered MMIO error " +
+                              std::to_string(er.submit_error) + "): check --tile against hw::regmap::descriptor_valid");
   const double esec = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
   const double ecpu = double(std::clock() - ecpu0) / CLOCKS_PER_SEC;
   // expected bytes: the format's own compact() (exact counts, same threshold)

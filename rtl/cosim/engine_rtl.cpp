@@ -114,8 +114,9 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
   for (unsigned i = 0; i < e::kDescWords; ++i) mmio(true, e::DESC_BASE + 4 * i, w[i]);
   const std::uint32_t done0 = mmio(false, e::DONE_COUNT, 0);
   mmio(true, e::SUBMIT, 1);
+  res.submit_error = t.mmio_err;  // a refused descriptor never completes: do not wait for it
   mmio(true, e::CTRL, 1);
-  while (I.cycle - c0 < max_cycles) {
+  while (res.submit_error == 0 && I.cycle - c0 < max_cycles) {
     tick();
     if (!t.busy && (I.cycle & 63) == 0 && mmio(false, e::DONE_COUNT, 0) != done0) {
       res.finished = true;

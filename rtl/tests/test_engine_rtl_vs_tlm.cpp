@@ -184,4 +184,38 @@ TEST(EngineRtlVsTlm, OnlyTheBuiltTileBufferCountsExist) {
   EXPECT_THROW(rtl::EngineRtl(20, 10, 0), std::invalid_argument);
 }
 
+// A descriptor the RTL refuses at SUBMIT (here: an F32 64 x 128 tile, 32 KiB, above the 16 KiB read buffer)
+// returns at once with the MMIO error, instead of waiting max_cycles for a job that never starts; the
+// largest tile that fits (64 x 64 F32 = kReadBufferBytes) runs to completion. Both builds.
+TEST(EngineRtlVsTlm, RefusedSubmitReturnsAtOnceWithTheMmioError) {
+  rm::Descriptor d;
+  d.src = 0x10000000;
+  d.rows = 128;
+  d.cols = 256;
+  d.row_pitch_bytes = 256 * 4;
+  d.dtype = rm::ElemType::F32;
+  d.format = rm::engine::kFormatEll;
+  d.count_table = 0x20000000;  // all-zero memory: every tile is a zero tile
+  d.header_base = 0x30000000;
+  d.out_base = 0x40000000;
+  d.out_capacity_bytes = 1u << 20;
+  const auto zeros = [](std::uint64_t, std::uint8_t* dst) { std::memset(dst, 0, 128); };
+  for (unsigned tb : {1u, 2u}) {
+    rtl::EngineRtl eng(20, 10, tb);
+    d.tile_rows = 64;
+    d.tile_cols = 128;
+    ASSERT_GT(std::uint64_t(d.tile_rows) * d.tile_cols * 4, rtl::EngineRtl::kReadBufferBytes);
+    const auto bad = eng.run(d, zeros);
+    EXPECT_EQ(bad.submit_error, static_cast<std::uint32_t>(rm::MmioError::BadValue)) << "tile_buffers " << tb;
+    EXPECT_FALSE(bad.finished);
+    EXPECT_LT(bad.rtl_cycles, 1000u);
+    d.tile_cols = 64;
+    ASSERT_EQ(std::uint64_t(d.tile_rows) * d.tile_cols * 4, rtl::EngineRtl::kReadBufferBytes);
+    const auto ok = eng.run(d, zeros);
+    EXPECT_EQ(ok.submit_error, 0u) << "tile_buffers " << tb;
+    EXPECT_TRUE(ok.finished);
+    EXPECT_EQ(ok.status, 0u);
+  }
+}
+
 }  // namespace

@@ -49,6 +49,7 @@
 #include "spartan/hw/run_hooks.h"
 #include "spartan/hw/sparsity_monitor.h"
 #include "spartan/rtl/engine_lockstep.h"
+#include "spartan/rtl/engine_rtl.h"
 #include "spartan/rtl/monitor_lockstep.h"
 #include "spartan/hw/payload.h"
 
@@ -160,6 +161,13 @@ class RtlExtension : public spartan::hw::RunExtension {
     if (tile_buffers != 1 && tile_buffers != 2)
       throw spartan::InputError("--rtl: the RTL compaction engine is built with 1 or 2 tile buffers; --units engine.tile_buffers is " +
                                 std::to_string(tile_buffers));
+    // Its read buffer is fixed too (READ_BUFFER_BYTES): a TLM engine with another size would accept tiles the
+    // RTL refuses (the lockstep would wait for a job that never starts) or refuse ones the RTL takes.
+    if (ctx.engine && ctx.engine->config().read_buffer_bytes != spartan::rtl::EngineRtl::kReadBufferBytes)
+      throw spartan::InputError("--rtl: the RTL compaction engine is built with a " +
+                                std::to_string(spartan::rtl::EngineRtl::kReadBufferBytes) +
+                                "-byte read buffer; --units engine.read_buffer_bytes is " +
+                                std::to_string(ctx.engine->config().read_buffer_bytes));
     runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz, ctx.engine ? ctx.engine->config().clock_mhz : mhz, tile_buffers);
     if (opts_[2].given) runner_->lockstep.wave(opts_[2].value, from, to);
     if (ctx.engine)

@@ -18,6 +18,10 @@ struct EngineRtlResult {
   std::uint32_t job_cycles = 0;    ///< LAST_CYCLES
   std::uint64_t rtl_cycles = 0;    ///< clock cycles simulated (incl. MMIO programming)
   bool finished = false;
+  /// MmioError code (hw::regmap) that SUBMIT answered: 0 = accepted; otherwise the RTL refused the
+  /// descriptor (BadValue: regmap::descriptor_valid fails or a tile exceeds EngineRtl::kReadBufferBytes),
+  /// no job ran and run() returned at once (finished stays false).
+  std::uint32_t submit_error = 0;
   std::uint64_t tiles_compacted = 0;        ///< tiles that went through fetch + emit
   /// Summed cycles from the tile FSM entering FETCH to the header issue. Sequential build: the whole fetch +
   /// count + emit of the tile; pipelined build: from the emitter's decision (the fetch may have started
@@ -56,6 +60,9 @@ class WrittenLines {
 
 class EngineRtl {
  public:
+  /// The Verilated RTL's tile read buffer (compaction_engine.v parameter READ_BUFFER_BYTES, left at its
+  /// default): SUBMIT refuses (BadValue) a descriptor whose tile (TR x TC x element bytes) is larger.
+  static constexpr std::uint32_t kReadBufferBytes = 16384;
   /// `read_line(addr, dst)`: fills the 128 bytes of the line at `addr` (128 B-aligned).
   using LineReader = std::function<void(std::uint64_t addr, std::uint8_t* dst)>;
   /// `tile_buffers`: which build of the RTL (its TILE_BUFFERS parameter): 1 (sequential) or 2 (the default);
