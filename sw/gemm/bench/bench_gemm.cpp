@@ -23,6 +23,7 @@
 #include "shapes.h"
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/cli.h"
+#include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
 #ifdef SPARTAN_BENCH_HAVE_TRACE
@@ -249,6 +250,10 @@ int main(int argc, char** argv) {
       throw InputError("--format must be ell or bitmap");
     if (batch < 1) throw InputError("--batch must be >= 1");
     if (clock_name != "wall" && clock_name != "thread") throw InputError("--clock must be wall or thread");
+    if (!pass_filter.empty() && pass_filter != "fwd" && pass_filter != "bwd-data" && pass_filter != "bwd-weight")
+      throw InputError("--pass must be fwd, bwd-data or bwd-weight, got '" + pass_filter + "'");
+    if (!(min_time > 0) || !std::isfinite(min_time)) throw InputError("--min-time must be a positive number of seconds");
+    if (!md_path.empty()) check_output_file("--md", md_path);  // before minutes of measurement, not after
     g_thread_clock = clock_name == "thread";
     opt.threshold = threshold;
     opt.num_threads = 1;
