@@ -80,7 +80,7 @@ int run(int argc, char** argv) {
       "clock-ns", po::value(&tools.clock_ns)->default_value(tools.clock_ns), "STA clock period, ns (0.01..1000)")(
       "cycles", po::value(&cycles_file), "RTL co-simulation cycle counts (JSON; see docs/area.md)")(
       "memory-model", po::value(&mem_model)->default_value(mem_model), "memories in the totals: sram | ff")(
-      "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 130 90 65 45 32 20 16 14 10 7 5)")(
+      "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 180 130 90 65 45 32 20 16 14 10 7 5)")(
       "engines", po::value(&engines), "compaction engines per GPU, 1..1024 (default 1: spartan-sim run models one)")(
       "jobs,j", po::value(&jobs), "units synthesised in parallel, 1..1024 (default or 0: the number of CPUs)")(
       "gpu-config-dir", po::value(&gpu_dir),
