@@ -4,8 +4,10 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "spartan/common/error.h"
@@ -95,6 +97,19 @@ TEST(SdnnInfer, CliBadInputExitsTwo) {
   EXPECT_EQ(run(bin + " generate --neurons 1000 --layers 2 --out /tmp/sdnn_never_dir"), 2);
   EXPECT_EQ(run(bin + " generate --neurons 64 --layers 2 --init nonsense --out /tmp/sdnn_never_dir"), 2);
   EXPECT_EQ(run(bin + " train --neurons 1000 --layers 2"), 2);
+  {  // --out naming an existing file: one line that names the option, exit 2
+    const std::string f = ::testing::TempDir() + "sdnn_out_is_a_file";
+    std::FILE* fp = std::fopen(f.c_str(), "w");
+    ASSERT_NE(fp, nullptr);
+    std::fclose(fp);
+    const std::string err = f + ".err";
+    EXPECT_EQ(WEXITSTATUS(std::system((bin + " generate --neurons 64 --layers 2 --out " + f + " >/dev/null 2>" + err).c_str())), 2);
+    std::ifstream in(err);
+    std::string line, extra;
+    std::getline(in, line);
+    EXPECT_NE(line.find("--out"), std::string::npos) << line;
+    EXPECT_FALSE(std::getline(in, extra)) << "more than one line: " << extra;
+  }
   EXPECT_EQ(run(bin + " train --neurons 1024 --layers 2 --bias-mode sometimes"), 2);
   EXPECT_EQ(run(bin + " infer --weights " + d + " --layers 2 --features " + d + "/sparse-images-1024_subset.mtx.gz --bias -0.3 --partition /nonexistent.txt"), 2);
   EXPECT_FALSE(std::filesystem::exists("/tmp/sdnn_never.txt"));

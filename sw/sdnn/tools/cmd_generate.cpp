@@ -40,8 +40,15 @@ int cmd_generate(const std::vector<std::string>& args) {
       }
     }
   }
+  // The output directory first (before the generation): a clear message naming --out, not a raw filesystem error.
+  {
+    std::error_code ec;
+    if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec))
+      throw InputError("--out: '" + out + "' exists and is not a directory");
+    std::filesystem::create_directories(out, ec);
+    if (ec) throw IoError("--out: cannot create directory '" + out + "': " + ec.message());
+  }
   const auto w = generate_radixnet(spec);
-  std::filesystem::create_directories(out);
   std::int64_t edges = 0;
   for (std::size_t k = 0; k < w.size(); ++k) {
     write_matrix_market(out + "/n" + std::to_string(spec.neurons) + "-l" + std::to_string(k + 1) + ".mtx.gz", w[k]);
