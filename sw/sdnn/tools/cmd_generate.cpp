@@ -40,15 +40,14 @@ int cmd_generate(const std::vector<std::string>& args) {
       }
     }
   }
-  // The output directory first (before the generation): a clear message naming --out, not a raw filesystem error.
-  {
-    std::error_code ec;
-    if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec))
-      throw InputError("--out: '" + out + "' exists and is not a directory");
-    std::filesystem::create_directories(out, ec);
-    if (ec) throw IoError("--out: cannot create directory '" + out + "': " + ec.message());
-  }
+  // --out: a clear message naming the option (not a raw filesystem error); the directory is created only
+  // once the spec has been validated, so that bad input leaves nothing behind.
+  std::error_code ec;
+  if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec))
+    throw InputError("--out: '" + out + "' exists and is not a directory");
   const auto w = generate_radixnet(spec);
+  std::filesystem::create_directories(out, ec);
+  if (ec) throw IoError("--out: cannot create directory '" + out + "': " + ec.message());
   std::int64_t edges = 0;
   for (std::size_t k = 0; k < w.size(); ++k) {
     write_matrix_market(out + "/n" + std::to_string(spec.neurons) + "-l" + std::to_string(k + 1) + ".mtx.gz", w[k]);
