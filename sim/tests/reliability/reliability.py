@@ -519,6 +519,19 @@ def bad_input(r):
             r.rows.append(("spartan-sim", cls, "rtl-check " + name, "SKIPPED (spartan-sim rtl-check not in this build)", ""))
     if sim:
         r.case("spartan-sim", "unknown config keys", "unknown sub-command", ["explode"])
+
+    # Benchmark executables: arguments and output paths are checked before any measurement.
+    blocker = lambda d: write(os.path.join(d, "blocker"), b"x")
+    r.case("bench_hw_gpu", "unknown config keys", "--help", ["--help"], accept="prints the usage")
+    r.case("bench_hw_gpu", "wrong type", "l2_multiple abc", ["v100", "abc"])
+    r.case("bench_hw_gpu", "negative or zero sizes", "l2_multiple 0", ["v100", "0"])
+    r.case("bench_hw_gpu", "unwritable output directory", "stats under a regular file", ["v100", "1", "@D/blocker/b.json"], blocker)
+    one = ["--filter", "vgg-s.b2"]  # one shape, so that a regression measures for seconds, not minutes
+    r.case("bench-gemm", "unknown config keys", "--pass foo", ["--pass", "foo"] + one)
+    r.case("bench-gemm", "negative or zero sizes", "--min-time -1", ["--min-time", "-1"] + one)
+    r.case("bench-gemm", "unwritable output directory", "--md under a regular file", ["--md", "@D/blocker/x.md"] + one, blocker)
+    # The RTL compaction engine refuses a tile above its 16 KiB read buffer at SUBMIT (it used to hang).
+    r.case("spartan-rtl-bench", "huge dimensions", "--tile 64x128 (32 KiB F32)", ["--rows", "64", "--cols", "128", "--tile", "64x128"])
     return r.report("bad-input")
 
 
