@@ -75,7 +75,7 @@ endif()
 # Command-level tests (python driver, /usr/bin/python3). Each test gets the executables that exist now.
 find_program(SPARTAN_RELIABILITY_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
 set(_rel_tools "")
-foreach(t spartan-train spartan-trace spartan-sim spartan-area spartan-sdnn bench_hw_gpu bench-gemm spartan-rtl-bench)
+foreach(t spartan-train spartan-trace spartan-sim spartan-area spartan-sdnn bench_hw_gpu bench-gemm spartan-rtl-bench bench-train)
   if(TARGET ${t})
     list(APPEND _rel_tools "--tool=${t}=$<TARGET_FILE:${t}>")
   endif()

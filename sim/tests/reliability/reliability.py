@@ -94,9 +94,10 @@ class Runner:
     def tool(self, name):
         return self.tools.get(name)
 
-    def case(self, tool, cls, name, argv, setup=None, accept=None):
+    def case(self, tool, cls, name, argv, setup=None, accept=None, expect=None):
         """Runs one bad-input case in a fresh directory; `setup(dir)` creates the inputs. With `accept` (the
-        documented reason), the input is valid by specification and the command must succeed (exit 0)."""
+        documented reason), the input is valid by specification and the command must succeed (exit 0).
+        With `expect`, the one error line must contain that text (e.g. the option it names)."""
         exe = self.tool(tool)
         label = f"{tool} | {cls} | {name}"
         if not exe:
@@ -133,6 +134,8 @@ class Runner:
         if extra:
             problems.append("left behind: " + ", ".join(extra[:5]))
         first = lines[0] if lines else ""
+        if expect and expect not in first:
+            problems.append(f"message does not name {expect!r}")
         known = KNOWN_FAILURES.get((tool, name))
         if problems and known:
             self.rows.append((tool, cls, name, "XFAIL: " + "; ".join(problems) + " [known: " + known + "]", first))
@@ -530,6 +533,21 @@ def bad_input(r):
     r.case("bench-gemm", "unknown config keys", "--pass foo", ["--pass", "foo"] + one)
     r.case("bench-gemm", "negative or zero sizes", "--min-time -1", ["--min-time", "-1"] + one)
     r.case("bench-gemm", "unwritable output directory", "--md under a regular file", ["--md", "@D/blocker/x.md"] + one, blocker)
+    # bench-train: every option is checked before the dataset is loaded and any model trained.
+    # The dataset directory does not exist: the error must name the option, not the missing data.
+    bt = ["--data", "@D/no-dataset", "--iterations", "1", "--batch", "8", "--threads", "1"]
+    for cls, name, extra in [("unknown config keys", "--models lenet7", ["--models", "lenet7"]),
+                             ("unknown config keys", "--models lenet5,foo (second name unknown)", ["--models", "lenet5,foo"]),
+                             ("negative or zero sizes", "--batch 0", ["--batch", "0"]),
+                             ("negative or zero sizes", "--epochs 0", ["--epochs", "0"]),
+                             ("NaN/Inf/-0.0 in data", "--lr nan", ["--lr", "nan"])]:
+        argv = list(bt)
+        for i in range(0, len(extra), 2):
+            if extra[i] in argv:
+                argv[argv.index(extra[i]) + 1] = extra[i + 1]
+            else:
+                argv += extra[i:i + 2]
+        r.case("bench-train", cls, name, argv, expect=extra[0])
     # The RTL compaction engine refuses a tile above its 16 KiB read buffer at SUBMIT (it used to hang).
     r.case("spartan-rtl-bench", "huge dimensions", "--tile 64x128 (32 KiB F32)", ["--rows", "64", "--cols", "128", "--tile", "64x128"])
     return r.report("bad-input")

@@ -1,14 +1,19 @@
 // bench-train: trains each model and reports test accuracy and training time per epoch side by side
 // (a benchmark, not a test: numbers depend on the machine). Results go to docs/bench/train.md.
 #include <boost/program_options.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "spartan/common/cli.h"
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/capture.h"
+#include "spartan/train/model.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/train/threads.h"
 #include "spartan/train/trainer.h"
@@ -37,7 +42,27 @@ int run(int argc, char** argv) {
     ("gemm", po::value(&gemm_name)->default_value("tile-sparse"), "GEMM engine: dense|tile-sparse");
   po::variables_map vm;
   if (!spartan::parse_options_or_help(argc, argv, opts, vm)) return 0;
+  // Every option is checked before the dataset is loaded (loading it takes seconds).
+  if (cfg.iterations < 0) throw InputError("--iterations must be >= 0");
+  if (cfg.epochs < 1) throw InputError("--epochs must be >= 1");
+  if (cfg.batch < 1) throw InputError("--batch must be >= 1");
+  if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) throw InputError("--lr must be > 0");
   spartan::check_threads("--threads", threads);
+  std::vector<std::string> names;
+  {
+    const std::vector<std::string> known = model_names();
+    std::stringstream ss(models);
+    std::string name;
+    while (std::getline(ss, name, ',')) {
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        throw InputError("--models: unknown model '" + name + "' (choose from: " + list + ")");
+      }
+      names.push_back(name);
+    }
+    if (names.empty()) throw InputError("--models: no model named");
+  }
   set_num_threads(threads);
   auto engine = gemm::make_engine(gemm_name);
   auto dense = gemm::make_engine("dense");
@@ -47,9 +72,7 @@ int run(int argc, char** argv) {
   std::printf("| model | params | steps | epochs | s/epoch (train) | train loss | test acc | mean act sparsity |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   std::fflush(stdout);
-  std::stringstream ss(models);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
+  for (const std::string& name : names) {
     auto model = build_model(name, 1, data.train.rows, data.train.cols, data.classes, cfg.seed);
     GemmRunner runner(engine.get(), dense.get());
     const TrainResult r = spartan::train::train(*model, data, runner, cfg);
