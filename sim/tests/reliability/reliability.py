@@ -75,6 +75,17 @@ def write_safetensors(path, header, data):
     write(path, struct.pack("<Q", len(h)) + h + data)
 
 
+def with_options(base, extra):
+    """`base` argv with each `--opt value` pair of `extra` replacing that option's value, or appended."""
+    argv = list(base)
+    for i in range(0, len(extra), 2):
+        if extra[i] in argv and i + 1 < len(extra):
+            argv[argv.index(extra[i]) + 1] = extra[i + 1]
+        else:
+            argv += extra[i:i + 2]
+    return argv
+
+
 def listing(root):
     out = set()
     for dp, dns, fns in os.walk(root):
@@ -287,13 +298,7 @@ def bad_input(r):
         ("unwritable output directory", "--out-json in a missing directory", ["--out-json", "@D/nodir/m.json"], ds(lambda d: None)),
     ]
     for cls, name, extra, setup in tr_cases:
-        argv = list(train)
-        for i in range(0, len(extra), 2):  # override or append
-            if extra[i] in argv and i + 1 < len(extra):
-                argv[argv.index(extra[i]) + 1] = extra[i + 1]
-            else:
-                argv += extra[i:i + 2]
-        r.case("spartan-train", cls, name, argv, setup)
+        r.case("spartan-train", cls, name, with_options(train, extra), setup)
 
     # spartan-sdnn infer / generate
     mm = "%%MatrixMarket matrix coordinate real general\n"
@@ -541,13 +546,7 @@ def bad_input(r):
                              ("negative or zero sizes", "--batch 0", ["--batch", "0"]),
                              ("negative or zero sizes", "--epochs 0", ["--epochs", "0"]),
                              ("NaN/Inf/-0.0 in data", "--lr nan", ["--lr", "nan"])]:
-        argv = list(bt)
-        for i in range(0, len(extra), 2):
-            if extra[i] in argv:
-                argv[argv.index(extra[i]) + 1] = extra[i + 1]
-            else:
-                argv += extra[i:i + 2]
-        r.case("bench-train", cls, name, argv, expect=extra[0])
+        r.case("bench-train", cls, name, with_options(bt, extra), expect=extra[0])
     # The RTL compaction engine refuses a tile above its 16 KiB read buffer at SUBMIT (it used to hang).
     r.case("spartan-rtl-bench", "huge dimensions", "--tile 64x128 (32 KiB F32)", ["--rows", "64", "--cols", "128", "--tile", "64x128"])
     return r.report("bad-input")

@@ -52,6 +52,15 @@ std::size_t Model::num_parameters() {
 
 std::vector<std::string> model_names() { return {"lenet5", "alexnet-s", "vgg-s", "resnet-s"}; }
 
+void check_model_name(const std::string& name) {
+  std::string list;
+  for (const auto& n : model_names()) {
+    if (n == name) return;
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  throw InputError("unknown model '" + name + "' (choose one of: " + list + ")");
+}
+
 namespace {
 
 struct Builder {
@@ -147,9 +156,7 @@ std::unique_ptr<Model> build_model(const std::string& name, int in_c, int in_h, 
     b.h = b.w = 1;
     b.fc(classes, false);
   } else {
-    std::string list;
-    for (const auto& n : model_names()) list += (list.empty() ? "" : ", ") + n;
-    throw InputError("unknown model '" + name + "' (choose one of: " + list + ")");
+    check_model_name(name);  // throws: not a known name
   }
   return m;
 }

@@ -130,6 +130,18 @@ double evaluate(Model& model, const DataSplit& split, GemmRunner& gemm, int limi
   return static_cast<double>(correct) / n;
 }
 
+void check_train_options(const TrainConfig& cfg) {
+  if (cfg.iterations < 0) throw InputError("--iterations must be >= 0");
+  if (cfg.epochs < 1) throw InputError("--epochs must be >= 1");
+  if (cfg.batch < 1) throw InputError("--batch must be >= 1");
+  if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) throw InputError("--lr must be > 0");
+  if (!(cfg.momentum >= 0 && cfg.momentum < 1)) throw InputError("--momentum must be in [0, 1)");  // NaN fails too
+  if (!(cfg.weight_decay >= 0) || !std::isfinite(cfg.weight_decay))
+    throw InputError("--weight-decay must be a finite number >= 0");
+  if (cfg.eval_every < 0 || cfg.test_limit < 0) throw InputError("--eval-every and --test-limit must be >= 0");
+  learning_rate(cfg.lr_schedule, cfg.lr, 0, 1);  // validates the schedule name
+}
+
 TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const TrainConfig& cfg,
                   const std::vector<TrainObserver*>& observers) {
   const DataSplit& tr = data.train;

@@ -1,8 +1,6 @@
 // bench-train: trains each model and reports test accuracy and training time per epoch side by side
 // (a benchmark, not a test: numbers depend on the machine). Results go to docs/bench/train.md.
 #include <boost/program_options.hpp>
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -43,21 +41,17 @@ int run(int argc, char** argv) {
   po::variables_map vm;
   if (!spartan::parse_options_or_help(argc, argv, opts, vm)) return 0;
   // Every option is checked before the dataset is loaded (loading it takes seconds).
-  if (cfg.iterations < 0) throw InputError("--iterations must be >= 0");
-  if (cfg.epochs < 1) throw InputError("--epochs must be >= 1");
-  if (cfg.batch < 1) throw InputError("--batch must be >= 1");
-  if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) throw InputError("--lr must be > 0");
+  check_train_options(cfg);
   spartan::check_threads("--threads", threads);
   std::vector<std::string> names;
   {
-    const std::vector<std::string> known = model_names();
     std::stringstream ss(models);
     std::string name;
     while (std::getline(ss, name, ',')) {
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string list;
-        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        throw InputError("--models: unknown model '" + name + "' (choose from: " + list + ")");
+      try {
+        check_model_name(name);
+      } catch (const InputError& e) {
+        throw InputError(std::string("--models: ") + e.what());
       }
       names.push_back(name);
     }

@@ -125,14 +125,8 @@ int run(int argc, char** argv) {
   po::notify(vm);
   const bool quiet = vm.count("quiet") > 0;
   cfg.lr_schedule = schedule;
-  if (cfg.iterations < 0) throw InputError("--iterations must be >= 0");
-  if (cfg.epochs < 1) throw InputError("--epochs must be >= 1");
-  if (cfg.batch < 1) throw InputError("--batch must be >= 1");
-  if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) throw InputError("--lr must be > 0");
-  if (!(cfg.momentum >= 0 && cfg.momentum < 1)) throw InputError("--momentum must be in [0, 1)");  // NaN fails too
-  if (!(cfg.weight_decay >= 0) || !std::isfinite(cfg.weight_decay))
-    throw InputError("--weight-decay must be a finite number >= 0");
-  if (cfg.eval_every < 0 || cfg.test_limit < 0) throw InputError("--eval-every and --test-limit must be >= 0");
+  check_train_options(cfg);
+  check_model_name(model_name);
   if (capture_every < 1) throw InputError("--capture-every must be >= 1");
   if (gemm_repeats < 1) throw InputError("--gemm-repeats must be >= 1");
   spartan::check_threads("--threads", threads);
@@ -141,7 +135,6 @@ int run(int argc, char** argv) {
   if (!out_json.empty()) spartan::check_output_file("--out-json", out_json);
   spartan::check_distinct_outputs({{"--trace", trace_path}, {"--out-json", out_json}});
   const trace::DType act_dtype = parse_trace_dtype(trace_dtype);
-  learning_rate(schedule, cfg.lr, 0, 1);  // validates the schedule name
   if (device != "cpu" && device != "cuda") throw InputError("--device must be cpu or cuda (got '" + device + "')");
   set_num_threads(threads);
   // On the GPU training is device-resident (executor.h, the CUDA executor): tensors and parameters stay in

@@ -36,6 +36,8 @@ class Model {
 
 /// Names accepted by build_model: lenet5, alexnet-s, vgg-s, resnet-s.
 std::vector<std::string> model_names();
+/// Throws spartan::InputError ("unknown model 'x' (choose one of: ...)") unless `name` is in model_names().
+void check_model_name(const std::string& name);
 
 /// Builds a named model for `in_c` x `in_h` x `in_w` inputs and `classes` outputs; weights He-initialised
 /// from `seed`. Throws spartan::InputError for an unknown name or inputs too small for the model.

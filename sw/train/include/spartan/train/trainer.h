@@ -37,6 +37,12 @@ void sgd_step(const std::vector<Param*>& params, float lr, float momentum, float
 /// The same on the executor copies of the parameters (Param::d_*).
 void sgd_step_exec(Executor& ex, const std::vector<Param*>& params, float lr, float momentum, float weight_decay);
 
+/// Checks the fields of `cfg` that command-line tools take as options, before any data is loaded; throws
+/// spartan::InputError naming the option (`--epochs`, `--iterations`, `--batch`, `--lr`, `--momentum`,
+/// `--weight-decay`, `--eval-every`, `--test-limit`; an unknown `lr_schedule` gets learning_rate()'s message).
+/// train() itself still checks the batch against the training-set size.
+void check_train_options(const TrainConfig& cfg);
+
 /// Learning rate at `step` of `total` under `schedule` ("constant" or "cosine": lr/2 (1 + cos(pi step/total))).
 float learning_rate(const std::string& schedule, float base, std::int64_t step, std::int64_t total);
 
