@@ -86,6 +86,10 @@ struct PathTotals {
   }
 };
 
+/// True when a trace's GEMM times were measured on a GPU (`device` "cuda: ...", docs/trace-format.md): only
+/// then are they added to the simulated profile and conversion times into a layer speedup.
+inline bool gemm_times_on_gpu(const std::string& device) { return device.rfind("cuda", 0) == 0; }
+
 inline constexpr std::uint64_t kAlign = 1 << 16;
 inline std::uint64_t align64k(std::uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 

@@ -108,23 +108,36 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const SparseOutput hw_out{align64k(sw_out.payload_base + bound), align64k(align64k(sw_out.payload_base + bound) + 16 * tiles)};
   if (bound > 0xFFFFFFFFull) throw InputError(tname + ": activation too large for the engine's 32-bit OUT_CAPACITY");
 
-  // Monitors: region 0 = this activation.
+  // Every path starts from the same hierarchy: the L2 is written back and invalidated (flush_l2, not
+  // charged to either path) before each producer, so neither path pays for dirty data the other one, or
+  // an earlier layer, left behind (review finding F4, docs/review/2026-12-01-numbers.md), and a layer's
+  // figures do not depend on which layers were replayed before it.
+  gpu_->flush_l2();
+
+  // Monitors: region 0 = this activation. Every monitor register write is a posted MMIO write that the
+  // hardware profile is charged for (host_mmio_write_ns each); the same value goes to all monitors, so a
+  // write counts once (a broadcast), as the FLUSH write does. monitor_writes counts the writes to unit 0.
   namespace mr = regmap::monitor;
   const std::size_t S = monitors_.size();
+  std::uint32_t monitor_writes = 0;
+  const auto mon_w = [&](std::size_t u, std::uint32_t off, std::uint32_t v, const char* what) {
+    monitor_writes += u == 0;
+    mmio_w(u, off, v, what);
+  };
   for (std::size_t u = 0; u < S; ++u) {
-    mmio_w(u, mr::CTRL, 0, "monitor CTRL");
-    mmio_w(u, mr::region_reg(0, mr::R_CFG), 0, "region CFG");
-    mmio_w(u, mr::region_reg(0, mr::R_TILE), opt_.tile_rows | (opt_.tile_cols << 16), "region TILE");
-    mmio_w(u, mr::region_reg(0, mr::R_BASE_LO), static_cast<std::uint32_t>(A), "region BASE_LO");
-    mmio_w(u, mr::region_reg(0, mr::R_BASE_HI), static_cast<std::uint32_t>(A >> 32), "region BASE_HI");
-    mmio_w(u, mr::region_reg(0, mr::R_ROWS), m.rows, "region ROWS");
-    mmio_w(u, mr::region_reg(0, mr::R_COLS), m.cols, "region COLS");
-    mmio_w(u, mr::region_reg(0, mr::R_ROW_PITCH), m.pitch_bytes, "region ROW_PITCH");
-    mmio_w(u, mr::region_reg(0, mr::R_CNT_OFFSET), 0, "region CNT_OFFSET");
-    mmio_w(u, mr::region_reg(0, mr::R_CT_BASE_LO), static_cast<std::uint32_t>(ct_hw), "region CT_BASE_LO");
-    mmio_w(u, mr::region_reg(0, mr::R_CT_BASE_HI), static_cast<std::uint32_t>(ct_hw >> 32), "region CT_BASE_HI");
-    mmio_w(u, mr::region_reg(0, mr::R_CFG), 1u | (static_cast<std::uint32_t>(et) << mr::R_CFG_DTYPE_LSB), "region CFG");
-    mmio_w(u, mr::SAMPLE_SHIFT, opt_.sampling, "SAMPLE_SHIFT");
+    mon_w(u, mr::CTRL, 0, "monitor CTRL");
+    mon_w(u, mr::region_reg(0, mr::R_CFG), 0, "region CFG");
+    mon_w(u, mr::region_reg(0, mr::R_TILE), opt_.tile_rows | (opt_.tile_cols << 16), "region TILE");
+    mon_w(u, mr::region_reg(0, mr::R_BASE_LO), static_cast<std::uint32_t>(A), "region BASE_LO");
+    mon_w(u, mr::region_reg(0, mr::R_BASE_HI), static_cast<std::uint32_t>(A >> 32), "region BASE_HI");
+    mon_w(u, mr::region_reg(0, mr::R_ROWS), m.rows, "region ROWS");
+    mon_w(u, mr::region_reg(0, mr::R_COLS), m.cols, "region COLS");
+    mon_w(u, mr::region_reg(0, mr::R_ROW_PITCH), m.pitch_bytes, "region ROW_PITCH");
+    mon_w(u, mr::region_reg(0, mr::R_CNT_OFFSET), 0, "region CNT_OFFSET");
+    mon_w(u, mr::region_reg(0, mr::R_CT_BASE_LO), static_cast<std::uint32_t>(ct_hw), "region CT_BASE_LO");
+    mon_w(u, mr::region_reg(0, mr::R_CT_BASE_HI), static_cast<std::uint32_t>(ct_hw >> 32), "region CT_BASE_HI");
+    mon_w(u, mr::region_reg(0, mr::R_CFG), 1u | (static_cast<std::uint32_t>(et) << mr::R_CFG_DTYPE_LSB), "region CFG");
+    mon_w(u, mr::SAMPLE_SHIFT, opt_.sampling, "SAMPLE_SHIFT");
   }
 
   json L;
@@ -182,11 +195,12 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   }
 
   // ---------------- B: hardware path ----------------
+  gpu_->flush_l2();  // the same starting state as path A (see above)
   Kernel kz = make_memset(ct_hw, 4 * tiles, sms_, line_);
   const Step s_zero = kernel(kz, false);  // memory time only: issued by the driver ahead of the producer
   std::vector<std::uint64_t> busy0(S);
   for (std::size_t u = 0; u < S; ++u) {
-    mmio_w(u, mr::CTRL, (1u << mr::CTRL_ENABLE_BIT) | (1u << mr::CTRL_CLEAR_BIT), "monitor CTRL");
+    mon_w(u, mr::CTRL, (1u << mr::CTRL_ENABLE_BIT) | (1u << mr::CTRL_CLEAR_BIT), "monitor CTRL");
     busy0[u] = monitors_[u]->stats().busy_ps;
   }
   Kernel prodB = make_producer(m, sms_, line_);
@@ -201,7 +215,9 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // Flush all monitors (one broadcast register write), wait, then one MMIO read of the status.
   const Traffic f0 = traffic(*gpu_);
   const sc_time t_flush = sc_core::sc_time_stamp();
-  for (std::size_t u = 0; u < S; ++u) mmio_w(u, mr::FLUSH, 1, "monitor FLUSH");
+  for (std::size_t u = 0; u < S; ++u) {
+    mon_w(u, mr::FLUSH, 1, "monitor FLUSH");
+  }
   gpu_->run_until_idle();
   sc_time flush_end = t_flush;
   std::uint64_t flush_cycles_max = 0;
@@ -211,8 +227,13 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     flush_cycles_max = std::max<std::uint64_t>(flush_cycles_max, host_->must_read(MmioBus::window_base(u) + mr::FLUSH_CYCLES, "FLUSH_CYCLES"));
   }
   const Traffic f1 = traffic(*gpu_);
-  for (std::size_t u = 0; u < S; ++u) mmio_w(u, mr::CTRL, 0, "monitor CTRL");
-  Step h_flush{"flush", (flush_end - t_flush).to_seconds() * 1e9, 0, opt_.host_mmio_read_ns,
+  for (std::size_t u = 0; u < S; ++u) {
+    mon_w(u, mr::CTRL, 0, "monitor CTRL");
+  }
+  // Overhead: every monitor register write of this layer (region set-up, CTRL enable, FLUSH, CTRL disable)
+  // and the one MMIO read that observes completion.
+  Step h_flush{"flush", (flush_end - t_flush).to_seconds() * 1e9, 0,
+               monitor_writes * opt_.host_mmio_write_ns + opt_.host_mmio_read_ns,
                f1.l2_bytes - f0.l2_bytes, f1.dram_bytes - f0.dram_bytes, -1};
   // Count-table zeroing then the flush, back to back: the sum of the two steps reported under "steps".
   const Step hw_prof = Step::sequence("profile", {&s_zero, &h_flush});
@@ -324,6 +345,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   hwj["profile"] = hw_prof.to_json();
   hwj["convert"] = hw_conv.to_json();
   hwj["flush_cycles_max"] = flush_cycles_max;
+  hwj["monitor_mmio_writes"] = monitor_writes;  // posted writes charged to the profile (broadcast: once each)
   hwj["engine_cycles"] = job.cycles;
   hwj["monitor_utilisation_mean"] = busy_sum / (double(S) * prod_ps);
   hwj["monitor_utilisation_max"] = busy_max / prod_ps;
@@ -347,8 +369,14 @@ json Replay::replay_layer(const trace::TraceKey& key) {
       if (tt.fwd.tile_sparse_ms) {
         const double ts = *tt.fwd.tile_sparse_ms;
         G["tile_sparse_ms"] = ts;
-        G["speedup_software"] = tt.fwd.dense_ms / (ts + (s_prof.total_ns() + sw_conv.total_ns()) * 1e-6);
-        G["speedup_hardware"] = tt.fwd.dense_ms / (ts + (hw_prof.total_ns() + hw_conv.total_ns()) * 1e-6);
+        // The GEMM alone, both times measured on the trace's device.
+        if (ts > 0) G["speedup_measured"] = tt.fwd.dense_ms / ts;
+        // With the simulated profile and conversion only where the GEMM times come from a GPU: CPU
+        // milliseconds plus simulated GPU microseconds would make the units' cost vanish (review F1).
+        if (gemm_times_on_gpu(tt.device)) {
+          G["speedup_software"] = tt.fwd.dense_ms / (ts + (s_prof.total_ns() + sw_conv.total_ns()) * 1e-6);
+          G["speedup_hardware"] = tt.fwd.dense_ms / (ts + (hw_prof.total_ns() + hw_conv.total_ns()) * 1e-6);
+        }
       } else {
         G["tile_sparse_ms"] = nullptr;
       }
@@ -361,7 +389,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
                 static_cast<long long>(key.iteration), static_cast<long long>(key.layer), lname.c_str(), m.rows, m.cols,
                 double(nnz_total) / (double(rows) * double(cols)), fmt_us(s_prof.total_ns()).c_str(),
                 fmt_us(hw_prof.total_ns()).c_str(), prof_ratio, fmt_us(sw_conv.total_ns()).c_str(),
-                fmt_us(hw_conv.total_ns()).c_str(), conv_ratio, ok ? "checks ok" : "CHECKS FAILED");
+                fmt_us(hw_conv.total_ns()).c_str(), conv_ratio, ("checks " + layer_check_text(L)).c_str());
   L["progress"] = line;
   return L;
 }

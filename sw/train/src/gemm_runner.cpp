@@ -49,10 +49,7 @@ double operand_zero_fraction(const gemm::GemmCall& c, Executor* ex) {
 }  // namespace
 
 namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
-}
+double minimum(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); }
 }  // namespace
 
 void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
@@ -81,24 +78,24 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
     scratch_call.C = scratch_.data();
   }
   scratch_call.beta = 0.0f;
+  // The dense reference and the engine run alternately (dense, engine, dense, engine, ...) so that both
+  // see the same machine state, and each records the minimum of its runs: on a shared host the noise only
+  // ever adds time (other processes, thread wake-ups), and a median of 3 still let 5x outliers through
+  // when two runs of one engine were disturbed (review finding F1, docs/review/2026-12-01-numbers.md).
   const bool separate_dense = dense_ && dense_ != engine_;
-  if (separate_dense) {
-    std::vector<double> ms;
-    for (int r = 0; r < repeats_; ++r) {
+  const bool cuda = engine_->name().rfind("cuda", 0) == 0;
+  const bool tile = engine_->name().find("tile-sparse") != std::string::npos;
+  std::vector<double> dms, ms, kernel, compact;
+  for (int r = 0; r < repeats_; ++r) {
+    if (separate_dense) {
       const auto t0 = std::chrono::steady_clock::now();
       dense_->run(scratch_call);
-      ms.push_back(ms_since(t0));
+      dms.push_back(ms_since(t0));
       if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*dense_)) {  // a CUDA engine: device time
-        ms.back() = st->compute_s * 1e3;
+        dms.back() = st->compute_s * 1e3;
         t.device_timer = true;
       }
     }
-    t.dense_ms = median(ms);
-  }
-  const bool cuda = engine_->name().rfind("cuda", 0) == 0;
-  const bool tile = engine_->name().find("tile-sparse") != std::string::npos;
-  std::vector<double> ms, kernel, compact;
-  for (int r = 0; r < repeats_; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     engine_->run(r + 1 == repeats_ ? call : scratch_call);  // the last run produces the result
     ms.push_back(ms_since(t0));
@@ -111,11 +108,12 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
       compact.push_back(st->compact_s * 1e3);
     }
   }
-  t.engine_ms = median(ms);
+  if (separate_dense) t.dense_ms = minimum(dms);
+  t.engine_ms = minimum(ms);
   if (tile && !kernel.empty()) {
     t.tile_sparse = true;
-    t.tile_kernel_ms = median(kernel);
-    t.tile_compact_ms = median(compact);
+    t.tile_kernel_ms = minimum(kernel);
+    t.tile_compact_ms = minimum(compact);
   }
   if (!separate_dense) t.dense_ms = t.engine_ms;
   timings_.push_back(t);

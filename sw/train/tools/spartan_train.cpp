@@ -79,7 +79,7 @@ int run(int argc, char** argv) {
   TrainConfig cfg;
   int threads = 2;
   std::int64_t capture_every = 100;
-  int gemm_repeats = 3;
+  int gemm_repeats = 5;
   po::options_description opts(
       "spartan-train: train a CNN on an IDX image dataset (default Fashion-MNIST) with the conv/FC GEMMs\n"
       "going through a chosen GEMM engine, and capture activation traces (.sptrace, docs/trace-format.md).\n\n"
@@ -108,7 +108,7 @@ int run(int argc, char** argv) {
      "GEMMs on cuda-dense/cuda-tile-sparse; --gemm dense|tile-sparse map to those)")
     ("trace", po::value(&trace_path), "write an activation trace (.sptrace) to FILE")
     ("capture-every", po::value(&capture_every)->default_value(100), "capture steps 0, K, 2K, ... into the trace")
-    ("gemm-repeats", po::value(&gemm_repeats)->default_value(3), "on capture steps, time each GEMM this many times per engine (median)")
+    ("gemm-repeats", po::value(&gemm_repeats)->default_value(5), "on capture steps, time each GEMM this many times per engine, dense and engine alternately (minimum)")
     ("trace-dtype", po::value(&trace_dtype)->default_value("f32"), "element type of captured activations: f32|f16|bf16")
     ("eval-every", po::value(&cfg.eval_every)->default_value(0), "also evaluate on the test set every N steps (0 = at epoch ends)")
     ("test-limit", po::value(&cfg.test_limit)->default_value(0), "evaluate on the first N test images only (0 = all)")

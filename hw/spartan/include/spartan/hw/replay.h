@@ -61,5 +61,8 @@ nlohmann::json run_replay(const ReplayOptions& opt, const std::function<void(con
 
 /// The readable summary of a stats.json document.
 std::string replay_summary(const nlohmann::json& doc);
+/// The checks column of one layer (an element of stats.json "layers"): "ok" or "FAILED", and with
+/// --sampling S > 0 the DENSE decisions the sampled counts changed and their relative count error.
+std::string layer_check_text(const nlohmann::json& layer);
 
 }  // namespace spartan::hw

@@ -36,7 +36,7 @@ struct MonitorConfig {
   std::uint32_t pipeline_latency_cycles = 3;  ///< request -> counter update
   std::uint32_t counter_entries = 8192;       ///< u32 counters (CAPACITY)
   std::uint32_t flush_groups_per_cycle = 1;   ///< speed-up of the flush scan (1 = the RTL: 1 counter/cycle)
-  std::uint32_t flush_outstanding = 32;       ///< flush atomics in flight (posted reductions; RTL instance: 4)
+  std::uint32_t flush_outstanding = 4;        ///< flush atomics in flight (posted reductions; = the RTL's FLUSH_OUTSTANDING)
   std::uint32_t mmio_latency_cycles = 2;      ///< register access latency
 };
 

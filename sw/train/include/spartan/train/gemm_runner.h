@@ -18,7 +18,7 @@ struct GemmTiming {
   int layer = 0;
   GemmPass pass = GemmPass::Forward;
   int M = 0, N = 0, K = 0;
-  double engine_ms = 0;  ///< time of the engine that produced the result (median of the repeats)
+  double engine_ms = 0;  ///< time of the engine that produced the result (minimum of the repeats)
   double dense_ms = -1;  ///< dense (OpenBLAS) time of the same call; == engine_ms when the engine is dense
   bool tile_sparse = false;  ///< the engine is a tile-sparse one: the two fields below are valid
   double tile_kernel_ms = -1;   ///< tile-sparse compute alone (operand already compacted)
@@ -35,8 +35,9 @@ class GemmRunner {
   /// Runs `call` for `layer`'s `pass`; records a GemmTiming when timing is enabled.
   void run(int layer, GemmPass pass, const gemm::GemmCall& call);
   void set_timing(bool on) { timing_ = on; }
-  /// Timed calls are repeated `n` times on each engine (extra runs write to scratch) and the median is
-  /// recorded: single runs are at the mercy of the scheduler on a shared machine. Default 3.
+  /// Timed calls are repeated `n` times on each engine, the dense reference and the engine alternately
+  /// (extra runs write to scratch), and the minimum of each is recorded: on a shared machine the noise
+  /// only ever adds time, and alternating lets both see the same machine state. Default 5.
   void set_repeats(int n) { repeats_ = n < 1 ? 1 : n; }
   bool timing() const { return timing_; }
   std::vector<GemmTiming> take_timings();
@@ -50,7 +51,7 @@ class GemmRunner {
   gemm::GemmEngine* engine_;
   gemm::GemmEngine* dense_;
   bool timing_ = false;
-  int repeats_ = 3;
+  int repeats_ = 5;
   std::vector<GemmTiming> timings_;
   std::vector<float> scratch_;
   Executor* exec_ = nullptr;
