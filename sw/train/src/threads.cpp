@@ -2,7 +2,9 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "spartan/common/cli_checks.h"
@@ -19,5 +21,11 @@ void set_num_threads(int n) {
 }
 
 int num_threads() { return omp_get_max_threads(); }
+
+void use_passive_openmp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+  execv("/proc/self/exe", argv);  // returns only on failure: then this process keeps libgomp's default
+}
 
 }  // namespace spartan::train

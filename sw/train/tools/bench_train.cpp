@@ -11,6 +11,7 @@
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/capture.h"
+#include "spartan/train/threads.h"
 #include "spartan/train/model.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/train/threads.h"
@@ -88,5 +89,6 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spartan::train::use_passive_openmp_wait(argv);
   return run_cli("bench-train", [&] { return run(argc, argv); });
 }

@@ -249,5 +249,6 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_passive_openmp_wait(argv);
   return run_cli("spartan-train", [&] { return run(argc, argv); });
 }
