@@ -111,6 +111,9 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
     ju["name"] = u.spec.name;
     ju["top"] = u.spec.top;
     ju["role"] = role_name(u.spec.role);
+    // Top-level parameters set for synthesis (the manifest's overrides of the RTL defaults): the simulated
+    // units (spartan-sim) use the RTL defaults, so overridden units are not the simulated ones.
+    ju["parameter_overrides"] = u.spec.parameters;
     const unsigned inst = instances_per_gpu(u.spec, gpu);
     ju["instances_per_gpu"] = inst;
     ju["cells"] = u.stat.cells;
@@ -242,6 +245,14 @@ std::string render_markdown(const json& r) {
        << fmt(t["critical_path_ns"].get<double>(), 3) << " | " << fmt(t["fmax_mhz"].get<double>(), 1) << " | "
        << t["logic_stages"].get<unsigned>() << " |\n";
   }
+  for (const auto& u : r["units"]) {
+    if (!u.contains("parameter_overrides") || u["parameter_overrides"].empty()) continue;
+    std::string ps;
+    for (const auto& [k, v] : u["parameter_overrides"].items()) ps += (ps.empty() ? "" : " ") + k + "=" + v.get<std::string>();
+    md << "\n**" << u["name"].get<std::string>() << " was synthesised with " << ps
+       << "**, not the RTL defaults that spartan-sim simulates: its area, and the per-GPU totals below, are for "
+          "these parameters (docs/area.md).\n";
+  }
   md << "\n## Scaled (Stillmaker & Baas 2017; 5 nm extrapolated)\n\n| unit | node nm | total um^2 | instances | "
         "per GPU mm^2 | share of die % | critical path ns | fmax MHz | meets L2 clock |\n"
         "|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
@@ -280,7 +291,10 @@ std::string render_markdown(const json& r) {
        << cell("tile_latency_ns", false) << " | " << cell("tiles_per_cycle", true) << " | "
        << cell("tiles_per_s_per_gpu", true) << " | " << cell("gb_per_s_per_gpu", true) << " |\n";
   }
-  md << "\nCycle counts: " << r["cycles_source"].get<std::string>() << ".\n\n## Scaling factors\n\n"
+  md << "\nCycle counts: " << r["cycles_source"].get<std::string>()
+     << ". Per-GPU figures multiply one instance by the instances per GPU and assume each is kept busy at the L2 "
+        "clock, whether or not the fmax above reaches it and whatever the memory system delivers: they are "
+        "upper bounds, not simulated throughput.\n\n## Scaling factors\n\n"
      << "| node nm | area factor | delay factor | Vdd V | SRAM bit cell um^2 | source |\n|---:|---:|---:|---:|---:|---|\n";
   for (const auto& n : r["nodes"])
     md << "| " << n["node_nm"].get<int>() << " | " << fmt_g(n["area_factor"].get<double>()) << " | "

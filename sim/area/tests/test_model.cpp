@@ -160,6 +160,12 @@ TEST(AreaReport, Arithmetic) {
   const std::string md = render_markdown(rf);
   EXPECT_NE(md.find("not available"), std::string::npos);
   EXPECT_NE(md.find("| mon |"), std::string::npos);
+  EXPECT_EQ(md.find("was synthesised with"), std::string::npos);  // RTL defaults: no warning
+  // Parameter overrides (rtl/units.txt "params") are recorded and named in area.md (review finding F5).
+  u.spec.parameters = {{"CAPACITY", "64"}, {"NREG", "2"}};
+  const auto rp = build_report({u}, g, std::nullopt, o);
+  EXPECT_EQ(rp["units"][0]["parameter_overrides"]["CAPACITY"], "64");
+  EXPECT_NE(render_markdown(rp).find("**mon was synthesised with CAPACITY=64 NREG=2**"), std::string::npos);
 }
 
 TEST(AreaManifest, UnitsTxtAndYaml) {
