@@ -45,7 +45,7 @@ void Replay::build() {
   for (std::size_t s = 0; s < gpu_->num_l2_slices(); ++s) {
     MonitorConfig mc = opt_.monitor;
     mc.slice_id = static_cast<std::uint32_t>(s);
-    mc.clock_mhz = cfg.clocks.l2_mhz;
+    mc.clock_mhz = opt_.monitor_clock_mhz > 0 ? opt_.monitor_clock_mhz : cfg.clocks.l2_mhz;
     monitors_.push_back(std::make_unique<SparsityMonitor>(("monitor_" + std::to_string(s)).c_str(), mc));
     bus_->units.bind(monitors_.back()->mmio);
     gpu_->bind_extra_initiator(monitors_.back()->mem, "monitor[" + std::to_string(s) + "]");
@@ -53,7 +53,7 @@ void Replay::build() {
     gpu_->add_l2_write_observer(s, *taps_.back());
   }
   EngineConfig ec = opt_.engine;
-  ec.clock_mhz = cfg.clocks.l2_mhz;
+  ec.clock_mhz = opt_.engine_clock_mhz > 0 ? opt_.engine_clock_mhz : cfg.clocks.l2_mhz;
   ec.line_bytes = line_;
   engine_ = std::make_unique<CompactionEngine>("engine", ec);
   bus_->units.bind(engine_->mmio);
@@ -174,7 +174,9 @@ json Replay::run() {
                   {"model", reader_.metadata().count(trace::keys::kModel) ? reader_.metadata().at(trace::keys::kModel) : ""},
                   {"device", reader_.metadata().count(trace::keys::kDevice) ? reader_.metadata().at(trace::keys::kDevice) : ""}};
   doc["gpu"] = {{"preset", gpu_->config().name}, {"sms", sms_}, {"l2_slices", gpu_->num_l2_slices()},
-                {"l2_mhz", gpu_->config().clocks.l2_mhz}, {"core_mhz", gpu_->config().clocks.core_mhz}};
+                {"l2_mhz", gpu_->config().clocks.l2_mhz}, {"core_mhz", gpu_->config().clocks.core_mhz},
+                {"monitor_mhz", monitors_.empty() ? 0.0 : monitors_[0]->config().clock_mhz},
+                {"engine_mhz", engine_->config().clock_mhz}};
   doc["options"] = {{"format", opt_.format == fmt::TileFormat::Ell ? "ell" : "bitmap"},
                     {"tile", std::to_string(opt_.tile_rows) + "x" + std::to_string(opt_.tile_cols)},
                     {"threshold", opt_.threshold}, {"threshold_q16", threshold_to_q16(opt_.threshold)},

@@ -43,6 +43,11 @@ std::string replay_summary(const json& doc) {
     << doc["gpu"]["l2_slices"] << " L2 slices (one SparsityMonitor each), 1 CompactionEngine; format "
     << opt["format"].get<std::string>() << ", tile " << opt["tile"].get<std::string>() << ", threshold "
     << opt["threshold"] << ", sampling shift " << opt["sampling_shift"] << "\n";
+  const auto& gp = doc["gpu"];
+  if (gp.contains("monitor_mhz"))
+    o << "unit clocks: monitors " << f("%.0f", gp["monitor_mhz"].get<double>()) << " MHz, engine "
+      << f("%.0f", gp["engine_mhz"].get<double>()) << " MHz (L2 " << f("%.0f", gp["l2_mhz"].get<double>())
+      << " MHz; the synthesised datapaths' fmax is in spartan-area's area.md; set clock_mhz with --units)\n";
   o << "assumed overheads: kernel launch " << opt["kernel_launch_ns"] << " ns (software kernels), host MMIO read "
     << opt["host_mmio_read_ns"] << " ns, posted MMIO write " << opt["host_mmio_write_ns"] << " ns\n\n";
   o << "times in us; traffic in MB (L2 = bytes read+written at the L2 slices, DRAM = at the memory controllers)\n";
@@ -126,6 +131,9 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.flush_groups_per_cycle = m.u32("flush_groups_per_cycle", c.flush_groups_per_cycle);
     c.flush_outstanding = m.u32("flush_outstanding", c.flush_outstanding);
     c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
+    const double monitor_mhz = m.f64("clock_mhz", opt.monitor_clock_mhz);
+    if (!(monitor_mhz >= 0 && monitor_mhz <= 100000)) m.fail("clock_mhz", "must be 0 (the L2 clock) .. 100000");
+    opt.monitor_clock_mhz = monitor_mhz;
     if (c.lines_per_cycle == 0) m.fail("lines_per_cycle", "must be >= 1");
     if (c.counter_entries == 0) m.fail("counter_entries", "must be >= 1");
     if (c.flush_outstanding == 0) m.fail("flush_outstanding", "must be >= 1");
@@ -142,6 +150,9 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.write_buffer_bytes = m.u32("write_buffer_bytes", c.write_buffer_bytes);
     c.queue_depth = m.u32("queue_depth", c.queue_depth);
     c.tile_buffers = m.u32("tile_buffers", c.tile_buffers);
+    const double engine_mhz = m.f64("clock_mhz", opt.engine_clock_mhz);
+    if (!(engine_mhz >= 0 && engine_mhz <= 100000)) m.fail("clock_mhz", "must be 0 (the L2 clock) .. 100000");
+    opt.engine_clock_mhz = engine_mhz;
     c.decision_queue_depth = m.u32("decision_queue_depth", c.decision_queue_depth);
     c.job_setup_cycles = m.u32("job_setup_cycles", c.job_setup_cycles);
     c.job_tail_cycles = m.u32("job_tail_cycles", c.job_tail_cycles);

@@ -209,6 +209,38 @@ TEST(Replay, LayerSpeedupOnlyForGpuMeasuredGemmTimes) {
   });
 }
 
+TEST(Replay, UnitClocksDefaultToTheL2ClockAndCanBeSlower) {
+  // Review finding F6: the units' synthesised fmax can be below the L2 clock; monitor.clock_mhz /
+  // engine.clock_mhz (--units) time them at another clock. The same work then takes longer.
+  const std::string dir = ::testing::TempDir() + "/replay_unit_clocks";
+  std::filesystem::create_directories(dir);
+  std::vector<nlohmann::json> docs;
+  for (double mhz : {0.0, 300.0}) {  // the engine at 2/3 of the monitors' clock: the two keys are separate
+    const std::string out = dir + "/out" + std::to_string(docs.size());
+    SC_SCENARIO([&] {
+      auto opt = options(write_trace(dir, tr::DType::F32), out);
+      std::filesystem::create_directories(opt.out_dir);
+      opt.iterations = {10};
+      opt.layers = {0};
+      const std::string units = dir + "/units.yaml";
+      std::ofstream(units) << "monitor:\n  clock_mhz: " << mhz << "\nengine:\n  clock_mhz: " << mhz * 2 / 3 << "\n";
+      load_units_config(units, opt);
+      EXPECT_TRUE(run_replay(opt, {})["checks"]["passed"].get<bool>());
+    });
+    std::ifstream f(out + "/stats.json");
+    ASSERT_TRUE(f.good()) << out;
+    docs.push_back(nlohmann::json::parse(f));
+  }
+  EXPECT_EQ(docs[0]["gpu"]["monitor_mhz"], docs[0]["gpu"]["l2_mhz"]);
+  EXPECT_EQ(docs[0]["gpu"]["engine_mhz"], docs[0]["gpu"]["l2_mhz"]);
+  EXPECT_EQ(docs[1]["gpu"]["monitor_mhz"].get<double>(), 300.0);
+  EXPECT_EQ(docs[1]["gpu"]["engine_mhz"].get<double>(), 200.0);
+  const auto& fast = docs[0]["layers"][0]["hardware"];
+  const auto& slow = docs[1]["layers"][0]["hardware"];
+  EXPECT_GT(slow["steps"][1]["time_ns"].get<double>(), fast["steps"][1]["time_ns"].get<double>());  // flush
+  EXPECT_GT(slow["convert"]["time_ns"].get<double>(), fast["convert"]["time_ns"].get<double>());
+}
+
 TEST(Replay, EveryPathAndLayerStartsFromTheSameCacheState) {
   // Review finding F4: the software path then the hardware path ran in one warm L2, so with an L2 too
   // small for both paths' outputs the hardware path paid write-back of the software path's dirty data,
@@ -388,6 +420,10 @@ TEST(Replay, BadSelectionsAreInputErrors) {
     std::ofstream(units) << "engine:\n  tile_buffers: 0\n";
     EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
     std::ofstream(units) << "engine:\n  decision_queue_depth: 0\n";
+    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
+    std::ofstream(units) << "monitor:\n  clock_mhz: -1\n";
+    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
+    std::ofstream(units) << "engine:\n  clock_mhz: .nan\n";
     EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
     std::ofstream(units) << "engine:\n  tile_buffers: 1\n  decision_queue_depth: 4\n";
     ReplayOptions o3 = opt;  // (a failed load may have set some fields of o2)

@@ -40,6 +40,9 @@ struct ReplayOptions {
   bool quiet = false;
   MonitorConfig monitor;                 ///< slice_id and clock are set per instance from the preset
   EngineConfig engine;
+  /// Clocks of the units, MHz; 0 (the default): the preset's L2 clock. The synthesised datapaths do not
+  /// all reach the L2 clock (spartan-area's fmax, review finding F6): set these to time them at their fmax.
+  double monitor_clock_mhz = 0, engine_clock_mhz = 0;
   BaselineConfig baseline;
   double host_mmio_read_ns = 1000;       ///< one uncached MMIO read from the host (PCIe round trip), assumption
   double host_mmio_write_ns = 100;       ///< one posted MMIO write from the host, assumption
