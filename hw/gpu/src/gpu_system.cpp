@@ -86,6 +86,14 @@ ps_t GpuSystem::flush_l2() {
   return done;
 }
 
+ps_t GpuSystem::align_to_refresh() {
+  const ps_t now = now_ps(), period = cfg_.dram_clock().cycles_to_ps(cfg_.dram.timing.tREFI);
+  if (period == 0) return now;
+  const ps_t target = (now / period + 2) * period;  // > now + period - 1: one whole interval in between
+  advance(target - now);
+  return target;
+}
+
 KernelResult GpuSystem::run(const std::vector<RequestSource*>& sources) {
   if (sources.size() > sms_.size())
     throw std::logic_error("GpuSystem::run: " + std::to_string(sources.size()) + " sources for " +

@@ -112,7 +112,11 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // charged to either path) before each producer, so neither path pays for dirty data the other one, or
   // an earlier layer, left behind (review finding F4, docs/review/2026-12-01-numbers.md), and a layer's
   // figures do not depend on which layers were replayed before it.
+  // The replay also moves to the same DRAM refresh phase with all rows closed (align_to_refresh), so the
+  // times do not depend on where in simulated time a path starts either (e.g. with --rtl, whose lockstep
+  // advances time between layers).
   gpu_->flush_l2();
+  gpu_->align_to_refresh();
 
   // Monitors: region 0 = this activation. Every monitor register write is a posted MMIO write that the
   // hardware profile is charged for (host_mmio_write_ns each); the same value goes to all monitors, so a
@@ -196,6 +200,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
 
   // ---------------- B: hardware path ----------------
   gpu_->flush_l2();  // the same starting state as path A (see above)
+  gpu_->align_to_refresh();
   Kernel kz = make_memset(ct_hw, 4 * tiles, sms_, line_);
   const Step s_zero = kernel(kz, false);  // memory time only: issued by the driver ahead of the producer
   std::vector<std::uint64_t> busy0(S);

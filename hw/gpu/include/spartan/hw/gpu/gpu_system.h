@@ -86,6 +86,11 @@ class GpuSystem {
   /// Writes back every dirty L2 line and invalidates all lines, then advances time until the last
   /// writeback is done in DRAM; returns that time (ps). Gives the next kernel a cold, idle hierarchy.
   ps_t flush_l2();
+  /// Advances time (nothing must be running) to the first multiple of the DRAM refresh interval tREFI that
+  /// lies at least one tREFI ahead: every channel has refreshed since (all rows closed) and the refresh
+  /// phase is the same whatever ran before. With flush_l2() first, work started there sees the same
+  /// hierarchy state and times at any point of a run. No-op without refresh (tREFI 0). Returns the time.
+  ps_t align_to_refresh();
   /// Current simulated time in ps.
   ps_t now_ps() const;
 
