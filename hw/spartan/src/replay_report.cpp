@@ -119,6 +119,16 @@ std::string replay_summary(const json& doc) {
   return o.str();
 }
 
+namespace {
+/// A unit's `clock_mhz` key: 0 (the preset's L2 clock) .. 100000 MHz; `current` when absent. Validated
+/// before it is stored, so a failed load leaves the option as it was.
+double unit_clock_mhz(ConfigMap& m, double current) {
+  const double mhz = m.f64("clock_mhz", current);
+  if (!(mhz >= 0 && mhz <= 100000)) m.fail("clock_mhz", "must be 0 (the L2 clock) .. 100000");
+  return mhz;
+}
+}  // namespace
+
 void load_units_config(const std::string& file, ReplayOptions& opt) {
   const YAML::Node root = parse_yaml(read_file(file), file);
   ConfigMap top(root, file, "");
@@ -131,9 +141,7 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.flush_groups_per_cycle = m.u32("flush_groups_per_cycle", c.flush_groups_per_cycle);
     c.flush_outstanding = m.u32("flush_outstanding", c.flush_outstanding);
     c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
-    const double monitor_mhz = m.f64("clock_mhz", opt.monitor_clock_mhz);
-    if (!(monitor_mhz >= 0 && monitor_mhz <= 100000)) m.fail("clock_mhz", "must be 0 (the L2 clock) .. 100000");
-    opt.monitor_clock_mhz = monitor_mhz;
+    opt.monitor_clock_mhz = unit_clock_mhz(m, opt.monitor_clock_mhz);
     if (c.lines_per_cycle == 0) m.fail("lines_per_cycle", "must be >= 1");
     if (c.counter_entries == 0) m.fail("counter_entries", "must be >= 1");
     if (c.flush_outstanding == 0) m.fail("flush_outstanding", "must be >= 1");
@@ -150,9 +158,7 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.write_buffer_bytes = m.u32("write_buffer_bytes", c.write_buffer_bytes);
     c.queue_depth = m.u32("queue_depth", c.queue_depth);
     c.tile_buffers = m.u32("tile_buffers", c.tile_buffers);
-    const double engine_mhz = m.f64("clock_mhz", opt.engine_clock_mhz);
-    if (!(engine_mhz >= 0 && engine_mhz <= 100000)) m.fail("clock_mhz", "must be 0 (the L2 clock) .. 100000");
-    opt.engine_clock_mhz = engine_mhz;
+    opt.engine_clock_mhz = unit_clock_mhz(m, opt.engine_clock_mhz);
     c.decision_queue_depth = m.u32("decision_queue_depth", c.decision_queue_depth);
     c.job_setup_cycles = m.u32("job_setup_cycles", c.job_setup_cycles);
     c.job_tail_cycles = m.u32("job_tail_cycles", c.job_tail_cycles);
