@@ -171,6 +171,36 @@ TEST(GpuSystem, ContentionSlowsAStreamAndRunsAreDeterministic) {
   EXPECT_LE(s["two"].get<double>(), s["peak"].get<double>());
 }
 
+TEST(GpuSystem, AlignToRefreshGivesTheSameTimesFromAnyStart) {
+  // align_to_refresh (after flush_l2) moves to a multiple of tREFI at least one tREFI ahead, so the same
+  // work started there takes the same time whatever time it started from (the replay relies on it).
+  json s = run_in_child([] {
+    std::string y = tiny_gpu_yaml(1);
+    const std::string from = "tREFI: 0", to = "tREFI: 390, tRFC: 26";
+    y.replace(y.find(from), from.size(), to);
+    GpuSystem g(spartan::hw::parse_gpu_config(y, "tiny_refresh.yaml"));
+    const ps_t period = g.config().dram_clock().cycles_to_ps(390);
+    json r = json::array();
+    for (ps_t offset : {ps_t(0), ps_t(1234567), ps_t(777), ps_t(period - 1)}) {
+      g.advance(offset);
+      g.flush_l2();
+      const ps_t before = g.now_ps(), t = g.align_to_refresh();
+      StreamSource a(1 << 22, 16 * 1024, 128, 0, 1, false);
+      const auto k = g.run({&a});
+      r.push_back({{"multiple", t % period == 0}, {"ahead", t >= before + period}, {"now", g.now_ps() >= t},
+                   {"duration", k.end_ps - k.start_ps}});
+    }
+    return r;
+  });
+  ASSERT_EQ(s.size(), 4u);
+  for (const auto& e : s) {
+    EXPECT_TRUE(e["multiple"].get<bool>()) << e;
+    EXPECT_TRUE(e["ahead"].get<bool>()) << e;
+    EXPECT_TRUE(e["now"].get<bool>()) << e;
+    EXPECT_EQ(e["duration"], s[0]["duration"]) << s;
+  }
+}
+
 TEST(SpartanSimMicrobench, BadConfigExitsTwoNamingFileAndKey) {
   const std::string exe = SPARTAN_SIM_EXE;
   if (!std::ifstream(exe).good()) GTEST_SKIP() << "spartan-sim not built: " << exe;

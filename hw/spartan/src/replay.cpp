@@ -204,8 +204,8 @@ json Replay::run() {
     overall["speedup"] = {{"device", gemm_device}, {"dense_ms", dense_ms}, {"tile_sparse_ms", sparse_ms},
                           {"gemm_measured", dense_ms / sparse_ms}};
     if (times_on_gpu) {
-      overall["speedup"]["software"] = dense_ms / (sparse_ms + (sw_prof.ns + sw_conv.ns) * 1e-6);
-      overall["speedup"]["hardware"] = dense_ms / (sparse_ms + (hw_prof.ns + hw_conv.ns) * 1e-6);
+      overall["speedup"]["software"] = layer_speedup(dense_ms, sparse_ms, sw_prof.ns + sw_conv.ns);
+      overall["speedup"]["hardware"] = layer_speedup(dense_ms, sparse_ms, hw_prof.ns + hw_conv.ns);
     }
   }
   doc["overall"] = overall;

@@ -89,6 +89,11 @@ struct PathTotals {
 /// True when a trace's GEMM times were measured on a GPU (`device` "cuda: ...", docs/trace-format.md): only
 /// then are they added to the simulated profile and conversion times into a layer speedup.
 inline bool gemm_times_on_gpu(const std::string& device) { return device.rfind("cuda", 0) == 0; }
+/// Layer speedup T_dense / (T_tile_sparse + T_profile + T_convert): GEMM times in ms, the path's simulated
+/// profile + conversion time in ns.
+inline double layer_speedup(double dense_ms, double tile_sparse_ms, double profile_convert_ns) {
+  return dense_ms / (tile_sparse_ms + profile_convert_ns * 1e-6);
+}
 
 inline constexpr std::uint64_t kAlign = 1 << 16;
 inline std::uint64_t align64k(std::uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }

@@ -386,8 +386,8 @@ json Replay::replay_layer(const trace::TraceKey& key) {
         // With the simulated profile and conversion only where the GEMM times come from a GPU: CPU
         // milliseconds plus simulated GPU microseconds would make the units' cost vanish (review F1).
         if (gemm_times_on_gpu(tt.device)) {
-          G["speedup_software"] = tt.fwd.dense_ms / (ts + (s_prof.total_ns() + sw_conv.total_ns()) * 1e-6);
-          G["speedup_hardware"] = tt.fwd.dense_ms / (ts + (hw_prof.total_ns() + hw_conv.total_ns()) * 1e-6);
+          G["speedup_software"] = layer_speedup(tt.fwd.dense_ms, ts, s_prof.total_ns() + sw_conv.total_ns());
+          G["speedup_hardware"] = layer_speedup(tt.fwd.dense_ms, ts, hw_prof.total_ns() + hw_conv.total_ns());
         }
       } else {
         G["tile_sparse_ms"] = nullptr;

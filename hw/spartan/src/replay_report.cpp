@@ -31,9 +31,6 @@ std::string layer_check_text(const json& L) {
   return t;
 }
 
-namespace {
-}  // namespace
-
 std::string replay_summary(const json& doc) {
   std::ostringstream o;
   const auto& opt = doc["options"];
