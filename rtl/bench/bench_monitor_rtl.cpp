@@ -168,6 +168,7 @@ int run(int argc, char** argv) {
   d.tile_rows = tr;
   d.tile_cols = tc;
   d.threshold_q16 = static_cast<std::uint32_t>(threshold * 65536.0);
+  d.size_rule = true;  // as spartan-sim run's default; compact() below applies the same rule
   d.count_table = ct;
   d.header_base = hdr;
   d.out_base = out;
@@ -201,6 +202,7 @@ int run(int argc, char** argv) {
   o.threshold = threshold;
   o.sparse_format = spartan::format::TileFormat::Ell;
   o.elem = static_cast<spartan::format::ElemType>(dtype);
+  o.dense_if_not_smaller = d.size_rule;
   const auto refc = spartan::format::compact(m.data(), rows, cols, cols, o);
   const auto hb = refc.header_bytes();
   std::uint64_t ebad = (er.finished && er.status == 0 && er.out_bytes == refc.payload.size()) ? 0 : 1;

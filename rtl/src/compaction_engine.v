@@ -10,7 +10,8 @@
 // granules through a second compactor); each cycle's packed bytes (+ ELL row padding) go as one chunk of up
 // to 128 B into the output packer (spartan_line_writer), which writes a full line per cycle. Headers go
 // through a second packer. Timing rule: docs/hw-units.md "Calibration from the RTL" (the TLM engine's).
-// Functionally: ELL/BITMAP, DENSE in place, zero tiles, sampling estimates, OutOverflow, bus errors.
+// Functionally: ELL/BITMAP, DENSE in place, zero tiles, D_CFG.SIZE_RULE (a fetched tile its sparse format
+// would not make smaller is written DENSE), sampling estimates, OutOverflow, bus errors.
 //
 // Pins: MMIO as the monitor (response one cycle after acceptance, mmio_err = MmioError code);
 // rd_*: line read requests (128 B-aligned address) and in-order responses, one outstanding;
@@ -58,7 +59,7 @@ module compaction_engine #(
   reg        enable, err_flag;
   reg [31:0] err_code, done_count, last_tag, last_cycles, last_out_bytes, last_status;
   wire       q_in_ready, q_out_valid;
-  // reserved descriptor bits (CFG[31:12], [3:2], TILE dims above 256) are not used by the job FSM
+  // reserved descriptor bits (CFG[31:13], [3:2], TILE dims above 256) are not used by the job FSM
   /* verilator lint_off UNUSEDSIGNAL */
   wire [511:0] q_out;
   /* verilator lint_on UNUSEDSIGNAL */
@@ -199,6 +200,7 @@ module compaction_engine #(
   reg [31:0] j_rows, j_cols, j_pitch, j_thr, j_cap;
   reg [1:0]  j_dt;
   reg        j_bitmap;
+  reg        j_srule;   // D_CFG.SIZE_RULE of the running job
   reg [3:0]  j_s, j_trl, j_tcl;
   reg [8:0]  j_tr, j_tc;
   // tile walk (M)
@@ -307,9 +309,14 @@ module compaction_engine #(
   wire [9:0]  ce31  = {1'b0, ce} + 10'd31;
   /* verilator lint_on UNUSEDSIGNAL */
   wire [31:0] bmw   = {27'd0, ce31[9:5]};
-  wire [31:0] pay_b = (nnz == 32'd0) ? 32'd0 :
+  wire [31:0] pay_s = (nnz == 32'd0) ? 32'd0 :
                       j_bitmap ? ({23'd0, re} * bmw * 32'd4 + nnz * (eb4 ? 32'd4 : 32'd2))
                                : (ell_b + {14'd0, rw} * (eb4 ? 32'd4 : 32'd2));
+  // D_CFG.SIZE_RULE: a tile whose sparse payload is not smaller than its dense bytes is written DENSE
+  wire [17:0] rce   = re * ce;
+  wire [31:0] dns_b = eb4 ? {12'd0, rce, 2'b00} : {13'd0, rce, 1'b0};
+  wire        grow  = j_srule && nnz != 32'd0 && pay_s >= dns_b;
+  wire [31:0] pay_b = grow ? 32'd0 : pay_s;
   wire        ovf   = {1'b0, off} + {1'b0, pay_b} > {1'b0, j_cap};
   wire [10:0] sb    = eb4 ? {ce, 2'b00} : {1'b0, ce, 1'b0};   // segment bytes (M's tile)
 
@@ -451,7 +458,7 @@ module compaction_engine #(
   wire pass_fire = zrem == 12'd0 && c_slot && !(q_end && pass == P_VAL && !h_slot);
   wire m_dec  = st == S_TILE && c_hit && (!(dense || zero_t) || h_slot);
   wire dq_pop = PIPE && m_dec;
-  wire m_free = (st == S_CNTD && ost == 32'd0 && !ovf && nnz == 32'd0 && h_slot) ||
+  wire m_free = (st == S_CNTD && ost == 32'd0 && !ovf && (nnz == 32'd0 || grow) && h_slot) ||
                 (st == S_PASS && pass_fire && q_end && pass == P_VAL);
   wire p_alloc = p_fire && p_cmp;
   wire [SW-1:0] m_slot_n = (m_slot == SLAST) ? {SW{1'b0}} : m_slot + 1'b1;
@@ -557,6 +564,7 @@ module compaction_engine #(
           q_pop <= 1'b1;
           j_rows <= q_out[95:64]; j_cols <= q_out[127:96];
           j_pitch <= q_out[159:128]; j_dt <= q_out[161:160]; j_bitmap <= q_out[167:164] == 4'd2;
+          j_srule <= q_out[172];
           j_s <= q_out[171:168]; j_tr <= q_out[200:192]; j_tc <= q_out[216:208];
           j_trl <= lg(q_out[200:192]); j_tcl <= lg(q_out[216:208]);
           j_thr <= q_out[255:224]; j_ct <= q_out[319:256]; j_hdr <= q_out[383:320]; j_out <= q_out[447:384];
@@ -605,10 +613,11 @@ module compaction_engine #(
           qr <= 9'd0; ql <= 4'd0; qso <= tso; qrn <= 9'd0; rptr <= {BW{1'b0}}; row_bm <= 256'd0;
           if (ost != 32'd0) st <= S_FIN;
           else if (ovf) begin ost <= 32'd1; st <= S_FIN; end
-          else if (nnz == 32'd0) begin
+          else if (nnz == 32'd0 || grow) begin   // zero after the fetch, or DENSE by SIZE_RULE
             if (h_slot) begin
               h_valid <= 1'b1; h_addr <= j_hdr + {28'd0, t, 4'd0};
-              h_data <= {{32'd0, off}, 32'd0, 16'd0, 8'd0, j_bitmap ? 8'd2 : 8'd1};
+              h_data <= grow ? {{32'd0, off}, nnz, 16'd0, 8'd0, 8'd0}
+                             : {{32'd0, off}, 32'd0, 16'd0, 8'd0, j_bitmap ? 8'd2 : 8'd1};
               st <= S_NEXT;
             end
           end else begin

@@ -87,6 +87,7 @@ struct JobSpec {
   bool bitmap;
   double threshold;
   bool use_drain;
+  bool size_rule = false;  ///< D_CFG.SIZE_RULE (format::CompactOptions::dense_if_not_smaller)
 };
 
 struct Outcome {
@@ -174,6 +175,7 @@ struct Host : sc_core::sc_module {
       opt.threshold = js.threshold;
       opt.sparse_format = js.bitmap ? fmt::TileFormat::Bitmap : fmt::TileFormat::Ell;
       opt.elem = fmt::ElemType::F32;
+      opt.dense_if_not_smaller = js.size_rule;
       const fmt::TiledMatrix ref = fmt::compact(m.packed.data(), kRows, kCols, kCols, opt);
       const std::vector<std::uint8_t> hb = ref.header_bytes();
       o.kinds = fmt::count_tiles(ref);
@@ -199,6 +201,7 @@ struct Host : sc_core::sc_module {
       d.tile_rows = js.tr;
       d.tile_cols = js.tc;
       d.threshold_q16 = static_cast<std::uint32_t>(js.threshold * 65536.0);
+      d.size_rule = js.size_rule;
       d.count_table = kCt;
       d.header_base = kHdr;
       d.out_base = kOut;
@@ -273,7 +276,8 @@ TEST(EngineRtlSc, TlmTransactorsMatchCompactAndTheTlmEngine) {
   host.rtl = &rtl_engine;
   host.mem_tlm = &mem_tlm;
   host.mem_rtl = &mem_rtl;
-  host.specs = {{32, 32, false, 0.5, false}, {16, 64, true, 0.75, true}};
+  // the third: threshold 2.0 with SIZE_RULE, so its DENSE tiles are the ones ELL would have enlarged
+  host.specs = {{32, 32, false, 0.5, false}, {16, 64, true, 0.75, true}, {32, 32, false, 2.0, false, true}};
   host.to_tlm.bind(tlm_engine.mmio);
   tlm_engine.mem.bind(mem_tlm.socket);
   host.to_rtl.bind(rtl_engine.mmio);

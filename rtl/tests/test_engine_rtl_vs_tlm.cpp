@@ -94,6 +94,7 @@ Job make_job(std::uint64_t seed) {
   d.tile_rows = tr;
   d.tile_cols = tc;
   d.threshold_q16 = static_cast<std::uint32_t>(thr * 65536.0);
+  d.size_rule = seed % 2 == 0;  // 100 % bands with thr 2.0: tiles fetched, then written DENSE
   d.count_table = CT;
   d.header_base = 0x300000000ull + 16 * (g() % 8);
   d.out_base = 0x400000000ull;

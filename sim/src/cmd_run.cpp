@@ -51,6 +51,7 @@ std::vector<std::int64_t> parse_list(const std::string& opt, const std::string& 
 int run_main(const std::vector<std::string>& args) {
   spartan::hw::ReplayOptions opt;
   std::string format = "ell", tile = "32x32", iterations, layers, units;
+  bool no_size_rule = false;
   po::options_description desc(
       "spartan-sim run --trace FILE --out DIR [options]\n"
       "Replays the captured activations of a .sptrace through the GPU memory model with one SparsityMonitor per\n"
@@ -63,6 +64,8 @@ int run_main(const std::vector<std::string>& args) {
       "tile", po::value(&tile)->default_value("32x32"), "tile size ROWSxCOLS (powers of two, 1..256); ROWS*COLS*element bytes must fit the engine's read_buffer_bytes "
       "(--units engine.read_buffer_bytes, default 16384: at most 64x64 F32 or 64x128 F16)")(
       "threshold", po::value(&opt.threshold)->default_value(0.5), "density at or above which a tile stays DENSE")(
+      "no-size-rule", po::bool_switch(&no_size_rule),
+      "let a sparse tile be larger than its dense bytes (default: such a tile stays DENSE, docs/tile-format.md)")(
       "sampling", po::value(&opt.sampling)->default_value(0), "monitor sampling shift s: count 1 of 2^s lines (0..15)")(
       "iterations", po::value(&iterations), "comma-separated iterations to replay (default: all captured)")(
       "layers", po::value(&layers), "comma-separated layer indices to replay (default: all captured)")(
@@ -108,6 +111,7 @@ int run_main(const std::vector<std::string>& args) {
     opt.tile_rows = tr;
     opt.tile_cols = tc;
   }
+  opt.size_rule = !no_size_rule;
   if (!(opt.threshold >= 0.0) || opt.threshold > 65536.0)
     throw spartan::InputError("--threshold: expected a density >= 0, got " + std::to_string(opt.threshold));
   if (opt.sampling > 15) throw spartan::InputError("--sampling: expected 0..15, got " + std::to_string(opt.sampling));

@@ -319,7 +319,8 @@ void CompactionEngine::run_job(EngineJob& job) {
   fmt::CompactOptions opt;
   opt.tile_rows = d.tile_rows;
   opt.tile_cols = d.tile_cols;
-  opt.threshold = 2.0;  // the engine decides DENSE itself (from the counts); compact() only packs
+  opt.threshold = 2.0;  // the engine decides DENSE itself (from the counts and SIZE_RULE); compact() only packs
+  opt.dense_if_not_smaller = false;
   opt.sparse_format = static_cast<fmt::TileFormat>(d.format);
   opt.elem = static_cast<fmt::ElemType>(d.dtype);
 
@@ -430,12 +431,23 @@ void CompactionEngine::run_job(EngineJob& job) {
         const fmt::TiledMatrix one = fmt::compact(tile_buf.data(), re, ce, ce, opt);
         h = one.headers[0];
         const std::size_t n = fmt::tile_payload_bytes(h, re, ce, d.tile_cols, opt.elem);
-        bytes.assign(one.payload.begin(), one.payload.begin() + static_cast<std::ptrdiff_t>(n));
+        // SIZE_RULE: a tile its sparse format would not make smaller is written DENSE (in place) after all
+        const bool not_smaller = d.size_rule && h.nnz > 0 && n >= elems * eb;
+        if (not_smaller) {
+          const std::uint32_t nnz = h.nnz;
+          h = fmt::TileHeader{};
+          h.format = static_cast<std::uint8_t>(fmt::TileFormat::Dense);
+          h.nnz = nnz;
+          ++job.tiles_dense_by_size;
+          ++stats_.tiles_dense_by_size;
+        } else {
+          bytes.assign(one.payload.begin(), one.payload.begin() + static_cast<std::ptrdiff_t>(n));
+        }
         // the counting side takes each response one cycle after it arrives; 2 cycles later the first emit step
         // (pipelined: the emitter has decided the tile and waited for its buffer to be counted)
         const sc_time base = pipe ? std::max(data_ready, cur) : data_ready;
         const sc_time pass0 = base + 3 * cyc;
-        if (h.nnz == 0) {  // sampled estimate but no non-zero: zero tile after the fetch
+        if (h.nnz == 0 || not_smaller) {  // no non-zero (sampled estimate) or SIZE_RULE: header only
           from = base + 2 * cyc;
           ready = base + 3 * cyc;
           cur = base + 4 * cyc;

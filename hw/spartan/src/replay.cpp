@@ -180,6 +180,7 @@ json Replay::run() {
   doc["options"] = {{"format", opt_.format == fmt::TileFormat::Ell ? "ell" : "bitmap"},
                     {"tile", std::to_string(opt_.tile_rows) + "x" + std::to_string(opt_.tile_cols)},
                     {"threshold", opt_.threshold}, {"threshold_q16", threshold_to_q16(opt_.threshold)},
+                    {"size_rule", opt_.size_rule},
                     {"sampling_shift", opt_.sampling},
                     {"kernel_launch_ns", opt_.baseline.kernel_launch_ns},
                     {"host_mmio_read_ns", opt_.host_mmio_read_ns}, {"host_mmio_write_ns", opt_.host_mmio_write_ns}};
@@ -227,7 +228,8 @@ json Replay::run() {
     doc["units"]["monitors"] = mon;
     doc["units"]["engine"] = {{"jobs", e.jobs}, {"job_errors", e.job_errors}, {"tiles", e.tiles},
                               {"tiles_dense", e.tiles_dense}, {"tiles_zero", e.tiles_zero},
-                              {"tiles_compacted", e.tiles_compacted}, {"bytes_read", e.bytes_read},
+                              {"tiles_compacted", e.tiles_compacted},
+                              {"tiles_dense_by_size", e.tiles_dense_by_size}, {"bytes_read", e.bytes_read},
                               {"table_bytes_read", e.table_bytes_read}, {"payload_bytes_written", e.payload_bytes_written},
                               {"header_bytes_written", e.header_bytes_written}, {"busy_ps", e.busy_ps},
                               {"compactor_busy_ps", e.compactor_busy_ps}, {"buffer_stall_ps", e.buffer_stall_ps}};

@@ -91,6 +91,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   copt.threshold = q16 / 65536.0;
   copt.sparse_format = opt_.format;
   copt.elem = static_cast<fmt::ElemType>(et);
+  copt.dense_if_not_smaller = opt_.size_rule;
   const fmt::TiledMatrix ref = fmt::compact(host.data(), m.rows, m.cols, m.cols, copt);
   std::vector<std::uint32_t> exact(tiles);
   std::uint64_t nnz_total = 0;
@@ -176,7 +177,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     }
   }
   std::uint64_t sw_payload = 0;
-  const auto sw_headers = scan_headers(m, nnz, width, q16, opt_.format, &sw_payload);
+  const auto sw_headers = scan_headers(m, nnz, width, q16, opt_.size_rule, opt_.format, &sw_payload);
   Kernel ks = make_scan(cnt_sw, sw_headers, sw_out, bc, sms_, line_);
   const Step s_scan = kernel(ks, true);
   Kernel kx = make_scatter(m, sw_headers, opt_.format, sw_out, bc, sms_, line_);
@@ -256,6 +257,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   d.tile_rows = opt_.tile_rows;
   d.tile_cols = opt_.tile_cols;
   d.threshold_q16 = q16;
+  d.size_rule = opt_.size_rule;
   d.count_table = ct_hw;
   d.header_base = hw_out.header_base;
   d.out_base = hw_out.payload_base;
@@ -363,7 +365,8 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   hwj["monitor_utilisation_max"] = busy_max / prod_ps;
   const double job_ps = std::max(1.0, (job.finished - job.started).to_seconds() * 1e12);
   hwj["engine_utilisation"] = double(engine_->stats().compactor_busy_ps - compactor_busy0) / job_ps;
-  hwj["engine_tiles"] = {{"dense", job.tiles_dense}, {"zero", job.tiles_zero}, {"compacted", job.tiles_compacted}};
+  hwj["engine_tiles"] = {{"dense", job.tiles_dense}, {"zero", job.tiles_zero}, {"compacted", job.tiles_compacted},
+                         {"dense_by_size", job.tiles_dense_by_size}};
   hwj["payload_bytes"] = job.payload_bytes;
   L["software"] = swj;
   L["hardware"] = hwj;

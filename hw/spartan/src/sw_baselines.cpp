@@ -295,7 +295,7 @@ Kernel make_count_pass(const DenseOperand& m, std::uint64_t count_array, const B
 
 std::vector<fmt::TileHeader> scan_headers(const DenseOperand& m, const std::vector<std::uint32_t>& nnz,
                                           const std::vector<std::uint32_t>& width, std::uint32_t threshold_q16,
-                                          fmt::TileFormat f, std::uint64_t* payload_bytes) {
+                                          bool size_rule, fmt::TileFormat f, std::uint64_t* payload_bytes) {
   const fmt::TileGrid g = m.grid();
   std::vector<fmt::TileHeader> h(g.num_tiles());
   std::uint64_t off = 0;
@@ -306,7 +306,10 @@ std::vector<fmt::TileHeader> scan_headers(const DenseOperand& m, const std::vect
       const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
       fmt::TileHeader& x = h[t];
       x.nnz = nnz[t];
-      if (regmap::tile_is_dense(nnz[t], std::uint64_t(re) * ce, threshold_q16)) {
+      const bool not_smaller = size_rule && nnz[t] > 0 &&
+                               fmt::sparse_payload_bytes(f, re, ce, width[t], nnz[t], g.tile_cols, et) >=
+                                   std::size_t(re) * ce * fmt::elem_bytes(et);
+      if (regmap::tile_is_dense(nnz[t], std::uint64_t(re) * ce, threshold_q16) || not_smaller) {
         x.format = static_cast<std::uint8_t>(fmt::TileFormat::Dense);
       } else {
         x.format = static_cast<std::uint8_t>(f);
@@ -365,6 +368,7 @@ Kernel make_scatter(const DenseOperand& m, const std::vector<fmt::TileHeader>& h
   opt.tile_rows = g.tile_rows;
   opt.tile_cols = g.tile_cols;
   opt.threshold = 2.0;  // the scan decided DENSE; here every tile is packed sparse
+  opt.dense_if_not_smaller = false;
   opt.sparse_format = f;
   opt.elem = static_cast<fmt::ElemType>(m.dtype);
   auto hdr = std::make_shared<std::vector<fmt::TileHeader>>(headers);

@@ -184,12 +184,13 @@ void expect_expands_to(JobResult& r, const RawMatrix& m) {
 }
 
 void functional(ElemType dt, std::uint32_t format, std::uint32_t tr, std::uint32_t tc, double density,
-                std::uint32_t tile_buffers = EngineConfig{}.tile_buffers) {
+                std::uint32_t tile_buffers = EngineConfig{}.tile_buffers, bool size_rule = false) {
   SC_SCENARIO([=] {
     const unsigned eb = elem_bytes(dt);
     const std::uint32_t rows = 70, cols = 100;
     const RawMatrix m = make_matrix(dt, rows, cols, (cols * eb + 127) / 128 * 128, density, 21);
     Descriptor desc = base_desc(m, format, tr, tc);
+    desc.size_rule = size_rule;
     const auto counts = reference_counts(m, tr, tc);
     JobResult r = run_job(m, desc, counts, tile_buffers);
     EXPECT_EQ(r.status, 0u);
@@ -201,11 +202,17 @@ void functional(ElemType dt, std::uint32_t format, std::uint32_t tr, std::uint32
     opt.threshold = desc.threshold_q16 / 65536.0;
     opt.sparse_format = static_cast<fmt::TileFormat>(format);
     opt.elem = static_cast<fmt::ElemType>(dt);
+    opt.dense_if_not_smaller = size_rule;
     const fmt::TiledMatrix ref = fmt::compact(m.bytes.data(), rows, cols, m.pitch_bytes / eb, opt);
     EXPECT_EQ(r.header_bytes, ref.header_bytes());
     EXPECT_EQ(r.tm.payload, ref.payload);
     const auto kinds = fmt::count_tiles(ref);
     EXPECT_GT(kinds.sparse, 0u);
+    if (size_rule) {  // the case must exercise the rule: some tiles DENSE only because of it
+      opt.dense_if_not_smaller = false;
+      const auto without = fmt::count_tiles(fmt::compact(m.bytes.data(), rows, cols, m.pitch_bytes / eb, opt));
+      EXPECT_GT(kinds.dense, without.dense);
+    }
     expect_expands_to(r, m);
   });
 }
@@ -221,6 +228,10 @@ TEST(Engine, MixedDenseSparseZeroTiles) { functional(ElemType::F32, kFormatEll, 
 TEST(Engine, EllF32Sequential) { functional(ElemType::F32, kFormatEll, 32, 32, 0.3, 1); }
 TEST(Engine, BitmapF16Sequential) { functional(ElemType::F16, kFormatBitmap, 16, 64, 0.4, 1); }
 TEST(Engine, MixedTilesSequential) { functional(ElemType::F32, kFormatEll, 16, 16, 0.5, 1); }
+// D_CFG.SIZE_RULE: 8 x 16 BF16 tiles at density 0.45 whose widest row makes ELL (1 + 2 B per slot) larger
+// than the 256 dense bytes are fetched and then written DENSE; bytes as compact() with the size rule.
+TEST(Engine, SizeRuleEllBF16) { functional(ElemType::BF16, kFormatEll, 8, 16, 0.45, EngineConfig{}.tile_buffers, true); }
+TEST(Engine, SizeRuleEllBF16Sequential) { functional(ElemType::BF16, kFormatEll, 8, 16, 0.45, 1, true); }
 TEST(Engine, MixedTilesFourBuffers) { functional(ElemType::F32, kFormatEll, 16, 16, 0.5, 4); }
 TEST(Engine, BitmapBF16ThreeBuffers) { functional(ElemType::BF16, kFormatBitmap, 8, 16, 0.2, 3); }
 

@@ -41,7 +41,9 @@ std::vector<float> relu_act(std::size_t n, double zero_frac, std::uint32_t seed)
 }
 
 // `device` measured the GEMM times: "cpu: ..." or "cuda: ..." (docs/trace-format.md).
-std::string write_trace(const std::string& dir, tr::DType dt, const std::string& device = "cpu: test (1 threads)") {
+// `zero_frac0`: the activations' zero fraction at iteration 0 (0.7 at iteration 10).
+std::string write_trace(const std::string& dir, tr::DType dt, const std::string& device = "cpu: test (1 threads)",
+                        double zero_frac0 = 0.5) {
   const std::string path = dir + "/t_" + tr::dtype_name(dt) + ".sptrace";
   tr::TraceWriter w(path);
   const std::int64_t N = 2;
@@ -73,7 +75,7 @@ std::string write_trace(const std::string& dir, tr::DType dt, const std::string&
     for (const auto& L : layers) {
       std::size_t n = 1;
       for (auto d : L.input) n *= static_cast<std::size_t>(d);
-      const auto act = relu_act(n, it == 0 ? 0.5 : 0.7, static_cast<std::uint32_t>(it * 10 + L.index));
+      const auto act = relu_act(n, it == 0 ? zero_frac0 : 0.7, static_cast<std::uint32_t>(it * 10 + L.index));
       const std::string name = tr::TraceKey{it, L.index, tr::kinds::kAct}.name();
       if (dt == tr::DType::F32) {
         w.add_tensor(name, dt, L.input, act.data(), n * 4);
@@ -300,6 +302,42 @@ TEST(Replay, EveryPathAndLayerStartsFromTheSameCacheState) {
     const auto& p = L["producer"];
     EXPECT_EQ(p["hardware_run"]["dram_bytes"], p["software_run"]["dram_bytes"]);
     EXPECT_EQ(p["hardware_run"]["l2_bytes"], p["software_run"]["l2_bytes"]);
+  }
+}
+
+// Size rule (review finding F8): with threshold 2.0 (every non-zero tile sparse by density), the engine
+// writes the tiles ELL would enlarge as DENSE; the output still equals compact() with the same rule, the
+// payload is smaller and the consumer reads less than without the rule.
+TEST(Replay, SizeRuleKeepsEnlargedTilesDense) {
+  const std::string dir = ::testing::TempDir() + "/replay_size_rule";
+  std::filesystem::create_directories(dir);
+  nlohmann::json docs[2];
+  for (int rule = 0; rule < 2; ++rule) {  // one GpuSystem per process: one scenario each
+    const std::string out = dir + "/out" + std::to_string(rule);
+    SC_SCENARIO([&] {
+      // 80 % non-zero (50 % in the zero stretches): ELL widths near 32 in the dense stretches
+      auto opt = options(write_trace(dir, tr::DType::F32, "cpu: test (1 threads)", 0.2), out);
+      std::filesystem::create_directories(opt.out_dir);
+      opt.threshold = 2.0;
+      opt.size_rule = rule == 1;
+      opt.iterations = {0};
+      opt.layers = {0};
+      expect_passed(run_replay(opt, {}), 1);
+    });
+    std::ifstream f(out + "/stats.json");
+    docs[rule] = nlohmann::json::parse(f);
+    EXPECT_EQ(docs[rule]["options"]["size_rule"].get<bool>(), rule == 1);
+  }
+  {
+    const auto& off = docs[0]["layers"][0];
+    const auto& on = docs[1]["layers"][0];
+    EXPECT_TRUE(on["checks"]["engine_output_identical_to_reference"].get<bool>());
+    EXPECT_EQ(off["hardware"]["engine_tiles"]["dense_by_size"].get<std::uint64_t>(), 0u);
+    const auto by_size = on["hardware"]["engine_tiles"]["dense_by_size"].get<std::uint64_t>();
+    EXPECT_GT(by_size, 0u);
+    EXPECT_EQ(on["tile_kinds"]["dense"].get<std::uint64_t>(), by_size);  // threshold 2: DENSE only by size
+    EXPECT_LT(on["hardware"]["payload_bytes"].get<std::uint64_t>(), off["hardware"]["payload_bytes"].get<std::uint64_t>());
+    EXPECT_LT(on["consumer"]["l2_bytes"].get<double>(), off["consumer"]["l2_bytes"].get<double>());
   }
 }
 

@@ -148,6 +148,88 @@ TEST(TileFormat, AllZeroAndAllDense) {
   }
 }
 
+// Size rule (CompactOptions::dense_if_not_smaller): a 32 x 32 F32 tile of density 0.33 whose first row is
+// full has ELL width 32, i.e. 32 * 32 * (1 + 4) = 5120 B > 4096 B dense: DENSE with the rule, ELL without;
+// as BITMAP (128 + 342 * 4 B) it stays sparse. A tile of the same density spread evenly stays ELL.
+TEST(TileFormat, SizeRuleKeepsTilesThatCompactionWouldEnlargeDense) {
+  std::vector<float> x(32 * 64, 0.0f);
+  for (int c = 0; c < 32; ++c) x[c] = 1.0f + float(c);                        // tile 0: row 0 full
+  for (int r = 1; r < 32; ++r)
+    for (int c = 0; c < 10; ++c) x[r * 64 + c] = -1.0f;                      // + 31 rows of 10: nnz 342
+  for (int r = 0; r < 32; ++r)
+    for (int c = 0; c < 11; ++c) x[r * 64 + 32 + 3 * c] = 2.0f;              // tile 1: 11 per row, nnz 352
+  CompactOptions o;
+  o.threshold = 0.5;
+  const TiledMatrix on = compact(x.data(), 32, 64, 64, o);
+  ASSERT_EQ(on.headers[0].nnz, 342u);
+  EXPECT_EQ(on.headers[0].fmt(), TileFormat::Dense);
+  EXPECT_EQ(on.headers[1].fmt(), TileFormat::Ell);
+  EXPECT_EQ(on.headers[1].width, 11);
+  EXPECT_TRUE(tile_stays_dense(o, 32, 32, 32, 342));
+  EXPECT_FALSE(tile_stays_dense(o, 32, 32, 11, 352));
+  expect_roundtrip(x, 32, 64, 64, o);
+  o.dense_if_not_smaller = false;
+  const TiledMatrix off = compact(x.data(), 32, 64, 64, o);
+  EXPECT_EQ(off.headers[0].fmt(), TileFormat::Ell);
+  EXPECT_EQ(off.headers[0].width, 32);
+  EXPECT_EQ(tile_payload_bytes(off.headers[0], 32, 32, 32, ElemType::F32), 5120u);
+  expect_roundtrip(x, 32, 64, 64, o);
+  o.dense_if_not_smaller = true;
+  o.sparse_format = TileFormat::Bitmap;
+  const TiledMatrix bm = compact(x.data(), 32, 64, 64, o);
+  EXPECT_EQ(bm.headers[0].fmt(), TileFormat::Bitmap);
+  // threshold > 1 no longer forces a sparse tile that would be larger: an all-non-zero tile is DENSE
+  std::vector<float> full(32 * 32, 3.0f);
+  o.sparse_format = TileFormat::Ell;
+  o.threshold = 2.0;
+  EXPECT_EQ(compact(full.data(), 32, 32, 32, o).headers[0].fmt(), TileFormat::Dense);
+  o.sparse_format = TileFormat::Bitmap;  // 128 + 4096 B: not smaller either
+  EXPECT_EQ(compact(full.data(), 32, 32, 32, o).headers[0].fmt(), TileFormat::Dense);
+}
+
+// With the size rule no sparse tile's payload reaches its dense bytes, for rows of very different
+// densities (ReLU activations: some channels nearly dense, others empty), any tile shape and both formats.
+TEST(TileFormat, SizeRuleNoSparseTileLargerThanDense) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(0, 1);
+  int dense_by_rule = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    const std::uint32_t rows = 40 + trial, cols = 70 + 3 * trial;
+    std::vector<float> x(std::size_t(rows) * cols, 0.0f);
+    for (std::uint32_t r = 0; r < rows; ++r) {
+      const double p = u(rng) < 0.15 ? 0.95 : 0.2 * u(rng);  // a few nearly dense rows
+      for (std::uint32_t c = 0; c < cols; ++c)
+        if (u(rng) < p) x[std::size_t(r) * cols + c] = float(u(rng)) + 0.5f;
+    }
+    const std::uint32_t shapes[][2] = {{32, 32}, {8, 16}, {16, 64}, {7, 5}};
+    for (auto& ts : shapes)
+      for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap}) {
+        CompactOptions o;
+        o.tile_rows = ts[0], o.tile_cols = ts[1], o.sparse_format = f, o.threshold = 0.5;
+        const TiledMatrix t = compact(x.data(), rows, cols, cols, o);
+        CompactOptions off = o;
+        off.dense_if_not_smaller = false;
+        const TiledMatrix t_off = compact(x.data(), rows, cols, cols, off);
+        for (std::uint32_t ti = 0; ti < t.grid.tiles_r(); ++ti)
+          for (std::uint32_t tj = 0; tj < t.grid.tiles_c(); ++tj) {
+            const TileHeader& h = t.header(ti, tj);
+            const std::uint32_t re = t.grid.r_eff(ti), ce = t.grid.c_eff(tj);
+            if (h.fmt() != TileFormat::Dense && h.nnz > 0) {
+              EXPECT_LT(tile_payload_bytes(h, re, ce, ts[1], ElemType::F32), std::size_t(re) * ce * 4);
+            }
+            const TileHeader& g = t_off.header(ti, tj);
+            if (h.fmt() == TileFormat::Dense && g.fmt() != TileFormat::Dense) {
+              ++dense_by_rule;
+              EXPECT_GE(tile_payload_bytes(g, re, ce, ts[1], ElemType::F32), std::size_t(re) * ce * 4);
+            }
+            EXPECT_EQ(h.nnz, g.nnz);
+          }
+        expect_roundtrip(x, rows, cols, cols, o);
+      }
+  }
+  EXPECT_GT(dense_by_rule, 0);  // the rule did fire on these matrices
+}
+
 TEST(TileFormat, HalfPrecisionRoundTrip) {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> v(0, 65535);
@@ -172,7 +254,7 @@ TEST(TileFormat, HalfPrecisionRoundTrip) {
     }
 }
 
-// The worked example of docs/tile-format.md, byte for byte (both sparse formats).
+// The worked example of docs/tile-format.md, byte for byte (both sparse formats; size rule off, then on).
 TEST(TileFormat, WorkedExampleBytes) {
   const float x[3 * 5] = {0,    1.0f, 0,     2.0f, /**/ 0,     //
                           0,    0,    -0.0f, 0,    /**/ 3.0f,  //
@@ -181,6 +263,7 @@ TEST(TileFormat, WorkedExampleBytes) {
   o.tile_rows = 2;
   o.tile_cols = 4;
   o.threshold = 0.75;
+  o.dense_if_not_smaller = false;
   using B = std::vector<std::uint8_t>;
   o.sparse_format = TileFormat::Ell;
   TiledMatrix t = compact(x, 3, 5, 5, o);
@@ -203,6 +286,17 @@ TEST(TileFormat, WorkedExampleBytes) {
   EXPECT_EQ(t.payload, (B{
       0x0A, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x00, 0x40,
       0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40, 0x40, 0x00, 0x00, 0x00, 0x00}));
+  // Size rule: tile (0,1) (8 dense bytes, 12 in either sparse format) is DENSE; the payload ends after (0,0).
+  o.dense_if_not_smaller = true;
+  for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap}) {
+    o.sparse_format = f;
+    t = compact(x, 3, 5, 5, o);
+    const std::uint64_t end = f == TileFormat::Ell ? 0x20 : 0x10;
+    EXPECT_EQ(t.header(0, 0).fmt(), f);
+    EXPECT_EQ(t.header(0, 1), (TileHeader{0, 0, 0, 1, end}));
+    EXPECT_EQ(t.header(1, 0), (TileHeader{0, 0, 0, 4, end}));
+    EXPECT_EQ(t.payload.size(), end);
+  }
 }
 
 TEST(TileFormat, ValidateCatchesCorruption) {

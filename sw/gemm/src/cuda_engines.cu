@@ -381,6 +381,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     o.tile_cols = opt_.tile_cols;
     o.threshold = opt_.threshold;
     o.sparse_format = opt_.sparse_format;
+    o.dense_if_not_smaller = opt_.dense_if_not_smaller;
     const double t0 = now_s();
     const format::TiledMatrix s = format::compact(s_ptr, std::uint32_t(s_rows), std::uint32_t(s_cols), lds, o);
     stats.compact_s = now_s() - t0;
@@ -416,7 +417,8 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     const std::uint64_t tiles = grid.num_tiles();
     if (tiles > std::uint64_t(0x7FFFFFFF)) throw InputError("cuda tile-sparse gemm: too many tiles for one scan");
     hd::CompactGeom g{s_dev, std::uint64_t(lds), grid.rows, grid.cols, grid.tile_rows, grid.tile_cols,
-                      grid.tiles_c(), opt_.threshold, std::uint8_t(opt_.sparse_format)};
+                      grid.tiles_c(), opt_.threshold, std::uint8_t(opt_.sparse_format),
+                      opt_.dense_if_not_smaller};
     format::TileHeader* hdr = hdr_.get<format::TileHeader>(tiles);
     std::uint64_t* sizes = sizes_.get<std::uint64_t>(tiles);
     std::uint64_t* offsets = offsets_.get<std::uint64_t>(tiles);

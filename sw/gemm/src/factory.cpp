@@ -50,6 +50,7 @@ Calibration calibrate_threshold(const TileSparseOptions& base, int M, int N, int
   Calibration cal;
   TileSparseOptions sparse_opt = base, dense_opt = base;
   sparse_opt.threshold = 2.0;  // every non-zero tile sparse
+  sparse_opt.dense_if_not_smaller = false;
   dense_opt.threshold = 0.0;   // every tile DENSE
   TileSparseEngine se(sparse_opt), de(dense_opt);
   GemmCall c;

@@ -20,6 +20,7 @@ struct CompactGeom {
   std::uint32_t rows, cols, tile_rows, tile_cols, tiles_c;
   double threshold;
   std::uint8_t sparse_format;  ///< format::TileFormat::Ell (1) or Bitmap (2)
+  bool dense_if_not_smaller;   ///< format::CompactOptions' size rule
 };
 
 SPARTAN_HD inline std::uint32_t f32_bits(float x) {
@@ -47,24 +48,25 @@ SPARTAN_HD inline std::uint64_t tile_count_header(const CompactGeom& g, std::uin
   h->nnz = nnz;
   h->offset = 0;
   const double density = double(nnz) / (double(re) * ce);
-  std::uint64_t bytes = 0;
-  if (density >= g.threshold) {
+  std::uint64_t bytes = 0;  // sparse payload bytes (format::sparse_payload_bytes)
+  if (nnz > 0) {
+    if (g.sparse_format == 1) {
+      const std::uint64_t ib = g.tile_cols <= 256 ? 1 : 2;
+      bytes = align_up(std::uint64_t(re) * width * ib, format::kEllValueAlignBytes) + std::uint64_t(re) * width * 4;
+    } else {
+      bytes = std::uint64_t(re) * ((ce + 31) / 32) * 4 + std::uint64_t(nnz) * 4;
+    }
+  }
+  // format::tile_stays_dense: the threshold, then the size rule
+  if (density >= g.threshold || (g.dense_if_not_smaller && nnz > 0 && bytes >= std::uint64_t(re) * ce * 4)) {
     h->format = 0;  // DENSE, in place
     h->flags = 0;
     h->width = 0;
-  } else {
-    h->format = g.sparse_format;
-    h->flags = 0;
-    h->width = g.sparse_format == 1 ? static_cast<std::uint16_t>(width) : 0;
-    if (nnz > 0) {
-      if (g.sparse_format == 1) {
-        const std::uint64_t ib = g.tile_cols <= 256 ? 1 : 2;
-        bytes = align_up(std::uint64_t(re) * width * ib, format::kEllValueAlignBytes) + std::uint64_t(re) * width * 4;
-      } else {
-        bytes = std::uint64_t(re) * ((ce + 31) / 32) * 4 + std::uint64_t(nnz) * 4;
-      }
-    }
+    return 0;
   }
+  h->format = g.sparse_format;
+  h->flags = 0;
+  h->width = g.sparse_format == 1 ? static_cast<std::uint16_t>(width) : 0;
   return bytes;
 }
 

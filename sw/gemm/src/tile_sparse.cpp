@@ -100,6 +100,7 @@ format::TiledMatrix TileSparseEngine::compact_operand(const GemmCall& c) const {
   o.tile_cols = opt_.tile_cols;
   o.threshold = opt_.threshold;
   o.sparse_format = opt_.sparse_format;
+  o.dense_if_not_smaller = opt_.dense_if_not_smaller;
   return format::compact(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld), o);
 }
 

@@ -26,7 +26,7 @@ HostResult compact_like_device(const float* s, std::uint32_t rows, std::uint32_t
   const fmt::TileGrid grid{rows, cols, o.tile_rows, o.tile_cols};
   const std::uint64_t tiles = grid.num_tiles();
   const hd::CompactGeom g{s, ld, rows, cols, o.tile_rows, o.tile_cols, grid.tiles_c(), o.threshold,
-                          std::uint8_t(o.sparse_format)};
+                          std::uint8_t(o.sparse_format), o.dense_if_not_smaller};
   HostResult r;
   r.headers.resize(tiles);
   std::vector<std::uint64_t> sizes(tiles), offsets(tiles);
@@ -70,22 +70,24 @@ TEST(CompactHd, MatchesFormatCompactByteForByte) {
   for (const Case& c : cases)
     for (fmt::TileFormat f : {fmt::TileFormat::Ell, fmt::TileFormat::Bitmap})
       for (double threshold : {0.0, 0.3, 0.5, 2.0})
-        for (double density : {0.0, 0.05, 0.4, 0.9}) {
+        for (double density : {0.0, 0.05, 0.4, 0.9})
+          for (bool size_rule : {true, false}) {
           const std::size_t ld = c.cols + c.ld_extra;
           const auto m = random_matrix(c.rows, ld, density, rng);
           fmt::CompactOptions o;
           o.tile_rows = c.tr, o.tile_cols = c.tc, o.threshold = threshold, o.sparse_format = f;
+          o.dense_if_not_smaller = size_rule;
           const fmt::TiledMatrix ref = fmt::compact(m.data(), c.rows, c.cols, ld, o);
           const HostResult got = compact_like_device(m.data(), c.rows, c.cols, ld, o);
           fmt::TiledMatrix t = ref;
           t.headers = got.headers;
           ASSERT_EQ(t.header_bytes(), ref.header_bytes())
-              << c.rows << "x" << c.cols << " tiles " << c.tr << "x" << c.tc << " thr " << threshold << " d " << density;
+              << c.rows << "x" << c.cols << " tiles " << c.tr << "x" << c.tc << " thr " << threshold << " d " << density << " size rule " << size_rule;
           ASSERT_EQ(got.payload, ref.payload)
-              << c.rows << "x" << c.cols << " tiles " << c.tr << "x" << c.tc << " thr " << threshold << " d " << density;
+              << c.rows << "x" << c.cols << " tiles " << c.tr << "x" << c.tc << " thr " << threshold << " d " << density << " size rule " << size_rule;
           ++compared;
         }
-  EXPECT_EQ(compared, 8 * 2 * 4 * 4);
+  EXPECT_EQ(compared, 8 * 2 * 4 * 4 * 2);
 }
 
 TEST(CompactHd, CpuEnginesRejectDevicePointers) {

@@ -85,7 +85,7 @@ void check_case_into(TileSparseStats& out, const Case& cs, const TileSparseOptio
   const std::size_t tiles = std::size_t((rows + opt.tile_rows - 1) / opt.tile_rows) *
                             ((cols + opt.tile_cols - 1) / opt.tile_cols);
   EXPECT_EQ(st.tiles_zero + st.tiles_sparse + st.tiles_dense, tiles);
-  if (opt.threshold > 1) {
+  if (opt.threshold > 1 && !opt.dense_if_not_smaller) {
     EXPECT_EQ(st.tiles_dense, 0u);
   }
   out = st;
@@ -164,6 +164,7 @@ TEST(TileSparseGemm, LongReductionsPanelsAndPacking) {
         for (double sparsity : {0.5, 0.95}) {
           TileSparseOptions o;
           o.threshold = 2.0;  // every non-zero tile sparse
+          o.dense_if_not_smaller = false;
           o.isa = isas().back();
           check_case(Case{sp, oa, ob, 70, 90, 2100, sparsity}, o, rng, sparsity > 0.9 ? 1.0f : -0.5f,
                      sparsity > 0.9 ? 0.0f : 0.25f, sparsity > 0.9 ? 0 : 5);
@@ -193,6 +194,7 @@ TEST(TileSparseGemm, TransposedScatterAndGatherMatchReference) {
               o.sparse_format = f;
               o.isa = isa;
               o.threshold = 2.0;  // every non-zero tile sparse
+              o.dense_if_not_smaller = false;
               o.num_threads = &sh == &shapes[3] ? 2 : 1;  // bands shared by two threads on one shape (spinning
                                                           // OpenMP barriers make many threaded calls slow here)
               const bool u8_ell = f == TileFormat::Ell && t[1] <= 256;
@@ -234,6 +236,7 @@ TEST(TileSparseGemm, StoredRowsDirectAndListsMatchReference) {
               o.sparse_format = f;
               o.isa = isa;
               o.threshold = 2.0;
+              o.dense_if_not_smaller = false;
               o.num_threads = &sh == &shapes[3] ? 2 : 1;
               const bool direct_ok = f == TileFormat::Ell && t[1] <= 256 && sh[2] <= 1280;
               TileSparseStats st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.9}, o, rng);
@@ -281,6 +284,7 @@ TEST(TileSparseGemm, LongStoreRunsMatchReference) {
           o.isa = isa;
           o.store_runs_min_bytes = min_bytes;
           o.threshold = 2.0;
+          o.dense_if_not_smaller = false;
           o.num_threads = &sh == &shapes[2] ? 2 : 1;
           const Case cs{SparseOperand::B, sh.oa, sh.ob, sh.M, sh.N, sh.K, 0.9};
           TileSparseStats st = check_case(cs, o, rng);
@@ -302,6 +306,7 @@ TEST(TileSparseGemm, TransposedKernelAutoChoice) {
   std::mt19937 rng(52);
   TileSparseOptions o;
   o.threshold = 2.0;
+  o.dense_if_not_smaller = false;
   o.isa = isas().back();
   // forward Y = W * col: Q = M (Cout), R = K
   EXPECT_TRUE(check_case(Case{SparseOperand::B, Op::N, Op::N, kScatterMaxQ, 100, kScatterMinR, 0.9}, o, rng).scattered);
@@ -459,6 +464,7 @@ TEST(TileSparseGemm, DensePackReuseFollowsVersionAndIsInvalidated) {
     TileSparseOptions o;
     o.isa = isa;
     o.threshold = 2.0;  // every non-zero tile sparse
+    o.dense_if_not_smaller = false;
     TileSparseEngine e(o);
     GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, W.data(), K, col.data(), N, C.data(), N, SparseOperand::B};
     c.dense_version = 7;
@@ -537,6 +543,7 @@ TEST(TileSparseGemm, LargeOutputsStreamedMatchReference) {
       const std::vector<float> C0 = C;
       TileSparseOptions o;
       o.threshold = 2.0;
+      o.dense_if_not_smaller = false;
       o.transposed_kernel = tk;
       TileSparseEngine e(o);
       e.run(c);

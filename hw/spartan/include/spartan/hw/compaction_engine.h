@@ -60,7 +60,8 @@ struct EngineConfig {
 
 struct EngineStats {
   std::uint64_t jobs = 0, job_errors = 0;
-  std::uint64_t tiles = 0, tiles_dense = 0, tiles_zero = 0, tiles_compacted = 0;
+  std::uint64_t tiles = 0, tiles_dense = 0, tiles_zero = 0, tiles_compacted = 0;  ///< compacted = fetched
+  std::uint64_t tiles_dense_by_size = 0;            ///< fetched, then written DENSE by D_CFG.SIZE_RULE
   std::uint64_t reads = 0, bytes_read = 0;          ///< matrix data
   std::uint64_t table_bytes_read = 0;               ///< count table
   std::uint64_t writes = 0, payload_bytes_written = 0, header_bytes_written = 0;
@@ -78,6 +79,7 @@ struct EngineJob {
   std::uint64_t cycles = 0;           ///< LAST_CYCLES
   std::uint64_t payload_bytes = 0;    ///< LAST_OUT_BYTES (payload area size, 16-byte aligned)
   std::uint64_t tiles_dense = 0, tiles_zero = 0, tiles_compacted = 0;
+  std::uint64_t tiles_dense_by_size = 0;  ///< of tiles_compacted: written DENSE by SIZE_RULE
 };
 
 class CompactionEngine : public sc_core::sc_module {

@@ -151,7 +151,7 @@ enum DescWord : unsigned {
   D_SRC_LO = 0, D_SRC_HI = 1,        ///< dense matrix: byte address of element (0,0)
   D_ROWS = 2, D_COLS = 3,            ///< matrix shape (elements)
   D_ROW_PITCH = 4,                   ///< bytes between row starts
-  D_CFG = 5,                         ///< [1:0] DTYPE, [7:4] FORMAT, [11:8] SAMPLE_SHIFT
+  D_CFG = 5,                         ///< [1:0] DTYPE, [7:4] FORMAT, [11:8] SAMPLE_SHIFT, [12] SIZE_RULE
   D_TILE = 6,                        ///< [15:0] TILE_ROWS, [31:16] TILE_COLS
   D_THRESHOLD = 7,                   ///< density threshold, unsigned Q16.16 (0x8000 = 0.5)
   D_CT_LO = 8, D_CT_HI = 9,          ///< count table (u32 per tile, row-major tile order)
@@ -163,6 +163,9 @@ enum DescWord : unsigned {
 constexpr unsigned D_CFG_DTYPE_LSB = 0, D_CFG_DTYPE_WIDTH = 2;
 constexpr unsigned D_CFG_FORMAT_LSB = 4, D_CFG_FORMAT_WIDTH = 4;
 constexpr unsigned D_CFG_SHIFT_LSB = 8, D_CFG_SHIFT_WIDTH = 4;
+/// D_CFG.SIZE_RULE: a fetched tile whose sparse payload would be at least its dense bytes is written as
+/// DENSE (in place, no payload) instead: format::CompactOptions::dense_if_not_smaller.
+constexpr unsigned D_CFG_SIZE_RULE_BIT = 12;
 /// Output-format field values (D_CFG.FORMAT). 1 = ELL and 2 = BITMAP; the byte layout they select is
 /// the one of sw/format/include/spartan/format/tile_format.h.
 constexpr std::uint32_t kFormatEll = 1, kFormatBitmap = 2;
@@ -181,6 +184,7 @@ struct Descriptor {
   std::uint32_t sample_shift = 0;
   std::uint32_t tile_rows = 32, tile_cols = 32;
   std::uint32_t threshold_q16 = 0x8000;
+  bool size_rule = false;  ///< D_CFG.SIZE_RULE (reset value 0: the threshold alone decides)
   std::uint64_t count_table = 0, header_base = 0, out_base = 0;
   std::uint32_t out_capacity_bytes = 0;
   std::uint32_t tag = 0;
@@ -195,7 +199,8 @@ struct Descriptor {
     w[D_ROW_PITCH] = row_pitch_bytes;
     w[D_CFG] = field_put(static_cast<std::uint32_t>(dtype), D_CFG_DTYPE_LSB, D_CFG_DTYPE_WIDTH) |
                field_put(format, D_CFG_FORMAT_LSB, D_CFG_FORMAT_WIDTH) |
-               field_put(sample_shift, D_CFG_SHIFT_LSB, D_CFG_SHIFT_WIDTH);
+               field_put(sample_shift, D_CFG_SHIFT_LSB, D_CFG_SHIFT_WIDTH) |
+               field_put(size_rule ? 1u : 0u, D_CFG_SIZE_RULE_BIT, 1);
     w[D_TILE] = field_put(tile_rows, 0, 16) | field_put(tile_cols, 16, 16);
     w[D_THRESHOLD] = threshold_q16;
     w[D_CT_LO] = static_cast<std::uint32_t>(count_table);
@@ -219,6 +224,7 @@ struct Descriptor {
     d.dtype = static_cast<ElemType>(field_get(w[D_CFG], D_CFG_DTYPE_LSB, D_CFG_DTYPE_WIDTH));
     d.format = field_get(w[D_CFG], D_CFG_FORMAT_LSB, D_CFG_FORMAT_WIDTH);
     d.sample_shift = field_get(w[D_CFG], D_CFG_SHIFT_LSB, D_CFG_SHIFT_WIDTH);
+    d.size_rule = field_get(w[D_CFG], D_CFG_SIZE_RULE_BIT, 1) != 0;
     d.tile_rows = field_get(w[D_TILE], 0, 16);
     d.tile_cols = field_get(w[D_TILE], 16, 16);
     d.threshold_q16 = w[D_THRESHOLD];

@@ -34,6 +34,9 @@ struct ReplayOptions {
   format::TileFormat format = format::TileFormat::Ell;
   std::uint32_t tile_rows = 32, tile_cols = 32;
   double threshold = 0.5;                ///< density at or above which a tile stays DENSE (Q16.16 in hardware)
+  /// A tile whose sparse payload would not be smaller than its dense bytes stays DENSE too
+  /// (format::CompactOptions::dense_if_not_smaller; the engine's D_CFG.SIZE_RULE; review finding F8).
+  bool size_rule = true;
   std::uint32_t sampling = 0;            ///< monitor SAMPLE_SHIFT
   std::vector<std::int64_t> iterations;  ///< empty: every captured iteration
   std::vector<std::int64_t> layers;      ///< empty: every captured layer

@@ -103,9 +103,10 @@ Kernel make_consumer(const DenseOperand& m, const std::vector<format::TileHeader
                      const BaselineConfig& c, std::uint32_t sms, std::uint32_t line);
 
 /// The headers the scan computes from per-tile {nnz, width}: DENSE at or above the threshold (Q16.16,
-/// regmap::tile_is_dense, the engine's rule), else the sparse format; offsets per tile_format.h.
+/// regmap::tile_is_dense, the engine's rule) or, with `size_rule`, when the sparse payload would not be
+/// smaller than the dense tile (format::tile_stays_dense); else the sparse format; offsets per tile_format.h.
 std::vector<format::TileHeader> scan_headers(const DenseOperand& m, const std::vector<std::uint32_t>& nnz,
                                              const std::vector<std::uint32_t>& width, std::uint32_t threshold_q16,
-                                             format::TileFormat fmt, std::uint64_t* payload_bytes);
+                                             bool size_rule, format::TileFormat fmt, std::uint64_t* payload_bytes);
 
 }  // namespace spartan::hw

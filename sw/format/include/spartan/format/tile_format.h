@@ -11,9 +11,12 @@
 //    row-major tile order: tile (ti, tj) has index ti * tiles_c + tj.
 //  - Each tile has a 16-byte TileHeader {format, flags, width, nnz, offset} (little-endian).
 //  - nnz is always the true number of non-zero elements of the tile, whatever its format.
-//  - A tile with density nnz / (r_eff * c_eff) >= threshold is DENSE; otherwise it gets the requested
-//    sparse format (ELL or BITMAP). A tile with nnz == 0 below the threshold is a "zero tile": sparse
-//    format, width 0, no payload. Kernels skip every tile with nnz == 0.
+//  - A tile with density nnz / (r_eff * c_eff) >= threshold is DENSE; so is, by default
+//    (CompactOptions::dense_if_not_smaller), a tile whose sparse payload would take at least as many bytes
+//    as its r_eff * c_eff dense elements (an ELL tile whose widest row is nearly full): compaction never
+//    makes a tile larger. Otherwise the tile gets the requested sparse format (ELL or BITMAP). A tile with
+//    nnz == 0 below the threshold is a "zero tile": sparse format, width 0, no payload. Kernels skip every
+//    tile with nnz == 0.
 //  - DENSE tiles stay in place in the source matrix (DenseStorage::InPlace, the default, as the
 //    hardware compaction engine does) or are copied row-major into the payload (DenseStorage::Payload,
 //    header flag kFlagDenseInPayload) so that a TiledMatrix is self-contained.
@@ -184,7 +187,31 @@ struct CompactOptions {
   TileFormat sparse_format = TileFormat::Ell;  ///< format of non-DENSE tiles: Ell or Bitmap
   DenseStorage dense_storage = DenseStorage::InPlace;
   ElemType elem = ElemType::F32;
+  /// Size rule: a tile below the threshold whose sparse payload (sparse_payload_bytes) would be at least
+  /// its dense bytes r_eff * c_eff * eb is DENSE too. ELL pads every row to the widest one, so a tile of
+  /// density 0.45 with one nearly full row takes 32 * 26 * 5 B > 4 KiB in ELL (review F8,
+  /// docs/review/2026-12-01-numbers.md). false gives the threshold alone (tests forcing a sparse format).
+  bool dense_if_not_smaller = true;
 };
+
+/// Payload bytes a non-zero tile (nnz > 0) would take in sparse format `f` (Ell or Bitmap) with ELL width
+/// `width` (the largest row non-zero count): the sizes of tile_payload_bytes().
+inline std::size_t sparse_payload_bytes(TileFormat f, std::uint32_t r_eff, std::uint32_t c_eff, std::uint32_t width,
+                                        std::uint32_t nnz, std::uint32_t tile_cols, ElemType et) {
+  const std::size_t eb = elem_bytes(et);
+  if (f == TileFormat::Ell) return ell_values_offset(r_eff, width, tile_cols) + std::size_t(r_eff) * width * eb;
+  return bitmap_bytes(r_eff, c_eff) + std::size_t(nnz) * eb;
+}
+
+/// The format decision of compact() for a tile of r_eff x c_eff elements with `nnz` non-zeros and widest
+/// row `width`: true when the tile is DENSE (threshold, then the size rule).
+inline bool tile_stays_dense(const CompactOptions& o, std::uint32_t r_eff, std::uint32_t c_eff, std::uint32_t width,
+                             std::uint32_t nnz) {
+  if (double(nnz) / (double(r_eff) * c_eff) >= o.threshold) return true;
+  return o.dense_if_not_smaller && nnz > 0 &&
+         sparse_payload_bytes(o.sparse_format, r_eff, c_eff, width, nnz, o.tile_cols, o.elem) >=
+             std::size_t(r_eff) * c_eff * elem_bytes(o.elem);
+}
 
 /// A compacted matrix: grid, one header per tile (row-major tile order) and the payload area.
 /// With DenseStorage::InPlace, DENSE tiles are read from `source` (non-owning; must outlive this).
@@ -194,6 +221,7 @@ struct TiledMatrix {
   TileFormat sparse_format = TileFormat::Ell;
   DenseStorage dense_storage = DenseStorage::InPlace;
   double threshold = 0.5;
+  bool dense_if_not_smaller = true;  ///< the size rule of CompactOptions was applied
   std::vector<TileHeader> headers;
   std::vector<std::uint8_t> payload;
   const void* source = nullptr;  ///< the dense source (for in-place DENSE tiles)
@@ -285,6 +313,7 @@ TiledMatrix compact_bits(const T* dense, std::uint32_t rows, std::uint32_t cols,
   m.sparse_format = opt.sparse_format;
   m.dense_storage = opt.dense_storage;
   m.threshold = opt.threshold;
+  m.dense_if_not_smaller = opt.dense_if_not_smaller;
   m.source = dense;
   m.source_ld = ld;
   const TileGrid& g = m.grid;
@@ -306,8 +335,7 @@ TiledMatrix compact_bits(const T* dense, std::uint32_t rows, std::uint32_t cols,
       }
       TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
       h.nnz = nnz;
-      const double density = double(nnz) / (double(re) * ce);
-      if (density >= opt.threshold) {
+      if (tile_stays_dense(opt, re, ce, width, nnz)) {
         h.format = std::uint8_t(TileFormat::Dense);
         h.flags = opt.dense_storage == DenseStorage::Payload ? kFlagDenseInPayload : 0;
       } else {

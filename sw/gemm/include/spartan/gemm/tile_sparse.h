@@ -61,6 +61,9 @@ struct TileSparseOptions {
   std::uint32_t tile_cols = kGemmTileCols;
   double threshold = kCalibratedThreshold;                ///< see format::CompactOptions::threshold
   format::TileFormat sparse_format = format::TileFormat::Ell;  ///< Ell or Bitmap
+  /// format::CompactOptions::dense_if_not_smaller: a tile whose sparse payload would not be smaller than
+  /// its dense elements is DENSE (dense micro-kernel). false: the threshold alone decides.
+  bool dense_if_not_smaller = true;
   Isa isa = Isa::Auto;  ///< Auto: AVX2+FMA when the CPU has them, else portable
   int num_threads = 0;  ///< OpenMP threads for the sparse part; 0 = OpenMP default
   /// Call-level guard: when the whole operand's density (nnz / elements) is >= threshold, run one sgemm
