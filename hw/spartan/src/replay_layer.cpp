@@ -156,6 +156,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   L["dtype"] = trace::dtype_name(info->dtype);
   L["rows"] = m.rows;
   L["cols"] = m.cols;
+  L["dense_bytes"] = std::uint64_t(m.rows) * m.cols * trace::dtype_size(info->dtype);  // the activation, unpadded
   L["tiles"] = tiles;
   L["density"] = double(nnz_total) / (double(rows) * double(cols));
   L["tile_kinds"] = {{"dense", kinds.dense}, {"sparse", kinds.sparse}, {"zero", kinds.zero}};

@@ -97,6 +97,14 @@ std::string replay_summary(const json& doc) {
     << mb(ov["convert"]["hw_l2_bytes"].get<std::uint64_t>()) << " MB, DRAM "
     << mb(ov["convert"]["sw_dram_bytes"].get<std::uint64_t>()) << " vs " << mb(ov["convert"]["hw_dram_bytes"].get<std::uint64_t>())
     << " MB\n";
+  if (ov.contains("output")) {
+    const auto& out = ov["output"];
+    o << "  output:     compacted payload " << mb(out["payload_bytes"].get<std::uint64_t>()) << " MB + headers "
+      << mb(out["header_bytes"].get<std::uint64_t>()) << " MB for " << mb(out["dense_bytes"].get<std::uint64_t>())
+      << " MB of dense activations (" << out["tiles_dense_by_size"].get<std::uint64_t>()
+      << " tiles kept DENSE by the size rule); the consumer read " << mb(out["consumer_l2_bytes"].get<std::uint64_t>())
+      << " MB\n";
+  }
   if (ov.contains("speedup")) {
     const auto& sp = ov["speedup"];
     o << "  tile-sparse GEMM: sum of dense / sum of tile-sparse forward GEMM times, measured on "

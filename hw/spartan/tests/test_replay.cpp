@@ -180,6 +180,19 @@ TEST(Replay, F32EllAllLayersAllChecks) {
     EXPECT_DOUBLE_EQ(doc["overall"]["speedup"]["gemm_measured"].get<double>(), 0.050 / 0.020);
     EXPECT_FALSE(doc["overall"]["speedup"].contains("hardware"));
     EXPECT_NE(text.find("measured on a CPU"), std::string::npos);
+    // The compacted output beside the dense activations (review finding F8): sums of the layers.
+    std::uint64_t dense = 0, payload = 0, consumer = 0;
+    for (const auto& L : doc["layers"]) {
+      dense += L["rows"].get<std::uint64_t>() * L["cols"].get<std::uint64_t>() * 4;
+      payload += L["hardware"]["payload_bytes"].get<std::uint64_t>();
+      consumer += static_cast<std::uint64_t>(L["consumer"]["l2_bytes"].get<double>());
+    }
+    const auto& out = doc["overall"]["output"];
+    EXPECT_EQ(out["dense_bytes"].get<std::uint64_t>(), dense);
+    EXPECT_EQ(out["payload_bytes"].get<std::uint64_t>(), payload);
+    EXPECT_EQ(out["consumer_l2_bytes"].get<std::uint64_t>(), consumer);
+    EXPECT_GT(payload, 0u);
+    EXPECT_NE(text.find("output:     compacted payload"), std::string::npos);
   });
 }
 
