@@ -21,7 +21,8 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
       clk_(cfg.crossbar_clock()),
       bw_(cfg.crossbar.port_bytes_per_cycle),
       header_(cfg.crossbar.header_bytes),
-      latency_ps_(clk_.cycles_to_ps(cfg.crossbar.latency_cycles)) {
+      latency_ps_(clk_.cycles_to_ps(cfg.crossbar.latency_cycles)),
+      line_bytes_(cfg.l2.slice.line_bytes) {
   for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) {
     slice_ports_.emplace_back(clk_, bw_);
     slice_port_ptr_.push_back(&slice_ports_.back());
@@ -36,9 +37,20 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
   in.register_transport_dbg(this, &Crossbar::transport_dbg);
 }
 
-void Crossbar::add_input_port(const std::string& name) {
-  ports_.emplace_back(clk_, bw_);
+void Crossbar::add_input_port(const std::string& name, std::uint32_t bytes_per_cycle) {
+  const std::uint32_t w = bytes_per_cycle ? bytes_per_cycle : bw_;
+  ports_.emplace_back(clk_, w);
+  ports_.back().bw = w;
   port_ptr_.push_back(&ports_.back());
+  if (w != bw_) {
+    std::vector<Message> tab;
+    for (std::uint32_t p = 0; p <= line_bytes_; ++p) {
+      const std::uint64_t b = (header_ + p + w - 1) / w * w;
+      tab.push_back({b, clk_.cycles_to_ps(double(b / w))});
+    }
+    wide_msg_.push_back(std::move(tab));
+    ports_.back().wide_msg = &wide_msg_.back();
+  }
   ports_.back().stats.register_with(registry_.add_group("xbar." + name, "crossbar_port"));
 }
 
@@ -65,10 +77,13 @@ ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, 
   // Request: through the input port, then the slice port (cut-through: the second reservation starts when
   // the first one starts moving data, so an idle path costs one message time, not two).
   const auto [req_bytes, min_req] = message(write ? bytes : 0);
+  // A wider input port (an extra initiator, add_input_port): its own flits and times on its side.
+  const Message preq = p.wide_msg ? port_message(p, write ? bytes : 0) : Message{req_bytes, min_req};
   // The calendars round a transfer's end down to the ps while cycles_ps() rounds to nearest, so `a` can
   // lie up to 1 ps short of t + min_req with a non-integer period (1410 MHz: 709.22 ps): clamp, never wrap.
-  ps_t a = p.req.reserve(t, req_bytes);
-  ps_t b = s.req.reserve(a > t + min_req ? a - min_req : t, req_bytes);
+  ps_t a = p.req.reserve(t, preq.bytes);
+  ps_t b = s.req.reserve(a > t + preq.min_ps ? a - preq.min_ps : t, req_bytes);
+  if (p.wide_msg) b = std::max(b, a);  // the narrower slice port cannot finish first
   ps_t arrive = b + latency_ps_;
 
   ps_t r;
@@ -81,15 +96,17 @@ ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, 
   }
 
   const auto [rsp_bytes, min_rsp] = message(write ? 0 : bytes);
+  const Message prsp = p.wide_msg ? port_message(p, write ? 0 : bytes) : Message{rsp_bytes, min_rsp};
   ps_t c = s.rsp.reserve(r, rsp_bytes);
-  ps_t e = p.rsp.reserve(c > r + min_rsp ? c - min_rsp : r, rsp_bytes);
+  ps_t e = p.rsp.reserve(c > r + min_rsp ? c - min_rsp : r, prsp.bytes);
+  if (p.wide_msg) e = std::max(e, c);
   ps_t done = e + latency_ps_;
 
   ++p.stats.requests;
   p.stats.request_bytes += header_ + (write ? bytes : 0);
   p.stats.response_bytes += header_ + (write ? 0 : bytes);
   const auto wait_ps = [](ps_t end, ps_t start, ps_t min) { return end > start + min ? double(end - start - min) : 0.0; };
-  p.stats.queue_delay_ps.add(wait_ps(b, t, min_req) + wait_ps(e, r, min_rsp));
+  p.stats.queue_delay_ps.add(wait_ps(b, t, std::max(min_req, preq.min_ps)) + wait_ps(e, r, std::max(min_rsp, prsp.min_ps)));
   return done;
 }
 

@@ -63,11 +63,12 @@ GpuSystem::~GpuSystem() = default;
 
 void GpuSystem::add_l2_write_observer(std::size_t slice, L2WriteObserver& obs) { l2_.at(slice)->add_write_observer(obs); }
 
-void GpuSystem::bind_extra_initiator(tlm::tlm_initiator_socket<>& socket, const std::string& name) {
+void GpuSystem::bind_extra_initiator(tlm::tlm_initiator_socket<>& socket, const std::string& name,
+                                     std::uint32_t port_bytes_per_cycle) {
   if (sc_core::sc_get_status() != sc_core::SC_ELABORATION)
     throw std::logic_error("bind_extra_initiator must be called before the first run()");
   socket.bind(xbar_->in);
-  xbar_->add_input_port(name);
+  xbar_->add_input_port(name, port_bytes_per_cycle);
 }
 
 ps_t GpuSystem::now_ps() const { return sc_core::sc_time_stamp().value(); }

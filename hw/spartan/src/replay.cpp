@@ -55,9 +55,10 @@ void Replay::build() {
   EngineConfig ec = opt_.engine;
   ec.clock_mhz = opt_.engine_clock_mhz > 0 ? opt_.engine_clock_mhz : cfg.clocks.l2_mhz;
   ec.line_bytes = line_;
+  if (ec.port_bytes_per_cycle == 0) ec.port_bytes_per_cycle = line_;
   engine_ = std::make_unique<CompactionEngine>("engine", ec);
   bus_->units.bind(engine_->mmio);
-  gpu_->bind_extra_initiator(engine_->mem, "engine");
+  gpu_->bind_extra_initiator(engine_->mem, "engine", ec.port_bytes_per_cycle);
   ctx_.gpu = gpu_.get();
   for (auto& m : monitors_) ctx_.monitors.push_back(m.get());
   ctx_.engine = engine_.get();
@@ -183,7 +184,8 @@ json Replay::run() {
   doc["gpu"] = {{"preset", gpu_->config().name}, {"sms", sms_}, {"l2_slices", gpu_->num_l2_slices()},
                 {"l2_mhz", gpu_->config().clocks.l2_mhz}, {"core_mhz", gpu_->config().clocks.core_mhz},
                 {"monitor_mhz", monitors_.empty() ? 0.0 : monitors_[0]->config().clock_mhz},
-                {"engine_mhz", engine_->config().clock_mhz}};
+                {"engine_mhz", engine_->config().clock_mhz},
+                {"engine_port_bytes_per_cycle", engine_->config().port_bytes_per_cycle}};
   doc["options"] = {{"format", opt_.format == fmt::TileFormat::Ell ? "ell" : "bitmap"},
                     {"tile", std::to_string(opt_.tile_rows) + "x" + std::to_string(opt_.tile_cols)},
                     {"threshold", opt_.threshold}, {"threshold_q16", threshold_to_q16(opt_.threshold)},

@@ -45,6 +45,9 @@ std::string replay_summary(const json& doc) {
     o << "unit clocks: monitors " << f("%.0f", gp["monitor_mhz"].get<double>()) << " MHz, engine "
       << f("%.0f", gp["engine_mhz"].get<double>()) << " MHz (L2 " << f("%.0f", gp["l2_mhz"].get<double>())
       << " MHz; the synthesised datapaths' fmax is in spartan-area's area.md; set clock_mhz with --units)\n";
+  if (gp.contains("engine_port_bytes_per_cycle"))
+    o << "engine crossbar port: " << gp["engine_port_bytes_per_cycle"].get<std::uint32_t>()
+      << " B per crossbar cycle each way (SM ports: the preset's width; --units engine.port_bytes_per_cycle)\n";
   o << "assumed overheads: kernel launch " << opt["kernel_launch_ns"] << " ns (software kernels), host MMIO read "
     << opt["host_mmio_read_ns"] << " ns, posted MMIO write " << opt["host_mmio_write_ns"] << " ns\n\n";
   o << "times in us; traffic in MB (L2 = bytes read+written at the L2 slices, DRAM = at the memory controllers)\n";
@@ -169,6 +172,7 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.job_tail_cycles = m.u32("job_tail_cycles", c.job_tail_cycles);
     c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
     c.max_job_bytes = m.u64("max_job_bytes", c.max_job_bytes);
+    c.port_bytes_per_cycle = m.u32("port_bytes_per_cycle", c.port_bytes_per_cycle);
     if (c.elements_per_cycle == 0) m.fail("elements_per_cycle", "must be >= 1");
     if (c.outstanding_reads == 0) m.fail("outstanding_reads", "must be >= 1");
     if (c.outstanding_writes == 0) m.fail("outstanding_writes", "must be >= 1");

@@ -36,7 +36,9 @@ class Crossbar : public sc_core::sc_module {
 
   Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const AddressMap& map, StatsRegistry& stats);
   /// Declares the next input port (call once per binding of `in`, in binding order); `name` labels stats.
-  void add_input_port(const std::string& name);
+  /// `bytes_per_cycle`: the port's width in both directions; 0 = the preset's port_bytes_per_cycle (an SM
+  /// port). The slice-side ports keep the preset's width.
+  void add_input_port(const std::string& name, std::uint32_t bytes_per_cycle = 0);
   std::size_t input_ports() const { return ports_.size(); }
   /// Fast path used by the builder (GpuSystem): the L2 slices `out` is bound to, in port order, called
   /// directly (L2Slice::access, integer ps) instead of through b_transport. Same timing.
@@ -47,11 +49,16 @@ class Crossbar : public sc_core::sc_module {
   ps_t access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now_ps, ps_t t_ps);
 
  private:
+  struct Message { std::uint64_t bytes; ps_t min_ps; };
   struct Port {
     // 8-cycle bins over a 16K-cycle horizon: small enough (8 KiB) to stay in cache across many ports.
     Port(const ClockDomain& clk, std::uint32_t bw) : req(clk, bw, 8, 2048), rsp(clk, bw, 8, 2048) {}
     BandwidthCalendar req, rsp;
     CrossbarPortStats stats;
+    /// Input ports wider than the preset's (extra initiators): their own message table (payload 0..line),
+    /// else nullptr (the crossbar's msg_).
+    const std::vector<Message>* wide_msg = nullptr;
+    std::uint32_t bw = 0;  ///< bytes per cycle
   };
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
@@ -61,11 +68,17 @@ class Crossbar : public sc_core::sc_module {
   }
   /// A message with `payload` bytes: its bytes on a port (header + payload in whole flits) and its
   /// minimum transfer time (cycles_ps(bytes / bw)). Tabled for payloads up to a line: no divide per call.
-  struct Message { std::uint64_t bytes; ps_t min_ps; };
   Message message(std::uint32_t payload) const {
     if (payload < msg_.size()) return msg_[payload];
     const std::uint64_t b = flit_bytes(payload);
     return {b, cycles_ps(b / bw_)};
+  }
+  /// message() on input port `p`'s own width (the same as message() for a port of the preset's width).
+  Message port_message(const Port& p, std::uint32_t payload) const {
+    if (!p.wide_msg) return message(payload);
+    if (payload < p.wide_msg->size()) return (*p.wide_msg)[payload];
+    const std::uint64_t b = (header_ + payload + p.bw - 1) / p.bw * p.bw;
+    return {b, clk_.cycles_to_ps(double(b / p.bw))};
   }
   const AddressMap& map_;
   StatsRegistry& registry_;
@@ -79,6 +92,8 @@ class Crossbar : public sc_core::sc_module {
   std::vector<L2Slice*> direct_;
   std::vector<ps_t> cycle_ps_;
   std::vector<Message> msg_;  ///< message(p) for p = 0..line_bytes
+  std::deque<std::vector<Message>> wide_msg_;  ///< the tables of wider input ports
+  std::uint32_t line_bytes_;
 };
 
 }  // namespace spartan::hw::gpu

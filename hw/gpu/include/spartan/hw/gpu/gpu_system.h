@@ -71,9 +71,11 @@ class GpuSystem {
   BackingStore& backing_store() { return *store_; }
 
   /// Binds an extra initiator (e.g. the CompactionEngine) into the crossbar as one more port with the
-  /// same per-port bandwidth/latency as an SM port; `name` labels its stats. Call before the first run().
-  /// Its requests must not cross an L2 line.
-  void bind_extra_initiator(tlm::tlm_initiator_socket<>& socket, const std::string& name);
+  /// crossbar's latency and `port_bytes_per_cycle` bytes per crossbar cycle in each direction (0: an SM
+  /// port's width, the preset's crossbar.port_bytes_per_cycle); `name` labels its stats. Call before the
+  /// first run(). Its requests must not cross an L2 line.
+  void bind_extra_initiator(tlm::tlm_initiator_socket<>& socket, const std::string& name,
+                            std::uint32_t port_bytes_per_cycle = 0);
 
   /// Runs one "kernel": SM i drains sources[i] (nullptr or missing: idle), then returns when the whole
   /// simulation is idle (every SC_THREAD blocked; other modules' threads run too). Throws std::logic_error
