@@ -67,6 +67,12 @@ void Crossbar::b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_tim
 
 ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
   Port& p = *port_ptr_[port];
+  // SM ports (the hot path of every kernel) compile without the wide-port steps.
+  return p.wide_msg ? access_on<true>(p, gp, now, t) : access_on<false>(p, gp, now, t);
+}
+
+template <bool Wide>
+ps_t Crossbar::access_on(Port& p, tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {
   const SliceAddress sa = map_.to_slice(gp.get_address());
   const std::uint32_t slice = sa.slice;
   if (!direct_.empty()) direct_[slice]->prefetch(gp.get_address(), sa.local);
@@ -78,12 +84,12 @@ ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, 
   // the first one starts moving data, so an idle path costs one message time, not two).
   const auto [req_bytes, min_req] = message(write ? bytes : 0);
   // A wider input port (an extra initiator, add_input_port): its own flits and times on its side.
-  const Message preq = p.wide_msg ? port_message(p, write ? bytes : 0) : Message{req_bytes, min_req};
+  const Message preq = Wide ? port_message(p, write ? bytes : 0) : Message{req_bytes, min_req};
   // The calendars round a transfer's end down to the ps while cycles_ps() rounds to nearest, so `a` can
   // lie up to 1 ps short of t + min_req with a non-integer period (1410 MHz: 709.22 ps): clamp, never wrap.
   ps_t a = p.req.reserve(t, preq.bytes);
   ps_t b = s.req.reserve(a > t + preq.min_ps ? a - preq.min_ps : t, req_bytes);
-  if (p.wide_msg) b = std::max(b, a);  // the narrower slice port cannot finish first
+  if constexpr (Wide) b = std::max(b, a);  // the narrower slice port cannot finish first
   ps_t arrive = b + latency_ps_;
 
   ps_t r;
@@ -96,17 +102,20 @@ ps_t Crossbar::access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now, 
   }
 
   const auto [rsp_bytes, min_rsp] = message(write ? 0 : bytes);
-  const Message prsp = p.wide_msg ? port_message(p, write ? 0 : bytes) : Message{rsp_bytes, min_rsp};
+  const Message prsp = Wide ? port_message(p, write ? 0 : bytes) : Message{rsp_bytes, min_rsp};
   ps_t c = s.rsp.reserve(r, rsp_bytes);
   ps_t e = p.rsp.reserve(c > r + min_rsp ? c - min_rsp : r, prsp.bytes);
-  if (p.wide_msg) e = std::max(e, c);
+  if constexpr (Wide) e = std::max(e, c);
   ps_t done = e + latency_ps_;
 
   ++p.stats.requests;
   p.stats.request_bytes += header_ + (write ? bytes : 0);
   p.stats.response_bytes += header_ + (write ? 0 : bytes);
   const auto wait_ps = [](ps_t end, ps_t start, ps_t min) { return end > start + min ? double(end - start - min) : 0.0; };
-  p.stats.queue_delay_ps.add(wait_ps(b, t, std::max(min_req, preq.min_ps)) + wait_ps(e, r, std::max(min_rsp, prsp.min_ps)));
+  if constexpr (Wide)
+    p.stats.queue_delay_ps.add(wait_ps(b, t, std::max(min_req, preq.min_ps)) + wait_ps(e, r, std::max(min_rsp, prsp.min_ps)));
+  else
+    p.stats.queue_delay_ps.add(wait_ps(b, t, min_req) + wait_ps(e, r, min_rsp));
   return done;
 }
 

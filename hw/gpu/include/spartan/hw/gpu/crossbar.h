@@ -61,6 +61,9 @@ class Crossbar : public sc_core::sc_module {
     std::uint32_t bw = 0;  ///< bytes per cycle
   };
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  /// access() on input port `p`; Wide: a port with its own width (wide_msg), else the preset's width.
+  template <bool Wide>
+  ps_t access_on(Port& p, tlm::tlm_generic_payload& gp, ps_t now, ps_t t);
   unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
   std::uint64_t flit_bytes(std::uint32_t payload) const { return (header_ + payload + bw_ - 1) / bw_ * bw_; }
   ps_t cycles_ps(std::uint64_t cycles) const {  // table of cycles_to_ps for short messages (no lround)
