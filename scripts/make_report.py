@@ -180,7 +180,8 @@ def build(a, train, sim, area, rtl, tmp):
         rows.append([L.get("layer"), L.get("name")] + [fmt(100 * (1 - dens[i]), ".1f") + " %" if i in dens else "-"
                                                        for i in its])
         dat.append([L.get("layer")] + [fmt(100 * (1 - dens[i]), ".3f") if i in dens else "NaN" for i in its])
-    md.append("Sparsity = fraction of zero elements of the activation that feeds each conv/FC GEMM.\n")
+    md.append("Sparsity = fraction of zero elements of the activation that feeds each conv/FC GEMM. Layer 0's is the "
+              "network's input image (pixel zeros), not a ReLU output.\n")
     md.append(md_table(hdr, rows) + "\n")
     write_dat(os.path.join(tmp, "sparsity.dat"), ["layer"] + [f"step{i}" for i in its], dat)
     plots = []
@@ -208,8 +209,10 @@ def build(a, train, sim, area, rtl, tmp):
                     fmt(hw / 1e3 if hw else 0, ".4f")])
     md.append(md_table(["layer", "name", "density", "software (us)", "monitor (us)", "ratio"], rows) + "\n")
     pr = get(ov, "profile", "mean_layer_ratio")
+    prr = get(ov, "profile", "mean_layer_ratio_relu_inputs")
     md.append(f"**Average profiling-time ratio software / monitor: {fmt(pr, '.1f')}x** over {len(sl)} layer "
-              f"instances (total-time ratio {fmt(get(ov, 'profile', 'ratio'), '.1f')}x); the Spartan paper reports "
+              f"instances ({fmt(prr, '.1f')}x over the {get(ov, 'profile', 'relu_input_layers')} whose input is a "
+              f"ReLU output; total-time ratio {fmt(get(ov, 'profile', 'ratio'), '.1f')}x); the Spartan paper reports "
               f"{PAPER_PROFILE_RATIO}x on average (real GPU-class hardware model, ImageNet networks).\n")
     write_dat(os.path.join(tmp, "profile.dat"), ["layer", "sw_us", "hw_us"], dat)
     if dat and gnuplot(GP_HEAD + "set output 'profiling.png'\nset title 'Profiling time per layer (simulated, "

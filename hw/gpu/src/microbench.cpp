@@ -184,7 +184,7 @@ std::string MicrobenchReport::to_text(const GpuConfig& cfg) const {
                   "\npointer chase (core cycles @ %.0f MHz)   measured   preset parameters\n"
                   "  L2 hit                             %8.1f   l2.hit_latency_cycles %u (L2 clock) + 2 x crossbar %u\n"
                   "  DRAM (cold miss)                   %8.1f   controller %u + tRCD %u + CL %u DRAM cycles"
-                  " (= %.0f core cycles); p95 %.1f\n",
+                  " (= %.0f core cycles); p95 %.1f (histogram bucket midpoint, within 6.25 %%)\n",
                   cfg.clocks.core_mhz, latency.l2_hit_core_cycles, cfg.l2.slice.hit_latency_cycles,
                   cfg.crossbar.latency_cycles, latency.dram_core_cycles, cfg.dram.controller_latency_cycles, t.tRCD,
                   t.CL, (cfg.dram.controller_latency_cycles + t.tRCD + t.CL) * dram_to_core,
@@ -199,8 +199,21 @@ std::string MicrobenchReport::to_text(const GpuConfig& cfg) const {
                     p.hit_rate);
       o << buf;
     }
-    std::snprintf(buf, sizeof buf, "  knee (hit rate 50%%): %.2f MiB = %.3f x L2 size\n", knee_bytes / (1 << 20),
-                  knee_bytes / double(l2_size_bytes));
+    // The sweep's resolution is its step: name the two samples the 50 % crossing lies between (review F11).
+    std::size_t k = 0;
+    while (k < sweep.size() && sweep[k].hit_rate >= 0.5) ++k;
+    if (k > 0 && k < sweep.size()) {
+      std::snprintf(buf, sizeof buf,
+                    "  knee (hit rate 50%%): between %.2f and %.2f MiB (%.2f-%.2f x L2 size; hit rate %.3f -> %.3f),"
+                    " linearly interpolated %.2f MiB\n",
+                    double(sweep[k - 1].working_set_bytes) / (1 << 20), double(sweep[k].working_set_bytes) / (1 << 20),
+                    double(sweep[k - 1].working_set_bytes) / double(l2_size_bytes),
+                    double(sweep[k].working_set_bytes) / double(l2_size_bytes), sweep[k - 1].hit_rate, sweep[k].hit_rate,
+                    knee_bytes / (1 << 20));
+    } else {
+      std::snprintf(buf, sizeof buf, "  knee (hit rate 50%%): %s\n",
+                    k == 0 ? "at or below the smallest working set" : "none (the hit rate never falls below 50 %)");
+    }
     o << buf;
   }
   std::snprintf(buf, sizeof buf, "\n%llu line transactions in %.2f s wall (%.2f M/s)\n",

@@ -207,9 +207,16 @@ json Replay::run() {
   overall["output"] = {{"dense_bytes", out_dense}, {"payload_bytes", out_payload}, {"header_bytes", out_headers},
                        {"consumer_l2_bytes", out_consumer}, {"tiles_dense_by_size", out_by_size}};
   // Mean of the per-layer profiling ratios (the paper's "52.5x on average" is a mean over layers).
-  double mean_ratio = 0;
-  for (const auto& L : layer_docs) mean_ratio += L["profile_ratio"].get<double>();
+  double mean_ratio = 0, mean_relu = 0;
+  std::size_t n_relu = 0;
+  for (const auto& L : layer_docs) {
+    mean_ratio += L["profile_ratio"].get<double>();
+    if (L["relu_input"].get<bool>()) mean_relu += L["profile_ratio"].get<double>(), ++n_relu;
+  }
   overall["profile"]["mean_layer_ratio"] = layer_docs.empty() ? 0.0 : mean_ratio / double(layer_docs.size());
+  // The same over the layers whose input is a ReLU output (the network's input image is not; review F11).
+  overall["profile"]["relu_input_layers"] = n_relu;
+  overall["profile"]["mean_layer_ratio_relu_inputs"] = n_relu ? mean_relu / double(n_relu) : 0.0;
   if (have_times && sparse_ms > 0) {
     // The GEMMs alone (sum of the measured times), and, only for GPU-measured times, with the simulated
     // profile and conversion added (replay_layer.cpp, review finding F1).

@@ -149,9 +149,13 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   L["iteration"] = key.iteration;
   L["layer"] = key.layer;
   std::string lname;
-  for (const auto& li : layers_)
+  bool relu_input = false;  // the previous layer ends in a ReLU: this activation is a ReLU output
+  for (const auto& li : layers_) {
     if (li.index == key.layer) lname = li.name;
+    if (li.index == key.layer - 1) relu_input = li.relu_after;
+  }
   L["name"] = lname;
+  L["relu_input"] = relu_input;  // false for the network's input (review finding F11: not a ReLU activation)
   L["tensor"] = tname;
   L["dtype"] = trace::dtype_name(info->dtype);
   L["rows"] = m.rows;

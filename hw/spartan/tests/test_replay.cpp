@@ -193,6 +193,16 @@ TEST(Replay, F32EllAllLayersAllChecks) {
     EXPECT_EQ(out["consumer_l2_bytes"].get<std::uint64_t>(), consumer);
     EXPECT_GT(payload, 0u);
     EXPECT_NE(text.find("output:     compacted payload"), std::string::npos);
+    // Layer 0's input is the network's input (not a ReLU output); fc1's follows conv1's ReLU (review F11).
+    double relu_sum = 0;
+    for (const auto& L : doc["layers"]) {
+      EXPECT_EQ(L["relu_input"].get<bool>(), L["layer"].get<int>() == 1) << L["name"];
+      if (L["layer"].get<int>() == 1) relu_sum += L["profile_ratio"].get<double>();
+    }
+    EXPECT_EQ(doc["overall"]["profile"]["relu_input_layers"].get<int>(), 2);
+    EXPECT_DOUBLE_EQ(doc["overall"]["profile"]["mean_layer_ratio_relu_inputs"].get<double>(), relu_sum / 2);
+    EXPECT_NE(text.find("conv1*"), std::string::npos);
+    EXPECT_NE(text.find("* the layer's input is not a ReLU output"), std::string::npos);
   });
 }
 
