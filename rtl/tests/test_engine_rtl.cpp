@@ -36,6 +36,8 @@ using Vengine = Vcompaction_engine;      // the default build (pipelined, TILE_B
 
 namespace {
 
+int g_size_rule_fired = 0;  // run_case: cases in which D_CFG.SIZE_RULE made at least one tile DENSE
+
 namespace fmt = spartan::format;
 namespace rm = spartan::hw::regmap;
 
@@ -218,6 +220,12 @@ void run_case(std::uint64_t seed, unsigned stall_pct, std::uint64_t reset_after 
   const bool size_rule = seed % 3 != 0 && reset_after == 0 && fault == 0;
   o.dense_if_not_smaller = size_rule;
   const auto ref = fmt::compact(packed.data(), rows, cols, cols, o);
+  if (size_rule) {  // count the cases where the rule made tiles DENSE (the tests below require some)
+    fmt::CompactOptions off = o;
+    off.dense_if_not_smaller = false;
+    if (fmt::count_tiles(ref).dense > fmt::count_tiles(fmt::compact(packed.data(), rows, cols, cols, off)).dense)
+      ++g_size_rule_fired;
+  }
   const std::size_t tiles = ref.headers.size();
 
   Bench b(seed * 7 + 1, stall_pct);
@@ -311,11 +319,15 @@ void run_case(std::uint64_t seed, unsigned stall_pct, std::uint64_t reset_after 
 }
 
 TEST(ENGINE_SUITE, MatchesCompactOnRandomMatrices) {
+  g_size_rule_fired = 0;
   for (std::uint64_t s = 1; s <= 40; ++s) run_case(s, 0);
+  EXPECT_GT(g_size_rule_fired, 0) << "no case exercised D_CFG.SIZE_RULE";
 }
 
 TEST(ENGINE_SUITE, MatchesCompactUnderBackPressure) {
+  g_size_rule_fired = 0;
   for (std::uint64_t s = 101; s <= 124; ++s) run_case(s, 40);
+  EXPECT_GT(g_size_rule_fired, 0) << "no case exercised D_CFG.SIZE_RULE";
 }
 
 TEST(ENGINE_SUITE, ResetInTheMiddleOfAJob) {

@@ -55,7 +55,7 @@ void Replay::build() {
   EngineConfig ec = opt_.engine;
   ec.clock_mhz = opt_.engine_clock_mhz > 0 ? opt_.engine_clock_mhz : cfg.clocks.l2_mhz;
   ec.line_bytes = line_;
-  if (ec.port_bytes_per_cycle == 0) ec.port_bytes_per_cycle = line_;
+  if (ec.port_bytes_per_cycle == 0) ec.port_bytes_per_cycle = line_ + cfg.crossbar.header_bytes;  // a line per cycle
   engine_ = std::make_unique<CompactionEngine>("engine", ec);
   bus_->units.bind(engine_->mmio);
   gpu_->bind_extra_initiator(engine_->mem, "engine", ec.port_bytes_per_cycle);

@@ -179,6 +179,7 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
     c.max_job_bytes = m.u64("max_job_bytes", c.max_job_bytes);
     c.port_bytes_per_cycle = m.u32("port_bytes_per_cycle", c.port_bytes_per_cycle);
+    if (c.port_bytes_per_cycle > 4096) m.fail("port_bytes_per_cycle", "must be 0 (one line + header) or 1..4096");
     if (c.elements_per_cycle == 0) m.fail("elements_per_cycle", "must be >= 1");
     if (c.outstanding_reads == 0) m.fail("outstanding_reads", "must be >= 1");
     if (c.outstanding_writes == 0) m.fail("outstanding_writes", "must be >= 1");

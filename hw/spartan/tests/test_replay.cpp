@@ -482,15 +482,18 @@ TEST(Replay, BadSelectionsAreInputErrors) {
     EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
     std::ofstream(units) << "engine:\n  decision_queue_depth: 0\n";
     EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
+    std::ofstream(units) << "engine:\n  port_bytes_per_cycle: 4097\n";  // per-bin byte counts would overflow far above
+    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
     std::ofstream(units) << "monitor:\n  clock_mhz: -1\n";
     EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
     std::ofstream(units) << "engine:\n  clock_mhz: .nan\n";
     EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
-    std::ofstream(units) << "engine:\n  tile_buffers: 1\n  decision_queue_depth: 4\n";
+    std::ofstream(units) << "engine:\n  tile_buffers: 1\n  decision_queue_depth: 4\n  port_bytes_per_cycle: 4096\n";
     ReplayOptions o3 = opt;  // (a failed load may have set some fields of o2)
     EXPECT_NO_THROW(load_units_config(units, o3));
     EXPECT_EQ(o3.engine.tile_buffers, 1u);
     EXPECT_EQ(o3.engine.decision_queue_depth, 4u);
+    EXPECT_EQ(o3.engine.port_bytes_per_cycle, 4096u);
     std::ofstream(units) << "monitor:\n  counter_entries: 16384\nhost:\n  mmio_read_ns: 500\n";
     EXPECT_NO_THROW(load_units_config(units, o2));
     EXPECT_EQ(o2.monitor.counter_entries, 16384u);

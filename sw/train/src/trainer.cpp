@@ -225,9 +225,9 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
           s.act_density.push_back(ad);
           if (s.relu_after) s.dz_mask_density.push_back(dd);
         }
-        mean_sp += 1.0 - ad;
+        if (l > 0) mean_sp += 1.0 - ad;  // layer 0's input is the image, not a ReLU activation (review F11)
       }
-      if (!glayers.empty()) mean_sp /= static_cast<double>(glayers.size());
+      if (glayers.size() > 1) mean_sp /= static_cast<double>(glayers.size() - 1);
       if (capture) {
         if (ex)  // the captured tensors come down to the host
           for (GemmLayer* g : glayers) {

@@ -13,8 +13,8 @@
 //  - nnz is always the true number of non-zero elements of the tile, whatever its format.
 //  - A tile with density nnz / (r_eff * c_eff) >= threshold is DENSE; so is, by default
 //    (CompactOptions::dense_if_not_smaller), a tile whose sparse payload would take at least as many bytes
-//    as its r_eff * c_eff dense elements (an ELL tile whose widest row is nearly full): compaction never
-//    makes a tile larger. Otherwise the tile gets the requested sparse format (ELL or BITMAP). A tile with
+//    as its r_eff * c_eff dense elements (F32 ELL with u8 indices: a widest row of >= 4/5 of the columns):
+//    compaction never makes a tile larger. Otherwise the tile gets the requested sparse format (ELL or BITMAP). A tile with
 //    nnz == 0 below the threshold is a "zero tile": sparse format, width 0, no payload. Kernels skip every
 //    tile with nnz == 0.
 //  - DENSE tiles stay in place in the source matrix (DenseStorage::InPlace, the default, as the

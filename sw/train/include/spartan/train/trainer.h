@@ -64,7 +64,7 @@ struct IterationInfo {
   std::int64_t iteration = 0, total_iterations = 0;
   int epoch = 0;
   double loss = 0, batch_accuracy = 0;
-  double mean_act_sparsity = 0;  ///< over GEMM layers, this step
+  double mean_act_sparsity = 0;  ///< over the GEMM layers after the first (whose input is the image), this step
   double elapsed_s = 0;
   double last_test_accuracy = -1;  ///< -1 before the first evaluation
 };
