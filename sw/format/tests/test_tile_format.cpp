@@ -201,7 +201,7 @@ TEST(TileFormat, SizeRuleNoSparseTileLargerThanDense) {
       for (std::uint32_t c = 0; c < cols; ++c)
         if (u(rng) < p) x[std::size_t(r) * cols + c] = float(u(rng)) + 0.5f;
     }
-    const std::uint32_t shapes[][2] = {{32, 32}, {8, 16}, {16, 64}, {7, 5}};
+    const std::uint32_t shapes[][2] = {{32, 32}, {8, 16}, {16, 64}, {7, 5}, {8, 300}};  // 300: u16 ELL indices
     for (auto& ts : shapes)
       for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap}) {
         CompactOptions o;
@@ -228,6 +228,45 @@ TEST(TileFormat, SizeRuleNoSparseTileLargerThanDense) {
       }
   }
   EXPECT_GT(dense_by_rule, 0);  // the rule did fire on these matrices
+}
+
+// The same invariant for 16-bit elements (F16 bits; ELL fires at 2/3 of the columns, BITMAP at 15/16).
+TEST(TileFormat, SizeRuleNoSparseTileLargerThanDenseF16) {
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<double> u(0, 1);
+  int dense_by_rule = 0;
+  const std::uint32_t rows = 48, cols = 100;
+  std::vector<std::uint16_t> x(std::size_t(rows) * cols, 0);
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    const double p = u(rng) < 0.2 ? 0.97 : 0.3 * u(rng);
+    for (std::uint32_t c = 0; c < cols; ++c)
+      if (u(rng) < p) x[std::size_t(r) * cols + c] = static_cast<std::uint16_t>(0x3C00 + (c & 0xFF));
+  }
+  const std::uint32_t shapes[][2] = {{32, 32}, {8, 16}, {4, 300}};
+  for (auto& ts : shapes)
+    for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
+      for (double thr : {0.5, 2.0}) {
+        CompactOptions o;
+        o.tile_rows = ts[0], o.tile_cols = ts[1], o.sparse_format = f, o.threshold = thr, o.elem = ElemType::F16;
+        const TiledMatrix t = compact(x.data(), rows, cols, cols, o);
+        ASSERT_NO_THROW(validate(t));
+        CompactOptions off = o;
+        off.dense_if_not_smaller = false;
+        const TiledMatrix t_off = compact(x.data(), rows, cols, cols, off);
+        for (std::uint32_t ti = 0; ti < t.grid.tiles_r(); ++ti)
+          for (std::uint32_t tj = 0; tj < t.grid.tiles_c(); ++tj) {
+            const TileHeader& h = t.header(ti, tj);
+            const std::uint32_t re = t.grid.r_eff(ti), ce = t.grid.c_eff(tj);
+            if (h.fmt() != TileFormat::Dense && h.nnz > 0) {
+              EXPECT_LT(tile_payload_bytes(h, re, ce, ts[1], ElemType::F16), std::size_t(re) * ce * 2);
+            }
+            if (h.fmt() == TileFormat::Dense && t_off.header(ti, tj).fmt() != TileFormat::Dense) ++dense_by_rule;
+          }
+        std::vector<std::uint16_t> y(x.size(), 0xFFFF);
+        expand(t, y.data(), cols);
+        EXPECT_EQ(y, x);  // no -0.0 in x: exact
+      }
+  EXPECT_GT(dense_by_rule, 0);
 }
 
 TEST(TileFormat, HalfPrecisionRoundTrip) {
