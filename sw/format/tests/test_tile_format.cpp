@@ -187,6 +187,36 @@ TEST(TileFormat, SizeRuleKeepsTilesThatCompactionWouldEnlargeDense) {
   EXPECT_EQ(compact(full.data(), 32, 32, 32, o).headers[0].fmt(), TileFormat::Dense);
 }
 
+// Compacts `x` (raw element bits of o.elem) with and without the size rule and checks tile by tile: with it,
+// no sparse tile's payload reaches its dense bytes; every tile the rule made DENSE would have been at least
+// as large; nnz are the same. Returns how many tiles the rule made DENSE.
+template <class T>
+int check_size_rule_tiles(const std::vector<T>& x, std::uint32_t rows, std::uint32_t cols, const CompactOptions& o) {
+  const std::size_t eb = elem_bytes(o.elem);
+  const TiledMatrix t = compact(static_cast<const void*>(x.data()), rows, cols, cols, o);
+  EXPECT_NO_THROW(validate(t));
+  CompactOptions off = o;
+  off.dense_if_not_smaller = false;
+  const TiledMatrix t_off = compact(static_cast<const void*>(x.data()), rows, cols, cols, off);
+  int dense_by_rule = 0;
+  for (std::uint32_t ti = 0; ti < t.grid.tiles_r(); ++ti)
+    for (std::uint32_t tj = 0; tj < t.grid.tiles_c(); ++tj) {
+      const TileHeader& h = t.header(ti, tj);
+      const TileHeader& g = t_off.header(ti, tj);
+      const std::uint32_t re = t.grid.r_eff(ti), ce = t.grid.c_eff(tj);
+      const std::size_t dense = std::size_t(re) * ce * eb;
+      if (h.fmt() != TileFormat::Dense && h.nnz > 0) {
+        EXPECT_LT(tile_payload_bytes(h, re, ce, o.tile_cols, o.elem), dense);
+      }
+      if (h.fmt() == TileFormat::Dense && g.fmt() != TileFormat::Dense) {
+        ++dense_by_rule;
+        EXPECT_GE(tile_payload_bytes(g, re, ce, o.tile_cols, o.elem), dense);
+      }
+      EXPECT_EQ(h.nnz, g.nnz);
+    }
+  return dense_by_rule;
+}
+
 // With the size rule no sparse tile's payload reaches its dense bytes, for rows of very different
 // densities (ReLU activations: some channels nearly dense, others empty), any tile shape and both formats.
 TEST(TileFormat, SizeRuleNoSparseTileLargerThanDense) {
@@ -206,24 +236,7 @@ TEST(TileFormat, SizeRuleNoSparseTileLargerThanDense) {
       for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap}) {
         CompactOptions o;
         o.tile_rows = ts[0], o.tile_cols = ts[1], o.sparse_format = f, o.threshold = 0.5;
-        const TiledMatrix t = compact(x.data(), rows, cols, cols, o);
-        CompactOptions off = o;
-        off.dense_if_not_smaller = false;
-        const TiledMatrix t_off = compact(x.data(), rows, cols, cols, off);
-        for (std::uint32_t ti = 0; ti < t.grid.tiles_r(); ++ti)
-          for (std::uint32_t tj = 0; tj < t.grid.tiles_c(); ++tj) {
-            const TileHeader& h = t.header(ti, tj);
-            const std::uint32_t re = t.grid.r_eff(ti), ce = t.grid.c_eff(tj);
-            if (h.fmt() != TileFormat::Dense && h.nnz > 0) {
-              EXPECT_LT(tile_payload_bytes(h, re, ce, ts[1], ElemType::F32), std::size_t(re) * ce * 4);
-            }
-            const TileHeader& g = t_off.header(ti, tj);
-            if (h.fmt() == TileFormat::Dense && g.fmt() != TileFormat::Dense) {
-              ++dense_by_rule;
-              EXPECT_GE(tile_payload_bytes(g, re, ce, ts[1], ElemType::F32), std::size_t(re) * ce * 4);
-            }
-            EXPECT_EQ(h.nnz, g.nnz);
-          }
+        dense_by_rule += check_size_rule_tiles(x, rows, cols, o);
         expect_roundtrip(x, rows, cols, cols, o);
       }
   }
@@ -248,20 +261,8 @@ TEST(TileFormat, SizeRuleNoSparseTileLargerThanDenseF16) {
       for (double thr : {0.5, 2.0}) {
         CompactOptions o;
         o.tile_rows = ts[0], o.tile_cols = ts[1], o.sparse_format = f, o.threshold = thr, o.elem = ElemType::F16;
+        dense_by_rule += check_size_rule_tiles(x, rows, cols, o);
         const TiledMatrix t = compact(x.data(), rows, cols, cols, o);
-        ASSERT_NO_THROW(validate(t));
-        CompactOptions off = o;
-        off.dense_if_not_smaller = false;
-        const TiledMatrix t_off = compact(x.data(), rows, cols, cols, off);
-        for (std::uint32_t ti = 0; ti < t.grid.tiles_r(); ++ti)
-          for (std::uint32_t tj = 0; tj < t.grid.tiles_c(); ++tj) {
-            const TileHeader& h = t.header(ti, tj);
-            const std::uint32_t re = t.grid.r_eff(ti), ce = t.grid.c_eff(tj);
-            if (h.fmt() != TileFormat::Dense && h.nnz > 0) {
-              EXPECT_LT(tile_payload_bytes(h, re, ce, ts[1], ElemType::F16), std::size_t(re) * ce * 2);
-            }
-            if (h.fmt() == TileFormat::Dense && t_off.header(ti, tj).fmt() != TileFormat::Dense) ++dense_by_rule;
-          }
         std::vector<std::uint16_t> y(x.size(), 0xFFFF);
         expand(t, y.data(), cols);
         EXPECT_EQ(y, x);  // no -0.0 in x: exact
