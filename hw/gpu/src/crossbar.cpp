@@ -54,6 +54,11 @@ void Crossbar::add_input_port(const std::string& name, std::uint32_t bytes_per_c
   ports_.back().stats.register_with(registry_.add_group("xbar." + name, "crossbar_port"));
 }
 
+void Crossbar::rebase(ps_t origin) {
+  for (auto* ports : {&ports_, &slice_ports_})
+    for (Port& p : *ports) p.req.rebase(origin), p.rsp.rebase(origin);
+}
+
 unsigned int Crossbar::transport_dbg(int, tlm::tlm_generic_payload& gp) {
   return out[map_.to_slice(gp.get_address()).slice]->transport_dbg(gp);
 }

@@ -36,6 +36,14 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
   if (!tREFI_) open_len_ = ~ps_t(0);  // no refresh: after_refresh(t) == t for every t
 }
 
+void DramChannel::rebase(ps_t origin) {
+  bus_.rebase(origin);
+  acts_.rebase(origin);
+  for (auto& c : bg_cols_) c.rebase(origin);
+  drain_left_ = 0;
+  reads_since_drain_ = 0;
+}
+
 ps_t DramChannel::peek_act(ps_t t) {
   ps_t a = acts_.peek(after_refresh(t));  // tRRD
   while (after_refresh(a) != a) a = acts_.peek(after_refresh(a));

@@ -89,9 +89,14 @@ ps_t GpuSystem::flush_l2() {
 
 ps_t GpuSystem::align_to_refresh() {
   const ps_t now = now_ps(), period = cfg_.dram_clock().cycles_to_ps(cfg_.dram.timing.tREFI);
-  if (period == 0) return now;
-  const ps_t target = (now / period + 2) * period;  // > now + period - 1: one whole interval in between
+  // > now + period - 1: one whole interval in between (without refresh: now)
+  const ps_t target = period ? (now / period + 2) * period : now;
   advance(target - now);
+  // Everything is idle and every row was closed by the refresh in between: the crossbar's and the DRAM
+  // channels' calendars count their bins from here, so the bins' phase does not depend on the time
+  // reached (before, work run at different absolute times could be timed a few ns apart).
+  xbar_->rebase(target);
+  for (auto& mc : mcs_) mc->channel().rebase(target);
   return target;
 }
 

@@ -271,6 +271,38 @@ TEST(GpuSystem, AlignToRefreshGivesTheSameTimesFromAnyStart) {
   }
 }
 
+// The same with the V100's clocks (1447 MHz core/L2/crossbar: 691.09 ps, not a divisor of the 850 MHz DRAM's
+// tREFI) and 4 slices: an aligned start is then at a different phase of the crossbar's 8-cycle bins and of
+// the DRAM command slots for each offset; align_to_refresh rebases the calendars, so the same work is timed
+// to the picosecond from any start (without the rebase, durations and latencies differ by a few ns).
+TEST(GpuSystem, AlignToRefreshRebasesTheCalendarsAtAnyClockPhase) {
+  json s = run_in_child([] {
+    std::string y = tiny_gpu_yaml(2);
+    const auto swap = [&](const std::string& a, const std::string& b) { y.replace(y.find(a), a.size(), b); };
+    swap("tREFI: 0", "tREFI: 390, tRFC: 26");
+    swap("clocks: {core_mhz: 1000, l2_mhz: 1000, dram_mhz: 1000}", "clocks: {core_mhz: 1447, l2_mhz: 1447, dram_mhz: 850}");
+    swap("slices: 1, sets: 2, ways: 2", "slices: 4, sets: 16, ways: 4");
+    GpuSystem g(spartan::hw::parse_gpu_config(y, "tiny_v100_clocks.yaml"));
+    json r = json::array();
+    for (ps_t offset : {ps_t(0), ps_t(1234567), ps_t(777), ps_t(3000001), ps_t(55555)}) {
+      g.advance(offset);
+      g.flush_l2();
+      g.align_to_refresh();
+      std::vector<RequestSource*> p;
+      auto v = streams(g, 1 << 22, 64 * 1024, false, p);
+      const auto k = g.run(p);
+      std::vector<RequestSource*> pw;
+      auto vw = streams(g, 1 << 23, 32 * 1024, true, pw);
+      const auto kw = g.run(pw);
+      r.push_back({{"read", k.end_ps - k.start_ps}, {"read_lat", k.latency_ps.mean()},
+                   {"write", kw.end_ps - kw.start_ps}, {"write_lat", kw.latency_ps.mean()}});
+    }
+    return r;
+  });
+  ASSERT_EQ(s.size(), 5u);
+  for (const auto& e : s) EXPECT_EQ(e, s[0]) << s;
+}
+
 TEST(SpartanSimMicrobench, BadConfigExitsTwoNamingFileAndKey) {
   const std::string exe = SPARTAN_SIM_EXE;
   if (!std::ifstream(exe).good()) GTEST_SKIP() << "spartan-sim not built: " << exe;

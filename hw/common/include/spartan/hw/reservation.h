@@ -113,9 +113,20 @@ class BandwidthCalendar {
         used_(ring_.ring_bins(), 0),
         umask_(ring_.ring_bins() - 1) {}
 
+  /// Forgets every reservation and counts bins from `origin` on (bin k = [origin + k * bin, ...)). Call only
+  /// when nothing is reserved at or after `origin` (an idle hierarchy): then what follows is timed exactly
+  /// as on a fresh calendar started at `origin`, whatever ran before (GpuSystem::align_to_refresh).
+  void rebase(ps_t origin) {
+    ring_ = detail::CalendarRing(size_);
+    std::fill(used_.begin(), used_.end(), 0u);
+    base_ = full_until_ = 0, mid_ = size_ / 2, lim_ = size_;
+    origin_ = origin;
+  }
+
   /// Reserves `bytes` starting no earlier than `t`; returns the time the transfer completes.
   /// Full bins are skipped 64 at a time; the result is the same as walking the bins one by one.
-  ps_t reserve(ps_t t, std::uint64_t bytes) {
+  ps_t reserve(ps_t t_abs, std::uint64_t bytes) {
+    const ps_t t = t_abs > origin_ ? t_abs - origin_ : 0;  // bins count from the origin
     std::uint64_t bin = bin_div_.div(t);
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
     if (bin >= mid_) slide(bin);
@@ -147,7 +158,7 @@ class BandwidthCalendar {
       }
       ++bin;
     }
-    return end;
+    return end + origin_;
   }
 
  private:
@@ -168,6 +179,7 @@ class BandwidthCalendar {
   std::vector<std::uint32_t> used_;  ///< bytes taken per ring bin (valid while its word's lap is current)
   std::uint64_t umask_, base_ = 0, full_until_ = 0;
   std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
+  ps_t origin_ = 0;  ///< time of bin 0 (rebase)
 };
 
 /// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a
@@ -186,26 +198,36 @@ class SlotCalendar {
         used_(per_ > 1 ? ring_.ring_bins() : 0, 0),
         umask_(ring_.ring_bins() - 1) {}
 
+  /// Forgets every reservation and counts slots from `origin` on; the same precondition and purpose as
+  /// BandwidthCalendar::rebase.
+  void rebase(ps_t origin) {
+    ring_ = detail::CalendarRing(size_);
+    std::fill(used_.begin(), used_.end(), 0u);
+    base_ = 0, mid_ = size_ / 2, lim_ = size_, run_lo_ = run_hi_ = 0;
+    origin_ = origin;
+  }
+
   /// Takes one unit in the first slot at or after `t`; returns the slot's start time (>= t).
   ps_t reserve(ps_t t) {
-    const std::uint64_t from = slot_div_.div(t);
+    const std::uint64_t from = slot_div_.div(rel(t));
     detail::CalendarWord* w;
     const std::uint64_t bin = find(from, w);  // w: bin's word, current
     const bool full = per_ == 1 || ++used_[bin & umask_] >= per_;
     if (full) w->set(bin & 63);
     note_full_run(from, full ? bin + 1 : bin);
-    return std::max<ps_t>(t, bin * slot_ps_);
+    return std::max<ps_t>(t, origin_ + bin * slot_ps_);
   }
   /// The slot reserve(t) would grant now, without taking it (for fit checks before committing).
   ps_t peek(ps_t t) {
-    const std::uint64_t from = slot_div_.div(t);
+    const std::uint64_t from = slot_div_.div(rel(t));
     detail::CalendarWord* w;
     const std::uint64_t bin = find(from, w);
     note_full_run(from, bin);
-    return std::max<ps_t>(t, bin * slot_ps_);
+    return std::max<ps_t>(t, origin_ + bin * slot_ps_);
   }
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
-  void block(ps_t from, ps_t to) {
+  void block(ps_t from_abs, ps_t to_abs) {
+    const ps_t from = rel(from_abs), to = rel(to_abs);
     for (std::uint64_t bin = (from + slot_ps_ - 1) / slot_ps_; bin * slot_ps_ < to; ++bin) {
       if (bin < base_) continue;
       if (bin >= base_ + size_ / 2) slide(bin);
@@ -270,6 +292,7 @@ class SlotCalendar {
     std::uint64_t nb = bin - size_ / 2;
     if (nb > base_) base_ = nb, mid_ = nb + size_ / 2, lim_ = nb + size_;
   }
+  ps_t rel(ps_t t) const { return t > origin_ ? t - origin_ : 0; }  // slots count from the origin
   ps_t slot_ps_;
   detail::ExactDiv slot_div_;
   std::uint32_t per_;
@@ -283,6 +306,7 @@ class SlotCalendar {
   /// later, after base_ has passed the bin). Most reservations of a busy DRAM bus start inside the
   /// booked-out run behind its frontier; the hint skips the run instead of walking its words' links.
   std::uint64_t run_lo_ = 0, run_hi_ = 0;
+  ps_t origin_ = 0;  ///< time of slot 0 (rebase)
 };
 
 }  // namespace spartan::hw

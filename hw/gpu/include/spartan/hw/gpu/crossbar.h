@@ -47,6 +47,9 @@ class Crossbar : public sc_core::sc_module {
   /// builder): request `gp` entering input port `port` at `t_ps` (>= `now_ps`, the current simulation
   /// time); returns the time (ps) its response is back at the port. b_transport wraps it. Same timing.
   ps_t access(std::size_t port, tlm::tlm_generic_payload& gp, ps_t now_ps, ps_t t_ps);
+  /// Every port calendar forgets its reservations and counts bins from `origin` (BandwidthCalendar::rebase;
+  /// nothing may be reserved at or after `origin`).
+  void rebase(ps_t origin);
 
  private:
   struct Message { std::uint64_t bytes; ps_t min_ps; };

@@ -85,6 +85,10 @@ class DramChannel {
   /// write) for i = 0..n-1 (same timing, state and stats), in one call (a line's sector bursts; the burst
   /// code is inlined into the loop). Returns the latest end of a data beat, or `t_ps` when n == 0.
   ps_t bursts(ps_t t_ps, const DramAddress* a, std::size_t n, bool write);
+  /// An idle channel at `origin` (after a refresh that closed every row): the command and bus calendars
+  /// count slots from `origin` (SlotCalendar::rebase) and no write-drain episode is open, so what follows
+  /// is timed the same whatever ran before. Nothing may be scheduled at or after `origin`.
+  void rebase(ps_t origin);
   DramStats& stats() { return stats_; }
   const DramStats& stats() const { return stats_; }
 

@@ -90,8 +90,10 @@ class GpuSystem {
   ps_t flush_l2();
   /// Advances time (nothing must be running) to the first multiple of the DRAM refresh interval tREFI that
   /// lies at least one tREFI ahead: every channel has refreshed since (all rows closed) and the refresh
-  /// phase is the same whatever ran before. With flush_l2() first, work started there sees the same
-  /// hierarchy state and times at any point of a run. No-op without refresh (tREFI 0). Returns the time.
+  /// phase is the same whatever ran before; the crossbar's and DRAM channels' calendars are rebased there
+  /// (their bins counted from it) and no write drain is open. With flush_l2() first, work started there sees
+  /// the same hierarchy state and times at any point of a run. Without refresh (tREFI 0) time stays and only
+  /// the calendars are rebased (open rows stay open). Nothing may be running. Returns the time.
   ps_t align_to_refresh();
   /// Current simulated time in ps.
   ps_t now_ps() const;
