@@ -219,3 +219,37 @@ TEST(DramCalendar, ExactDivisionMatchesDivide) {
 }
 
 }  // namespace
+
+// rebase(origin) after use: the calendar then times requests exactly as a fresh calendar (origin 0) times
+// the same requests shifted by -origin, whatever it held before (GpuSystem::align_to_refresh relies on it).
+TEST(Calendars, RebaseEqualsAFreshCalendarShiftedToTheOrigin) {
+  ClockDomain clk{"x", 1447};
+  std::mt19937_64 rng(11);
+  BandwidthCalendar bw(clk, 32, 8, 256);
+  SlotCalendar slots(1176, 2, 512);
+  for (int i = 0; i < 5000; ++i) {  // history: any load at any time
+    const ps_t t = rng() % 50000000;
+    bw.reserve(t, 1 + rng() % 500);
+    slots.reserve(t);
+  }
+  for (ps_t origin : {ps_t(60000000), ps_t(60000000 + 777), ps_t(123456789)}) {
+    bw.rebase(origin);
+    slots.rebase(origin);
+    BandwidthCalendar bw0(clk, 32, 8, 256);
+    SlotCalendar slots0(1176, 2, 512);
+    ps_t now = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const ps_t t = now + rng() % 40000;
+      const std::uint64_t bytes = 1 + rng() % 400;
+      ASSERT_EQ(bw.reserve(origin + t, bytes), origin + bw0.reserve(t, bytes)) << "origin " << origin << " op " << i;
+      if (rng() % 8 == 0) {
+        const ps_t from = t + rng() % 5000, to = from + rng() % 20000;
+        slots.block(origin + from, origin + to);
+        slots0.block(from, to);
+      }
+      ASSERT_EQ(slots.peek(origin + t), origin + slots0.peek(t)) << "origin " << origin << " op " << i;
+      ASSERT_EQ(slots.reserve(origin + t), origin + slots0.reserve(t)) << "origin " << origin << " op " << i;
+      now += rng() % 3000;
+    }
+  }
+}
