@@ -45,7 +45,7 @@ void Crossbar::add_input_port(const std::string& name, std::uint32_t bytes_per_c
   if (w != bw_) {
     std::vector<Message> tab;
     for (std::uint32_t p = 0; p <= line_bytes_; ++p) {
-      const std::uint64_t b = (header_ + p + w - 1) / w * w;
+      const std::uint64_t b = (std::uint64_t(header_) + p + w - 1) / w * w;
       tab.push_back({b, clk_.cycles_to_ps(double(b / w))});
     }
     wide_msg_.push_back(std::move(tab));

@@ -92,9 +92,9 @@ ps_t GpuSystem::align_to_refresh() {
   // > now + period - 1: one whole interval in between (without refresh: now)
   const ps_t target = period ? (now / period + 2) * period : now;
   advance(target - now);
-  // Everything is idle and every row was closed by the refresh in between: the crossbar's and the DRAM
-  // channels' calendars count their bins from here, so the bins' phase does not depend on the time
-  // reached (before, work run at different absolute times could be timed a few ns apart).
+  // Everything is idle (and, with refresh, every row was closed by the refresh in between): the crossbar's
+  // and the DRAM channels' calendars count their bins from here, so the bins' phase does not depend on the
+  // time reached (before, work run at different absolute times could be timed a few ns apart).
   xbar_->rebase(target);
   for (auto& mc : mcs_) mc->channel().rebase(target);
   return target;

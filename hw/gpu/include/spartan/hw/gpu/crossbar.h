@@ -58,8 +58,8 @@ class Crossbar : public sc_core::sc_module {
     Port(const ClockDomain& clk, std::uint32_t bw) : req(clk, bw, 8, 2048), rsp(clk, bw, 8, 2048) {}
     BandwidthCalendar req, rsp;
     CrossbarPortStats stats;
-    /// Input ports wider than the preset's (extra initiators): their own message table (payload 0..line),
-    /// else nullptr (the crossbar's msg_).
+    /// Input ports of another width than the preset's (extra initiators; `wide` for the usual case): their
+    /// own message table (payload 0..line), else nullptr (the crossbar's msg_).
     const std::vector<Message>* wide_msg = nullptr;
     std::uint32_t bw = 0;  ///< bytes per cycle
   };
@@ -83,7 +83,7 @@ class Crossbar : public sc_core::sc_module {
   Message port_message(const Port& p, std::uint32_t payload) const {
     if (!p.wide_msg) return message(payload);
     if (payload < p.wide_msg->size()) return (*p.wide_msg)[payload];
-    const std::uint64_t b = (header_ + payload + p.bw - 1) / p.bw * p.bw;
+    const std::uint64_t b = (std::uint64_t(header_) + payload + p.bw - 1) / p.bw * p.bw;
     return {b, clk_.cycles_to_ps(double(b / p.bw))};
   }
   const AddressMap& map_;
