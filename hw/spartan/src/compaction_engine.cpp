@@ -432,7 +432,8 @@ void CompactionEngine::run_job(EngineJob& job) {
         h = one.headers[0];
         const std::size_t n = fmt::tile_payload_bytes(h, re, ce, d.tile_cols, opt.elem);
         // SIZE_RULE: a tile its sparse format would not make smaller is written DENSE (in place) after all
-        const bool not_smaller = d.size_rule && h.nnz > 0 && n >= elems * eb;
+        const bool not_smaller =
+            d.size_rule && fmt::sparse_not_smaller(opt.sparse_format, re, ce, h.width, h.nnz, d.tile_cols, opt.elem);
         if (not_smaller) {
           const std::uint32_t nnz = h.nnz;
           h = fmt::TileHeader{};

@@ -306,9 +306,7 @@ std::vector<fmt::TileHeader> scan_headers(const DenseOperand& m, const std::vect
       const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
       fmt::TileHeader& x = h[t];
       x.nnz = nnz[t];
-      const bool not_smaller = size_rule && nnz[t] > 0 &&
-                               fmt::sparse_payload_bytes(f, re, ce, width[t], nnz[t], g.tile_cols, et) >=
-                                   std::size_t(re) * ce * fmt::elem_bytes(et);
+      const bool not_smaller = size_rule && fmt::sparse_not_smaller(f, re, ce, width[t], nnz[t], g.tile_cols, et);
       if (regmap::tile_is_dense(nnz[t], std::uint64_t(re) * ce, threshold_q16) || not_smaller) {
         x.format = static_cast<std::uint8_t>(fmt::TileFormat::Dense);
       } else {

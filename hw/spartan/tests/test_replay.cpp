@@ -478,20 +478,14 @@ TEST(Replay, BadSelectionsAreInputErrors) {
     EXPECT_FALSE(std::filesystem::exists(opt.out_dir + "/stats.json"));
     ReplayOptions o2 = opt;
     const std::string units = dir + "/units.yaml";
-    std::ofstream(units) << "monitor:\n  counter_entriez: 4\n";
-    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
-    std::ofstream(units) << "engine:\n  outstanding_reads: 0\n";
-    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
-    std::ofstream(units) << "engine:\n  tile_buffers: 0\n";
-    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
-    std::ofstream(units) << "engine:\n  decision_queue_depth: 0\n";
-    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
-    std::ofstream(units) << "engine:\n  port_bytes_per_cycle: 4097\n";  // per-bin byte counts would overflow far above
-    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
-    std::ofstream(units) << "monitor:\n  clock_mhz: -1\n";
-    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
-    std::ofstream(units) << "engine:\n  clock_mhz: .nan\n";
-    EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError);
+    for (const char* bad : {"monitor:\n  counter_entriez: 4\n", "engine:\n  outstanding_reads: 0\n",
+                            "engine:\n  tile_buffers: 0\n", "engine:\n  decision_queue_depth: 0\n",
+                            // per-bin byte counts would overflow far above
+                            "engine:\n  port_bytes_per_cycle: 4097\n", "monitor:\n  clock_mhz: -1\n",
+                            "engine:\n  clock_mhz: .nan\n"}) {
+      std::ofstream(units) << bad;
+      EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError) << bad;
+    }
     std::ofstream(units) << "engine:\n  tile_buffers: 1\n  decision_queue_depth: 4\n  port_bytes_per_cycle: 4096\n";
     ReplayOptions o3 = opt;  // (a failed load may have set some fields of o2)
     EXPECT_NO_THROW(load_units_config(units, o3));

@@ -203,14 +203,20 @@ inline std::size_t sparse_payload_bytes(TileFormat f, std::uint32_t r_eff, std::
   return bitmap_bytes(r_eff, c_eff) + std::size_t(nnz) * eb;
 }
 
+/// The size rule's test: a non-zero tile whose sparse payload in `f` would be at least its dense bytes
+/// r_eff * c_eff * eb (false for nnz == 0: a zero tile has no payload).
+inline bool sparse_not_smaller(TileFormat f, std::uint32_t r_eff, std::uint32_t c_eff, std::uint32_t width,
+                               std::uint32_t nnz, std::uint32_t tile_cols, ElemType et) {
+  return nnz > 0 && sparse_payload_bytes(f, r_eff, c_eff, width, nnz, tile_cols, et) >=
+                        std::size_t(r_eff) * c_eff * elem_bytes(et);
+}
+
 /// The format decision of compact() for a tile of r_eff x c_eff elements with `nnz` non-zeros and widest
 /// row `width`: true when the tile is DENSE (threshold, then the size rule).
 inline bool tile_stays_dense(const CompactOptions& o, std::uint32_t r_eff, std::uint32_t c_eff, std::uint32_t width,
                              std::uint32_t nnz) {
   if (double(nnz) / (double(r_eff) * c_eff) >= o.threshold) return true;
-  return o.dense_if_not_smaller && nnz > 0 &&
-         sparse_payload_bytes(o.sparse_format, r_eff, c_eff, width, nnz, o.tile_cols, o.elem) >=
-             std::size_t(r_eff) * c_eff * elem_bytes(o.elem);
+  return o.dense_if_not_smaller && sparse_not_smaller(o.sparse_format, r_eff, c_eff, width, nnz, o.tile_cols, o.elem);
 }
 
 /// A compacted matrix: grid, one header per tile (row-major tile order) and the payload area.
