@@ -19,7 +19,7 @@
 
 namespace spartan::rtl::detail {
 
-/// `V`: Vcompaction_engine (the default build: TILE_BUFFERS = 2) or Vcompaction_engine_tb1 (TILE_BUFFERS = 1).
+/// `V`: Vcompaction_engine (the default build: TILE_BUFFERS = 4) or Vcompaction_engine_tb1 (TILE_BUFFERS = 1).
 template <class V>
 struct EngineModelT {
   VerilatedContext ctx;
@@ -62,7 +62,7 @@ struct EngineModelT {
     return top->rootp->compaction_engine__DOT__enable && top->rootp->compaction_engine__DOT__q_level != 0;
   }
 };
-using EngineModel = EngineModelT<Vcompaction_engine>;        ///< TILE_BUFFERS = 2 (the default)
+using EngineModel = EngineModelT<Vcompaction_engine>;        ///< TILE_BUFFERS = 4 (the default)
 using EngineModelTb1 = EngineModelT<Vcompaction_engine_tb1>; ///< TILE_BUFFERS = 1 (sequential)
 
 }  // namespace spartan::rtl::detail

@@ -19,9 +19,9 @@
 module compaction_engine #(
   parameter QDEPTH            = 8,
   parameter READ_BUFFER_BYTES = 16384,
-  parameter RD_OUTS           = 64,                              // line reads in flight
+  parameter RD_OUTS           = 256,                             // line reads in flight (Little's law: docs/hw-units.md)
   parameter BUF_LINES         = READ_BUFFER_BYTES / 128 + 512,   // one tile buffer: any valid tile's lines
-  parameter TILE_BUFFERS      = 2,                               // 1: sequential; >= 2: fetch ahead of emit
+  parameter TILE_BUFFERS      = 4,                               // 1: sequential; >= 2: fetch ahead of emit
   parameter DQ_DEPTH          = 16                               // prefetcher's decisions ahead of the emitter
 ) (
   input  wire          clk,
@@ -186,6 +186,9 @@ module compaction_engine #(
   localparam [1:0] PS_OFF = 2'd0, PS_DEC = 2'd1, PS_CRD = 2'd2;
   localparam PIPE = TILE_BUFFERS > 1;
   localparam BW = $clog2(BUF_LINES + 1);
+  // read counters (issued / taken / count-table responses): wide enough for RD_OUTS reads in flight even when
+  // BUF_LINES is small (the reduced synthesis parameters), so that the RD_OUTS bound never truncates
+  localparam CW = $clog2(RD_OUTS + 1) > BW ? $clog2(RD_OUTS + 1) : BW;
   localparam SW = TILE_BUFFERS > 1 ? $clog2(TILE_BUFFERS) : 1;
   localparam RBW = $clog2(TILE_BUFFERS * BUF_LINES);
   localparam DQW = DQ_DEPTH > 1 ? $clog2(DQ_DEPTH) : 1;
@@ -230,7 +233,8 @@ module compaction_engine #(
   reg [8:0]  ir, pr, qr, prn, qrn;
   reg [6:0]  pacc, qso, tso;
   reg        iss_more;
-  reg [BW-1:0] iss_cnt, resp_cnt, prt_cnt, rptr, b_cnt;
+  reg [CW-1:0] iss_cnt, resp_cnt, prt_cnt;
+  reg [BW-1:0] rptr, b_cnt;
   reg [31:0] b_nnz;
   reg [8:0]  b_width;
   reg        b_err;
@@ -327,7 +331,7 @@ module compaction_engine #(
   wire [10:0] i_e   = {4'd0, ia[6:0]} + i_sb - 11'd1;
   /* verilator lint_on UNUSEDSIGNAL */
   wire        i_lst = il == i_e[10:7];
-  wire [BW-1:0] inflight = iss_cnt - resp_cnt;   // resp_cnt counts responses as the counting side takes them
+  wire [CW-1:0] inflight = iss_cnt - resp_cnt;   // resp_cnt counts responses as the counting side takes them
   // a response is the count-table line iff its reader waits for one and every tile line issued before it is in
   wire resp_is_ct = PIPE ? (p_st == PS_CRD && iss_cnt == prt_cnt) : st == S_CRD;
   // counter: line pl of row pr of tile buffer b_slot; lanes of the arriving line
@@ -472,8 +476,8 @@ module compaction_engine #(
     q_pop    <= 1'b0;
     if (rst) begin
       st <= S_IDLE; rd_valid <= 1'b0; rq_v <= 1'b0; c_valid <= 1'b0; h_valid <= 1'b0; zrem <= 12'd0; outstanding <= 32'd0;
-      flush_w <= 1'b0; cc_v <= 1'b0; iss_more <= 1'b0; p_st <= PS_OFF; iss_cnt <= {BW{1'b0}}; resp_cnt <= {BW{1'b0}};
-      prt_cnt <= {BW{1'b0}};
+      flush_w <= 1'b0; cc_v <= 1'b0; iss_more <= 1'b0; p_st <= PS_OFF; iss_cnt <= {CW{1'b0}}; resp_cnt <= {CW{1'b0}};
+      prt_cnt <= {CW{1'b0}};
     end else begin
       if (st != S_IDLE) cycles <= cycles + 32'd1;
       if (wr_fire && !wr_resp_valid) outstanding <= outstanding + 32'd1;
@@ -492,7 +496,7 @@ module compaction_engine #(
         off <= off + {24'd0, z_n}; zrem <= zrem - {4'd0, z_n};
       end
       // read issuer: one line read per cycle of the tile being fetched, at most RD_OUTS in flight
-      if (iss_more && (!rd_valid || rd_ready) && inflight < RD_OUTS[BW-1:0]) begin
+      if (iss_more && (!rd_valid || rd_ready) && inflight < RD_OUTS[CW-1:0]) begin
         rd_valid <= 1'b1; rd_addr <= {ia[63:7] + {53'd0, il}, 7'd0}; iss_cnt <= iss_cnt + 1'b1;
         if (i_lst) begin
           il <= 4'd0; ir <= ir + 9'd1; ia <= ia + {32'd0, j_pitch};

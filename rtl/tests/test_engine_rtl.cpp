@@ -4,6 +4,7 @@
 // BF16, ELL/BITMAP, random tile sizes and thresholds, with random back-pressure on rd_ready, rd_resp_valid
 // and wr_ready and random response latencies; reset in the middle of a job (count read, fetch, emit passes)
 // followed by the same job.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +27,7 @@ using Vengine = Vcompaction_engine_tb1;  // TILE_BUFFERS = 1 (sequential)
 #define ENGINE_SUITE EngineRtlTb1
 #else
 #include "Vcompaction_engine.h"
-using Vengine = Vcompaction_engine;      // the default build (pipelined, TILE_BUFFERS = 2)
+using Vengine = Vcompaction_engine;      // the default build (pipelined, TILE_BUFFERS = 4)
 #define ENGINE_SUITE EngineRtl
 #endif
 #pragma GCC diagnostic pop
@@ -37,6 +38,7 @@ using Vengine = Vcompaction_engine;      // the default build (pipelined, TILE_B
 namespace {
 
 int g_size_rule_fired = 0;  // run_case: cases in which D_CFG.SIZE_RULE made at least one tile DENSE
+std::uint64_t g_last_cycles = 0;  // run_case: bench cycles of the last fault-free job (setup MMIO included)
 
 namespace fmt = spartan::format;
 namespace rm = spartan::hw::regmap;
@@ -308,6 +310,7 @@ void run_case(std::uint64_t seed, unsigned stall_pct, std::uint64_t reset_after 
   for (std::size_t i = 0; i < ref.payload.size(); ++i)
     bad_p += b.mem.at(OUT + i) != ref.payload[i] || !b.mem.written(OUT + i);
   EXPECT_FALSE(b.mem.written(OUT + ref.payload.size())) << "wrote past the payload";
+  g_last_cycles = b.cycles;
   if (std::getenv("SPARTAN_ENGINE_TEST_VERBOSE"))
     std::printf("seed %llu: %ux%u tile %ux%u dt %u %s thr %.2f: %zu tiles, %zu payload bytes, %llu cycles\n",
                 (unsigned long long)seed, rows, cols, tr, tc, dt, bitmap ? "bitmap" : "ell", thr, tiles, ref.payload.size(),
@@ -331,10 +334,15 @@ TEST(ENGINE_SUITE, MatchesCompactUnderBackPressure) {
 }
 
 TEST(ENGINE_SUITE, ResetInTheMiddleOfAJob) {
-  // jobs of ~600-4000 cycles with compacted tiles (seeds 31 BITMAP, 19 / 16 / 6 ELL), reset at several points
-  // (count read, tile fetch, emit passes), then the same job again
-  for (std::uint64_t s : {31u, 19u, 16u, 6u})
-    for (std::uint64_t when : {5u, 40u, 150u, 333u, 520u}) run_case(s, 0, when);
+  // jobs of ~400-3500 cycles with compacted tiles (seeds 31 BITMAP, 19 / 16 / 6 ELL), reset at several points
+  // (count read, tile fetch, emit passes: fractions of the job's own cycle count, measured by a first run,
+  // so that the points stay inside the job whatever the pipeline depth), then the same job again
+  for (std::uint64_t s : {31u, 19u, 16u, 6u}) {
+    run_case(s, 0);
+    const std::uint64_t cycles = g_last_cycles;
+    for (double f : {0.0, 0.05, 0.2, 0.45, 0.7})
+      run_case(s, 0, std::max<std::uint64_t>(5, static_cast<std::uint64_t>(f * double(cycles))));
+  }
 }
 
 TEST(ENGINE_SUITE, OverflowAndBusErrorsEndTheJob) {

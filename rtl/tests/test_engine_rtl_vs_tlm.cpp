@@ -3,8 +3,8 @@
 // byte must match (0 mismatches) and the job cycles of the TLM timing rule must be within +-5 % of the RTL's
 // (docs/hw-units.md "Calibration from the RTL"). Jobs: F32/F16/BF16, ELL/BITMAP, 8..256-row/-column tiles,
 // unaligned row pitches, all-zero / dense / sparse row bands, exact and sampled (s = 1) counts, two memory
-// latencies (20 and 90 cycles, the latter beyond the 64-read window); both builds of the engine (tile_buffers
-// 1 = sequential, 2 = pipelined).
+// latencies (20 and 300 cycles, the latter beyond the 256-read window); both builds of the engine (tile_buffers
+// 1 = sequential, 4 = pipelined).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,8 +103,8 @@ Job make_job(std::uint64_t seed) {
   return j;
 }
 
-// Both builds of the engine: tile_buffers 1 (sequential) and 2 (pipelined, the default), each at read latency
-// 20 and 90 cycles.
+// Both builds of the engine: tile_buffers 1 (sequential) and 4 (pipelined, the default), each at read latency
+// 20 and 300 cycles.
 struct Host : sc_core::sc_module {
   SC_HAS_PROCESS(Host);
   static rtl::EngineLockstepConfig cfg(unsigned rd_lat, unsigned wr_lat, unsigned tb) {
@@ -114,14 +114,14 @@ struct Host : sc_core::sc_module {
     c.tile_buffers = tb;
     return c;
   }
-  static constexpr unsigned kTileBuffers[2] = {1, 2};
+  static constexpr unsigned kTileBuffers[2] = {1, rtl::EngineRtl::kPipelinedTileBuffers};
   rtl::EngineLockstep fast1, slow1, fast2, slow2;
   std::vector<Job> jobs;
   // [tb index][job] fast, slow
   std::vector<rtl::EngineLockstepResult> res_fast[2], res_slow[2];
   explicit Host(sc_core::sc_module_name n)
-      : sc_module(n), fast1("eng_fast1", cfg(20, 10, 1)), slow1("eng_slow1", cfg(90, 40, 1)),
-        fast2("eng_fast2", cfg(20, 10, 2)), slow2("eng_slow2", cfg(90, 40, 2)) {
+      : sc_module(n), fast1("eng_fast1", cfg(20, 10, 1)), slow1("eng_slow1", cfg(300, 40, 1)),
+        fast2("eng_fast2", cfg(20, 10, kTileBuffers[1])), slow2("eng_slow2", cfg(300, 40, kTileBuffers[1])) {
     SC_THREAD(run);
   }
   void run() {
@@ -155,7 +155,7 @@ TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
       for (const auto* r : {&h.res_fast[b][i], &h.res_slow[b][i]}) {
         std::printf("tb %u job %2zu %3ux%3u tile %3ux%3u dt %u %-6s s%u lat %s: %7llu B compared, %llu mismatches, RTL %7llu vs TLM %7llu cycles (%+.2f %%)\n",
                     tb, i + 1, d.rows, d.cols, d.tile_rows, d.tile_cols, static_cast<unsigned>(d.dtype),
-                    d.format == rm::engine::kFormatBitmap ? "bitmap" : "ell", d.sample_shift, r == &h.res_fast[b][i] ? "20" : "90",
+                    d.format == rm::engine::kFormatBitmap ? "bitmap" : "ell", d.sample_shift, r == &h.res_fast[b][i] ? "20" : "300",
                     static_cast<unsigned long long>(r->bytes_compared), static_cast<unsigned long long>(r->mismatches()),
                     static_cast<unsigned long long>(r->rtl_cycles), static_cast<unsigned long long>(r->tlm_cycles),
                     r->deviation_percent());
@@ -181,6 +181,7 @@ TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
 }
 
 TEST(EngineRtlVsTlm, OnlyTheBuiltTileBufferCountsExist) {
+  EXPECT_THROW(rtl::EngineRtl(20, 10, 2), std::invalid_argument);
   EXPECT_THROW(rtl::EngineRtl(20, 10, 3), std::invalid_argument);
   EXPECT_THROW(rtl::EngineRtl(20, 10, 0), std::invalid_argument);
 }
@@ -201,7 +202,7 @@ TEST(EngineRtlVsTlm, RefusedSubmitReturnsAtOnceWithTheMmioError) {
   d.out_base = 0x40000000;
   d.out_capacity_bytes = 1u << 20;
   const auto zeros = [](std::uint64_t, std::uint8_t* dst) { std::memset(dst, 0, 128); };
-  for (unsigned tb : {1u, 2u}) {
+  for (unsigned tb : {1u, rtl::EngineRtl::kPipelinedTileBuffers}) {
     rtl::EngineRtl eng(20, 10, tb);
     d.tile_rows = 64;
     d.tile_cols = 128;

@@ -155,12 +155,13 @@ class RtlExtension : public spartan::hw::RunExtension {
     if (ctx.monitors.empty() || !ctx.gpu) throw std::logic_error("--rtl: no monitors in the replay");
     ctx_ = ctx;
     const double mhz = ctx.monitors[0]->config().clock_mhz;
-    // The RTL engine exists in two builds (TILE_BUFFERS 1 and 2): the lockstep runs the one the replay's
+    // The RTL engine exists in two builds (TILE_BUFFERS 1 and 4): the lockstep runs the one the replay's
     // engine is configured as (--units engine.tile_buffers), so the RTL checks the mode being simulated.
-    const unsigned tile_buffers = ctx.engine ? ctx.engine->config().tile_buffers : 2;
-    if (tile_buffers != 1 && tile_buffers != 2)
-      throw spartan::InputError("--rtl: the RTL compaction engine is built with 1 or 2 tile buffers; --units engine.tile_buffers is " +
-                                std::to_string(tile_buffers));
+    constexpr unsigned kPipe = spartan::rtl::EngineRtl::kPipelinedTileBuffers;
+    const unsigned tile_buffers = ctx.engine ? ctx.engine->config().tile_buffers : kPipe;
+    if (tile_buffers != 1 && tile_buffers != kPipe)
+      throw spartan::InputError("--rtl: the RTL compaction engine is built with 1 or " + std::to_string(kPipe) +
+                                " tile buffers; --units engine.tile_buffers is " + std::to_string(tile_buffers));
     // Its read buffer is fixed too (READ_BUFFER_BYTES): a TLM engine with another size would accept tiles the
     // RTL refuses (the lockstep would wait for a job that never starts) or refuse ones the RTL takes.
     if (ctx.engine && ctx.engine->config().read_buffer_bytes != spartan::rtl::EngineRtl::kReadBufferBytes)

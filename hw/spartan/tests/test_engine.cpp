@@ -224,7 +224,7 @@ TEST(Engine, BitmapF16) { functional(ElemType::F16, kFormatBitmap, 16, 64, 0.4);
 TEST(Engine, EllBF16) { functional(ElemType::BF16, kFormatEll, 8, 16, 0.45); }
 TEST(Engine, BitmapBF16) { functional(ElemType::BF16, kFormatBitmap, 32, 32, 0.2); }
 TEST(Engine, MixedDenseSparseZeroTiles) { functional(ElemType::F32, kFormatEll, 16, 16, 0.5); }
-// The same bytes from the sequential engine (tile_buffers 1) and from deeper pipelines (the default is 2).
+// The same bytes from the sequential engine (tile_buffers 1) and from other pipeline depths (the default is 4).
 TEST(Engine, EllF32Sequential) { functional(ElemType::F32, kFormatEll, 32, 32, 0.3, 1); }
 TEST(Engine, BitmapF16Sequential) { functional(ElemType::F16, kFormatBitmap, 16, 64, 0.4, 1); }
 TEST(Engine, MixedTilesSequential) { functional(ElemType::F32, kFormatEll, 16, 16, 0.5, 1); }
@@ -232,7 +232,7 @@ TEST(Engine, MixedTilesSequential) { functional(ElemType::F32, kFormatEll, 16, 1
 // than the 256 dense bytes are fetched and then written DENSE; bytes as compact() with the size rule.
 TEST(Engine, SizeRuleEllBF16) { functional(ElemType::BF16, kFormatEll, 8, 16, 0.45, EngineConfig{}.tile_buffers, true); }
 TEST(Engine, SizeRuleEllBF16Sequential) { functional(ElemType::BF16, kFormatEll, 8, 16, 0.45, 1, true); }
-TEST(Engine, MixedTilesFourBuffers) { functional(ElemType::F32, kFormatEll, 16, 16, 0.5, 4); }
+TEST(Engine, MixedTilesTwoBuffers) { functional(ElemType::F32, kFormatEll, 16, 16, 0.5, 2); }
 TEST(Engine, BitmapBF16ThreeBuffers) { functional(ElemType::BF16, kFormatBitmap, 8, 16, 0.2, 3); }
 
 void sampled_counts(std::uint32_t tile_buffers) {

@@ -22,8 +22,9 @@ struct EngineLockstepConfig {
   double clock_mhz = 1000.0;           ///< engine clock (the L2 clock of the GPU preset)
   unsigned read_latency_cycles = 20;   ///< memory read latency, request accepted -> response (both models)
   unsigned write_latency_cycles = 10;  ///< write acceptance -> write response
-  /// Tile buffers of both models (EngineConfig::tile_buffers and the RTL build's TILE_BUFFERS): 1 or 2.
-  unsigned tile_buffers = 2;
+  /// Tile buffers of both models (EngineConfig::tile_buffers and the RTL build's TILE_BUFFERS): 1 or
+  /// EngineRtl::kPipelinedTileBuffers.
+  unsigned tile_buffers = EngineRtl::kPipelinedTileBuffers;
 };
 
 struct EngineLockstepResult {

@@ -63,11 +63,14 @@ class EngineRtl {
   /// The Verilated RTL's tile read buffer (compaction_engine.v parameter READ_BUFFER_BYTES, left at its
   /// default): SUBMIT refuses (BadValue) a descriptor whose tile (TR x TC x element bytes) is larger.
   static constexpr std::uint32_t kReadBufferBytes = 16384;
+  /// TILE_BUFFERS of the default (pipelined) build, compaction_engine.v's default; the other build is 1.
+  static constexpr unsigned kPipelinedTileBuffers = 4;
   /// `read_line(addr, dst)`: fills the 128 bytes of the line at `addr` (128 B-aligned).
   using LineReader = std::function<void(std::uint64_t addr, std::uint8_t* dst)>;
-  /// `tile_buffers`: which build of the RTL (its TILE_BUFFERS parameter): 1 (sequential) or 2 (the default);
-  /// any other value throws std::invalid_argument.
-  EngineRtl(unsigned read_latency_cycles = 20, unsigned write_latency_cycles = 10, unsigned tile_buffers = 2);
+  /// `tile_buffers`: which build of the RTL (its TILE_BUFFERS parameter): 1 (sequential) or
+  /// kPipelinedTileBuffers (the default); any other value throws std::invalid_argument.
+  EngineRtl(unsigned read_latency_cycles = 20, unsigned write_latency_cycles = 10,
+            unsigned tile_buffers = kPipelinedTileBuffers);
   ~EngineRtl();
   /// Runs one job to completion (or `max_cycles`); the bytes it wrote are in written().
   EngineRtlResult run(const hw::regmap::Descriptor& d, const LineReader& read_line,

@@ -13,7 +13,7 @@
 // "Calibration from the RTL"): a compacted tile is fetched (one line read per cycle, at most
 // `outstanding_reads` in flight) into a tile buffer of `read_buffer_bytes`, counted as the lines arrive, then
 // emitted one 128 B line per cycle per pass; one write per cycle with at most `outstanding_writes` in flight.
-// `tile_buffers` = 1: tiles one after another; >= 2 (default 2): a prefetcher decides ahead and fetches the
+// `tile_buffers` = 1: tiles one after another; >= 2 (default 4): a prefetcher decides ahead and fetches the
 // next compacted tiles into free buffers while the current one is emitted (same output bytes).
 #pragma once
 #include <cstdint>
@@ -37,7 +37,10 @@ struct EngineConfig {
   std::uint32_t engine_id = 0;
   double clock_mhz = 1000.0;              ///< the L2 clock of the GPU preset
   std::uint32_t elements_per_cycle = 32;  ///< lanes of the line datapath (32 F32 / 64 F16 per 128 B line); informational
-  std::uint32_t outstanding_reads = 64;     ///< covers the L2 round trip (~160 cycles) at ~0.4 lines/cycle
+  /// Line reads in flight (RTL `RD_OUTS`). Little's law: one line per cycle over the L2 round trip (178
+  /// core cycles in the V100 preset's L2-hit pointer chase) needs >= 178; 256 is the next power of two (64,
+  /// the earlier default, allowed ~0.36 lines per cycle: review finding F3, docs/bench/units.md).
+  std::uint32_t outstanding_reads = 256;
   std::uint32_t outstanding_writes = 32;
   std::uint32_t read_buffer_bytes = 16384;  ///< a tile must fit (TR*TC*elem bytes), else SUBMIT is BadValue
   std::uint32_t write_buffer_bytes = 4096;  ///< informational: the RTL packer holds one line + one write
@@ -45,7 +48,9 @@ struct EngineConfig {
   /// Tile buffers of `read_buffer_bytes` each (RTL `TILE_BUFFERS`). 1: the sequential engine (decide, fetch,
   /// count, emit, one tile after another); >= 2: a prefetcher decides ahead of the emitter and fetches the next
   /// compacted tiles into free buffers while the current one is emitted (docs/hw-units.md "State machine").
-  std::uint32_t tile_buffers = 2;
+  /// Default 4: a buffer is allocated per tile, so the reads in flight span at most tile_buffers - 1 tiles
+  /// being fetched (a 32 x 32 F32 tile is 32-64 line reads); with 2 the 256-read window could not fill.
+  std::uint32_t tile_buffers = 4;
   /// Decisions the prefetcher may be ahead of the emitter (RTL `DQ_DEPTH`; used when tile_buffers >= 2).
   std::uint32_t decision_queue_depth = 16;
   std::uint32_t job_setup_cycles = 1;     ///< descriptor pop to the first tile decision (RTL)
