@@ -40,7 +40,7 @@ struct MonitorLockstep::Impl {
   Host host;
   std::uint64_t job = 0;
   Impl(const std::string& name, double mhz)
-      : tlm((name + "_tlm").c_str(), [mhz] { hw::MonitorConfig c; c.clock_mhz = mhz; c.flush_outstanding = 4; return c; }()),
+      : tlm((name + "_tlm").c_str(), [mhz] { hw::MonitorConfig c; c.clock_mhz = mhz; c.flush_outstanding = kMonitorFlushOutstanding; return c; }()),
         rtl((name + "_rtl").c_str(), [mhz] { MonitorRtlScConfig c; c.clock_mhz = mhz; return c; }()),
         tlm_mem((name + "_tlm_mem").c_str(), mem_cfg()),
         rtl_mem((name + "_rtl_mem").c_str(), mem_cfg()),

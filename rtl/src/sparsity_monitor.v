@@ -18,7 +18,7 @@ module sparsity_monitor #(
   parameter LINE_BYTES = 128,
   parameter NREG       = 16,
   parameter CAPACITY   = 8192,
-  parameter FLUSH_OUTSTANDING = 4,       // atomic adds in flight during a flush
+  parameter FLUSH_OUTSTANDING = 32,      // atomic adds in flight during a flush (Little's law: docs/hw-units.md)
   parameter CAW        = $clog2(CAPACITY)
 ) (
   input  wire                    clk,

@@ -169,7 +169,7 @@ struct Host : sc_core::sc_module {
 TEST(MonitorRtlVsTlm, SameTrafficSameCountsAndStatistics) {
   ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   hw::MonitorConfig mc;
-  mc.flush_outstanding = 4;  // the RTL instance's FLUSH_OUTSTANDING
+  mc.flush_outstanding = rtl::kMonitorFlushOutstanding;  // the RTL instance's FLUSH_OUTSTANDING
   mc.clock_mhz = 1000.0;
   hw::SparsityMonitor tlm_mon("tlm_monitor", mc);
   rtl::MonitorRtlScConfig rc;
@@ -177,7 +177,10 @@ TEST(MonitorRtlVsTlm, SameTrafficSameCountsAndStatistics) {
   rtl::MonitorRtlSc rtl_mon("rtl_monitor", rc);
   hw::FlatMemoryConfig fc;
   fc.read_latency = sc_core::sc_time(20, sc_core::SC_NS);
-  fc.write_latency = sc_core::sc_time(10, sc_core::SC_NS);
+  // A flush issues one atomic add per ~11 cycles at most; a 500-cycle write latency keeps ~45 in flight, so
+  // the FLUSH_OUTSTANDING window (32) binds and both models must time it alike (short latencies are checked
+  // by the replay's lockstep, MonitorLockstep: 10 cycles).
+  fc.write_latency = sc_core::sc_time(500, sc_core::SC_NS);
   hw::FlatMemory tlm_mem("tlm_mem", fc), rtl_mem("rtl_mem", fc);
   Host host("host");
   host.tlm_mon = &tlm_mon;

@@ -24,6 +24,10 @@
 
 namespace spartan::rtl {
 
+/// FLUSH_OUTSTANDING of the Verilated monitor (sparsity_monitor.v's default); the TLM model in a lockstep must
+/// use the same window (MonitorConfig::flush_outstanding).
+inline constexpr unsigned kMonitorFlushOutstanding = 32;
+
 struct MonitorRtlScConfig {
   double clock_mhz = 1000.0;      ///< unit clock (the L2 clock of the GPU preset)
   MonitorRtlConfig pins;          ///< slice id, back-pressure test options

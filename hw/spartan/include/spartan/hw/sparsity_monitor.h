@@ -36,7 +36,10 @@ struct MonitorConfig {
   std::uint32_t pipeline_latency_cycles = 3;  ///< request -> counter update
   std::uint32_t counter_entries = 8192;       ///< u32 counters (CAPACITY)
   std::uint32_t flush_groups_per_cycle = 1;   ///< speed-up of the flush scan (1 = the RTL: 1 counter/cycle)
-  std::uint32_t flush_outstanding = 4;        ///< flush atomics in flight (posted reductions; = the RTL's FLUSH_OUTSTANDING)
+  /// Flush atomics in flight (posted reductions; = the RTL's FLUSH_OUTSTANDING). Little's law: one add per
+  /// ~11 cycles (a 32 B group of 8 counters takes 10-11 scan cycles) over a ~180-cycle L2 round trip needs
+  /// >= 17 in flight; 32 is the next power of two (4, the earlier RTL value, bounded the flush: docs/hw-units.md).
+  std::uint32_t flush_outstanding = 32;
   std::uint32_t mmio_latency_cycles = 2;      ///< register access latency
 };
 
