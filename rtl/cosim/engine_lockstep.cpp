@@ -104,6 +104,7 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   res.rtl_cycles_simulated = r.rtl_cycles;
   res.tiles = tiles;
   res.rtl_tiles_compacted = r.tiles_compacted;
+  res.rtl_max_reads_in_flight = r.max_reads_in_flight;
   res.rtl_compacted_tile_cycles = r.compacted_tile_cycles;
   if (res.tlm_status == static_cast<std::uint32_t>(eng::JobStatus::Ok)) {
     const auto& wr = I.rtl.written();

@@ -1,6 +1,7 @@
 // Pin-level driver of the Verilated compaction engine (see engine_rtl.h).
 #include "spartan/rtl/engine_rtl.h"
 
+#include <algorithm>
 #include <deque>
 #include <stdexcept>
 #include <string>
@@ -98,7 +99,10 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
     }
     prev_st = st;
     if (resp_fire) I.reads.pop_front();
-    if (rd_fire) I.reads.push_back({rd_a, I.cycle + I.rd_lat});
+    if (rd_fire) {
+      I.reads.push_back({rd_a, I.cycle + I.rd_lat});
+      res.max_reads_in_flight = std::max<std::uint64_t>(res.max_reads_in_flight, I.reads.size());
+    }
     ++I.cycle;
   };
   auto mmio = [&](bool we, std::uint32_t off, std::uint32_t v) {

@@ -1,6 +1,7 @@
 // Pin-level driver of the Verilated sparsity monitor (see monitor_rtl.h).
 #include "spartan/rtl/monitor_rtl.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -90,6 +91,7 @@ void MonitorRtl::tick() {
     a.mask = static_cast<std::uint8_t>(t.m_wmask);
     const std::uint32_t lat = sink_ ? sink_(a) : 0;
     done_at_.insert(cycle_ + 1 + lat);
+    max_adds_in_flight_ = std::max(max_adds_in_flight_, done_at_.size());
   }
   t.clk = 1;
   t.eval();

@@ -14,7 +14,7 @@
 // would not make smaller is written DENSE), sampling estimates, OutOverflow, bus errors.
 //
 // Pins: MMIO as the monitor (response one cycle after acceptance, mmio_err = MmioError code);
-// rd_*: line read requests (128 B-aligned address) and in-order responses, one outstanding;
+// rd_*: line read requests (128 B-aligned address) and in-order responses, up to RD_OUTS outstanding;
 // wr_*: line writes with byte strobes, posted; wr_resp_valid pulses once per completed write.
 module compaction_engine #(
   parameter QDEPTH            = 8,

@@ -193,6 +193,9 @@ TEST(MonitorRtlVsTlm, SameTrafficSameCountsAndStatistics) {
   tlm_mon.mem.bind(tlm_mem.socket);
   rtl_mon.mem.bind(rtl_mem.socket);
   sc_core::sc_start();
+  // The flush window was reached (the 500-cycle latency) and never exceeded; the TLM default is the RTL's.
+  EXPECT_EQ(rtl_mon.pins().max_adds_in_flight(), rtl::kMonitorFlushOutstanding);
+  EXPECT_EQ(hw::MonitorConfig{}.flush_outstanding, rtl::kMonitorFlushOutstanding);
 }
 
 }  // namespace

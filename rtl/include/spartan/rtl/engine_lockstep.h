@@ -38,6 +38,7 @@ struct EngineLockstepResult {
   double wall_seconds = 0;                        ///< wall time of the RTL part
   std::uint64_t tiles = 0;                        ///< tiles of the job
   std::uint64_t rtl_tiles_compacted = 0, rtl_compacted_tile_cycles = 0;  ///< see EngineRtlResult
+  std::uint64_t rtl_max_reads_in_flight = 0;      ///< EngineRtlResult::max_reads_in_flight
   /// Mismatches of any kind: bytes, status, out bytes, RTL not finished.
   std::uint64_t mismatches() const {
     return byte_mismatches + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) + (rtl_out_bytes != tlm_out_bytes);

@@ -27,6 +27,9 @@ struct EngineRtlResult {
   /// count + emit of the tile; pipelined build: from the emitter's decision (the fetch may have started
   /// earlier, in the prefetcher) to the header.
   std::uint64_t compacted_tile_cycles = 0;
+  /// Most line reads issued on the rd_* pins and not yet answered at any time of the job (the RTL keeps at
+  /// most EngineRtl::kReadsInFlight; a test can check that the bound is reached and holds).
+  std::uint64_t max_reads_in_flight = 0;
 };
 
 /// The bytes a run wrote, kept per 128 B line (data + byte-written mask).
@@ -65,6 +68,8 @@ class EngineRtl {
   static constexpr std::uint32_t kReadBufferBytes = 16384;
   /// TILE_BUFFERS of the default (pipelined) build, compaction_engine.v's default; the other build is 1.
   static constexpr unsigned kPipelinedTileBuffers = 4;
+  /// RD_OUTS of both builds (compaction_engine.v's default): line reads in flight at most.
+  static constexpr unsigned kReadsInFlight = 256;
   /// `read_line(addr, dst)`: fills the 128 bytes of the line at `addr` (128 B-aligned).
   using LineReader = std::function<void(std::uint64_t addr, std::uint8_t* dst)>;
   /// `tile_buffers`: which build of the RTL (its TILE_BUFFERS parameter): 1 (sequential) or

@@ -58,6 +58,9 @@ class MonitorRtl {
   std::uint64_t cycle() const { return cycle_; }
   /// Cycles during which a write request was presented but not accepted (back-pressure on s_ready).
   std::uint64_t stall_cycles() const { return stall_cycles_; }
+  /// Most flush atomic adds issued on the m_* pins and not yet completed at any time since construction (the
+  /// RTL keeps at most FLUSH_OUTSTANDING; a test can check that the bound is reached and holds).
+  std::size_t max_adds_in_flight() const { return max_adds_in_flight_; }
 
   /// VCD of absolute cycles [from, to) only (Verilator --trace), written as the run passes the window and
   /// closed at its end. VCD time = 2 steps per cycle, counted from the cycle this is called at.
@@ -71,6 +74,7 @@ class MonitorRtl {
   FlushSink sink_;
   std::uint64_t cycle_ = 0, stall_cycles_ = 0;
   std::multiset<std::uint64_t> done_at_;  ///< completion cycles of posted atomic adds
+  std::size_t max_adds_in_flight_ = 0;
 };
 
 }  // namespace spartan::rtl

@@ -48,8 +48,8 @@ struct EngineConfig {
   /// Tile buffers of `read_buffer_bytes` each (RTL `TILE_BUFFERS`). 1: the sequential engine (decide, fetch,
   /// count, emit, one tile after another); >= 2: a prefetcher decides ahead of the emitter and fetches the next
   /// compacted tiles into free buffers while the current one is emitted (docs/hw-units.md "State machine").
-  /// Default 4: a buffer is allocated per tile, so the reads in flight span at most tile_buffers - 1 tiles
-  /// being fetched (a 32 x 32 F32 tile is 32-64 line reads); with 2 the 256-read window could not fill.
+  /// Default 4: a buffer is allocated per tile, so the reads in flight belong to at most tile_buffers tiles
+  /// (fetched, not yet emitted; a 32 x 32 F32 tile is 32-64 line reads); with 2 the 256-read window could not fill.
   std::uint32_t tile_buffers = 4;
   /// Decisions the prefetcher may be ahead of the emitter (RTL `DQ_DEPTH`; used when tile_buffers >= 2).
   std::uint32_t decision_queue_depth = 16;
