@@ -49,7 +49,7 @@ int run(int argc, char** argv) {
       "tile", po::value(&tile)->default_value(tile), "tile size RxC (1..65535 each; the engine takes at most 16384 bytes per tile)")(
       "threshold", po::value(&threshold)->default_value(threshold), "compaction-engine density threshold (0..1)")(
       "tile-buffers", po::value(&tile_buffers)->default_value(tile_buffers),
-      "engine RTL build: 1 (sequential) or 4 (pipelined, the default)");
+      ("engine RTL build: 1 (sequential) or " + std::to_string(tile_buffers) + " (pipelined, the default)").c_str());
   po::variables_map vm;
   if (!spartan::parse_options_or_help(argc, argv, opts, vm)) return 0;
   {
@@ -60,7 +60,7 @@ int run(int argc, char** argv) {
   if (rows < 1 || cols < 1 || rows > (1u << 20) || cols > (1u << 20)) throw spartan::InputError("--rows and --cols must be in 1..1048576");
   if (!(density >= 0 && density <= 1)) throw spartan::InputError("--density must be in 0..1");
   if (!(threshold >= 0 && threshold <= 1)) throw spartan::InputError("--threshold must be in 0..1");
-  if (tile_buffers != 1 && tile_buffers != spartan::rtl::EngineRtl::kPipelinedTileBuffers)
+  if (!spartan::rtl::EngineRtl::has_build(tile_buffers))
     throw spartan::InputError("--tile-buffers must be 1 or " + std::to_string(spartan::rtl::EngineRtl::kPipelinedTileBuffers));
   std::vector<std::uint8_t> m;
   unsigned dtype = 0, eb = 4;

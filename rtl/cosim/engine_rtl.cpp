@@ -33,11 +33,11 @@ struct EngineRtl::Impl {
 };
 
 EngineRtl::EngineRtl(unsigned rd, unsigned wr, unsigned tile_buffers) : impl_(std::make_unique<Impl>()) {
+  if (!has_build(tile_buffers))
+    throw std::invalid_argument("EngineRtl: the RTL is built with TILE_BUFFERS 1 and " +
+                                std::to_string(kPipelinedTileBuffers) + " only, not " + std::to_string(tile_buffers));
   if (tile_buffers == 1) impl_->m1 = std::make_unique<detail::EngineModelTb1>();
-  else if (tile_buffers == kPipelinedTileBuffers) impl_->m2 = std::make_unique<detail::EngineModel>();
-  else throw std::invalid_argument("EngineRtl: the RTL is built with TILE_BUFFERS 1 and " +
-                                   std::to_string(kPipelinedTileBuffers) + " only, not " +
-                                   std::to_string(tile_buffers));
+  else impl_->m2 = std::make_unique<detail::EngineModel>();
   impl_->drv.rd_lat = rd;
   impl_->drv.wr_lat = wr;
 }

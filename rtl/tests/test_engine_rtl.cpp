@@ -338,8 +338,10 @@ TEST(ENGINE_SUITE, ResetInTheMiddleOfAJob) {
   // (count read, tile fetch, emit passes: fractions of the job's own cycle count, measured by a first run,
   // so that the points stay inside the job whatever the pipeline depth), then the same job again
   for (std::uint64_t s : {31u, 19u, 16u, 6u}) {
+    g_last_cycles = 0;
     run_case(s, 0);
     const std::uint64_t cycles = g_last_cycles;
+    ASSERT_GT(cycles, 0u) << "seed " << s << ": the measuring run did not complete";
     for (double f : {0.0, 0.05, 0.2, 0.45, 0.7})
       run_case(s, 0, std::max<std::uint64_t>(5, static_cast<std::uint64_t>(f * double(cycles))));
   }

@@ -159,7 +159,7 @@ class RtlExtension : public spartan::hw::RunExtension {
     // engine is configured as (--units engine.tile_buffers), so the RTL checks the mode being simulated.
     constexpr unsigned kPipe = spartan::rtl::EngineRtl::kPipelinedTileBuffers;
     const unsigned tile_buffers = ctx.engine ? ctx.engine->config().tile_buffers : kPipe;
-    if (tile_buffers != 1 && tile_buffers != kPipe)
+    if (!spartan::rtl::EngineRtl::has_build(tile_buffers))
       throw spartan::InputError("--rtl: the RTL compaction engine is built with 1 or " + std::to_string(kPipe) +
                                 " tile buffers; --units engine.tile_buffers is " + std::to_string(tile_buffers));
     // Its read buffer is fixed too (READ_BUFFER_BYTES): a TLM engine with another size would accept tiles the

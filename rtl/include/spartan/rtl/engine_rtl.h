@@ -70,6 +70,11 @@ class EngineRtl {
   static constexpr unsigned kPipelinedTileBuffers = 4;
   /// RD_OUTS of both builds (compaction_engine.v's default): line reads in flight at most.
   static constexpr unsigned kReadsInFlight = 256;
+  /// Whether an RTL build with this TILE_BUFFERS exists (1 or kPipelinedTileBuffers): the one check the
+  /// constructor and the tools (spartan-sim run --rtl, spartan-rtl-bench) apply before using one.
+  static constexpr bool has_build(unsigned tile_buffers) {
+    return tile_buffers == 1 || tile_buffers == kPipelinedTileBuffers;
+  }
   /// `read_line(addr, dst)`: fills the 128 bytes of the line at `addr` (128 B-aligned).
   using LineReader = std::function<void(std::uint64_t addr, std::uint8_t* dst)>;
   /// `tile_buffers`: which build of the RTL (its TILE_BUFFERS parameter): 1 (sequential) or
