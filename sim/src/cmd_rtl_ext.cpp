@@ -16,7 +16,8 @@
 //
 // Writes OUT/rtl_cycles.json, the per-unit cycle figures `spartan-area --cycles` reads (docs/area.md):
 // tiles + busy_cycles (throughput), tile_latency_cycles (engine: mean fetch-start-to-header cycles of its
-// compacted tiles) and tile_bytes (mean bytes per tile), summed over the checked layers.
+// compacted tiles), tile_bytes (mean bytes per tile) and, for the engine, gpu_model_busy_ns (the same jobs'
+// busy time in the replay's GPU model), summed over the checked layers.
 //
 // Adds to each layer record "rtl": {...} and to stats.json a top-level "rtl" section
 // {"mismatches", "max_abs_cycle_deviation_percent", "layers": [{iteration, layer, name, unit, mismatches,
@@ -259,6 +260,7 @@ class RtlExtension : public spartan::hw::RunExtension {
     max_dev_engine_ = std::max(max_dev_engine_, std::fabs(dev));
     eng_tiles_ += r.tiles;
     eng_cycles_ += double(r.rtl_cycles);
+    eng_gpu_ns_ += (job_.finished - job_.started).to_seconds() * 1e9;  // the replay's job in the GPU model
     eng_bytes_ += double(d.rows) * d.cols * (d.dtype == spartan::hw::regmap::ElemType::F32 ? 4 : 2);
     eng_lat_tiles_ += r.rtl_tiles_compacted;
     eng_lat_cycles_ += double(r.rtl_compacted_tile_cycles);
@@ -285,11 +287,13 @@ class RtlExtension : public spartan::hw::RunExtension {
     if (eng_tiles_ > 0) {
       json e = {{"tiles", eng_tiles_}, {"busy_cycles", eng_cycles_}, {"tile_bytes", eng_bytes_ / double(eng_tiles_)}};
       if (eng_lat_tiles_ > 0) e["tile_latency_cycles"] = eng_lat_cycles_ / double(eng_lat_tiles_);
+      if (eng_gpu_ns_ > 0) e["gpu_model_busy_ns"] = eng_gpu_ns_;
       units["compaction_engine"] = e;
     }
     json doc = {{"source", "spartan-sim run --rtl: Verilated RTL co-simulation of " + std::to_string(mon_layers_) +
                                " layer(s); monitor busy = counting + flush cycles, engine busy = job cycles "
-                               "(read latency 20, write latency 10 cycles)"},
+                               "(read latency 20, write latency 10 cycles); engine gpu_model_busy_ns = the same jobs "
+                               "in the replay's GPU model"},
                 {"units", units}};
     spartan::write_file_atomic(ctx_.out_dir + "/rtl_cycles.json", doc.dump(2) + "\n");
   }
@@ -314,7 +318,7 @@ class RtlExtension : public spartan::hw::RunExtension {
   std::uint64_t mismatches_ = 0;
   double max_dev_ = 0, max_dev_engine_ = 0;
   std::uint64_t mon_layers_ = 0, mon_tiles_ = 0, eng_tiles_ = 0, eng_lat_tiles_ = 0;
-  double mon_cycles_ = 0, mon_bytes_ = 0, eng_cycles_ = 0, eng_bytes_ = 0, eng_lat_cycles_ = 0;
+  double mon_cycles_ = 0, mon_bytes_ = 0, eng_cycles_ = 0, eng_bytes_ = 0, eng_lat_cycles_ = 0, eng_gpu_ns_ = 0;
   spartan::hw::EngineJob job_;
   bool have_job_ = false;
   json records_ = json::array();

@@ -48,6 +48,7 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
   g.process = node.str();
   g.l2_slices = c.l2.slices;
   g.l2_clock_mhz = c.clocks.l2_mhz;
+  g.l2_slice_bytes_per_cycle = c.l2.slice.bytes_per_cycle;
   g.source = path;
   if (g.die_area_mm2 <= 0.0) throw ConfigError(path, "die_area_mm2", "missing or not positive");
   if (g.l2_slices == 0) throw ConfigError(path, "l2.slices", "missing or zero (needed: one monitor per L2 slice)");

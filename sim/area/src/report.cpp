@@ -64,9 +64,14 @@ CycleCounts parse_cycle_counts(const std::string& text, const std::string& file)
     uc.busy_cycles = opt_number(u, "busy_cycles", file, where);
     uc.tile_latency_cycles = opt_number(u, "tile_latency_cycles", file, where);
     uc.tile_bytes = opt_number(u, "tile_bytes", file, where);
+    uc.gpu_model_busy_ns = opt_number(u, "gpu_model_busy_ns", file, where);
     if (uc.tiles.has_value() != uc.busy_cycles.has_value())
       throw FormatError(file, where, 0, "'tiles' and 'busy_cycles' must be given together", "field");
     if (uc.busy_cycles && *uc.busy_cycles <= 0.0) throw FormatError(file, where + ".busy_cycles", 0, "must be > 0", "field");
+    if (uc.gpu_model_busy_ns && !uc.tiles)
+      throw FormatError(file, where + ".gpu_model_busy_ns", 0, "needs 'tiles'", "field");
+    if (uc.gpu_model_busy_ns && *uc.gpu_model_busy_ns <= 0.0)
+      throw FormatError(file, where + ".gpu_model_busy_ns", 0, "must be > 0", "field");
     c.units[name] = uc;
   }
   return c;
@@ -195,10 +200,27 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
         lat["tiles_per_s_per_instance"] = tpc * gpu.l2_clock_mhz * 1e6;
         lat["tiles_per_s_per_gpu"] = tpc * gpu.l2_clock_mhz * 1e6 * inst;
         if (uc->tile_bytes) {
+          // A monitor sees only the writes its own L2 slice takes: it cannot count faster than that slice's
+          // data port delivers (review finding F7: one RTL monitor that counted the whole stream, times the
+          // slices, gave more than the L2's aggregate bandwidth).
+          double bpc = tpc * *uc->tile_bytes;
           lat["tile_bytes"] = *uc->tile_bytes;
-          lat["gb_per_s_per_instance"] = tpc * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 / 1e9;
-          lat["gb_per_s_per_gpu"] = tpc * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 * inst / 1e9;
+          lat["rtl_bytes_per_cycle"] = bpc;
+          if (u.spec.role == UnitRole::kMonitor && gpu.l2_slice_bytes_per_cycle > 0.0) {
+            lat["l2_slice_bytes_per_cycle"] = gpu.l2_slice_bytes_per_cycle;
+            lat["capped_at_l2_slice_port"] = bpc > gpu.l2_slice_bytes_per_cycle;
+            bpc = std::min(bpc, gpu.l2_slice_bytes_per_cycle);
+          }
+          lat["gb_per_s_per_instance"] = bpc * gpu.l2_clock_mhz * 1e6 / 1e9;
+          lat["gb_per_s_per_gpu"] = bpc * gpu.l2_clock_mhz * 1e6 * inst / 1e9;
         }
+      }
+      if (uc->tiles && uc->gpu_model_busy_ns) {
+        // The same jobs in the simulated GPU (its crossbar, L2 and DRAM behind the unit): simulated throughput.
+        const double tps = *uc->tiles / (*uc->gpu_model_busy_ns * 1e-9);
+        lat["gpu_model_busy_ns"] = *uc->gpu_model_busy_ns;
+        lat["gpu_model_tiles_per_s_per_gpu"] = tps * inst;
+        if (uc->tile_bytes) lat["gpu_model_gb_per_s_per_gpu"] = tps * *uc->tile_bytes * inst / 1e9;
       }
     }
     ju["latency"] = lat;
@@ -279,8 +301,9 @@ std::string render_markdown(const json& r) {
        << (t.contains("share_of_die_percent") ? fmt_g(t["share_of_die_percent"].get<double>()) : std::string("-"))
        << " |\n";
   md << "\n## Latency and throughput (L2 clock " << fmt(g["l2_clock_mhz"].get<double>(), 0) << " MHz)\n\n";
-  md << "| unit | tile latency cycles | tile latency ns | tiles/cycle | tiles/s per GPU | GB/s per GPU |\n"
-        "|---|---:|---:|---:|---:|---:|\n";
+  md << "| unit | tile latency cycles | tile latency ns | tiles/cycle | tiles/s per GPU | GB/s per GPU | "
+        "GB/s per GPU in the GPU model |\n"
+        "|---|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& u : r["units"]) {
     const auto& l = u["latency"];
     auto cell = [&](const char* k, bool sci) {
@@ -289,12 +312,23 @@ std::string render_markdown(const json& r) {
     };
     md << "| " << u["name"].get<std::string>() << " | " << cell("tile_latency_cycles", false) << " | "
        << cell("tile_latency_ns", false) << " | " << cell("tiles_per_cycle", true) << " | "
-       << cell("tiles_per_s_per_gpu", true) << " | " << cell("gb_per_s_per_gpu", true) << " |\n";
+       << cell("tiles_per_s_per_gpu", true) << " | " << cell("gb_per_s_per_gpu", true)
+       << (l.value("capped_at_l2_slice_port", false) ? " (capped)" : "") << " | "
+       << cell("gpu_model_gb_per_s_per_gpu", true) << " |\n";
+  }
+  for (const auto& u : r["units"]) {
+    const auto& l = u["latency"];
+    if (l.value("capped_at_l2_slice_port", false))
+      md << "\n**" << u["name"].get<std::string>() << "**: the RTL counted " << fmt(l["rtl_bytes_per_cycle"].get<double>(), 1)
+         << " B/cycle, more than its L2 slice's data port delivers (" << fmt(l["l2_slice_bytes_per_cycle"].get<double>(), 0)
+         << " B/cycle): GB/s per GPU is capped at the slices' aggregate.\n";
   }
   md << "\nCycle counts: " << r["cycles_source"].get<std::string>()
      << ". Per-GPU figures multiply one instance by the instances per GPU and assume each is kept busy at the L2 "
         "clock, whether or not the fmax above reaches it and whatever the memory system delivers: they are "
-        "upper bounds, not simulated throughput.\n\n## Scaling factors\n\n"
+        "upper bounds, not simulated throughput (a monitor's also at most its L2 slice's data port). The last "
+        "column, where the cycle file gives it, is the throughput of the same jobs in the simulated GPU (spartan-sim's "
+        "memory hierarchy behind the unit).\n\n## Scaling factors\n\n"
      << "| node nm | area factor | delay factor | Vdd V | SRAM bit cell um^2 | source |\n|---:|---:|---:|---:|---:|---|\n";
   for (const auto& n : r["nodes"])
     md << "| " << n["node_nm"].get<int>() << " | " << fmt_g(n["area_factor"].get<double>()) << " | "

@@ -60,6 +60,7 @@ TEST(AreaGpu, PresetLookupAndNoBuiltinFallback) {
   std::filesystem::current_path(cwd);
   EXPECT_EQ(v.l2_slices, 64u);
   EXPECT_DOUBLE_EQ(v.l2_clock_mhz, 1447.0);
+  EXPECT_DOUBLE_EQ(v.l2_slice_bytes_per_cycle, 32.0);  // l2.bytes_per_cycle: caps the monitor's throughput
   EXPECT_DOUBLE_EQ(v.die_area_mm2, 815.0);
   EXPECT_EQ(v.process_node_nm, 16);
   EXPECT_TRUE(v.engines_assumed);
@@ -105,6 +106,13 @@ TEST(AreaCycles, ParseAndReject) {
   EXPECT_THROW(parse_cycle_counts(R"({"units":{"m":{"tiles":1,"busy_cycles":0}}})", "c.json"), spartan::FormatError);
   EXPECT_THROW(parse_cycle_counts(R"({"units":{"m":{"tile_latency_cycles":"7"}}})", "c.json"), spartan::FormatError);
   EXPECT_THROW(parse_cycle_counts(R"({"x":1})", "c.json"), spartan::FormatError);
+  // The GPU-model busy time (engine): needs tiles, must be > 0.
+  const CycleCounts g = parse_cycle_counts(
+      R"({"units":{"e":{"tiles":10,"busy_cycles":40,"gpu_model_busy_ns":125}}})", "c.json");
+  EXPECT_DOUBLE_EQ(*g.units.at("e").gpu_model_busy_ns, 125.0);
+  EXPECT_THROW(parse_cycle_counts(R"({"units":{"e":{"gpu_model_busy_ns":125}}})", "c.json"), spartan::FormatError);
+  EXPECT_THROW(parse_cycle_counts(R"({"units":{"e":{"tiles":1,"busy_cycles":4,"gpu_model_busy_ns":0}}})", "c.json"),
+               spartan::FormatError);
 }
 
 TEST(AreaReport, Arithmetic) {
@@ -133,7 +141,7 @@ TEST(AreaReport, Arithmetic) {
   g.engines = 1;
   CycleCounts cyc;
   cyc.source = "test";
-  cyc.units["mon"] = UnitCycles{100.0, 400.0, 6.0, 4096.0};
+  cyc.units["mon"] = UnitCycles{100.0, 400.0, 6.0, 4096.0, std::nullopt};
   ReportOptions o;
   o.nodes_nm = {180, 7};
   const auto r = build_report({u}, g, cyc, o);
@@ -152,6 +160,44 @@ TEST(AreaReport, Arithmetic) {
   EXPECT_DOUBLE_EQ(lat["tile_latency_ns"].get<double>(), 6.0);
   EXPECT_DOUBLE_EQ(lat["tiles_per_s_per_gpu"].get<double>(), 0.25 * 1e9 * 8);
   EXPECT_DOUBLE_EQ(lat["gb_per_s_per_gpu"].get<double>(), 0.25 * 4096 * 8);
+  EXPECT_FALSE(lat.contains("capped_at_l2_slice_port"));  // no slice port width known: not capped
+  // Review finding F7: a monitor cannot count faster than its L2 slice's data port (here 64 B/cycle, below the
+  // RTL's 1024 B/cycle): GB/s per GPU = slices x 64 B x 1 GHz.
+  {
+    GpuInfo gs = g;
+    gs.l2_slice_bytes_per_cycle = 64.0;
+    const auto rs = build_report({u}, gs, cyc, o);
+    const auto& ls = rs["units"][0]["latency"];
+    EXPECT_TRUE(ls["capped_at_l2_slice_port"].get<bool>());
+    EXPECT_DOUBLE_EQ(ls["rtl_bytes_per_cycle"].get<double>(), 1024.0);
+    EXPECT_DOUBLE_EQ(ls["gb_per_s_per_gpu"].get<double>(), 64.0 * 8);
+    EXPECT_DOUBLE_EQ(ls["tiles_per_s_per_gpu"].get<double>(), 0.25 * 1e9 * 8);  // tiles/cycle stay the RTL's
+    EXPECT_NE(render_markdown(rs).find("| 512 (capped) |"), std::string::npos);
+    // Above the RTL's rate the cap does not bind.
+    gs.l2_slice_bytes_per_cycle = 2048.0;
+    const auto rn = build_report({u}, gs, cyc, o);
+    EXPECT_FALSE(rn["units"][0]["latency"]["capped_at_l2_slice_port"].get<bool>());
+    EXPECT_DOUBLE_EQ(rn["units"][0]["latency"]["gb_per_s_per_gpu"].get<double>(), 0.25 * 4096 * 8);
+  }
+  // An engine with the GPU model's busy time: 100 tiles of 4096 B in 10 us = 1e7 tiles/s = 40.96 GB/s per
+  // instance, independent of the L2 clock and never capped.
+  {
+    UnitResult e = u;
+    e.spec.name = e.spec.top = "eng";
+    e.spec.role = UnitRole::kEngine;
+    CycleCounts ce;
+    ce.units["eng"] = UnitCycles{100.0, 400.0, 6.0, 4096.0, 10000.0};
+    GpuInfo ge = g;
+    ge.engines = 2;
+    ge.l2_slice_bytes_per_cycle = 64.0;
+    const auto re = build_report({e}, ge, ce, o);
+    const auto& le = re["units"][0]["latency"];
+    EXPECT_FALSE(le.contains("capped_at_l2_slice_port"));
+    EXPECT_DOUBLE_EQ(le["gb_per_s_per_gpu"].get<double>(), 0.25 * 4096 * 2);
+    EXPECT_DOUBLE_EQ(le["gpu_model_tiles_per_s_per_gpu"].get<double>(), 2e7);
+    EXPECT_NEAR(le["gpu_model_gb_per_s_per_gpu"].get<double>(), 2e7 * 4096 / 1e9, 1e-9);
+    EXPECT_NE(render_markdown(re).find("| 81.92 |"), std::string::npos);
+  }
   // The flip-flop model scales the synthesised memory area instead.
   o.memory_model = MemoryModel::kFlipFlops;
   const auto rf = build_report({u}, g, std::nullopt, o);

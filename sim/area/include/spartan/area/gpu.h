@@ -13,6 +13,7 @@ struct GpuInfo {
   int process_node_nm = 0;      ///< tabulated logic node used for "share of die" (gpu_process_node_nm)
   unsigned l2_slices = 0;       ///< one sparsity monitor per L2 slice (ARCHITECTURE.md)
   double l2_clock_mhz = 0.0;    ///< clock of the L2 / crossbar domain the units run in
+  double l2_slice_bytes_per_cycle = 0.0;  ///< one slice's data port (l2.bytes_per_cycle): what its monitor can see
   unsigned engines = 1;         ///< compaction engines per GPU (spartan-sim run models one)
   bool engines_assumed = true;  ///< true when the preset does not configure the engine count
   std::string source;           ///< the preset file read
@@ -23,7 +24,7 @@ struct GpuInfo {
 /// sim/configs/gpu), so it works from any directory; else `<config_dir>/<gpu>.yaml`, and `config_dir` must
 /// exist. Never falls back to built-in figures. The file is read with the simulator's strict loader
 /// (spartan::hw::load_gpu_config): unknown or missing keys are errors. Used keys: die_area_mm2, node_nm,
-/// l2.slices, clocks.l2_mhz. The engine count is not part of a preset: it is 1 (what `spartan-sim run`
+/// l2.slices, l2.bytes_per_cycle, clocks.l2_mhz. The engine count is not part of a preset: it is 1 (what `spartan-sim run`
 /// models) unless `spartan-area --engines N`. Throws ConfigError (missing directory or file, unknown
 /// preset name, bad YAML, unknown key, missing die area / slices / clock).
 GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir);

@@ -18,10 +18,13 @@ enum class MemoryModel { kSram, kFlipFlops };
 
 /// Cycle counts measured by the RTL co-simulation for one unit (the --cycles JSON, see docs/area.md):
 ///   {"source": "...", "units": {"<unit name>": {"tiles": N, "busy_cycles": C,
-///                                                "tile_latency_cycles": L, "tile_bytes": B}}}
-/// Every field but `tiles` + `busy_cycles` (together) is optional.
+///                                                "tile_latency_cycles": L, "tile_bytes": B,
+///                                                "gpu_model_busy_ns": T}}}
+/// `busy_cycles` (L2 cycles) come from the RTL behind a fixed-latency memory; `gpu_model_busy_ns` is the
+/// busy time of the same jobs in the simulated GPU's memory hierarchy (spartan-sim's TLM unit, engine only).
+/// Every field but `tiles` + `busy_cycles` (together) is optional; `gpu_model_busy_ns` needs `tiles`.
 struct UnitCycles {
-  std::optional<double> tiles, busy_cycles, tile_latency_cycles, tile_bytes;
+  std::optional<double> tiles, busy_cycles, tile_latency_cycles, tile_bytes, gpu_model_busy_ns;
 };
 struct CycleCounts {
   std::string source;
