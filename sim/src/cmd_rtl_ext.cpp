@@ -120,6 +120,10 @@ class RtlExtension : public spartan::hw::RunExtension {
   }
   std::string name() const override { return "rtl"; }
   std::vector<std::string> output_files() const override { return {"rtl_cycles.json"}; }
+  std::vector<std::pair<std::string, std::string>> output_options() const override {
+    if (opts_[2].given) return {{"--wave", opts_[2].value}};
+    return {};
+  }
   std::vector<spartan::hw::ExtensionOption>& options() override { return opts_; }
 
   void attach(spartan::hw::ReplayContext& ctx) override {

@@ -139,6 +139,7 @@ Options parse(const std::vector<std::string>& args) {
   if (!o.wave.empty()) spartan::check_output_file("--wave", o.wave);
   if (!o.out.empty()) spartan::check_output_file("--out", o.out);
   spartan::check_distinct_outputs({{"--wave", o.wave}, {"--out", o.out}});
+  spartan::check_outputs_not_inputs({{"--wave", o.wave}, {"--out", o.out}}, {{"--trace", o.trace}});
   return o;
 }
 

@@ -121,6 +121,28 @@ int run_main(const std::vector<std::string>& args) {
   if (!std::filesystem::exists(opt.trace_path)) throw spartan::IoError("--trace: cannot open '" + opt.trace_path + "'");
   // Checked now, created only when the results are written (a rejected input leaves no empty --out).
   spartan::check_output_dir(opt.out_dir);
+  {
+    // Every file this run writes: none may be a directory (checked before the replay, so that a failure
+    // cannot come after stats.json was written) or one of the run's inputs (it would be replaced while read).
+    std::vector<std::pair<std::string, std::string>> outs;
+    std::vector<std::string> names = {"stats.json", "summary.txt"};
+    for (const auto& e : exts)
+      if (e->active())
+        for (const auto& f : e->output_files()) names.push_back(f);
+    for (const auto& f : names) {
+      const std::string p = (std::filesystem::path(opt.out_dir) / f).string();
+      std::error_code ec;
+      if (std::filesystem::is_directory(p, ec))
+        throw spartan::InputError("--out: '" + p + "' is an existing directory, expected to write a file there");
+      outs.emplace_back("--out", p);
+    }
+    for (const auto& e : exts)
+      if (e->active())
+        for (const auto& o : e->output_options()) outs.push_back(o);
+    spartan::check_distinct_outputs(outs);
+    // --gpu: a preset name is no file here (skipped); a YAML path is.
+    spartan::check_outputs_not_inputs(outs, {{"--trace", opt.trace_path}, {"--units", units}, {"--gpu", opt.gpu}});
+  }
   for (auto& e : exts) {
     if (e->active()) {
       opt.extensions.push_back(e.get());

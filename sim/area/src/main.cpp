@@ -136,6 +136,24 @@ int run(int argc, char** argv) {
   const std::vector<UnitSpec> specs = manifest.empty() ? default_units(rtl_dir) : load_manifest(manifest);
   if (fs::exists(out) && !fs::is_directory(out)) throw InputError("--out exists and is not a directory: " + out);
   check_output_dir(out);  // before the slow synthesis; created only when the results exist
+  // The files it will hold: an existing directory in their place would fail only after the synthesis, with
+  // some of the results already written.
+  for (const char* f : {"area.json", "area.md"})
+    if (fs::is_directory(fs::path(out) / f))
+      throw InputError("--out: " + (fs::path(out) / f).string() + " is an existing directory, expected to write a file there");
+  if (fs::exists(fs::path(out) / "netlists") && !fs::is_directory(fs::path(out) / "netlists"))
+    throw InputError("--out: " + (fs::path(out) / "netlists").string() + " exists and is not a directory");
+  if (!keep_work.empty()) {
+    if (fs::exists(keep_work) && !fs::is_directory(keep_work))
+      throw InputError("--keep-work exists and is not a directory: " + keep_work);
+    try {
+      check_output_dir(keep_work);
+    } catch (const spartan::IoError& e) {
+      throw spartan::IoError(std::string("--keep-work: ") + e.what());
+    }
+  }
+  spartan::check_outputs_not_inputs({{"--out", (fs::path(out) / "area.json").string()}, {"--out", (fs::path(out) / "area.md").string()}},
+                                    {{"--cycles", cycles_file}, {"--manifest", manifest}, {"--gpu", gpu}});
 
   ScratchDir scratch;
   // Units are independent (own work directory, own Yosys/OpenSTA processes): run up to --jobs at once.
@@ -174,14 +192,23 @@ int run(int argc, char** argv) {
   const nlohmann::json rep = build_report(results, g, cycles, ropt);
   const std::string md = render_markdown(rep);
 
-  // All results exist: publish them (each file atomically).
-  fs::create_directories(fs::path(out) / "netlists");
+  // All results exist: publish them (each file atomically). Filesystem errors left after the checks above
+  // (e.g. a directory that refuses new entries although writable) name the option.
+  try {
+    fs::create_directories(fs::path(out) / "netlists");
+  } catch (const fs::filesystem_error& e) {
+    throw spartan::IoError("--out: cannot create " + (fs::path(out) / "netlists").string() + ": " + e.code().message());
+  }
   for (const auto& r : results) write_file_atomic((fs::path(out) / "netlists" / (r.spec.name + ".v")).string(), r.netlist);
   write_file_atomic((fs::path(out) / "area.md").string(), md);
   write_file_atomic((fs::path(out) / "area.json").string(), rep.dump(2) + "\n");
   if (!keep_work.empty()) {
-    fs::create_directories(keep_work);
-    fs::copy(scratch.path, keep_work, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    try {
+      fs::create_directories(keep_work);
+      fs::copy(scratch.path, keep_work, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    } catch (const fs::filesystem_error& e) {
+      throw spartan::IoError("--keep-work: cannot copy the scratch directory to " + keep_work + ": " + e.code().message());
+    }
   }
   std::cout << md;
   return 0;

@@ -14,6 +14,7 @@ Executables come as --tool=NAME=PATH (only those built); rows of missing tools a
 """
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -94,6 +95,18 @@ def listing(root):
     return out
 
 
+def contents(root):
+    """SHA-1 of every regular file under root (relative path -> digest): a failed run must change none."""
+    out = {}
+    for dp, _, fns in os.walk(root):
+        for n in fns:
+            p = os.path.join(dp, n)
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    out[os.path.relpath(p, root)] = hashlib.sha1(f.read()).hexdigest()
+    return out
+
+
 class Runner:
     def __init__(self, args):
         self.tools = dict(t.split("=", 1) for t in args.tool)
@@ -120,6 +133,7 @@ class Runner:
         if setup:
             setup(d)
         before = listing(d)
+        before_data = contents(d)
         argv = [a.replace("@D", d).replace("@S", self.src) for a in argv]
         env = dict(os.environ, OMP_NUM_THREADS="1", SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
         try:
@@ -129,6 +143,8 @@ class Runner:
             rc, err = "timeout", ""
         lines = [l for l in err.splitlines() if l.strip()]
         extra = sorted(listing(d) - before)
+        after_data = contents(d)
+        changed = sorted(k for k, v in before_data.items() if after_data.get(k) != v)
         problems = []
         if accept:
             if rc != 0:
@@ -144,6 +160,8 @@ class Runner:
             problems.append(f"{len(err.splitlines())} stderr lines (want 1)")
         if extra:
             problems.append("left behind: " + ", ".join(extra[:5]))
+        if changed:
+            problems.append("changed or removed: " + ", ".join(changed[:5]))
         first = lines[0] if lines else ""
         if expect and expect not in first:
             problems.append(f"message does not name {expect!r}")
@@ -296,6 +314,9 @@ def bad_input(r):
         ("unwritable output directory", "--trace is an existing directory", ["--trace", "@D/adir"], ds(lambda d: os.makedirs(os.path.join(d, "adir")))),
         ("unwritable output directory", "--out-json is an existing directory", ["--out-json", "@D/adir"], ds(lambda d: os.makedirs(os.path.join(d, "adir")))),
         ("unwritable output directory", "--out-json in a missing directory", ["--out-json", "@D/nodir/m.json"], ds(lambda d: None)),
+        # eleventh-session new-user findings: an output naming an input replaced it (exit 0)
+        ("overlapping ranges", "--out-json is a dataset file", ["--out-json", "@D/t10k-labels-idx1-ubyte"], ds(lambda d: None)),
+        ("overlapping ranges", "--trace is a dataset file", ["--trace", "@D/train-images-idx3-ubyte"], ds(lambda d: None)),
     ]
     for cls, name, extra, setup in tr_cases:
         r.case("spartan-train", cls, name, with_options(train, extra), setup)
@@ -364,6 +385,14 @@ def bad_input(r):
          lambda d: write(os.path.join(d, "blocker"), b"x")),
         ("unwritable output directory", "generate --out under a regular file",
          ["generate", "--neurons", "1024", "--layers", "2", "--out", "@D/blocker/g"], lambda d: write(os.path.join(d, "blocker"), b"x")),
+        ("overlapping ranges", "--categories-out is the --features file",
+         [a if a != "@D/cats.txt" else "@D/f.tsv" for a in infer], weights(good)),
+        ("overlapping ranges", "--categories-out is a weight file",
+         [a if a != "@D/cats.txt" else "@D/w/n8-l1.mtx" for a in infer], weights(good)),
+        ("overlapping ranges", "partition --out is a weight file", ["partition", "--weights", "@D/w", "--layers", "1", "--parts", "2",
+                                                                   "--method", "block", "--out", "@D/w/n8-l1.mtx"], weights(good)),
+        ("overlapping ranges", "train --trace is a weight file",
+         ["train", "--weights", "@D/w", "--layers", "1", "--data", "@D/none", "--trace", "@D/w/n8-l1.mtx"], weights(good)),
     ]
     for cls, name, argv, setup in sd_cases:
         r.case("spartan-sdnn", cls, name, argv, setup)
@@ -400,6 +429,13 @@ def bad_input(r):
         ("unknown config keys", "bad manifest", [a if "manifest.yaml" not in a else "@S/sim/area/tests/data/manifest_bad.yaml" for a in area], gpu(lambda t: t)),
         ("unwritable output directory", "--out under a regular file", [a if a != "@D/out" else "@D/blocker/out" for a in area],
          lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "blocker"), b"x"))),
+        # eleventh-session new-user findings: these failed only after the synthesis, with results half written
+        ("unwritable output directory", "--out's area.json is a directory", area,
+         lambda d: (gpu(lambda t: t)(d), os.makedirs(os.path.join(d, "out", "area.json")))),
+        ("unwritable output directory", "--keep-work is a regular file", area + ["--keep-work", "@D/blocker"],
+         lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "blocker"), b"x"))),
+        ("overlapping ranges", "--cycles is --out's area.json", area + ["--cycles", "@D/out/area.json"],
+         lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "out", "area.json"), '{"units": {}}\n'))),
     ]
     for cls, name, argv, setup in ar_cases:
         r.case("spartan-area", cls, name, argv, setup)
@@ -436,6 +472,12 @@ def bad_input(r):
         ("huge dimensions", "--tile 256x256", run + ["--tile", "256x256"], copy_sample),
         ("negative or zero sizes", "units engine.read_buffer_bytes 0", run + ["--units", "@D/units.yaml"], units("engine: {read_buffer_bytes: 0}\n")),
         ("negative or zero sizes", "units engine.max_job_bytes 0", run + ["--units", "@D/units.yaml"], units("engine: {max_job_bytes: 0}\n")),
+        ("overlapping ranges", "--trace is --out's stats.json", ["run", "--trace", "@D/out/stats.json", "--out", "@D/out", "-q"],
+         lambda d: (os.makedirs(os.path.join(d, "out")), shutil.copy(sample, os.path.join(d, "out", "stats.json")))),
+        ("overlapping ranges", "--units is --out's summary.txt", run + ["--units", "@D/out/summary.txt"],
+         lambda d: (copy_sample(d), write(os.path.join(d, "out", "summary.txt"), "engine: {tile_buffers: 4}\n"))),
+        ("unwritable output directory", "--out's summary.txt is a directory", run,
+         lambda d: (copy_sample(d), os.makedirs(os.path.join(d, "out", "summary.txt")))),
     ]
     # --rtl extension (when the RTL co-simulation is built into spartan-sim run)
     have_rtl = have_run and b"--rtl-layers" in subprocess.run([sim, "run", "--help"], capture_output=True).stdout
@@ -448,6 +490,10 @@ def bad_input(r):
         ("unwritable output directory", "--wave in a missing directory",
          run + ["--rtl", "--wave", "/nonexistent_dir/w.vcd", "--wave-window", "0:100"], copy_sample),
         ("negative or zero sizes", "--wave-window 0:-5", run + ["--rtl", "--wave", "@D/w.vcd", "--wave-window", "0:-5"], copy_sample),
+        # eleventh-session new-user finding: this truncated the memory-mapped trace (SIGBUS, trace lost)
+        ("overlapping ranges", "--wave is the --trace file", run + ["--rtl", "--wave", "@D/in.sptrace", "--wave-window", "0:5"], copy_sample),
+        ("overlapping ranges", "--wave is a symlink to the --trace file", run + ["--rtl", "--wave", "@D/ln.vcd", "--wave-window", "0:5"],
+         lambda d: (copy_sample(d), os.symlink("in.sptrace", os.path.join(d, "ln.vcd")))),
     ]
     for cls, name, argv, setup in rtl_cases:
         if have_rtl:
@@ -519,6 +565,8 @@ def bad_input(r):
         ("unwritable output directory", "--wave in a missing directory", rc + ["--wave", "/nonexistent_dir/w.vcd", "--wave-window", "0:100"], copy_sample),
         ("negative or zero sizes", "--wave-window 0:-5", rc + ["--wave", "@D/w.vcd", "--wave-window", "0:-5"], copy_sample),
         ("overlapping ranges", "--wave and --out the same file", rc + ["--wave", "@D/same.x", "--wave-window", "0:100", "--out", "@D/same.x"], copy_sample),
+        ("overlapping ranges", "--out is the --trace file", rc + ["--out", "@D/in.sptrace"], copy_sample),
+        ("overlapping ranges", "--wave is the --trace file", rc + ["--wave", "@D/in.sptrace", "--wave-window", "0:5"], copy_sample),
     ]
     for cls, name, argv, setup in rc_cases:
         if have_rc:

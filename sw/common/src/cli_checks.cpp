@@ -97,4 +97,28 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
   }
 }
 
+void check_outputs_not_inputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                              const std::vector<std::pair<std::string, std::string>>& inputs) {
+  namespace fs = std::filesystem;
+  auto canon = [](const std::string& p) {
+    std::error_code ec;
+    fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    return ec ? fs::absolute(p).lexically_normal() : c;
+  };
+  for (const auto& [in_opt, in_path] : inputs) {
+    if (in_path.empty()) continue;
+    std::error_code ec;
+    if (!fs::exists(in_path, ec)) continue;
+    const fs::path ci = canon(in_path);
+    for (const auto& [out_opt, out_path] : outputs) {
+      if (out_path.empty()) continue;
+      bool same = canon(out_path) == ci;
+      if (!same && fs::exists(out_path, ec)) same = fs::equivalent(out_path, in_path, ec) && !ec;
+      if (same)
+        throw InputError(out_opt + ": '" + out_path + "' is the input of " + in_opt +
+                         " (refusing to overwrite a file this run reads)");
+    }
+  }
+}
+
 }  // namespace spartan

@@ -113,3 +113,29 @@ TEST(CliChecks, OutputFileAndDistinctOutputs) {
   EXPECT_THROW(check_distinct_outputs({{"--a", (dir / "x").string()}, {"--b", (dir / "adir" / ".." / "x").string()}}), InputError);
   fs::remove_all(dir);
 }
+
+TEST(CliChecks, OutputsNotInputs) {
+  const fs::path dir = fs::temp_directory_path() / ("spartan_cli_inout_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "sub");
+  const std::string in = (dir / "in.sptrace").string();
+  std::ofstream(in) << "x";
+  fs::create_symlink(in, dir / "link.sptrace");
+  fs::create_hard_link(in, dir / "hard.sptrace");
+  const std::vector<std::pair<std::string, std::string>> inputs = {{"--trace", in}, {"--units", ""},
+                                                                   {"--gpu", (dir / "missing.yaml").string()}};
+  EXPECT_NO_THROW(check_outputs_not_inputs({{"--out", (dir / "out.json").string()}, {"--wave", ""}}, inputs));
+  EXPECT_THROW(check_outputs_not_inputs({{"--out", in}}, inputs), InputError);
+  EXPECT_THROW(check_outputs_not_inputs({{"--out", (dir / "sub" / ".." / "in.sptrace").string()}}, inputs), InputError);
+  EXPECT_THROW(check_outputs_not_inputs({{"--wave", (dir / "link.sptrace").string()}}, inputs), InputError);
+  EXPECT_THROW(check_outputs_not_inputs({{"--wave", (dir / "hard.sptrace").string()}}, inputs), InputError);
+  try {
+    check_outputs_not_inputs({{"--out-json", in}}, inputs);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--out-json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--trace"), std::string::npos) << e.what();
+  }
+  // A missing output file that would be a missing input is no conflict (nothing is read from it).
+  EXPECT_NO_THROW(check_outputs_not_inputs({{"--out", (dir / "missing.yaml").string()}}, inputs));
+  fs::remove_all(dir);
+}

@@ -254,6 +254,7 @@ int main(int argc, char** argv) {
       throw InputError("--pass must be fwd, bwd-data or bwd-weight, got '" + pass_filter + "'");
     if (!(min_time > 0) || !std::isfinite(min_time)) throw InputError("--min-time must be a positive number of seconds");
     if (!md_path.empty()) check_output_file("--md", md_path);  // before minutes of measurement, not after
+    spartan::check_outputs_not_inputs({{"--md", md_path}}, {{"--trace", trace_path}});
     g_thread_clock = clock_name == "thread";
     opt.threshold = threshold;
     opt.num_threads = 1;

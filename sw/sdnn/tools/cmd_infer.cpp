@@ -39,6 +39,12 @@ int cmd_infer(const std::vector<std::string>& args) {
   if (threads > 0) omp_set_num_threads(threads);
 
   if (!cats_out.empty()) spartan::check_output_file("--categories-out", cats_out);
+  {
+    auto inputs = weight_inputs(weights, layers);
+    inputs.emplace_back("--features", features);
+    inputs.emplace_back("--partition", partition);
+    spartan::check_outputs_not_inputs({{"--categories-out", cats_out}}, inputs);
+  }
   if (!partition.empty()) return dist_infer_main(weights, layers, features, bias, partition, cats_out);
 
   const auto w = load_weights(weights, layers);

@@ -31,6 +31,7 @@ int cmd_partition(const std::vector<std::string>& args) {
   if (!std::isfinite(tol) || tol < 0 || tol > 1)
     throw InputError("--imbalance must be a finite tolerance from 0 to 1 (0.05 = 5%), got " + std::to_string(tol));
   spartan::check_output_file("--out", out);
+  spartan::check_outputs_not_inputs({{"--out", out}}, weight_inputs(weights, layers));
   const auto w = load_weights(weights, layers);
   auto partitioner = make_partitioner(method, seed, tol);
   const auto t0 = std::chrono::steady_clock::now();

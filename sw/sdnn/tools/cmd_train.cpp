@@ -53,6 +53,13 @@ int cmd_train(const std::vector<std::string>& args) {
   if (threads != 0) spartan::check_threads("--threads", threads);
   if (permute_every < 0) throw InputError("--permute-every must be >= 0 (0 = never)");
   if (!trace.empty()) spartan::check_output_file("--trace", trace);
+  {
+    auto inputs = weight_inputs(weights, layers);
+    inputs.emplace_back("--partition", partition);
+    for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
+      for (const char* gz : {"", ".gz"}) inputs.emplace_back("--data", (std::filesystem::path(data) / (std::string(f) + gz)).string());
+    spartan::check_outputs_not_inputs({{"--trace", trace}}, inputs);
+  }
   if (threads > 0) omp_set_num_threads(threads);
   cfg.bias_per_neuron = bias_mode == "neuron";
   cfg.seed = seed;

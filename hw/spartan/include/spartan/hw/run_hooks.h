@@ -75,6 +75,9 @@ class RunExtension {
   /// Files this extension writes into --out (names relative to it). When the extension is not active, a
   /// run removes them from --out, so that no output of an earlier run is mistaken for this run's.
   virtual std::vector<std::string> output_files() const { return {}; }
+  /// Output files named by this extension's options as given (option, path), e.g. {"--wave", FILE}; cmd_run
+  /// checks them against the run's inputs before anything is read or written.
+  virtual std::vector<std::pair<std::string, std::string>> output_options() const { return {}; }
 };
 
 using RunExtensionFactory = std::function<std::unique_ptr<RunExtension>()>;

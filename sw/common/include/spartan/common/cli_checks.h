@@ -44,4 +44,11 @@ void check_output_file(const std::string& option, const std::string& path);
 /// weakly-canonical absolute paths). Empty paths (output not requested) are ignored.
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
+/// Throws InputError when an output (option, path) names the same file as an input (option, path): the same
+/// weakly-canonical path, or both exist and are std::filesystem::equivalent (hard or symbolic links). Writing
+/// would replace a file the tool reads (a memory-mapped trace truncated under the reader faults with SIGBUS).
+/// Empty paths are ignored; inputs that do not exist are skipped (their own check reports them).
+void check_outputs_not_inputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                              const std::vector<std::pair<std::string, std::string>>& inputs);
+
 }  // namespace spartan
