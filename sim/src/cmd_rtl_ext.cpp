@@ -129,6 +129,7 @@ class RtlExtension : public spartan::hw::RunExtension {
   void attach(spartan::hw::ReplayContext& ctx) override {
     if (!opts_[0].given) throw spartan::InputError("--rtl-layers/--wave/--wave-window need --rtl");
     if (opts_[1].given) {
+      if (opts_[1].value.empty()) throw spartan::InputError("--rtl-layers: empty list");
       std::stringstream ss(opts_[1].value);
       std::string t;
       while (std::getline(ss, t, ',')) {

@@ -93,6 +93,7 @@ Options parse(const std::vector<std::string>& args) {
           throw spartan::InputError("rtl-check: --iteration: expected a captured iteration >= 0, got '" + v + "'");
       } else if (a == "--layers") {
         const std::string& v = val();
+        if (v.empty()) throw spartan::InputError("rtl-check: --layers: empty list");
         std::stringstream ss(v);
         std::string t;
         while (std::getline(ss, t, ',')) {

@@ -115,6 +115,10 @@ int run_main(const std::vector<std::string>& args) {
   if (!(opt.threshold >= 0.0) || opt.threshold > 65536.0)
     throw spartan::InputError("--threshold: expected a density >= 0, got " + std::to_string(opt.threshold));
   if (opt.sampling > 15) throw spartan::InputError("--sampling: expected 0..15, got " + std::to_string(opt.sampling));
+  // Given but empty is an error, not "all" (as spartan-area --nodes ""): an unset shell variable would
+  // otherwise replay every layer without a word.
+  if (vm.count("iterations") && iterations.empty()) throw spartan::InputError("--iterations: empty list");
+  if (vm.count("layers") && layers.empty()) throw spartan::InputError("--layers: empty list");
   if (!iterations.empty()) opt.iterations = parse_list("--iterations", iterations);
   if (!layers.empty()) opt.layers = parse_list("--layers", layers);
   if (!units.empty()) spartan::hw::load_units_config(units, opt);

@@ -240,6 +240,7 @@ json Replay::run() {
                      {"counter_occupancy_peak", double(s.counter_entries_used_peak) / m->config().counter_entries},
                      {"flush_count", s.flush_count}, {"flush_rmw_groups", s.flush_rmw_groups},
                      {"busy_ps", s.busy_ps}, {"backpressure_ps", s.backpressure_ps},
+                     {"flush_drain_wait_ps", s.flush_drain_wait_ps},
                      {"mmio_reads", s.mmio_reads}, {"mmio_writes", s.mmio_writes}, {"mmio_errors", s.mmio_errors}});
     }
     const auto& e = engine_->stats();

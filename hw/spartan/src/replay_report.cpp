@@ -1,4 +1,5 @@
 // Readable summary of a replay's stats.json, and the units YAML config.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -88,6 +89,23 @@ std::string replay_summary(const json& doc) {
     o << r;
   }
   if (any_not_relu) o << "* the layer's input is not a ReLU output (the network's input image)\n";
+  {
+    // mon% = monitor busy / the producer's memory time: above 100 a monitor counts slower than its L2 slice
+    // takes the writes (a slow monitor clock). The model does not stall the writes for it; its FLUSH waits
+    // until the counting has drained (the RTL's S_DRAIN), so that lag is in the hardware profile time.
+    int slow = 0;
+    double worst = 0;
+    for (const auto& L : doc["layers"]) {
+      const double u = L["hardware"].value("monitor_utilisation_max", 0.0);
+      slow += u > 1.0;
+      worst = std::max(worst, u);
+    }
+    if (slow > 0)
+      o << "note: on " << slow << " layer(s) a monitor was busy longer than the producer's writes lasted (busiest "
+        << f("%.0f", 100.0 * worst) << " %): it counts slower than its L2 slice takes the writes, which a real "
+           "L2 would have to stall for; the model does not stall them, and the flush starts after the counting "
+           "has drained\n";
+  }
   const auto& ov = doc["overall"];
   o << "\noverall (" << ov["layers"] << " layers):\n";
   o << "  profiling:  software " << us(ov["profile"]["sw_ns"].get<double>())
@@ -134,12 +152,19 @@ std::string replay_summary(const json& doc) {
 }
 
 namespace {
-/// A unit's `clock_mhz` key: 0 (the preset's L2 clock) .. 100000 MHz; `current` when absent. Validated
-/// before it is stored, so a failed load leaves the option as it was.
+/// A unit's `clock_mhz` key: 0 (the preset's L2 clock) or 1 .. 100000 MHz (the range of the GPU presets'
+/// clocks); `current` when absent. Validated before it is stored, so a failed load leaves the option as it was.
 double unit_clock_mhz(ConfigMap& m, double current) {
   const double mhz = m.f64("clock_mhz", current);
-  if (!(mhz >= 0 && mhz <= 100000)) m.fail("clock_mhz", "must be 0 (the L2 clock) .. 100000");
+  if (!(mhz == 0 || (mhz >= 1 && mhz <= 100000))) m.fail("clock_mhz", "must be 0 (the L2 clock) or 1 .. 100000 MHz");
   return mhz;
+}
+
+/// An assumed host/launch overhead in ns: finite, 0 .. 1e9 (one second; NaN fails too).
+double overhead_ns(ConfigMap& m, const char* key, double current) {
+  const double ns = m.f64(key, current);
+  if (!(ns >= 0 && ns <= 1e9)) m.fail(key, "must be 0 .. 1e9 ns");
+  return ns;
 }
 }  // namespace
 
@@ -193,7 +218,7 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
   if (top.has("baseline")) {
     ConfigMap m = top.child("baseline");
     auto& c = opt.baseline;
-    c.kernel_launch_ns = m.f64("kernel_launch_ns", c.kernel_launch_ns);
+    c.kernel_launch_ns = overhead_ns(m, "kernel_launch_ns", c.kernel_launch_ns);
     c.issue_width = m.u32("issue_width", c.issue_width);
     c.tiles_in_flight_per_sm = m.u32("tiles_in_flight_per_sm", c.tiles_in_flight_per_sm);
     c.profile_cycles_per_line = m.u32("profile_cycles_per_line", c.profile_cycles_per_line);
@@ -204,16 +229,14 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.scatter_cycles_per_line = m.u32("scatter_cycles_per_line", c.scatter_cycles_per_line);
     c.scatter_cycles_per_tile = m.u32("scatter_cycles_per_tile", c.scatter_cycles_per_tile);
     c.consumer_cycles_per_line = m.u32("consumer_cycles_per_line", c.consumer_cycles_per_line);
-    if (c.kernel_launch_ns < 0) m.fail("kernel_launch_ns", "must be >= 0");
     if (c.issue_width == 0) m.fail("issue_width", "must be >= 1");
+    if (c.tiles_in_flight_per_sm == 0) m.fail("tiles_in_flight_per_sm", "must be >= 1");
     m.finish();
   }
   if (top.has("host")) {
     ConfigMap m = top.child("host");
-    opt.host_mmio_read_ns = m.f64("mmio_read_ns", opt.host_mmio_read_ns);
-    opt.host_mmio_write_ns = m.f64("mmio_write_ns", opt.host_mmio_write_ns);
-    if (opt.host_mmio_read_ns < 0) m.fail("mmio_read_ns", "must be >= 0");
-    if (opt.host_mmio_write_ns < 0) m.fail("mmio_write_ns", "must be >= 0");
+    opt.host_mmio_read_ns = overhead_ns(m, "mmio_read_ns", opt.host_mmio_read_ns);
+    opt.host_mmio_write_ns = overhead_ns(m, "mmio_write_ns", opt.host_mmio_write_ns);
     m.finish();
   }
   top.finish();

@@ -378,6 +378,13 @@ void SparsityMonitor::flush_thread() {
   for (;;) {
     sc_core::wait(flush_start_ev_);
     if (flush_start_ > sc_core::sc_time_stamp()) sc_core::wait(flush_start_ - sc_core::sc_time_stamp());
+    // The RTL's flush first drains the input pipeline (S_DRAIN until pipe_empty): requests still waiting or
+    // being counted (a monitor slower than the writes it sees) delay the scan.
+    const sc_time drained = std::max(input_free_, count_free_);
+    if (drained > sc_core::sc_time_stamp()) {
+      stats_.flush_drain_wait_ps += (drained - sc_core::sc_time_stamp()).value();
+      sc_core::wait(drained - sc_core::sc_time_stamp());
+    }
     const sc_time start = sc_core::sc_time_stamp();
     InflightWindow win(cfg_.flush_outstanding);
     // Scan timing calibrated from the RTL (docs/hw-units.md "Timing parameters"; the RTL's flush FSM reads one

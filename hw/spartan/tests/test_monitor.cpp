@@ -364,5 +364,33 @@ TEST(Monitor, FlushWhileBusyIsRejectedAndClearZeroes) {
   });
 }
 
+// A monitor slower than the writes it sees (10 MHz: 100 ns per counted line) still has lines to count when
+// FLUSH arrives: like the RTL (S_DRAIN until pipe_empty), the scan starts only after they are counted, so the
+// flush cannot complete before the counting pipeline's busy time has passed, and the counts are complete.
+TEST(Monitor, FlushWaitsForTheInputPipelineToDrain) {
+  SC_SCENARIO([] {
+    MonitorConfig cfg;
+    cfg.clock_mhz = 10.0;
+    Bench b(1, cfg);
+    RegionSpec s;
+    const RawMatrix m = make_matrix(ElemType::F32, s.rows, s.cols, s.pitch, 0.5, 21);
+    const auto ref = reference_counts(m, s.tr, s.tc);
+    sc_core::sc_time t0, t_done;
+    b.run([&](Driver& d) {
+      EXPECT_EQ(program_region(d, 0, 0, s), tlm::TLM_OK_RESPONSE);
+      d.wr(0, CTRL, 1u | (1u << CTRL_CLEAR_BIT));
+      t0 = sc_core::sc_time_stamp();
+      write_matrix(d, m, s.base, s.tr, s.tc);
+      flush_and_wait(d, 0, 1u);
+      t_done = sc_core::sc_time_stamp();
+    });
+    const auto& st = b.mons[0]->stats();
+    EXPECT_GT(st.backpressure_ps, 0u);  // the writes came faster than it counts
+    EXPECT_GT(st.flush_drain_wait_ps, 0u);
+    EXPECT_GE((t_done - t0).value(), st.busy_ps);
+    EXPECT_EQ(b.table(s.ct, ref.size()), ref);
+  });
+}
+
 }  // namespace
 }  // namespace spartan::hw::test

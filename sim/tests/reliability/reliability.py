@@ -472,6 +472,12 @@ def bad_input(r):
         ("huge dimensions", "--tile 256x256", run + ["--tile", "256x256"], copy_sample),
         ("negative or zero sizes", "units engine.read_buffer_bytes 0", run + ["--units", "@D/units.yaml"], units("engine: {read_buffer_bytes: 0}\n")),
         ("negative or zero sizes", "units engine.max_job_bytes 0", run + ["--units", "@D/units.yaml"], units("engine: {max_job_bytes: 0}\n")),
+        ("empty", "--layers ''", run + ["--layers", ""], copy_sample),
+        ("empty", "--iterations ''", run + ["--iterations", ""], copy_sample),
+        ("negative or zero sizes", "units engine.clock_mhz 1e-9", run + ["--units", "@D/units.yaml"], units("engine: {clock_mhz: 1.0e-9}\n")),
+        ("huge dimensions", "units host.mmio_read_ns 1e300", run + ["--units", "@D/units.yaml"], units("host: {mmio_read_ns: 1.0e+300}\n")),
+        ("NaN/Inf/-0.0 in data", "units baseline.kernel_launch_ns .nan", run + ["--units", "@D/units.yaml"], units("baseline: {kernel_launch_ns: .nan}\n")),
+        ("negative or zero sizes", "units baseline.tiles_in_flight_per_sm 0", run + ["--units", "@D/units.yaml"], units("baseline: {tiles_in_flight_per_sm: 0}\n")),
         ("overlapping ranges", "--trace is --out's stats.json", ["run", "--trace", "@D/out/stats.json", "--out", "@D/out", "-q"],
          lambda d: (os.makedirs(os.path.join(d, "out")), shutil.copy(sample, os.path.join(d, "out", "stats.json")))),
         ("overlapping ranges", "--units is --out's summary.txt", run + ["--units", "@D/out/summary.txt"],
@@ -491,6 +497,7 @@ def bad_input(r):
          run + ["--rtl", "--wave", "/nonexistent_dir/w.vcd", "--wave-window", "0:100"], copy_sample),
         ("negative or zero sizes", "--wave-window 0:-5", run + ["--rtl", "--wave", "@D/w.vcd", "--wave-window", "0:-5"], copy_sample),
         # eleventh-session new-user finding: this truncated the memory-mapped trace (SIGBUS, trace lost)
+        ("empty", "--rtl-layers ''", run + ["--rtl", "--rtl-layers", ""], copy_sample),
         ("overlapping ranges", "--wave is the --trace file", run + ["--rtl", "--wave", "@D/in.sptrace", "--wave-window", "0:5"], copy_sample),
         ("overlapping ranges", "--wave is a symlink to the --trace file", run + ["--rtl", "--wave", "@D/ln.vcd", "--wave-window", "0:5"],
          lambda d: (copy_sample(d), os.symlink("in.sptrace", os.path.join(d, "ln.vcd")))),
@@ -565,6 +572,7 @@ def bad_input(r):
         ("unwritable output directory", "--wave in a missing directory", rc + ["--wave", "/nonexistent_dir/w.vcd", "--wave-window", "0:100"], copy_sample),
         ("negative or zero sizes", "--wave-window 0:-5", rc + ["--wave", "@D/w.vcd", "--wave-window", "0:-5"], copy_sample),
         ("overlapping ranges", "--wave and --out the same file", rc + ["--wave", "@D/same.x", "--wave-window", "0:100", "--out", "@D/same.x"], copy_sample),
+        ("empty", "--layers ''", rc + ["--layers", ""], copy_sample),
         ("overlapping ranges", "--out is the --trace file", rc + ["--out", "@D/in.sptrace"], copy_sample),
         ("overlapping ranges", "--wave is the --trace file", rc + ["--wave", "@D/in.sptrace", "--wave-window", "0:5"], copy_sample),
     ]
@@ -586,6 +594,10 @@ def bad_input(r):
     r.case("bench-gemm", "unknown config keys", "--pass foo", ["--pass", "foo"] + one)
     r.case("bench-gemm", "negative or zero sizes", "--min-time -1", ["--min-time", "-1"] + one)
     r.case("bench-gemm", "unwritable output directory", "--md under a regular file", ["--md", "@D/blocker/x.md"] + one, blocker)
+    # eleventh-session new-user findings: these measured (NaN, a negative threshold) or measured nothing, exit 0
+    r.case("bench-gemm", "NaN/Inf/-0.0 in data", "--sparsity nan", ["--sparsity", "nan"] + one, expect="--sparsity")
+    r.case("bench-gemm", "negative or zero sizes", "--threshold -1", ["--threshold", "-1"] + one, expect="--threshold")
+    r.case("bench-gemm", "overlapping ranges", "--filter selecting nothing", ["--filter", "nomatch"], expect="--filter")
     # bench-train: every option is checked before the dataset is loaded and any model trained.
     # The dataset directory does not exist: the error must name the option, not the missing data.
     bt = ["--data", "@D/no-dataset", "--iterations", "1", "--batch", "8", "--threads", "1"]

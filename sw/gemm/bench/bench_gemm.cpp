@@ -256,6 +256,8 @@ int main(int argc, char** argv) {
     if (!md_path.empty()) check_output_file("--md", md_path);  // before minutes of measurement, not after
     spartan::check_outputs_not_inputs({{"--md", md_path}}, {{"--trace", trace_path}});
     g_thread_clock = clock_name == "thread";
+    if (!(threshold >= 0) || !std::isfinite(threshold))
+      throw InputError("--threshold must be a finite density >= 0, got " + std::to_string(threshold));
     opt.threshold = threshold;
     opt.num_threads = 1;
     openblas_set_num_threads(1);
@@ -272,9 +274,10 @@ int main(int argc, char** argv) {
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used != tok.size() || v < 0 || v > 1) throw InputError("--sparsity: '" + tok + "' is not in [0, 1]");
+        if (used != tok.size() || !(v >= 0 && v <= 1)) throw InputError("--sparsity: '" + tok + "' is not in [0, 1]");
         sp.push_back(v);
       }
+      if (sp.empty()) throw InputError("--sparsity: empty list");
     }
     std::ostringstream md;
     if (calibrate) {
@@ -308,6 +311,16 @@ int main(int argc, char** argv) {
       for (const auto& l : layers)
         if (seen[l.net]++ == 0 || l.layer == "conv3_x") q.push_back(l);
       layers = q;
+    }
+    {
+      // A filter that selects nothing would measure nothing and exit 0.
+      bool any = false;
+      for (const auto& s : bench::gemm_shapes(layers, batch, all_passes))
+        any = any || ((filter.empty() || s.name.find(filter) != std::string::npos) &&
+                      (pass_filter.empty() || pass_filter == bench::pass_name(s.pass)));
+      if (!any && trace_path.empty())
+        throw InputError("--filter '" + filter + "'" + (pass_filter.empty() ? "" : " with --pass " + pass_filter) +
+                         " selects no GEMM shape" + (all_passes || pass_filter.empty() ? "" : " (add --all-passes?)"));
     }
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-1, 1);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     if (!spartan::parse_options_or_help(argc, argv, opts, vm)) return 0;
     if (layers < 1) throw spartan::InputError("--layers must be >= 1 (got " + std::to_string(layers) + ")");
     if (reps < 1) throw spartan::InputError("--reps must be >= 1 (got " + std::to_string(reps) + ")");
+    if (!std::isfinite(bias)) throw spartan::InputError("--bias must be a finite number");
     if (features.empty()) features = dir + "/sparse-images-1024_subset.mtx.gz";
     const auto w = load_weights(dir, layers);
     const auto y0 = load_features(features, w[0].rows);
