@@ -46,7 +46,7 @@ int run(int argc, char** argv) {
       "rows", po::value(&rows)->default_value(rows), "synthetic matrix rows (1..2^20)")(
       "cols", po::value(&cols)->default_value(cols), "synthetic matrix columns (1..2^20)")(
       "density", po::value(&density)->default_value(density), "synthetic non-zero probability (0..1)")(
-      "tile", po::value(&tile)->default_value(tile), "tile size RxC (1..65535 each; the engine takes at most 16384 bytes per tile)")(
+      "tile", po::value(&tile)->default_value(tile), "tile size RxC (powers of two from 1 to 256 each, the descriptor's TILE rule; the engine takes at most 16384 bytes per tile)")(
       "threshold", po::value(&threshold)->default_value(threshold), "compaction-engine density threshold (0..1)")(
       "tile-buffers", po::value(&tile_buffers)->default_value(tile_buffers),
       ("engine RTL build: 1 (sequential) or " + std::to_string(tile_buffers) + " (pipelined, the default)").c_str());
@@ -54,8 +54,9 @@ int run(int argc, char** argv) {
   if (!spartan::parse_options_or_help(argc, argv, opts, vm)) return 0;
   {
     char extra = 0;
-    if (std::sscanf(tile.c_str(), "%ux%u%c", &tr, &tc, &extra) != 2 || tr < 1 || tc < 1 || tr > 65535 || tc > 65535)
-      throw spartan::InputError("--tile wants RxC with 1 <= R, C <= 65535, got '" + tile + "'");
+    if (std::sscanf(tile.c_str(), "%ux%u%c", &tr, &tc, &extra) != 2 || !spartan::hw::regmap::tile_dim_valid(tr) ||
+        !spartan::hw::regmap::tile_dim_valid(tc))
+      throw spartan::InputError("--tile wants RxC with powers of two from 1 to 256, got '" + tile + "'");
   }
   if (rows < 1 || cols < 1 || rows > (1u << 20) || cols > (1u << 20)) throw spartan::InputError("--rows and --cols must be in 1..1048576");
   if (!(density >= 0 && density <= 1)) throw spartan::InputError("--density must be in 0..1");

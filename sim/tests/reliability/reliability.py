@@ -609,6 +609,8 @@ def bad_input(r):
         r.case("bench-train", cls, name, with_options(bt, extra), expect=extra[0])
     # The RTL compaction engine refuses a tile above its 16 KiB read buffer at SUBMIT (it used to hang).
     r.case("spartan-rtl-bench", "huge dimensions", "--tile 64x128 (32 KiB F32)", ["--rows", "64", "--cols", "128", "--tile", "64x128"])
+    r.case("spartan-rtl-bench", "wrong type", "--tile 3x3 (not a power of two)", ["--rows", "64", "--cols", "64", "--tile", "3x3"],
+           expect="--tile")
     return r.report("bad-input")
 
 
