@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "spartan/common/error.h"
@@ -69,7 +71,9 @@ std::string get_str(const json& o, const char* name, const Ctx& c) {
 double to_ms(const json& v, const Ctx& c, const std::string& name) {
   if (!v.is_number()) c.fail(name, "must be a number (milliseconds)");
   const double x = v.get<double>();
-  if (!std::isfinite(x) || x < 0) c.fail(name, "must be a finite non-negative number");
+  // 1e9 ms (11.6 days) for one GEMM is a unit mistake, and larger values overflow the replay's ratios.
+  // 0 is allowed: a pass that was not run (layer 0's backward-data) keeps dense_ms 0.
+  if (!std::isfinite(x) || x < 0 || x > 1e9) c.fail(name, "must be a finite non-negative number of milliseconds, at most 1e9");
   return x;
 }
 
@@ -405,6 +409,49 @@ void check_metadata(const TraceReader& r) {
                 "batch dimension " + std::to_string(l.input[0]) + " differs from __metadata__.batch = " +
                     std::to_string(batch));
   }
+
+  // 4. Captured tensors against their layer (section 3): `act` is F32/F16/BF16 with the layer's `input` shape;
+  //    `dz_mask` is U8 of shape [ceil(n / 8)], n = product(output), and only for a layer with relu_after. A
+  //    tensor of another shape would be replayed as another matrix without a word.
+  auto shape_text = [](const std::vector<std::int64_t>& v) {
+    std::string t = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) t += (i ? "," : "") + std::to_string(v[i]);
+    return t + "]";
+  };
+  auto tensor_fail = [&](const std::string& name, const std::string& what) {
+    throw FormatError(r.path(), "tensor " + name, 0, what, "byte offset");
+  };
+  std::set<std::pair<std::int64_t, std::int64_t>> captured;  // (iteration, layer) with an act
+  for (const TensorInfo& t : r.tensors()) {
+    const std::optional<TraceKey> k = parse_key(t.name);
+    if (!k || (k->kind != kinds::kAct && k->kind != kinds::kDzMask)) continue;
+    const auto it = by_index.find(k->layer);
+    if (it == by_index.end()) continue;  // a layer the metadata does not describe: nothing to check it against
+    const LayerInfo& l = *it->second;
+    if (k->kind == kinds::kAct) {
+      if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+        tensor_fail(t.name, std::string("dtype ") + dtype_name(t.dtype) + ", expected F32, F16 or BF16");
+      if (t.shape != l.input)
+        tensor_fail(t.name, "shape " + shape_text(t.shape) + " differs from the layer's input " + shape_text(l.input));
+      captured.emplace(k->iteration, k->layer);
+    } else {
+      if (!l.relu_after) tensor_fail(t.name, "layer " + std::to_string(k->layer) + " has no ReLU after it (relu_after false)");
+      std::int64_t n = 1;
+      for (std::int64_t d : l.output) n *= d;
+      const std::vector<std::int64_t> want = {(n + 7) / 8};
+      if (t.dtype != DType::U8) tensor_fail(t.name, std::string("dtype ") + dtype_name(t.dtype) + ", expected U8 (bit-packed)");
+      if (t.shape != want)
+        tensor_fail(t.name, "shape " + shape_text(t.shape) + ", expected " + shape_text(want) + " (ceil(" +
+                                std::to_string(n) + " output elements / 8))");
+    }
+  }
+  // 5. Measured GEMM times belong to a captured (iteration, layer).
+  const std::vector<GemmTimes> times = read_gemm_times(r);
+  for (std::size_t i = 0; i < times.size(); ++i)
+    if (!captured.count({times[i].iteration, times[i].layer}))
+      meta_fail(r, std::string(keys::kGemmTimes) + "[" + std::to_string(i) + "]",
+                "iteration " + std::to_string(times[i].iteration) + ", layer " + std::to_string(times[i].layer) +
+                    " has no captured act tensor");
 }
 
 }  // namespace spartan::trace

@@ -206,5 +206,72 @@ TEST(TraceMetadata, CheckRequiresKeysTypesAndConsistency) {
   std::remove(path.c_str());
 }
 
+// Captured tensors must match their layer (docs/trace-format.md section 3; an eleventh-session new-user review
+// reshaped it0/L0/act and shrank a dz_mask, and both passed `spartan-trace check` and were replayed).
+TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
+  const std::string path = testutil::temp_path("meta_tensors.sptrace");
+  // conv1: input [2,1,8,8], output [2,4,8,8] = 512 elements -> dz_mask [64]; fc1: input [2,256], no ReLU after.
+  const std::string layers = layers_to_json({make_conv_layer(0, "conv1", 2, 1, 8, 8, 4, 3, 3, 1, 1, true),
+                                             make_fc_layer(1, "fc1", 2, 256, 10, false)});
+  struct T {
+    std::string name;
+    DType dt;
+    std::vector<std::int64_t> shape;
+  };
+  auto write = [&](const std::vector<T>& tensors, const std::string& times) {
+    TraceWriter w(path);
+    for (const auto& [k, v] : std::map<std::string, std::string>{
+             {keys::kFormatVersion, kFormatVersion}, {keys::kModel, "m"}, {keys::kDataset, "d"},
+             {keys::kDevice, "cpu: t"}, {keys::kSeed, "7"}, {keys::kBatch, "2"}, {keys::kLayers, layers}})
+      w.set_metadata(k, v);
+    if (!times.empty()) w.set_metadata(keys::kGemmTimes, times);
+    for (const T& t : tensors) {
+      std::int64_t n = 1;
+      for (auto d : t.shape) n *= d;
+      std::vector<std::uint8_t> bytes(std::size_t(n) * dtype_size(t.dt));
+      w.add_tensor(t.name, t.dt, t.shape, bytes.data(), bytes.size());
+    }
+    w.finish();
+  };
+  const T act0{"it0/L0/act", DType::F32, {2, 1, 8, 8}}, mask0{"it0/L0/dz_mask", DType::U8, {64}},
+      act1{"it0/L1/act", DType::BF16, {2, 256}};
+  const std::string time0 = R"([{"iteration":0,"layer":0,"device":"cpu: t","timer":"steady_clock",)"
+                            R"("fwd":{"dense_ms":1,"tile_sparse_ms":0.5},"bwd_data":{"dense_ms":0},"bwd_weight":{"dense_ms":1}}])";
+  write({act0, mask0, act1, {"it0/L7/act", DType::F32, {3}}}, time0);  // L7: not described, not checked
+  {
+    TraceReader r(path);
+    EXPECT_NO_THROW(check_metadata(r));
+  }
+  struct Case {
+    std::vector<T> tensors;
+    std::string times, field, phrase;
+  };
+  const std::vector<Case> cases = {
+      {{{"it0/L0/act", DType::F32, {4, 1, 8, 4}}, mask0}, "", "tensor it0/L0/act", "differs from the layer's input [2,1,8,8]"},
+      {{act0, {"it0/L1/act", DType::F32, {2, 128}}}, "", "tensor it0/L1/act", "differs from the layer's input [2,256]"},
+      {{{"it0/L0/act", DType::I32, {2, 1, 8, 8}}}, "", "tensor it0/L0/act", "expected F32, F16 or BF16"},
+      {{act0, {"it0/L0/dz_mask", DType::U8, {10}}}, "", "tensor it0/L0/dz_mask", "expected [64]"},
+      {{act0, {"it0/L0/dz_mask", DType::F32, {64}}}, "", "tensor it0/L0/dz_mask", "expected U8"},
+      {{act0, act1, {"it0/L1/dz_mask", DType::U8, {3}}}, "", "tensor it0/L1/dz_mask", "no ReLU after it"},
+      {{act1}, time0, "__metadata__.gemm_times[0]", "no captured act tensor"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.field + " / " + c.phrase);
+    write(c.tensors, c.times);
+    {
+      TraceReader r(path);
+      expect_format_error([&] { check_metadata(r); }, c.field, c.phrase);
+    }
+    const auto cli = testutil::run_cli("check '" + path + "'");
+    EXPECT_EQ(cli.rc, 2);
+    EXPECT_EQ(testutil::count_lines(cli.err), 1) << cli.err;
+  }
+  // GEMM times beyond 1e9 ms (the review's 1e308 gave an infinite ratio) are rejected.
+  EXPECT_THROW(gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"d","timer":"t",)"
+                                    R"("fwd":{"dense_ms":1e308},"bwd_data":{"dense_ms":1},"bwd_weight":{"dense_ms":1}}])", "f"),
+               FormatError);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace spartan::trace

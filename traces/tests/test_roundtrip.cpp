@@ -85,10 +85,11 @@ TEST(TraceRoundTrip, TypedAccessors) {
   EXPECT_TRUE(r.to_f32("it1/L0/empty").empty());
   EXPECT_EQ(r.to_f32("scalar"), std::vector<float>{42.0f});
   // Mask bit order: element e is bit e%8 of byte e/8.
-  std::vector<std::uint8_t> flags(37);
+  std::vector<std::uint8_t> flags(256);
   for (std::size_t i = 0; i < flags.size(); ++i) flags[i] = (i * 7 % 5) < 2;
-  EXPECT_EQ(unpack_bits(r.view("it0/L0/dz_mask"), 37), flags);
-  EXPECT_THROW(unpack_bits(r.view("it0/L0/dz_mask"), 50), InputError);
+  EXPECT_EQ(unpack_bits(r.view("it0/L0/dz_mask"), 256), flags);
+  EXPECT_THROW(unpack_bits(r.view("it0/L0/dz_mask"), 300), InputError);
+  EXPECT_THROW(unpack_bits(r.view("it0/L0/dz_mask"), 37), InputError);
   EXPECT_THROW(unpack_bits(r.view("it0/L1/act"), 8), InputError);
   std::remove(path.c_str());
 }

@@ -132,7 +132,7 @@ json Replay::run() {
   json layer_docs = json::array();
   PathTotals sw_prof, sw_conv, hw_prof, hw_conv;
   double dense_ms = 0, sparse_ms = 0;
-  bool have_times = true, times_on_gpu = true;
+  bool have_times = true, times_on_gpu = true, mixed_devices = false;
   std::string gemm_device;
   // The compacted output against the dense activations (review finding F8): bytes over all layers.
   std::uint64_t out_dense = 0, out_payload = 0, out_headers = 0, out_consumer = 0, out_by_size = 0;
@@ -161,11 +161,15 @@ json Replay::run() {
     out_headers += fmt::kHeaderBytes * L["tiles"].get<std::uint64_t>();
     out_consumer += static_cast<std::uint64_t>(L["consumer"]["l2_bytes"].get<double>());
     out_by_size += hw["engine_tiles"]["dense_by_size"].get<std::uint64_t>();
-    if (L["gemm"].contains("dense_ms") && L["gemm"]["tile_sparse_ms"].is_number()) {
+    // The overall GEMM ratio needs a positive tile-sparse time on every replayed layer (a 0 ms entry would
+    // keep its layer's dense time in the numerator alone), all measured on one device.
+    if (L["gemm"].contains("dense_ms") && L["gemm"]["tile_sparse_ms"].is_number() &&
+        L["gemm"]["tile_sparse_ms"].get<double>() > 0) {
       dense_ms += L["gemm"]["dense_ms"].get<double>();
       sparse_ms += L["gemm"]["tile_sparse_ms"].get<double>();
       const std::string dev = L["gemm"]["device"].get<std::string>();
       if (gemm_device.empty()) gemm_device = dev;
+      if (dev != gemm_device) mixed_devices = true;
       times_on_gpu = times_on_gpu && gemm_times_on_gpu(dev);
     } else {
       have_times = false;
@@ -217,7 +221,12 @@ json Replay::run() {
   // The same over the layers whose input is a ReLU output (the network's input image is not; review F11).
   overall["profile"]["relu_input_layers"] = n_relu;
   overall["profile"]["mean_layer_ratio_relu_inputs"] = n_relu ? mean_relu / double(n_relu) : 0.0;
-  if (have_times && sparse_ms > 0) {
+  if (have_times && mixed_devices) {
+    overall["speedup_unavailable"] = "the GEMM times of the replayed layers come from different devices";
+  } else if (!have_times) {
+    overall["speedup_unavailable"] = "the trace lacks positive tile-sparse GEMM times for some layers";
+  }
+  if (have_times && !mixed_devices && sparse_ms > 0) {
     // The GEMMs alone (sum of the measured times), and, only for GPU-measured times, with the simulated
     // profile and conversion added (replay_layer.cpp, review finding F1).
     overall["speedup"] = {{"device", gemm_device}, {"dense_ms", dense_ms}, {"tile_sparse_ms", sparse_ms},

@@ -144,7 +144,8 @@ std::string replay_summary(const json& doc) {
       o << "  layer speedup with profile and conversion: not computed (the GEMM times were measured on a CPU; they"
            " are not added to simulated GPU times)\n";
   } else {
-    o << "  layer speedup: not available (the trace lacks tile-sparse GEMM times for some layers)\n";
+    o << "  layer speedup: not available ("
+      << ov.value("speedup_unavailable", std::string("the trace lacks tile-sparse GEMM times for some layers")) << ")\n";
   }
   o << "checks: " << (doc["checks"]["passed"].get<bool>() ? "all passed" : "FAILED (see stats.json layers[].checks)")
     << "\n";

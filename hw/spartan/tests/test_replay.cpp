@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 
@@ -43,7 +44,7 @@ std::vector<float> relu_act(std::size_t n, double zero_frac, std::uint32_t seed)
 // `device` measured the GEMM times: "cpu: ..." or "cuda: ..." (docs/trace-format.md).
 // `zero_frac0`: the activations' zero fraction at iteration 0 (0.7 at iteration 10).
 std::string write_trace(const std::string& dir, tr::DType dt, const std::string& device = "cpu: test (1 threads)",
-                        double zero_frac0 = 0.5) {
+                        double zero_frac0 = 0.5, const std::function<void(std::vector<tr::GemmTimes>&)>& edit_times = {}) {
   const std::string path = dir + "/t_" + tr::dtype_name(dt) + ".sptrace";
   tr::TraceWriter w(path);
   const std::int64_t N = 2;
@@ -70,6 +71,7 @@ std::string write_trace(const std::string& dir, tr::DType dt, const std::string&
       times.push_back(t);
     }
   }
+  if (edit_times) edit_times(times);
   w.set_metadata(tr::keys::kGemmTimes, tr::gemm_times_to_json(times));
   for (std::int64_t it : {0, 10}) {
     for (const auto& L : layers) {
@@ -232,6 +234,31 @@ TEST(Replay, LayerSpeedupOnlyForGpuMeasuredGemmTimes) {
     EXPECT_NEAR(sp["software"].get<double>(), 0.100 / (0.040 + sw_ns * 1e-6), 1e-12);
     EXPECT_NEAR(sp["hardware"].get<double>(), 0.100 / (0.040 + hw_ns * 1e-6), 1e-12);
   });
+}
+
+TEST(Replay, OverallGemmRatioNeedsPositiveTimesFromOneDevice) {
+  // A new-user review: a 0 ms tile-sparse time kept its layer's dense time in the numerator alone (0.96x ->
+  // 1.46x), and GEMM times from two devices were summed into one ratio "measured on" the first.
+  for (int variant = 0; variant < 2; ++variant) {  // one replay per process (SC_SCENARIO forks)
+    SC_SCENARIO([variant] {
+      const std::string dir = ::testing::TempDir() + "/replay_gemm_overall_" + std::to_string(variant);
+      std::filesystem::create_directories(dir);
+      const auto path = write_trace(dir, tr::DType::F32, "cpu: test (1 threads)", 0.5, [&](std::vector<tr::GemmTimes>& t) {
+        if (variant == 0) t[1].fwd.tile_sparse_ms = 0.0;
+        else t[1].device = "cpu: another host";
+      });
+      auto opt = options(path, dir + "/out");
+      std::filesystem::create_directories(opt.out_dir);
+      opt.iterations = {0};
+      const auto doc = run_replay(opt, {});
+      EXPECT_FALSE(doc["overall"].contains("speedup")) << doc["overall"].dump();
+      const std::string why = doc["overall"].value("speedup_unavailable", std::string());
+      EXPECT_NE(why.find(variant == 0 ? "positive" : "different devices"), std::string::npos) << why;
+      EXPECT_NE(replay_summary(doc).find(why), std::string::npos);
+      // The layer itself keeps what it has: a ratio only where its tile-sparse time is positive.
+      EXPECT_EQ(doc["layers"][1]["gemm"].contains("speedup_measured"), variant == 1);
+    });
+  }
 }
 
 TEST(Replay, UnitClocksDefaultToTheL2ClockAndCanBeSlower) {
