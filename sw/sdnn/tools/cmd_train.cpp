@@ -52,6 +52,12 @@ int cmd_train(const std::vector<std::string>& args) {
   if (epochs < 1) throw InputError("--epochs must be >= 1");
   if (threads != 0) spartan::check_threads("--threads", threads);
   if (permute_every < 0) throw InputError("--permute-every must be >= 0 (0 = never)");
+  if (cfg.batch < 1) throw InputError("--batch must be >= 1");
+  // Options that would otherwise be ignored without a word (new-user review).
+  if (!weights.empty())
+    for (const char* o : {"neurons", "nnz-per-row", "permute-every", "init"})
+      if (!vm[o].defaulted()) throw InputError(std::string("--") + o + " applies to the generated body only, not with --weights");
+  if (verify && partition.empty()) throw InputError("--verify compares distributed training with one rank: it needs --partition");
   if (!trace.empty()) spartan::check_output_file("--trace", trace);
   {
     auto inputs = weight_inputs(weights, layers);
@@ -80,6 +86,9 @@ int cmd_train(const std::vector<std::string>& args) {
   const std::int64_t n = w[0].rows;
   const auto train = load_fashion_mnist(data, "train", n, train_limit);
   const auto test = load_fashion_mnist(data, "t10k", n, test_limit);
+  if (cfg.batch > train.features.rows)
+    throw InputError("--batch " + std::to_string(cfg.batch) + " is larger than the " + std::to_string(train.features.rows) +
+                     " training images (see --train-limit)");
 
   std::unique_ptr<MpiSession> mpi;
   int rank = 0, size = 1;
