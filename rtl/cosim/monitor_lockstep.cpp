@@ -34,13 +34,15 @@ tlm::tlm_response_status access(tlm_utils::simple_initiator_socket<Host>& s, boo
 }  // namespace
 
 struct MonitorLockstep::Impl {
+  double clock_mhz;  ///< the units' clock (first: initialised before the models)
   hw::SparsityMonitor tlm;
   MonitorRtlSc rtl;
   hw::FlatMemory tlm_mem, rtl_mem;
   Host host;
   std::uint64_t job = 0;
   Impl(const std::string& name, double mhz)
-      : tlm((name + "_tlm").c_str(), [mhz] { hw::MonitorConfig c; c.clock_mhz = mhz; c.flush_outstanding = kMonitorFlushOutstanding; return c; }()),
+      : clock_mhz(mhz),
+        tlm((name + "_tlm").c_str(), [mhz] { hw::MonitorConfig c; c.clock_mhz = mhz; c.flush_outstanding = kMonitorFlushOutstanding; return c; }()),
         rtl((name + "_rtl").c_str(), [mhz] { MonitorRtlScConfig c; c.clock_mhz = mhz; return c; }()),
         tlm_mem((name + "_tlm_mem").c_str(), mem_cfg()),
         rtl_mem((name + "_rtl_mem").c_str(), mem_cfg()),
@@ -72,7 +74,7 @@ MonitorLockstep::~MonitorLockstep() = default;
 
 void MonitorLockstep::wave(const std::string& path, std::uint64_t from, std::uint64_t to) {
   const std::uint64_t c0 = impl_->rtl.pins().cycle();
-  impl_->rtl.pins().open_wave(path, c0 + from, c0 + to);
+  impl_->rtl.pins().open_wave(path, c0 + from, c0 + to, 1e6 / impl_->clock_mhz);
 }
 
 LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shift) {

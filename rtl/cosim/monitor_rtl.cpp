@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -29,6 +30,7 @@ struct MonitorRtl::Impl {
   std::unique_ptr<Vsparsity_monitor> top;
   std::unique_ptr<VerilatedVcdC> vcd;
   std::uint64_t wave_from = 0, wave_to = 0, wave_origin = 0;
+  double wave_period_ps = 1000.0;  ///< VCD time is in ps (the file's $timescale): one clock period per cycle
   bool wave_armed = false;
   std::mt19937_64 rng;
 };
@@ -61,7 +63,7 @@ MonitorRtl::~MonitorRtl() {
 #endif
 }
 
-void MonitorRtl::open_wave(const std::string& path, std::uint64_t from, std::uint64_t to) {
+void MonitorRtl::open_wave(const std::string& path, std::uint64_t from, std::uint64_t to, double period_ps) {
   impl_->ctx.traceEverOn(true);
   impl_->vcd = std::make_unique<VerilatedVcdC>();
   impl_->top->trace(impl_->vcd.get(), 99);
@@ -69,6 +71,7 @@ void MonitorRtl::open_wave(const std::string& path, std::uint64_t from, std::uin
   impl_->wave_from = from;
   impl_->wave_to = to;
   impl_->wave_origin = cycle_;
+  impl_->wave_period_ps = period_ps > 2.0 ? period_ps : 2.0;
   impl_->wave_armed = true;
 }
 
@@ -98,9 +101,11 @@ void MonitorRtl::tick() {
   t.clk = 0;
   t.eval();
   if (impl_->vcd && cycle_ >= impl_->wave_from && cycle_ < impl_->wave_to) {
-    // two time steps per clock (rising, falling edge), counted from the cycle open_wave() was called
-    impl_->vcd->dump(2 * (cycle_ - impl_->wave_origin) + 1);
-    impl_->vcd->dump(2 * (cycle_ - impl_->wave_origin) + 2);
+    // Two samples per clock (after the rising and the falling edge) at their times in ps, counted from the
+    // cycle open_wave() was called, so that a viewer shows real time at the unit's clock ($timescale 1ps).
+    const double k = double(cycle_ - impl_->wave_origin), p = impl_->wave_period_ps;
+    impl_->vcd->dump(static_cast<std::uint64_t>(std::llround((k + 0.5) * p)));
+    impl_->vcd->dump(static_cast<std::uint64_t>(std::llround((k + 1.0) * p)));
   }
   if (impl_->vcd && cycle_ + 1 == impl_->wave_to) {
     impl_->vcd->close();

@@ -63,8 +63,10 @@ class MonitorRtl {
   std::size_t max_adds_in_flight() const { return max_adds_in_flight_; }
 
   /// VCD of absolute cycles [from, to) only (Verilator --trace), written as the run passes the window and
-  /// closed at its end. VCD time = 2 steps per cycle, counted from the cycle this is called at.
-  void open_wave(const std::string& path, std::uint64_t from, std::uint64_t to);
+  /// closed at its end. VCD time in ps (the file's $timescale 1ps): cycle k (counted from the cycle this is
+  /// called at) is sampled after its rising edge at (k + 0.5) x period_ps and after its falling edge at
+  /// (k + 1) x period_ps, so a viewer shows real time at the unit's clock (period_ps = 1e6 / MHz; >= 2).
+  void open_wave(const std::string& path, std::uint64_t from, std::uint64_t to, double period_ps = 1000.0);
 
  private:
   void tick();
