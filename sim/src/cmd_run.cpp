@@ -121,6 +121,8 @@ int run_main(const std::vector<std::string>& args) {
   if (vm.count("layers") && layers.empty()) throw spartan::InputError("--layers: empty list");
   if (!iterations.empty()) opt.iterations = parse_list("--iterations", iterations);
   if (!layers.empty()) opt.layers = parse_list("--layers", layers);
+  if (!units.empty() && std::filesystem::is_directory(units))
+    throw spartan::InputError("--units: '" + units + "' is a directory, expected a YAML file");
   if (!units.empty()) spartan::hw::load_units_config(units, opt);
   if (!std::filesystem::exists(opt.trace_path)) throw spartan::IoError("--trace: cannot open '" + opt.trace_path + "'");
   // Checked now, created only when the results are written (a rejected input leaves no empty --out).

@@ -18,11 +18,13 @@ int main(int argc, char** argv) {
   using namespace spartan::sim;
   return spartan::run_cli("spartan-sim", [&]() -> int {
     auto& reg = command_registry();
-    std::string cmd = argc > 1 ? argv[1] : "--help";
+    // No command is bad input: one line on stderr and exit 2 (the usage goes with --help, on stdout, exit 0).
+    if (argc < 2) throw spartan::InputError("no command given (spartan-sim --help lists them)");
+    std::string cmd = argv[1];
     if (cmd == "--help" || cmd == "-h" || cmd == "help") {
       std::printf("usage: spartan-sim <command> [options]   (spartan-sim <command> --help for its options)\n\ncommands:\n");
       for (auto& [name, c] : reg) std::printf("  %-12s %s\n", name.c_str(), c.summary.c_str());
-      return argc > 1 ? 0 : 2;
+      return 0;
     }
     auto it = reg.find(cmd);
     if (it == reg.end()) throw spartan::InputError("unknown command '" + cmd + "' (see --help)");

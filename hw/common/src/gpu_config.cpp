@@ -55,7 +55,9 @@ std::string resolve_gpu_preset(const std::string& s) {
   bool is_path = s.find('/') != std::string::npos || (s.size() > 5 && s.substr(s.size() - 5) == ".yaml") ||
                  (s.size() > 4 && s.substr(s.size() - 4) == ".yml");
   if (is_path) {
-    if (!fs::is_regular_file(s)) throw spartan::ConfigError(s, "--gpu", "no such GPU config file");
+    if (!fs::is_regular_file(s))
+      throw spartan::ConfigError(s, "--gpu", fs::is_directory(s) ? "is a directory, expected a GPU config (YAML) file"
+                                                                 : "no such GPU config file");
     return s;
   }
   fs::path p = fs::path(preset_dir()) / (s + ".yaml");
@@ -114,6 +116,7 @@ GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
     m.finish();
     if (c.sm.count == 0) m.fail("count", "must be > 0");
     if (c.sm.max_outstanding_lines == 0) m.fail("max_outstanding_lines", "must be > 0");
+    if (c.sm.issue_interval_cycles == 0) m.fail("issue_interval_cycles", "must be >= 1 (core cycles between two requests of one SM)");
   }
   {
     auto m = root.child("crossbar");

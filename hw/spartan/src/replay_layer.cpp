@@ -370,8 +370,11 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   hwj["monitor_utilisation_max"] = busy_max / prod_ps;
   const double job_ps = std::max(1.0, (job.finished - job.started).to_seconds() * 1e12);
   hwj["engine_utilisation"] = double(engine_->stats().compactor_busy_ps - compactor_busy0) / job_ps;
+  // compacted = fetched for compaction (the engine's TILES_COMPACTED), of which dense_by_size were written DENSE by
+  // the size rule and written_sparse as ELL/BITMAP.
   hwj["engine_tiles"] = {{"dense", job.tiles_dense}, {"zero", job.tiles_zero}, {"compacted", job.tiles_compacted},
-                         {"dense_by_size", job.tiles_dense_by_size}};
+                         {"dense_by_size", job.tiles_dense_by_size},
+                         {"written_sparse", job.tiles_compacted - job.tiles_dense_by_size}};
   hwj["payload_bytes"] = job.payload_bytes;
   L["software"] = swj;
   L["hardware"] = hwj;

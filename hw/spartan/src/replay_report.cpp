@@ -54,6 +54,8 @@ std::string replay_summary(const json& doc) {
   o << "times in us; traffic in MB (L2 = bytes read+written at the L2 slices, DRAM = at the memory controllers)\n";
   o << "GEMM = dense_ms / tile_sparse_ms of the layer's forward GEMM as measured on the trace's device; spd SW / HW ="
        " dense / (tile-sparse + profile + convert), only for GEMM times measured on a GPU\n";
+  o << "mon% = the monitors' mean busy time / the producer's writes; eng% = the engine's compactor busy time / its job"
+       " time (0 when the size rule wrote every fetched tile DENSE)\n";
   char h[400];
   std::snprintf(h, sizeof h, "%-6s %-4s %-8s %13s %5s | %8s %8s %7s | %8s %8s %7s | %9s %9s | %9s %9s | %5s %5s | %6s %6s %6s | %s\n",
                 "iter", "lyr", "name", "matrix", "dens", "prof SW", "prof HW", "ratio", "conv SW", "conv HW", "ratio",

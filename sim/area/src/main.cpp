@@ -58,6 +58,8 @@ std::vector<int> parse_nodes(const std::string& s) {
     const long v = std::strtol(tok.c_str(), &end, 10);
     if (tok.empty() || *end != '\0' || v <= 0) throw InputError("--nodes: bad node '" + tok + "'");
     tech_node(static_cast<int>(v));  // validates
+    if (std::find(out.begin() + 1, out.end(), static_cast<int>(v)) != out.end())
+      throw InputError("--nodes: node " + tok + " is listed twice");
     if (v != 180) out.push_back(static_cast<int>(v));
     if (comma == std::string::npos) break;
     pos = comma + 1;

@@ -385,6 +385,7 @@ def bad_input(r):
          lambda d: write(os.path.join(d, "blocker"), b"x")),
         ("unwritable output directory", "generate --out under a regular file",
          ["generate", "--neurons", "1024", "--layers", "2", "--out", "@D/blocker/g"], lambda d: write(os.path.join(d, "blocker"), b"x")),
+        ("wrong type", "--weights is a file", [a if a != "@D/w" else "@D/w/n8-l1.mtx" for a in infer], weights(good)),
         ("overlapping ranges", "--categories-out is the --features file",
          [a if a != "@D/cats.txt" else "@D/f.tsv" for a in infer], weights(good)),
         ("overlapping ranges", "--categories-out is a weight file",
@@ -422,6 +423,7 @@ def bad_input(r):
         ("NaN/Inf/-0.0 in data", "--clock-ns inf", area + ["--clock-ns", "inf"], gpu(lambda t: t)),
         ("wrong type", "--nodes 3nm (not a node)", area + ["--nodes", "3"], gpu(lambda t: t)),
         ("empty", "--nodes ''", area + ["--nodes", ""], gpu(lambda t: t)),
+        ("overlapping ranges", "--nodes 45,45", area + ["--nodes", "45,45"], gpu(lambda t: t)),
         ("negative or zero sizes", "--engines -1", area + ["--engines", "-1"], gpu(lambda t: t)),
         ("huge dimensions", "--engines 100000", area + ["--engines", "100000"], gpu(lambda t: t)),
         ("negative or zero sizes", "--ff-memory-limit-bits -1", area + ["--ff-memory-limit-bits", "-1"], gpu(lambda t: t)),
@@ -478,6 +480,8 @@ def bad_input(r):
         ("negative or zero sizes", "units engine.max_job_bytes 0", run + ["--units", "@D/units.yaml"], units("engine: {max_job_bytes: 0}\n")),
         ("huge dimensions", "units monitor.counter_entries 4 (checked before the first layer)", run + ["--units", "@D/units.yaml"],
          units("monitor: {counter_entries: 4}\n")),
+        ("wrong type", "--units is a directory", run + ["--units", "@D/adir"], lambda d: (copy_sample(d), os.makedirs(os.path.join(d, "adir")))),
+        ("wrong type", "--gpu is a directory", run + ["--gpu", "@D/adir"], lambda d: (copy_sample(d), os.makedirs(os.path.join(d, "adir")))),
         ("empty", "--layers ''", run + ["--layers", ""], copy_sample),
         ("empty", "--iterations ''", run + ["--iterations", ""], copy_sample),
         ("negative or zero sizes", "units engine.clock_mhz 1e-9", run + ["--units", "@D/units.yaml"], units("engine: {clock_mhz: 1.0e-9}\n")),
@@ -542,6 +546,7 @@ def bad_input(r):
         ("huge dimensions", "l2.sets 2^40", mb, preset(sub("  sets: 32 ", "  sets: 1099511627776 "))),
         ("overlapping ranges", "tRAS > tRC", mb, preset(sub("    tRAS: 28", "    tRAS: 280"))),
         ("NaN/Inf/-0.0 in data", "clocks.core_mhz .nan", mb, preset(sub("  core_mhz: 1447", "  core_mhz: .nan"))),
+        ("negative or zero sizes", "sm.issue_interval_cycles 0", mb, preset(sub("  issue_interval_cycles: 1", "  issue_interval_cycles: 0"))),
         ("NaN/Inf/-0.0 in data", "clocks.dram_mhz .inf", mb, preset(sub("  dram_mhz: 850", "  dram_mhz: .inf"))),
         ("NaN/Inf/-0.0 in data", "clocks.l2_mhz -0.0", mb, preset(sub("  l2_mhz: 1447", "  l2_mhz: -0.0"))),
         ("unknown config keys", "unknown option", mb + ["--frobnicate"], preset(lambda t: t)),
@@ -589,6 +594,7 @@ def bad_input(r):
             r.rows.append(("spartan-sim", cls, "rtl-check " + name, "SKIPPED (spartan-sim rtl-check not in this build)", ""))
     if sim:
         r.case("spartan-sim", "unknown config keys", "unknown sub-command", ["explode"])
+        r.case("spartan-sim", "missing files", "no command at all", [])
 
     # Benchmark executables: arguments and output paths are checked before any measurement.
     blocker = lambda d: write(os.path.join(d, "blocker"), b"x")

@@ -286,7 +286,8 @@ Csr read_matrix(const std::string& path, std::int64_t rows, std::int64_t cols) {
 
 std::string find_layer_file(const std::string& dir, int layer) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(dir)) throw IoError("weights directory '" + dir + "' does not exist");
+  if (!fs::is_directory(dir))
+    throw IoError("weights directory '" + dir + "' " + (fs::exists(dir) ? "is a file, expected a directory" : "does not exist"));
   const std::string suffix = "-l" + std::to_string(layer);
   std::vector<std::string> found;
   for (const auto& e : fs::directory_iterator(dir)) {
