@@ -131,10 +131,10 @@ int run_main(const std::vector<std::string>& args) {
     // Every file this run writes: none may be a directory (checked before the replay, so that a failure
     // cannot come after stats.json was written) or one of the run's inputs (it would be replaced while read).
     std::vector<std::pair<std::string, std::string>> outs;
+    // (Inactive extensions' files are removed below as stale outputs: they may not be inputs either.)
     std::vector<std::string> names = {"stats.json", "summary.txt"};
     for (const auto& e : exts)
-      if (e->active())
-        for (const auto& f : e->output_files()) names.push_back(f);
+      for (const auto& f : e->output_files()) names.push_back(f);
     for (const auto& f : names) {
       const std::string p = (std::filesystem::path(opt.out_dir) / f).string();
       std::error_code ec;

@@ -425,19 +425,22 @@ void check_metadata(const TraceReader& r) {
   for (const TensorInfo& t : r.tensors()) {
     const std::optional<TraceKey> k = parse_key(t.name);
     if (!k || (k->kind != kinds::kAct && k->kind != kinds::kDzMask)) continue;
+    if (k->kind == kinds::kAct) captured.emplace(k->iteration, k->layer);
     const auto it = by_index.find(k->layer);
-    if (it == by_index.end()) continue;  // a layer the metadata does not describe: nothing to check it against
+    // A layer the metadata does not describe, or of a type other writers may add (section 4.1: readers skip
+    // unknown types): nothing to check it against.
+    if (it == by_index.end() || (it->second->type != "conv" && it->second->type != "fc")) continue;
     const LayerInfo& l = *it->second;
     if (k->kind == kinds::kAct) {
       if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
         tensor_fail(t.name, std::string("dtype ") + dtype_name(t.dtype) + ", expected F32, F16 or BF16");
       if (t.shape != l.input)
         tensor_fail(t.name, "shape " + shape_text(t.shape) + " differs from the layer's input " + shape_text(l.input));
-      captured.emplace(k->iteration, k->layer);
     } else {
       if (!l.relu_after) tensor_fail(t.name, "layer " + std::to_string(k->layer) + " has no ReLU after it (relu_after false)");
       std::int64_t n = 1;
-      for (std::int64_t d : l.output) n *= d;
+      for (std::int64_t d : l.output)
+        if (!mul_ok(n, d, &n)) tensor_fail(t.name, "the layer's output " + shape_text(l.output) + " has too many elements");
       const std::vector<std::int64_t> want = {(n + 7) / 8};
       if (t.dtype != DType::U8) tensor_fail(t.name, std::string("dtype ") + dtype_name(t.dtype) + ", expected U8 (bit-packed)");
       if (t.shape != want)

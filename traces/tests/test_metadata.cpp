@@ -242,6 +242,14 @@ TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
     TraceReader r(path);
     EXPECT_NO_THROW(check_metadata(r));
   }
+  // GEMM times of an undescribed layer that has an act are fine too (rule 5 needs only the act).
+  const std::string time7 = R"([{"iteration":0,"layer":7,"device":"cpu: t","timer":"steady_clock",)"
+                            R"("fwd":{"dense_ms":1},"bwd_data":{"dense_ms":0},"bwd_weight":{"dense_ms":1}}])";
+  write({act0, mask0, {"it0/L7/act", DType::F32, {3}}}, time7);
+  {
+    TraceReader r(path);
+    EXPECT_NO_THROW(check_metadata(r));
+  }
   struct Case {
     std::vector<T> tensors;
     std::string times, field, phrase;
@@ -265,6 +273,22 @@ TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
     const auto cli = testutil::run_cli("check '" + path + "'");
     EXPECT_EQ(cli.rc, 2);
     EXPECT_EQ(testutil::count_lines(cli.err), 1) << cli.err;
+  }
+  // An output whose element count overflows int64 (a valid fc geometry: 4 x 2^62) must not wrap to an
+  // expected mask of [0] bytes (undefined behaviour, and a 0-byte mask accepted).
+  {
+    TraceWriter w(path);
+    for (const auto& [k, v] : std::map<std::string, std::string>{
+             {keys::kFormatVersion, kFormatVersion}, {keys::kModel, "m"}, {keys::kDataset, "d"}, {keys::kDevice, "cpu: t"},
+             {keys::kSeed, "7"}, {keys::kBatch, "4"},
+             {keys::kLayers, layers_to_json({make_fc_layer(0, "fc0", 4, 8, std::int64_t(1) << 62, true)})}})
+      w.set_metadata(k, v);
+    std::vector<float> a(32);
+    w.add_tensor("it0/L0/act", DType::F32, {4, 8}, a.data(), a.size() * 4);
+    w.add_tensor("it0/L0/dz_mask", DType::U8, {0}, nullptr, 0);
+    w.finish();
+    TraceReader r(path);
+    expect_format_error([&] { check_metadata(r); }, "tensor it0/L0/dz_mask", "too many elements");
   }
   // GEMM times beyond 1e9 ms (the review's 1e308 gave an infinite ratio) are rejected.
   EXPECT_THROW(gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"d","timer":"t",)"

@@ -371,7 +371,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const double job_ps = std::max(1.0, (job.finished - job.started).to_seconds() * 1e12);
   hwj["engine_utilisation"] = double(engine_->stats().compactor_busy_ps - compactor_busy0) / job_ps;
   // compacted = fetched for compaction (the engine's TILES_COMPACTED), of which dense_by_size were written DENSE by
-  // the size rule and written_sparse as ELL/BITMAP.
+  // the size rule and written_sparse not (as ELL/BITMAP; with sampling also header-only tiles estimated empty).
   hwj["engine_tiles"] = {{"dense", job.tiles_dense}, {"zero", job.tiles_zero}, {"compacted", job.tiles_compacted},
                          {"dense_by_size", job.tiles_dense_by_size},
                          {"written_sparse", job.tiles_compacted - job.tiles_dense_by_size}};

@@ -92,8 +92,8 @@ std::string replay_summary(const json& doc) {
   }
   if (any_not_relu) o << "* the layer's input is not a ReLU output (the network's input image)\n";
   {
-    // mon% = monitor busy / the producer's memory time: above 100 a monitor counts slower than its L2 slice
-    // takes the writes (a slow monitor clock). The model does not stall the writes for it; its FLUSH waits
+    // A monitor's busy time / the producer's memory time above 1 (the busiest monitor; the mon% column is the
+    // mean): it counts slower than its L2 slice takes the writes (a slow monitor clock). The model does not stall the writes for it; its FLUSH waits
     // until the counting has drained (the RTL's S_DRAIN), so that lag is in the hardware profile time.
     int slow = 0;
     double worst = 0;

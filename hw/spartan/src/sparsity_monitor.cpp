@@ -378,6 +378,7 @@ void SparsityMonitor::flush_thread() {
   for (;;) {
     sc_core::wait(flush_start_ev_);
     if (flush_start_ > sc_core::sc_time_stamp()) sc_core::wait(flush_start_ - sc_core::sc_time_stamp());
+    const sc_time requested = sc_core::sc_time_stamp();  // FLUSH_CYCLES counts from here, drain included (RTL fl_cycles)
     // The RTL's flush first drains the input pipeline (S_DRAIN until pipe_empty): requests still waiting or
     // being counted (a monitor slower than the writes it sees) delay the scan.
     const sc_time drained = std::max(input_free_, count_free_);
@@ -427,7 +428,7 @@ void SparsityMonitor::flush_thread() {
       }
     }
     if (end > sc_core::sc_time_stamp()) sc_core::wait(end - sc_core::sc_time_stamp());
-    const sc_time dur = sc_core::sc_time_stamp() - start;
+    const sc_time dur = sc_core::sc_time_stamp() - requested;
     flush_cycles_ = static_cast<std::uint32_t>(clock_.whole_cycles(dur));
     stats_.flush_ps += dur.value();
     ++stats_.flush_count;

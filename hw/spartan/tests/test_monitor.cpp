@@ -383,6 +383,10 @@ TEST(Monitor, FlushWaitsForTheInputPipelineToDrain) {
       write_matrix(d, m, s.base, s.tr, s.tc);
       flush_and_wait(d, 0, 1u);
       t_done = sc_core::sc_time_stamp();
+      // FLUSH_CYCLES counts from the FLUSH write, the drain included (the RTL's fl_cycles runs through S_DRAIN).
+      const auto& st = b.mons[0]->stats();
+      EXPECT_GE(std::uint64_t(d.rd(0, FLUSH_CYCLES)) * 100000u, st.flush_drain_wait_ps);  // 100 ns per cycle
+      EXPECT_GE(st.flush_ps, st.flush_drain_wait_ps);
     });
     const auto& st = b.mons[0]->stats();
     EXPECT_GT(st.backpressure_ps, 0u);  // the writes came faster than it counts

@@ -193,26 +193,29 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
         lat["tile_latency_ns"] = *uc->tile_latency_cycles * 1000.0 / gpu.l2_clock_mhz;
       }
       if (uc->tiles && uc->busy_cycles) {
-        const double tpc = *uc->tiles / *uc->busy_cycles;
-        lat["tiles"] = *uc->tiles;
-        lat["busy_cycles"] = *uc->busy_cycles;
-        lat["tiles_per_cycle"] = tpc;
-        lat["tiles_per_s_per_instance"] = tpc * gpu.l2_clock_mhz * 1e6;
-        lat["tiles_per_s_per_gpu"] = tpc * gpu.l2_clock_mhz * 1e6 * inst;
+        const double tpc = *uc->tiles / *uc->busy_cycles;  // the RTL's rate, tiles per L2 cycle
+        // A monitor sees only the writes its own L2 slice takes: it cannot count faster than that slice's data
+        // port delivers (review finding F7: one RTL monitor that counted the whole stream, times the slices,
+        // gave more than the L2's aggregate bandwidth). The cap scales tiles/s and GB/s alike.
+        double cap = 1.0;
         if (uc->tile_bytes) {
-          // A monitor sees only the writes its own L2 slice takes: it cannot count faster than that slice's
-          // data port delivers (review finding F7: one RTL monitor that counted the whole stream, times the
-          // slices, gave more than the L2's aggregate bandwidth).
-          double bpc = tpc * *uc->tile_bytes;
+          const double bpc = tpc * *uc->tile_bytes;
           lat["tile_bytes"] = *uc->tile_bytes;
           lat["rtl_bytes_per_cycle"] = bpc;
           if (u.spec.role == UnitRole::kMonitor && gpu.l2_slice_bytes_per_cycle > 0.0) {
             lat["l2_slice_bytes_per_cycle"] = gpu.l2_slice_bytes_per_cycle;
             lat["capped_at_l2_slice_port"] = bpc > gpu.l2_slice_bytes_per_cycle;
-            bpc = std::min(bpc, gpu.l2_slice_bytes_per_cycle);
+            if (bpc > gpu.l2_slice_bytes_per_cycle) cap = gpu.l2_slice_bytes_per_cycle / bpc;
           }
-          lat["gb_per_s_per_instance"] = bpc * gpu.l2_clock_mhz * 1e6 / 1e9;
-          lat["gb_per_s_per_gpu"] = bpc * gpu.l2_clock_mhz * 1e6 * inst / 1e9;
+        }
+        lat["tiles"] = *uc->tiles;
+        lat["busy_cycles"] = *uc->busy_cycles;
+        lat["tiles_per_cycle"] = tpc;
+        lat["tiles_per_s_per_instance"] = tpc * cap * gpu.l2_clock_mhz * 1e6;
+        lat["tiles_per_s_per_gpu"] = tpc * cap * gpu.l2_clock_mhz * 1e6 * inst;
+        if (uc->tile_bytes) {
+          lat["gb_per_s_per_instance"] = tpc * cap * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 / 1e9;
+          lat["gb_per_s_per_gpu"] = tpc * cap * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 * inst / 1e9;
         }
       }
       if (uc->tiles && uc->gpu_model_busy_ns) {
@@ -312,8 +315,8 @@ std::string render_markdown(const json& r) {
     };
     md << "| " << u["name"].get<std::string>() << " | " << cell("tile_latency_cycles", false) << " | "
        << cell("tile_latency_ns", false) << " | " << cell("tiles_per_cycle", true) << " | "
-       << cell("tiles_per_s_per_gpu", true) << " | " << cell("gb_per_s_per_gpu", true)
-       << (l.value("capped_at_l2_slice_port", false) ? " (capped)" : "") << " | "
+       << cell("tiles_per_s_per_gpu", true) << (l.value("capped_at_l2_slice_port", false) ? " (capped)" : "") << " | "
+       << cell("gb_per_s_per_gpu", true) << (l.value("capped_at_l2_slice_port", false) ? " (capped)" : "") << " | "
        << cell("gpu_model_gb_per_s_per_gpu", true) << " |\n";
   }
   for (const auto& u : r["units"]) {
@@ -321,7 +324,7 @@ std::string render_markdown(const json& r) {
     if (l.value("capped_at_l2_slice_port", false))
       md << "\n**" << u["name"].get<std::string>() << "**: the RTL counted " << fmt(l["rtl_bytes_per_cycle"].get<double>(), 1)
          << " B/cycle, more than its L2 slice's data port delivers (" << fmt(l["l2_slice_bytes_per_cycle"].get<double>(), 0)
-         << " B/cycle): GB/s per GPU is capped at the slices' aggregate.\n";
+         << " B/cycle): tiles/s and GB/s per GPU are capped at the slices' aggregate (tiles/cycle is the RTL's rate).\n";
   }
   md << "\nCycle counts: " << r["cycles_source"].get<std::string>()
      << ". Per-GPU figures multiply one instance by the instances per GPU and assume each is kept busy at the L2 "

@@ -171,8 +171,9 @@ TEST(AreaReport, Arithmetic) {
     EXPECT_TRUE(ls["capped_at_l2_slice_port"].get<bool>());
     EXPECT_DOUBLE_EQ(ls["rtl_bytes_per_cycle"].get<double>(), 1024.0);
     EXPECT_DOUBLE_EQ(ls["gb_per_s_per_gpu"].get<double>(), 64.0 * 8);
-    EXPECT_DOUBLE_EQ(ls["tiles_per_s_per_gpu"].get<double>(), 0.25 * 1e9 * 8);  // tiles/cycle stay the RTL's
-    EXPECT_NE(render_markdown(rs).find("| 512 (capped) |"), std::string::npos);
+    EXPECT_DOUBLE_EQ(ls["tiles_per_cycle"].get<double>(), 0.25);                  // the RTL's rate
+    EXPECT_DOUBLE_EQ(ls["tiles_per_s_per_gpu"].get<double>(), 64.0 / 4096 * 1e9 * 8);  // capped like GB/s
+    EXPECT_NE(render_markdown(rs).find("| 1.25e+08 (capped) | 512 (capped) |"), std::string::npos) << render_markdown(rs);
     // Above the RTL's rate the cap does not bind.
     gs.l2_slice_bytes_per_cycle = 2048.0;
     const auto rn = build_report({u}, gs, cyc, o);
