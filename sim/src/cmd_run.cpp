@@ -121,8 +121,6 @@ int run_main(const std::vector<std::string>& args) {
   if (vm.count("layers") && layers.empty()) throw spartan::InputError("--layers: empty list");
   if (!iterations.empty()) opt.iterations = parse_list("--iterations", iterations);
   if (!layers.empty()) opt.layers = parse_list("--layers", layers);
-  if (!units.empty() && std::filesystem::is_directory(units))
-    throw spartan::InputError("--units: '" + units + "' is a directory, expected a YAML file");
   if (!units.empty()) spartan::hw::load_units_config(units, opt);
   if (!std::filesystem::exists(opt.trace_path)) throw spartan::IoError("--trace: cannot open '" + opt.trace_path + "'");
   // Checked now, created only when the results are written (a rejected input leaves no empty --out).
@@ -137,9 +135,7 @@ int run_main(const std::vector<std::string>& args) {
       for (const auto& f : e->output_files()) names.push_back(f);
     for (const auto& f : names) {
       const std::string p = (std::filesystem::path(opt.out_dir) / f).string();
-      std::error_code ec;
-      if (std::filesystem::is_directory(p, ec))
-        throw spartan::InputError("--out: '" + p + "' is an existing directory, expected to write a file there");
+      spartan::check_output_not_directory("--out", p);
       outs.emplace_back("--out", p);
     }
     for (const auto& e : exts)

@@ -69,6 +69,12 @@ std::uint64_t TensorInfo::numel() const {
   return n;
 }
 
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) o += (i ? "," : "") + std::to_string(shape[i]);
+  return o + "]";
+}
+
 std::string TraceKey::name() const {
   return "it" + std::to_string(iteration) + "/L" + std::to_string(layer) + "/" + kind;
 }

@@ -413,11 +413,6 @@ void check_metadata(const TraceReader& r) {
   // 4. Captured tensors against their layer (section 3): `act` is F32/F16/BF16 with the layer's `input` shape;
   //    `dz_mask` is U8 of shape [ceil(n / 8)], n = product(output), and only for a layer with relu_after. A
   //    tensor of another shape would be replayed as another matrix without a word.
-  auto shape_text = [](const std::vector<std::int64_t>& v) {
-    std::string t = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) t += (i ? "," : "") + std::to_string(v[i]);
-    return t + "]";
-  };
   auto tensor_fail = [&](const std::string& name, const std::string& what) {
     throw FormatError(r.path(), "tensor " + name, 0, what, "byte offset");
   };

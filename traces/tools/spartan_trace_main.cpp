@@ -33,12 +33,6 @@ const char* kUsage =
     "  -h, --help             this help\n"
     "  --version              print the version and the trace format version\n";
 
-std::string shape_str(const std::vector<std::int64_t>& s) {
-  std::string o = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
-  return o + "]";
-}
-
 // Fraction of elements that are not +-0 (NaN, Inf and denormals count as non-zero).
 double density(const TensorView& v) {
   const std::size_t es = dtype_size(v.info->dtype);
@@ -89,7 +83,7 @@ int cmd_info(const std::string& file, bool list_tensors) {
     };
     for (const auto& l : layers)
       std::printf("  L%-5lld %-12s %-5s %-18s %-24s %-24s %s\n", static_cast<long long>(l.index), l.name.c_str(),
-                  l.type.c_str(), shape_str(l.input).c_str(), mnk(l.fwd).c_str(), mnk(l.bwd_data).c_str(),
+                  l.type.c_str(), shape_text(l.input).c_str(), mnk(l.fwd).c_str(), mnk(l.bwd_data).c_str(),
                   mnk(l.bwd_weight).c_str());
   }
 
@@ -109,7 +103,7 @@ int cmd_info(const std::string& file, bool list_tensors) {
     }
     Group& g = groups[{k->layer, k->kind}];
     g.dtypes.insert(dtype_name(t.dtype));
-    g.shapes.insert(shape_str(t.shape));
+    g.shapes.insert(shape_text(t.shape));
     ++g.count;
     iterations.insert(k->iteration);
     if (k->kind == kinds::kAct) {
@@ -146,7 +140,7 @@ int cmd_info(const std::string& file, bool list_tensors) {
   if (list_tensors) {
     std::printf("all tensors (data-offset order):\n");
     for (const auto& t : r.tensors())
-      std::printf("  %-32s %-5s %-20s [%llu, %llu)\n", t.name.c_str(), dtype_name(t.dtype), shape_str(t.shape).c_str(),
+      std::printf("  %-32s %-5s %-20s [%llu, %llu)\n", t.name.c_str(), dtype_name(t.dtype), shape_text(t.shape).c_str(),
                   static_cast<unsigned long long>(t.begin), static_cast<unsigned long long>(t.end));
   }
   return 0;

@@ -118,13 +118,16 @@ json Replay::run() {
                        ") is " + std::to_string(tile_bytes) + " bytes, over the CompactionEngine read_buffer_bytes = " +
                        std::to_string(opt_.engine.read_buffer_bytes) + " (use a smaller tile or raise engine.read_buffer_bytes in --units)");
     const auto mv = trace::activation_matrix_view(info->shape);
-    // The monitor's counter table must hold every tile of the layer (checked again per layer in
-    // replay_layer.cpp): found here, a run fails before its first layer instead of after some.
-    const std::uint64_t tiles = ((mv.rows + opt_.tile_rows - 1) / opt_.tile_rows) * ((mv.cols + opt_.tile_cols - 1) / opt_.tile_cols);
-    if (tiles > opt_.monitor.counter_entries)
-      throw InputError(k.name() + ": " + std::to_string(tiles) + " tiles need more monitor counters than the " +
-                       std::to_string(opt_.monitor.counter_entries) +
-                       " configured (raise monitor.counter_entries with --units, or use larger tiles)");
+    // The monitor's counter table must hold every tile of the layer: checked here, before the first layer
+    // (an activation too large for the 32-bit grid is rejected by replay_layer's shape check instead).
+    if (mv.rows <= 0xFFFFFFFFull && mv.cols <= 0xFFFFFFFFull) {
+      const fmt::TileGrid g{static_cast<std::uint32_t>(mv.rows), static_cast<std::uint32_t>(mv.cols), opt_.tile_rows,
+                            opt_.tile_cols};
+      if (g.num_tiles() > opt_.monitor.counter_entries)
+        throw InputError(k.name() + ": " + std::to_string(g.num_tiles()) + " tiles need more monitor counters than the " +
+                         std::to_string(opt_.monitor.counter_entries) +
+                         " configured (raise monitor.counter_entries with --units, or use larger tiles)");
+    }
     if (mv.rows * mv.cols * eb > opt_.engine.max_job_bytes)
       throw InputError(k.name() + ": the activation is " + std::to_string(mv.rows * mv.cols * eb) +
                        " bytes, over the CompactionEngine max_job_bytes = " + std::to_string(opt_.engine.max_job_bytes) +

@@ -140,9 +140,7 @@ int run(int argc, char** argv) {
   check_output_dir(out);  // before the slow synthesis; created only when the results exist
   // The files it will hold: an existing directory in their place would fail only after the synthesis, with
   // some of the results already written.
-  for (const char* f : {"area.json", "area.md"})
-    if (fs::is_directory(fs::path(out) / f))
-      throw InputError("--out: " + (fs::path(out) / f).string() + " is an existing directory, expected to write a file there");
+  for (const char* f : {"area.json", "area.md"}) check_output_not_directory("--out", (fs::path(out) / f).string());
   if (fs::exists(fs::path(out) / "netlists") && !fs::is_directory(fs::path(out) / "netlists"))
     throw InputError("--out: " + (fs::path(out) / "netlists").string() + " exists and is not a directory");
   if (!keep_work.empty()) {

@@ -147,9 +147,10 @@ std::string read_file(const std::string& path) {
   char buf[1 << 16];
   std::size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, fp)) > 0) out.append(buf, n);
-  bool err = std::ferror(fp);
+  const bool err = std::ferror(fp);
+  const int e = errno;
   std::fclose(fp);
-  if (err) throw IoError(path + ": read failed");
+  if (err) throw IoError(path + ": read failed: " + std::strerror(e));
   return out;
 }
 

@@ -66,12 +66,17 @@ void check_threads(const std::string& option, std::int64_t n) {
     throw InputError(option + ": expected 1.." + std::to_string(kMaxThreads) + " threads, got " + std::to_string(n));
 }
 
+void check_output_not_directory(const std::string& option, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(std::filesystem::status(path, ec)))
+    throw InputError(option + ": '" + path + "' is an existing directory, expected a file path");
+}
+
 void check_output_file(const std::string& option, const std::string& path) {
   namespace fs = std::filesystem;
   if (path.empty()) throw InputError(option + ": empty output path");
+  check_output_not_directory(option, path);
   std::error_code ec;
-  if (fs::is_directory(fs::status(path, ec)))
-    throw InputError(option + ": '" + path + "' is an existing directory, expected a file path");
   // The writers (AtomicFile, VCD) create no directories: the file's directory must exist and be writable.
   const fs::path parent = fs::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();

@@ -312,25 +312,22 @@ int main(int argc, char** argv) {
         if (seen[l.net]++ == 0 || l.layer == "conv3_x") q.push_back(l);
       layers = q;
     }
-    {
-      // A filter that selects nothing would measure nothing and exit 0.
-      bool any = false;
-      for (const auto& s : bench::gemm_shapes(layers, batch, all_passes))
-        any = any || ((filter.empty() || s.name.find(filter) != std::string::npos) &&
-                      (pass_filter.empty() || pass_filter == bench::pass_name(s.pass)));
-      if (!any && trace_path.empty())
-        throw InputError("--filter '" + filter + "'" + (pass_filter.empty() ? "" : " with --pass " + pass_filter) +
-                         " selects no GEMM shape" + (all_passes || pass_filter.empty() ? "" : " (add --all-passes?)"));
-    }
+    // The shapes --filter and --pass select; none would measure nothing and exit 0.
+    std::vector<bench::GemmShape> shapes;
+    for (const auto& s : bench::gemm_shapes(layers, batch, all_passes))
+      if ((filter.empty() || s.name.find(filter) != std::string::npos) &&
+          (pass_filter.empty() || pass_filter == bench::pass_name(s.pass)))
+        shapes.push_back(s);
+    if (shapes.empty() && trace_path.empty())
+      throw InputError("--filter '" + filter + "'" + (pass_filter.empty() ? "" : " with --pass " + pass_filter) +
+                       " selects no GEMM shape" + (all_passes || pass_filter.empty() ? "" : " (add --all-passes?)"));
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-1, 1);
     std::uniform_real_distribution<double> p(0, 1);
     std::map<double, std::vector<double>> ratios, ratios_pack, ratios_total;
     int met = 0, with_target = 0;
     std::uint64_t versions = 0;
-    for (const auto& s : bench::gemm_shapes(layers, batch, all_passes)) {
-      if (!filter.empty() && s.name.find(filter) == std::string::npos) continue;
-      if (!pass_filter.empty() && pass_filter != bench::pass_name(s.pass)) continue;
+    for (const auto& s : shapes) {
       const int ar = s.op_a == Op::N ? s.M : s.K, ac = s.op_a == Op::N ? s.K : s.M;
       const int br = s.op_b == Op::N ? s.K : s.N, bc = s.op_b == Op::N ? s.N : s.K;
       std::vector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C(std::size_t(s.M) * s.N);

@@ -30,10 +30,16 @@ std::uint32_t be32(const std::vector<unsigned char>& b, std::size_t off) {
 
 }  // namespace
 
+std::array<std::string, 2> fashion_mnist_files(const std::string& dir, const std::string& prefix) {
+  return {dir + "/" + prefix + "-images-idx3-ubyte.gz", dir + "/" + prefix + "-labels-idx1-ubyte.gz"};
+}
+
 LabelledSet load_fashion_mnist(const std::string& dir, const std::string& prefix, std::int64_t neurons, std::int64_t limit) {
   const auto side = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(neurons))));
   if (side * side != neurons) throw InputError("Fashion-MNIST input needs a square neuron count, got " + std::to_string(neurons));
-  const std::string ip = dir + "/" + prefix + "-images-idx3-ubyte.gz", lp = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
+  const auto files = fashion_mnist_files(dir, prefix);
+  const std::string& ip = files[0];
+  const std::string& lp = files[1];
   const auto img = read_gz(ip), lab = read_gz(lp);
   if (img.size() < 16 || be32(img, 0) != 0x803) throw FormatError(ip, "magic", 0, "not an IDX3 ubyte image file");
   if (lab.size() < 8 || be32(lab, 0) != 0x801) throw FormatError(lp, "magic", 0, "not an IDX1 ubyte label file");

@@ -284,17 +284,33 @@ Csr read_matrix(const std::string& path, std::int64_t rows, std::int64_t cols) {
   throw InputError("'" + path + "': unknown matrix format (expected .mtx, .mtx.gz, .tsv or .tsv.gz)");
 }
 
+std::vector<std::vector<std::string>> layer_file_candidates(const std::string& dir, int layers) {
+  namespace fs = std::filesystem;
+  std::vector<std::vector<std::string>> out(static_cast<std::size_t>(std::max(layers, 0)));
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    for (const char* ext : {".mtx", ".mtx.gz", ".tsv", ".tsv.gz"}) {
+      if (!ends_with(name, ext)) continue;
+      // `*-l{k}{ext}` with k written without leading zeros (the name find_layer_file matches)
+      const std::string stem = name.substr(0, name.size() - std::strlen(ext));
+      const std::size_t dash = stem.rfind("-l");
+      if (dash == std::string::npos || dash + 2 >= stem.size() || stem.size() - dash - 2 > 9 || stem[dash + 2] == '0' ||
+          stem.find_first_not_of("0123456789", dash + 2) != std::string::npos)
+        continue;
+      const long k = std::stol(stem.substr(dash + 2));
+      if (k >= 1 && k <= layers) out[static_cast<std::size_t>(k - 1)].push_back(e.path().string());
+    }
+  }
+  return out;
+}
+
 std::string find_layer_file(const std::string& dir, int layer) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir))
     throw IoError("weights directory '" + dir + "' " + (fs::exists(dir) ? "is a file, expected a directory" : "does not exist"));
   const std::string suffix = "-l" + std::to_string(layer);
-  std::vector<std::string> found;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    for (const char* ext : {".mtx", ".mtx.gz", ".tsv", ".tsv.gz"})
-      if (ends_with(name, suffix + ext)) found.push_back(e.path().string());
-  }
+  std::vector<std::string> found = layer < 1 ? std::vector<std::string>{} : layer_file_candidates(dir, layer)[layer - 1];
   if (found.empty()) throw IoError("no weight file for layer " + std::to_string(layer) + " (*" + suffix + ".mtx[.gz] or .tsv[.gz]) in '" + dir + "'");
   if (found.size() > 1) {
     std::sort(found.begin(), found.end());

@@ -218,6 +218,15 @@ TEST(SdnnIo, LayerFileLookup) {
   EXPECT_EQ(find_layer_file(dir.string(), 1), (dir / "n2-l1.mtx").string());
   EXPECT_EQ(find_layer_file(dir.string(), 11), (dir / "n2-l11.tsv").string());
   EXPECT_THROW(find_layer_file(dir.string(), 2), spartan::IoError);
+  // The one-scan candidate list follows the same rule: a leading zero or a foreign suffix is no layer file.
+  std::ofstream(dir / "n2-l01.mtx") << mtx;
+  std::ofstream(dir / "n2-l3.mtx.bak") << mtx;
+  const auto cand = layer_file_candidates(dir.string(), 11);
+  ASSERT_EQ(cand.size(), 11u);
+  EXPECT_EQ(cand[0], std::vector<std::string>{(dir / "n2-l1.mtx").string()});
+  EXPECT_TRUE(cand[2].empty());
+  EXPECT_EQ(cand[10], std::vector<std::string>{(dir / "n2-l11.tsv").string()});
+  EXPECT_TRUE(layer_file_candidates((dir / "missing").string(), 3)[0].empty());
   // Two files for one layer: ambiguous, an input error naming both.
   std::ofstream(dir / "n2-l1.tsv") << "1\t1\t1\n";
   try {

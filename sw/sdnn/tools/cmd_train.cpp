@@ -62,8 +62,8 @@ int cmd_train(const std::vector<std::string>& args) {
   {
     auto inputs = weight_inputs(weights, layers);
     inputs.emplace_back("--partition", partition);
-    for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
-      for (const char* gz : {"", ".gz"}) inputs.emplace_back("--data", (std::filesystem::path(data) / (std::string(f) + gz)).string());
+    for (const char* prefix : {"train", "t10k"})
+      for (const std::string& f : fashion_mnist_files(data, prefix)) inputs.emplace_back("--data", f);
     spartan::check_outputs_not_inputs({{"--trace", trace}}, inputs);
   }
   if (threads > 0) omp_set_num_threads(threads);

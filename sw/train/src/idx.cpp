@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 
@@ -82,6 +83,11 @@ IdxArray read_idx(const std::string& path) {
 
 namespace {
 
+/// The IDX file stems of one split (`prefix` = "train" or "t10k"): images, labels.
+std::array<std::string, 2> split_stems(const std::string& prefix) {
+  return {prefix + "-images-idx3-ubyte", prefix + "-labels-idx1-ubyte"};
+}
+
 std::string find_file(const std::string& dir, const std::string& stem) {
   namespace fs = std::filesystem;
   for (const std::string& name : {stem + ".gz", stem}) {
@@ -92,8 +98,9 @@ std::string find_file(const std::string& dir, const std::string& stem) {
 }
 
 DataSplit load_split(const std::string& dir, const std::string& prefix, int classes) {
-  const std::string img_path = find_file(dir, prefix + "-images-idx3-ubyte");
-  const std::string lab_path = find_file(dir, prefix + "-labels-idx1-ubyte");
+  const auto stems = split_stems(prefix);
+  const std::string img_path = find_file(dir, stems[0]);
+  const std::string lab_path = find_file(dir, stems[1]);
   IdxArray img = read_idx(img_path);
   IdxArray lab = read_idx(lab_path);
   if (img.dims.size() != 3) throw FormatError(img_path, "dims", 3, "image file must have 3 dimensions (N, rows, cols)");
@@ -130,6 +137,14 @@ Dataset load_idx_dataset(const std::string& dir, int classes) {
     throw InputError(dir + ": train and test images have different sizes");
   ds.classes = classes;
   return ds;
+}
+
+std::vector<std::string> idx_dataset_files(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const char* prefix : {"train", "t10k"})
+    for (const std::string& stem : split_stems(prefix))
+      for (const std::string& name : {stem, stem + ".gz"}) out.push_back((std::filesystem::path(dir) / name).string());
+  return out;
 }
 
 }  // namespace spartan::train

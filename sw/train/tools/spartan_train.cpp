@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -136,12 +135,8 @@ int run(int argc, char** argv) {
   if (!out_json.empty()) spartan::check_output_file("--out-json", out_json);
   spartan::check_distinct_outputs({{"--trace", trace_path}, {"--out-json", out_json}});
   {
-    // The dataset files load_idx_dataset reads ({train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]).
     std::vector<std::pair<std::string, std::string>> inputs;
-    for (const char* split : {"train", "t10k"})
-      for (const char* kind : {"images-idx3", "labels-idx1"})
-        for (const char* gz : {"", ".gz"})
-          inputs.emplace_back("--data", (std::filesystem::path(data_dir) / (std::string(split) + "-" + kind + "-ubyte" + gz)).string());
+    for (const std::string& f : idx_dataset_files(data_dir)) inputs.emplace_back("--data", f);
     spartan::check_outputs_not_inputs({{"--trace", trace_path}, {"--out-json", out_json}}, inputs);
   }
   const trace::DType act_dtype = parse_trace_dtype(trace_dtype);

@@ -38,6 +38,9 @@ struct TensorInfo {
   std::uint64_t numel() const;
 };
 
+/// A shape as text, "[d0,d1,...]" ("[]" for a scalar), for messages and listings.
+std::string shape_text(const std::vector<std::int64_t>& shape);
+
 /// A parsed tensor name `it{iteration}/L{layer}/{kind}`.
 struct TraceKey {
   std::int64_t iteration = 0;

@@ -35,6 +35,10 @@ bool parse_options_or_help(const std::vector<std::string>& args, const boost::pr
 /// Throws InputError unless 1 <= n <= kMaxThreads; `option` names the flag (e.g. "--threads").
 void check_threads(const std::string& option, std::int64_t n);
 
+/// Throws InputError naming `option` when the output FILE `path` is an existing directory (for files to be
+/// written into an output directory that may not exist yet; check_output_file also checks the directory).
+void check_output_not_directory(const std::string& option, const std::string& path);
+
 /// Checks, creating nothing, that the output FILE `path` of `option` can be written: not empty, not an
 /// existing directory, and its directory exists and is writable (AtomicFile creates no directories).
 /// Throws InputError (empty path, existing directory) or IoError, naming the option and the path.

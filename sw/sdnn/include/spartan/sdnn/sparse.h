@@ -74,6 +74,11 @@ Csr read_matrix(const std::string& path, std::int64_t rows = 0, std::int64_t col
 /// match (e.g. both n1024-l1.mtx.gz and n1024-l1.tsv: which one is meant is ambiguous).
 std::string find_layer_file(const std::string& dir, int layer);
 
+/// The files of `dir` that find_layer_file would consider for layers 1..layers, in one directory scan:
+/// element k - 1 lists layer k's candidates (none, one, or several when ambiguous). Nothing is opened; a
+/// missing or unreadable directory gives empty lists.
+std::vector<std::vector<std::string>> layer_file_candidates(const std::string& dir, int layers);
+
 /// Writes a CSR as MatrixMarket `coordinate real general` (atomically; gzip if the name ends in .gz).
 void write_matrix_market(const std::string& path, const Csr& a);
 

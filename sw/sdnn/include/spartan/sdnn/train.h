@@ -4,6 +4,7 @@
 // transposed pattern; weight gradients only on the existing non-zeros; bias per layer or per neuron.
 // Runs on one process or distributed over MPI ranks with DistEngine (dist.h).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ struct LabelledSet {
 /// sqrt(N) x sqrt(N) and binarises it (pixel/255 >= 0.5 -> 1). `limit` > 0 keeps the first `limit` images.
 /// Throws InputError if N is not a perfect square, FormatError on a bad IDX header, IoError if missing.
 LabelledSet load_fashion_mnist(const std::string& dir, const std::string& prefix, std::int64_t neurons, std::int64_t limit);
+
+/// The two files load_fashion_mnist(dir, prefix, ...) reads: images, labels (nothing is opened).
+std::array<std::string, 2> fashion_mnist_files(const std::string& dir, const std::string& prefix);
 
 struct TrainConfig {
   int batch = 64;

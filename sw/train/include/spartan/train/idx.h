@@ -47,4 +47,8 @@ inline constexpr const char* kDefaultFashionMnistDir = "/usr/share/datasets/fash
 /// (byte offset in the decompressed file). The returned `classes` is the given one.
 Dataset load_idx_dataset(const std::string& dir, int classes = 10);
 
+/// Every path load_idx_dataset(dir) may read: the four IDX files, each raw and with `.gz` (for checks that an
+/// output does not overwrite an input; nothing is opened).
+std::vector<std::string> idx_dataset_files(const std::string& dir);
+
 }  // namespace spartan::train
