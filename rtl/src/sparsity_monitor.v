@@ -79,7 +79,7 @@ module sparsity_monitor #(
     .r_pitch(r_pitch), .r_recip(r_recip), .r_cols(r_cols), .r_dtype(r_dtype), .r_trl(r_trl),
     .r_tcl(r_tcl), .r_tpr(r_tpr), .r_tiles(r_tiles), .r_ctr_off(r_ctr_off), .r_ct_base(r_ct_base),
     .flush_start(flush_start), .flush_mask(flush_mask), .clear_start(clear_start), .div_busy(div_busy),
-    .flush_busy((state != S_RUN && state != S_CLEAR) || fl_done_pulse), .flush_done(fl_done_pulse), .flush_cycles(fl_cycles),
+    .flush_busy((state != S_RUN && state != S_CLEAR) || fl_queued || fl_done_pulse), .flush_done(fl_done_pulse), .flush_cycles(fl_cycles),
     .st_seen(st_seen), .st_matched(st_matched), .st_sampled(st_sampled), .st_region_hits(st_hits));
 
   localparam [2:0] S_CLEAR = 3'd0, S_RUN = 3'd1, S_DRAIN = 3'd2, S_FL_NEXT = 3'd3, S_FL_SCAN = 3'd4,
@@ -95,6 +95,9 @@ module sparsity_monitor #(
   reg [NREG-1:0]         a_hits;
   reg [31:0]             sample_k;
   reg                    clr_pending;
+  // A FLUSH accepted while a CLEAR is pending or sweeping the table waits for the sweep (the TLM's CLEAR is
+  // instantaneous, so there the flush sees cleared counters too); FLUSH_CYCLES counts the wait.
+  reg                    fl_queued;
 
   reg [NREG-1:0] s_hits;
   integer r;
@@ -118,7 +121,7 @@ module sparsity_monitor #(
   wire b_ready;
   wire a_emit  = a_valid && b_ready;
   wire a_free  = !a_valid || (a_emit && a_last);
-  assign s_ready = (state == S_RUN) && !div_busy && !clr_pending && !flush_start && !clear_start && a_free;
+  assign s_ready = (state == S_RUN) && !div_busy && !clr_pending && !fl_queued && !flush_start && !clear_start && a_free;
   wire s_fire  = s_valid && s_ready;
 
   always @(posedge clk) begin
@@ -282,7 +285,7 @@ module sparsity_monitor #(
   wire pipe_empty = !a_valid && !b_valid && !c_valid && !d_valid;
   assign m_valid  = (state == S_FL_WRITE) && (fl_out != FLUSH_OUTSTANDING[OW-1:0]);
   wire   m_fire   = m_valid && m_ready;
-  assign busy = (state != S_RUN) || !pipe_empty || clr_pending || fl_done_pulse;
+  assign busy = (state != S_RUN) || !pipe_empty || clr_pending || fl_queued || fl_done_pulse;
 
   always @* begin
     ct_rd_en   = u_valid;
@@ -306,7 +309,7 @@ module sparsity_monitor #(
   always @(posedge clk) begin
     fl_done_pulse <= 1'b0;
     if (rst) begin
-      state <= S_CLEAR; clr_i <= {(CAW+1){1'b0}}; clr_pending <= 1'b0; fl_rem <= {NREG{1'b0}};
+      state <= S_CLEAR; clr_i <= {(CAW+1){1'b0}}; clr_pending <= 1'b0; fl_rem <= {NREG{1'b0}}; fl_queued <= 1'b0;
       d_valid <= 1'b0; lw_en <= 1'b0; fl_pend <= 1'b0; fl_has <= 1'b0; fl_out <= {OW{1'b0}};
       fl_cycles <= 32'd0;
     end else begin
@@ -319,9 +322,14 @@ module sparsity_monitor #(
       if (clear_start) clr_pending <= 1'b1;
       if (m_fire && !m_done) fl_out <= fl_out + 1'b1;
       else if (!m_fire && m_done && fl_out != {OW{1'b0}}) fl_out <= fl_out - 1'b1;
-      if (state != S_RUN && state != S_CLEAR) fl_cycles <= fl_cycles + 32'd1;
+      if ((state != S_RUN && state != S_CLEAR) || fl_queued) fl_cycles <= fl_cycles + 32'd1;
       case (state)
         S_CLEAR: begin
+          if (flush_start) begin   // runs after the sweep (S_RUN below)
+            fl_rem    <= flush_mask;
+            fl_cycles <= 32'd1;
+            fl_queued <= 1'b1;
+          end
           clr_i <= clr_i + 1'b1;
           if (clr_i == CAPACITY[CAW:0] - 1'b1) begin
             state       <= S_RUN;
@@ -329,9 +337,16 @@ module sparsity_monitor #(
           end
         end
         S_RUN: begin
-          if (flush_start) begin
+          if (flush_start && (clr_pending || clear_start)) begin  // the CLEAR written before it goes first
             fl_rem    <= flush_mask;
             fl_cycles <= 32'd1;
+            fl_queued <= 1'b1;
+          end else if (flush_start) begin
+            fl_rem    <= flush_mask;
+            fl_cycles <= 32'd1;
+            state     <= S_DRAIN;
+          end else if (fl_queued && !clr_pending) begin
+            fl_queued <= 1'b0;
             state     <= S_DRAIN;
           end else if (clr_pending && pipe_empty) begin
             clr_i <= {(CAW+1){1'b0}};

@@ -141,7 +141,17 @@ module spartan_monitor_regs #(
   wire [63:0] v_size  = {32'd0, rows[ri]} * {32'd0, pitch[ri]};
   wire [34:0] v_rowb  = {3'd0, cols[ri]} * {32'd0, w_eb};
   wire [64:0] v_end   = {1'b0, v_tiles} + {33'd0, coff[ri]};
-  wire        v_ok    = (w_dt != 2'd3) && is_pow2_256(v_tr) && is_pow2_256(v_tc)
+  // the counter range [CNT_OFFSET, CNT_OFFSET + TILES) must not overlap that of another enabled region
+  reg         v_overlap;
+  integer     q;
+  always @* begin
+    v_overlap = 1'b0;
+    for (q = 0; q < NREG; q = q + 1)
+      if (en[q] && q[RW-1:0] != ri && {33'd0, coff[ri]} < {33'd0, coff[q]} + {33'd0, tiles[q]}
+          && {33'd0, coff[q]} < v_end)
+        v_overlap = 1'b1;
+  end
+  wire        v_ok    = (w_dt != 2'd3) && !v_overlap && is_pow2_256(v_tr) && is_pow2_256(v_tc)
                      && rows[ri] != 32'd0 && cols[ri] != 32'd0
                      && (w_dt == 2'd0 ? pitch[ri][1:0] == 2'd0 : pitch[ri][0] == 1'b0)
                      && {3'd0, pitch[ri]} >= v_rowb && ctb[ri][1:0] == 2'd0
@@ -151,6 +161,8 @@ module spartan_monitor_regs #(
                      && (w_dt == 2'd0 ? base[ri][1:0] == 2'd0 : base[ri][0] == 1'b0);
 
   // ---- access check ----
+  // A flush is busy from the cycle after its FLUSH write (flush_start), before the monitor's state shows it.
+  wire fbusy = flush_busy || flush_start;
   reg [3:0] acc_err;
   always @* begin
     acc_err = E_OK;
@@ -159,12 +171,14 @@ module spartan_monitor_regs #(
     else if (mmio_we) begin
       if (!is_region) begin
         case (mmio_addr[7:0])
-          8'h04, 8'h0C, 8'h10: acc_err = E_OK;
-          8'h14:   acc_err = flush_busy ? E_BUSY : E_OK;
+          8'h04:   acc_err = (mmio_wdata[1] && fbusy) ? E_BUSY : E_OK;   // CLEAR during a flush
+          8'h0C, 8'h10: acc_err = E_OK;
+          8'h14:   acc_err = fbusy ? E_BUSY : E_OK;
           default: acc_err = E_READONLY;
         endcase
       end else begin
         if (roff >= 4'hA) acc_err = E_READONLY;
+        else if (fbusy) acc_err = E_BUSY;            // the flush reads the region registers
         else if (roff == 4'h0) acc_err = (mmio_wdata[0] ? !v_ok : (w_dt == 2'd3)) ? E_BADVALUE : E_OK;
         else if (en[ri]) acc_err = E_BUSY;
       end
@@ -306,6 +320,6 @@ module spartan_monitor_regs #(
       end
     end
   end
-  // TILES (RO) is 0 while TILE is 0 (as the TLM model).
-  wire [31:0] tiles_now = (tile[ri] == 32'd0) ? 32'd0 : v_tiles[31:0];
+  // TILES (RO) is 0 while TILE_ROWS or TILE_COLS is not a power of two in 1..256 (as the TLM model).
+  wire [31:0] tiles_now = (is_pow2_256(v_tr) && is_pow2_256(v_tc)) ? v_tiles[31:0] : 32'd0;
 endmodule

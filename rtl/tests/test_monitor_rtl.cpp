@@ -320,4 +320,92 @@ TEST(MonitorRtl, ClearZeroesCountersAndStatistics) {
 }
 
 
+// A FLUSH written right after CTRL.CLEAR (the sweep takes CAPACITY cycles) must run after the sweep, on the
+// cleared counters, and end with FLUSH_DONE (it used to be dropped, leaving STATUS at 0 for good).
+TEST(MonitorRtl, FlushWrittenDuringTheClearSweepRunsAfterIt) {
+  Bench b;
+  std::mt19937_64 rng(21);
+  RefRegion g;
+  g.rows = 16; g.cols = 32; g.pitch = 128; g.tr = 8; g.tc = 8; g.base = 0x70000; g.ct_base = 0xF0000;
+  b.program(0, g);
+  b.enable();
+  write_matrix(b, g, random_matrix(rng, g, 0.5), 128);
+  b.ok(mon::CTRL, 0x3);  // ENABLE + CLEAR
+  b.ok(mon::FLUSH, 1);   // while the CLEAR is pending / sweeping
+  EXPECT_EQ(b.rd(mon::STATUS) & 1u, 1u) << "FLUSH_BUSY while the flush waits for the sweep";
+  EXPECT_EQ(b.rtl.mmio_write(mon::FLUSH, 1), static_cast<std::uint32_t>(rm::MmioError::Busy));
+  b.ok(mon::ERR_CODE, 0);
+  b.rtl.run_until_idle();
+  EXPECT_EQ(b.rd(mon::STATUS), 1u << mon::STATUS_FLUSH_DONE_BIT);
+  EXPECT_GE(b.rd(mon::FLUSH_CYCLES), 8192u) << "FLUSH_CYCLES count the wait for the sweep";
+  EXPECT_TRUE(b.mem.empty()) << "the flush ran before the CLEAR: it added the old counts";
+  // the counters are live again afterwards
+  b.ref.counters.assign(b.ref.counters.size(), 0);
+  write_matrix(b, g, random_matrix(rng, g, 0.5), 128);
+  b.flush(1);
+  EXPECT_EQ(b.rd(mon::STATUS), 1u << mon::STATUS_FLUSH_DONE_BIT);
+  b.expect_table(0);
+}
+
+// While a flush runs (it reads the region registers live), CTRL.CLEAR and every region register write are
+// Busy and change nothing, as in the TLM model.
+TEST(MonitorRtl, RegionAndClearWritesDuringAFlushAreBusy) {
+  Bench b;
+  b.mem_latency = 400;  // keeps the flush running across the accesses below
+  std::mt19937_64 rng(22);
+  RefRegion g;
+  g.rows = 64; g.cols = 64; g.pitch = 256; g.tr = 8; g.tc = 8; g.base = 0x80000; g.ct_base = 0x100000;
+  b.program(0, g);
+  b.enable();
+  write_matrix(b, g, random_matrix(rng, g, 0.5), 128);
+  b.ok(mon::FLUSH, 1);
+  ASSERT_EQ(b.rd(mon::STATUS) & 1u, 1u);
+  const auto busy = static_cast<std::uint32_t>(rm::MmioError::Busy);
+  EXPECT_EQ(b.rtl.mmio_write(mon::CTRL, 0x3), busy);
+  EXPECT_EQ(b.rtl.mmio_write(mon::region_reg(0, mon::R_CFG), 0), busy);       // disable mid-flush
+  EXPECT_EQ(b.rtl.mmio_write(mon::region_reg(7, mon::R_ROWS), 8), busy);      // a disabled region too
+  EXPECT_EQ(b.rtl.mmio_write(mon::region_reg(7, mon::R_CFG), 1), busy);
+  ASSERT_EQ(b.rd(mon::STATUS) & 1u, 1u) << "the flush ended before the checks: raise mem_latency";
+  b.ok(mon::ERR_CODE, 0);
+  b.rtl.run_until_idle();
+  EXPECT_EQ(b.rd(mon::region_reg(0, mon::R_CFG)), 1u);
+  EXPECT_EQ(b.rd(mon::region_reg(7, mon::R_ROWS)), 0u);
+  EXPECT_EQ(b.rd(mon::CTRL), 1u);
+  b.expect_table(0);
+}
+
+// Enabling a region whose counter range overlaps an enabled region's is BadValue; TILES reads 0 until both
+// tile dimensions are valid (the TLM model's rules).
+TEST(MonitorRtl, OverlappingCounterRangesAndTilesReadBack) {
+  Bench b;
+  RefRegion g;
+  g.rows = 40; g.cols = 40; g.pitch = 160; g.tr = 8; g.tc = 8; g.base = 0x20000; g.ct_base = 0x30000;
+  b.program(0, g);  // counters [0, 25)
+  RefRegion h = g;
+  h.base = 0x60000; h.ct_base = 0x70000; h.cnt_offset = 24;
+  const auto bad = static_cast<std::uint32_t>(rm::MmioError::BadValue);
+  b.ok(mon::region_reg(1, mon::R_TILE), h.tr | (h.tc << 16));
+  b.ok(mon::region_reg(1, mon::R_ROWS), h.rows);
+  b.ok(mon::region_reg(1, mon::R_COLS), h.cols);
+  b.ok(mon::region_reg(1, mon::R_ROW_PITCH), h.pitch);
+  b.ok(mon::region_reg(1, mon::R_CNT_OFFSET), h.cnt_offset);
+  EXPECT_EQ(b.rtl.mmio_write(mon::region_reg(1, mon::R_CFG), 1), bad);
+  EXPECT_EQ(b.rd(mon::region_reg(1, mon::R_CFG)), 0u);
+  b.ok(mon::ERR_CODE, 0);
+  b.ok(mon::region_reg(1, mon::R_CNT_OFFSET), 25);  // adjacent: allowed
+  b.ok(mon::region_reg(1, mon::R_CFG), 1);
+  // region 0 may be re-enabled over its own range
+  b.ok(mon::region_reg(0, mon::R_CFG), 1);
+  // TILES of a staged region
+  EXPECT_EQ(b.rd(mon::region_reg(2, mon::R_TILES)), 0u);
+  b.ok(mon::region_reg(2, mon::R_ROWS), 48);
+  b.ok(mon::region_reg(2, mon::R_COLS), 40);
+  b.ok(mon::region_reg(2, mon::R_TILE), 16u);  // TILE_COLS = 0
+  EXPECT_EQ(b.rd(mon::region_reg(2, mon::R_TILES)), 0u);
+  b.ok(mon::region_reg(2, mon::R_TILE), 24u | (8u << 16));  // TILE_ROWS = 24: not a power of two
+  EXPECT_EQ(b.rd(mon::region_reg(2, mon::R_TILES)), 0u);
+  b.ok(mon::region_reg(2, mon::R_TILE), 16u | (8u << 16));
+  EXPECT_EQ(b.rd(mon::region_reg(2, mon::R_TILES)), 3u * 5u);
+}
+
 }  // namespace

@@ -235,7 +235,7 @@ MmioError SparsityMonitor::reg_write(std::uint32_t off, std::uint32_t v, const s
 std::uint64_t SparsityMonitor::tiles_of(const Region& g) const {
   const std::uint32_t tr = field_get(g.tile, R_TILE_ROWS_LSB, R_TILE_WIDTH);
   const std::uint32_t tc = field_get(g.tile, R_TILE_COLS_LSB, R_TILE_WIDTH);
-  if (tr == 0 || tc == 0) return 0;
+  if (!tile_dim_valid(tr) || !tile_dim_valid(tc)) return 0;  // as the RTL: no tiling until TILE is valid
   return tile_count(g.rows, g.cols, tr, tc);
 }
 

@@ -108,6 +108,15 @@ TEST(Monitor, ResetValuesAndReadWrite) {
       EXPECT_EQ(d.rd(0, region_reg(5, R_SIZE_LO)), 30000u);
       EXPECT_EQ(d.rd(0, region_reg(5, R_TILES)), 7u * 9u);
       EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_ERR_BIT), 0u);
+      // TILES of a staged region reads 0 until both tile dimensions are valid (as the RTL)
+      EXPECT_EQ(d.wr(0, region_reg(6, R_ROWS), 48), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.wr(0, region_reg(6, R_COLS), 40), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.wr(0, region_reg(6, R_TILE), 24u | (8u << 16)), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, region_reg(6, R_TILES)), 0u);
+      EXPECT_EQ(d.wr(0, region_reg(6, R_TILE), 16u), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, region_reg(6, R_TILES)), 0u);
+      EXPECT_EQ(d.wr(0, region_reg(6, R_TILE), 16u | (8u << 16)), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, region_reg(6, R_TILES)), 3u * 5u);
     });
   });
 }
