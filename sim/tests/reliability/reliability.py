@@ -399,6 +399,47 @@ def bad_input(r):
         ("overlapping ranges", "train --trace is a weight file",
          ["train", "--weights", "@D/w", "--layers", "1", "--data", "@D/none", "--trace", "@D/w/n8-l1.mtx"], weights(good)),
     ]
+    # Found by the twelfth session's review of sw/sdnn.
+    part8 = "parts 1 neurons 8 layers 1 method block"
+    zeros8 = " ".join(["0"] * 8) + "\n"
+
+    def with_partition(text):
+        def setup(d):
+            weights(good)(d)
+            write(os.path.join(d, "p.txt"), text)
+        return setup
+
+    def gz_idx_dataset(rows, cols):
+        def setup(d):
+            make_idx_dataset(os.path.join(d, "fm"), n_train=4, n_test=2, rows=rows, cols=cols)
+            for f in os.listdir(os.path.join(d, "fm")):
+                src = os.path.join(d, "fm", f)
+                with open(src, "rb") as a, gzip.open(src + ".gz", "wb") as b:
+                    b.write(a.read())
+                os.remove(src)
+        return setup
+    train16 = ["train", "--layers", "1", "--neurons", "16", "--nnz-per-row", "4", "--data", "@D/fm", "--batch", "2"]
+    sd_cases += [
+        ("wrong type", "partition header with extra tokens", infer + ["--partition", "@D/p.txt"],
+         with_partition(part8 + " extra\n" + zeros8)),
+        ("overlapping ranges", "partition with more layer lines than declared", infer + ["--partition", "@D/p.txt"],
+         with_partition(part8 + "\n" + zeros8 + zeros8)),
+        ("huge dimensions", "partition header neurons 2^62", infer + ["--partition", "@D/p.txt"],
+         with_partition("parts 1 neurons 4611686018427387904 layers 1 method block\n0\n")),
+        ("NaN/Inf/-0.0 in data", "weight 1e300 (inf as float)", infer, weights(mm + "8 8 1\n1 1 1e300\n")),
+        ("wrong type", "NUL byte inside a weight line", infer, weights(mm + "8 8 2\n1 1 1\x00\n5\n2 3 0.25\n")),
+        ("wrong type", "generate --radices 4x", ["generate", "--neurons", "1024", "--layers", "2", "--radices", "4x", "--out", "@D/g"], None),
+        ("huge dimensions", "generate radix product overflows", ["generate", "--neurons", "1024", "--layers", "2", "--radices",
+                                                                 "65536,65536,65536,65536", "--out", "@D/g"], None),
+        ("overlapping ranges", "generate --out holds another network's layers",
+         ["generate", "--neurons", "1024", "--layers", "2", "--nnz-per-row", "4", "--out", "@D/g"],
+         lambda d: write(os.path.join(d, "g", "n1024-l3.mtx.gz"), b"old layer")),
+        ("negative or zero sizes", "train --test-limit -1", train16 + ["--test-limit", "-1"], gz_idx_dataset(28, 28)),
+        ("negative or zero sizes", "train --train-limit -5", train16 + ["--train-limit", "-5"], gz_idx_dataset(28, 28)),
+        ("negative or zero sizes", "0 x 0 pixel images", train16, gz_idx_dataset(0, 0)),
+        ("negative or zero sizes", "infer --batch 0", infer + ["--batch", "0"], weights(good)),
+        ("unknown config keys", "infer --batch without --partition", infer + ["--batch", "64"], weights(good)),
+    ]
     for cls, name, argv, setup in sd_cases:
         r.case("spartan-sdnn", cls, name, argv, setup)
 

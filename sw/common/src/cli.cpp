@@ -11,8 +11,10 @@
 
 namespace spartan {
 
-int run_cli(const char* tool, const std::function<int()>& body) {
-  install_temp_cleanup_handlers();  // a killed run leaves no AtomicFile temporaries (atomic_file.h)
+namespace {
+void (*g_error_hook)(int) = nullptr;
+
+int report(const char* tool, const std::function<int()>& body) {
   try {
     return body();
   } catch (const Error& e) {
@@ -33,6 +35,24 @@ int run_cli(const char* tool, const std::function<int()>& body) {
     std::fprintf(stderr, "%s: internal error: %s\n", tool, e.what());
     return 1;
   }
+}
+}  // namespace
+
+void set_cli_error_hook(void (*hook)(int)) { g_error_hook = hook; }
+
+int run_cli(const char* tool, const std::function<int()>& body) {
+  install_temp_cleanup_handlers();  // a killed run leaves no AtomicFile temporaries (atomic_file.h)
+  bool ok = false;
+  const int rc = report(tool, [&] {
+    const int r = body();
+    ok = true;
+    return r;
+  });
+  if (!ok && g_error_hook) {
+    std::fflush(stderr);
+    g_error_hook(rc);
+  }
+  return rc;
 }
 
 }  // namespace spartan

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "spartan/common/error.h"
@@ -108,11 +109,14 @@ namespace {
 void displs(const std::vector<int>& count, int batch, std::vector<int>& c, std::vector<int>& d) {
   c.resize(count.size());
   d.resize(count.size());
-  int off = 0;
+  std::int64_t off = 0;
   for (std::size_t r = 0; r < count.size(); ++r) {
-    c[r] = count[r] * batch;
-    d[r] = off;
-    off += c[r];
+    const std::int64_t n = static_cast<std::int64_t>(count[r]) * batch;
+    if (n > std::numeric_limits<int>::max() || off + n > std::numeric_limits<int>::max())
+      throw InputError("an exchange of " + std::to_string(off + n) + " floats exceeds MPI's int counts: use a smaller batch");
+    c[r] = static_cast<int>(n);
+    d[r] = static_cast<int>(off);
+    off += n;
   }
 }
 
@@ -222,10 +226,15 @@ void DistEngine::forward(const Csr& features, std::int64_t row0, int batch, cons
       slot_nz.build(x, P.slot_global.size(), batch);
       compute_rows(P, P.boundary, x, slot_nz, batch, bias[k], ymax, y);
     }
+    if (!keep_) {  // inference: this layer's inputs and the previous outputs are no longer needed
+      std::vector<float>().swap(x);
+      if (k > 0) std::vector<float>().swap(y_[k - 1]);
+    }
   }
 }
 
 void DistEngine::backward(const std::vector<float>& dy_last, float ymax, std::vector<std::vector<float>>& dw, std::vector<std::vector<float>>& db) {
+  if (!keep_) throw std::logic_error("DistEngine::backward after an inference-only forward (set_keep_activations(false))");
   const int L = layers();
   const int batch = batch_;
   counters_.backward_images += static_cast<std::uint64_t>(batch);
@@ -315,15 +324,21 @@ Csr DistEngine::gather_output(std::int64_t rows, int layer) {
     }
   std::vector<Triple> t;
   if (size_ > 1) {
+    if (vals.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+      throw InputError("gather_output: " + std::to_string(vals.size()) + " non-zeros on one rank exceed MPI's int counts: use a smaller batch");
     int n = static_cast<int>(vals.size());
     std::vector<int> counts(static_cast<std::size_t>(size_)), disp(static_cast<std::size_t>(size_));
     MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
     int total = 0;
+    int too_many = 0;
     if (rank_ == 0)
       for (int r = 0; r < size_; ++r) {
         disp[r] = total;
-        total += counts[r];
+        if (static_cast<std::int64_t>(total) + counts[r] > std::numeric_limits<int>::max()) too_many = 1;
+        else total += counts[r];
       }
+    MPI_Bcast(&too_many, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (too_many) throw InputError("gather_output: the gathered non-zeros exceed MPI's int counts: use a smaller batch");
     std::vector<float> allv(static_cast<std::size_t>(total));
     std::vector<std::int64_t> alli(static_cast<std::size_t>(total));
     MPI_Gatherv(vals.data(), n, MPI_FLOAT, allv.data(), counts.data(), disp.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);

@@ -1,6 +1,7 @@
 // `spartan-sdnn infer --partition FILE` under mpirun (see dist.h).
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -13,22 +14,33 @@
 namespace spartan::sdnn {
 
 int dist_infer_main(const std::string& weights, int layers, const std::string& features, float bias, const std::string& partition,
-                    const std::string& cats_out, bool verify) {
+                    const std::string& cats_out, int images_per_pass, bool verify) {
+  if (images_per_pass < 1) throw InputError("--batch must be >= 1 (images per forward pass)");
   MpiSession mpi;
   const int rank = mpi.rank(), size = mpi.size();
   const auto w = load_weights(weights, layers);
   const auto y0 = load_features(features, w.front().rows);
   const Partition part = read_partition(partition);
   DistEngine eng(w, part, rank, size, true);
+  eng.set_keep_activations(false);
   std::vector<std::vector<float>> b(w.size());
   for (std::size_t k = 0; k < w.size(); ++k) b[k].assign(eng.plan()[k].out.size(), bias);
-  const int batch = static_cast<int>(y0.rows);
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double t0 = MPI_Wtime();
-  eng.forward(y0, 0, batch, b, 32.0f);
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double secs = MPI_Wtime() - t0;
-  const Csr y = eng.gather_output(y0.rows);
+  const std::int64_t images = y0.rows;
+  double secs = 0;  // forward passes only (as before batching); the gathers to rank 0 are not timed
+  std::vector<Triple> out;
+  for (std::int64_t row0 = 0; row0 < images; row0 += images_per_pass) {
+    const int nb = static_cast<int>(std::min<std::int64_t>(images_per_pass, images - row0));
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    eng.forward(y0, row0, nb, b, 32.0f);
+    MPI_Barrier(MPI_COMM_WORLD);
+    secs += MPI_Wtime() - t0;
+    const Csr yb = eng.gather_output(nb);
+    if (rank == 0)
+      for (std::int64_t r = 0; r < yb.rows; ++r)
+        for (auto q = yb.row_ptr[r]; q < yb.row_ptr[r + 1]; ++q) out.push_back({row0 + r, yb.col_idx[q], yb.values[q]});
+  }
+  const Csr y = rank == 0 ? csr_from_triples(images, w.front().rows, std::move(out)) : Csr{};
   unsigned long long mine = eng.counters().expand_bytes, measured = 0;
   MPI_Reduce(&mine, &measured, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   int rc = 0;
@@ -36,22 +48,20 @@ int dist_infer_main(const std::string& weights, int layers, const std::string& f
     const auto vol = expand_volume(w, part);
     unsigned long long entries = 0;
     for (auto v : vol) entries += static_cast<unsigned long long>(v);
-    const unsigned long long predicted = entries * static_cast<unsigned long long>(batch) * sizeof(float);
+    const unsigned long long predicted = entries * static_cast<unsigned long long>(images) * sizeof(float);
     const auto cats = categories(y);
+    std::string list;
+    for (auto c : cats) list += std::to_string(c + 1) + "\n";
+    if (!cats_out.empty()) write_file_atomic(cats_out, list);  // before the report: a failure prints no results
     std::printf("ranks %d partition %s (%s)\n", size, partition.c_str(), part.method.c_str());
     std::printf("categories: %zu of %lld images\n", cats.size(), static_cast<long long>(y0.rows));
     std::printf("category rows (1-based):");
-    std::string list;
-    for (auto c : cats) {
-      std::printf(" %lld", static_cast<long long>(c + 1));
-      list += std::to_string(c + 1) + "\n";
-    }
+    for (auto c : cats) std::printf(" %lld", static_cast<long long>(c + 1));
     std::printf("\n");
-    if (!cats_out.empty()) write_file_atomic(cats_out, list);
     const double edges = static_cast<double>(total_edges(w));
     std::printf("time_s %.6f throughput %.4g images*edges/s\n", secs, static_cast<double>(y0.rows) * edges / secs);
-    std::printf("expand volume: predicted %llu bytes (connectivity-1 %llu entries x %d images x 4 bytes), measured %llu bytes: %s\n", predicted,
-                entries, batch, measured, predicted == measured ? "EQUAL" : "MISMATCH");
+    std::printf("expand volume: predicted %llu bytes (connectivity-1 %llu entries x %lld images x 4 bytes), measured %llu bytes: %s\n", predicted,
+                entries, static_cast<long long>(images), measured, predicted == measured ? "EQUAL" : "MISMATCH");
     if (predicted != measured) rc = 1;
     if (verify) {
       const Csr ref = infer(y0, w, bias);

@@ -44,6 +44,8 @@ LabelledSet load_fashion_mnist(const std::string& dir, const std::string& prefix
   if (img.size() < 16 || be32(img, 0) != 0x803) throw FormatError(ip, "magic", 0, "not an IDX3 ubyte image file");
   if (lab.size() < 8 || be32(lab, 0) != 0x801) throw FormatError(lp, "magic", 0, "not an IDX1 ubyte label file");
   const std::int64_t count = be32(img, 4), rows = be32(img, 8), cols = be32(img, 12);
+  if (rows < 1 || cols < 1) throw FormatError(ip, "size", 8, "images of " + std::to_string(rows) + " x " + std::to_string(cols) + " pixels");
+  if (limit < 0) throw InputError("image limit must be >= 0 (0 = all images), got " + std::to_string(limit));
   if (static_cast<std::int64_t>(img.size()) != 16 + count * rows * cols) throw FormatError(ip, "size", 4, "image count and file size disagree");
   if (be32(lab, 4) != count || static_cast<std::int64_t>(lab.size()) != 8 + count) throw FormatError(lp, "size", 4, "label count differs from the image count");
   const std::int64_t n = limit > 0 ? std::min(limit, count) : count;

@@ -60,6 +60,7 @@ std::vector<Csr> generate_radixnet(const RadixNetSpec& spec) {
     std::int64_t prod = 1;
     for (int r : radices) {
       if (r < 1) throw InputError("radices must be >= 1");
+      if (prod > n / r) throw InputError("the product of the radices exceeds N = " + std::to_string(n));  // (no overflow)
       prod *= r;
     }
     if (prod < 1 || n % prod) throw InputError("product of radices " + std::to_string(prod) + " does not divide N = " + std::to_string(n));

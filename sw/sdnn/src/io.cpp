@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <tuple>
 
@@ -29,35 +30,50 @@ class LineReader {
   ~LineReader() {
     if (gz_) gzclose(gz_);
   }
-  /// Next line without the newline; false at end of file.
+  /// Next line without the newline; false at end of file. A NUL byte in a line is a format error (a C-string
+  /// reader would silently cut the line there and join the rest to the next line).
   bool next(std::string& line) {
     line.clear();
-    char buf[4096];
     for (;;) {
-      if (!gzgets(gz_, buf, sizeof buf)) {
-        int err = 0;
-        const char* msg = gzerror(gz_, &err);
-        if (err != Z_OK && err != Z_STREAM_END)
+      if (pos_ == len_) {
+        const int n = gzread(gz_, buf_, sizeof buf_);
+        if (n < 0) {
+          int err = 0;
+          const char* msg = gzerror(gz_, &err);
           throw FormatError(path_, "", line_no_ + 1, std::string("decompression failed: ") + msg, "line");
-        if (line.empty()) return false;
-        ++line_no_;
-        return true;
+        }
+        pos_ = 0;
+        len_ = static_cast<std::size_t>(n);
+        if (len_ == 0) {
+          int err = 0;
+          const char* msg = gzerror(gz_, &err);
+          if (err != Z_OK && err != Z_STREAM_END)
+            throw FormatError(path_, "", line_no_ + 1, std::string("decompression failed: ") + msg, "line");
+          if (line.empty()) return false;
+          return finish(line);
+        }
       }
-      const std::size_t n = std::strlen(buf);
-      if (n > 0 && buf[n - 1] == '\n') {
-        line.append(buf, n - 1);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        ++line_no_;
-        return true;
-      }
-      line.append(buf, n);
+      const char* start = buf_ + pos_;
+      const char* nl = static_cast<const char*>(std::memchr(start, '\n', len_ - pos_));
+      const std::size_t take = nl ? static_cast<std::size_t>(nl - start) : len_ - pos_;
+      line.append(start, take);
+      pos_ += take + (nl ? 1 : 0);
+      if (nl) return finish(line);
     }
   }
   std::uint64_t line_no() const { return line_no_; }
 
  private:
+  bool finish(std::string& line) {
+    ++line_no_;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find('\0') != std::string::npos) throw FormatError(path_, "", line_no_, "NUL byte in the line", "line");
+    return true;
+  }
   std::string path_;
   gzFile gz_ = nullptr;
+  char buf_[1 << 16];
+  std::size_t pos_ = 0, len_ = 0;
   std::uint64_t line_no_ = 0;
 };
 
@@ -86,7 +102,9 @@ bool parse_float(const char*& p, float& v) {
   while (*p == ' ' || *p == '\t') ++p;
   char* end = nullptr;
   const double x = std::strtod(p, &end);
-  if (end == p || (*end != 0 && *end != ' ' && *end != '\t') || !std::isfinite(x)) return false;
+  // finite in float too: 1e300 would narrow to inf
+  if (end == p || (*end != 0 && *end != ' ' && *end != '\t') || !std::isfinite(x) || std::fabs(x) > std::numeric_limits<float>::max())
+    return false;
   v = static_cast<float>(x);
   p = end;
   return true;

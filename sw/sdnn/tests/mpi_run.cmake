@@ -3,7 +3,13 @@
 # predicted (connectivity-1) volume == measured bytes sent, and equality with the single-rank result.
 # Variables: BIN MPIRUN NP DATA WORK MODE (infer | train).
 file(MAKE_DIRECTORY ${WORK})
-if(MODE STREQUAL "infer")
+if(MODE STREQUAL "rank0_error")
+  # An error on rank 0 only (the categories file cannot be written: /proc accepts the up-front check as root,
+  # then refuses the file) while rank 1 waits in a collective: the job must end with exit 2 and the error
+  # line, not hang (before: rank 0 finalised MPI and rank 1 waited for ever).
+  set(LAYERS 2)
+  set(METHOD block)
+elseif(MODE STREQUAL "infer")
   set(LAYERS 30)
   # One partitioner per rank count keeps the suite quick (hypergraph costs ~10 s here) and checks all three.
   if(NP EQUAL 2)
@@ -30,9 +36,25 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "partition failed (${rc}):\n${out}\n${err}")
 endif()
 set(MPI ${MPIRUN} --oversubscribe --allow-run-as-root -np ${NP})
-if(MODE STREQUAL "infer")
+if(MODE STREQUAL "rank0_error")
   execute_process(COMMAND ${MPI} ${BIN} infer --weights ${DATA} --layers ${LAYERS} --features ${DATA}/sparse-images-1024_subset.mtx.gz
-    --bias -0.3 --threads 1 --partition ${WORK}/part.txt RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    --bias -0.3 --threads 1 --partition ${WORK}/part.txt --categories-out /proc/spartan-sdnn-test-categories.txt
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT rc EQUAL 2)
+    message(FATAL_ERROR "expected exit 2 from the whole job, got '${rc}':\n${out}\n${err}")
+  endif()
+  if(NOT err MATCHES "spartan-sdnn: error: /proc/spartan-sdnn-test-categories.txt")
+    message(FATAL_ERROR "the error line is missing:\n${err}")
+  endif()
+  return()
+elseif(MODE STREQUAL "infer")
+  # 1200 images: passes of 1024 + 176 (default --batch), or 500 + 500 + 200 at np 2
+  set(BATCH_OPT "")
+  if(NP EQUAL 2)
+    set(BATCH_OPT --batch 500)
+  endif()
+  execute_process(COMMAND ${MPI} ${BIN} infer --weights ${DATA} --layers ${LAYERS} --features ${DATA}/sparse-images-1024_subset.mtx.gz
+    --bias -0.3 --threads 1 --partition ${WORK}/part.txt ${BATCH_OPT} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   set(NEED "expand volume: predicted .* EQUAL" "verify vs shared-memory inference: categories identical.*OK")
 else()
   execute_process(COMMAND ${MPI} ${BIN} train --weights ${DATA} --layers ${LAYERS} --train-limit 256 --test-limit 128 --batch 32 --lr 0.02

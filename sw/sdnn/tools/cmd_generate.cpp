@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <regex>
 #include <sstream>
 
 #include "commands.h"
@@ -33,11 +34,15 @@ int cmd_generate(const std::vector<std::string>& args) {
     std::stringstream ss(radices);
     std::string tok;
     while (std::getline(ss, tok, ',')) {
+      std::size_t used = 0;
+      int r = 0;
       try {
-        spec.radices.push_back(std::stoi(tok));
+        r = std::stoi(tok, &used);
       } catch (const std::exception&) {
-        throw InputError("--radices: '" + tok + "' is not an integer");
+        used = 0;
       }
+      if (used == 0 || used != tok.size()) throw InputError("--radices: '" + tok + "' is not an integer");
+      spec.radices.push_back(r);
     }
   }
   // --out: a clear message naming the option (not a raw filesystem error); the directory is created only
@@ -45,6 +50,22 @@ int cmd_generate(const std::vector<std::string>& args) {
   std::error_code ec;
   if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec))
     throw InputError("--out: '" + out + "' exists and is not a directory");
+  // Layer files of another network that this run would not overwrite (higher layers, another N, .tsv) would
+  // be read with the new ones as one network: refuse. The same command run again overwrites its own files.
+  if (std::filesystem::is_directory(out, ec)) {
+    const auto ours = [&](const std::string& name) {
+      for (int k = 1; k <= spec.layers; ++k)
+        if (name == "n" + std::to_string(spec.neurons) + "-l" + std::to_string(k) + ".mtx.gz") return true;
+      return false;
+    };
+    for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
+      const std::string name = e.path().filename().string();
+      static const std::regex layer_file(R"(.*-l[0-9]+\.(mtx|tsv)(\.gz)?)");  // find_layer_file's names
+      if (std::regex_match(name, layer_file) && !ours(name))
+        throw InputError("--out: '" + out + "' holds " + name + ", which this run would not overwrite (another network's layer): " +
+                         "use an empty or new directory");
+    }
+  }
   const auto w = generate_radixnet(spec);
   std::filesystem::create_directories(out, ec);
   if (ec) throw IoError("--out: cannot create directory '" + out + "': " + ec.message());

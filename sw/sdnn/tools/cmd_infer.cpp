@@ -21,7 +21,7 @@ namespace spartan::sdnn::cli {
 
 int cmd_infer(const std::vector<std::string>& args) {
   std::string weights, features, partition, cats_out;
-  int layers = 0, threads = 0;
+  int layers = 0, threads = 0, batch = 1024;
   float bias = 0;
   po::options_description desc("spartan-sdnn infer options");
   desc.add_options()("help,h", "show this help")(
@@ -31,11 +31,15 @@ int cmd_infer(const std::vector<std::string>& args) {
       "bias", po::value(&bias)->required(), "bias added to the structural non-zeros of every layer (e.g. -0.3 for 1024 neurons)")(
       "threads", po::value(&threads)->default_value(0), "OpenMP threads, 1..1024 (0 = default)")(
       "partition", po::value(&partition), "partition file: run distributed under mpirun (one rank per part)")(
+      "batch", po::value(&batch)->default_value(1024), "with --partition: images per distributed forward pass (>= 1)")(
       "categories-out", po::value(&cats_out), "write the 1-based categories, one per line, to this file");
   po::variables_map vm;
   if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
   if (threads != 0) spartan::check_threads("--threads", threads);
   if (!std::isfinite(bias)) throw InputError("--bias must be a finite number");
+  if (batch < 1) throw InputError("--batch must be >= 1 (images per distributed forward pass), got " + std::to_string(batch));
+  if (vm.count("batch") && !vm["batch"].defaulted() && partition.empty())
+    throw InputError("--batch applies to distributed runs only (with --partition)");
   if (threads > 0) omp_set_num_threads(threads);
 
   if (!cats_out.empty()) spartan::check_output_file("--categories-out", cats_out);
@@ -45,7 +49,7 @@ int cmd_infer(const std::vector<std::string>& args) {
     inputs.emplace_back("--partition", partition);
     spartan::check_outputs_not_inputs({{"--categories-out", cats_out}}, inputs);
   }
-  if (!partition.empty()) return dist_infer_main(weights, layers, features, bias, partition, cats_out);
+  if (!partition.empty()) return dist_infer_main(weights, layers, features, bias, partition, cats_out, batch);
 
   const auto w = load_weights(weights, layers);
   const auto y0 = load_features(features, w.front().rows);

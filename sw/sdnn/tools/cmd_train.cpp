@@ -53,6 +53,8 @@ int cmd_train(const std::vector<std::string>& args) {
   if (threads != 0) spartan::check_threads("--threads", threads);
   if (permute_every < 0) throw InputError("--permute-every must be >= 0 (0 = never)");
   if (cfg.batch < 1) throw InputError("--batch must be >= 1");
+  if (train_limit < 0) throw InputError("--train-limit must be >= 0 (0 = all images), got " + std::to_string(train_limit));
+  if (test_limit < 0) throw InputError("--test-limit must be >= 0 (0 = all images), got " + std::to_string(test_limit));
   // Options that would otherwise be ignored without a word (new-user review).
   if (!weights.empty())
     for (const char* o : {"neurons", "nnz-per-row", "permute-every", "init"})

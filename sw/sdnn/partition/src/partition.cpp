@@ -158,6 +158,12 @@ Partition read_partition(const std::string& path) {
   if (!(hs >> kp >> p.parts >> kn >> p.neurons >> kl >> layers >> km >> p.method) || kp != "parts" || kn != "neurons" || kl != "layers" || km != "method" ||
       p.parts < 1 || p.neurons < 1 || layers < 1)
     throw FormatError(path, "header", ln, "expected 'parts P neurons N layers L method M'", "line");
+  if (std::string extra; hs >> extra) throw FormatError(path, "header", ln, "unexpected '" + extra + "' after the method", "line");
+  // Every layer line holds N part ids of >= 2 characters each: a header claiming more than the file can hold
+  // is caught here, before any allocation of N entries.
+  const std::size_t bytes = in.str().size();
+  if (static_cast<std::uint64_t>(p.neurons) > bytes / 2 + 1)
+    throw FormatError(path, "header", ln, "neurons " + std::to_string(p.neurons) + " cannot fit in a file of " + std::to_string(bytes) + " bytes", "line");
   for (int k = 0; k < layers; ++k) {
     next("layer");
     std::istringstream ls(line);
@@ -172,6 +178,11 @@ Partition read_partition(const std::string& path) {
     if (static_cast<std::int64_t>(part.size()) != p.neurons)
       throw FormatError(path, "layer " + std::to_string(k + 1), ln, "expected " + std::to_string(p.neurons) + " part ids, got " + std::to_string(part.size()), "line");
     p.part.push_back(std::move(part));
+  }
+  while (std::getline(in, line)) {
+    ++ln;
+    if (!line.empty() && line[0] != '#')
+      throw FormatError(path, "end", ln, "content after the " + std::to_string(layers) + " declared layers", "line");
   }
   return p;
 }

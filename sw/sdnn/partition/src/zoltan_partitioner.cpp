@@ -6,10 +6,11 @@
 //   - fixed vertices: the N neurons of layer k-1 (k >= 2), weight 0, fixed to the parts already chosen;
 //   - nets: the true expand nets n(k-1, j) = {(k-1, j)} U {(k, c) : W_k(j, c) != 0} (their connectivity-1 is
 //     exactly layer k's volume, given layer k-1);
-//   - layer 1 has no incoming nets (inputs are not communicated), so it gets look-ahead nets
-//     {(1, j) : W_2(j, c') != 0} for every neuron c' of layer 2 (the readers' view of the next expand).
-// Look-ahead nets on later layers were tried and doubled the volume: on RadiX-Net topologies they pull
-// against the expand nets (the reader groups of one layer are transversal to the producer groups of the next).
+//   - look-ahead nets {(k, j) : W_{k+1}(j, c') != 0} for every neuron c' of layer k+1 (the readers' view of the
+//     next expand), weight kLookahead: layer 1 (no incoming nets: inputs are not communicated) always has them;
+//     on later layers a two-state dynamic programme over the layers (below) chooses per layer between the
+//     partitions without and with them by the total volume of the path (look-ahead nets on every layer
+//     doubled the volume: on RadiX-Net topologies they pull against the expand nets). docs/sdnn.md.
 // Zoltan balances the free vertices to IMBALANCE_TOL = 1 + tol (fixed vertices weigh 0).
 #include <mpi.h>
 #include <zoltan.h>

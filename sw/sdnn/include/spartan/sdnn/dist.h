@@ -54,12 +54,17 @@ class DistEngine {
 
   /// Forward over `batch` rows of `features` starting at `row0` (rows beyond the end are zero).
   /// bias[k][i] is the bias of local output i of layer k. Keeps every layer's input slots and outputs
-  /// for backward(). ymax: clip value (32 for the Graph Challenge).
+  /// for backward() unless set_keep_activations(false). ymax: clip value (32 for the Graph Challenge).
+  /// Throws InputError if a layer's exchange counts (entries x batch) do not fit MPI's int counts.
   void forward(const Csr& features, std::int64_t row0, int batch, const std::vector<std::vector<float>>& bias, float ymax);
   /// Output batch vectors of the last layer (local outputs x batch, neuron-major).
   const std::vector<float>& output() const { return y_.back(); }
   const std::vector<float>& layer_output(int k) const { return y_[k]; }
   int batch() const { return batch_; }
+  /// Inference only (false): forward() frees each layer's input slots and the previous layer's outputs as it
+  /// goes, so that memory is two layers' vectors instead of all of them; only the last layer's output (and
+  /// gather_output() of it) remains. backward() then throws. Default true (training).
+  void set_keep_activations(bool keep) { keep_ = keep; }
 
   /// Backward from delta_L (local outputs of the last layer x batch, d loss / d y_L). Applies the clipped-ReLU
   /// derivative itself. Writes dW (same layout as plan()[k].values) and db (per local output) per layer.
@@ -80,6 +85,7 @@ class DistEngine {
   int rank_, size_;
   bool mpi_;
   int batch_ = 0;
+  bool keep_ = true;
   std::int64_t neurons_ = 0;
   std::vector<std::vector<float>> x_;  // per layer: slots x batch
   std::vector<std::vector<float>> y_;  // per layer: local outputs x batch
@@ -88,8 +94,10 @@ class DistEngine {
 
 /// `spartan-sdnn infer --partition FILE` body (MPI_Init/Finalize inside). Prints on rank 0 the categories,
 /// throughput, predicted and measured expand volume; with verify it also runs the shared-memory inference on
-/// rank 0 and compares. Returns 0, or 1 if measured volume != predicted or verification fails.
+/// rank 0 and compares. The images go through the network `images_per_pass` at a time (>= 1), so that a rank
+/// holds two layers' vectors of that many images, not of the whole feature file. Returns 0, or 1 if measured
+/// volume != predicted or verification fails.
 int dist_infer_main(const std::string& weights, int layers, const std::string& features, float bias, const std::string& partition,
-                    const std::string& cats_out, bool verify = true);
+                    const std::string& cats_out, int images_per_pass = 1024, bool verify = true);
 
 }  // namespace spartan::sdnn

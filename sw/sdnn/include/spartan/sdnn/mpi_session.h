@@ -2,11 +2,19 @@
 #pragma once
 #include <mpi.h>
 
+#include <exception>
+
+#include "spartan/common/cli.h"
+
 namespace spartan::sdnn {
 
+/// Initialises MPI (if not yet) and finalises it on normal exit. Left by an exception with more than one
+/// rank (an error on this rank, e.g. an unwritable output on rank 0 only), it does not finalise: the other
+/// ranks may be blocked in a collective, so it arms run_cli's error hook, which aborts the whole job with
+/// the error's exit code (MPI_Abort) after the error line is printed.
 class MpiSession {
  public:
-  MpiSession() {
+  MpiSession() : unwinding_at_start_(std::uncaught_exceptions()) {
     int init = 0;
     MPI_Initialized(&init);
     if (!init) {
@@ -19,7 +27,12 @@ class MpiSession {
   ~MpiSession() {
     int fin = 0;
     MPI_Finalized(&fin);
-    if (owner_ && !fin) MPI_Finalize();
+    if (fin) return;
+    if (size_ > 1 && std::uncaught_exceptions() > unwinding_at_start_) {
+      spartan::set_cli_error_hook(&abort_job);
+      return;
+    }
+    if (owner_) MPI_Finalize();
   }
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
@@ -27,6 +40,8 @@ class MpiSession {
   int size() const { return size_; }
 
  private:
+  static void abort_job(int exit_code) { MPI_Abort(MPI_COMM_WORLD, exit_code); }
+  int unwinding_at_start_ = 0;
   bool owner_ = false;
   int rank_ = 0, size_ = 1;
 };
