@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -57,6 +58,12 @@ struct EngineModelT {
   }
   /// Job FSM state (S_IDLE = 0, S_FETCH = 3, S_CNTD = 4, S_PASS = 5, S_NEXT = 7, ...).
   std::uint8_t job_state() const { return top->rootp->compaction_engine__DOT__st; }
+  /// Tile buffer the prefetcher fills next (pipelined build; it advances when the prefetcher starts the
+  /// fetch of a compacted tile, and is reset to 0 at a job start); -1 in the sequential build.
+  int prefetch_slot() const {
+    if constexpr (std::is_same_v<V, Vcompaction_engine>) return top->rootp->compaction_engine__DOT__p_slot;
+    else return -1;
+  }
   /// A queued descriptor will start (CTRL.ENABLE set and the descriptor FIFO not empty).
   bool job_pending() const {
     return top->rootp->compaction_engine__DOT__enable && top->rootp->compaction_engine__DOT__q_level != 0;

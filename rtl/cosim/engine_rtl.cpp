@@ -57,10 +57,15 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
   EngineRtlResult res;
   const std::uint64_t c0 = I.cycle;
   std::uint8_t line[128];
-  // Per-tile latency of compacted tiles from the job FSM state (rtl/src/compaction_engine.v: S_FETCH = 3,
-  // S_CNTD = 4, S_PASS = 5, S_NEXT = 7): cycles from the fetch start to the header being issued.
+  // Per-tile latency of compacted tiles (rtl/src/compaction_engine.v: S_IDLE = 0, S_FETCH = 3, S_CNTD = 4,
+  // S_PASS = 5, S_NEXT = 7): cycles from the start of the tile's fetch to its header being issued. Sequential
+  // build: the job FSM enters S_FETCH. Pipelined build: the prefetcher starts the fetch (its buffer slot
+  // advances), possibly several tiles ahead of the job FSM; compacted tiles are fetched and emitted in tile
+  // order, so the starts queue up and the n-th header pairs with the n-th start.
   std::uint8_t prev_st = m.job_state();
+  int prev_slot = m.prefetch_slot();
   std::uint64_t fetch_start = 0;
+  std::deque<std::uint64_t> prefetch_starts;
   auto tick = [&] {
     t.rd_ready = 1;
     t.wr_ready = 1;
@@ -92,10 +97,19 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
     }
     m.clock();
     const std::uint8_t st = m.job_state();
+    const int slot = m.prefetch_slot();
+    if (slot >= 0 && slot != prev_slot && prev_st != 0) prefetch_starts.push_back(I.cycle);  // not the job-start reset
+    prev_slot = slot;
     if (st == 3 && prev_st != 3) fetch_start = I.cycle;
     if (st == 7 && (prev_st == 5 || prev_st == 4)) {
       ++res.tiles_compacted;
-      res.compacted_tile_cycles += I.cycle - fetch_start;
+      std::uint64_t start = fetch_start;
+      if (slot >= 0) {
+        if (prefetch_starts.empty()) throw std::logic_error("compaction engine RTL: a compacted tile's header without a prefetch start");
+        start = prefetch_starts.front();
+        prefetch_starts.pop_front();
+      }
+      res.compacted_tile_cycles += I.cycle - start;
     }
     prev_st = st;
     if (resp_fire) I.reads.pop_front();

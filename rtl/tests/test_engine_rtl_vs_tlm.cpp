@@ -183,6 +183,14 @@ TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
       if (b == 1) max_pipe_slow = std::max(max_pipe_slow, h.res_slow[b][i].rtl_max_reads_in_flight);
     }
   EXPECT_EQ(max_pipe_slow, rtl::EngineRtl::kReadsInFlight) << "no job filled the read window";
+  // A compacted tile's latency (its fetch start to its header) cannot be shorter than one memory read; the
+  // pipelined build measured it from the job FSM's decision and read ~60 cycles behind a 300-cycle memory.
+  for (unsigned b = 0; b < 2; ++b)
+    for (std::size_t i = 0; i < h.jobs.size(); ++i)
+      for (const auto& [r, lat] : {std::pair{&h.res_fast[b][i], 20.0}, std::pair{&h.res_slow[b][i], 300.0}})
+        if (r->rtl_tiles_compacted > 0)
+          EXPECT_GE(double(r->rtl_compacted_tile_cycles) / double(r->rtl_tiles_compacted), lat)
+              << "tile_buffers " << Host::kTileBuffers[b] << " job " << i + 1;
   // The TLM engine's default window is the RTL's.
   EXPECT_EQ(hw::EngineConfig{}.outstanding_reads, rtl::EngineRtl::kReadsInFlight);
   EXPECT_EQ(hw::EngineConfig{}.tile_buffers, rtl::EngineRtl::kPipelinedTileBuffers);

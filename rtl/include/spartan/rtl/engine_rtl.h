@@ -23,9 +23,10 @@ struct EngineRtlResult {
   /// no job ran and run() returned at once (finished stays false).
   std::uint32_t submit_error = 0;
   std::uint64_t tiles_compacted = 0;        ///< tiles that went through fetch + emit
-  /// Summed cycles from the tile FSM entering FETCH to the header issue. Sequential build: the whole fetch +
-  /// count + emit of the tile; pipelined build: from the emitter's decision (the fetch may have started
-  /// earlier, in the prefetcher) to the header.
+  /// Summed cycles from the start of each compacted tile's fetch to its header issue (fetch + count + emit):
+  /// sequential build, from the job FSM entering FETCH; pipelined build, from the prefetcher starting the
+  /// tile's fetch (before the twelfth session: from the job FSM's decision, which left out the prefetch time
+  /// and so fell with more tile buffers).
   std::uint64_t compacted_tile_cycles = 0;
   /// Most line reads issued on the rd_* pins and not yet answered at any time of the job (the RTL keeps at
   /// most EngineRtl::kReadsInFlight; a test can check that the bound is reached and holds).
