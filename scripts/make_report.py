@@ -318,16 +318,21 @@ def area_section(area, tmp):
                  fmt(get(u, "latency", "tile_latency_ns"), ".1f"), fmt(get(u, "latency", "tiles_per_s_per_gpu"), ".3g"),
                  fmt(get(u, "latency", "gb_per_s_per_gpu"), ".1f")
                  + (" (capped)" if get(u, "latency", "capped_at_l2_slice_port", default=False) else ""),
+                 fmt(get(u, "latency", "unit_clock_mhz"), ".0f"),
+                 fmt(get(u, "latency", "gb_per_s_per_gpu_at_unit_clock"), ".1f"),
                  fmt(get(u, "latency", "gpu_model_gb_per_s_per_gpu"), ".1f")] for u in lat]
         out.append(f"Latency per tile and throughput in the L2 clock "
                    f"({fmt(get(lat[0], 'latency', 'l2_clock_mhz'), '.0f')} MHz), from the RTL co-simulation's cycle "
                    f"counts ({get(lat[0], 'latency', 'source', default='?')}); '-' where the unit has no per-tile "
                    "latency (the monitor counts alongside the L2 write path). GB/s per GPU assumes every instance "
                    "busy at the L2 clock behind the lockstep's fixed-latency memory (an upper bound; a monitor's is "
-                   "capped at its L2 slice's data port); the last column is the same engine jobs in the simulated "
-                   "GPU's memory hierarchy:\n")
+                   "capped at its L2 slice's data port); the unit clock is the lower of the synthesised fmax at "
+                   f"the GPU's node ({get(area, 'gpu', 'process_node_nm', default='?')} nm) and the L2 clock, and the "
+                   "next column is the same bound at that clock (the datapaths are not pipelined for the L2 clock); "
+                   "the last column is the same engine jobs in the simulated GPU's memory hierarchy:\n")
         out.append(md_table(["unit", "tile latency (cycles)", "tile latency (ns)", "tiles/s per GPU",
-                             "GB/s per GPU (upper bound)", "GB/s per GPU in the GPU model"], rows) + "\n")
+                             "GB/s per GPU (upper bound)", "unit clock (MHz)", "GB/s per GPU at the unit clock",
+                             "GB/s per GPU in the GPU model"], rows) + "\n")
     nodes = get(area, "gpu_totals", default=[]) or []
     if nodes:
         rows = [[n.get("node_nm"), fmt(n.get("per_gpu_mm2"), ".4f"),

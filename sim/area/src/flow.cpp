@@ -7,10 +7,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <regex>
 #include <sstream>
+#include <utility>
 
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
@@ -30,7 +34,7 @@ std::string first_error(const std::string& log) {
     if (line.rfind("ERROR:", 0) == 0 || line.rfind("Error:", 0) == 0 || line.rfind("Error ", 0) == 0) return line;
     if (!line.empty()) last = line;
   }
-  return last;
+  return last.empty() ? std::string("the tool printed nothing") : last;
 }
 
 // Yosys identifiers in scripts: plain names are fine; escape anything else.
@@ -147,6 +151,38 @@ void check_tools(const ToolConfig& t) {
   if (access(t.liberty.c_str(), R_OK) != 0 || fs::is_directory(t.liberty))
     throw InputError("liberty file not found or not readable: " + t.liberty);
   if (!(t.clock_ns > 0.0)) throw InputError("--clock-ns must be positive");
+  // Run each tool once with its version switch, so that a wrong binary fails here and not after minutes of
+  // synthesis with an empty reason ('--yosys /bin/false'): Yosys prints "Yosys <version>", OpenSTA its version.
+  char dir[] = "/tmp/spartan-area-probe.XXXXXX";
+  if (!mkdtemp(dir)) throw IoError(std::string("cannot create a scratch directory under /tmp: ") + std::strerror(errno));
+  const std::string log = std::string(dir) + "/version.log";
+  auto probe = [&](const std::string& exe, const char* flag) {
+    const int rc = run_tool({exe, flag}, log);
+    std::string out = read_if_exists(log);
+    std::error_code ec;
+    fs::remove(log, ec);
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    return std::pair<int, std::string>{rc, out};
+  };
+  const auto [yrc, yout] = probe(t.yosys, "-V");
+  const auto [src, sout] = probe(t.sta, "-version");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (yrc != 0 || yout.rfind("Yosys", 0) != 0)
+    throw InputError("--yosys " + t.yosys + " is not Yosys: '" + t.yosys + " -V' exited " + std::to_string(yrc) +
+                     (yout.empty() ? " with no output" : " printing '" + yout.substr(0, 80) + "'"));
+  if (src != 0 || sout.empty() || !std::isdigit(static_cast<unsigned char>(sout[0])))
+    throw InputError("--sta " + t.sta + " is not OpenSTA: '" + t.sta + " -version' exited " + std::to_string(src) +
+                     (sout.empty() ? " with no output" : " printing '" + sout.substr(0, 80) + "'"));
+  // The flow gives OpenSTA its clock in ns and reads its reports in ns: the liberty must use 1 ns.
+  const std::string lib = read_file(t.liberty);
+  static const std::regex unit_re(R"re(time_unit\s*:\s*"?\s*([0-9.]+)\s*([a-zA-Z]+)\s*"?)re");
+  std::smatch m;
+  if (!std::regex_search(lib, m, unit_re))
+    throw InputError("liberty " + t.liberty + " has no time_unit (the flow needs \"1ns\")");
+  if (std::stod(m[1].str()) != 1.0 || m[2].str() != "ns")
+    throw InputError("liberty " + t.liberty + ": time_unit \"" + m[1].str() + m[2].str() +
+                     "\" is not supported (the flow gives and reads OpenSTA times in ns: use a library with time_unit \"1ns\")");
 }
 
 namespace {

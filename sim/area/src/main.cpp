@@ -78,11 +78,12 @@ int run(int argc, char** argv) {
       "out", po::value(&out)->required(), "output directory (area.json, area.md, netlists/)")(
       "rtl-dir", po::value(&rtl_dir)->default_value(rtl_dir), "RTL directory (uses <rtl-dir>/units.txt or manifest.yaml)")(
       "manifest", po::value(&manifest), "unit manifest (YAML/JSON; see docs/area.md)")(
-      "liberty", po::value(&tools.liberty)->default_value(tools.liberty), "standard-cell liberty")(
+      "liberty", po::value(&tools.liberty)->default_value(tools.liberty),
+      "standard-cell liberty: a 180 nm library (the scaling tables start at 180 nm) with time_unit 1ns (checked)")(
       "clock-ns", po::value(&tools.clock_ns)->default_value(tools.clock_ns), "STA clock period, ns (0.01..1000)")(
       "cycles", po::value(&cycles_file), "RTL co-simulation cycle counts (JSON; see docs/area.md)")(
       "memory-model", po::value(&mem_model)->default_value(mem_model), "memories in the totals: sram | ff")(
-      "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 180 130 90 65 45 32 20 16 14 10 7 5)")(
+      "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 180 130 90 65 45 32 20 16 14 10 7 5; with --memory-model sram: 180 45 32 16 7 5)")(
       "engines", po::value(&engines), "compaction engines per GPU, 1..1024 (default 1: spartan-sim run models one)")(
       "jobs,j", po::value(&jobs), "units synthesised in parallel, 1..1024 (default or 0: the number of CPUs)")(
       "gpu-config-dir", po::value(&gpu_dir),
@@ -125,6 +126,18 @@ int run(int argc, char** argv) {
   // Everything that can be checked before the (slow) tools run.
   check_tools(tools);
   GpuInfo g = load_gpu(gpu, gpu_dir);
+  // Every node the report scales to needs its SRAM bit cell when memories count as SRAM (the GPU's node too,
+  // for its share of the die): a missing figure used to fail after the whole synthesis.
+  if (ropt.memory_model == MemoryModel::kSram) {
+    std::vector<int> need = ropt.nodes_nm;
+    if (g.process_node_nm != 0) need.push_back(g.process_node_nm);
+    for (int nm : need)
+      if (sram_bitcell_source(nm).empty())
+        throw InputError("no SRAM bit-cell figure for " + std::to_string(nm) + " nm" +
+                         (nm == g.process_node_nm && std::find(ropt.nodes_nm.begin(), ropt.nodes_nm.end(), nm) == ropt.nodes_nm.end()
+                              ? " (the node of --gpu " + gpu + ")" : std::string(" (--nodes)")) +
+                         ": with --memory-model sram the nodes are 180, 45, 32, 16, 7 and 5 (or use --memory-model ff)");
+  }
   if (vm.count("engines")) {
     if (engines == 0) throw InputError("--engines must be at least 1");
     g.engines = engines;

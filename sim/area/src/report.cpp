@@ -126,14 +126,22 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
     double mem_bits = 0, mem_ff = 0;
     json jm = json::array();
     double reg_bits = 0;
+    double async_bits = 0, two_port_bits = 0;
     for (const auto& m : u.memories) {
       (m.sram() ? mem_bits : reg_bits) += static_cast<double>(m.bits());
+      if (m.sram() && !m.sync_read) async_bits += static_cast<double>(m.bits());
+      if (m.sram() && m.read_ports >= 1 && m.write_ports >= 1) two_port_bits += static_cast<double>(m.bits());
       jm.push_back({{"name", m.name}, {"width_bits", m.width_bits}, {"depth_words", m.depth_words},
                     {"bits", m.bits()}, {"read_ports", m.read_ports}, {"write_ports", m.write_ports},
                     {"sync_read", m.sync_read}, {"sram_eligible", m.sram()},
                     {"sram_area_um2", m.sram() ? json(sram_area_um2(static_cast<double>(m.bits()), kBaseNodeNm))
                                                : json(nullptr)}});
     }
+    // What the single-port 6T pricing below leaves out (twelfth-session review): arrays with separate read and
+    // write ports need two-port macros (larger cells), and an asynchronously read array needs a registered read
+    // (an RTL change) before a compiler SRAM can stand for it.
+    ju["sram_bits_two_port"] = two_port_bits;
+    ju["sram_bits_async_read"] = async_bits;
     const double synth_area = u.stat.chip_area_um2;
     const double logic = u.logic_um2;
     if (!u.ff_synthesised && !sram)
@@ -176,6 +184,10 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
       per_node.push_back(jn);
     }
     ju["scaled"] = per_node;
+    // The unit's fmax at the GPU's process node (from its scaled critical path), where that node is scaled.
+    double fmax_gpu_node = 0.0;
+    for (const auto& jn : per_node)
+      if (jn["node_nm"].get<int>() == gpu.process_node_nm) fmax_gpu_node = jn["fmax_mhz"].get<double>();
     // Latency / throughput from the RTL co-simulation cycle counts, in the GPU's L2 clock.
     json lat = {{"available", false}};
     const UnitCycles* uc = nullptr;
@@ -217,6 +229,23 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
           lat["gb_per_s_per_instance"] = tpc * cap * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 / 1e9;
           lat["gb_per_s_per_gpu"] = tpc * cap * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 * inst / 1e9;
         }
+        // The same cycle counts at the clock the synthesised unit reaches: min(fmax at the GPU's node, L2 clock)
+        // (review finding F6: the datapaths are not pipelined for the L2 clock). The L2 slice cap is a bandwidth
+        // (bytes per second), so it is applied again at this clock.
+        if (fmax_gpu_node > 0.0) {
+          const double clk = std::min(fmax_gpu_node, gpu.l2_clock_mhz);
+          double cap_f = 1.0;
+          if (u.spec.role == UnitRole::kMonitor && uc->tile_bytes && gpu.l2_slice_bytes_per_cycle > 0.0) {
+            const double bps = tpc * *uc->tile_bytes * clk;                     // bytes per us at the unit clock
+            const double port = gpu.l2_slice_bytes_per_cycle * gpu.l2_clock_mhz;  // the slice port, bytes per us
+            if (bps > port) cap_f = port / bps;
+          }
+          lat["unit_clock_mhz"] = clk;
+          lat["unit_clock_node_nm"] = gpu.process_node_nm;
+          lat["tiles_per_s_per_gpu_at_unit_clock"] = tpc * cap_f * clk * 1e6 * inst;
+          if (uc->tile_bytes) lat["gb_per_s_per_gpu_at_unit_clock"] = tpc * cap_f * *uc->tile_bytes * clk * 1e6 * inst / 1e9;
+          if (uc->tile_latency_cycles) lat["tile_latency_ns_at_unit_clock"] = *uc->tile_latency_cycles * 1000.0 / clk;
+        }
       }
       if (uc->tiles && uc->gpu_model_busy_ns) {
         // The same jobs in the simulated GPU (its crossbar, L2 and DRAM behind the unit): simulated throughput.
@@ -245,8 +274,8 @@ std::string render_markdown(const json& r) {
   std::ostringstream md;
   const json& g = r["gpu"];
   md << "# spartan-area: " << g["name"].get<std::string>() << "\n\n";
-  md << "Synthesis: Yosys 0.23 to OSU 0.18 um (" << r["synthesis"]["liberty"].get<std::string>()
-     << "), ABC: " << r["synthesis"]["abc"].get<std::string>() << "; OpenSTA, clock "
+  md << "Synthesis: Yosys to the liberty " << r["synthesis"]["liberty"].get<std::string>()
+     << " (taken as a 180 nm library: the scaling starts there; the default is OSU 0.18 um), ABC: " << r["synthesis"]["abc"].get<std::string>() << "; OpenSTA, clock "
      << fmt(r["synthesis"]["sta_clock_ns"].get<double>(), 2) << " ns. "
      << "GPU: die " << fmt(g["die_area_mm2"].get<double>(), 0) << " mm^2 (" << g["process"].get<std::string>()
      << ", share computed at " << g["process_node_nm"].get<int>() << " nm), " << g["l2_slices"].get<unsigned>()
@@ -278,6 +307,16 @@ std::string render_markdown(const json& r) {
        << "**, not the RTL defaults that spartan-sim simulates: its area, and the per-GPU totals below, are for "
           "these parameters (docs/area.md).\n";
   }
+  for (const auto& u : r["units"]) {
+    const double tp = u.value("sram_bits_two_port", 0.0), as = u.value("sram_bits_async_read", 0.0);
+    if (tp <= 0 && as <= 0) continue;
+    md << "\n" << u["name"].get<std::string>() << ": its SRAM-eligible memories are priced as single-port 6T "
+       << "high-density cells; " << fmt(tp, 0) << " of their bits have separate read and write ports (two-port "
+       << "macros, larger per bit, not applied)";
+    if (as > 0) md << ", and " << fmt(as, 0) << " are read asynchronously (a compiler SRAM needs a registered read: "
+                   << "an RTL change)";
+    md << ": the SRAM area is a lower bound.\n";
+  }
   md << "\n## Scaled (Stillmaker & Baas 2017; 5 nm extrapolated)\n\n| unit | node nm | total um^2 | instances | "
         "per GPU mm^2 | share of die % | critical path ns | fmax MHz | meets L2 clock |\n"
         "|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
@@ -305,8 +344,9 @@ std::string render_markdown(const json& r) {
        << " |\n";
   md << "\n## Latency and throughput (L2 clock " << fmt(g["l2_clock_mhz"].get<double>(), 0) << " MHz)\n\n";
   md << "| unit | tile latency cycles | tile latency ns | tiles/cycle | tiles/s per GPU | GB/s per GPU | "
-        "GB/s per GPU in the GPU model |\n"
-        "|---|---:|---:|---:|---:|---:|---:|\n";
+        "unit clock MHz = min(fmax at " << g["process_node_nm"].get<int>() << " nm, L2) | tile latency ns at it | "
+        "GB/s per GPU at it | GB/s per GPU in the GPU model |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& u : r["units"]) {
     const auto& l = u["latency"];
     auto cell = [&](const char* k, bool sci) {
@@ -317,6 +357,8 @@ std::string render_markdown(const json& r) {
        << cell("tile_latency_ns", false) << " | " << cell("tiles_per_cycle", true) << " | "
        << cell("tiles_per_s_per_gpu", true) << (l.value("capped_at_l2_slice_port", false) ? " (capped)" : "") << " | "
        << cell("gb_per_s_per_gpu", true) << (l.value("capped_at_l2_slice_port", false) ? " (capped)" : "") << " | "
+       << (l.contains("unit_clock_mhz") ? fmt(l["unit_clock_mhz"].get<double>(), 0) : std::string("not available")) << " | "
+       << cell("tile_latency_ns_at_unit_clock", false) << " | " << cell("gb_per_s_per_gpu_at_unit_clock", true) << " | "
        << cell("gpu_model_gb_per_s_per_gpu", true) << " |\n";
   }
   for (const auto& u : r["units"]) {
@@ -329,9 +371,11 @@ std::string render_markdown(const json& r) {
   md << "\nCycle counts: " << r["cycles_source"].get<std::string>()
      << ". Per-GPU figures multiply one instance by the instances per GPU and assume each is kept busy at the L2 "
         "clock, whether or not the fmax above reaches it and whatever the memory system delivers: they are "
-        "upper bounds, not simulated throughput (a monitor's also at most its L2 slice's data port). The last "
+        "upper bounds, not simulated throughput (a monitor's also at most its L2 slice's data port). The 'at it' "
+        "columns take the same cycle counts at the clock the synthesised unit reaches at the GPU's node (its fmax, "
+        "if below the L2 clock: the datapaths are not pipelined for speed). The last "
         "column, where the cycle file gives it, is the throughput of the same jobs in the simulated GPU (spartan-sim's "
-        "memory hierarchy behind the unit).\n\n## Scaling factors\n\n"
+        "memory hierarchy behind the unit, at the L2 clock).\n\n## Scaling factors\n\n"
      << "| node nm | area factor | delay factor | Vdd V | SRAM bit cell um^2 | source |\n|---:|---:|---:|---:|---:|---|\n";
   for (const auto& n : r["nodes"])
     md << "| " << n["node_nm"].get<int>() << " | " << fmt_g(n["area_factor"].get<double>()) << " | "

@@ -127,6 +127,8 @@ TEST(AreaReport, Arithmetic) {
   m.name = "tbl";
   m.width_bits = 32;
   m.depth_words = 64;
+  m.read_ports = 1;
+  m.write_ports = 1;  // sync_read false: an asynchronous read
   u.memories.push_back(m);
   u.logic_um2 = 6000.0;
   u.critical_path_ns = 4.0;
@@ -147,6 +149,11 @@ TEST(AreaReport, Arithmetic) {
   const auto r = build_report({u}, g, cyc, o);
   const auto& ju = r["units"][0];
   EXPECT_EQ(ju["instances_per_gpu"].get<unsigned>(), 8u);
+  // What the single-port pricing leaves out is reported (twelfth-session review).
+  EXPECT_DOUBLE_EQ(ju["sram_bits_two_port"].get<double>(), 2048.0);
+  EXPECT_DOUBLE_EQ(ju["sram_bits_async_read"].get<double>(), 2048.0);
+  EXPECT_NE(render_markdown(r).find("2048 of their bits have separate read and write ports"), std::string::npos);
+  EXPECT_NE(render_markdown(r).find("2048 are read asynchronously"), std::string::npos);
   EXPECT_DOUBLE_EQ(ju["area_180nm"]["logic_um2"].get<double>(), 6000.0);
   const auto& n7 = ju["scaled"][1];
   ASSERT_EQ(n7["node_nm"].get<int>(), 7);
@@ -161,6 +168,24 @@ TEST(AreaReport, Arithmetic) {
   EXPECT_DOUBLE_EQ(lat["tiles_per_s_per_gpu"].get<double>(), 0.25 * 1e9 * 8);
   EXPECT_DOUBLE_EQ(lat["gb_per_s_per_gpu"].get<double>(), 0.25 * 4096 * 8);
   EXPECT_FALSE(lat.contains("capped_at_l2_slice_port"));  // no slice port width known: not capped
+  // fmax at 7 nm (4 ns x the delay factor: ~6.1 GHz) is above the L2 clock: the unit clock is the L2 clock.
+  EXPECT_DOUBLE_EQ(lat["unit_clock_mhz"].get<double>(), 1000.0);
+  EXPECT_DOUBLE_EQ(lat["gb_per_s_per_gpu_at_unit_clock"].get<double>(), lat["gb_per_s_per_gpu"].get<double>());
+  // Review finding F6: a unit whose fmax at the GPU's node is below the L2 clock runs at its fmax.
+  {
+    UnitResult slow = u;
+    slow.critical_path_ns = 40.0;
+    const auto rs = build_report({slow}, g, cyc, o);
+    const auto& ls = rs["units"][0]["latency"];
+    const double clk = 1000.0 / (40.0 * tech_node(7).delay_factor);
+    ASSERT_LT(clk, 1000.0);
+    EXPECT_NEAR(ls["unit_clock_mhz"].get<double>(), clk, 1e-9);
+    EXPECT_EQ(ls["unit_clock_node_nm"].get<int>(), 7);
+    EXPECT_NEAR(ls["tiles_per_s_per_gpu_at_unit_clock"].get<double>(), 0.25 * clk * 1e6 * 8, 1e-3);
+    EXPECT_NEAR(ls["gb_per_s_per_gpu_at_unit_clock"].get<double>(), 0.25 * 4096 * clk * 1e6 * 8 / 1e9, 1e-9);
+    EXPECT_NEAR(ls["tile_latency_ns_at_unit_clock"].get<double>(), 6.0 * 1000.0 / clk, 1e-9);
+    EXPECT_DOUBLE_EQ(ls["gb_per_s_per_gpu"].get<double>(), 0.25 * 4096 * 8);  // the L2-clock bound is kept
+  }
   // Review finding F7: a monitor cannot count faster than its L2 slice's data port (here 64 B/cycle, below the
   // RTL's 1024 B/cycle): GB/s per GPU = slices x 64 B x 1 GHz.
   {

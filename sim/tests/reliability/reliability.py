@@ -483,6 +483,13 @@ def bad_input(r):
          lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "blocker"), b"x"))),
         ("overlapping ranges", "--cycles is --out's area.json", area + ["--cycles", "@D/out/area.json"],
          lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "out", "area.json"), '{"units": {}}\n'))),
+        # twelfth-session review: these failed only after the synthesis (nodes) or with an empty reason (tools)
+        ("wrong type", "--yosys /bin/false", area + ["--yosys", "/bin/false"], gpu(lambda t: t)),
+        ("wrong type", "--yosys /bin/true (no output)", area + ["--yosys", "/bin/true"], gpu(lambda t: t)),
+        ("wrong type", "--sta /bin/true (no output)", area + ["--sta", "/bin/true"], gpu(lambda t: t)),
+        ("wrong type", "--nodes 45,130 (no SRAM bit cell at 130 nm)", area + ["--nodes", "45,130"], gpu(lambda t: t)),
+        ("wrong dtype", "liberty with time_unit 1ps", area + ["--liberty", "@D/ps.lib"],
+         lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "ps.lib"), 'library (x) {\n  time_unit : "1ps";\n}\n'))),
     ]
     for cls, name, argv, setup in ar_cases:
         r.case("spartan-area", cls, name, argv, setup)
