@@ -106,6 +106,11 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   res.rtl_tiles_compacted = r.tiles_compacted;
   res.rtl_max_reads_in_flight = r.max_reads_in_flight;
   res.rtl_compacted_tile_cycles = r.compacted_tile_cycles;
+  I.rtl.written().for_each_written([&](std::uint64_t a) {
+    const bool in_headers = a >= d.header_base && a - d.header_base < hdr_bytes;
+    const bool in_payload = a >= d.out_base && a - d.out_base < d.out_capacity_bytes;
+    res.stray_write_bytes += !in_headers && !in_payload;
+  });
   if (res.tlm_status == static_cast<std::uint32_t>(eng::JobStatus::Ok)) {
     const auto& wr = I.rtl.written();
     std::vector<std::uint8_t> ref;

@@ -144,8 +144,34 @@ struct Host : sc_core::sc_module {
 
 TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
   Host h("host");
-  for (std::uint64_t s = 1; s <= 28; ++s) h.jobs.push_back(make_job(s));
+  constexpr std::size_t kJobs = 28;
+  for (std::uint64_t s = 1; s <= kJobs; ++s) h.jobs.push_back(make_job(s));
+  // Then the first jobs again with a 1 KiB output buffer: OutOverflow. Both models must end the same way, and
+  // the RTL must not write outside the header table and the output buffer (checked for every job).
+  for (std::uint64_t s = 1; s <= 6; ++s) {
+    Job j = make_job(s);
+    j.d.out_capacity_bytes = 1024;
+    h.jobs.push_back(std::move(j));
+  }
   sc_core::sc_start();
+  for (unsigned b = 0; b < 2; ++b) {
+    unsigned overflows = 0;
+    for (std::size_t i = kJobs; i < h.jobs.size(); ++i)
+      for (const auto* r : {&h.res_fast[b][i], &h.res_slow[b][i]}) {
+        EXPECT_EQ(r->mismatches(), 0u) << "overflow job " << i + 1 << ": status RTL " << r->rtl_status << " TLM " << r->tlm_status
+                                       << ", out bytes " << r->rtl_out_bytes << " / " << r->tlm_out_bytes;
+        EXPECT_EQ(r->stray_write_bytes, 0u) << "job " << i + 1;
+        overflows += r->tlm_status == static_cast<std::uint32_t>(rm::engine::JobStatus::OutOverflow);
+      }
+    EXPECT_GT(overflows, 0u) << "tile_buffers " << Host::kTileBuffers[b] << ": no job overflowed its 1 KiB buffer";
+    for (std::size_t i = 0; i < kJobs; ++i)
+      EXPECT_EQ(h.res_fast[b][i].stray_write_bytes + h.res_slow[b][i].stray_write_bytes, 0u) << "job " << i + 1;
+  }
+  for (unsigned b = 0; b < 2; ++b) {
+    h.res_fast[b].resize(kJobs);
+    h.res_slow[b].resize(kJobs);
+  }
+  h.jobs.resize(kJobs);
   for (unsigned b = 0; b < 2; ++b) {
     const unsigned tb = Host::kTileBuffers[b];
     SCOPED_TRACE("tile_buffers " + std::to_string(tb));

@@ -485,11 +485,15 @@ void CompactionEngine::run_job(EngineJob& job) {
     }
   // End of job: the packers flush their open lines 2 cycles after the FSM ends.
   const sc_time flush_at = cur + 2 * cyc;
-  if (job.status == JobStatus::Ok && !rd.error) {
+  const bool stopped_at_tile = job.status == JobStatus::OutOverflow;
+  if ((job.status == JobStatus::Ok || stopped_at_tile) && !rd.error) {
     const std::uint64_t total = fmt::align_up(payload_off, fmt::kPayloadAlignBytes);
     if (total > d.out_capacity_bytes) {
       job.status = JobStatus::OutOverflow;
     } else {
+      // Also after an OutOverflow at a tile: the packers write their open lines and LAST_OUT_BYTES counts the
+      // payload of the tiles before it, as the RTL (S_FIN flushes; LAST_OUT_BYTES = the output offset); it
+      // was 0 here, a lockstep mismatch found when overflow jobs were added to the test.
       payload.append_zeros(total - payload_off);
       headers.emit(wq, flush_at, flush_at, true);
       payload.emit(wq, flush_at, flush_at, true);

@@ -34,6 +34,9 @@ struct EngineLockstepResult {
   std::uint64_t rtl_cycles = 0, tlm_cycles = 0;   ///< job cycles (LAST_CYCLES)
   std::uint64_t bytes_compared = 0;               ///< header + payload bytes compared
   std::uint64_t byte_mismatches = 0;              ///< bytes that differ or that the RTL did not write (must be 0)
+  /// Bytes the RTL wrote outside the header table (16 x tiles at HDR_BASE) and [OUT_BASE, OUT_BASE +
+  /// OUT_CAPACITY), in every job, failed ones included (must be 0).
+  std::uint64_t stray_write_bytes = 0;
   std::uint64_t rtl_cycles_simulated = 0;         ///< RTL clock cycles (incl. MMIO programming)
   double wall_seconds = 0;                        ///< wall time of the RTL part
   std::uint64_t tiles = 0;                        ///< tiles of the job
@@ -41,7 +44,8 @@ struct EngineLockstepResult {
   std::uint64_t rtl_max_reads_in_flight = 0;      ///< EngineRtlResult::max_reads_in_flight
   /// Mismatches of any kind: bytes, status, out bytes, RTL not finished.
   std::uint64_t mismatches() const {
-    return byte_mismatches + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) + (rtl_out_bytes != tlm_out_bytes);
+    return byte_mismatches + stray_write_bytes + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) +
+           (rtl_out_bytes != tlm_out_bytes);
   }
   double deviation_percent() const { return tlm_cycles ? 100.0 * (double(rtl_cycles) - double(tlm_cycles)) / double(tlm_cycles) : 0.0; }
 };

@@ -53,6 +53,13 @@ class WrittenLines {
   }
   void clear() { lines_.clear(); }
   std::size_t lines() const { return lines_.size(); }
+  /// Calls f(addr) for every byte written (lines in no particular order).
+  template <class F>
+  void for_each_written(F&& f) const {
+    for (const auto& [line, l] : lines_)
+      for (unsigned i = 0; i < 128; ++i)
+        if ((l.mask[i >> 6] >> (i & 63)) & 1u) f((line << 7) + i);
+  }
 
  private:
   struct Line {
