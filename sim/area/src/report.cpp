@@ -267,6 +267,15 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
   }
   rep["gpu_totals"] = tot;
   rep["cycles_source"] = cycles ? json(cycles->source) : json("not available");
+  if (cycles) {  // a typo in a unit name would otherwise just leave "not available" in the table
+    json unused = json::array();
+    for (const auto& [name, uc] : cycles->units) {
+      bool used = false;
+      for (const UnitResult& u : units) used = used || u.spec.name == name || u.spec.top == name;
+      if (!used) unused.push_back(name);
+    }
+    rep["cycles_units_unused"] = unused;
+  }
   return rep;
 }
 
@@ -375,7 +384,15 @@ std::string render_markdown(const json& r) {
         "columns take the same cycle counts at the clock the synthesised unit reaches at the GPU's node (its fmax, "
         "if below the L2 clock: the datapaths are not pipelined for speed). The last "
         "column, where the cycle file gives it, is the throughput of the same jobs in the simulated GPU (spartan-sim's "
-        "memory hierarchy behind the unit, at the L2 clock).\n\n## Scaling factors\n\n"
+        "memory hierarchy behind the unit, at the L2 clock; one simulated engine's jobs times the engines per GPU, "
+        "which are not simulated together). An engine's GB/s count the activation bytes of every tile it handles, "
+        "DENSE and all-zero tiles (header only, never read) included.\n";
+  if (r.contains("cycles_units_unused") && !r["cycles_units_unused"].empty()) {
+    md << "\nUnits in the cycle file that match no synthesised unit (ignored):";
+    for (const auto& n : r["cycles_units_unused"]) md << " " << n.get<std::string>();
+    md << ".\n";
+  }
+  md << "\n## Scaling factors\n\n"
      << "| node nm | area factor | delay factor | Vdd V | SRAM bit cell um^2 | source |\n|---:|---:|---:|---:|---:|---|\n";
   for (const auto& n : r["nodes"])
     md << "| " << n["node_nm"].get<int>() << " | " << fmt_g(n["area_factor"].get<double>()) << " | "

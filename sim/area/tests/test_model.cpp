@@ -149,6 +149,15 @@ TEST(AreaReport, Arithmetic) {
   const auto r = build_report({u}, g, cyc, o);
   const auto& ju = r["units"][0];
   EXPECT_EQ(ju["instances_per_gpu"].get<unsigned>(), 8u);
+  EXPECT_TRUE(r["cycles_units_unused"].empty());
+  {  // a cycle-file unit that matches no synthesised unit is named, not silently dropped
+    CycleCounts typo = cyc;
+    typo.units["sparsity_monitr"] = UnitCycles{1.0, 1.0, std::nullopt, std::nullopt, std::nullopt};
+    const auto rt = build_report({u}, g, typo, o);
+    ASSERT_EQ(rt["cycles_units_unused"].size(), 1u);
+    EXPECT_EQ(rt["cycles_units_unused"][0].get<std::string>(), "sparsity_monitr");
+    EXPECT_NE(render_markdown(rt).find("match no synthesised unit (ignored): sparsity_monitr."), std::string::npos);
+  }
   // What the single-port pricing leaves out is reported (twelfth-session review).
   EXPECT_DOUBLE_EQ(ju["sram_bits_two_port"].get<double>(), 2048.0);
   EXPECT_DOUBLE_EQ(ju["sram_bits_async_read"].get<double>(), 2048.0);
