@@ -214,9 +214,10 @@ TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
   for (unsigned b = 0; b < 2; ++b)
     for (std::size_t i = 0; i < h.jobs.size(); ++i)
       for (const auto& [r, lat] : {std::pair{&h.res_fast[b][i], 20.0}, std::pair{&h.res_slow[b][i], 300.0}})
-        if (r->rtl_tiles_compacted > 0)
+        if (r->rtl_tiles_compacted > 0) {
           EXPECT_GE(double(r->rtl_compacted_tile_cycles) / double(r->rtl_tiles_compacted), lat)
               << "tile_buffers " << Host::kTileBuffers[b] << " job " << i + 1;
+        }
   // The TLM engine's default window is the RTL's.
   EXPECT_EQ(hw::EngineConfig{}.outstanding_reads, rtl::EngineRtl::kReadsInFlight);
   EXPECT_EQ(hw::EngineConfig{}.tile_buffers, rtl::EngineRtl::kPipelinedTileBuffers);

@@ -108,7 +108,7 @@ int run(int argc, char** argv) {
   // A non-finite or non-positive period would make OpenSTA loop or divide by zero.
   // Outside 0.01..1000 ns (100 GHz..1 MHz) the period is a unit mistake, and Yosys/OpenSTA fail unclearly.
   if (!std::isfinite(tools.clock_ns) || tools.clock_ns < 0.01 || tools.clock_ns > 1000.0)
-    throw InputError("--clock-ns must be a finite period from 0.01 to 1000 ns, not " + std::to_string(tools.clock_ns));
+    throw InputError("--clock-ns must be a finite period from 0.01 to 1000 ns, not " + spartan::format_g(tools.clock_ns));
   if (tools.ff_memory_limit_bits > (std::uint64_t(1) << 30))
     throw InputError("--ff-memory-limit-bits must be 0..2^30, not " + std::to_string(tools.ff_memory_limit_bits));
   if (vm.count("engines") && (engines < 1 || engines > 1024))

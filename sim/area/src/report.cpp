@@ -17,7 +17,7 @@ namespace {
 std::optional<double> opt_number(const json& obj, const char* key, const std::string& file, const std::string& where) {
   if (!obj.contains(key) || obj[key].is_null()) return std::nullopt;
   if (!obj[key].is_number() || obj[key].get<double>() < 0.0)
-    throw FormatError(file, where + "." + key, 0, "must be a non-negative number", "field");
+    throw FormatError(file, where + "." + key, 0, "must be a non-negative number", nullptr);
   return obj[key].get<double>();
 }
 
@@ -53,11 +53,11 @@ CycleCounts parse_cycle_counts(const std::string& text, const std::string& file)
     throw FormatError(file, "", 0, std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object() || !j.contains("units") || !j["units"].is_object())
-    throw FormatError(file, "units", 0, "missing object 'units'", "field");
+    throw FormatError(file, "units", 0, "missing object 'units'", nullptr);
   CycleCounts c;
   if (j.contains("source") && j["source"].is_string()) c.source = j["source"].get<std::string>();
   for (const auto& [name, u] : j["units"].items()) {
-    if (!u.is_object()) throw FormatError(file, "units." + name, 0, "must be an object", "field");
+    if (!u.is_object()) throw FormatError(file, "units." + name, 0, "must be an object", nullptr);
     UnitCycles uc;
     const std::string where = "units." + name;
     uc.tiles = opt_number(u, "tiles", file, where);
@@ -66,12 +66,12 @@ CycleCounts parse_cycle_counts(const std::string& text, const std::string& file)
     uc.tile_bytes = opt_number(u, "tile_bytes", file, where);
     uc.gpu_model_busy_ns = opt_number(u, "gpu_model_busy_ns", file, where);
     if (uc.tiles.has_value() != uc.busy_cycles.has_value())
-      throw FormatError(file, where, 0, "'tiles' and 'busy_cycles' must be given together", "field");
-    if (uc.busy_cycles && *uc.busy_cycles <= 0.0) throw FormatError(file, where + ".busy_cycles", 0, "must be > 0", "field");
+      throw FormatError(file, where, 0, "'tiles' and 'busy_cycles' must be given together", nullptr);
+    if (uc.busy_cycles && *uc.busy_cycles <= 0.0) throw FormatError(file, where + ".busy_cycles", 0, "must be > 0", nullptr);
     if (uc.gpu_model_busy_ns && !uc.tiles)
-      throw FormatError(file, where + ".gpu_model_busy_ns", 0, "needs 'tiles'", "field");
+      throw FormatError(file, where + ".gpu_model_busy_ns", 0, "needs 'tiles'", nullptr);
     if (uc.gpu_model_busy_ns && *uc.gpu_model_busy_ns <= 0.0)
-      throw FormatError(file, where + ".gpu_model_busy_ns", 0, "must be > 0", "field");
+      throw FormatError(file, where + ".gpu_model_busy_ns", 0, "must be > 0", nullptr);
     c.units[name] = uc;
   }
   return c;

@@ -2,6 +2,7 @@
 // (cli.h), print one line and exit with the code the error carries (2 = bad input).
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -25,13 +26,14 @@ class InputError : public Error {
 };
 
 /// A file that cannot be parsed: carries the file, the offending field/tensor and the byte offset
-/// (or line number) so that the message names where the problem is.
+/// (or line number) so that the message names where the problem is. offset_kind nullptr: no position
+/// (a field of a parsed document names the place itself).
 class FormatError : public InputError {
  public:
   FormatError(const std::string& file, const std::string& field, std::uint64_t offset, const std::string& what,
               const char* offset_kind = "byte offset")
-      : InputError(file + ": " + (field.empty() ? std::string() : field + ": ") + what + " (" + offset_kind + " " +
-                   std::to_string(offset) + ")"),
+      : InputError(file + ": " + (field.empty() ? std::string() : field + ": ") + what +
+                   (offset_kind ? std::string(" (") + offset_kind + " " + std::to_string(offset) + ")" : std::string())),
         file_(file), field_(field), offset_(offset) {}
   const std::string& file() const noexcept { return file_; }
   const std::string& field() const noexcept { return field_; }
@@ -60,5 +62,12 @@ class IoError : public Error {
  public:
   explicit IoError(const std::string& msg) : Error(msg, 2) {}
 };
+
+/// A number for an error message, "%g" (6 significant digits): std::to_string(1e300) prints 300 digits.
+inline std::string format_g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
 
 }  // namespace spartan
