@@ -22,7 +22,7 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
     : cfg_(c),
       banks_(c.banks()),
       heads_(c.banks()),
-      bus_(clk.cycles_to_ps(c.timing.tBURST)),
+      bus_(clk.cycles_to_ps(std::max(c.timing.tBURST, c.timing.tCCDS))),  // column-to-column across bank groups
       acts_(clk.cycles_to_ps(c.timing.tRRD)),
       bg_cols_(c.bank_groups, SlotCalendar(clk.cycles_to_ps(c.timing.tCCDL), 1, 1u << 13)),
       bg_last_(c.bank_groups, 0) {

@@ -76,6 +76,22 @@ TEST(DramChannel, BankGroupsInterleaveAtTccdSAndSameGroupAtTccdL) {
   EXPECT_GE(c - a, cyc(d.timing.tCCDL));
 }
 
+// tCCD_S longer than a burst (it was read and validated but the bus slot was tBURST): bursts to different bank
+// groups are tCCD_S apart.
+TEST(DramChannel, TccdSLongerThanTheBurstSpacesOtherGroups) {
+  DramConfig d = v100_like(false);
+  d.timing.tCCDS = 2;
+  d.timing.tBURST = 1;
+  d.timing.tCCDL = 4;
+  DramChannel ch(d, kClk, 0, 1);
+  ch.burst(0, {0, 0, 0, 1, 0}, false);
+  ch.burst(0, {0, 1, 0, 1, 0}, false);
+  ps_t t0 = 1176ull * 2353 * 4;  // on the 2- and 4-cycle grids
+  ps_t a = ch.burst(t0, {0, 0, 0, 1, 1}, false);
+  ps_t b = ch.burst(t0, {0, 1, 0, 1, 1}, false);
+  EXPECT_GE(double(b - a), double(cyc(2)) - 10.0);
+}
+
 TEST(DramChannel, ActivatesAreSpacedByTrrd) {
   DramConfig d = v100_like(false);
   DramChannel ch(d, kClk, 0, 1);

@@ -186,7 +186,7 @@ class DramChannel {
       tRFC_, refresh_offset_;
   std::vector<Bank> banks_;
   std::vector<BankHead> heads_;
-  SlotCalendar bus_;                   ///< data bus: one burst per tBURST (covers tCCD_S when equal)
+  SlotCalendar bus_;                   ///< data bus: one burst per max(tBURST, tCCD_S)
   SlotCalendar acts_;                  ///< ACT commands: one per tRRD
   std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
   ps_t bus_last_ = 0;                  ///< latest data slot taken or blocked on the bus
