@@ -105,6 +105,13 @@ std::vector<std::uint8_t> random_matrix(std::mt19937_64& rng, const RefRegion& g
   return m;
 }
 
+// Region 0 programmed with g, the monitor enabled, and a random matrix of that density written in 128 B lines.
+void program_and_write(Bench& b, const RefRegion& g, std::mt19937_64& rng, double density) {
+  b.program(0, g);
+  b.enable();
+  write_matrix(b, g, random_matrix(rng, g, density), 128);
+}
+
 TEST(MonitorRtl, RegisterMapAndErrors) {
   Bench b;
   EXPECT_EQ(b.rd(mon::ID), mon::kIdValue);
@@ -306,9 +313,7 @@ TEST(MonitorRtl, ClearZeroesCountersAndStatistics) {
   std::mt19937_64 rng(12);
   RefRegion g;
   g.rows = 16; g.cols = 32; g.pitch = 128; g.base = 0x70000; g.ct_base = 0xF0000;
-  b.program(0, g);
-  b.enable();
-  write_matrix(b, g, random_matrix(rng, g, 0.5), 128);
+  program_and_write(b, g, rng, 0.5);
   b.ok(mon::CTRL, 0x3);  // ENABLE + CLEAR
   b.rtl.run_until_idle();
   b.ref.counters.assign(b.ref.counters.size(), 0);
@@ -327,9 +332,7 @@ TEST(MonitorRtl, FlushWrittenDuringTheClearSweepRunsAfterIt) {
   std::mt19937_64 rng(21);
   RefRegion g;
   g.rows = 16; g.cols = 32; g.pitch = 128; g.tr = 8; g.tc = 8; g.base = 0x70000; g.ct_base = 0xF0000;
-  b.program(0, g);
-  b.enable();
-  write_matrix(b, g, random_matrix(rng, g, 0.5), 128);
+  program_and_write(b, g, rng, 0.5);
   b.ok(mon::CTRL, 0x3);  // ENABLE + CLEAR
   b.ok(mon::FLUSH, 1);   // while the CLEAR is pending / sweeping
   EXPECT_EQ(b.rd(mon::STATUS) & 1u, 1u) << "FLUSH_BUSY while the flush waits for the sweep";
@@ -355,9 +358,7 @@ TEST(MonitorRtl, RegionAndClearWritesDuringAFlushAreBusy) {
   std::mt19937_64 rng(22);
   RefRegion g;
   g.rows = 64; g.cols = 64; g.pitch = 256; g.tr = 8; g.tc = 8; g.base = 0x80000; g.ct_base = 0x100000;
-  b.program(0, g);
-  b.enable();
-  write_matrix(b, g, random_matrix(rng, g, 0.5), 128);
+  program_and_write(b, g, rng, 0.5);
   b.ok(mon::FLUSH, 1);
   ASSERT_EQ(b.rd(mon::STATUS) & 1u, 1u);
   const auto busy = static_cast<std::uint32_t>(rm::MmioError::Busy);
