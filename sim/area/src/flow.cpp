@@ -176,9 +176,12 @@ void check_tools(const ToolConfig& t) {
                      (sout.empty() ? " with no output" : " printing '" + sout.substr(0, 80) + "'"));
   // The flow gives OpenSTA its clock in ns and reads its reports in ns: the liberty must use 1 ns.
   const std::string lib = read_file(t.liberty);
+  // std::regex on a whole (possibly 100 MB) library is slow: look at the attribute's own line only.
+  const auto at = lib.find("time_unit");
+  const std::string line = at == std::string::npos ? std::string() : lib.substr(at, lib.find('\n', at) - at);
   static const std::regex unit_re(R"re(time_unit\s*:\s*"?\s*([0-9.]+)\s*([a-zA-Z]+)\s*"?)re");
   std::smatch m;
-  if (!std::regex_search(lib, m, unit_re))
+  if (!std::regex_search(line, m, unit_re))
     throw InputError("liberty " + t.liberty + " has no time_unit (the flow needs \"1ns\")");
   if (std::stod(m[1].str()) != 1.0 || m[2].str() != "ns")
     throw InputError("liberty " + t.liberty + ": time_unit \"" + m[1].str() + m[2].str() +
