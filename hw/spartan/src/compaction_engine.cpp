@@ -485,8 +485,7 @@ void CompactionEngine::run_job(EngineJob& job) {
     }
   // End of job: the packers flush their open lines 2 cycles after the FSM ends.
   const sc_time flush_at = cur + 2 * cyc;
-  const bool stopped_at_tile = job.status == JobStatus::OutOverflow;
-  if ((job.status == JobStatus::Ok || stopped_at_tile) && !rd.error) {
+  if ((job.status == JobStatus::Ok || job.status == JobStatus::OutOverflow) && !rd.error) {
     const std::uint64_t total = fmt::align_up(payload_off, fmt::kPayloadAlignBytes);
     if (total > d.out_capacity_bytes) {
       job.status = JobStatus::OutOverflow;

@@ -153,20 +153,19 @@ void check_tools(const ToolConfig& t) {
   if (!(t.clock_ns > 0.0)) throw InputError("--clock-ns must be positive");
   // Run each tool once with its version switch, so that a wrong binary fails here and not after minutes of
   // synthesis with an empty reason ('--yosys /bin/false'): Yosys prints "Yosys <version>", OpenSTA its version.
-  char dir[] = "/tmp/spartan-area-probe.XXXXXX";
-  if (!mkdtemp(dir)) throw IoError(std::string("cannot create a scratch directory under /tmp: ") + std::strerror(errno));
-  const std::string log = std::string(dir) + "/version.log";
+  std::error_code ec;
+  std::string dir = (fs::temp_directory_path(ec) / "spartan-area-probe.XXXXXX").string();  // TMPDIR, as the scratch dir
+  if (ec || !mkdtemp(dir.data())) throw IoError("cannot create a scratch directory " + dir + ": " + std::strerror(errno));
+  const std::string log = dir + "/version.log";
   auto probe = [&](const std::string& exe, const char* flag) {
     const int rc = run_tool({exe, flag}, log);
     std::string out = read_if_exists(log);
-    std::error_code ec;
     fs::remove(log, ec);
     while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
     return std::pair<int, std::string>{rc, out};
   };
   const auto [yrc, yout] = probe(t.yosys, "-V");
   const auto [src, sout] = probe(t.sta, "-version");
-  std::error_code ec;
   fs::remove_all(dir, ec);
   if (yrc != 0 || yout.rfind("Yosys", 0) != 0)
     throw InputError("--yosys " + t.yosys + " is not Yosys: '" + t.yosys + " -V' exited " + std::to_string(yrc) +

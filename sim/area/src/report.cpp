@@ -208,42 +208,42 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
         const double tpc = *uc->tiles / *uc->busy_cycles;  // the RTL's rate, tiles per L2 cycle
         // A monitor sees only the writes its own L2 slice takes: it cannot count faster than that slice's data
         // port delivers (review finding F7: one RTL monitor that counted the whole stream, times the slices,
-        // gave more than the L2's aggregate bandwidth). The cap scales tiles/s and GB/s alike.
-        double cap = 1.0;
+        // gave more than the L2's aggregate bandwidth). The port is a bandwidth (L2 clock x bytes per cycle), so
+        // the cap depends on the unit clock; it scales tiles/s and GB/s alike.
+        const bool monitor_cap = u.spec.role == UnitRole::kMonitor && uc->tile_bytes && gpu.l2_slice_bytes_per_cycle > 0.0;
+        const double port_bytes_per_us = gpu.l2_slice_bytes_per_cycle * gpu.l2_clock_mhz;
+        auto cap_at = [&](double clk_mhz) {
+          const double bytes_per_us = monitor_cap ? tpc * *uc->tile_bytes * clk_mhz : 0.0;
+          return bytes_per_us > port_bytes_per_us ? port_bytes_per_us / bytes_per_us : 1.0;
+        };
+        // Tiles per second per instance and GB/s per instance at a unit clock (MHz), capped as above.
+        auto tiles_per_s = [&](double clk_mhz) { return tpc * cap_at(clk_mhz) * clk_mhz * 1e6; };
+        auto gb_per_s = [&](double clk_mhz) { return tiles_per_s(clk_mhz) * *uc->tile_bytes / 1e9; };
         if (uc->tile_bytes) {
-          const double bpc = tpc * *uc->tile_bytes;
           lat["tile_bytes"] = *uc->tile_bytes;
-          lat["rtl_bytes_per_cycle"] = bpc;
-          if (u.spec.role == UnitRole::kMonitor && gpu.l2_slice_bytes_per_cycle > 0.0) {
+          lat["rtl_bytes_per_cycle"] = tpc * *uc->tile_bytes;
+          if (monitor_cap) {
             lat["l2_slice_bytes_per_cycle"] = gpu.l2_slice_bytes_per_cycle;
-            lat["capped_at_l2_slice_port"] = bpc > gpu.l2_slice_bytes_per_cycle;
-            if (bpc > gpu.l2_slice_bytes_per_cycle) cap = gpu.l2_slice_bytes_per_cycle / bpc;
+            lat["capped_at_l2_slice_port"] = cap_at(gpu.l2_clock_mhz) < 1.0;
           }
         }
         lat["tiles"] = *uc->tiles;
         lat["busy_cycles"] = *uc->busy_cycles;
         lat["tiles_per_cycle"] = tpc;
-        lat["tiles_per_s_per_instance"] = tpc * cap * gpu.l2_clock_mhz * 1e6;
-        lat["tiles_per_s_per_gpu"] = tpc * cap * gpu.l2_clock_mhz * 1e6 * inst;
+        lat["tiles_per_s_per_instance"] = tiles_per_s(gpu.l2_clock_mhz);
+        lat["tiles_per_s_per_gpu"] = tiles_per_s(gpu.l2_clock_mhz) * inst;
         if (uc->tile_bytes) {
-          lat["gb_per_s_per_instance"] = tpc * cap * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 / 1e9;
-          lat["gb_per_s_per_gpu"] = tpc * cap * *uc->tile_bytes * gpu.l2_clock_mhz * 1e6 * inst / 1e9;
+          lat["gb_per_s_per_instance"] = gb_per_s(gpu.l2_clock_mhz);
+          lat["gb_per_s_per_gpu"] = gb_per_s(gpu.l2_clock_mhz) * inst;
         }
         // The same cycle counts at the clock the synthesised unit reaches: min(fmax at the GPU's node, L2 clock)
-        // (review finding F6: the datapaths are not pipelined for the L2 clock). The L2 slice cap is a bandwidth
-        // (bytes per second), so it is applied again at this clock.
+        // (review finding F6: the datapaths are not pipelined for the L2 clock).
         if (fmax_gpu_node > 0.0) {
           const double clk = std::min(fmax_gpu_node, gpu.l2_clock_mhz);
-          double cap_f = 1.0;
-          if (u.spec.role == UnitRole::kMonitor && uc->tile_bytes && gpu.l2_slice_bytes_per_cycle > 0.0) {
-            const double bps = tpc * *uc->tile_bytes * clk;                     // bytes per us at the unit clock
-            const double port = gpu.l2_slice_bytes_per_cycle * gpu.l2_clock_mhz;  // the slice port, bytes per us
-            if (bps > port) cap_f = port / bps;
-          }
           lat["unit_clock_mhz"] = clk;
           lat["unit_clock_node_nm"] = gpu.process_node_nm;
-          lat["tiles_per_s_per_gpu_at_unit_clock"] = tpc * cap_f * clk * 1e6 * inst;
-          if (uc->tile_bytes) lat["gb_per_s_per_gpu_at_unit_clock"] = tpc * cap_f * *uc->tile_bytes * clk * 1e6 * inst / 1e9;
+          lat["tiles_per_s_per_gpu_at_unit_clock"] = tiles_per_s(clk) * inst;
+          if (uc->tile_bytes) lat["gb_per_s_per_gpu_at_unit_clock"] = gb_per_s(clk) * inst;
           if (uc->tile_latency_cycles) lat["tile_latency_ns_at_unit_clock"] = *uc->tile_latency_cycles * 1000.0 / clk;
         }
       }

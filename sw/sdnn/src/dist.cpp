@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 
 #include "spartan/common/error.h"
 
@@ -322,35 +323,44 @@ Csr DistEngine::gather_output(std::int64_t rows, int layer) {
         vals.push_back(v);
       }
     }
-  std::vector<Triple> t;
   if (size_ > 1) {
-    if (vals.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-      throw InputError("gather_output: " + std::to_string(vals.size()) + " non-zeros on one rank exceed MPI's int counts: use a smaller batch");
-    int n = static_cast<int>(vals.size());
-    std::vector<int> counts(static_cast<std::size_t>(size_)), disp(static_cast<std::size_t>(size_));
-    MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-    int total = 0;
-    int too_many = 0;
-    if (rank_ == 0)
-      for (int r = 0; r < size_; ++r) {
-        disp[r] = total;
-        if (static_cast<std::int64_t>(total) + counts[r] > std::numeric_limits<int>::max()) too_many = 1;
-        else total += counts[r];
-      }
-    MPI_Bcast(&too_many, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (too_many) throw InputError("gather_output: the gathered non-zeros exceed MPI's int counts: use a smaller batch");
-    std::vector<float> allv(static_cast<std::size_t>(total));
-    std::vector<std::int64_t> alli(static_cast<std::size_t>(total));
-    MPI_Gatherv(vals.data(), n, MPI_FLOAT, allv.data(), counts.data(), disp.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);
-    MPI_Gatherv(idx.data(), n, MPI_INT64_T, alli.data(), counts.data(), disp.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
-    if (rank_ != 0) counters_.gather_bytes += static_cast<std::uint64_t>(n) * (sizeof(float) + sizeof(std::int64_t));
-    vals.swap(allv);
-    idx.swap(alli);
+    if (rank_ != 0) counters_.gather_bytes += static_cast<std::uint64_t>(vals.size()) * (sizeof(float) + sizeof(std::int64_t));
+    gather_to_root(idx, vals);
   }
   if (rank_ != 0) return Csr{};
+  std::vector<Triple> t;
   t.reserve(vals.size());
   for (std::size_t e = 0; e < vals.size(); ++e) t.push_back({idx[e] / neurons_, idx[e] % neurons_, vals[e]});
   return csr_from_triples(rows, neurons_, std::move(t));
+}
+
+void gather_to_root(std::vector<std::int64_t>& idx, std::vector<float>& vals) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (idx.size() != vals.size()) throw std::logic_error("gather_to_root: index and value counts differ");
+  // Counts as int64 first, so that a rank over MPI's int range fails on every rank (no rank left waiting).
+  const long long mine = static_cast<long long>(vals.size());
+  std::vector<long long> counts(static_cast<std::size_t>(size));
+  MPI_Gather(&mine, 1, MPI_LONG_LONG, counts.data(), 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  long long total = 0;
+  for (long long c : counts) total += c;
+  int too_many = rank == 0 && total > std::numeric_limits<int>::max();
+  MPI_Bcast(&too_many, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (too_many) throw InputError("gathering " + std::to_string(total) + " values to rank 0 exceeds MPI's int counts: use a smaller batch");
+  std::vector<int> c(static_cast<std::size_t>(size)), d(static_cast<std::size_t>(size));
+  for (int r = 0, off = 0; r < size; ++r) {
+    c[static_cast<std::size_t>(r)] = static_cast<int>(counts[static_cast<std::size_t>(r)]);
+    d[static_cast<std::size_t>(r)] = off;
+    off += c[static_cast<std::size_t>(r)];
+  }
+  const std::size_t n_root = rank == 0 ? static_cast<std::size_t>(total) : 0;
+  std::vector<std::int64_t> all_idx(n_root);
+  std::vector<float> all_vals(n_root);
+  MPI_Gatherv(idx.data(), static_cast<int>(mine), MPI_INT64_T, all_idx.data(), c.data(), d.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
+  MPI_Gatherv(vals.data(), static_cast<int>(mine), MPI_FLOAT, all_vals.data(), c.data(), d.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  idx.swap(all_idx);
+  vals.swap(all_vals);
 }
 
 void DistEngine::allreduce_sum(std::vector<float>& v) {

@@ -60,20 +60,7 @@ Params gather_params(Trainer& tr, std::int64_t n, int size) {
     key.push_back(layers * n * n + layers * n + o * n + i);
     val.push_back(head[e]);
   }
-  if (size > 1) {
-    int mine = static_cast<int>(key.size()), rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
-    MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-    int total = 0;
-    for (int r = 0; r < size; ++r) displs[static_cast<std::size_t>(r)] = total, total += counts[static_cast<std::size_t>(r)];
-    std::vector<std::int64_t> all_key(rank == 0 ? static_cast<std::size_t>(total) : 0);
-    std::vector<float> all_val(all_key.size());
-    MPI_Gatherv(key.data(), mine, MPI_INT64_T, all_key.data(), counts.data(), displs.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
-    MPI_Gatherv(val.data(), mine, MPI_FLOAT, all_val.data(), counts.data(), displs.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);
-    key.swap(all_key);
-    val.swap(all_val);
-  }
+  if (size > 1) gather_to_root(key, val);
   std::vector<std::size_t> order(key.size());
   for (std::size_t e = 0; e < order.size(); ++e) order[e] = e;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
@@ -190,7 +177,7 @@ int cmd_train(const std::vector<std::string>& args) {
     }
   }
   int rc = 0;
-  // --verify: the trained body (every weight and bias) gathered to rank 0, to compare with a single-rank run.
+  // --verify: the trained parameters (weights, biases, head) gathered to rank 0, to compare with a single-rank run.
   Params dist_params;
   if (mpi && verify) dist_params = gather_params(tr, n, size);
   if (mpi) {

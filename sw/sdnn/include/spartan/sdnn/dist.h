@@ -92,6 +92,11 @@ class DistEngine {
   CommCounters counters_;
 };
 
+/// Collective over MPI_COMM_WORLD: concatenates every rank's (index, value) pairs, in rank order, into `idx` and
+/// `vals` on rank 0; the other ranks' vectors end empty. Throws InputError on every rank if the total exceeds
+/// MPI's int counts (2^31 - 1 values), std::logic_error if idx and vals differ in length.
+void gather_to_root(std::vector<std::int64_t>& idx, std::vector<float>& vals);
+
 /// `spartan-sdnn infer --partition FILE` body (MPI_Init/Finalize inside). Prints on rank 0 the categories,
 /// throughput, predicted and measured expand volume; with verify it also runs the shared-memory inference on
 /// rank 0 and compares. The images go through the network `images_per_pass` at a time (>= 1), so that a rank
