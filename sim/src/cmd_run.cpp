@@ -45,6 +45,8 @@ std::vector<std::int64_t> parse_list(const std::string& opt, const std::string& 
     v.push_back(x);
   }
   if (v.empty()) throw spartan::InputError(opt + ": empty list");
+  if (text.back() == ',')  // getline yields no item after a trailing comma: "0," must not read as "0"
+    throw spartan::InputError(opt + ": expected a comma-separated list of non-negative integers, got '" + text + "'");
   return v;
 }
 
@@ -121,6 +123,7 @@ int run_main(const std::vector<std::string>& args) {
   if (vm.count("layers") && layers.empty()) throw spartan::InputError("--layers: empty list");
   if (!iterations.empty()) opt.iterations = parse_list("--iterations", iterations);
   if (!layers.empty()) opt.layers = parse_list("--layers", layers);
+  if (vm.count("units") && units.empty()) throw spartan::InputError("--units: empty path");
   if (!units.empty()) spartan::hw::load_units_config(units, opt);
   if (!std::filesystem::exists(opt.trace_path)) throw spartan::IoError("--trace: cannot open '" + opt.trace_path + "'");
   // Checked now, created only when the results are written (a rejected input leaves no empty --out).
@@ -152,12 +155,12 @@ int run_main(const std::vector<std::string>& args) {
     }
     // A stale output of an inactive extension (e.g. rtl_cycles.json of an earlier --rtl run) would be read
     // by later steps (spartan-area --cycles) as if this run had produced it.
+    // Removed by the replay only once it succeeded (a rejected run must leave --out as it was).
     for (const auto& f : e->output_files()) {
       const std::filesystem::path p = std::filesystem::path(opt.out_dir) / f;
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(p, ec) && std::filesystem::remove(p, ec) && !opt.quiet)
-        std::fprintf(stderr, "spartan-sim run: removed %s of an earlier run (no --%s this time)\n", p.c_str(),
-                     e->name().c_str());
+      opt.stale_outputs.emplace_back(p.string(), opt.quiet ? std::string()
+                                                           : "spartan-sim run: removed " + p.string() +
+                                                                 " of an earlier run (no --" + e->name() + " this time)");
     }
   }
 

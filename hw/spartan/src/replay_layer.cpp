@@ -116,13 +116,15 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   gpu_->align_to_refresh();
 
   // Monitors: region 0 = this activation. Every monitor register write is a posted MMIO write that the
-  // hardware profile is charged for (host_mmio_write_ns each); the same value goes to all monitors, so a
-  // write counts once (a broadcast), as the FLUSH write does. monitor_writes counts the writes to unit 0.
+  // hardware profile is charged for (host_mmio_write_ns each); the same value goes to all monitors, so with
+  // host_monitor_broadcast (the default, an assumption: a broadcast register window) a write counts once,
+  // i.e. monitor_writes counts the writes to unit 0; without it, every unit's write counts.
   namespace mr = regmap::monitor;
   const std::size_t S = monitors_.size();
+  const bool bcast = opt_.host_monitor_broadcast;
   std::uint32_t monitor_writes = 0;
   const auto mon_w = [&](std::size_t u, std::uint32_t off, std::uint32_t v, const char* what) {
-    monitor_writes += u == 0;
+    monitor_writes += u == 0 || !bcast;
     mmio_w(u, off, v, what);
   };
   for (std::size_t u = 0; u < S; ++u) {
@@ -204,10 +206,26 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   gpu_->flush_l2();  // the same starting state as path A (see above)
   gpu_->align_to_refresh();
   Kernel kz = make_memset(ct_hw, 4 * tiles, sms_, line_);
-  const Step s_zero = kernel(kz, false);  // memory time only: issued by the driver ahead of the producer
+  Step s_zero = kernel(kz, false);  // memory time only: issued by the driver ahead of the producer
+  // CLEAR: the flush reads and clears every counter it writes out (RTL and TLM) and the RTL's reset sweeps
+  // the table, so without sampling the counters are zero at every layer start (checked here) and the
+  // driver enables without a CLEAR. With sampling the CLEAR restarts the sampling phase, so that a layer's
+  // figures do not depend on the layers replayed before it; it is instantaneous in the TLM but the RTL
+  // sweeps its counter memory one entry per cycle (CAPACITY cycles, writes stalled meanwhile:
+  // rtl/src/sparsity_monitor.v), so that sweep is charged, concurrent with the count-table memset.
+  const bool clear = opt_.sampling > 0;
+  const double clear_ns =
+      clear ? double(opt_.monitor.counter_entries) * 1e3 / monitors_.front()->config().clock_mhz : 0.0;
+  s_zero.compute_ns = std::max(s_zero.compute_ns, clear_ns);
+  if (!clear)
+    for (std::size_t u = 0; u < S; ++u)
+      for (std::uint32_t e = 0; e < tiles; ++e)
+        if (monitors_[u]->counter(e) != 0)
+          throw std::logic_error("monitor " + std::to_string(u) + " counter " + std::to_string(e) +
+                                 " is not zero at the start of a layer (the previous flush should have cleared it)");
   std::vector<std::uint64_t> busy0(S);
   for (std::size_t u = 0; u < S; ++u) {
-    mon_w(u, mr::CTRL, (1u << mr::CTRL_ENABLE_BIT) | (1u << mr::CTRL_CLEAR_BIT), "monitor CTRL");
+    mon_w(u, mr::CTRL, (1u << mr::CTRL_ENABLE_BIT) | (clear ? 1u << mr::CTRL_CLEAR_BIT : 0u), "monitor CTRL");
     busy0[u] = monitors_[u]->stats().busy_ps;
   }
   Kernel prodB = make_producer(m, sms_, line_);
@@ -239,8 +257,9 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   }
   // Overhead: every monitor register write of this layer (region set-up, CTRL enable, FLUSH, CTRL disable)
   // and the one MMIO read that observes completion.
+  const std::uint32_t monitor_reads = bcast ? 1u : std::uint32_t(S);  // the completion status read(s)
   Step h_flush{"flush", (flush_end - t_flush).to_seconds() * 1e9, 0,
-               monitor_writes * opt_.host_mmio_write_ns + opt_.host_mmio_read_ns,
+               monitor_writes * opt_.host_mmio_write_ns + monitor_reads * opt_.host_mmio_read_ns,
                f1.l2_bytes - f0.l2_bytes, f1.dram_bytes - f0.dram_bytes, -1};
   // Count-table zeroing then the flush, back to back: the sum of the two steps reported under "steps".
   const Step hw_prof = Step::sequence("profile", {&s_zero, &h_flush});
@@ -360,6 +379,8 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   hwj["convert"] = hw_conv.to_json();
   hwj["flush_cycles_max"] = flush_cycles_max;
   hwj["monitor_mmio_writes"] = monitor_writes;  // posted writes charged to the profile (broadcast: once each)
+  hwj["monitor_mmio_reads"] = monitor_reads;    // status reads charged to the profile (broadcast: one)
+  hwj["monitor_clear_ns"] = clear_ns;  // CLEAR sweep (sampling only) charged to count_table_zero (max with the memset)
   hwj["engine_mmio_writes"] = engine_writes;    // posted writes charged to the conversion
   hwj["engine_cycles"] = job.cycles;
   hwj["monitor_utilisation_mean"] = busy_sum / (double(S) * prod_ps);

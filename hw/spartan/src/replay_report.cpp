@@ -50,7 +50,13 @@ std::string replay_summary(const json& doc) {
     o << "engine crossbar port: " << gp["engine_port_bytes_per_cycle"].get<std::uint32_t>()
       << " B per crossbar cycle each way (SM ports: the preset's width; --units engine.port_bytes_per_cycle)\n";
   o << "assumed overheads: kernel launch " << opt["kernel_launch_ns"] << " ns (software kernels), host MMIO read "
-    << opt["host_mmio_read_ns"] << " ns, posted MMIO write " << opt["host_mmio_write_ns"] << " ns\n\n";
+    << opt["host_mmio_read_ns"] << " ns, posted MMIO write " << opt["host_mmio_write_ns"] << " ns";
+  if (opt.value("host_monitor_broadcast", true))
+    o << "; monitor register writes broadcast to all monitors and one aggregated status read per flush"
+         " (an assumption: --units host.monitor_broadcast: false charges every monitor's writes and read)";
+  else
+    o << "; every monitor's register writes and status read charged (host.monitor_broadcast: false)";
+  o << "\n\n";
   o << "times in us; traffic in MB (L2 = bytes read+written at the L2 slices, DRAM = at the memory controllers)\n";
   o << "GEMM = dense_ms / tile_sparse_ms of the layer's forward GEMM as measured on the trace's device; spd SW / HW ="
        " dense / (tile-sparse + profile + convert), only for GEMM times measured on a GPU\n";
@@ -111,7 +117,7 @@ std::string replay_summary(const json& doc) {
   const auto& ov = doc["overall"];
   o << "\noverall (" << ov["layers"] << " layers):\n";
   o << "  profiling:  software " << us(ov["profile"]["sw_ns"].get<double>())
-    << " us, hardware (count-table memset + flush + monitor MMIO writes + MMIO read) "
+    << " us, hardware (count-table memset + flush + monitor MMIO writes + status read) "
     << us(ov["profile"]["hw_ns"].get<double>()) << " us -> " << f("%.1f", ov["profile"]["ratio"].get<double>())
     << "x of the total, " << f("%.1f", ov["profile"]["mean_layer_ratio"].get<double>()) << "x mean over layers, "
     << f("%.1f", ov["profile"]["mean_layer_ratio_relu_inputs"].get<double>()) << "x over the "
@@ -141,10 +147,10 @@ std::string replay_summary(const json& doc) {
     if (sp.contains("software"))
       o << "  layer speedup T_dense / (T_tile_sparse + T_profile + T_convert): software path "
         << f("%.2f", sp["software"].get<double>()) << "x, hardware path " << f("%.2f", sp["hardware"].get<double>())
-        << "x\n";
+        << "x (" << sp.value("note", std::string()) << ")\n";
     else
-      o << "  layer speedup with profile and conversion: not computed (the GEMM times were measured on a CPU; they"
-           " are not added to simulated GPU times)\n";
+      o << "  layer speedup with profile and conversion: not computed (the GEMM times were measured on "
+        << sp["device"].get<std::string>() << ", not on a GPU; they are not added to simulated GPU times)\n";
   } else {
     o << "  layer speedup: not available ("
       << ov.value("speedup_unavailable", std::string("the trace lacks tile-sparse GEMM times for some layers")) << ")\n";
@@ -185,7 +191,8 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
     opt.monitor_clock_mhz = unit_clock_mhz(m, opt.monitor_clock_mhz);
     if (c.lines_per_cycle == 0) m.fail("lines_per_cycle", "must be >= 1");
-    if (c.counter_entries == 0) m.fail("counter_entries", "must be >= 1");
+    // Upper bound: 2^22 u32 counters = 16 MiB per monitor (1 GiB for a 64-slice GPU); the default is 8192.
+    if (c.counter_entries == 0 || c.counter_entries > (1u << 22)) m.fail("counter_entries", "must be 1..4194304");
     if (c.flush_outstanding == 0) m.fail("flush_outstanding", "must be >= 1");
     if (c.flush_groups_per_cycle == 0) m.fail("flush_groups_per_cycle", "must be >= 1");
     m.finish();
@@ -240,6 +247,11 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     ConfigMap m = top.child("host");
     opt.host_mmio_read_ns = overhead_ns(m, "mmio_read_ns", opt.host_mmio_read_ns);
     opt.host_mmio_write_ns = overhead_ns(m, "mmio_write_ns", opt.host_mmio_write_ns);
+    if (m.has("monitor_broadcast")) {
+      const std::string b = m.str("monitor_broadcast");
+      if (b != "true" && b != "false") m.fail("monitor_broadcast", "expected true or false, got '" + b + "'");
+      opt.host_monitor_broadcast = b == "true";
+    }
     m.finish();
   }
   top.finish();

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -49,7 +50,18 @@ struct ReplayOptions {
   BaselineConfig baseline;
   double host_mmio_read_ns = 1000;       ///< one uncached MMIO read from the host (PCIe round trip), assumption
   double host_mmio_write_ns = 100;       ///< one posted MMIO write from the host, assumption
+  /// true (default, ASSUMPTION): a monitor register write reaches all S monitors as one posted write to a
+  /// broadcast window, and one read of an aggregated status (the register hub ANDs the monitors' FLUSH_DONE)
+  /// observes the flush, as GPUs program their L2 slices through broadcast register ranges (NVIDIA's
+  /// "LTCS" broadcast registers of the L2 slices in its open GPU driver headers). false: every write and
+  /// the status read are charged once per monitor (S x 16 writes, S reads per layer).
+  bool host_monitor_broadcast = true;
   std::vector<RunExtension*> extensions; ///< active extensions (run_hooks.h)
+  /// Files in out_dir left by an earlier run that this run does not write (an inactive extension's, e.g.
+  /// rtl_cycles.json without --rtl): removed only after the replay succeeded, right before this run's
+  /// outputs are committed, so a rejected run leaves the directory as it was. Each entry: path, and a
+  /// note printed on stderr when it is removed (empty: none).
+  std::vector<std::pair<std::string, std::string>> stale_outputs;
 };
 
 /// Applies a units YAML file (`monitor:`, `engine:`, `baseline:`, `host:` mappings; unknown keys are

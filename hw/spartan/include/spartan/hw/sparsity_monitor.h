@@ -52,7 +52,9 @@ struct MonitorStats {
   std::uint64_t nonzero_counted = 0;      ///< non-zero elements added to counters
   std::uint64_t partial_elements = 0;     ///< elements cut by a request boundary (not counted)
   std::uint64_t busy_ps = 0;              ///< time the counting pipeline was occupied
-  std::uint64_t backpressure_ps = 0;      ///< time lines waited because they arrived faster than lines_per_cycle
+  /// Sum over lines of each line's wait because lines arrived faster than lines_per_cycle (line-ps: with
+  /// many lines waiting at once it exceeds the elapsed time; not a duration).
+  std::uint64_t backpressure_ps = 0;
   std::uint64_t flush_count = 0;
   std::uint64_t flush_rmw_groups = 0;     ///< count-table groups read-modify-written
   std::uint64_t flush_bytes_read = 0, flush_bytes_written = 0;
