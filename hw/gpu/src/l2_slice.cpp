@@ -53,6 +53,7 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       scratch_(line_bytes_),
       dmi_(std::make_shared<DmiCache>(64)) {
   socket.register_b_transport(this, &L2Slice::b_transport);
+  socket.register_transport_dbg(this, &L2Slice::transport_dbg);
   store_socket.register_invalidate_direct_mem_ptr(this, &L2Slice::invalidate_dmi);
   line_div_ = FastDiv(line_bytes_);
   sector_div_ = FastDiv(sector_bytes_);
@@ -232,6 +233,22 @@ void L2Slice::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay)
   ps_t t = now + delay.value();
   ps_t resp = access(gp, now, t);
   if (gp.is_response_ok()) delay = sc_core::sc_time::from_value(resp - now);
+}
+
+unsigned int L2Slice::transport_dbg(tlm::tlm_generic_payload& gp) {
+  const std::uint64_t addr = gp.get_address();
+  const std::uint32_t bytes = gp.get_data_length();
+  if (bytes == 0 || line_div_.mod(addr) + bytes > line_bytes_ || gp.get_byte_enable_ptr()) {
+    gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+    return 0;
+  }
+  std::uint8_t* mem = dmi_ptr(addr, gp.is_write());
+  if (gp.is_write())
+    std::memcpy(mem, gp.get_data_ptr(), bytes);
+  else
+    std::memcpy(gp.get_data_ptr(), mem, bytes);
+  gp.set_response_status(tlm::TLM_OK_RESPONSE);
+  return bytes;
 }
 
 ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t) {

@@ -349,12 +349,13 @@ void SparsityMonitor::rmw_group(std::uint64_t addr, const std::uint32_t* add, un
   const unsigned len = words * 4;
   tlm::tlm_generic_payload p;
   spartan::hw::prepare_payload(p, tlm::TLM_READ_COMMAND, addr, buf, len);
-  sc_time d = issue > sc_core::sc_time_stamp() ? issue - sc_core::sc_time_stamp() : SC_ZERO_TIME;
-  mem->b_transport(p, d);
-  const bool read_ok = p.is_response_ok();
+  // The add happens at the L2 (ROP atomic: one message carrying the addends). The functional value is
+  // fetched with the debug transport (no timing, no traffic, no statistics); the atomic's cost is the timed
+  // write message from the issue time. (Until 2026-12-02 this was a timed read: it doubled the flush's L2
+  // traffic and occupied the crossbar and the L2 data array.)
+  const bool read_ok = mem->transport_dbg(p) == len;  // a debug transport reports by its byte count
+  sc_time d = SC_ZERO_TIME;
   if (read_ok) {
-    // The add happens at the L2 (ROP atomic): the read above only fetches the functional value; the
-    // atomic's cost is the write message from the issue time (its read timing is not on the path).
     for (unsigned i = 0; i < words; ++i) {
       const std::uint32_t v = mmio_load_u32(buf + 4 * i) + add[i];  // u32 add, wraps like a ROP atomic
       mmio_store_u32(buf + 4 * i, v);

@@ -108,6 +108,10 @@ class L2Slice : public sc_core::sc_module {
     ps_t ready_max = 0;  ///< latest arrival time of any sector's fill
   };
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  /// Debug transport (TLM-2.0 transport_dbg): reads or writes the data functionally (the backing store holds
+  /// every value), with no timing, no statistics and no change to the cache state. Returns the bytes
+  /// transferred: 0 for an empty request, one crossing a line, or one with byte enables.
+  unsigned int transport_dbg(tlm::tlm_generic_payload& gp);
   /// Pointer to `addr` in the backing store, for reading or (`write`) for writing, through the DMI cache.
   std::uint8_t* dmi_ptr(std::uint64_t addr, bool write);
   /// Backward path of store_socket: the store revoked the grants of [start, end] (a zero page became real).
