@@ -72,7 +72,7 @@ double to_ms(const json& v, const Ctx& c, const std::string& name) {
   if (!v.is_number()) c.fail(name, "must be a number (milliseconds)");
   const double x = v.get<double>();
   // 1e9 ms (11.6 days) for one GEMM is a unit mistake, and larger values overflow the replay's ratios.
-  // 0 is allowed: a pass that was not run (layer 0's backward-data) keeps dense_ms 0.
+  // 0 is allowed: a writer may record 0 for a pass it did not time.
   if (!std::isfinite(x) || x < 0 || x > 1e9) c.fail(name, "must be a finite non-negative number of milliseconds, at most 1e9");
   return x;
 }
@@ -238,8 +238,16 @@ std::vector<LayerInfo> layers_from_json(const std::string& text, const std::stri
     }
     // Consistency with the geometry (known types only; other writers' types are passed through).
     if (l.type == "conv" || l.type == "fc") {
-      if (m.H + 2 * m.pad < m.KH || m.W + 2 * m.pad < m.KW ||
-          m.OH != (m.H + 2 * m.pad - m.KH) / m.stride + 1 || m.OW != (m.W + 2 * m.pad - m.KW) / m.stride + 1)
+      // fc: the equivalent 1x1 geometry of section 4.1 (C = input features, everything else 1, pad 0).
+      if (l.type == "fc" && (m.H != 1 || m.W != 1 || m.KH != 1 || m.KW != 1 || m.stride != 1 || m.pad != 0 ||
+                             m.OH != 1 || m.OW != 1))
+        c.fail("im2col", "an fc layer must have H, W, KH, KW, stride, OH, OW = 1 and pad = 0");
+      // H + 2*pad and W + 2*pad overflow-checked (pad up to INT64_MAX would wrap).
+      std::int64_t hp = 0, wp = 0;
+      if (!mul_ok(m.pad, 2, &hp) || __builtin_add_overflow(m.H, hp, &hp) || !mul_ok(m.pad, 2, &wp) ||
+          __builtin_add_overflow(m.W, wp, &wp))
+        c.fail("im2col", "H + 2*pad or W + 2*pad overflows");
+      if (hp < m.KH || wp < m.KW || m.OH != (hp - m.KH) / m.stride + 1 || m.OW != (wp - m.KW) / m.stride + 1)
         c.fail("im2col", "OH/OW do not follow from H, W, KH, KW, stride and pad");
       const std::int64_t batch = l.input[0];
       std::int64_t pixels = 0, patch = 0;
@@ -343,20 +351,46 @@ namespace {
   throw FormatError(r.path(), "__metadata__." + key, 0, what, "character");
 }
 
-// A decimal integer as text (docs/trace-format.md, section 4): optional '-' when `allow_sign`, 1..18 digits
-// (fits int64), no spaces or other characters. Returns the value.
+// Digits only (at least one), value <= `max`, accumulated with overflow checks.
+bool parse_digits(const std::string& digits, std::uint64_t max, std::uint64_t* out) {
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  std::uint64_t x = 0;
+  for (char ch : digits)
+    if (__builtin_mul_overflow(x, std::uint64_t{10}, &x) || __builtin_add_overflow(x, std::uint64_t(ch - '0'), &x))
+      return false;
+  *out = x;
+  return x <= max;
+}
+
+// A decimal integer as text (docs/trace-format.md, section 4): optional '-' when `allow_sign`, then digits,
+// no spaces or other characters, in [INT64_MIN, INT64_MAX] (overflow-checked). Returns the value.
 std::int64_t meta_int(const TraceReader& r, const char* key, const std::string& v, bool allow_sign,
                       std::int64_t min) {
-  const std::size_t first = allow_sign && !v.empty() && v[0] == '-' ? 1 : 0;
-  const std::string digits = v.substr(first);
-  const bool ok = !digits.empty() && digits.size() <= 18 &&
-                  digits.find_first_not_of("0123456789") == std::string::npos;
-  const std::int64_t x = ok ? (first ? -std::stoll(digits) : std::stoll(digits)) : 0;
+  const bool neg = allow_sign && !v.empty() && v[0] == '-';
+  std::uint64_t mag = 0;
+  const std::uint64_t max = neg ? std::uint64_t{1} << 63 : static_cast<std::uint64_t>(INT64_MAX);
+  const bool ok = parse_digits(v.substr(neg ? 1 : 0), max, &mag);
+  // -2^63 is representable: negate in unsigned arithmetic, then convert (two's complement, C++20-defined and
+  // what every C++17 compiler does).
+  const std::int64_t x = !ok ? 0 : neg ? static_cast<std::int64_t>(~mag + 1) : static_cast<std::int64_t>(mag);
   if (!ok || x < min)
     meta_fail(r, key,
               std::string(min >= 1 ? "must be a positive" : allow_sign ? "must be a" : "must be a non-negative") +
-                  " decimal integer, got '" + v.substr(0, 24) + "'");
+                  " 64-bit decimal integer, got '" + v.substr(0, 24) + "'");
   return x;
+}
+
+// `seed`: a decimal integer in [-2^63, 2^64 - 1] (writers store an unsigned 64-bit seed; a leading '-' is
+// accepted for other writers' signed seeds).
+void meta_seed(const TraceReader& r, const std::string& v) {
+  std::uint64_t mag = 0;
+  if (!v.empty() && v[0] == '-') {
+    (void)meta_int(r, keys::kSeed, v, true, INT64_MIN);
+    return;
+  }
+  if (!parse_digits(v, UINT64_MAX, &mag))
+    meta_fail(r, keys::kSeed,
+              "must be a decimal integer in [-2^63, 2^64-1], got '" + v.substr(0, 24) + (v.size() > 24 ? "...'" : "'"));
 }
 
 // The keys that mark a file as an .sptrace (section 4; `writer` is generic and does not count).
@@ -377,7 +411,7 @@ void check_metadata(const TraceReader& r) {
                       "character");
   for (const char* key : {keys::kModel, keys::kDataset, keys::kDevice})
     if (const std::string* v = find_meta(r, key); v && v->empty()) meta_fail(r, key, "must not be empty");
-  if (const std::string* v = find_meta(r, keys::kSeed)) (void)meta_int(r, keys::kSeed, *v, true, INT64_MIN);
+  if (const std::string* v = find_meta(r, keys::kSeed)) meta_seed(r, *v);
   std::int64_t batch = 0;  // `batch`: found by the reliability tests (issue 12)
   if (const std::string* v = find_meta(r, keys::kBatch)) batch = meta_int(r, keys::kBatch, *v, false, 1);
   if (const std::string* v = find_meta(r, keys::kCaptureEvery))

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "spartan/common/error.h"
+#include "spartan/trace/keys.h"
 #include "spartan/trace/sptrace.h"
 
 namespace spartan::trace {
@@ -184,6 +185,11 @@ void TraceReader::Impl::parse() {
         if (!v.is_string()) fail("__metadata__." + k, name_offset(header, k), "metadata value is not a string");
         metadata[k] = v.get<std::string>();
       }
+      // Section 6: a reader refuses a format version it does not know, whoever opens the file (a plain
+      // safetensors file without the key is a valid container).
+      if (const auto fv = metadata.find(keys::kFormatVersion); fv != metadata.end() && fv->second != kFormatVersion)
+        fail(std::string("__metadata__.") + keys::kFormatVersion, name_offset(header, keys::kFormatVersion),
+             "unsupported format version '" + fv->second.substr(0, 16) + "' (this reader knows " + kFormatVersion + ")");
       continue;
     }
     if (name.empty()) fail("header", at(), "empty tensor name");

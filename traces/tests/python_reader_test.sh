@@ -55,3 +55,13 @@ PY
 expect_one_line_exit2 "--check-sparsity mismatch" "$PYTHON" "$READER" --check-sparsity "$WORK/bad_sparsity.sptrace"
 expect_one_line_exit2 "NUL-padded header" "$PYTHON" "$READER" "$WORK/nul_padded.sptrace"
 expect_one_line_exit2 "spartan-trace check, NUL-padded header" "$CLI" check "$WORK/nul_padded.sptrace"
+# A lone surrogate escape in a tensor name: json.loads accepts it, UTF-8 cannot hold it; both readers must refuse it
+# with one line (the Python reader crashed with a UnicodeEncodeError traceback printing the name).
+"$PYTHON" - "$WORK/surrogate.sptrace" <<'PY'
+import struct, sys
+hb = b'{"a\\ud800b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+hb += b" " * ((-len(hb)) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
+PY
+expect_one_line_exit2 "lone surrogate in a name" "$PYTHON" "$READER" "$WORK/surrogate.sptrace"
+expect_one_line_exit2 "spartan-trace check, lone surrogate in a name" "$CLI" check "$WORK/surrogate.sptrace"

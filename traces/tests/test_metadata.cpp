@@ -108,7 +108,6 @@ TEST(TraceMetadata, SchemaErrorsNameTheField) {
 TEST(TraceMetadata, CheckRejectsBadStructuredMetadata) {
   const std::string path = testutil::temp_path("meta.sptrace");
   for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {keys::kFormatVersion, "2"},
            {keys::kLayers, "[{\"index\": 0}]"},
            {keys::kGemmTimes, "[1]"},
            {keys::kSparsity, "nope"}}) {
@@ -198,12 +197,91 @@ TEST(TraceMetadata, CheckRequiresKeysTypesAndConsistency) {
     TraceReader r(path);
     EXPECT_NO_THROW(check_metadata(r));
   }
+  // The seed is an unsigned 64-bit integer (spartan-train --seed): 10^18 and 2^64-1 were refused (18 digits at
+  // most); 2^64, and below -2^63, are not 64-bit seeds.
+  for (const std::string seed : {"1000000000000000000", "18446744073709551615", "-9223372036854775808"}) {
+    SCOPED_TRACE(seed);
+    write(with(keys::kSeed, &seed));
+    TraceReader r(path);
+    EXPECT_NO_THROW(check_metadata(r));
+    EXPECT_EQ(testutil::run_cli("check '" + path + "'").rc, 0);
+  }
+  for (const std::string seed : {"18446744073709551616", "-9223372036854775809", "184467440737095516150"}) {
+    SCOPED_TRACE(seed);
+    write(with(keys::kSeed, &seed));
+    TraceReader r(path);
+    expect_format_error([&] { check_metadata(r); }, "__metadata__.seed", "decimal integer");
+  }
+  const std::string batch_big = "9223372036854775808";  // INT64_MAX + 1: overflow-checked, not wrapped
+  write(with(keys::kBatch, &batch_big));
+  {
+    TraceReader r(path);
+    expect_format_error([&] { check_metadata(r); }, "__metadata__.batch", "positive");
+  }
   write({{"format", "pt"}});
   {
     TraceReader r(path);
     EXPECT_NO_THROW(check_metadata(r));
   }
   std::remove(path.c_str());
+}
+
+// Section 6: a reader refuses a format_version it does not know. TraceReader itself refuses it (spartan-sim
+// rtl-check and the benchmarks open traces without check_metadata); a file without the key still opens.
+TEST(TraceMetadata, ReaderRefusesUnknownFormatVersion) {
+  const std::string path = testutil::temp_path("meta_version.sptrace");
+  for (const std::string v : {"2", "", "1.0"}) {
+    SCOPED_TRACE(v);
+    {
+      TraceWriter w(path);
+      w.set_metadata(keys::kFormatVersion, v);
+      w.finish();
+    }
+    expect_format_error([&] { TraceReader r(path); }, "__metadata__.format_version", "unsupported format version");
+    const auto c = testutil::run_cli("info '" + path + "'");
+    EXPECT_EQ(c.rc, 2);
+    EXPECT_EQ(testutil::count_lines(c.err), 1) << c.err;
+    EXPECT_NE(c.err.find("__metadata__.format_version"), std::string::npos) << c.err;
+  }
+  {
+    TraceWriter w(path);
+    w.set_metadata(keys::kFormatVersion, kFormatVersion);
+    w.finish();
+  }
+  EXPECT_NO_THROW(TraceReader{path});
+  {
+    TraceWriter w(path);
+    w.set_metadata("format", "pt");
+    w.finish();
+  }
+  EXPECT_NO_THROW(TraceReader{path});
+  std::remove(path.c_str());
+}
+
+// fc layers carry the 1x1 geometry of section 4.1; a padding that overflows H + 2*pad is an error, not UB.
+TEST(TraceMetadata, FcGeometryIsOneByOneAndPaddingCannotOverflow) {
+  const std::string fc = layers_to_json({make_fc_layer(0, "fc1", 2, 6, 10, false)});
+  EXPECT_NO_THROW(layers_from_json(fc, "f"));
+  auto edit = [](std::string s, const std::string& from, const std::string& to) {
+    const auto p = s.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    return s.replace(p, from.size(), to);
+  };
+  // H = W = 3 with KH = KW = 3 keeps OH = OW = 1 and the GEMM shapes: it passed before.
+  const std::string fc3 =
+      edit(edit(edit(edit(fc, "\"H\":1", "\"H\":3"), "\"W\":1", "\"W\":3"), "\"KH\":1", "\"KH\":3"), "\"KW\":1", "\"KW\":3");
+  expect_format_error([&] { layers_from_json(fc3, "f"); }, "__metadata__.layers[0].im2col", "fc layer");
+  expect_format_error([&] { layers_from_json(edit(fc, "\"pad\":0", "\"pad\":1"), "f"); }, "__metadata__.layers[0].im2col",
+                      "fc layer");
+  expect_format_error([&] { layers_from_json(edit(fc, "\"stride\":1", "\"stride\":2"), "f"); },
+                      "__metadata__.layers[0].im2col", "fc layer");
+  // pad = INT64_MAX: H + 2*pad wrapped (signed overflow) and the layer passed.
+  const std::string conv = layers_to_json({make_conv_layer(0, "conv1", 2, 1, 8, 8, 4, 3, 3, 1, 1, true)});
+  for (const std::string pad : {"9223372036854775807", "4611686018427387904"}) {
+    SCOPED_TRACE(pad);
+    expect_format_error([&] { layers_from_json(edit(conv, "\"pad\":1", "\"pad\":" + pad), "f"); },
+                        "__metadata__.layers[0].im2col", "overflows");
+  }
 }
 
 // Captured tensors must match their layer (docs/trace-format.md section 3; an eleventh-session new-user review

@@ -52,6 +52,22 @@ def _no_duplicates(pairs):
     return seen
 
 
+def _lone_surrogate(obj):
+    """The first key or string in a parsed JSON value that holds a lone surrogate (a \\ud800-\\udfff escape
+    without its pair, which json.loads accepts and UTF-8 cannot encode; the C++ reader refuses it), else None."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, str) and any(0xD800 <= ord(ch) <= 0xDFFF for ch in x):
+            return x
+    return None
+
+
 def _is_uint(x):
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
@@ -82,6 +98,10 @@ class SpTrace:
             header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
             raise SpTraceError(path, "header", 8, f"invalid JSON: {e}") from None
+        bad = _lone_surrogate(header)
+        if bad is not None:
+            raise SpTraceError(path, "header", 8,
+                               f"invalid JSON: lone surrogate escape in string {ascii(bad[:40])}")
         if not isinstance(header, dict):
             raise SpTraceError(path, "header", 8, "JSON header is not an object")
         self.data_start = 8 + n

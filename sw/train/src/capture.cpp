@@ -59,7 +59,6 @@ void TraceCapture::on_capture(std::int64_t iteration, Model& model, const std::v
   if (layers_.empty())
     for (std::size_t l = 0; l < gl.size(); ++l) layers_.push_back(layer_info(*gl[l], names_[l]));
   std::vector<std::uint16_t> half;
-  std::vector<std::uint8_t> flags;
   for (std::size_t l = 0; l < gl.size(); ++l) {
     const GemmLayer& g = *gl[l];
     const Tensor& a = g.input();
@@ -76,9 +75,14 @@ void TraceCapture::on_capture(std::int64_t iteration, Model& model, const std::v
       writer_.add_tensor(prefix + trace::kinds::kAct, opt_.act_dtype, shape, half.data(), half.size() * 2);
     }
     if (g.next_relu) {
-      const Tensor& r = g.next_relu->output();
-      flags.resize(r.numel());
-      for (std::size_t i = 0; i < r.numel(); ++i) flags[i] = r.v[i] > 0.0f;
+      // The zero pattern of the backward-data GEMM's sparse operand as it ran (not the ReLU's forward mask: a batch
+      // norm between the layer and its ReLU makes the operand dense, a max-pool after the ReLU makes it sparser).
+      const std::vector<std::uint8_t>& flags = g.bwd_operand_mask();
+      const std::size_t n = static_cast<std::size_t>(g.output_shape().count());
+      if (flags.size() != n)
+        throw Error("trace capture: layer " + names_[l] + ": backward-data operand mask has " + std::to_string(flags.size()) +
+                        " elements, output has " + std::to_string(n),
+                    1);
       const auto packed = trace::pack_bits(flags.data(), flags.size());
       writer_.add_tensor(prefix + trace::kinds::kDzMask, trace::DType::U8, {static_cast<std::int64_t>(packed.size())},
                          packed.data(), packed.size());

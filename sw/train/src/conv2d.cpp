@@ -14,6 +14,31 @@ void he_normal(std::vector<float>& w, int fan_in, std::mt19937_64& rng) {
 
 }  // namespace
 
+void GemmLayer::note_bwd_operand(const Tensor& dy, Context& ctx) {
+  bwd_mask_.clear();
+  bwd_density_ = 1.0;
+  if (!next_relu) return;
+  const std::size_t n = dy.count();
+  if (!ctx.keep_bwd_operand_mask) {  // density only: counted where dY lives
+    if (n == 0) return;
+    const double zeros = ctx.exec ? static_cast<double>(ctx.exec->count_zeros(exec_ptr(dy), n))
+                                  : zero_fraction(dy.data(), n) * static_cast<double>(n);
+    bwd_density_ = 1.0 - zeros / static_cast<double>(n);
+    return;
+  }
+  Tensor host;
+  const Tensor* t = &dy;
+  if (ctx.exec) {  // capture step: dY comes down to the host
+    host = dy;
+    fetch_host(*ctx.exec, host);
+    t = &host;
+  }
+  bwd_mask_.resize(n);
+  std::size_t nz = 0;
+  for (std::size_t i = 0; i < n; ++i) nz += bwd_mask_[i] = t->v[i] != 0.0f;
+  if (n) bwd_density_ = static_cast<double>(nz) / static_cast<double>(n);
+}
+
 Conv2d::Conv2d(int cin_, int cout_, int k_, int stride_, int pad_, bool bias_, std::mt19937_64& rng)
     : cin(cin_), cout(cout_), k(k_), stride(stride_), pad(pad_),
       weight("weight", std::size_t(cout_) * cin_ * k_ * k_), bias("bias", bias_ ? cout_ : 0, false), has_bias(bias_) {
@@ -95,6 +120,7 @@ Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
 
 Tensor Conv2d::backward(const Tensor& dy, Context& ctx) {
   if (ctx.exec) return backward_exec(dy, ctx);
+  note_bwd_operand(dy, ctx);
   const int p = yshape_.h * yshape_.w, kdim = cin * k * k;
   const std::ptrdiff_t np = std::ptrdiff_t(dy.n) * p;
   // dY as (N*P) x Cout, one row per output pixel (reuses ytmp_).
@@ -194,6 +220,7 @@ Tensor Linear::forward(const Tensor& x, Context& ctx) {
 
 Tensor Linear::backward(const Tensor& dy, Context& ctx) {
   if (ctx.exec) return backward_exec(dy, ctx);
+  note_bwd_operand(dy, ctx);
   for (int o = 0; o < out; ++o) {
     double s = 0;
     for (int n = 0; n < dy.n; ++n) s += dy.v[std::size_t(n) * out + o];

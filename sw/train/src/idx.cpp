@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <filesystem>
 #include <fstream>
 
@@ -69,9 +70,10 @@ IdxArray read_idx(const std::string& path) {
     const std::uint8_t* p = bytes.data() + 4 + 4 * i;
     const std::uint32_t v = (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
     a.dims.push_back(v);
-    count *= v;
+    // Overflow-checked: 2^22 x 2^21 x 2^21 would wrap to 0 elements.
+    if (__builtin_mul_overflow(count, std::uint64_t(v), &count) || count > (std::uint64_t(1) << 34))
+      throw FormatError(path, "dims", 4 + 4 * static_cast<std::uint64_t>(i), "implausible element count (more than 2^34)");
   }
-  if (count > (std::uint64_t(1) << 34)) throw FormatError(path, "dims", 4, "implausible element count");
   if (bytes.size() - header < count)
     throw FormatError(path, "data", bytes.size(),
                       "truncated: header declares " + std::to_string(count) + " elements, file holds " +
@@ -102,8 +104,17 @@ DataSplit load_split(const std::string& dir, const std::string& prefix, int clas
   const std::string img_path = find_file(dir, stems[0]);
   const std::string lab_path = find_file(dir, stems[1]);
   IdxArray img = read_idx(img_path);
-  IdxArray lab = read_idx(lab_path);
   if (img.dims.size() != 3) throw FormatError(img_path, "dims", 3, "image file must have 3 dimensions (N, rows, cols)");
+  // Bounds before the int casts: rows and cols in [1, kMaxImageSide] (rows*cols and the layers' int sizes cannot
+  // overflow), N at most INT_MAX (at most 2^34 elements in all, read_idx).
+  for (int i = 1; i < 3; ++i)
+    if (img.dims[i] < 1 || img.dims[i] > kMaxImageSide)
+      throw FormatError(img_path, "dims", 4 + 4 * static_cast<std::uint64_t>(i),
+                        std::string(i == 1 ? "rows" : "cols") + " " + std::to_string(img.dims[i]) + " out of range 1.." +
+                            std::to_string(kMaxImageSide));
+  if (img.dims[0] > static_cast<std::uint32_t>(INT_MAX))
+    throw FormatError(img_path, "dims", 4, std::to_string(img.dims[0]) + " images: more than " + std::to_string(INT_MAX));
+  IdxArray lab = read_idx(lab_path);
   if (lab.dims.size() != 1) throw FormatError(lab_path, "dims", 3, "label file must have 1 dimension (N)");
   if (img.dims[0] != lab.dims[0])
     throw InputError(img_path + ": " + std::to_string(img.dims[0]) + " images but " + lab_path + " has " +

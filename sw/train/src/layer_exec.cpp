@@ -121,6 +121,7 @@ Tensor Conv2d::forward_exec(const Tensor& x, Context& ctx) {
 
 Tensor Conv2d::backward_exec(const Tensor& dy, Context& ctx) {
   Executor& ex = *ctx.exec;
+  note_bwd_operand(dy, ctx);
   const hd::ConvGeom g{x_.n, cin, x_.h, x_.w, k, stride, pad, yshape_.h, yshape_.w};
   const int p = g.p(), kdim = g.kdim();
   const std::int64_t np = g.np();
@@ -173,6 +174,7 @@ Tensor Linear::forward_exec(const Tensor& x, Context& ctx) {
 
 Tensor Linear::backward_exec(const Tensor& dy, Context& ctx) {
   Executor& ex = *ctx.exec;
+  note_bwd_operand(dy, ctx);
   ex.channel_sum(exec_ptr(dy), dy.n, out, 1, bptr(bias.d_grad, "fc bias gradient"));
   ensure(ex, d_dwt_, std::size_t(in) * out * sizeof(float));
   gemm::GemmCall cw = exec_call(ex);  // dW^T[in x out] = x^T[in x N] * dy[N x out]
@@ -209,8 +211,6 @@ Tensor ReLU::backward_exec(const Tensor& dy, Context& ctx) {
   ctx.exec->relu_bwd(exec_ptr(dy), exec_ptr(y_), exec_ptr(dx), dy.count());
   return dx;
 }
-
-void ReLU::fetch_output(Executor& ex) { fetch_host(ex, y_); }
 
 Tensor MaxPool2d::forward_exec(const Tensor& x, Context& ctx) {
   Executor& ex = *ctx.exec;

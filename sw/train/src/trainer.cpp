@@ -208,14 +208,17 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
         loss = softmax_cross_entropy(z, labels.data(), dz, &correct);
       }
       if (!std::isfinite(loss)) throw Error("training diverged at iteration " + std::to_string(it) + " (loss " + std::to_string(loss) + "); lower --lr", 1);
+      ctx.keep_bwd_operand_mask = capture;
       model.backward(dz, ctx);
+      ctx.keep_bwd_operand_mask = false;
       gemm.set_timing(false);
-      // Sparsity of every GEMM layer's activation (and of the ReLU mask of its output gradient).
+      // Sparsity of every GEMM layer's activation, and (layers with a ReLU after them) of the sparse operand of its
+      // backward-data GEMM, as that GEMM received it (GemmLayer::bwd_operand_density).
       double mean_sp = 0;
       const bool sample = it % std::max<std::int64_t>(1, cfg.sparsity_every) == 0 || capture;
       for (std::size_t l = 0; l < glayers.size(); ++l) {
         const double ad = density(glayers[l]->input(), ex);
-        const double dd = glayers[l]->next_relu ? density(glayers[l]->next_relu->output(), ex) : 1.0;
+        const double dd = glayers[l]->next_relu ? glayers[l]->bwd_operand_density() : 1.0;
         LayerSparsity& s = res.sparsity[l];
         s.act_density_sum += ad;
         s.dz_density_sum += dd;
@@ -229,12 +232,8 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
       }
       if (glayers.size() > 1) mean_sp /= static_cast<double>(glayers.size() - 1);
       if (capture) {
-        if (ex)  // the captured tensors come down to the host
-          for (GemmLayer* g : glayers) {
-            g->fetch_input(*ex);
-            // next_relu points into this (non-const) model.
-            if (g->next_relu) const_cast<ReLU*>(g->next_relu)->fetch_output(*ex);
-          }
+        if (ex)  // the captured activations come down to the host (the backward-data operands' masks already did)
+          for (GemmLayer* g : glayers) g->fetch_input(*ex);
         const auto timings = gemm.take_timings();
         for (TrainObserver* o : observers) o->on_capture(it, model, timings);
       }

@@ -140,3 +140,29 @@ TEST_F(IdxTest, RejectsOutOfRangeLabelNamingFileIndexAndLabel) {
   EXPECT_EQ(ds.classes, 256);
   (void)test_labels;
 }
+
+TEST_F(IdxTest, ElementCountOverflowAndImageSizeAreFormatErrors) {
+  // 2^22 x 2^21 x 2^21 = 2^64 elements: the product wrapped to 0 and passed as an empty file.
+  const std::vector<std::uint8_t> wrap = {0, 0, 8, 3, 0, 0x40, 0, 0, 0, 0x20, 0, 0, 0, 0x20, 0, 0};
+  try {
+    read_idx(write_raw("wrap.idx", wrap));
+    FAIL() << "2^64 elements accepted";
+  } catch (const spartan::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("implausible element count"), std::string::npos) << e.what();
+  }
+  // 2^32-1 images of 0 x 0 pixels: 0 elements, but N, rows and cols do not make a dataset.
+  write_raw("train-images-idx3-ubyte", {0, 0, 8, 3, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0});
+  write_raw("train-labels-idx1-ubyte", {0, 0, 8, 1, 0xff, 0xff, 0xff, 0xff});
+  write_raw("t10k-images-idx3-ubyte", idx_bytes({1, 2, 2}, 4, 0));
+  write_raw("t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 1, 2});
+  try {
+    spartan::train::load_idx_dataset(dir_.string());
+    FAIL() << "0 x 0 images accepted";
+  } catch (const spartan::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("rows 0 out of range"), std::string::npos) << e.what();
+  }
+  // 1 x 5000 x 1 image: cols within the element limit, rows above kMaxImageSide.
+  write_raw("train-images-idx3-ubyte", idx_bytes({1, 5000, 1}, 5000, 0));
+  write_raw("train-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 1, 0});
+  EXPECT_THROW(spartan::train::load_idx_dataset(dir_.string()), spartan::FormatError);
+}

@@ -259,13 +259,14 @@ Dataset synthetic_dataset(int n_train, int n_test, std::uint64_t seed) {
 
 struct LossRecorder : TrainObserver {
   std::vector<double> loss;
-  std::vector<std::vector<float>> captured;  ///< step 0: every GEMM layer's input and ReLU output
+  /// Step 0: every GEMM layer's input and (layers with a ReLU after them) its backward-data operand's non-zero mask.
+  std::vector<std::vector<float>> captured;
   bool wants_capture(std::int64_t it) override { return it == 0; }
   void on_capture(std::int64_t, Model& m, const std::vector<GemmTiming>& t) override {
     EXPECT_EQ(t.size(), 3 * m.gemm_layers().size());
     for (const GemmLayer* g : m.gemm_layers()) {
       captured.push_back(g->input().v);
-      if (g->next_relu) captured.push_back(g->next_relu->output().v);
+      if (g->next_relu) captured.emplace_back(g->bwd_operand_mask().begin(), g->bwd_operand_mask().end());
     }
   }
   void on_iteration(const IterationInfo& i) override { loss.push_back(i.loss); }
@@ -302,8 +303,10 @@ void compare_models(const std::string& name, int batch, int steps, double rel, c
   // Parameters came back to the host after training.
   const auto pa = models[0]->params(), pb = models[1]->params();
   for (std::size_t i = 0; i < pa.size(); ++i) expect_same(pa[i]->value, pb[i]->value, 1e-4, name + " final " + pa[i]->name);
-  for (std::size_t l = 0; l < res[0].sparsity.size(); ++l)
+  for (std::size_t l = 0; l < res[0].sparsity.size(); ++l) {
     EXPECT_NEAR(res[0].sparsity[l].mean_act_sparsity(), res[1].sparsity[l].mean_act_sparsity(), 1e-3) << name << " layer " << l;
+    EXPECT_NEAR(res[0].sparsity[l].mean_dz_sparsity(), res[1].sparsity[l].mean_dz_sparsity(), 1e-3) << name << " layer " << l;
+  }
 }
 
 }  // namespace

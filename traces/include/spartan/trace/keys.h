@@ -12,7 +12,8 @@ namespace kinds {
 /// Activation that feeds the layer's GEMM (its input), F32/F16/BF16, NCHW for conv ([N, C, H, W]),
 /// [N, features] for fully connected layers.
 inline constexpr const char* kAct = "act";
-/// ReLU mask of the layer's output (1 = gradient passes), U8 bit-packed, little-endian bit order:
+/// Zero pattern of the layer's backward-data GEMM's sparse operand, the output gradient as that GEMM received it
+/// (1 = non-zero; layers with a ReLU after them only), U8 bit-packed, little-endian bit order:
 /// element e (flat NCHW index of the layer output) is bit (e % 8) of byte e / 8. Shape [ceil(n / 8)].
 inline constexpr const char* kDzMask = "dz_mask";
 }  // namespace kinds

@@ -1,5 +1,6 @@
 // Trace capture: a TrainObserver that writes, every K steps, each conv/FC layer's input activation
-// (`it{i}/L{l}/act`) and the ReLU mask of its output gradient (`it{i}/L{l}/dz_mask`, U8 bit-packed,
+// (`it{i}/L{l}/act`) and, for a layer with a ReLU after it, the non-zero pattern of its backward-data GEMM's
+// sparse operand, the output gradient as that GEMM received it (`it{i}/L{l}/dz_mask`, U8 bit-packed,
 // little-endian bit order), plus the metadata of docs/trace-format.md (model, dataset, device, seed,
 // batch, layers with NCHW shapes, im2col geometry and GEMM M/N/K, measured GEMM times, sparsity).
 // The file appears atomically at finish(); if training fails, no trace is left behind.

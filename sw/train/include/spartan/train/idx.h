@@ -19,7 +19,8 @@ struct IdxArray {
 
 /// Reads an IDX file (gzip or raw). Throws spartan::IoError if the file cannot be opened and
 /// spartan::FormatError (file, field, byte offset in the decompressed stream) on a bad magic,
-/// an element type other than u8, a corrupt gzip stream, or a file shorter than its header says.
+/// an element type other than u8, a corrupt gzip stream, more than 2^34 elements (product of the dimensions,
+/// overflow-checked), or a file shorter than its header says.
 IdxArray read_idx(const std::string& path);
 
 /// One split of an image-classification dataset: `images` are N x 1 x rows x cols floats scaled
@@ -37,12 +38,15 @@ struct Dataset {
   int classes = 10;
 };
 
+/// Largest image side (rows, cols) load_idx_dataset accepts.
+inline constexpr std::uint32_t kMaxImageSide = 4096;
+
 /// Default location of the Debian package `dataset-fashion-mnist`.
 inline constexpr const char* kDefaultFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
 /// Loads an IDX pair per split from `dir`: {train,t10k}-{images-idx3,labels-idx1}-ubyte, each either
 /// raw or with a `.gz` suffix. Throws IoError when a file is missing, FormatError when malformed, and
-/// InputError when image and label counts differ. Every label must be < `classes` (10 for Fashion-MNIST and
+/// InputError when image and label counts differ. Image rows and cols must be in [1, kMaxImageSide] (FormatError). Every label must be < `classes` (10 for Fashion-MNIST and
 /// MNIST; 1..256): an out-of-range label throws FormatError naming the labels file, the label's index and value
 /// (byte offset in the decompressed file). The returned `classes` is the given one.
 Dataset load_idx_dataset(const std::string& dir, int classes = 10);

@@ -2,7 +2,8 @@
 // keep what their backward needs from the last forward (so forward/backward must alternate).
 // Conv2d and Linear ("GEMM layers") run their three GEMMs through the GemmRunner with the activation
 // operand marked sparse: forward and backward-weight mark the input activation (im2col matrix for
-// conv), backward-data marks the incoming gradient (ReLU-masked where a ReLU follows).
+// conv), backward-data marks the incoming gradient (ReLU-masked where a ReLU follows directly; where a
+// batch norm sits between the layer and its ReLU, the gradient is that of BN's backward, dense in training).
 //
 // Device-resident path: with Context::exec set (executor.h), tensors and parameters live in the executor's
 // buffers (Tensor::buf, Param::d_*) and every layer runs the same computation as executor operations
@@ -38,6 +39,9 @@ struct Context {
   GemmRunner* gemm = nullptr;
   /// Non-null: the device-resident path on this executor (inputs and outputs are executor tensors).
   Executor* exec = nullptr;
+  /// Backward keeps, per GEMM layer with a ReLU after it, which elements of its backward-data GEMM's sparse
+  /// operand were non-zero (GemmLayer::bwd_operand_mask; the trace's `dz_mask`). Set on capture steps.
+  bool keep_bwd_operand_mask = false;
 };
 
 class ReLU;
@@ -79,13 +83,31 @@ class GemmLayer : public Layer {
   /// Executor path: downloads input()'s elements into its host vector (trace capture).
   virtual void fetch_input(Executor& ex) = 0;
   void gemm_layers(std::vector<GemmLayer*>& out) override { out.push_back(this); }
+  /// Layers with next_relu only (others: 1 and empty). Non-zero fraction of the sparse operand A of the last
+  /// backward-data GEMM, i.e. of the output gradient dY as that GEMM received it (after the ReLU mask, and
+  /// after batch norm's backward where a BN sits between the layer and its ReLU, which makes it dense).
+  double bwd_operand_density() const { return bwd_density_; }
+  /// 1 where that operand was non-zero, 0 where it was zero (+0.0 or -0.0), one byte per element in the
+  /// NCHW order of the layer's output (FC: b*out + j); filled by a backward with Context::keep_bwd_operand_mask,
+  /// empty after one without.
+  const std::vector<std::uint8_t>& bwd_operand_mask() const { return bwd_mask_; }
+
+ protected:
+  /// Both backward paths call this with the output gradient before the backward-data GEMM; dY's elements are
+  /// that GEMM's A operand (conv: transposed to (N*P) x Cout, the same values).
+  void note_bwd_operand(const Tensor& dy, Context& ctx);
+
+ private:
+  double bwd_density_ = 1.0;
+  std::vector<std::uint8_t> bwd_mask_;
 };
 
 /// 2-D convolution via im2col + GEMM. Weights Cout x (Cin*kh*kw), bias Cout. He-normal init.
 /// im2col matrix `col` stored kdim x P with kdim = Cin*kh*kw (channel-major, then kernel row, kernel
 /// col) and P = N*OH*OW (image-major, then output row, output col). With A always the sparse operand:
 /// fwd: Y^T[P x Cout] = col^T * W^T (M=P, N=Cout, K=kdim);
-/// bwd_data: dcol^T[P x kdim] = dY^T * W (M=P, N=kdim, K=Cout; dY ReLU-masked where a ReLU follows), then col2im;
+/// bwd_data: dcol^T[P x kdim] = dY^T * W (M=P, N=kdim, K=Cout; dY the output gradient: ReLU-masked where a ReLU
+/// follows directly, dense after batch norm's backward), then col2im;
 /// bwd_weight: dW^T[kdim x Cout] = col * dY^T (M=kdim, N=Cout, K=P).
 class Conv2d final : public GemmLayer {
  public:
@@ -146,8 +168,6 @@ class ReLU final : public Layer {
   std::string describe() const override { return "relu"; }
   /// Output of the last forward (mask = output > 0).
   const Tensor& output() const { return y_; }
-  /// Executor path: downloads output()'s elements into its host vector (trace capture).
-  void fetch_output(Executor& ex);
 
  private:
   Tensor forward_exec(const Tensor& x, Context& ctx);

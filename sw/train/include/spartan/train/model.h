@@ -14,7 +14,8 @@ class Model {
  public:
   explicit Model(std::string name) : name_(std::move(name)) {}
   /// Appends a layer. A ReLU that follows a GEMM layer (possibly through a BatchNorm) becomes that
-  /// layer's `next_relu` (its mask is the trace's `dz_mask`). GEMM layers are numbered in order.
+  /// layer's `next_relu`: such a layer records the zero pattern of its backward-data GEMM's operand (the trace's
+  /// `dz_mask`; dense where a BatchNorm sits between). GEMM layers are numbered in order.
   void add(std::unique_ptr<Layer> layer);
   Tensor forward(const Tensor& x, Context& ctx);
   Tensor backward(const Tensor& dy, Context& ctx);

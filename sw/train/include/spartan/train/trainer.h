@@ -26,7 +26,8 @@ struct TrainConfig {
   /// Device-resident path (executor.h; not owned): null = the CPU path. With an executor, parameters are
   /// moved to its memory at the start and back at the end; per step only the input batch and labels go up and
   /// only the loss/accuracy (per-sample losses and hits), the per-layer zero counts and, on capture steps, the
-  /// captured activations and ReLU outputs come down. The GemmRunner's engine must accept the executor's
+  /// captured activations and the
+  /// backward-data operands (for their zero masks) come down. The GemmRunner's engine must accept the executor's
   /// pointers (a CUDA engine for "cuda").
   Executor* executor = nullptr;
 };
