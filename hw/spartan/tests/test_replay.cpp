@@ -456,6 +456,19 @@ TEST(Replay, MonitorMmioChargesFollowTheBroadcastAssumption) {
   }
   const std::uint64_t S = docs[0]["units"]["monitors"].size();
   ASSERT_GT(S, 1u);
+  // The flush's L2 traffic is one atomic message per count-table group (up to 32 B: its counters' words;
+  // the functional value is read with the debug transport; until 2026-12-02 a timed read doubled it).
+  std::uint64_t groups = 0, written = 0, flush_l2 = 0;
+  for (const auto& m : docs[0]["units"]["monitors"]) {
+    groups += m["flush_rmw_groups"].get<std::uint64_t>();
+    written += m["flush_bytes_written"].get<std::uint64_t>();
+  }
+  for (const auto& L : docs[0]["layers"])
+    for (const auto& st : L["hardware"]["steps"])
+      if (st["name"] == "flush") flush_l2 += st["l2_bytes"].get<std::uint64_t>();
+  EXPECT_GT(groups, 0u);
+  EXPECT_LE(written, 32 * groups);
+  EXPECT_EQ(flush_l2, written);
   ASSERT_EQ(docs[0]["layers"].size(), docs[1]["layers"].size());
   for (std::size_t i = 0; i < docs[0]["layers"].size(); ++i) {
     const auto& h0 = docs[0]["layers"][i]["hardware"];
