@@ -386,6 +386,40 @@ TEST(TileFormat, ValidateCatchesCorruption) {
   EXPECT_THROW(validate(bad), spartan::InputError);
 }
 
+// Review finding: tile_rows up to 2^32 - 1 were accepted (only TR * TC < 2^32 was checked); tiles_r()
+// wrapped to 0 tiles (silent data loss) and the GEMM's band starts overflowed.
+TEST(TileFormat, TileSidesAreBoundedAndGridArithmeticDoesNotWrap) {
+  std::vector<float> x(4, 1.f);
+  CompactOptions o;
+  o.tile_cols = 1;
+  for (std::uint32_t tr : {65536u, 0x80000000u, 0xFFFFFFFFu}) {
+    o.tile_rows = tr;
+    EXPECT_THROW(compact(x.data(), 4, 1, 1, o), spartan::InputError) << tr;
+  }
+  o.tile_rows = 65535;
+  const TiledMatrix t = compact(x.data(), 4, 1, 1, o);
+  EXPECT_EQ(t.headers.size(), 1u);
+  EXPECT_EQ(expand(t), x);
+  EXPECT_EQ((TileGrid{0xFFFFFFFFu, 0xFFFFFFFFu, 65535, 2}.tiles_r()), 65537u);  // 65535 * 65537 = 2^32 - 1
+  EXPECT_EQ((TileGrid{0xFFFFFFFFu, 0xFFFFFFFFu, 65535, 2}.tiles_c()), 0x80000000u);
+  EXPECT_EQ((TileGrid{0xFFFFFFF0u, 1, 65535, 1}.tiles_r()), 65537u);
+}
+
+TEST(TileFormat, ParseTileSizeAcceptsOnlyRxC) {
+  EXPECT_EQ(parse_tile_size("32x32", "--tile").rows, 32u);
+  EXPECT_EQ(parse_tile_size("8x256", "--tile").cols, 256u);
+  EXPECT_EQ(parse_tile_size("65535x1", "--tile").rows, 65535u);
+  for (const char* bad : {"-1x1", "8x256junk", "0x4", "4x0", "08x4", "x4", "4x", "", "4", "4X4", " 4x4", "4x4 ",
+                          "+4x4", "65536x1", "1x65536", "99999999999999999999999x1", "4x4x4", "4.0x4"}) {
+    try {
+      parse_tile_size(bad, "--tile");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const spartan::InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--tile: ", 0), 0u) << e.what();
+    }
+  }
+}
+
 TEST(TileFormat, RejectsBadOptions) {
   std::vector<float> x(16);
   CompactOptions o;

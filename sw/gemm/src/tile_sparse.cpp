@@ -82,8 +82,10 @@ void scale_c(const GemmCall& c) {
 }  // namespace
 
 TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
-  if (opt.tile_rows == 0 || opt.tile_cols == 0 || opt.tile_cols > 65535)
-    throw InputError("tile-sparse gemm: tile size must be >= 1 x 1 with at most 65535 columns");
+  if (opt.tile_rows == 0 || opt.tile_cols == 0 || opt.tile_rows > format::kMaxTileSide ||
+      opt.tile_cols > format::kMaxTileSide)
+    throw InputError("tile-sparse gemm: tile size must be 1..65535 rows x 1..65535 columns, got " +
+                     std::to_string(opt.tile_rows) + "x" + std::to_string(opt.tile_cols));
   if (opt.sparse_format != TileFormat::Ell && opt.sparse_format != TileFormat::Bitmap)
     throw InputError("tile-sparse gemm: sparse format must be ELL or BITMAP");
   const bool has = detail::cpu_has_avx2_fma();
@@ -123,8 +125,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   if (c.sparse == SparseOperand::None) throw InputError("tile-sparse gemm: run_compacted needs a sparse operand");
   const Stored st = stored_sparse(c);
   if (s.grid.rows != std::uint32_t(st.rows) || s.grid.cols != std::uint32_t(st.cols) ||
-      s.elem != format::ElemType::F32 || s.headers.size() != s.grid.num_tiles())
+      s.elem != format::ElemType::F32)
     throw InputError("tile-sparse gemm: compacted operand does not match the call's sparse operand shape");
+  if (s.grid.tile_rows == 0 || s.grid.tile_cols == 0 || s.grid.tile_rows > format::kMaxTileSide ||
+      s.grid.tile_cols > format::kMaxTileSide || s.headers.size() != s.grid.num_tiles())
+    throw InputError("tile-sparse gemm: compacted operand's tile grid is invalid (tile sides 1..65535, one header per tile)");
   const double t0 = now_s();
   stats_ = TileSparseStats{};
   const format::TileCounts tc = format::count_tiles(s);
@@ -178,7 +183,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
         all_ell &= h.fmt() == TileFormat::Ell;
         continue;
       }
-      const int ra = int(rt * r_tile), rb = std::min(R, int((rt + 1) * r_tile));
+      const int ra = int(rt * r_tile), rb = int(std::min<std::int64_t>(R, std::int64_t(rt + 1) * r_tile));
       if (!runs.empty() && runs.back().second == ra)
         runs.back().second = rb;
       else
@@ -412,7 +417,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       for (long gi = 0; gi < n_groups; ++gi) {
         const double tg = now_s();
         const std::uint32_t b0 = gbounds[std::size_t(gi)], b1 = gbounds[std::size_t(gi) + 1];
-        const int p0 = int(b0 * p_tile), p1 = std::min(P, int(b1 * p_tile));
+        const int p0 = int(b0 * p_tile), p1 = int(std::min<std::int64_t>(P, std::int64_t(b1) * p_tile));
         if (direct) {
           // S = stored rows, u8 ELL: the gather reads each band's tiles directly (no row lists).
           refs.clear();

@@ -377,6 +377,21 @@ TEST(TileSparseGemm, RejectsMismatchedCompactedOperandAndBadOptions) {
   TileSparseOptions bad;
   bad.tile_rows = 0;
   EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError);
+  // Tile rows beyond 65535 (review finding: 2^31 was accepted, band starts int(band * p_tile) wrapped and C
+  // was never written; 0xFFFFFFFF gave a grid of 0 tiles).
+  for (std::uint32_t tr : {65536u, 0x80000000u, 0xFFFFFFFFu}) {
+    bad = TileSparseOptions{};
+    bad.tile_rows = tr;
+    bad.tile_cols = 1;
+    EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError) << tr;
+  }
+  bad = TileSparseOptions{};
+  bad.tile_rows = 65535;
+  bad.tile_cols = 1;
+  EXPECT_NO_THROW(TileSparseEngine{bad});
+  auto big = spartan::format::compact(B.data(), 4, 4, 4, o);  // a run_compacted operand with a bad grid
+  big.grid.tile_rows = 0x80000000u;
+  EXPECT_THROW(e.run_compacted(c, big), spartan::InputError);
   bad = TileSparseOptions{};
   bad.sparse_format = TileFormat::Dense;
   EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError);

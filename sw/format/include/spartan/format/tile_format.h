@@ -132,8 +132,10 @@ struct TileGrid {
   std::uint32_t rows = 0, cols = 0;                                     ///< stored matrix, elements
   std::uint32_t tile_rows = kDefaultTileRows, tile_cols = kDefaultTileCols;  ///< TR, TC
 
-  std::uint32_t tiles_r() const { return (rows + tile_rows - 1) / tile_rows; }
-  std::uint32_t tiles_c() const { return (cols + tile_cols - 1) / tile_cols; }
+  /// Tiles per column / row of tiles: ceil(rows / TR), ceil(cols / TC), in 64 bits (rows + TR - 1 would wrap
+  /// in 32 bits for rows near 2^32). TR, TC >= 1 (check_options, validate).
+  std::uint32_t tiles_r() const { return std::uint32_t((std::uint64_t(rows) + tile_rows - 1) / tile_rows); }
+  std::uint32_t tiles_c() const { return std::uint32_t((std::uint64_t(cols) + tile_cols - 1) / tile_cols); }
   std::size_t num_tiles() const { return std::size_t(tiles_r()) * tiles_c(); }
   std::uint32_t row0(std::uint32_t ti) const { return ti * tile_rows; }
   std::uint32_t col0(std::uint32_t tj) const { return tj * tile_cols; }
@@ -465,17 +467,52 @@ void expand_bits(const TiledMatrix& m, T* out, std::size_t ld) {
 
 }  // namespace detail
 
-/// Checks the options against the matrix shape. Throws spartan::InputError.
+/// Largest tile side (rows and columns): u16 ELL column indices; a tile row index fits 16 bits too, and
+/// TR * TC < 2^32 (u32 nnz). Grid arithmetic (tile origins, band starts) stays far from 32-bit limits.
+inline constexpr std::uint32_t kMaxTileSide = 65535;
+
+/// Checks the options against the matrix shape: 1 <= TR, TC <= kMaxTileSide, ELL or BITMAP, a known
+/// element type, ld >= cols, threshold not NaN. Throws spartan::InputError.
 inline void check_options(std::uint32_t rows, std::uint32_t cols, std::size_t ld, const CompactOptions& o) {
-  if (o.tile_rows == 0 || o.tile_cols == 0 || o.tile_cols > 65535)
-    throw InputError("tile format: tile size must be 1..65535 columns and >= 1 row");
+  if (o.tile_rows == 0 || o.tile_cols == 0 || o.tile_rows > kMaxTileSide || o.tile_cols > kMaxTileSide)
+    throw InputError("tile format: tile size must be 1..65535 rows x 1..65535 columns, got " +
+                     std::to_string(o.tile_rows) + "x" + std::to_string(o.tile_cols));
   if (o.sparse_format != TileFormat::Ell && o.sparse_format != TileFormat::Bitmap)
     throw InputError("tile format: sparse format must be ELL or BITMAP");
+  if (o.elem != ElemType::F32 && o.elem != ElemType::F16 && o.elem != ElemType::BF16)
+    throw InputError("tile format: element type must be F32, F16 or BF16");
   if (ld < cols) throw InputError("tile format: leading dimension smaller than the number of columns");
   if (!(o.threshold == o.threshold)) throw InputError("tile format: threshold is NaN");
-  if (o.tile_rows > 0 && o.tile_cols > 0 && std::uint64_t(o.tile_rows) * o.tile_cols > 0xFFFFFFFFull)
-    throw InputError("tile format: tile too large for a u32 nnz");
   (void)rows;
+}
+
+/// A tile size TR x TC as a tool option gives it.
+struct TileSize {
+  std::uint32_t rows = 0, cols = 0;
+};
+
+/// Parses a tile size "RxC" (e.g. "32x32"): two decimal numbers without sign or leading zeros joined by 'x'
+/// and nothing else (^[1-9][0-9]*x[1-9][0-9]*$), each in 1..kMaxTileSide. Throws spartan::InputError
+/// starting with `what` (the option's name, e.g. "--tile").
+inline TileSize parse_tile_size(const std::string& s, const std::string& what) {
+  const auto bad = [&](const std::string& why) {
+    return InputError(what + ": expected ROWSxCOLS with sides 1..65535 (e.g. 32x32), got '" + s + "'" + why);
+  };
+  std::uint64_t v[2] = {0, 0};
+  std::size_t i = 0;
+  for (int k = 0; k < 2; ++k) {
+    if (k == 1) {
+      if (i >= s.size() || s[i] != 'x') throw bad("");
+      ++i;
+    }
+    if (i >= s.size() || s[i] < '1' || s[i] > '9') throw bad("");
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+      v[k] = v[k] * 10 + std::uint64_t(s[i] - '0');
+      if (v[k] > kMaxTileSide) throw bad(" (side too large)");
+    }
+  }
+  if (i != s.size()) throw bad("");
+  return TileSize{std::uint32_t(v[0]), std::uint32_t(v[1])};
 }
 
 /// Compacts a row-major dense matrix of raw element bits (`elem` says which type; ld in elements).
