@@ -386,6 +386,106 @@ TEST(TileFormat, ValidateCatchesCorruption) {
   EXPECT_THROW(validate(bad), spartan::InputError);
 }
 
+// Review findings: corruptions that validate() let through although expand() then read or wrote out of
+// bounds or produced a different matrix (it guards expand_check on hardware-model output, so it must throw,
+// never crash).
+TEST(TileFormat, ValidateRejectsWhatExpandCannotHandle) {
+  // BITMAP: set bits must equal nnz (more bits: expand reads values beyond the payload), and bits at columns
+  // >= c_eff must be 0 (expand writes beyond the tile's columns).
+  {
+    std::vector<float> x(8 * 8, 0.f);
+    x[0] = 1.f;
+    x[9] = 2.f;
+    CompactOptions o;
+    o.tile_rows = o.tile_cols = 8;
+    o.sparse_format = TileFormat::Bitmap;
+    const TiledMatrix t = compact(x.data(), 8, 8, 8, o);
+    ASSERT_EQ(t.headers[0].fmt(), TileFormat::Bitmap);
+    ASSERT_NO_THROW(validate(t));
+    TiledMatrix bad = t;
+    for (int r = 0; r < 8; ++r) bad.payload[4 * r] = 0xFF;  // 64 bits set, nnz 2
+    EXPECT_THROW(validate(bad), spartan::InputError);
+    bad = t;
+    bad.payload[4] = 0;  // row 1's bit cleared: 1 bit, nnz 2
+    EXPECT_THROW(validate(bad), spartan::InputError);
+    bad = t;
+    bad.payload[0] = 0x80;  // still 2 bits: column 7 instead of 0 in row 0 (inside the tile) ...
+    EXPECT_NO_THROW(validate(bad));
+    bad.payload[1] = 0x01;  // ... and bit 8 of an 8-column tile: 3 bits
+    EXPECT_THROW(validate(bad), spartan::InputError);
+    bad.payload[4] = 0x02, bad.payload[0] = 0;  // 2 bits again, one of them at column 8
+    EXPECT_THROW(validate(bad), spartan::InputError);
+  }
+  {  // a 4-column tile: bit 31 of its one bitmap word is beyond c_eff (set bits == nnz otherwise kept)
+    std::vector<float> x = {1, 0, 0, 0};
+    CompactOptions o;
+    o.tile_rows = 1;
+    o.tile_cols = 32;
+    o.sparse_format = TileFormat::Bitmap;
+    o.dense_if_not_smaller = false;
+    o.threshold = 2;
+    TiledMatrix t = compact(x.data(), 1, 4, 4, o);
+    ASSERT_NO_THROW(validate(t));
+    t.payload[0] = 0, t.payload[3] = 0x80;
+    EXPECT_THROW(validate(t), spartan::InputError);
+  }
+  // ELL: column indices strictly ascending within a row (a duplicate made expand drop a value).
+  std::vector<float> x(8 * 16, 0.f);  // two 8 x 8 tiles: an ELL tile and a zero tile
+  x[0] = 1.f;
+  x[1] = 2.f;
+  x[2] = 3.f;
+  CompactOptions o;
+  o.tile_rows = o.tile_cols = 8;
+  const TiledMatrix t = compact(x.data(), 8, 16, 16, o);
+  ASSERT_EQ(t.headers.size(), 2u);
+  ASSERT_EQ(t.headers[0].fmt(), TileFormat::Ell);
+  ASSERT_EQ(t.headers[0].width, 3);
+  ASSERT_NO_THROW(validate(t));
+  TiledMatrix bad = t;
+  bad.payload[1] = 0;  // indices {0, 0, 2}
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  bad = t;
+  std::swap(bad.payload[1], bad.payload[2]);  // {0, 2, 1}
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  // offset + bytes wrapping around 2^64 must not pass the bounds check.
+  bad = t;
+  bad.headers[0].offset = 0xFFFFFFFFFFFFFFF0ull;
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  // Tile sides 0 (was SIGFPE in tiles_r()) or beyond 65535, unknown element type.
+  for (std::uint32_t tr : {0u, 65536u}) {
+    bad = t;
+    bad.grid.tile_rows = tr;
+    EXPECT_THROW(validate(bad), spartan::InputError) << tr;
+    bad = t;
+    bad.grid.tile_cols = tr;
+    EXPECT_THROW(validate(bad), spartan::InputError) << tr;
+  }
+  bad = t;
+  bad.elem = static_cast<ElemType>(3);
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  // Flags: only bit 0, only on DENSE tiles. Width: 0 for DENSE, BITMAP and zero tiles.
+  bad = t;
+  bad.headers[0].flags = kFlagDenseInPayload;
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  ASSERT_EQ(t.headers[1].nnz, 0u);
+  bad = t;
+  bad.headers[1].width = 1;
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  {
+    CompactOptions od = o;
+    od.threshold = 0;  // every tile DENSE
+    od.dense_storage = DenseStorage::Payload;
+    const TiledMatrix d = compact(x.data(), 8, 16, 16, od);
+    ASSERT_NO_THROW(validate(d));
+    TiledMatrix bd = d;
+    bd.headers[0].flags |= 0x02;
+    EXPECT_THROW(validate(bd), spartan::InputError);
+    bd = d;
+    bd.headers[0].width = 3;
+    EXPECT_THROW(validate(bd), spartan::InputError);
+  }
+}
+
 // Review finding: tile_rows up to 2^32 - 1 were accepted (only TR * TC < 2^32 was checked); tiles_r()
 // wrapped to 0 tiles (silent data loss) and the GEMM's band starts overflowed.
 TEST(TileFormat, TileSidesAreBoundedAndGridArithmeticDoesNotWrap) {

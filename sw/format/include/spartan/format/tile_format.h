@@ -547,48 +547,79 @@ inline std::vector<float> expand(const TiledMatrix& m) {
   return out;
 }
 
-/// Structural validation of a TiledMatrix (e.g. one written by a hardware model): formats known,
-/// nnz <= tile size, ELL width <= c_eff, offsets aligned, non-decreasing and inside the payload.
+/// Structural validation of a TiledMatrix (e.g. one written by a hardware model), so that expand() and the
+/// GEMM kernels stay inside the payload and the output: grid (1 <= TR, TC <= kMaxTileSide), element type,
+/// header count; per tile: format known, flags only kFlagDenseInPayload on DENSE tiles, width 0 except on
+/// ELL tiles with nnz > 0, nnz <= tile size, ELL width <= c_eff, offsets aligned, non-decreasing and inside
+/// the payload (no wrap-around); ELL: padding only at row ends (value +-0, index 0), column indices below
+/// c_eff and strictly ascending within a row, stored non-zeros == nnz; BITMAP: bits only below c_eff, set
+/// bits == nnz. Cost linear in the headers and the sparse payloads (in-place DENSE tiles are not read).
 /// Throws spartan::InputError naming the first bad tile.
 inline void validate(const TiledMatrix& m) {
   const TileGrid& g = m.grid;
+  if (g.tile_rows == 0 || g.tile_cols == 0 || g.tile_rows > kMaxTileSide || g.tile_cols > kMaxTileSide)
+    throw InputError("tile format: tile size " + std::to_string(g.tile_rows) + "x" + std::to_string(g.tile_cols) +
+                     " outside 1..65535 x 1..65535");
+  if (m.elem != ElemType::F32 && m.elem != ElemType::F16 && m.elem != ElemType::BF16)
+    throw InputError("tile format: unknown element type " + std::to_string(unsigned(m.elem)));
   if (m.headers.size() != g.num_tiles()) throw InputError("tile format: header count does not match the grid");
+  const std::size_t ib = index_bytes(g.tile_cols), eb = elem_bytes(m.elem), size = m.payload.size();
   std::uint64_t prev_end = 0;
   for (std::uint32_t ti = 0; ti < g.tiles_r(); ++ti)
     for (std::uint32_t tj = 0; tj < g.tiles_c(); ++tj) {
       const TileHeader& h = m.header(ti, tj);
-      const std::string where = "tile format: tile (" + std::to_string(ti) + "," + std::to_string(tj) + "): ";
+      const auto where = [&] { return "tile format: tile (" + std::to_string(ti) + "," + std::to_string(tj) + "): "; };
       const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
-      if (h.format > 2) throw InputError(where + "unknown format " + std::to_string(h.format));
-      if (h.nnz > std::uint64_t(re) * ce) throw InputError(where + "nnz larger than the tile");
+      if (h.format > 2) throw InputError(where() + "unknown format " + std::to_string(h.format));
+      if (h.flags & ~(h.fmt() == TileFormat::Dense ? kFlagDenseInPayload : 0u))
+        throw InputError(where() + "flags " + std::to_string(h.flags) + " not allowed for this format");
+      if (h.width != 0 && !(h.fmt() == TileFormat::Ell && h.nnz > 0))
+        throw InputError(where() + "width must be 0 for DENSE, BITMAP and zero tiles");
+      if (h.nnz > std::uint64_t(re) * ce) throw InputError(where() + "nnz larger than the tile");
       if (h.fmt() == TileFormat::Ell && (h.width > ce || std::uint64_t(h.width) * re < h.nnz))
-        throw InputError(where + "ELL width inconsistent with nnz / tile columns");
+        throw InputError(where() + "ELL width inconsistent with nnz / tile columns");
       if (h.fmt() == TileFormat::Dense && !(h.flags & kFlagDenseInPayload) && !m.source)
-        throw InputError(where + "in-place DENSE tile but no source matrix");
+        throw InputError(where() + "in-place DENSE tile but no source matrix");
       const std::size_t bytes = tile_payload_bytes(h, re, ce, g.tile_cols, m.elem);
-      if (h.offset < prev_end) throw InputError(where + "payload offset overlaps the previous tile");
-      if (h.offset % kPayloadAlignBytes) throw InputError(where + "payload offset not 16-byte aligned");
-      if (h.offset + bytes > m.payload.size()) throw InputError(where + "payload beyond the payload area");
+      if (h.offset < prev_end) throw InputError(where() + "payload offset overlaps the previous tile");
+      if (h.offset % kPayloadAlignBytes) throw InputError(where() + "payload offset not 16-byte aligned");
+      if (h.offset > size || bytes > size - h.offset) throw InputError(where() + "payload beyond the payload area");
       prev_end = h.offset + bytes;
-      if (h.fmt() == TileFormat::Ell && h.nnz > 0) {  // padding: only at row ends, value +-0, index 0
-        const std::uint8_t* p = m.payload.data() + h.offset;
-        const std::size_t ib = index_bytes(g.tile_cols), eb = elem_bytes(m.elem);
+      if (h.nnz == 0) continue;
+      const std::uint8_t* p = m.payload.data() + h.offset;
+      if (h.fmt() == TileFormat::Ell) {  // padding: only at row ends, value +-0, index 0
         const std::uint8_t* vals = p + ell_values_offset(re, h.width, g.tile_cols);
         std::uint64_t nz = 0;
         for (std::uint32_t r = 0; r < re; ++r) {
           bool pad = false;
+          std::uint32_t prev_c = 0;
           for (std::uint32_t j = 0; j < h.width; ++j) {
             const std::size_t slot = std::size_t(r) * h.width + j;
             const bool zero = eb == 4 ? is_zero_bits(detail::load_le<std::uint32_t>(vals + slot * 4))
                                       : is_zero_bits(detail::load_le<std::uint16_t>(vals + slot * 2));
             const std::uint32_t c = ib == 1 ? p[slot] : detail::load_le<std::uint16_t>(p + 2 * slot);
             if (zero) pad = true;
-            if (pad && (!zero || c != 0)) throw InputError(where + "ELL padding not at a row end or index not 0");
-            if (!pad && c >= ce) throw InputError(where + "ELL column index outside the tile");
+            if (pad && (!zero || c != 0)) throw InputError(where() + "ELL padding not at a row end or index not 0");
+            if (!pad && c >= ce) throw InputError(where() + "ELL column index outside the tile");
+            if (!pad && j > 0 && c <= prev_c)
+              throw InputError(where() + "ELL column indices not strictly ascending in row " + std::to_string(r));
+            prev_c = c;
             nz += !zero;
           }
         }
-        if (nz != h.nnz) throw InputError(where + "ELL non-zeros do not match the header nnz");
+        if (nz != h.nnz) throw InputError(where() + "ELL non-zeros do not match the header nnz");
+      } else if (h.fmt() == TileFormat::Bitmap) {  // set bits == nnz, unused high bits of the last word 0
+        const std::size_t words = bitmap_row_words(ce);
+        const std::uint32_t tail = ce % 32 ? ~((1u << (ce % 32)) - 1) : 0u;  // bits at columns >= c_eff
+        std::uint64_t set = 0;
+        for (std::uint32_t r = 0; r < re; ++r)
+          for (std::size_t w = 0; w < words; ++w) {
+            const std::uint32_t bits = detail::load_le<std::uint32_t>(p + (std::size_t(r) * words + w) * 4);
+            if (w + 1 == words && (bits & tail))
+              throw InputError(where() + "BITMAP bit set beyond the tile's columns in row " + std::to_string(r));
+            set += std::uint64_t(__builtin_popcount(bits));
+          }
+        if (set != h.nnz) throw InputError(where() + "BITMAP set bits do not match the header nnz");
       }
     }
 }
