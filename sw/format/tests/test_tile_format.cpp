@@ -486,6 +486,21 @@ TEST(TileFormat, ValidateRejectsWhatExpandCannotHandle) {
   }
 }
 
+// Review finding: expand() onto the source zero-filled in-place DENSE tiles before copying them from it.
+TEST(TileFormat, ExpandOntoTheSourceKeepsInPlaceDenseTiles) {
+  std::vector<float> x = {1, 2, 3, 4, 0, 0, 0, 5};
+  const std::vector<float> orig = x;
+  CompactOptions o;
+  o.tile_rows = 1;
+  o.tile_cols = 4;
+  o.threshold = 0.5;
+  const TiledMatrix t = compact(x.data(), 2, 4, 4, o);
+  ASSERT_EQ(t.headers[0].fmt(), TileFormat::Dense);
+  expand(t, x.data(), 4);
+  EXPECT_EQ(x, orig);
+  EXPECT_THROW(expand(t, x.data(), 8), spartan::InputError);  // onto the source with another stride
+}
+
 // Review finding: tile_rows up to 2^32 - 1 were accepted (only TR * TC < 2^32 was checked); tiles_r()
 // wrapped to 0 tiles (silent data loss) and the GEMM's band starts overflowed.
 TEST(TileFormat, TileSidesAreBoundedAndGridArithmeticDoesNotWrap) {

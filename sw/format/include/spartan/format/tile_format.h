@@ -422,10 +422,14 @@ void expand_bits(const TiledMatrix& m, T* out, std::size_t ld) {
   const TileGrid& g = m.grid;
   const std::uint32_t TR = g.tile_rows, TC = g.tile_cols;
   const std::size_t ib = index_bytes(TC);
+  // Expanding onto the source itself (expand() checked ld == source_ld): in-place DENSE tiles are already
+  // there; zero-filling them first would destroy them.
+  const bool onto_source = static_cast<const void*>(out) == m.source;
   for (std::uint32_t ti = 0; ti < g.tiles_r(); ++ti)
     for (std::uint32_t tj = 0; tj < g.tiles_c(); ++tj) {
       const TileHeader& h = m.header(ti, tj);
       const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
+      if (onto_source && h.fmt() == TileFormat::Dense && !(h.flags & kFlagDenseInPayload)) continue;
       auto orow = [&](std::uint32_t r) { return out + std::size_t(ti * TR + r) * ld + std::size_t(tj) * TC; };
       for (std::uint32_t r = 0; r < re; ++r) std::fill(orow(r), orow(r) + ce, T(0));
       const std::uint8_t* p = m.payload.data() + h.offset;
@@ -532,9 +536,15 @@ inline TiledMatrix compact(const float* dense, std::uint32_t rows, std::uint32_t
 }
 
 /// Writes the dense matrix back (row-major, ld in elements >= cols): bit-exact inverse of compact().
-/// In-place DENSE tiles are read from m.source.
+/// In-place DENSE tiles are read from m.source. `out` may be m.source itself (with ld == m.source_ld): the
+/// in-place DENSE tiles are then left as they are and the other tiles rewritten from the payload. Any other
+/// overlap of `out` with the source is not detected and gives wrong DENSE tiles. Throws
+/// spartan::InputError for ld < cols, or out == m.source with ld != m.source_ld.
+/// Trusts m (compact()'s output); run validate() first on matrices from elsewhere.
 inline void expand(const TiledMatrix& m, void* out, std::size_t ld) {
   if (ld < m.grid.cols) throw InputError("tile format: expand: leading dimension smaller than the columns");
+  if (out == m.source && ld != m.source_ld)
+    throw InputError("tile format: expand onto the source matrix needs the source's leading dimension");
   if (m.elem == ElemType::F32)
     detail::expand_bits(m, static_cast<std::uint32_t*>(out), ld);
   else
