@@ -138,6 +138,13 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   stats_.tiles_dense = tc.dense;
   for (const auto& h : s.headers) stats_.nnz += h.nnz;
   if (c.M == 0 || c.N == 0) return;
+  if (c.alpha == 0.0f) {
+    // BLAS semantics: with alpha 0, A and B are not read (0 * Inf or NaN in them must not reach C); C =
+    // beta * C (beta 0: zeros, whatever C held).
+    scale_c(c);
+    stats_.compute_s = now_s() - t0;
+    return;
+  }
   const double density = double(stats_.nnz) / (double(st.rows) * double(st.cols));
   if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || (opt_.whole_call_guard && density >= opt_.guard_fraction * opt_.threshold)) {
     // all DENSE, or dense enough overall (call-level guard), or nothing to sum: one sgemm

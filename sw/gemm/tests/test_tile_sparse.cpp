@@ -337,6 +337,52 @@ TEST(TileSparseGemm, BetaZeroIgnoresNanInC) {
   EXPECT_EQ(e.last_stats().tiles_sparse, 1u);
 }
 
+// BLAS semantics of alpha == 0 (review finding): A and B are not read, C = beta * C. The sparse kernels folded
+// alpha into the entries and multiplied by the dense operand, so an Inf in it gave 0 * Inf = NaN. Checked on
+// the gather and scatter kernels (sparse B op N), the stored-rows kernels (sparse A op N: direct and lists)
+// and the several-R-block gather; beta 0 (NaN in C ignored) and beta 0.5.
+TEST(TileSparseGemm, AlphaZeroReadsNeitherOperand) {
+  struct Path {
+    SparseOperand sp;
+    TransposedKernel tk;
+    RowsKernel rk;
+    int K;
+  };
+  const Path paths[] = {{SparseOperand::B, TransposedKernel::Gather, RowsKernel::Auto, 160},
+                        {SparseOperand::B, TransposedKernel::Scatter, RowsKernel::Auto, 160},
+                        {SparseOperand::A, TransposedKernel::Auto, RowsKernel::Direct, 160},
+                        {SparseOperand::A, TransposedKernel::Auto, RowsKernel::Lists, 160},
+                        {SparseOperand::B, TransposedKernel::Gather, RowsKernel::Auto, 1500}};  // several R blocks
+  for (const Path& pa : paths)
+    for (float beta : {0.0f, 0.5f})
+      for (Isa isa : isas()) {
+        const int M = 24, N = 40, K = pa.K;
+        // Sparse operand: one non-zero per 4 elements; dense operand: all Inf and NaN.
+        std::vector<float> A(std::size_t(M) * K), B(std::size_t(K) * N), C(std::size_t(M) * N);
+        std::vector<float>& S = pa.sp == SparseOperand::A ? A : B;
+        std::vector<float>& X = pa.sp == SparseOperand::A ? B : A;
+        for (std::size_t i = 0; i < S.size(); ++i) S[i] = i % 4 == 0 ? 1.0f : 0.0f;
+        for (std::size_t i = 0; i < X.size(); ++i) X[i] = i % 2 ? INFINITY : NAN;
+        for (std::size_t i = 0; i < C.size(); ++i) C[i] = beta == 0.0f ? NAN : float(i % 7);
+        GemmCall c{Op::N, Op::N, M, N, K, 0.0f, beta, A.data(), K, B.data(), N, C.data(), N, pa.sp};
+        TileSparseOptions o;
+        o.tile_rows = 8;
+        o.tile_cols = 32;
+        o.threshold = 2.0;  // every non-zero tile sparse
+        o.dense_if_not_smaller = false;
+        o.transposed_kernel = pa.tk;
+        o.rows_kernel = pa.rk;
+        o.isa = isa;
+        o.num_threads = 1;
+        TileSparseEngine e(o);
+        e.run(c);
+        EXPECT_GT(e.last_stats().tiles_sparse, 0u);
+        for (std::size_t i = 0; i < C.size(); ++i)
+          ASSERT_EQ(C[i], beta == 0.0f ? 0.0f : 0.5f * float(i % 7))
+              << "element " << i << " sp=" << int(pa.sp) << " K=" << K << " beta=" << beta;
+      }
+}
+
 TEST(TileSparseGemm, PrecompactedMatchesRunAndStatsCount) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
