@@ -66,6 +66,14 @@ Stored stored_sparse(const GemmCall& c) {
   return c.op_b == Op::N ? Stored{c.B, c.K, c.N, c.ldb} : Stored{c.B, c.N, c.K, c.ldb};
 }
 
+// Row-list entry positions (row_beg_ / row_end_, bounds_, build_cols' running counts) are u32; `entries`
+// list slots (plus the kernels' slack) must fit, else they would wrap silently. A cheap check per call.
+void check_entry_positions(std::size_t entries) {
+  if (entries + detail::kEntrySlack > std::size_t(0xFFFFFFFFu))
+    throw InputError("tile-sparse gemm: sparse operand too large: " + std::to_string(entries) +
+                     " row-list slots exceed the 32-bit entry positions (use a smaller operand or more DENSE tiles)");
+}
+
 CBLAS_TRANSPOSE cb(Op o) { return o == Op::N ? CblasNoTrans : CblasTrans; }
 
 void scale_c(const GemmCall& c) {
@@ -405,6 +413,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
                         (opt_.rows_kernel == RowsKernel::Direct ||
                          (opt_.rows_kernel == RowsKernel::Auto && Q <= kDirectRowsMaxQ));
     stats_.direct_rows = direct;
+    // (Entry positions here are relative to a group's list: at most max(one band, kGroupEntries) slots, a band
+    // at most p_tile * R <= 65535 * 1280 of them, so they cannot wrap; check_entry_positions is for the
+    // several-R-block path below.)
     const detail::GatherEllFn gather_ell = avx2_ ? detail::gather_ell_u8_avx2 : detail::gather_ell_u8_portable;
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
@@ -520,6 +531,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     return;
   }
   // (1) Row lists of S, band by band (parallel), each band in its own region of ent_.
+  check_entry_positions(band_off_[n_bands]);  // positions in the one list of all bands
   ent_.resize(band_off_[n_bands] + detail::kEntrySlack);
   row_beg_.assign(std::size_t(P), 0);
   row_end_.assign(std::size_t(P), 0);

@@ -383,6 +383,31 @@ TEST(TileSparseGemm, AlphaZeroReadsNeitherOperand) {
       }
 }
 
+// A compacted operand whose u8 ELL slots (2^32: 2^21 full 8 x 256 tiles) exceed the 32-bit entry positions of
+// the row lists (several-R-block path): InputError up front instead of wrapping positions. Headers only: the
+// check comes before any payload or operand element is read.
+TEST(TileSparseGemm, RejectsOperandBeyond32BitListPositions) {
+  const std::uint32_t TR = 8, TC = 256, rows = TR * 2048, cols = TC * 1024;  // 2048 x 1024 tiles
+  spartan::format::TiledMatrix s;
+  s.grid = spartan::format::TileGrid{rows, cols, TR, TC};
+  spartan::format::TileHeader h;
+  h.format = std::uint8_t(TileFormat::Ell);
+  h.width = TC;
+  h.nnz = TR * TC;
+  s.headers.assign(s.grid.num_tiles(), h);
+  std::vector<float> A(1), B(cols), C(rows);  // A (the sparse operand) is not read: no DENSE tile
+  GemmCall c{Op::N, Op::N, int(rows), 1, int(cols), 1.0f, 0.0f, A.data(), int(cols), B.data(), 1, C.data(), 1,
+             SparseOperand::A};
+  TileSparseOptions o;
+  o.tile_rows = TR;
+  o.tile_cols = TC;
+  o.whole_call_guard = false;
+  o.rows_kernel = RowsKernel::Lists;
+  o.num_threads = 1;
+  TileSparseEngine e(o);
+  EXPECT_THROW(e.run_compacted(c, s), spartan::InputError);
+}
+
 TEST(TileSparseGemm, PrecompactedMatchesRunAndStatsCount) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
