@@ -520,6 +520,15 @@ TEST(TileFormat, TileSidesAreBoundedAndGridArithmeticDoesNotWrap) {
   EXPECT_EQ((TileGrid{0xFFFFFFF0u, 1, 65535, 1}.tiles_r()), 65537u);
 }
 
+// docs/tile-format.md's size-rule statement: the ELL index block's alignment to 4 bytes counts, so the rule can
+// fire below c_eff * eb / (eb + ib) (a 1 x 8 F32 tile, u8 indices: 6.4, fires at width 6).
+TEST(TileFormat, SizeRuleCountsTheEllIndexAlignment) {
+  EXPECT_FALSE(sparse_not_smaller(TileFormat::Ell, 1, 8, 5, 5, 32, ElemType::F32));  // 8 + 20 < 32
+  EXPECT_TRUE(sparse_not_smaller(TileFormat::Ell, 1, 8, 6, 6, 32, ElemType::F32));   // 8 + 24 >= 32
+  EXPECT_FALSE(sparse_not_smaller(TileFormat::Ell, 4, 8, 6, 24, 32, ElemType::F32));  // 24 + 96 < 128
+  EXPECT_TRUE(sparse_not_smaller(TileFormat::Ell, 4, 8, 7, 28, 32, ElemType::F32));   // 28 + 112 >= 128
+}
+
 TEST(TileFormat, ParseTileSizeAcceptsOnlyRxC) {
   EXPECT_EQ(parse_tile_size("32x32", "--tile").rows, 32u);
   EXPECT_EQ(parse_tile_size("8x256", "--tile").cols, 256u);

@@ -1,5 +1,6 @@
-// The ONE tile-sparse format of the project (design: ARCHITECTURE.md, "The tile-sparse format";
-// byte-level specification with a worked example: docs/tile-format.md).
+// The ONE tile-sparse format of the project (design: ../shared/design/ARCHITECTURE.md from the repository
+// root, outside this repository, section "The tile-sparse format (one definition)"; what is built:
+// docs/architecture.md; byte-level specification with a worked example: docs/tile-format.md).
 //
 // Used by the CPU and CUDA GEMM kernels (sw/gemm), the TLM compaction-engine model and the RTL
 // scoreboards. Everything that defines bytes lives here: header layout, payload layout per format,
@@ -13,8 +14,9 @@
 //  - nnz is always the true number of non-zero elements of the tile, whatever its format.
 //  - A tile with density nnz / (r_eff * c_eff) >= threshold is DENSE; so is, by default
 //    (CompactOptions::dense_if_not_smaller), a tile whose sparse payload would take at least as many bytes
-//    as its r_eff * c_eff dense elements (F32 ELL with u8 indices: a widest row of >= 4/5 of the columns):
-//    compaction never makes a tile larger. Otherwise the tile gets the requested sparse format (ELL or BITMAP). A tile with
+//    as its r_eff * c_eff dense elements (sparse_not_smaller; F32 ELL with u8 indices: a widest row of about
+//    4/5 of the columns or more, fewer when the 4-byte alignment of the index block adds bytes, see
+//    docs/tile-format.md): compaction never makes a tile larger. Otherwise the tile gets the requested sparse format (ELL or BITMAP). A tile with
 //    nnz == 0 below the threshold is a "zero tile": sparse format, width 0, no payload. Kernels skip every
 //    tile with nnz == 0.
 //  - DENSE tiles stay in place in the source matrix (DenseStorage::InPlace, the default, as the
