@@ -672,6 +672,9 @@ def bad_input(r):
     r.case("bench-gemm", "NaN/Inf/-0.0 in data", "--sparsity nan", ["--sparsity", "nan"] + one, expect="--sparsity")
     r.case("bench-gemm", "negative or zero sizes", "--threshold -1", ["--threshold", "-1"] + one, expect="--threshold")
     r.case("bench-gemm", "overlapping ranges", "--filter selecting nothing", ["--filter", "nomatch"], expect="--filter")
+    # format-review findings: an istream parse accepted these (-1 wrapped to 2^32 - 1 tile rows; junk ignored)
+    r.case("bench-gemm", "negative or zero sizes", "--tile -1x1", ["--tile", "-1x1"] + one, expect="--tile")
+    r.case("bench-gemm", "wrong type", "--tile 8x256junk", ["--tile", "8x256junk"] + one, expect="--tile")
     # bench-train: every option is checked before the dataset is loaded and any model trained.
     # The dataset directory does not exist: the error must name the option, not the missing data.
     bt = ["--data", "@D/no-dataset", "--iterations", "1", "--batch", "8", "--threads", "1"]

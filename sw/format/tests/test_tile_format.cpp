@@ -386,6 +386,164 @@ TEST(TileFormat, ValidateCatchesCorruption) {
   EXPECT_THROW(validate(bad), spartan::InputError);
 }
 
+// Review findings: corruptions that validate() let through although expand() then read or wrote out of
+// bounds or produced a different matrix (it guards expand_check on hardware-model output, so it must throw,
+// never crash).
+TEST(TileFormat, ValidateRejectsWhatExpandCannotHandle) {
+  // BITMAP: set bits must equal nnz (more bits: expand reads values beyond the payload), and bits at columns
+  // >= c_eff must be 0 (expand writes beyond the tile's columns).
+  {
+    std::vector<float> x(8 * 8, 0.f);
+    x[0] = 1.f;
+    x[9] = 2.f;
+    CompactOptions o;
+    o.tile_rows = o.tile_cols = 8;
+    o.sparse_format = TileFormat::Bitmap;
+    const TiledMatrix t = compact(x.data(), 8, 8, 8, o);
+    ASSERT_EQ(t.headers[0].fmt(), TileFormat::Bitmap);
+    ASSERT_NO_THROW(validate(t));
+    TiledMatrix bad = t;
+    for (int r = 0; r < 8; ++r) bad.payload[4 * r] = 0xFF;  // 64 bits set, nnz 2
+    EXPECT_THROW(validate(bad), spartan::InputError);
+    bad = t;
+    bad.payload[4] = 0;  // row 1's bit cleared: 1 bit, nnz 2
+    EXPECT_THROW(validate(bad), spartan::InputError);
+    bad = t;
+    bad.payload[0] = 0x80;  // still 2 bits: column 7 instead of 0 in row 0 (inside the tile) ...
+    EXPECT_NO_THROW(validate(bad));
+    bad.payload[1] = 0x01;  // ... and bit 8 of an 8-column tile: 3 bits
+    EXPECT_THROW(validate(bad), spartan::InputError);
+    bad.payload[4] = 0x02, bad.payload[0] = 0;  // 2 bits again, one of them at column 8
+    EXPECT_THROW(validate(bad), spartan::InputError);
+  }
+  {  // a 4-column tile: bit 31 of its one bitmap word is beyond c_eff (set bits == nnz otherwise kept)
+    std::vector<float> x = {1, 0, 0, 0};
+    CompactOptions o;
+    o.tile_rows = 1;
+    o.tile_cols = 32;
+    o.sparse_format = TileFormat::Bitmap;
+    o.dense_if_not_smaller = false;
+    o.threshold = 2;
+    TiledMatrix t = compact(x.data(), 1, 4, 4, o);
+    ASSERT_NO_THROW(validate(t));
+    t.payload[0] = 0, t.payload[3] = 0x80;
+    EXPECT_THROW(validate(t), spartan::InputError);
+  }
+  // ELL: column indices strictly ascending within a row (a duplicate made expand drop a value).
+  std::vector<float> x(8 * 16, 0.f);  // two 8 x 8 tiles: an ELL tile and a zero tile
+  x[0] = 1.f;
+  x[1] = 2.f;
+  x[2] = 3.f;
+  CompactOptions o;
+  o.tile_rows = o.tile_cols = 8;
+  const TiledMatrix t = compact(x.data(), 8, 16, 16, o);
+  ASSERT_EQ(t.headers.size(), 2u);
+  ASSERT_EQ(t.headers[0].fmt(), TileFormat::Ell);
+  ASSERT_EQ(t.headers[0].width, 3);
+  ASSERT_NO_THROW(validate(t));
+  TiledMatrix bad = t;
+  bad.payload[1] = 0;  // indices {0, 0, 2}
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  bad = t;
+  std::swap(bad.payload[1], bad.payload[2]);  // {0, 2, 1}
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  // offset + bytes wrapping around 2^64 must not pass the bounds check.
+  bad = t;
+  bad.headers[0].offset = 0xFFFFFFFFFFFFFFF0ull;
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  // Tile sides 0 (was SIGFPE in tiles_r()) or beyond 65535, unknown element type.
+  for (std::uint32_t tr : {0u, 65536u}) {
+    bad = t;
+    bad.grid.tile_rows = tr;
+    EXPECT_THROW(validate(bad), spartan::InputError) << tr;
+    bad = t;
+    bad.grid.tile_cols = tr;
+    EXPECT_THROW(validate(bad), spartan::InputError) << tr;
+  }
+  bad = t;
+  bad.elem = static_cast<ElemType>(3);
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  // Flags: only bit 0, only on DENSE tiles. Width: 0 for DENSE, BITMAP and zero tiles.
+  bad = t;
+  bad.headers[0].flags = kFlagDenseInPayload;
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  ASSERT_EQ(t.headers[1].nnz, 0u);
+  bad = t;
+  bad.headers[1].width = 1;
+  EXPECT_THROW(validate(bad), spartan::InputError);
+  {
+    CompactOptions od = o;
+    od.threshold = 0;  // every tile DENSE
+    od.dense_storage = DenseStorage::Payload;
+    const TiledMatrix d = compact(x.data(), 8, 16, 16, od);
+    ASSERT_NO_THROW(validate(d));
+    TiledMatrix bd = d;
+    bd.headers[0].flags |= 0x02;
+    EXPECT_THROW(validate(bd), spartan::InputError);
+    bd = d;
+    bd.headers[0].width = 3;
+    EXPECT_THROW(validate(bd), spartan::InputError);
+  }
+}
+
+// Review finding: expand() onto the source zero-filled in-place DENSE tiles before copying them from it.
+TEST(TileFormat, ExpandOntoTheSourceKeepsInPlaceDenseTiles) {
+  std::vector<float> x = {1, 2, 3, 4, 0, 0, 0, 5};
+  const std::vector<float> orig = x;
+  CompactOptions o;
+  o.tile_rows = 1;
+  o.tile_cols = 4;
+  o.threshold = 0.5;
+  const TiledMatrix t = compact(x.data(), 2, 4, 4, o);
+  ASSERT_EQ(t.headers[0].fmt(), TileFormat::Dense);
+  expand(t, x.data(), 4);
+  EXPECT_EQ(x, orig);
+  EXPECT_THROW(expand(t, x.data(), 8), spartan::InputError);  // onto the source with another stride
+}
+
+// Review finding: tile_rows up to 2^32 - 1 were accepted (only TR * TC < 2^32 was checked); tiles_r()
+// wrapped to 0 tiles (silent data loss) and the GEMM's band starts overflowed.
+TEST(TileFormat, TileSidesAreBoundedAndGridArithmeticDoesNotWrap) {
+  std::vector<float> x(4, 1.f);
+  CompactOptions o;
+  o.tile_cols = 1;
+  for (std::uint32_t tr : {65536u, 0x80000000u, 0xFFFFFFFFu}) {
+    o.tile_rows = tr;
+    EXPECT_THROW(compact(x.data(), 4, 1, 1, o), spartan::InputError) << tr;
+  }
+  o.tile_rows = 65535;
+  const TiledMatrix t = compact(x.data(), 4, 1, 1, o);
+  EXPECT_EQ(t.headers.size(), 1u);
+  EXPECT_EQ(expand(t), x);
+  EXPECT_EQ((TileGrid{0xFFFFFFFFu, 0xFFFFFFFFu, 65535, 2}.tiles_r()), 65537u);  // 65535 * 65537 = 2^32 - 1
+  EXPECT_EQ((TileGrid{0xFFFFFFFFu, 0xFFFFFFFFu, 65535, 2}.tiles_c()), 0x80000000u);
+  EXPECT_EQ((TileGrid{0xFFFFFFF0u, 1, 65535, 1}.tiles_r()), 65537u);
+}
+
+// docs/tile-format.md's size-rule statement: the ELL index block's alignment to 4 bytes counts, so the rule can
+// fire below c_eff * eb / (eb + ib) (a 1 x 8 F32 tile, u8 indices: 6.4, fires at width 6).
+TEST(TileFormat, SizeRuleCountsTheEllIndexAlignment) {
+  EXPECT_FALSE(sparse_not_smaller(TileFormat::Ell, 1, 8, 5, 5, 32, ElemType::F32));  // 8 + 20 < 32
+  EXPECT_TRUE(sparse_not_smaller(TileFormat::Ell, 1, 8, 6, 6, 32, ElemType::F32));   // 8 + 24 >= 32
+  EXPECT_FALSE(sparse_not_smaller(TileFormat::Ell, 4, 8, 6, 24, 32, ElemType::F32));  // 24 + 96 < 128
+  EXPECT_TRUE(sparse_not_smaller(TileFormat::Ell, 4, 8, 7, 28, 32, ElemType::F32));   // 28 + 112 >= 128
+}
+
+TEST(TileFormat, ParseTileSizeAcceptsOnlyRxC) {
+  EXPECT_EQ(parse_tile_size("32x32", "--tile").rows, 32u);
+  EXPECT_EQ(parse_tile_size("8x256", "--tile").cols, 256u);
+  EXPECT_EQ(parse_tile_size("65535x1", "--tile").rows, 65535u);
+  for (const char* bad : {"-1x1", "8x256junk", "0x4", "4x0", "08x4", "x4", "4x", "", "4", "4X4", " 4x4", "4x4 ",
+                          "+4x4", "65536x1", "1x65536", "99999999999999999999999x1", "4x4x4", "4.0x4"}) {
+    try {
+      parse_tile_size(bad, "--tile");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const spartan::InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--tile: ", 0), 0u) << e.what();
+    }
+  }
+}
+
 TEST(TileFormat, RejectsBadOptions) {
   std::vector<float> x(16);
   CompactOptions o;

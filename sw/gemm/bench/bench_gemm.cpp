@@ -237,11 +237,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     TileSparseOptions opt;
-    unsigned tr = 0, tc = 0;
-    char x = 0;
-    std::istringstream ts(tile);
-    if (!(ts >> tr >> x >> tc) || x != 'x' || tr == 0 || tc == 0) throw InputError("--tile must look like 32x32");
-    opt.tile_rows = tr, opt.tile_cols = tc;
+    const format::TileSize ts = format::parse_tile_size(tile, "--tile");  // RxC, sides 1..65535, nothing else
+    opt.tile_rows = ts.rows, opt.tile_cols = ts.cols;
     if (fmt_name == "ell")
       opt.sparse_format = format::TileFormat::Ell;
     else if (fmt_name == "bitmap")
@@ -289,7 +286,7 @@ int main(int argc, char** argv) {
     // dense_version 0 and packs them in every call. Two engines, so that neither evicts the other's pack.
     TileSparseEngine engine(opt), engine_pack(opt);
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d, %s clock\n",
-                tr, tc, fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch,
+                opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch,
                 g_thread_clock ? "thread CPU-time" : "wall");
     std::printf("%-18s %-10s %5s %6s %5s %5s %13s %9s %9s %7s %9s %7s %9s %7s %s\n", "layer", "pass", "M", "N", "K",
                 "sp%", "tiles z/s/d", "blas_ms", "kern_ms", "ratio", "kpack_ms", "r_kpack", "compact", "r_total",

@@ -1,5 +1,12 @@
 // Internal: sparse micro-kernels of the CPU tile-sparse GEMM (loop structure: tile_sparse.cpp and
 // sw/gemm/README.md).
+//
+// Floating-point environment: the kernels find the ELL padding (the first +-0.0 value ends a row) with float
+// compares (v == 0.0f, _mm256_cmp_ps against zero), which equal the format's bit test (is_zero_bits) only
+// while MXCSR's DAZ (denormals-are-zero) bit is off: with DAZ on, a stored denormal non-zero compares equal
+// to 0 and would end its row early (the rest of the row dropped). DAZ is off in the default environment of
+// a C++ program; nothing in this project sets it or builds with -ffast-math / -Ofast (which set it at
+// start-up). FTZ does not matter here (it affects results, not the compares on stored values).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -448,6 +448,8 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
   }
 
   /// Scales C by beta and runs the tile kernel (all pointers in k are device pointers); compute_s = device time.
+  /// alpha == 0: only the scaling (BLAS semantics: A and B are not read, so Inf or NaN in them cannot make
+  /// 0 * Inf = NaN in C).
   void launch(const GemmCall& c, KParams& k, int n_bands) {
     const std::size_t smem = (std::size_t(k.p_tile) * kQB + std::size_t(k.TR) * k.TC) * sizeof(float) +
                              std::size_t(k.TR) * k.TC * sizeof(NzEntry);
@@ -473,7 +475,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     check(cudaEventRecord(ev.a), "cudaEventRecord");
     const std::size_t mn = std::size_t(c.M) * c.N;
     scale_kernel<<<unsigned(std::min<std::size_t>((mn + 255) / 256, 65535)), 256>>>(k.C, c.M, c.N, c.ldc, c.beta);
-    tile_sparse_kernel<<<dim3(unsigned(n_bands), unsigned(q_blocks)), kQB, smem>>>(k);
+    if (k.alpha != 0.0f) tile_sparse_kernel<<<dim3(unsigned(n_bands), unsigned(q_blocks)), kQB, smem>>>(k);
     check(cudaGetLastError(), "tile_sparse_kernel launch");
     check(cudaEventRecord(ev.b), "cudaEventRecord");
     stats.compute_s = ev.seconds();

@@ -66,6 +66,14 @@ Stored stored_sparse(const GemmCall& c) {
   return c.op_b == Op::N ? Stored{c.B, c.K, c.N, c.ldb} : Stored{c.B, c.N, c.K, c.ldb};
 }
 
+// Row-list entry positions (row_beg_ / row_end_, bounds_, build_cols' running counts) are u32; `entries`
+// list slots (plus the kernels' slack) must fit, else they would wrap silently. A cheap check per call.
+void check_entry_positions(std::size_t entries) {
+  if (entries + detail::kEntrySlack > std::size_t(0xFFFFFFFFu))
+    throw InputError("tile-sparse gemm: sparse operand too large: " + std::to_string(entries) +
+                     " row-list slots exceed the 32-bit entry positions (use a smaller operand or more DENSE tiles)");
+}
+
 CBLAS_TRANSPOSE cb(Op o) { return o == Op::N ? CblasNoTrans : CblasTrans; }
 
 void scale_c(const GemmCall& c) {
@@ -82,8 +90,10 @@ void scale_c(const GemmCall& c) {
 }  // namespace
 
 TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
-  if (opt.tile_rows == 0 || opt.tile_cols == 0 || opt.tile_cols > 65535)
-    throw InputError("tile-sparse gemm: tile size must be >= 1 x 1 with at most 65535 columns");
+  if (opt.tile_rows == 0 || opt.tile_cols == 0 || opt.tile_rows > format::kMaxTileSide ||
+      opt.tile_cols > format::kMaxTileSide)
+    throw InputError("tile-sparse gemm: tile size must be 1..65535 rows x 1..65535 columns, got " +
+                     std::to_string(opt.tile_rows) + "x" + std::to_string(opt.tile_cols));
   if (opt.sparse_format != TileFormat::Ell && opt.sparse_format != TileFormat::Bitmap)
     throw InputError("tile-sparse gemm: sparse format must be ELL or BITMAP");
   const bool has = detail::cpu_has_avx2_fma();
@@ -123,8 +133,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   if (c.sparse == SparseOperand::None) throw InputError("tile-sparse gemm: run_compacted needs a sparse operand");
   const Stored st = stored_sparse(c);
   if (s.grid.rows != std::uint32_t(st.rows) || s.grid.cols != std::uint32_t(st.cols) ||
-      s.elem != format::ElemType::F32 || s.headers.size() != s.grid.num_tiles())
+      s.elem != format::ElemType::F32)
     throw InputError("tile-sparse gemm: compacted operand does not match the call's sparse operand shape");
+  if (s.grid.tile_rows == 0 || s.grid.tile_cols == 0 || s.grid.tile_rows > format::kMaxTileSide ||
+      s.grid.tile_cols > format::kMaxTileSide || s.headers.size() != s.grid.num_tiles())
+    throw InputError("tile-sparse gemm: compacted operand's tile grid is invalid (tile sides 1..65535, one header per tile)");
   const double t0 = now_s();
   stats_ = TileSparseStats{};
   const format::TileCounts tc = format::count_tiles(s);
@@ -133,6 +146,13 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   stats_.tiles_dense = tc.dense;
   for (const auto& h : s.headers) stats_.nnz += h.nnz;
   if (c.M == 0 || c.N == 0) return;
+  if (c.alpha == 0.0f) {
+    // BLAS semantics: with alpha 0, A and B are not read (0 * Inf or NaN in them must not reach C); C =
+    // beta * C (beta 0: zeros, whatever C held).
+    scale_c(c);
+    stats_.compute_s = now_s() - t0;
+    return;
+  }
   const double density = double(stats_.nnz) / (double(st.rows) * double(st.cols));
   if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || (opt_.whole_call_guard && density >= opt_.guard_fraction * opt_.threshold)) {
     // all DENSE, or dense enough overall (call-level guard), or nothing to sum: one sgemm
@@ -178,7 +198,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
         all_ell &= h.fmt() == TileFormat::Ell;
         continue;
       }
-      const int ra = int(rt * r_tile), rb = std::min(R, int((rt + 1) * r_tile));
+      const int ra = int(rt * r_tile), rb = int(std::min<std::int64_t>(R, std::int64_t(rt + 1) * r_tile));
       if (!runs.empty() && runs.back().second == ra)
         runs.back().second = rb;
       else
@@ -393,6 +413,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
                         (opt_.rows_kernel == RowsKernel::Direct ||
                          (opt_.rows_kernel == RowsKernel::Auto && Q <= kDirectRowsMaxQ));
     stats_.direct_rows = direct;
+    // (Entry positions here are relative to a group's list: at most max(one band, kGroupEntries) slots, a band
+    // at most p_tile * R <= 65535 * 1280 of them, so they cannot wrap; check_entry_positions is for the
+    // several-R-block path below.)
     const detail::GatherEllFn gather_ell = avx2_ ? detail::gather_ell_u8_avx2 : detail::gather_ell_u8_portable;
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
@@ -412,7 +435,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
       for (long gi = 0; gi < n_groups; ++gi) {
         const double tg = now_s();
         const std::uint32_t b0 = gbounds[std::size_t(gi)], b1 = gbounds[std::size_t(gi) + 1];
-        const int p0 = int(b0 * p_tile), p1 = std::min(P, int(b1 * p_tile));
+        const int p0 = int(b0 * p_tile), p1 = int(std::min<std::int64_t>(P, std::int64_t(b1) * p_tile));
         if (direct) {
           // S = stored rows, u8 ELL: the gather reads each band's tiles directly (no row lists).
           refs.clear();
@@ -508,6 +531,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     return;
   }
   // (1) Row lists of S, band by band (parallel), each band in its own region of ent_.
+  check_entry_positions(band_off_[n_bands]);  // positions in the one list of all bands
   ent_.resize(band_off_[n_bands] + detail::kEntrySlack);
   row_beg_.assign(std::size_t(P), 0);
   row_end_.assign(std::size_t(P), 0);

@@ -158,6 +158,31 @@ TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
 }
 
 // Host function (runs without a GPU): the BLAS span of a row-major operand is (rows - 1) * ld + cols.
+// BLAS semantics of alpha == 0 (review finding on the CPU engine, same in the CUDA tile kernel): A and B are
+// not read, C = beta * C, so Inf / NaN in the dense operand must not give 0 * Inf = NaN.
+TEST(CudaGemm, TileSparseAlphaZeroReadsNeitherOperand) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+    for (float beta : {0.0f, 0.5f}) {
+      const int M = 24, N = 40, K = 64;
+      std::vector<float> A(std::size_t(M) * K), B(std::size_t(K) * N), C(std::size_t(M) * N);
+      std::vector<float>& S = sp == SparseOperand::A ? A : B;
+      std::vector<float>& X = sp == SparseOperand::A ? B : A;
+      for (std::size_t i = 0; i < S.size(); ++i) S[i] = i % 4 == 0 ? 1.0f : 0.0f;
+      for (std::size_t i = 0; i < X.size(); ++i) X[i] = i % 2 ? INFINITY : NAN;
+      for (std::size_t i = 0; i < C.size(); ++i) C[i] = beta == 0.0f ? NAN : float(i % 7);
+      TileSparseOptions o;
+      o.tile_rows = o.tile_cols = 32;
+      o.threshold = 2.0;  // every non-zero tile sparse
+      o.dense_if_not_smaller = false;
+      auto e = make_cuda_tile_sparse_engine(o);
+      GemmCall c{Op::N, Op::N, M, N, K, 0.0f, beta, A.data(), K, B.data(), N, C.data(), N, sp};
+      e->run(c);
+      for (std::size_t i = 0; i < C.size(); ++i)
+        ASSERT_EQ(C[i], beta == 0.0f ? 0.0f : 0.5f * float(i % 7)) << "element " << i << " sp=" << int(sp);
+    }
+}
+
 TEST(CudaGemm, BlasStoredElemsIsTheBlasSpan) {
   EXPECT_EQ(blas_stored_elems(0, 5, 8), 0u);
   EXPECT_EQ(blas_stored_elems(3, 0, 8), 0u);

@@ -337,6 +337,77 @@ TEST(TileSparseGemm, BetaZeroIgnoresNanInC) {
   EXPECT_EQ(e.last_stats().tiles_sparse, 1u);
 }
 
+// BLAS semantics of alpha == 0 (review finding): A and B are not read, C = beta * C. The sparse kernels folded
+// alpha into the entries and multiplied by the dense operand, so an Inf in it gave 0 * Inf = NaN. Checked on
+// the gather and scatter kernels (sparse B op N), the stored-rows kernels (sparse A op N: direct and lists)
+// and the several-R-block gather; beta 0 (NaN in C ignored) and beta 0.5.
+TEST(TileSparseGemm, AlphaZeroReadsNeitherOperand) {
+  struct Path {
+    SparseOperand sp;
+    TransposedKernel tk;
+    RowsKernel rk;
+    int K;
+  };
+  const Path paths[] = {{SparseOperand::B, TransposedKernel::Gather, RowsKernel::Auto, 160},
+                        {SparseOperand::B, TransposedKernel::Scatter, RowsKernel::Auto, 160},
+                        {SparseOperand::A, TransposedKernel::Auto, RowsKernel::Direct, 160},
+                        {SparseOperand::A, TransposedKernel::Auto, RowsKernel::Lists, 160},
+                        {SparseOperand::B, TransposedKernel::Gather, RowsKernel::Auto, 1500}};  // several R blocks
+  for (const Path& pa : paths)
+    for (float beta : {0.0f, 0.5f})
+      for (Isa isa : isas()) {
+        const int M = 24, N = 40, K = pa.K;
+        // Sparse operand: one non-zero per 4 elements; dense operand: all Inf and NaN.
+        std::vector<float> A(std::size_t(M) * K), B(std::size_t(K) * N), C(std::size_t(M) * N);
+        std::vector<float>& S = pa.sp == SparseOperand::A ? A : B;
+        std::vector<float>& X = pa.sp == SparseOperand::A ? B : A;
+        for (std::size_t i = 0; i < S.size(); ++i) S[i] = i % 4 == 0 ? 1.0f : 0.0f;
+        for (std::size_t i = 0; i < X.size(); ++i) X[i] = i % 2 ? INFINITY : NAN;
+        for (std::size_t i = 0; i < C.size(); ++i) C[i] = beta == 0.0f ? NAN : float(i % 7);
+        GemmCall c{Op::N, Op::N, M, N, K, 0.0f, beta, A.data(), K, B.data(), N, C.data(), N, pa.sp};
+        TileSparseOptions o;
+        o.tile_rows = 8;
+        o.tile_cols = 32;
+        o.threshold = 2.0;  // every non-zero tile sparse
+        o.dense_if_not_smaller = false;
+        o.transposed_kernel = pa.tk;
+        o.rows_kernel = pa.rk;
+        o.isa = isa;
+        o.num_threads = 1;
+        TileSparseEngine e(o);
+        e.run(c);
+        EXPECT_GT(e.last_stats().tiles_sparse, 0u);
+        for (std::size_t i = 0; i < C.size(); ++i)
+          ASSERT_EQ(C[i], beta == 0.0f ? 0.0f : 0.5f * float(i % 7))
+              << "element " << i << " sp=" << int(pa.sp) << " K=" << K << " beta=" << beta;
+      }
+}
+
+// A compacted operand whose u8 ELL slots (2^32: 2^21 full 8 x 256 tiles) exceed the 32-bit entry positions of
+// the row lists (several-R-block path): InputError up front instead of wrapping positions. Headers only: the
+// check comes before any payload or operand element is read.
+TEST(TileSparseGemm, RejectsOperandBeyond32BitListPositions) {
+  const std::uint32_t TR = 8, TC = 256, rows = TR * 2048, cols = TC * 1024;  // 2048 x 1024 tiles
+  spartan::format::TiledMatrix s;
+  s.grid = spartan::format::TileGrid{rows, cols, TR, TC};
+  spartan::format::TileHeader h;
+  h.format = std::uint8_t(TileFormat::Ell);
+  h.width = TC;
+  h.nnz = TR * TC;
+  s.headers.assign(s.grid.num_tiles(), h);
+  std::vector<float> A(1), B(cols), C(rows);  // A (the sparse operand) is not read: no DENSE tile
+  GemmCall c{Op::N, Op::N, int(rows), 1, int(cols), 1.0f, 0.0f, A.data(), int(cols), B.data(), 1, C.data(), 1,
+             SparseOperand::A};
+  TileSparseOptions o;
+  o.tile_rows = TR;
+  o.tile_cols = TC;
+  o.whole_call_guard = false;
+  o.rows_kernel = RowsKernel::Lists;
+  o.num_threads = 1;
+  TileSparseEngine e(o);
+  EXPECT_THROW(e.run_compacted(c, s), spartan::InputError);
+}
+
 TEST(TileSparseGemm, PrecompactedMatchesRunAndStatsCount) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -377,6 +448,21 @@ TEST(TileSparseGemm, RejectsMismatchedCompactedOperandAndBadOptions) {
   TileSparseOptions bad;
   bad.tile_rows = 0;
   EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError);
+  // Tile rows beyond 65535 (review finding: 2^31 was accepted, band starts int(band * p_tile) wrapped and C
+  // was never written; 0xFFFFFFFF gave a grid of 0 tiles).
+  for (std::uint32_t tr : {65536u, 0x80000000u, 0xFFFFFFFFu}) {
+    bad = TileSparseOptions{};
+    bad.tile_rows = tr;
+    bad.tile_cols = 1;
+    EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError) << tr;
+  }
+  bad = TileSparseOptions{};
+  bad.tile_rows = 65535;
+  bad.tile_cols = 1;
+  EXPECT_NO_THROW(TileSparseEngine{bad});
+  auto big = spartan::format::compact(B.data(), 4, 4, 4, o);  // a run_compacted operand with a bad grid
+  big.grid.tile_rows = 0x80000000u;
+  EXPECT_THROW(e.run_compacted(c, big), spartan::InputError);
   bad = TileSparseOptions{};
   bad.sparse_format = TileFormat::Dense;
   EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError);

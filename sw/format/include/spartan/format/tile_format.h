@@ -1,5 +1,6 @@
-// The ONE tile-sparse format of the project (design: ARCHITECTURE.md, "The tile-sparse format";
-// byte-level specification with a worked example: docs/tile-format.md).
+// The ONE tile-sparse format of the project (design: ../shared/design/ARCHITECTURE.md from the repository
+// root, outside this repository, section "The tile-sparse format (one definition)"; what is built:
+// docs/architecture.md; byte-level specification with a worked example: docs/tile-format.md).
 //
 // Used by the CPU and CUDA GEMM kernels (sw/gemm), the TLM compaction-engine model and the RTL
 // scoreboards. Everything that defines bytes lives here: header layout, payload layout per format,
@@ -13,8 +14,9 @@
 //  - nnz is always the true number of non-zero elements of the tile, whatever its format.
 //  - A tile with density nnz / (r_eff * c_eff) >= threshold is DENSE; so is, by default
 //    (CompactOptions::dense_if_not_smaller), a tile whose sparse payload would take at least as many bytes
-//    as its r_eff * c_eff dense elements (F32 ELL with u8 indices: a widest row of >= 4/5 of the columns):
-//    compaction never makes a tile larger. Otherwise the tile gets the requested sparse format (ELL or BITMAP). A tile with
+//    as its r_eff * c_eff dense elements (sparse_not_smaller; F32 ELL with u8 indices: a widest row of about
+//    4/5 of the columns or more, fewer when the 4-byte alignment of the index block adds bytes, see
+//    docs/tile-format.md): compaction never makes a tile larger. Otherwise the tile gets the requested sparse format (ELL or BITMAP). A tile with
 //    nnz == 0 below the threshold is a "zero tile": sparse format, width 0, no payload. Kernels skip every
 //    tile with nnz == 0.
 //  - DENSE tiles stay in place in the source matrix (DenseStorage::InPlace, the default, as the
@@ -132,8 +134,10 @@ struct TileGrid {
   std::uint32_t rows = 0, cols = 0;                                     ///< stored matrix, elements
   std::uint32_t tile_rows = kDefaultTileRows, tile_cols = kDefaultTileCols;  ///< TR, TC
 
-  std::uint32_t tiles_r() const { return (rows + tile_rows - 1) / tile_rows; }
-  std::uint32_t tiles_c() const { return (cols + tile_cols - 1) / tile_cols; }
+  /// Tiles per column / row of tiles: ceil(rows / TR), ceil(cols / TC), in 64 bits (rows + TR - 1 would wrap
+  /// in 32 bits for rows near 2^32). TR, TC >= 1 (check_options, validate).
+  std::uint32_t tiles_r() const { return std::uint32_t((std::uint64_t(rows) + tile_rows - 1) / tile_rows); }
+  std::uint32_t tiles_c() const { return std::uint32_t((std::uint64_t(cols) + tile_cols - 1) / tile_cols); }
   std::size_t num_tiles() const { return std::size_t(tiles_r()) * tiles_c(); }
   std::uint32_t row0(std::uint32_t ti) const { return ti * tile_rows; }
   std::uint32_t col0(std::uint32_t tj) const { return tj * tile_cols; }
@@ -420,10 +424,14 @@ void expand_bits(const TiledMatrix& m, T* out, std::size_t ld) {
   const TileGrid& g = m.grid;
   const std::uint32_t TR = g.tile_rows, TC = g.tile_cols;
   const std::size_t ib = index_bytes(TC);
+  // Expanding onto the source itself (expand() checked ld == source_ld): in-place DENSE tiles are already
+  // there; zero-filling them first would destroy them.
+  const bool onto_source = static_cast<const void*>(out) == m.source;
   for (std::uint32_t ti = 0; ti < g.tiles_r(); ++ti)
     for (std::uint32_t tj = 0; tj < g.tiles_c(); ++tj) {
       const TileHeader& h = m.header(ti, tj);
       const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
+      if (onto_source && h.fmt() == TileFormat::Dense && !(h.flags & kFlagDenseInPayload)) continue;
       auto orow = [&](std::uint32_t r) { return out + std::size_t(ti * TR + r) * ld + std::size_t(tj) * TC; };
       for (std::uint32_t r = 0; r < re; ++r) std::fill(orow(r), orow(r) + ce, T(0));
       const std::uint8_t* p = m.payload.data() + h.offset;
@@ -465,17 +473,52 @@ void expand_bits(const TiledMatrix& m, T* out, std::size_t ld) {
 
 }  // namespace detail
 
-/// Checks the options against the matrix shape. Throws spartan::InputError.
+/// Largest tile side (rows and columns): u16 ELL column indices; a tile row index fits 16 bits too, and
+/// TR * TC < 2^32 (u32 nnz). Grid arithmetic (tile origins, band starts) stays far from 32-bit limits.
+inline constexpr std::uint32_t kMaxTileSide = 65535;
+
+/// Checks the options against the matrix shape: 1 <= TR, TC <= kMaxTileSide, ELL or BITMAP, a known
+/// element type, ld >= cols, threshold not NaN. Throws spartan::InputError.
 inline void check_options(std::uint32_t rows, std::uint32_t cols, std::size_t ld, const CompactOptions& o) {
-  if (o.tile_rows == 0 || o.tile_cols == 0 || o.tile_cols > 65535)
-    throw InputError("tile format: tile size must be 1..65535 columns and >= 1 row");
+  if (o.tile_rows == 0 || o.tile_cols == 0 || o.tile_rows > kMaxTileSide || o.tile_cols > kMaxTileSide)
+    throw InputError("tile format: tile size must be 1..65535 rows x 1..65535 columns, got " +
+                     std::to_string(o.tile_rows) + "x" + std::to_string(o.tile_cols));
   if (o.sparse_format != TileFormat::Ell && o.sparse_format != TileFormat::Bitmap)
     throw InputError("tile format: sparse format must be ELL or BITMAP");
+  if (o.elem != ElemType::F32 && o.elem != ElemType::F16 && o.elem != ElemType::BF16)
+    throw InputError("tile format: element type must be F32, F16 or BF16");
   if (ld < cols) throw InputError("tile format: leading dimension smaller than the number of columns");
   if (!(o.threshold == o.threshold)) throw InputError("tile format: threshold is NaN");
-  if (o.tile_rows > 0 && o.tile_cols > 0 && std::uint64_t(o.tile_rows) * o.tile_cols > 0xFFFFFFFFull)
-    throw InputError("tile format: tile too large for a u32 nnz");
   (void)rows;
+}
+
+/// A tile size TR x TC as a tool option gives it.
+struct TileSize {
+  std::uint32_t rows = 0, cols = 0;
+};
+
+/// Parses a tile size "RxC" (e.g. "32x32"): two decimal numbers without sign or leading zeros joined by 'x'
+/// and nothing else (^[1-9][0-9]*x[1-9][0-9]*$), each in 1..kMaxTileSide. Throws spartan::InputError
+/// starting with `what` (the option's name, e.g. "--tile").
+inline TileSize parse_tile_size(const std::string& s, const std::string& what) {
+  const auto bad = [&](const std::string& why) {
+    return InputError(what + ": expected ROWSxCOLS with sides 1..65535 (e.g. 32x32), got '" + s + "'" + why);
+  };
+  std::uint64_t v[2] = {0, 0};
+  std::size_t i = 0;
+  for (int k = 0; k < 2; ++k) {
+    if (k == 1) {
+      if (i >= s.size() || s[i] != 'x') throw bad("");
+      ++i;
+    }
+    if (i >= s.size() || s[i] < '1' || s[i] > '9') throw bad("");
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+      v[k] = v[k] * 10 + std::uint64_t(s[i] - '0');
+      if (v[k] > kMaxTileSide) throw bad(" (side too large)");
+    }
+  }
+  if (i != s.size()) throw bad("");
+  return TileSize{std::uint32_t(v[0]), std::uint32_t(v[1])};
 }
 
 /// Compacts a row-major dense matrix of raw element bits (`elem` says which type; ld in elements).
@@ -495,9 +538,15 @@ inline TiledMatrix compact(const float* dense, std::uint32_t rows, std::uint32_t
 }
 
 /// Writes the dense matrix back (row-major, ld in elements >= cols): bit-exact inverse of compact().
-/// In-place DENSE tiles are read from m.source.
+/// In-place DENSE tiles are read from m.source. `out` may be m.source itself (with ld == m.source_ld): the
+/// in-place DENSE tiles are then left as they are and the other tiles rewritten from the payload. Any other
+/// overlap of `out` with the source is not detected and gives wrong DENSE tiles. Throws
+/// spartan::InputError for ld < cols, or out == m.source with ld != m.source_ld.
+/// Trusts m (compact()'s output); run validate() first on matrices from elsewhere.
 inline void expand(const TiledMatrix& m, void* out, std::size_t ld) {
   if (ld < m.grid.cols) throw InputError("tile format: expand: leading dimension smaller than the columns");
+  if (out == m.source && ld != m.source_ld)
+    throw InputError("tile format: expand onto the source matrix needs the source's leading dimension");
   if (m.elem == ElemType::F32)
     detail::expand_bits(m, static_cast<std::uint32_t*>(out), ld);
   else
@@ -510,48 +559,79 @@ inline std::vector<float> expand(const TiledMatrix& m) {
   return out;
 }
 
-/// Structural validation of a TiledMatrix (e.g. one written by a hardware model): formats known,
-/// nnz <= tile size, ELL width <= c_eff, offsets aligned, non-decreasing and inside the payload.
+/// Structural validation of a TiledMatrix (e.g. one written by a hardware model), so that expand() and the
+/// GEMM kernels stay inside the payload and the output: grid (1 <= TR, TC <= kMaxTileSide), element type,
+/// header count; per tile: format known, flags only kFlagDenseInPayload on DENSE tiles, width 0 except on
+/// ELL tiles with nnz > 0, nnz <= tile size, ELL width <= c_eff, offsets aligned, non-decreasing and inside
+/// the payload (no wrap-around); ELL: padding only at row ends (value +-0, index 0), column indices below
+/// c_eff and strictly ascending within a row, stored non-zeros == nnz; BITMAP: bits only below c_eff, set
+/// bits == nnz. Cost linear in the headers and the sparse payloads (in-place DENSE tiles are not read).
 /// Throws spartan::InputError naming the first bad tile.
 inline void validate(const TiledMatrix& m) {
   const TileGrid& g = m.grid;
+  if (g.tile_rows == 0 || g.tile_cols == 0 || g.tile_rows > kMaxTileSide || g.tile_cols > kMaxTileSide)
+    throw InputError("tile format: tile size " + std::to_string(g.tile_rows) + "x" + std::to_string(g.tile_cols) +
+                     " outside 1..65535 x 1..65535");
+  if (m.elem != ElemType::F32 && m.elem != ElemType::F16 && m.elem != ElemType::BF16)
+    throw InputError("tile format: unknown element type " + std::to_string(unsigned(m.elem)));
   if (m.headers.size() != g.num_tiles()) throw InputError("tile format: header count does not match the grid");
+  const std::size_t ib = index_bytes(g.tile_cols), eb = elem_bytes(m.elem), size = m.payload.size();
   std::uint64_t prev_end = 0;
   for (std::uint32_t ti = 0; ti < g.tiles_r(); ++ti)
     for (std::uint32_t tj = 0; tj < g.tiles_c(); ++tj) {
       const TileHeader& h = m.header(ti, tj);
-      const std::string where = "tile format: tile (" + std::to_string(ti) + "," + std::to_string(tj) + "): ";
+      const auto where = [&] { return "tile format: tile (" + std::to_string(ti) + "," + std::to_string(tj) + "): "; };
       const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
-      if (h.format > 2) throw InputError(where + "unknown format " + std::to_string(h.format));
-      if (h.nnz > std::uint64_t(re) * ce) throw InputError(where + "nnz larger than the tile");
+      if (h.format > 2) throw InputError(where() + "unknown format " + std::to_string(h.format));
+      if (h.flags & ~(h.fmt() == TileFormat::Dense ? kFlagDenseInPayload : 0u))
+        throw InputError(where() + "flags " + std::to_string(h.flags) + " not allowed for this format");
+      if (h.width != 0 && !(h.fmt() == TileFormat::Ell && h.nnz > 0))
+        throw InputError(where() + "width must be 0 for DENSE, BITMAP and zero tiles");
+      if (h.nnz > std::uint64_t(re) * ce) throw InputError(where() + "nnz larger than the tile");
       if (h.fmt() == TileFormat::Ell && (h.width > ce || std::uint64_t(h.width) * re < h.nnz))
-        throw InputError(where + "ELL width inconsistent with nnz / tile columns");
+        throw InputError(where() + "ELL width inconsistent with nnz / tile columns");
       if (h.fmt() == TileFormat::Dense && !(h.flags & kFlagDenseInPayload) && !m.source)
-        throw InputError(where + "in-place DENSE tile but no source matrix");
+        throw InputError(where() + "in-place DENSE tile but no source matrix");
       const std::size_t bytes = tile_payload_bytes(h, re, ce, g.tile_cols, m.elem);
-      if (h.offset < prev_end) throw InputError(where + "payload offset overlaps the previous tile");
-      if (h.offset % kPayloadAlignBytes) throw InputError(where + "payload offset not 16-byte aligned");
-      if (h.offset + bytes > m.payload.size()) throw InputError(where + "payload beyond the payload area");
+      if (h.offset < prev_end) throw InputError(where() + "payload offset overlaps the previous tile");
+      if (h.offset % kPayloadAlignBytes) throw InputError(where() + "payload offset not 16-byte aligned");
+      if (h.offset > size || bytes > size - h.offset) throw InputError(where() + "payload beyond the payload area");
       prev_end = h.offset + bytes;
-      if (h.fmt() == TileFormat::Ell && h.nnz > 0) {  // padding: only at row ends, value +-0, index 0
-        const std::uint8_t* p = m.payload.data() + h.offset;
-        const std::size_t ib = index_bytes(g.tile_cols), eb = elem_bytes(m.elem);
+      if (h.nnz == 0) continue;
+      const std::uint8_t* p = m.payload.data() + h.offset;
+      if (h.fmt() == TileFormat::Ell) {  // padding: only at row ends, value +-0, index 0
         const std::uint8_t* vals = p + ell_values_offset(re, h.width, g.tile_cols);
         std::uint64_t nz = 0;
         for (std::uint32_t r = 0; r < re; ++r) {
           bool pad = false;
+          std::uint32_t prev_c = 0;
           for (std::uint32_t j = 0; j < h.width; ++j) {
             const std::size_t slot = std::size_t(r) * h.width + j;
             const bool zero = eb == 4 ? is_zero_bits(detail::load_le<std::uint32_t>(vals + slot * 4))
                                       : is_zero_bits(detail::load_le<std::uint16_t>(vals + slot * 2));
             const std::uint32_t c = ib == 1 ? p[slot] : detail::load_le<std::uint16_t>(p + 2 * slot);
             if (zero) pad = true;
-            if (pad && (!zero || c != 0)) throw InputError(where + "ELL padding not at a row end or index not 0");
-            if (!pad && c >= ce) throw InputError(where + "ELL column index outside the tile");
+            if (pad && (!zero || c != 0)) throw InputError(where() + "ELL padding not at a row end or index not 0");
+            if (!pad && c >= ce) throw InputError(where() + "ELL column index outside the tile");
+            if (!pad && j > 0 && c <= prev_c)
+              throw InputError(where() + "ELL column indices not strictly ascending in row " + std::to_string(r));
+            prev_c = c;
             nz += !zero;
           }
         }
-        if (nz != h.nnz) throw InputError(where + "ELL non-zeros do not match the header nnz");
+        if (nz != h.nnz) throw InputError(where() + "ELL non-zeros do not match the header nnz");
+      } else if (h.fmt() == TileFormat::Bitmap) {  // set bits == nnz, unused high bits of the last word 0
+        const std::size_t words = bitmap_row_words(ce);
+        const std::uint32_t tail = ce % 32 ? ~((1u << (ce % 32)) - 1) : 0u;  // bits at columns >= c_eff
+        std::uint64_t set = 0;
+        for (std::uint32_t r = 0; r < re; ++r)
+          for (std::size_t w = 0; w < words; ++w) {
+            const std::uint32_t bits = detail::load_le<std::uint32_t>(p + (std::size_t(r) * words + w) * 4);
+            if (w + 1 == words && (bits & tail))
+              throw InputError(where() + "BITMAP bit set beyond the tile's columns in row " + std::to_string(r));
+            set += std::uint64_t(__builtin_popcount(bits));
+          }
+        if (set != h.nnz) throw InputError(where() + "BITMAP set bits do not match the header nnz");
       }
     }
 }
