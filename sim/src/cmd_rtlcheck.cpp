@@ -19,6 +19,7 @@
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
+#include "spartan/format/tile_format.h"
 #include "spartan/sim/command.h"
 #include "spartan/trace/sptrace.h"
 
@@ -107,18 +108,23 @@ Options parse(const std::vector<std::string>& args) {
         if (o.layers.empty()) throw spartan::InputError("rtl-check: --layers: empty list");
       } else if (a == "--tile") {
         const std::string& v = val();
-        if (std::sscanf(v.c_str(), "%ux%u", &o.tr, &o.tc) != 2) throw spartan::InputError("rtl-check: --tile wants RxC, got " + v);
+        const auto ts = spartan::format::parse_tile_size(v, "rtl-check: --tile");  // "32x32junk" was accepted
+        o.tr = ts.rows;
+        o.tc = ts.cols;
       } else if (a == "--sampling") {
         const std::string& v = val();
+        std::size_t pos = 0;
         if (v.find('-') != std::string::npos) throw spartan::InputError("rtl-check: --sampling must be 0..15, got " + v);
-        o.sampling = static_cast<unsigned>(std::stoul(v));
+        o.sampling = static_cast<unsigned>(std::stoul(v, &pos));
+        if (pos != v.size()) throw spartan::InputError("rtl-check: --sampling must be 0..15, got " + v);
       }
       else if (a == "--clock-mhz") o.clock_mhz = std::stod(val());
       else if (a == "--wave") o.wave = val();
       else if (a == "--wave-window") {
         const std::string& v = val();
         unsigned long long f = 0, t = 0;
-        if (v.find('-') != std::string::npos || std::sscanf(v.c_str(), "%llu:%llu", &f, &t) != 2 || t <= f)
+        char extra = 0;
+        if (v.find('-') != std::string::npos || std::sscanf(v.c_str(), "%llu:%llu%c", &f, &t, &extra) != 2 || t <= f)
           throw spartan::InputError("rtl-check: --wave-window wants FROM:TO with FROM < TO, got " + v);
         o.wave_from = f;
         o.wave_to = t;

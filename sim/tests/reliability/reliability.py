@@ -648,6 +648,10 @@ def bad_input(r):
         ("empty", "--layers ''", rc + ["--layers", ""], copy_sample),
         ("overlapping ranges", "--out is the --trace file", rc + ["--out", "@D/in.sptrace"], copy_sample),
         ("overlapping ranges", "--wave is the --trace file", rc + ["--wave", "@D/in.sptrace", "--wave-window", "0:5"], copy_sample),
+        # thirteenth session: trailing text was accepted by sscanf / stoul
+        ("wrong type", "--tile 32x32junk", rc + ["--tile", "32x32junk"], copy_sample),
+        ("wrong type", "--sampling 3x", rc + ["--sampling", "3x"], copy_sample),
+        ("wrong type", "--wave-window 0:5junk", rc + ["--wave", "@D/w.vcd", "--wave-window", "0:5junk"], copy_sample),
     ]
     for cls, name, argv, setup in rc_cases:
         if have_rc:
