@@ -281,7 +281,7 @@ Kernel make_count_pass(const DenseOperand& m, std::uint64_t count_array, const B
   const fmt::TileGrid g = m.grid();
   const std::uint64_t tc = g.tiles_c();
   const unsigned eb = m.eb();
-  return tile_kernel("sw_count", m, sms, line, c.tiles_in_flight_per_sm, nullptr, c.count_cycles_per_line,
+  return tile_kernel("sw_profile", m, sms, line, c.tiles_in_flight_per_sm, nullptr, c.count_cycles_per_line,
                      c.count_cycles_per_tile, c.issue_width,
                      [g, tc, eb, count_array](std::uint64_t t, const std::vector<std::uint8_t>& d, TileBatchSource::Writes& out) {
                        std::uint32_t nnz, width;
@@ -321,8 +321,9 @@ std::vector<fmt::TileHeader> scan_headers(const DenseOperand& m, const std::vect
   return h;
 }
 
-Kernel make_scan(std::uint64_t count_array, const std::vector<fmt::TileHeader>& headers, const SparseOutput& out,
-                 const BaselineConfig& c, std::uint32_t sms, std::uint32_t line) {
+Kernel make_scan(std::uint64_t count_array, std::uint32_t entry_bytes, const std::vector<fmt::TileHeader>& headers,
+                 const SparseOutput& out, const BaselineConfig& c, std::uint32_t sms, std::uint32_t line) {
+  const std::uint64_t eb = entry_bytes;
   Kernel k;
   k.name = "sw_scan";
   const std::uint64_t tiles = headers.size();
@@ -331,14 +332,14 @@ Kernel make_scan(std::uint64_t count_array, const std::vector<fmt::TileHeader>& 
     std::vector<ListSource::Req> reqs;
     const std::uint64_t t0 = std::min(tiles, s * chunk), t1 = std::min(tiles, t0 + chunk);
     if (t1 > t0) {
-      // Read this chunk's {nnz, width} entries; look-back: read the predecessor's aggregate (8 B).
-      for (std::uint64_t o = t0 * 8; o < t1 * 8;) {
+      // Read this chunk's profile entries; look-back: read the predecessor's aggregate (8 B).
+      for (std::uint64_t o = t0 * eb; o < t1 * eb;) {
         const std::uint64_t a = count_array + o;
-        const std::uint64_t n = std::min<std::uint64_t>(line - a % line, t1 * 8 - o);
+        const std::uint64_t n = std::min<std::uint64_t>(line - a % line, t1 * eb - o);
         reqs.push_back({a, static_cast<std::uint32_t>(n), false, {}, false});
         o += n;
       }
-      if (t0 > 0) reqs.push_back({count_array + 8 * (t0 - 1), 8, false, {}, true});
+      if (t0 > 0) reqs.push_back({count_array + eb * (t0 - 1), static_cast<std::uint32_t>(eb), false, {}, true});
       std::vector<std::uint8_t> hb((t1 - t0) * fmt::kHeaderBytes);
       for (std::uint64_t t = t0; t < t1; ++t) fmt::encode_header(headers[t], hb.data() + (t - t0) * fmt::kHeaderBytes);
       std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>> w;

@@ -86,16 +86,20 @@ std::vector<LinePiece> tile_lines(const DenseOperand& m, std::uint32_t ti, std::
 
 Kernel make_producer(const DenseOperand& m, std::uint32_t sms, std::uint32_t line);
 Kernel make_memset(std::uint64_t base, std::uint64_t bytes, std::uint32_t sms, std::uint32_t line);
-/// (a) profiling kernel; writes one u32 count per tile at `count_table`.
+/// (a) profiling kernel; writes one u32 count per tile at `count_table` (what the BITMAP conversion needs).
 Kernel make_profile(const DenseOperand& m, std::uint64_t count_table, const BaselineConfig& c, std::uint32_t sms,
                     std::uint32_t line);
-/// (b1) count pass; writes {u32 nnz, u32 max_row_nnz} per tile at `count_array`.
+/// (a') profiling kernel that also finds each tile's widest row (what the ELL conversion needs); writes
+/// {u32 nnz, u32 max_row_nnz} per tile at `count_array`; costs count_cycles_per_line / _per_tile. Kernel
+/// name "sw_profile" (it is the software path's profile; a separate count pass re-reading the activation,
+/// as before 2026-12-02, would charge the software path twice for the counting the hardware does once).
 Kernel make_count_pass(const DenseOperand& m, std::uint64_t count_array, const BaselineConfig& c, std::uint32_t sms,
                        std::uint32_t line);
-/// (b2) scan; `headers` = the headers it computes (from the count array in memory after the count pass).
-Kernel make_scan(std::uint64_t count_array, const std::vector<format::TileHeader>& headers, const SparseOutput& out,
-                 const BaselineConfig& c, std::uint32_t sms, std::uint32_t line);
-/// (b3) scatter; payload bytes come from the tile data the SM read, packed by tile_format.h.
+/// (b1) scan; `headers` = the headers it computes from the profile's entries in memory (`entry_bytes` per
+/// tile at `count_array`: 4 for make_profile's, 8 for make_count_pass's).
+Kernel make_scan(std::uint64_t count_array, std::uint32_t entry_bytes, const std::vector<format::TileHeader>& headers,
+                 const SparseOutput& out, const BaselineConfig& c, std::uint32_t sms, std::uint32_t line);
+/// (b2) scatter; payload bytes come from the tile data the SM read, packed by tile_format.h.
 Kernel make_scatter(const DenseOperand& m, const std::vector<format::TileHeader>& headers, format::TileFormat fmt,
                     const SparseOutput& out, const BaselineConfig& c, std::uint32_t sms, std::uint32_t line);
 /// The consumer GEMM's operand reads (headers, payloads, in-place DENSE tiles).
