@@ -265,8 +265,10 @@ json Replay::run() {
                      {"counter_entries_used_peak", s.counter_entries_used_peak},
                      {"counter_occupancy_peak", double(s.counter_entries_used_peak) / m->config().counter_entries},
                      {"flush_count", s.flush_count}, {"flush_rmw_groups", s.flush_rmw_groups},
-                     {"flush_bytes_written", s.flush_bytes_written},
+                     {"flush_bytes_written", s.flush_bytes_written}, {"flush_ps", s.flush_ps},
                      {"busy_ps", s.busy_ps}, {"backpressure_ps", s.backpressure_ps},
+                     {"arrivals_out_of_order", s.arrivals_out_of_order},
+                     {"arrivals_out_of_order_ps", s.arrivals_out_of_order_ps},
                      {"flush_drain_wait_ps", s.flush_drain_wait_ps},
                      {"mmio_reads", s.mmio_reads}, {"mmio_writes", s.mmio_writes}, {"mmio_errors", s.mmio_errors}});
     }

@@ -59,6 +59,12 @@ void SparsityMonitor::observe_write(std::uint64_t addr, const std::uint8_t* data
   // unsampled requests need only the accept stage and overlap with counting. busy_ps = time the accept stage
   // is occupied; a faster arrival waits (reported as back-pressure; the L2 is not stalled by the model).
   std::uint64_t cost = 0;  // 0: accept stage only
+  if (when < latest_arrival_) {
+    ++stats_.arrivals_out_of_order;
+    stats_.arrivals_out_of_order_ps += (latest_arrival_ - when).value();
+  } else {
+    latest_arrival_ = when;
+  }
   struct Occupy {
     SparsityMonitor& m;
     const sc_time& when;

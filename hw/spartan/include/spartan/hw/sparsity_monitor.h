@@ -62,6 +62,11 @@ struct MonitorStats {
   std::uint64_t flush_drain_wait_ps = 0;  ///< time FLUSH waited for the input pipeline to drain (RTL S_DRAIN)
   std::uint64_t counter_entries_used_peak = 0;  ///< max over time of sum(TILES of enabled regions)
   std::uint64_t mmio_reads = 0, mmio_writes = 0, mmio_errors = 0;
+  /// Writes observed with an earlier time than one observed before (the temporally decoupled SMs reach the
+  /// L2 slice in call order, not time order), and the sum of how much earlier (ps). The pipeline model
+  /// serves arrivals in call order, so such a write is charged as back-pressure that a time-ordered
+  /// arrival would not see: these bound that model error.
+  std::uint64_t arrivals_out_of_order = 0, arrivals_out_of_order_ps = 0;
 };
 
 class SparsityMonitor : public sc_core::sc_module {
@@ -137,6 +142,7 @@ class SparsityMonitor : public sc_core::sc_module {
   bool flush_busy_ = false, flush_done_ = false;
   std::uint32_t flush_mask_ = 0;
   sc_core::sc_time flush_start_, last_flush_done_, input_free_;
+  sc_core::sc_time latest_arrival_;                 ///< latest `when` observed (arrivals_out_of_order)
   sc_core::sc_time count_free_, last_count_start_;  ///< counting stage free; start of the last counted request
   sc_core::sc_event flush_start_ev_, flush_done_ev_;
   std::vector<LineObserver> line_observers_;
