@@ -189,7 +189,7 @@ void validate_gpu_config(const GpuConfig& c) {
   const auto& s = c.l2.slice;
   if (c.l2.slices == 0) fail("l2.slices", "must be > 0");
   if (!is_pow2(s.sets)) fail("l2.sets", "number of sets " + std::to_string(s.sets) + " is not a power of two");
-  if (s.ways == 0) fail("l2.ways", "must be > 0");
+  if (s.ways == 0 || s.ways > 65535) fail("l2.ways", "must be 1..65535 (the LRU order keeps ways as u16)");
   if (!is_pow2(s.sector_bytes)) fail("l2.sector_bytes", "must be a power of two");
   if (!is_pow2(s.line_bytes)) fail("l2.line_bytes", "must be a power of two");
   if (s.line_bytes % s.sector_bytes)
@@ -210,6 +210,11 @@ void validate_gpu_config(const GpuConfig& c) {
                           std::to_string(d.channels) + " DRAM channels");
   if (d.bank_groups == 0) fail("dram.bank_groups", "must be > 0 (zero banks)");
   if (d.banks_per_group == 0) fail("dram.banks_per_group", "must be > 0 (zero banks)");
+  // The address map XORs the bank with the row bits, a permutation only for a power-of-two bank count
+  // (review of 2026-12-02: 3 banks per group mapped 21 760 of 131 072 bursts onto another burst's location).
+  if (!is_pow2(d.banks_per_group)) fail("dram.banks_per_group", "must be a power of two (bank XOR row permutation)");
+  if (std::uint64_t(d.bank_groups) * d.banks_per_group > 1024)
+    fail("dram.bank_groups", "bank_groups x banks_per_group must be at most 1024 banks per channel");
   if (d.bus_bytes == 0) fail("dram.bus_bytes", "must be > 0");
   if (d.burst_length == 0) fail("dram.burst_length", "must be > 0");
   if (d.data_rate == 0) fail("dram.data_rate", "must be > 0");

@@ -221,7 +221,9 @@ bool L2Slice::contains(std::uint64_t addr) const {
 ps_t L2Slice::flush() {
   now_ = sc_core::sc_time_stamp().value();
   ps_t now = std::max<ps_t>(now_, busy_until_);
-  ps_t done = now;
+  // Write-backs posted before the flush may still be on their way to DRAM: the flush is done when they are
+  // too (review of 2026-12-02: only the lines the flush itself evicted were waited for).
+  ps_t done = wb_free_.empty() ? now : std::max(now, wb_free_.back());
   for (auto& l : lines_) done = std::max(done, evict(l, now));
   std::fill(ready_.begin(), ready_.end(), 0);
   for (auto& l : lines_) l.ready_max = 0;

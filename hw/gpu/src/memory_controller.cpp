@@ -66,6 +66,7 @@ ps_t MemoryController::write_sectors(std::uint32_t slice, std::uint64_t line_loc
     if (!(mask >> s & 1)) continue;
     const std::uint64_t local = line_local + std::uint64_t(s) * sector_bytes;
     for (std::uint64_t a = burst_div_.div(local) * burst_bytes_; a < local + sector_bytes; a += burst_bytes_) {
+      if (have_prev && a == prev_a) continue;  // a burst wider than a sector: written once for all its sectors
       prev = decode(slice, a, have_prev, prev_a, prev);
       have_prev = true, prev_a = a;
       if (n == kMaxBursts) end = std::max(end, chan_.bursts(arrive, ds, n, true)), n = 0;

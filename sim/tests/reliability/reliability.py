@@ -606,6 +606,12 @@ def bad_input(r):
         ("negative or zero sizes", "l2.slices 0", mb, preset(sub("  slices: 64", "  slices: 0"))),
         ("negative or zero sizes", "sm.count -80", mb, preset(sub("  count: 80", "  count: -80"))),
         ("huge dimensions", "l2.sets 2^40", mb, preset(sub("  sets: 32 ", "  sets: 1099511627776 "))),
+        # thirteenth-session review: accepted, then a non-bijective bank map / a wrapped u16 LRU order / 0 banks
+        ("overlapping ranges", "dram.banks_per_group 3 (bank map not a permutation)", mb, preset(sub("  banks_per_group: 4", "  banks_per_group: 3"))),
+        ("huge dimensions", "l2.ways 70000 (size_bytes consistent)", mb,
+         preset(lambda t: t.replace("  ways: 24", "  ways: 70000", 1).replace("  size_bytes: 6291456 ", "  size_bytes: 18350080000 ", 1))),
+        ("huge dimensions", "dram banks 65536 x 65536", mb,
+         preset(lambda t: t.replace("  bank_groups: 4 ", "  bank_groups: 65536 ", 1).replace("  banks_per_group: 4", "  banks_per_group: 65536", 1))),
         ("overlapping ranges", "tRAS > tRC", mb, preset(sub("    tRAS: 28", "    tRAS: 280"))),
         ("NaN/Inf/-0.0 in data", "clocks.core_mhz .nan", mb, preset(sub("  core_mhz: 1447", "  core_mhz: .nan"))),
         ("negative or zero sizes", "sm.issue_interval_cycles 0", mb, preset(sub("  issue_interval_cycles: 1", "  issue_interval_cycles: 0"))),

@@ -2,8 +2,8 @@
 // -> HBM/GDDR). One struct per component, defaults here, all values read from ONE YAML preset by
 // load_gpu_config() (sim/configs/gpu/<name>.yaml). No component reads YAML itself.
 //
-// Units: clocks in MHz; `_cycles` in the named clock domain (core for SM/crossbar latency, l2 for the
-// L2 slice, dram for DRAM timing, which is given in DRAM command-clock cycles as in the datasheets and
+// Units: clocks in MHz; `_cycles` in the named clock domain (core for SM latency, the crossbar clock for
+// crossbar latency, l2 for the L2 slice, dram for DRAM timing, which is given in DRAM command-clock cycles as in the datasheets and
 // Accel-Sim's gpgpusim.config); sizes in bytes. Errors: spartan::ConfigError(file, key, what).
 #pragma once
 #include <cstdint>

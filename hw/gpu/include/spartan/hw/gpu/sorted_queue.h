@@ -20,6 +20,8 @@ class SortedQueue {
   std::size_t size() const noexcept { return n_; }
   /// The smallest element (the queue must not be empty).
   const T& top() const noexcept { return v_[head_]; }
+  /// The largest element (the queue must not be empty).
+  const T& back() const noexcept { return v_[(head_ + n_ - 1) & mask_]; }
   void clear() noexcept { head_ = n_ = 0; }
   void push(const T& x) {
     if (n_ == v_.size()) grow();
