@@ -443,6 +443,8 @@ def bad_input(r):
         ("negative or zero sizes", "0 x 0 pixel images", train16, gz_idx_dataset(0, 0)),
         ("negative or zero sizes", "infer --batch 0", infer + ["--batch", "0"], weights(good)),
         ("unknown config keys", "infer --batch without --partition", infer + ["--batch", "64"], weights(good)),
+        # thirteenth-session new-user review: the error line was followed by the 8-line usage
+        ("empty", "no command", [], None),
     ]
     for cls, name, argv, setup in sd_cases:
         r.case("spartan-sdnn", cls, name, argv, setup)

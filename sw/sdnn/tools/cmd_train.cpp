@@ -93,7 +93,7 @@ int cmd_train(const std::vector<std::string>& args) {
       "init", po::value(&init)->default_value("he"), "generated body values: he | identity | challenge")(
       "threads", po::value(&threads)->default_value(0), "OpenMP threads, 1..1024 (0 = default)")(
       "partition", po::value(&partition), "partition file: distributed training under mpirun")(
-      "verify", po::bool_switch(&verify), "distributed: rank 0 also trains on one rank and compares the loss curves")(
+      "verify", po::bool_switch(&verify), "distributed: rank 0 also trains on one rank and compares the loss curves and every trained parameter")(
       "linear-baseline", po::bool_switch(&linear), "also train a softmax-regression baseline on the same inputs")(
       "trace", po::value(&trace), "after training, write the forward pass of the first training batch (per-layer activations) to this .sptrace file");
   po::variables_map vm;

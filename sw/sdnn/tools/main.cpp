@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
         "  partition  partition a network's neurons over P ranks (block, random, hypergraph, graph)\n"
         "  generate   write a RadiX-Net-style sparse network\n"
         "run 'spartan-sdnn <command> --help' for the options of a command\n";
-    if (argc < 2) throw spartan::InputError(std::string("missing command\n") + usage);
+    // One line, as every other bad input (the usage is on --help).
+    if (argc < 2) throw spartan::InputError("missing command (infer, train, partition or generate; see --help)");
     const std::string cmd = argv[1];
     std::vector<std::string> args(argv + 2, argv + argc);
     if (cmd == "infer") return spartan::sdnn::cli::cmd_infer(args);
