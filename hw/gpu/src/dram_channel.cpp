@@ -54,8 +54,14 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   const ps_t lat = write ? WL_ : CL_;
   const ps_t gap = turnaround(write);  // commit_column reserves it first: a conservative estimate here
   ps_t c = bg_cols_[bg].peek(after_refresh(ready));
-  ps_t ds = bus_.peek(c + lat + gap);
-  while (after_refresh(ds - lat) != ds - lat) ds = bus_.peek(after_refresh(ds - lat) + lat);
+  ps_t ds;
+  for (;;) {  // the bank group's slot must be free at the command time the bus gives (see commit_column)
+    ds = bus_.peek(c + lat + gap);
+    while (after_refresh(ds - lat) != ds - lat) ds = bus_.peek(after_refresh(ds - lat) + lat);
+    const ps_t c2 = bg_cols_[bg].peek(ds - lat);
+    if (c2 == ds - lat) break;
+    c = c2;
+  }
   return {ds - lat, ds};
 }
 
@@ -71,15 +77,24 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   } else {
     ++reads_since_drain_;
   }
-  ps_t c = bg_cols_[bg].reserve(after_refresh(ready));  // tCCD_L within the bank group
-  bg_last_[bg] = std::max(bg_last_[bg], c);
-  ps_t data_start = bus_.reserve(c + lat);               // tCCD_S / tBURST on the bus
-  while (after_refresh(data_start - lat) != data_start - lat) {  // no column command during refresh:
-    ps_t end = after_refresh(data_start - lat);                    // the bus is idle for the window
-    bus_.block(data_start, end + lat);
-    bus_last_ = std::max(bus_last_, end + lat);
-    data_start = bus_.reserve(end + lat);
+  // The command time: the first at or after `ready` whose bank-group slot (tCCD_L) is free and whose data
+  // slot on the bus (tCCD_S / tBURST) `lat` later is free, outside refresh. Both are reserved at that one
+  // time. (Until 2026-12-02 the bank-group slot was taken at the earliest time and the bus could then move
+  // the data later: the command actually used was not the one on the tCCD_L calendar, so commands to one bank
+  // group came out one tBURST apart behind a busy bus; review of 2026-12-02.)
+  ps_t c = bg_cols_[bg].peek(after_refresh(ready));
+  ps_t data_start;
+  for (;;) {
+    data_start = bus_.peek(c + lat);
+    while (after_refresh(data_start - lat) != data_start - lat)  // no column command during refresh
+      data_start = bus_.peek(after_refresh(data_start - lat) + lat);
+    const ps_t c2 = bg_cols_[bg].peek(data_start - lat);
+    if (c2 == data_start - lat) break;
+    c = c2;
   }
+  bg_cols_[bg].reserve(data_start - lat);
+  bg_last_[bg] = std::max(bg_last_[bg], data_start - lat);
+  bus_.reserve(data_start);
   bus_last_ = std::max(bus_last_, data_start);
   stats_.bus_busy_ps += tBURST_;
   return {data_start - lat, data_start};

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <vector>
 
 #include "spartan/hw/gpu/dram_channel.h"
 
@@ -74,6 +75,24 @@ TEST(DramChannel, BankGroupsInterleaveAtTccdSAndSameGroupAtTccdL) {
   ps_t c = ch.burst(t0, {0, 0, 0, 1, 2}, false);  // same group as a: tCCD_L after a
   EXPECT_NEAR(double(b - a), double(cyc(d.timing.tCCDS)), 10.0);
   EXPECT_GE(c - a, cyc(d.timing.tCCDL));
+}
+
+// Commands to one bank group stay tCCD_L apart when the bus delays their data (review of 2026-12-02: the
+// bank-group slot was taken at the earliest time, the bus moved the data later, and 8 reads to bank group 0
+// behind 90 row hits to groups 1-3 came out one tBURST apart).
+TEST(DramChannel, SameBankGroupStaysTccdLApartBehindABusyBus) {
+  DramConfig d = v100_like(false);
+  DramChannel ch(d, kClk, 0, 1);
+  for (std::uint32_t bg = 0; bg < 4; ++bg) ch.burst(0, {0, bg, 0, 5, 0}, false);  // open row 5 everywhere
+  const ps_t T = 1000000;
+  for (std::uint32_t i = 0; i < 30; ++i)
+    for (std::uint32_t bg = 1; bg < 4; ++bg) ch.burst(T, {0, bg, 0, 5, i % 32}, false);
+  std::vector<ps_t> ends;
+  for (std::uint32_t i = 0; i < 8; ++i) ends.push_back(ch.burst(T, {0, 0, 0, 5, i}, false));
+  // The bank-group calendar has one command per tCCD_L bin; bins are fixed, so two commands in adjacent bins
+  // can be closer than tCCD_L (an open finding, docs/gpu-model.md), but 8 commands span at least 6 bins.
+  // Before the fix they were one tBURST apart: 7 x 1 176 ps = 8 232 ps < 6 x 2 353 ps.
+  EXPECT_GE(ends.back() - ends.front(), 6 * cyc(d.timing.tCCDL)) << ::testing::PrintToString(ends);
 }
 
 // tCCD_S longer than a burst (it was read and validated but the bus slot was tBURST): bursts to different bank
