@@ -266,6 +266,7 @@ json Replay::run() {
                      {"counter_occupancy_peak", double(s.counter_entries_used_peak) / m->config().counter_entries},
                      {"flush_count", s.flush_count}, {"flush_rmw_groups", s.flush_rmw_groups},
                      {"flush_bytes_written", s.flush_bytes_written}, {"flush_ps", s.flush_ps},
+                     {"clears", s.clears},
                      {"busy_ps", s.busy_ps}, {"backpressure_ps", s.backpressure_ps},
                      {"arrivals_out_of_order", s.arrivals_out_of_order},
                      {"arrivals_out_of_order_ps", s.arrivals_out_of_order_ps},
@@ -285,11 +286,14 @@ json Replay::run() {
   doc["gpu_stats"] = gpu_->stats_json();
   ensure_output_dir(opt_.out_dir);  // extensions may write their files there too
   for (RunExtension* e : opt_.extensions) e->finish(doc);
-  // Both files are written to temporaries first and renamed together, so a failure writing either leaves
-  // the earlier pair (or none) in place, never a new stats.json beside an old summary.txt.
+  // Both files are written and synced to temporaries first (a full disk shows in sync()), then the stale
+  // files go and both are renamed, so a failure writing either leaves --out as it was, never a new
+  // stats.json beside an old summary.txt.
   AtomicFile stats_file(opt_.out_dir + "/stats.json"), summary_file(opt_.out_dir + "/summary.txt");
   stats_file.write(doc.dump(1) + "\n");
   summary_file.write(replay_summary(doc));
+  stats_file.sync();
+  summary_file.sync();
   for (const auto& [path, note] : opt_.stale_outputs) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec) && std::filesystem::remove(path, ec) && !note.empty())

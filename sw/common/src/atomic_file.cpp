@@ -89,17 +89,23 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::write(const void* data, std::size_t bytes) {
   if (bytes == 0) return;
-  if (!fp_) throw IoError(path_ + ": write after commit");
+  if (!fp_) throw IoError(path_ + ": write after sync or commit");
   if (std::fwrite(data, 1, bytes, fp_) != bytes) throw IoError(path_ + ": write failed: " + std::strerror(errno));
   size_ += bytes;
 }
 
-void AtomicFile::commit() {
-  if (!fp_) throw IoError(path_ + ": commit twice");
+void AtomicFile::sync() {
+  if (committed_) throw IoError(path_ + ": sync after commit");
+  if (!fp_) return;  // synced already
   bool ok = std::fflush(fp_) == 0 && ::fsync(::fileno(fp_)) == 0;
   ok = (std::fclose(fp_) == 0) && ok;
   fp_ = nullptr;
   if (!ok) throw IoError(path_ + ": cannot flush: " + std::strerror(errno));
+}
+
+void AtomicFile::commit() {
+  if (committed_) throw IoError(path_ + ": commit twice");
+  sync();
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
     throw IoError(path_ + ": cannot rename temporary file: " + std::strerror(errno));
   committed_ = true;

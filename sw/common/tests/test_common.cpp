@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <stdexcept>
 
 #include "spartan/common/atomic_file.h"
@@ -41,6 +42,32 @@ TEST(AtomicFile, CommitRenamesAndAbortLeavesNothing) {
 // A run killed by SIGINT/SIGTERM/SIGHUP while an output is open leaves no `<path>.tmp.<pid>` (issue 12):
 // a forked child opens an AtomicFile inside run_cli (which installs the handlers) and signals itself; it
 // must die of that signal (default action re-raised) with neither the temporary nor the target present.
+// sync() flushes and closes without renaming, so several files can be synced before any is renamed (replay's
+// stats.json + summary.txt); a file synced but never committed leaves nothing.
+TEST(AtomicFile, SyncThenCommitAndSyncedButUncommittedLeavesNothing) {
+  fs::path dir = fs::temp_directory_path() / ("spartan_common_sync_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string a = (dir / "a.txt").string(), b = (dir / "b.txt").string();
+  {
+    AtomicFile fa(a), fb(b);
+    fa.write("A");
+    fb.write("B");
+    fa.sync();
+    fb.sync();
+    fa.sync();  // twice is fine
+    EXPECT_THROW(fa.write("x"), spartan::IoError);
+    EXPECT_FALSE(fs::exists(a));
+    EXPECT_TRUE(fs::exists(fa.temp_path()));
+    fa.commit();
+    EXPECT_THROW(fa.commit(), spartan::IoError);
+    EXPECT_THROW(fa.sync(), spartan::IoError);
+  }  // fb synced, never committed
+  EXPECT_EQ(read_file(a), "A");
+  EXPECT_FALSE(fs::exists(b));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 1);
+  fs::remove_all(dir);
+}
+
 TEST(AtomicFile, KilledBySignalLeavesNoTemporary) {
   for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
     SCOPED_TRACE(sig);

@@ -25,7 +25,10 @@ class AtomicFile {
   std::size_t size() const noexcept { return size_; }
   /// The underlying stream, for libraries that need a FILE* (seek/tell allowed).
   std::FILE* stream() noexcept { return fp_; }
-  /// Flushes, fsyncs and renames the temporary file to the target. Throws IoError on failure.
+  /// Flushes, fsyncs and closes the temporary file without renaming it (no more writes). Throws IoError on
+  /// failure (disk full shows here, not in write()). Lets several files be synced before any is renamed.
+  void sync();
+  /// sync() if not done yet, then renames the temporary file to the target. Throws IoError on failure.
   void commit();
 
   const std::string& path() const noexcept { return path_; }
