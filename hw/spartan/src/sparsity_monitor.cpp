@@ -222,7 +222,7 @@ MmioError SparsityMonitor::reg_write(std::uint32_t off, std::uint32_t v, const s
     case CTRL:
       if ((v & (1u << CTRL_CLEAR_BIT)) && flush_busy_) return MmioError::Busy;
       ctrl_ = v & (1u << CTRL_ENABLE_BIT);
-      if (v & (1u << CTRL_CLEAR_BIT)) clear_all();
+      if (v & (1u << CTRL_CLEAR_BIT)) clear_all(), ++stats_.clears;
       return MmioError::None;
     case ERR_CODE: err_.clear(); return MmioError::None;
     case SAMPLE_SHIFT: sample_shift_ = v & ((1u << SAMPLE_SHIFT_WIDTH) - 1); return MmioError::None;

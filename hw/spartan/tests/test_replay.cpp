@@ -507,6 +507,8 @@ TEST(Replay, ClearSweepChargedOnlyWhenSamplingNeedsIt) {
     const double mhz = doc["gpu"]["monitor_mhz"].get<double>();
     const double want = sampling ? double(ReplayOptions().monitor.counter_entries) * 1e3 / mhz : 0.0;
     ASSERT_EQ(doc["layers"].size(), 4u);
+    for (const auto& m : doc["units"]["monitors"])  // CLEAR written once per layer only when sampling
+      EXPECT_EQ(m["clears"].get<std::uint64_t>(), sampling ? 4u : 0u);
     for (const auto& L : doc["layers"]) {
       const auto& h = L["hardware"];
       EXPECT_NEAR(h["monitor_clear_ns"].get<double>(), want, 1e-9);

@@ -57,7 +57,10 @@ struct MonitorStats {
   std::uint64_t backpressure_ps = 0;
   std::uint64_t flush_count = 0;
   std::uint64_t flush_rmw_groups = 0;     ///< count-table groups read-modify-written
+  /// Count-table bytes the flush's atomics add to: read functionally (debug transport, no traffic) and
+  /// written by the timed atomic message.
   std::uint64_t flush_bytes_read = 0, flush_bytes_written = 0;
+  std::uint64_t clears = 0;               ///< CTRL writes with CLEAR set (each sweeps the counter memory in the RTL)
   std::uint64_t flush_ps = 0;             ///< total flush duration (from the FLUSH write, drain wait included)
   std::uint64_t flush_drain_wait_ps = 0;  ///< time FLUSH waited for the input pipeline to drain (RTL S_DRAIN)
   std::uint64_t counter_entries_used_peak = 0;  ///< max over time of sum(TILES of enabled regions)
