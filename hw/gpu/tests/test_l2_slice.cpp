@@ -154,3 +154,45 @@ TEST(L2Slice, WriteObserverSeesEveryWriteWithItsData) {
   EXPECT_TRUE(s["data_ok"].get<bool>());
   EXPECT_TRUE(s["time_increasing"].get<bool>());
 }
+
+// A DRAM burst wider than an L2 sector (here 64 B bursts, 32 B sectors): a dirty line's write-back writes each
+// burst once, not once per sector it covers (review of 2026-12-02: 4 bursts for a 128 B line, 2 needed).
+TEST(L2Slice, WritebackWritesABurstWiderThanASectorOnce) {
+  json s = run_in_child([] {
+    std::string y = tiny_gpu_yaml();
+    const std::string from = "bus_bytes: 16", to = "bus_bytes: 32";
+    y.replace(y.find(from), from.size(), to);  // 32 B x burst_length 2 = 64 B bursts
+    GpuSystem g(spartan::hw::parse_gpu_config(y, "tiny64.yaml"));
+    std::uint8_t d[128] = {};
+    ListSource src({wr(kA, d, 128)});
+    g.run({&src});
+    g.flush_l2();  // the dirty line goes to DRAM
+    return g.stats_json()["components"]["mc[0]"];
+  });
+  // `writes` counts the controller's write requests (one per dirty sector); the bus time counts bursts:
+  // tBURST = 1 cycle at 1 GHz = 1000 ps each.
+  EXPECT_EQ(s["writes"], 4) << s.dump();
+  EXPECT_EQ(s["bus_busy_ps"], 2 * 1000) << s.dump();
+}
+
+// flush_l2() returns when every write-back has reached DRAM, including those posted before the flush by
+// evictions (review of 2026-12-02: only the lines the flush itself evicted were waited for).
+TEST(L2Slice, FlushWaitsForWritebacksPostedBeforeIt) {
+  json s = run_in_child([] {
+    std::string y = tiny_gpu_yaml();
+    const std::string from = "WL: 2", to = "WL: 200";  // a write's data 200 ns after its command: the
+    y.replace(y.find(from), from.size(), to);            // write-back ends long after the last read returned
+    GpuSystem g(spartan::hw::parse_gpu_config(y, "tiny_wl.yaml"));
+    std::uint8_t d[128] = {};
+    // B dirty, then C and D (same set, 2 ways) evict it: its write-back is posted by the last read miss.
+    ListSource src({wr(kB, d, 128), rd(kC), rd(kD)});
+    g.run({&src});
+    const ps_t wb_end = g.l2_slice(0).last_writeback_end_ps();
+    const ps_t now = g.now_ps();
+    const ps_t done = g.flush_l2();
+    return json{{"wb_end", wb_end}, {"now", now}, {"done", done}, {"writebacks", l2_stats(g)["writebacks"]}};
+  });
+  EXPECT_EQ(s["writebacks"], 1);
+  EXPECT_GT(s["wb_end"].get<ps_t>(), s["now"].get<ps_t>()) << s.dump();  // still in flight at the flush
+  EXPECT_GE(s["done"].get<ps_t>(), s["wb_end"].get<ps_t>());
+}

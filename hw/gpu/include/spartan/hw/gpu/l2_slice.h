@@ -88,6 +88,8 @@ class L2Slice : public sc_core::sc_module {
     std::vector<Entry> e;
     Entry& at(std::uint64_t page) { return e[page & (e.size() - 1)]; }
   };
+  /// When the latest posted write-back reaches DRAM (ps; 0 if none): flush() returns no earlier.
+  ps_t last_writeback_end_ps() const { return wb_free_.empty() ? 0 : wb_free_.back(); }
   void share_dmi_cache(std::shared_ptr<DmiCache> c) { dmi_ = std::move(c); }
   /// The slice's b_transport without sc_time: request `gp` arriving at `t_ps` (>= `now_ps`, the
   /// current simulation time); returns the response time (ps), or `t_ps` with an error response status.
