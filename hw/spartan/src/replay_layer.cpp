@@ -242,7 +242,8 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     busy_max = std::max(busy_max, b);
   }
   const double prod_ps = std::max(1.0, hp.mem_ns * 1e3);
-  // Flush all monitors (one broadcast register write), wait, then one MMIO read of the status.
+  // Flush all monitors (one FLUSH write each; one charge with host_monitor_broadcast), wait, then read the
+  // status (one aggregated read with host_monitor_broadcast, else one per monitor).
   const Traffic f0 = traffic(*gpu_);
   const sc_time t_flush = sc_core::sc_time_stamp();
   for (std::size_t u = 0; u < S; ++u) {
@@ -261,7 +262,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     mon_w(u, mr::CTRL, 0, "monitor CTRL");
   }
   // Overhead: every monitor register write of this layer (region set-up, CTRL enable, FLUSH, CTRL disable)
-  // and the one MMIO read that observes completion.
+  // and the status read(s) that observe completion.
   const std::uint32_t monitor_reads = bcast ? 1u : std::uint32_t(S);  // the completion status read(s)
   Step h_flush{"flush", (flush_end - t_flush).to_seconds() * 1e9, 0,
                monitor_writes * opt_.host_mmio_write_ns + monitor_reads * opt_.host_mmio_read_ns,

@@ -332,7 +332,7 @@ Kernel make_scan(std::uint64_t count_array, std::uint32_t entry_bytes, const std
     std::vector<ListSource::Req> reqs;
     const std::uint64_t t0 = std::min(tiles, s * chunk), t1 = std::min(tiles, t0 + chunk);
     if (t1 > t0) {
-      // Read this chunk's profile entries; look-back: read the predecessor's aggregate (8 B).
+      // Read this chunk's profile entries; look-back: read the predecessor's entry (entry_bytes).
       for (std::uint64_t o = t0 * eb; o < t1 * eb;) {
         const std::uint64_t a = count_array + o;
         const std::uint64_t n = std::min<std::uint64_t>(line - a % line, t1 * eb - o);

@@ -147,8 +147,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   for (const auto& h : s.headers) stats_.nnz += h.nnz;
   if (c.M == 0 || c.N == 0) return;
   if (c.alpha == 0.0f) {
-    // BLAS semantics: with alpha 0, A and B are not read (0 * Inf or NaN in them must not reach C); C =
-    // beta * C (beta 0: zeros, whatever C held).
+    // BLAS semantics: with alpha 0 nothing is computed from A or B (0 * Inf or NaN in them must not reach
+    // C); C = beta * C (beta 0: zeros, whatever C held). (run() has compacted the sparse operand by now,
+    // for the tile statistics; its values are not used.)
     scale_c(c);
     stats_.compute_s = now_s() - t0;
     return;

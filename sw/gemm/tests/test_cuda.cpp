@@ -157,7 +157,6 @@ TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
           }
 }
 
-// Host function (runs without a GPU): the BLAS span of a row-major operand is (rows - 1) * ld + cols.
 // BLAS semantics of alpha == 0 (review finding on the CPU engine, same in the CUDA tile kernel): A and B are
 // not read, C = beta * C, so Inf / NaN in the dense operand must not give 0 * Inf = NaN.
 TEST(CudaGemm, TileSparseAlphaZeroReadsNeitherOperand) {
@@ -183,6 +182,7 @@ TEST(CudaGemm, TileSparseAlphaZeroReadsNeitherOperand) {
     }
 }
 
+// Host function (runs without a GPU): the BLAS span of a row-major operand is (rows - 1) * ld + cols.
 TEST(CudaGemm, BlasStoredElemsIsTheBlasSpan) {
   EXPECT_EQ(blas_stored_elems(0, 5, 8), 0u);
   EXPECT_EQ(blas_stored_elems(3, 0, 8), 0u);

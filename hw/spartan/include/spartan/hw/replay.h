@@ -3,9 +3,11 @@
 // path with the software baselines on the same memory hierarchy.
 //
 // Per captured (iteration, layer) (docs/hw-units.md, "Trace replay"):
-//   A (software): producer writes the activation; profiling kernel; conversion = count pass, scan, scatter.
+//   A (software): producer writes the activation; profiling kernel (nnz per tile, and for ELL the widest
+//                 row); conversion = scan, scatter (reusing the profile's counts).
 //   B (hardware): count table zeroed; producer writes the activation again while the monitors count;
-//                 monitor flush + one MMIO read; engine descriptor + job + one MMIO read.
+//                 monitor flush + status read(s) (one with host_monitor_broadcast, else one per monitor);
+//                 engine descriptor + job + one MMIO read.
 //   then the consumer GEMM reads the tile-sparse operand (traffic only; GEMM times come from the trace).
 // Functional checks: monitor counts == exact counts (with sampling: estimate error reported), software
 // profile counts == exact, engine and software outputs byte-identical to tile_format.h's compact()

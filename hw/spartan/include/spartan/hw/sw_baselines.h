@@ -3,11 +3,12 @@
 //
 // Kernels (docs/hw-units.md, "Software baselines"):
 //   producer     writes the dense activation tile by tile (tile t on SM t mod S), line-sized writes;
-//   profile      (a) re-reads every tile, reduces its non-zero count, writes one u32 per tile;
-//   count        (b1) conversion count pass: re-reads every tile, writes {nnz, ELL width} (8 B) per tile;
-//   scan         (b2) exclusive scan of the tile payload sizes: reads the count array, writes the 16-byte
-//                tile headers (format, nnz, width, offset) of tile_format.h;
-//   scatter      (b3) re-reads every tile that is neither DENSE nor all-zero and writes its compacted payload;
+//   profile      (a) re-reads every tile, reduces its non-zero count, writes one u32 per tile (BITMAP);
+//                (a') the same plus each tile's widest row, {nnz, ELL width} (8 B) per tile (ELL; the
+//                make_count_pass kernel, costed by count_cycles_per_line / _per_tile);
+//   scan         (b1) exclusive scan of the tile payload sizes: reads the profile's entries, writes the
+//                16-byte tile headers (format, nnz, width, offset) of tile_format.h;
+//   scatter      (b2) re-reads every tile that is neither DENSE nor all-zero and writes its compacted payload;
 //   memset       zero-fills a buffer (the count table before the monitors' flush);
 //   consumer     the tile-sparse GEMM's operand reads: header, then payload (or the DENSE tile in place).
 // Each SM works on `tiles_in_flight_per_sm` tiles at a time: their line reads overlap, and the writes that
@@ -39,7 +40,8 @@ struct BaselineConfig {
   std::uint32_t profile_cycles_per_line = 8;
   /// profile: warp shuffle reduction (5 x 2) + shared-memory block reduction (10) + store (4)
   std::uint32_t profile_cycles_per_tile = 24;
-  /// count pass: as profile + per-row running max for the ELL width (2)
+  /// ELL profile (make_count_pass; a separate count pass before 2026-12-02): as profile + per-row running
+  /// max for the ELL width (2)
   std::uint32_t count_cycles_per_line = 10;
   std::uint32_t count_cycles_per_tile = 32;
   /// scan: decoupled look-back scan, per tile: load, size formula (6), scan step (4), header store (2)
