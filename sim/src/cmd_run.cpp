@@ -13,6 +13,7 @@
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
+#include "spartan/format/tile_format.h"
 #include "spartan/sim/command.h"
 
 #if defined(SPARTAN_HAVE_REPLAY)
@@ -105,13 +106,11 @@ int run_main(const std::vector<std::string>& args) {
   else
     throw spartan::InputError("--format: expected ell or bitmap, got '" + format + "'");
   {
-    unsigned tr = 0, tc = 0;
-    char x = 0, extra = 0;
-    if (std::sscanf(tile.c_str(), "%u%c%u%c", &tr, &x, &tc, &extra) != 3 || x != 'x' ||
-        !spartan::hw::regmap::tile_dim_valid(tr) || !spartan::hw::regmap::tile_dim_valid(tc))
+    const auto ts = spartan::format::parse_tile_size(tile, "--tile");  // the one RxC parser (rtl-check, bench-gemm)
+    if (!spartan::hw::regmap::tile_dim_valid(ts.rows) || !spartan::hw::regmap::tile_dim_valid(ts.cols))
       throw spartan::InputError("--tile: expected ROWSxCOLS with powers of two from 1 to 256, got '" + tile + "'");
-    opt.tile_rows = tr;
-    opt.tile_cols = tc;
+    opt.tile_rows = ts.rows;
+    opt.tile_cols = ts.cols;
   }
   opt.size_rule = !no_size_rule;
   if (!(opt.threshold >= 0.0) || opt.threshold > 65536.0)

@@ -50,18 +50,23 @@ ps_t DramChannel::peek_act(ps_t t) {
   return a;
 }
 
+// The first data start ds such that the command at ds - lat is at or after `c`, outside refresh, on a free
+// slot of bank group bg's tCCD_L calendar, with the bus slot at ds free (nothing is reserved). `gap` idle bus
+// time is left before the data. Shared by peek_column and commit_column so that both find the same slots.
+[[gnu::always_inline]] inline ps_t DramChannel::free_data_slot(ps_t c, std::uint32_t bg, ps_t lat, ps_t gap) {
+  for (;;) {
+    ps_t ds = bus_.peek(c + lat + gap);
+    while (after_refresh(ds - lat) != ds - lat) ds = bus_.peek(after_refresh(ds - lat) + lat);  // no command in refresh
+    const ps_t c2 = bg_cols_[bg].peek(ds - lat);
+    if (c2 == ds - lat) return ds;
+    c = c2;
+  }
+}
+
 DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool write) {
   const ps_t lat = write ? WL_ : CL_;
   const ps_t gap = turnaround(write);  // commit_column reserves it first: a conservative estimate here
-  ps_t c = bg_cols_[bg].peek(after_refresh(ready));
-  ps_t ds;
-  for (;;) {  // the bank group's slot must be free at the command time the bus gives (see commit_column)
-    ds = bus_.peek(c + lat + gap);
-    while (after_refresh(ds - lat) != ds - lat) ds = bus_.peek(after_refresh(ds - lat) + lat);
-    const ps_t c2 = bg_cols_[bg].peek(ds - lat);
-    if (c2 == ds - lat) break;
-    c = c2;
-  }
+  const ps_t ds = free_data_slot(bg_cols_[bg].peek(after_refresh(ready)), bg, lat, gap);
   return {ds - lat, ds};
 }
 
@@ -82,16 +87,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   // time. (Until 2026-12-02 the bank-group slot was taken at the earliest time and the bus could then move
   // the data later: the command actually used was not the one on the tCCD_L calendar, so commands to one bank
   // group came out one tBURST apart behind a busy bus; review of 2026-12-02.)
-  ps_t c = bg_cols_[bg].peek(after_refresh(ready));
-  ps_t data_start;
-  for (;;) {
-    data_start = bus_.peek(c + lat);
-    while (after_refresh(data_start - lat) != data_start - lat)  // no column command during refresh
-      data_start = bus_.peek(after_refresh(data_start - lat) + lat);
-    const ps_t c2 = bg_cols_[bg].peek(data_start - lat);
-    if (c2 == data_start - lat) break;
-    c = c2;
-  }
+  const ps_t data_start = free_data_slot(bg_cols_[bg].peek(after_refresh(ready)), bg, lat, 0);
   bg_cols_[bg].reserve(data_start - lat);
   bg_last_[bg] = std::max(bg_last_[bg], data_start - lat);
   bus_.reserve(data_start);
