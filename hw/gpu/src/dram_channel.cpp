@@ -44,29 +44,36 @@ void DramChannel::rebase(ps_t origin) {
   reads_since_drain_ = 0;
 }
 
-ps_t DramChannel::peek_act(ps_t t) {
-  ps_t a = acts_.peek(after_refresh(t));  // tRRD
-  while (after_refresh(a) != a) a = acts_.peek(after_refresh(a));
+SlotCalendar::Slot DramChannel::peek_act(ps_t t) {
+  SlotCalendar::Slot a = acts_.peek_slot(after_refresh(t));  // tRRD
+  while (after_refresh(a.start) != a.start) a = acts_.peek_slot(after_refresh(a.start));
   return a;
 }
 
-// The first data start ds such that the command at ds - lat is at or after `c`, outside refresh, on a free
-// slot of bank group bg's tCCD_L calendar, with the bus slot at ds free (nothing is reserved). `gap` idle bus
-// time is left before the data. Shared by peek_column and commit_column so that both find the same slots.
-[[gnu::always_inline]] inline ps_t DramChannel::free_data_slot(ps_t c, std::uint32_t bg, ps_t lat, ps_t gap) {
+// The first data start ds such that the command at ds - lat is at or after `from`, outside refresh, on a free
+// slot of bank group bg's tCCD_L calendar, with the bus slot at ds free (nothing is reserved): both slots, so
+// that commit_column can take them without searching again. `gap` idle bus time is left before the data.
+// Shared by peek_column and commit_column so that both find the same slots.
+[[gnu::always_inline]] inline DramChannel::DataSlot DramChannel::free_data_slot(ps_t from, std::uint32_t bg, ps_t lat,
+                                                                                ps_t gap) {
+  SlotCalendar& cols = bg_cols_[bg];
+  SlotCalendar::Slot c = cols.peek_slot(after_refresh(from));
   for (;;) {
-    ps_t ds = bus_.peek(c + lat + gap);
-    while (after_refresh(ds - lat) != ds - lat) ds = bus_.peek(after_refresh(ds - lat) + lat);  // no command in refresh
-    const ps_t c2 = bg_cols_[bg].peek(ds - lat);
-    if (c2 == ds - lat) return ds;
-    c = c2;
+    SlotCalendar::Slot d = bus_.peek_slot(c.start + lat + gap);
+    while (after_refresh(d.start - lat) != d.start - lat)  // no command in refresh
+      d = bus_.peek_slot(after_refresh(d.start - lat) + lat);
+    // The command slot c was found free by the peek that gave it (only the bus was searched since): a data
+    // slot exactly `lat` after it needs no second look at the bank group.
+    if (d.start - lat == c.start) return {c, d};
+    c = cols.peek_slot(d.start - lat);
+    if (c.start == d.start - lat) return {c, d};
   }
 }
 
 DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool write) {
   const ps_t lat = write ? WL_ : CL_;
   const ps_t gap = turnaround(write);  // commit_column reserves it first: a conservative estimate here
-  const ps_t ds = free_data_slot(bg_cols_[bg].peek(after_refresh(ready)), bg, lat, gap);
+  const ps_t ds = free_data_slot(ready, bg, lat, gap).bus.start;
   return {ds - lat, ds};
 }
 
@@ -87,10 +94,11 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   // time. (Until 2026-12-02 the bank-group slot was taken at the earliest time and the bus could then move
   // the data later: the command actually used was not the one on the tCCD_L calendar, so commands to one bank
   // group came out one tBURST apart behind a busy bus; review of 2026-12-02.)
-  const ps_t data_start = free_data_slot(bg_cols_[bg].peek(after_refresh(ready)), bg, lat, 0);
-  bg_cols_[bg].reserve(data_start - lat);
+  const DataSlot s = free_data_slot(ready, bg, lat, 0);
+  const ps_t data_start = s.bus.start;
+  bg_cols_[bg].take(s.cmd);  // == reserve(data_start - lat) and reserve(data_start), without searching again
+  bus_.take(s.bus);
   bg_last_[bg] = std::max(bg_last_[bg], data_start - lat);
-  bus_.reserve(data_start);
   bus_last_ = std::max(bus_last_, data_start);
   stats_.bus_busy_ps += tBURST_;
   return {data_start - lat, data_start};
@@ -157,10 +165,12 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
       ++i;
       continue;
     }
-    act = peek_act(act);
+    SlotCalendar::Slot act_slot = peek_act(act);
+    act = act_slot.start;
     ps_t closes = next_refresh(act);
     while (!column_before(act + tRCD_, bg, write, closes)) {  // column after the next refresh: ACT after it
-      act = peek_act(closes);
+      act_slot = peek_act(closes);
+      act = act_slot.start;
       closes = next_refresh(act);
     }
     bool merge = false, fits = !J;
@@ -180,7 +190,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
       ++i;
       continue;
     }
-    acts_.reserve(act);  // == act (peek_act found this slot free)
+    acts_.take(act_slot);  // the slot peek_act found free at `act` (== acts_.reserve(act))
     k = commit_column(act + tRCD_, bg, write);
     r = open ? RowResult::Conflict : RowResult::Miss;
     // Precharges = intervals followed by another one before their refresh.

@@ -218,12 +218,31 @@ class SlotCalendar {
     return std::max<ps_t>(t, origin_ + bin * slot_ps_);
   }
   /// The slot reserve(t) would grant now, without taking it (for fit checks before committing).
-  ps_t peek(ps_t t) {
+  ps_t peek(ps_t t) { return peek_slot(t).start; }
+  /// A slot found by peek_slot(): its grant time (what reserve(t) would return) and its bin.
+  struct Slot {
+    ps_t start;
+    std::uint64_t bin;
+  };
+  /// peek(t), also naming the slot's bin, so that take() can book it without searching again.
+  Slot peek_slot(ps_t t) {
     const std::uint64_t from = slot_div_.div(rel(t));
     detail::CalendarWord* w;
     const std::uint64_t bin = find(from, w);
     note_full_run(from, bin);
-    return std::max<ps_t>(t, origin_ + bin * slot_ps_);
+    return {std::max<ps_t>(t, origin_ + bin * slot_ps_), bin};
+  }
+  /// Takes one unit of slot `s`, which peek_slot() returned with no other call on this calendar since:
+  /// the same booking as reserve(t) for the `t` that peek_slot() was given (reserve() = the same search,
+  /// then this), without the second search.
+  void take(const Slot& s) {
+    bool fresh;
+    detail::CalendarWord& w = ring_.word(s.bin, fresh);  // current: peek_slot() searched it last
+    if (fresh) clear_used(s.bin);
+    if (per_ == 1 || ++used_[s.bin & umask_] >= per_) {
+      w.set(s.bin & 63);
+      note_full_run(s.bin, s.bin + 1);
+    }
   }
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
   void block(ps_t from_abs, ps_t to_abs) {

@@ -154,13 +154,18 @@ class DramChannel {
     open_len_ = ref_base_ != ~ps_t(0) && tREFI_ > tRFC_ ? tREFI_ - tRFC_ : 0;
     return phase;
   }
-  /// Earliest ACT at or after `t` that tRRD and refresh allow (not reserved).
-  ps_t peek_act(ps_t t);
+  /// Earliest ACT at or after `t` that tRRD and refresh allow, and its slot (not reserved).
+  SlotCalendar::Slot peek_act(ps_t t);
   /// Earliest column command at or after `ready` in bank group `bg` and its bus slot (not reserved).
   Column peek_column(ps_t ready, std::uint32_t bg, bool write);
-  /// The data start of the first column command at or after `c` whose tCCD_L slot (bank group bg) and bus
-  /// slot `lat` later are both free, outside refresh, leaving `gap` idle bus time before the data (ps).
-  ps_t free_data_slot(ps_t c, std::uint32_t bg, ps_t lat, ps_t gap);
+  /// The slots of a column command: its tCCD_L slot (cmd.start = command time) and its data's bus slot.
+  struct DataSlot {
+    SlotCalendar::Slot cmd, bus;
+  };
+  /// The first column command at or after `from` (moved out of refresh) whose tCCD_L slot (bank group bg)
+  /// and bus slot `lat` later are both free, outside refresh, leaving `gap` idle bus time before the data
+  /// (ps); nothing is reserved.
+  DataSlot free_data_slot(ps_t from, std::uint32_t bg, ps_t lat, ps_t gap);
   /// Whether the column peek_column(ready, bg, write) would find starts before `limit` (a cheap bound
   /// from the last slots taken first; peeks only when the bound is inconclusive).
   bool column_before(ps_t ready, std::uint32_t bg, bool write, ps_t limit) {
