@@ -32,24 +32,31 @@ struct DramAddress {
   std::uint32_t flat_bank(std::uint32_t banks_per_group) const { return bank_group * banks_per_group + bank; }
 };
 
+/// All functions are pure, noexcept and O(1); addresses are byte addresses.
 class AddressMap {
  public:
+  /// `cfg` must have passed validate_gpu_config (non-zero slices, channels, banks, interleave and burst
+  /// sizes; slices a multiple of channels); the constructor checks nothing and divides by these values.
   explicit AddressMap(const GpuConfig& cfg);
 
+  /// The L2 slice that owns global byte address `addr`, and the address's offset in that slice's share of
+  /// memory (`local`; consecutive interleave chunks of one slice are contiguous in `local`).
   SliceAddress to_slice(std::uint64_t addr) const noexcept {
     std::uint64_t chunk = interleave_.div(addr), off = interleave_.mod(addr);
     std::uint64_t group = slices_.div(chunk);
     std::uint64_t rot = xor_hash_ ? fold(group) : 0;
     return {std::uint32_t(slices_.mod(slices_.mod(chunk) + rot)), group * interleave_.d + off};
   }
-  /// Inverse of to_slice().
+  /// Inverse of to_slice(): the global byte address of `local` in slice `slice` (slice < slices()).
   std::uint64_t to_global(std::uint32_t slice, std::uint64_t local) const noexcept {
     std::uint64_t group = interleave_.div(local), off = interleave_.mod(local);
     std::uint64_t rot = xor_hash_ ? slices_.mod(fold(group)) : 0;
     std::uint64_t pos = slices_.mod(slice + slices_.d - rot);
     return (group * slices_.d + pos) * interleave_.d + off;
   }
-  /// DRAM coordinates of a slice-local address.
+  /// DRAM coordinates of a slice-local address (as from to_slice): channel = slice / slices_per_channel();
+  /// column counts bursts (of dram.bus_bytes * burst_length bytes) within the row; bank is within its bank
+  /// group (bank XOR low row bits); row is truncated to 32 bits. Slice must be < slices().
   DramAddress to_dram(std::uint32_t slice, std::uint64_t local) const noexcept {
     std::uint32_t ch = std::uint32_t(spc_.div(slice));
     std::uint64_t ch_local = interleave_.div(local) * spc_.d * interleave_.d + spc_.mod(slice) * interleave_.d +
@@ -80,7 +87,9 @@ class AddressMap {
     }
     return to_dram(slice, next_local);
   }
+  /// l2.slices of the config.
   std::uint32_t slices() const noexcept { return std::uint32_t(slices_.d); }
+  /// l2.slices / dram.channels: consecutive slices c*spc .. c*spc+spc-1 share DRAM channel c.
   std::uint32_t slices_per_channel() const noexcept { return std::uint32_t(spc_.d); }
 
  private:

@@ -111,11 +111,14 @@ struct GpuConfig {
   }
 };
 
-/// Resolves `name_or_path`: a string containing '/' or ending in .yaml/.yml is a path; anything else is a
-/// preset name looked up in $SPARTAN_GPU_CONFIG_DIR, then the source tree's sim/configs/gpu/.
-/// Throws ConfigError if no such preset/file exists.
+/// Resolves `name_or_path`: a string containing '/' or ending in .yaml/.yml is a path, returned as given
+/// (relative to the current directory); anything else is a preset name, looked up as DIR/<name>.yaml where
+/// DIR is $SPARTAN_GPU_CONFIG_DIR if set and non-empty, else the source tree's sim/configs/gpu compiled in
+/// (hw/common/CMakeLists.txt). No fallback from one directory to the other. Throws ConfigError if no such
+/// preset/file exists (naming the presets found in DIR). Key reference: docs/gpu-model.md.
 std::string resolve_gpu_preset(const std::string& name_or_path);
-/// Names of the presets found in the preset directory (sorted).
+/// Names (file stems) of the *.yaml files in the preset directory, as resolve_gpu_preset chooses it (sorted;
+/// empty if the directory cannot be read).
 std::vector<std::string> list_gpu_presets();
 /// Reads, parses and validates a preset. ConfigError on unknown/missing keys or impossible geometry.
 GpuConfig load_gpu_config(const std::string& name_or_path);

@@ -36,7 +36,14 @@ class MmioHost : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<MmioHost> socket;
   explicit MmioHost(sc_core::sc_module_name name) : sc_module(name), socket("socket") {}
 
+  /// One 4-byte register write of `v` (little-endian) at bus address `addr` = MmioBus::window_base(unit)
+  /// + register offset. Counts in `writes`. Never throws for a bad access: returns the TLM response
+  /// (TLM_OK_RESPONSE, or the unit's error response, docs/hw-units.md "Bad MMIO accesses"; an address
+  /// beyond the last window: TLM_ADDRESS_ERROR_RESPONSE). The target's annotated delay is not waited (the
+  /// host's cost is charged by the driver, host.mmio_write_ns); call between kernel runs.
   tlm::tlm_response_status write32(std::uint64_t addr, std::uint32_t v);
+  /// One 4-byte register read at `addr`; `v` receives the value (0 on an error response: the units leave
+  /// the payload untouched then). Counts in `reads`; otherwise as write32.
   tlm::tlm_response_status read32(std::uint64_t addr, std::uint32_t& v);
   /// Like write32/read32 but throws std::runtime_error naming `what` on an error response (driver bugs).
   void must_write(std::uint64_t addr, std::uint32_t v, const char* what);

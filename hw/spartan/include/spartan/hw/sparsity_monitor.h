@@ -43,7 +43,8 @@ struct MonitorConfig {
   std::uint32_t mmio_latency_cycles = 2;      ///< register access latency
 };
 
-/// Statistics (counters are plain integers, read by the stats registry when dumping).
+/// Statistics: plain integers, read through stats(). Not registered with a StatsRegistry: spartan-sim run
+/// copies the fields it exports into stats.json's units.monitors[] (Replay::run, replay.cpp), by name.
 struct MonitorStats {
   std::uint64_t lines_seen = 0;           ///< write requests seen while enabled
   std::uint64_t lines_matched = 0;        ///< ... hitting >= 1 enabled region

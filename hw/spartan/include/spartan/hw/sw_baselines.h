@@ -69,21 +69,31 @@ struct SparseOutput {
   std::uint64_t header_base = 0, payload_base = 0;
 };
 
-/// A kernel: one RequestSource per SM plus its compute cost.
+/// A kernel: one RequestSource per SM plus its compute cost. The make_* functions below build one entry
+/// per SM (`sms` entries; an SM with no work gets a source that yields nothing and 0 cycles).
 struct Kernel {
-  std::string name;
-  std::vector<std::unique_ptr<gpu::RequestSource>> per_sm;
+  std::string name;                    ///< step name in stats.json ("sw_profile", "sw_scan", ...)
+  std::vector<std::unique_ptr<gpu::RequestSource>> per_sm;  ///< index = SM; owned here
   std::vector<double> compute_cycles;  ///< per SM, core cycles (already divided by issue_width)
+  /// Non-owning pointers to per_sm, same order and size (what GpuSystem::run takes: source i drives SM i).
+  /// Valid while this Kernel lives; each source can be drained once.
   std::vector<gpu::RequestSource*> sources() const;
+  /// The busiest SM's compute cycles (core cycles, already divided by issue_width; 0 for an empty kernel):
+  /// the compute time of the kernel is this at the core clock.
   double max_compute_cycles() const;
 };
 
 /// Line-sized pieces of one tile's rows (row segment split at `line` boundaries), in row order.
 struct LinePiece {
-  std::uint64_t addr;
-  std::uint32_t bytes;
-  std::uint32_t host_offset;  ///< offset in the tile buffer (row-major r_eff x c_eff elements)
+  std::uint64_t addr;         ///< simulated byte address (m.base + row * pitch_bytes + col * elem bytes)
+  std::uint32_t bytes;        ///< 1 .. line; never crosses a multiple of `line`
+  std::uint32_t host_offset;  ///< byte offset in the tile buffer (row-major r_eff x c_eff elements, no padding)
 };
+/// The pieces of tile (ti, tj) (tile row and column index in m.grid(), not element indices; edge tiles are
+/// r_eff x c_eff): for each of its r_eff rows, the c_eff * elem-byte row segment split at multiples of `line`
+/// bytes (the L2 line), in row order. A row shorter than a line gives one piece; a row segment straddling a
+/// line boundary gives two or more. At least r_eff pieces; their bytes sum to r_eff * c_eff * elem bytes.
+/// These are the "lines" the per-line baseline costs count. `line` must be > 0; no bounds checks on ti/tj.
 std::vector<LinePiece> tile_lines(const DenseOperand& m, std::uint32_t ti, std::uint32_t tj, std::uint32_t line);
 
 Kernel make_producer(const DenseOperand& m, std::uint32_t sms, std::uint32_t line);
