@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <algorithm>
 #include <map>
+#include <vector>
 #include <string>
 
 namespace spartan::hw {
@@ -27,10 +29,41 @@ ConfigMap::ConfigMap(const YAML::Node& node, std::string file, std::string path)
 
 bool ConfigMap::has(const std::string& key) const { return bool(node_[key]); }
 
+namespace {
+/// Levenshtein distance of two short key names, capped: only "is it a likely misspelling" matters.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
 YAML::Node ConfigMap::get(const std::string& key, bool required) {
   YAML::Node n = node_[key];
   if (!n) {
-    if (required) fail(key, "missing required key");
+    if (required) {
+      // A misspelt required key would otherwise read as "missing" while the misspelling goes unmentioned:
+      // name a key of this mapping that nobody has read and that looks like this one (a prefix either way,
+      // or at most 2 edits away; not for short keys such as CL and WL, which differ by one letter).
+      for (auto it = node_.begin(); it != node_.end(); ++it) {
+        const std::string k = it->first.Scalar();
+        if (used_.count(k)) continue;
+        const std::size_t shorter = std::min(k.size(), key.size());
+        const bool prefix = shorter >= 4 && (key.rfind(k, 0) == 0 || k.rfind(key, 0) == 0);
+        if (prefix || (shorter >= 6 && edit_distance(k, key) <= 2))
+          fail(key, "missing required key (the file has '" + key_path(k) + "': misspelt?)");
+      }
+      fail(key, "missing required key");
+    }
     return n;
   }
   used_.insert(key);
@@ -48,7 +81,12 @@ static std::uint64_t to_u64(const ConfigMap& m, const std::string& key, const YA
   if (s.empty() || s[0] == '-' || s[0] == '+') m.fail(key, "expected a non-negative integer, got '" + s + "'");
   errno = 0;
   char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+  // Decimal, or hexadecimal with 0x. A leading 0 is refused rather than read as octal (strtoull base 0
+  // would take `ways: 024` as 20).
+  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  if (!hex && s.size() > 1 && s[0] == '0')
+    m.fail(key, "'" + s + "': a leading zero is not allowed (write the decimal value; octal is not read)");
+  unsigned long long v = std::strtoull(s.c_str(), &end, hex ? 16 : 10);
   if (errno != 0 || end == s.c_str() || *end != '\0') m.fail(key, "expected a non-negative integer, got '" + s + "'");
   return v;
 }

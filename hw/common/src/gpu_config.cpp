@@ -40,12 +40,12 @@ void read_timing(ConfigMap m, DramTiming& t) {
   t.tCCDS = m.u32("tCCDS");
   t.tRRD = m.u32("tRRD");
   t.tWR = m.u32("tWR");
-  t.tRTP = m.u32("tRTP", t.tRTP);
-  t.tWTR = m.u32("tWTR", t.tWTR);
-  t.tRTW = m.u32("tRTW", t.tRTW);
+  t.tRTP = m.u32("tRTP");
+  t.tWTR = m.u32("tWTR");
+  t.tRTW = m.u32("tRTW");
   t.tBURST = m.u32("tBURST");
-  t.tREFI = m.u32("tREFI", t.tREFI);
-  t.tRFC = m.u32("tRFC", t.tRFC);
+  t.tREFI = m.u32("tREFI");
+  t.tRFC = t.tREFI ? m.u32("tRFC") : m.u32("tRFC", 0);  // required unless refresh is off (tREFI: 0)
   m.finish();
 }
 

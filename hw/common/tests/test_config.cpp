@@ -67,6 +67,27 @@ TEST(GpuConfig, RejectsUnknownAndMissingKeys) {
   expect_config_error(v + "\nbogus: 1\n", "bogus", "unknown key");
 }
 
+// Fourteenth-session review (a newcomer adding a preset): `ways: 024` was read as octal 20; a misspelt
+// required key was reported only as missing; five DRAM timings silently took V100 cycle counts when left out.
+TEST(GpuConfig, LeadingZerosMisspeltKeysAndTimingsWithoutDefaults) {
+  std::string v = preset_text("v100");
+  expect_config_error(with(v, "ways", "024"), "l2.ways", "leading zero");
+  EXPECT_EQ(parse_gpu_config(with(v, "ways", "0x18"), "test.yaml").l2.slice.ways, 24u);  // hexadecimal is read
+  std::string t = v;
+  t.replace(t.find("hit_latency_cycles:"), 19, "hit_latency:");
+  expect_config_error(t, "l2.hit_latency_cycles", "the file has 'l2.hit_latency': misspelt?");
+  expect_config_error(with(v, "tRCD", ""), "dram.timing.tRCD", "missing required key");  // tRC, tRP: no hint
+  try {
+    parse_gpu_config(with(v, "tRCD", ""), "test.yaml");
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).find("misspelt"), std::string::npos) << e.what();
+  }
+  for (const char* k : {"tRTP", "tWTR", "tRTW", "tREFI", "tRFC"})
+    expect_config_error(with(v, k, ""), std::string("dram.timing.") + k, "missing required key");
+  // tRFC may be left out when refresh is off; a lone 0 is not a leading zero.
+  EXPECT_EQ(parse_gpu_config(with(with(v, "tREFI", "0"), "tRFC", ""), "test.yaml").dram.timing.tRFC, 0u);
+}
+
 TEST(GpuConfig, RejectsImpossibleGeometry) {
   std::string v = preset_text("v100");
   expect_config_error(with(with(v, "sets", "48"), "size_bytes", ""), "l2.sets", "not a power of two");

@@ -374,6 +374,7 @@ void CompactionEngine::run_job(EngineJob& job) {
         if (!is_dense && !is_zero) {
           dec = std::max(dec, iss_idle);
           if (buf_free.size() >= cfg_.tile_buffers) {
+            if (buf_free.front() > dec) stats_.buffer_stall_ps += (buf_free.front() - dec).value();
             dec = std::max(dec, buf_free.front());
             buf_free.pop_front();
           }

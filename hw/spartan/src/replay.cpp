@@ -23,6 +23,38 @@
 
 namespace spartan::hw {
 
+namespace {
+/// Every setting a --units file can give, as this run used it, under the file's own section and key names
+/// (so the record can be copied back into a units file). Clocks: 0 = the preset's L2 clock.
+nlohmann::json units_settings_json(const ReplayOptions& o) {
+  const MonitorConfig& m = o.monitor;
+  const EngineConfig& e = o.engine;
+  const BaselineConfig& b = o.baseline;
+  return {{"monitor", {{"lines_per_cycle", m.lines_per_cycle}, {"counter_entries", m.counter_entries},
+                       {"flush_groups_per_cycle", m.flush_groups_per_cycle},
+                       {"flush_outstanding", m.flush_outstanding}, {"mmio_latency_cycles", m.mmio_latency_cycles},
+                       {"clock_mhz", o.monitor_clock_mhz}}},
+          {"engine", {{"outstanding_reads", e.outstanding_reads}, {"outstanding_writes", e.outstanding_writes},
+                      {"read_buffer_bytes", e.read_buffer_bytes}, {"queue_depth", e.queue_depth},
+                      {"tile_buffers", e.tile_buffers}, {"decision_queue_depth", e.decision_queue_depth},
+                      {"job_setup_cycles", e.job_setup_cycles}, {"job_tail_cycles", e.job_tail_cycles},
+                      {"mmio_latency_cycles", e.mmio_latency_cycles}, {"max_job_bytes", e.max_job_bytes},
+                      {"port_bytes_per_cycle", e.port_bytes_per_cycle}, {"clock_mhz", o.engine_clock_mhz}}},
+          {"baseline", {{"kernel_launch_ns", b.kernel_launch_ns}, {"issue_width", b.issue_width},
+                        {"tiles_in_flight_per_sm", b.tiles_in_flight_per_sm},
+                        {"profile_cycles_per_line", b.profile_cycles_per_line},
+                        {"profile_cycles_per_tile", b.profile_cycles_per_tile},
+                        {"count_cycles_per_line", b.count_cycles_per_line},
+                        {"count_cycles_per_tile", b.count_cycles_per_tile},
+                        {"scan_cycles_per_tile", b.scan_cycles_per_tile},
+                        {"scatter_cycles_per_line", b.scatter_cycles_per_line},
+                        {"scatter_cycles_per_tile", b.scatter_cycles_per_tile},
+                        {"consumer_cycles_per_line", b.consumer_cycles_per_line}}},
+          {"host", {{"mmio_read_ns", o.host_mmio_read_ns}, {"mmio_write_ns", o.host_mmio_write_ns},
+                    {"monitor_broadcast", o.host_monitor_broadcast}}}};
+}
+}  // namespace
+
 namespace fmt = spartan::format;
 using json = nlohmann::json;
 using sc_core::sc_time;
@@ -197,7 +229,7 @@ json Replay::run() {
   doc["trace"] = {{"path", opt_.trace_path},
                   {"model", reader_.metadata().count(trace::keys::kModel) ? reader_.metadata().at(trace::keys::kModel) : ""},
                   {"device", reader_.metadata().count(trace::keys::kDevice) ? reader_.metadata().at(trace::keys::kDevice) : ""}};
-  doc["gpu"] = {{"preset", gpu_->config().name}, {"sms", sms_}, {"l2_slices", gpu_->num_l2_slices()},
+  doc["gpu"] = {{"preset", gpu_->config().name}, {"file", gpu_->config().file}, {"sms", sms_}, {"l2_slices", gpu_->num_l2_slices()},
                 {"l2_mhz", gpu_->config().clocks.l2_mhz}, {"core_mhz", gpu_->config().clocks.core_mhz},
                 {"monitor_mhz", monitors_.empty() ? 0.0 : monitors_[0]->config().clock_mhz},
                 {"engine_mhz", engine_->config().clock_mhz},
@@ -209,7 +241,8 @@ json Replay::run() {
                     {"sampling_shift", opt_.sampling},
                     {"kernel_launch_ns", opt_.baseline.kernel_launch_ns},
                     {"host_mmio_read_ns", opt_.host_mmio_read_ns}, {"host_mmio_write_ns", opt_.host_mmio_write_ns},
-                    {"host_monitor_broadcast", opt_.host_monitor_broadcast}};
+                    {"host_monitor_broadcast", opt_.host_monitor_broadcast},
+                    {"units_file", opt_.units_file}, {"units", units_settings_json(opt_)}};
   doc["layers"] = layer_docs;
   json overall;
   overall["layers"] = layer_docs.size();
@@ -265,7 +298,8 @@ json Replay::run() {
                      {"counter_entries_used_peak", s.counter_entries_used_peak},
                      {"counter_occupancy_peak", double(s.counter_entries_used_peak) / m->config().counter_entries},
                      {"flush_count", s.flush_count}, {"flush_rmw_groups", s.flush_rmw_groups},
-                     {"flush_bytes_written", s.flush_bytes_written}, {"flush_ps", s.flush_ps},
+                     {"flush_bytes_read", s.flush_bytes_read}, {"flush_bytes_written", s.flush_bytes_written},
+                     {"flush_ps", s.flush_ps},
                      {"clears", s.clears},
                      {"busy_ps", s.busy_ps}, {"backpressure_ps", s.backpressure_ps},
                      {"arrivals_out_of_order", s.arrivals_out_of_order},
@@ -278,10 +312,13 @@ json Replay::run() {
     doc["units"]["engine"] = {{"jobs", e.jobs}, {"job_errors", e.job_errors}, {"tiles", e.tiles},
                               {"tiles_dense", e.tiles_dense}, {"tiles_zero", e.tiles_zero},
                               {"tiles_compacted", e.tiles_compacted},
-                              {"tiles_dense_by_size", e.tiles_dense_by_size}, {"bytes_read", e.bytes_read},
-                              {"table_bytes_read", e.table_bytes_read}, {"payload_bytes_written", e.payload_bytes_written},
+                              {"tiles_dense_by_size", e.tiles_dense_by_size}, {"reads", e.reads},
+                              {"bytes_read", e.bytes_read}, {"table_bytes_read", e.table_bytes_read},
+                              {"writes", e.writes}, {"payload_bytes_written", e.payload_bytes_written},
                               {"header_bytes_written", e.header_bytes_written}, {"busy_ps", e.busy_ps},
-                              {"compactor_busy_ps", e.compactor_busy_ps}, {"buffer_stall_ps", e.buffer_stall_ps}};
+                              {"compactor_busy_ps", e.compactor_busy_ps}, {"buffer_stall_ps", e.buffer_stall_ps},
+                              {"mmio_reads", e.mmio_reads}, {"mmio_writes", e.mmio_writes},
+                              {"mmio_errors", e.mmio_errors}};
   }
   doc["gpu_stats"] = gpu_->stats_json();
   ensure_output_dir(opt_.out_dir);  // extensions may write their files there too

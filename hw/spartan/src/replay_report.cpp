@@ -37,7 +37,9 @@ std::string replay_summary(const json& doc) {
   const auto& opt = doc["options"];
   o << "spartan-sim run: " << doc["trace"]["path"].get<std::string>() << " (model "
     << doc["trace"]["model"].get<std::string>() << ")\n";
-  o << "GPU " << doc["gpu"]["preset"].get<std::string>() << ": " << doc["gpu"]["sms"] << " SMs, "
+  o << "GPU " << doc["gpu"]["preset"].get<std::string>();
+  if (doc["gpu"].contains("file")) o << " (" << doc["gpu"]["file"].get<std::string>() << ")";
+  o << ": " << doc["gpu"]["sms"] << " SMs, "
     << doc["gpu"]["l2_slices"] << " L2 slices (one SparsityMonitor each), 1 CompactionEngine; format "
     << opt["format"].get<std::string>() << ", tile " << opt["tile"].get<std::string>() << ", threshold "
     << opt["threshold"] << ", sampling shift " << opt["sampling_shift"] << "\n";
@@ -56,7 +58,11 @@ std::string replay_summary(const json& doc) {
          " (an assumption: --units host.monitor_broadcast: false charges every monitor's writes and read)";
   else
     o << "; every monitor's register writes and status read charged (host.monitor_broadcast: false)";
-  o << "\n\n";
+  o << "\n";
+  if (opt.contains("units_file"))
+    o << "units: " << (opt["units_file"].get<std::string>().empty() ? "defaults" : opt["units_file"].get<std::string>())
+      << " (every monitor, engine, baseline and host setting used: stats.json options.units)\n";
+  o << "\n";
   o << "times in us; traffic in MB (L2 = bytes read+written at the L2 slices, DRAM = at the memory controllers)\n";
   o << "GEMM = dense_ms / tile_sparse_ms of the layer's forward GEMM as measured on the trace's device; spd SW / HW ="
        " dense / (tile-sparse + profile + convert), only for GEMM times measured on a GPU\n";
@@ -179,12 +185,12 @@ double overhead_ns(ConfigMap& m, const char* key, double current) {
 
 void load_units_config(const std::string& file, ReplayOptions& opt) {
   const YAML::Node root = parse_yaml(read_file(file), file);
+  opt.units_file = file;
   ConfigMap top(root, file, "");
   if (top.has("monitor")) {
     ConfigMap m = top.child("monitor");
     auto& c = opt.monitor;
     c.lines_per_cycle = m.u32("lines_per_cycle", c.lines_per_cycle);
-    c.pipeline_latency_cycles = m.u32("pipeline_latency_cycles", c.pipeline_latency_cycles);
     c.counter_entries = m.u32("counter_entries", c.counter_entries);
     c.flush_groups_per_cycle = m.u32("flush_groups_per_cycle", c.flush_groups_per_cycle);
     c.flush_outstanding = m.u32("flush_outstanding", c.flush_outstanding);
@@ -200,11 +206,9 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
   if (top.has("engine")) {
     ConfigMap m = top.child("engine");
     auto& c = opt.engine;
-    c.elements_per_cycle = m.u32("elements_per_cycle", c.elements_per_cycle);
     c.outstanding_reads = m.u32("outstanding_reads", c.outstanding_reads);
     c.outstanding_writes = m.u32("outstanding_writes", c.outstanding_writes);
     c.read_buffer_bytes = m.u32("read_buffer_bytes", c.read_buffer_bytes);
-    c.write_buffer_bytes = m.u32("write_buffer_bytes", c.write_buffer_bytes);
     c.queue_depth = m.u32("queue_depth", c.queue_depth);
     c.tile_buffers = m.u32("tile_buffers", c.tile_buffers);
     opt.engine_clock_mhz = unit_clock_mhz(m, opt.engine_clock_mhz);
@@ -215,7 +219,6 @@ void load_units_config(const std::string& file, ReplayOptions& opt) {
     c.max_job_bytes = m.u64("max_job_bytes", c.max_job_bytes);
     c.port_bytes_per_cycle = m.u32("port_bytes_per_cycle", c.port_bytes_per_cycle);
     if (c.port_bytes_per_cycle > 4096) m.fail("port_bytes_per_cycle", "must be 0 (one line + header) or 1..4096");
-    if (c.elements_per_cycle == 0) m.fail("elements_per_cycle", "must be >= 1");
     if (c.outstanding_reads == 0) m.fail("outstanding_reads", "must be >= 1");
     if (c.outstanding_writes == 0) m.fail("outstanding_writes", "must be >= 1");
     if (c.queue_depth == 0) m.fail("queue_depth", "must be >= 1");

@@ -297,6 +297,55 @@ TEST(Replay, UnitClocksDefaultToTheL2ClockAndCanBeSlower) {
   EXPECT_GT(slow["convert"]["time_ns"].get<double>(), fast["convert"]["time_ns"].get<double>());
 }
 
+// Fourteenth-session review (a newcomer comparing runs): the --units settings and the preset file were not
+// in the outputs, so two runs with different units files could not be told apart; buffer_stall_ps was never
+// added to; the engine's read/write/MMIO counts were not exported.
+TEST(Replay, OutputsRecordTheUnitsSettingsAndThePresetFile) {
+  const std::string dir = ::testing::TempDir() + "/replay_units_record";
+  std::filesystem::create_directories(dir);
+  std::vector<nlohmann::json> docs;
+  std::vector<std::string> summaries;
+  const std::string units = dir + "/units.yaml";
+  for (unsigned buffers : {1u, 2u}) {
+    const std::string out = dir + "/out" + std::to_string(buffers);
+    SC_SCENARIO([&] {
+      auto opt = options(write_trace(dir, tr::DType::F32), out);
+      opt.iterations = {10};
+      std::ofstream(units) << "engine:\n  tile_buffers: " << buffers
+                           << "\n  outstanding_reads: 8\nbaseline:\n  scan_cycles_per_tile: 20\n";
+      load_units_config(units, opt);
+      EXPECT_TRUE(run_replay(opt, {})["checks"]["passed"].get<bool>());
+    });
+    std::ifstream f(out + "/stats.json");
+    ASSERT_TRUE(f.good()) << out;
+    docs.push_back(nlohmann::json::parse(f));
+    std::ifstream sf(out + "/summary.txt");
+    summaries.emplace_back(std::istreambuf_iterator<char>(sf), std::istreambuf_iterator<char>());
+  }
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    const auto& o = docs[i]["options"];
+    EXPECT_EQ(o["units_file"].get<std::string>(), units);
+    EXPECT_EQ(o["units"]["engine"]["tile_buffers"].get<unsigned>(), i + 1);
+    EXPECT_EQ(o["units"]["engine"]["outstanding_reads"].get<unsigned>(), 8u);
+    EXPECT_EQ(o["units"]["engine"]["queue_depth"].get<unsigned>(), EngineConfig{}.queue_depth);  // a default
+    EXPECT_EQ(o["units"]["baseline"]["scan_cycles_per_tile"].get<unsigned>(), 20u);
+    EXPECT_EQ(o["units"]["monitor"]["counter_entries"].get<unsigned>(), MonitorConfig{}.counter_entries);
+    const std::string file = docs[i]["gpu"]["file"].get<std::string>();
+    EXPECT_EQ(std::filesystem::path(file).filename(), std::filesystem::path(kGpu).filename()) << file;
+    EXPECT_NE(summaries[i].find("units: " + units), std::string::npos) << summaries[i];
+    EXPECT_NE(summaries[i].find("(" + file + ")"), std::string::npos) << summaries[i];
+    const auto& e = docs[i]["units"]["engine"];
+    EXPECT_GT(e["tiles_compacted"].get<std::uint64_t>(), 0u);
+    EXPECT_GE(e["reads"].get<std::uint64_t>(), e["tiles_compacted"].get<std::uint64_t>());
+    EXPECT_GT(e["writes"].get<std::uint64_t>(), 0u);
+    EXPECT_GT(e["mmio_writes"].get<std::uint64_t>(), 0u);
+  }
+  // Sequential engine (one buffer): no prefetcher, nothing waits for a buffer. Two buffers and a window of 8
+  // reads: the prefetcher runs ahead of the emitter until both buffers are held.
+  EXPECT_EQ(docs[0]["units"]["engine"]["buffer_stall_ps"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(docs[1]["units"]["engine"]["buffer_stall_ps"].get<std::uint64_t>(), 0u);
+}
+
 TEST(Replay, EveryPathAndLayerStartsFromTheSameCacheState) {
   // Review finding F4: the software path then the hardware path ran in one warm L2, so with an L2 too
   // small for both paths' outputs the hardware path paid write-back of the software path's dirty data,
@@ -595,7 +644,10 @@ TEST(Replay, BadSelectionsAreInputErrors) {
                             "engine:\n  tile_buffers: 0\n", "engine:\n  decision_queue_depth: 0\n",
                             // per-bin byte counts would overflow far above
                             "engine:\n  port_bytes_per_cycle: 4097\n", "monitor:\n  clock_mhz: -1\n",
-                            "engine:\n  clock_mhz: .nan\n"}) {
+                            "engine:\n  clock_mhz: .nan\n",
+                            // read by nothing, so refused (fourteenth-session review: they changed no result)
+                            "engine:\n  elements_per_cycle: 64\n", "engine:\n  write_buffer_bytes: 1\n",
+                            "monitor:\n  pipeline_latency_cycles: 3\n"}) {
       std::ofstream(units) << bad;
       EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError) << bad;
     }

@@ -56,7 +56,9 @@ struct L2Config {
   std::uint64_t size_bytes() const { return slice.size_bytes() * slices; }
 };
 
-/// DRAM timing in DRAM command-clock cycles (JEDEC names).
+/// DRAM timing in DRAM command-clock cycles (JEDEC names). The initialisers serve C++ construction only (tests):
+/// a preset file must give every key (cycle counts mean nothing at another DRAM clock), except tRFC when
+/// tREFI is 0 (refresh off).
 struct DramTiming {
   std::uint32_t tRCD = 12, tRP = 12, tRAS = 28, tRC = 40, CL = 12, WL = 2;
   std::uint32_t tCCDL = 2, tCCDS = 1, tRRD = 3, tWR = 10, tRTP = 3, tWTR = 4, tRTW = 4;

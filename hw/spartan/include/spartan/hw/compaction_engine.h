@@ -36,14 +36,12 @@ namespace spartan::hw {
 struct EngineConfig {
   std::uint32_t engine_id = 0;
   double clock_mhz = 1000.0;              ///< the L2 clock of the GPU preset
-  std::uint32_t elements_per_cycle = 32;  ///< lanes of the line datapath (32 F32 / 64 F16 per 128 B line); informational
   /// Line reads in flight (RTL `RD_OUTS`). Little's law: one line per cycle over the L2 round trip (178
   /// core cycles in the V100 preset's L2-hit pointer chase) needs >= 178; 256 is the next power of two (64,
   /// the earlier default, allowed ~0.36 lines per cycle: review finding F3, docs/bench/units.md).
   std::uint32_t outstanding_reads = 256;
   std::uint32_t outstanding_writes = 32;
   std::uint32_t read_buffer_bytes = 16384;  ///< a tile must fit (TR*TC*elem bytes), else SUBMIT is BadValue
-  std::uint32_t write_buffer_bytes = 4096;  ///< informational: the RTL packer holds one line + one write
   std::uint32_t queue_depth = 8;
   /// Tile buffers of `read_buffer_bytes` each (RTL `TILE_BUFFERS`). 1: the sequential engine (decide, fetch,
   /// count, emit, one tile after another); >= 2: a prefetcher decides ahead of the emitter and fetches the next
@@ -79,7 +77,9 @@ struct EngineStats {
   std::uint64_t writes = 0, payload_bytes_written = 0, header_bytes_written = 0;
   std::uint64_t busy_ps = 0;                        ///< job start to job end, summed
   std::uint64_t compactor_busy_ps = 0;              ///< compactor occupied
-  std::uint64_t buffer_stall_ps = 0;                ///< reads held back by a full read buffer
+  /// Pipelined engine: time the prefetcher waited for a free tile buffer before deciding a compacted tile
+  /// (all tile_buffers held by fetched, not yet emitted tiles), ps summed over tiles; 0 when tile_buffers = 1.
+  std::uint64_t buffer_stall_ps = 0;
   std::uint64_t mmio_reads = 0, mmio_writes = 0, mmio_errors = 0;
 };
 

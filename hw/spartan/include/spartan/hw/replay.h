@@ -58,6 +58,8 @@ struct ReplayOptions {
   /// "LTCS" broadcast registers of the L2 slices in its open GPU driver headers). false: every write and
   /// the status read are charged once per monitor (S x 16 writes, S reads per layer).
   bool host_monitor_broadcast = true;
+  /// The --units file applied to this run ("" = none); recorded in stats.json with the settings it gave.
+  std::string units_file;
   std::vector<RunExtension*> extensions; ///< active extensions (run_hooks.h)
   /// Files in out_dir left by an earlier run that this run does not write (an inactive extension's, e.g.
   /// rtl_cycles.json without --rtl): removed only after the replay succeeded, right before this run's

@@ -33,7 +33,6 @@ struct MonitorConfig {
   std::uint32_t slice_id = 0;                 ///< L2 slice index (SLICE_ID register)
   double clock_mhz = 1000.0;                  ///< the L2 clock of the GPU preset
   std::uint32_t lines_per_cycle = 1;          ///< speed-up of accept + counting stages (1 = the RTL)
-  std::uint32_t pipeline_latency_cycles = 3;  ///< request -> counter update
   std::uint32_t counter_entries = 8192;       ///< u32 counters (CAPACITY)
   std::uint32_t flush_groups_per_cycle = 1;   ///< speed-up of the flush scan (1 = the RTL: 1 counter/cycle)
   /// Flush atomics in flight (posted reductions; = the RTL's FLUSH_OUTSTANDING). Little's law: one add per
