@@ -63,15 +63,20 @@ struct DevBuf {
 };
 
 struct Events {
-  cudaEvent_t a, b;
+  cudaEvent_t a = nullptr, b = nullptr;
   Events() {
     check(cudaEventCreate(&a), "cudaEventCreate");
-    check(cudaEventCreate(&b), "cudaEventCreate");
+    if (const cudaError_t e = cudaEventCreate(&b); e != cudaSuccess) {
+      cudaEventDestroy(a);  // the destructor does not run when the constructor throws
+      check(e, "cudaEventCreate");
+    }
   }
   ~Events() {
     cudaEventDestroy(a);
     cudaEventDestroy(b);
   }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
   double seconds() {
     check(cudaEventSynchronize(b), "cudaEventSynchronize");
     float ms = 0;
@@ -523,40 +528,56 @@ double cusparse_spmm_seconds(const float* A, const float* B, float* C, int M, in
     }
     row_ptr[n + 1] = int(col.size());
   }
-  const std::size_t nnz = val.size();
-  DevBuf<int> rp(row_ptr.data(), row_ptr.size()), ci(col.data(), std::max<std::size_t>(nnz, 1));
-  DevBuf<float> vv(val.data(), std::max<std::size_t>(nnz, 1)), Ad(A, std::size_t(M) * K), Cd(std::size_t(M) * N);
-  cusparseHandle_t h;
-  check(cusparseCreate(&h), "cusparseCreate");
-  cusparseSpMatDescr_t sa;
-  cusparseDnMatDescr_t db, dc;
-  check(cusparseCreateCsr(&sa, N, K, std::int64_t(nnz), rp.p, ci.p, vv.p, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+  if (col.empty()) {  // nnz == 0: cuSPARSE still gets valid (one-element) index/value arrays
+    col.push_back(0);
+    val.push_back(0.0f);
+  }
+  const std::size_t nnz = std::size_t(row_ptr[N]);
+  DevBuf<int> rp(row_ptr.data(), row_ptr.size()), ci(col.data(), col.size());
+  DevBuf<float> vv(val.data(), val.size()), Ad(A, std::size_t(M) * K), Cd(std::size_t(M) * N);
+  // The handle and descriptors are released on every path (a failing call below throws).
+  struct Handle {
+    cusparseHandle_t h = nullptr;
+    ~Handle() {
+      if (h) cusparseDestroy(h);
+    }
+  } h;
+  struct SpMat {
+    cusparseSpMatDescr_t d = nullptr;
+    ~SpMat() {
+      if (d) cusparseDestroySpMat(d);
+    }
+  } sa;
+  struct DnMat {
+    cusparseDnMatDescr_t d = nullptr;
+    ~DnMat() {
+      if (d) cusparseDestroyDnMat(d);
+    }
+  } db, dc;
+  check(cusparseCreate(&h.h), "cusparseCreate");
+  check(cusparseCreateCsr(&sa.d, N, K, std::int64_t(nnz), rp.p, ci.p, vv.p, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
                           CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F),
         "cusparseCreateCsr");
-  check(cusparseCreateDnMat(&db, K, M, K, Ad.p, CUDA_R_32F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
-  check(cusparseCreateDnMat(&dc, N, M, N, Cd.p, CUDA_R_32F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
+  check(cusparseCreateDnMat(&db.d, K, M, K, Ad.p, CUDA_R_32F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
+  check(cusparseCreateDnMat(&dc.d, N, M, N, Cd.p, CUDA_R_32F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
   const float alpha = 1.0f, beta = 0.0f;
   std::size_t bytes = 0;
-  check(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa, db,
-                                &beta, dc, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes),
+  check(cusparseSpMM_bufferSize(h.h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa.d,
+                                db.d, &beta, dc.d, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes),
         "cusparseSpMM_bufferSize");
   DevBuf<std::uint8_t> buf(std::max<std::size_t>(bytes, 1));
   double best = 1e30;
   for (int i = 0; i < std::max(1, repeats) + 1; ++i) {
     Events ev;
     check(cudaEventRecord(ev.a), "cudaEventRecord");
-    check(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa, db, &beta, dc,
-                       CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, buf.p),
+    check(cusparseSpMM(h.h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa.d, db.d,
+                       &beta, dc.d, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, buf.p),
           "cusparseSpMM");
     check(cudaEventRecord(ev.b), "cudaEventRecord");
     const double t = ev.seconds();
     if (i > 0) best = std::min(best, t);  // first call warms up
   }
   Cd.to_host(C);
-  cusparseDestroySpMat(sa);
-  cusparseDestroyDnMat(db);
-  cusparseDestroyDnMat(dc);
-  cusparseDestroy(h);
   return best;
 }
 

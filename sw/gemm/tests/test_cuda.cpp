@@ -95,10 +95,14 @@ struct DeviceVec {
   std::size_t n = 0;
   explicit DeviceVec(const std::vector<float>& h) : n(h.size()) {
     if (cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(float)) != cudaSuccess) throw spartan::Error("cudaMalloc failed");
-    if (cudaMemcpy(p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess)
+    if (cudaMemcpy(p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) {
+      cudaFree(p);  // the destructor does not run when the constructor throws
       throw spartan::Error("cudaMemcpy H2D failed");
+    }
   }
   ~DeviceVec() { cudaFree(p); }
+  DeviceVec(const DeviceVec&) = delete;
+  DeviceVec& operator=(const DeviceVec&) = delete;
   std::vector<float> host() const {
     std::vector<float> h(n);
     if (cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
