@@ -2,6 +2,9 @@
 // one tile-sparse format (spartan/format/tile_format.h), with the same per-tile dispatch as the CPU
 // engine: nnz == 0 skipped, DENSE tiles through a shared-memory dense tile kernel, ELL/BITMAP tiles
 // decoded into a shared-memory non-zero list and multiplied non-zero by non-zero.
+// The tile kernel's blocks each hold up to 32 rows of P by 128 columns of accumulators: the default 8 x 256
+// tile needs 45,060 bytes of shared memory per block (all GPUs), a 4096-element tile up to 69,636 (fewer
+// rows per block where the GPU allows less, e.g. 64 KiB on sm_75).
 //
 // GemmCall pointers are host pointers (as for the CPU engines) unless GemmCall::device_pointers is set:
 //  - host pointers: each run() copies operands to the device and C back; the tile-sparse engine compacts the
@@ -33,8 +36,10 @@ int cuda_device_count();
 
 /// cuBLAS SGEMM engine ("cuda-dense"). Throws spartan::Error when no GPU is usable.
 std::unique_ptr<GemmEngine> make_cuda_dense_engine();
-/// CUDA tile-sparse engine ("cuda-tile-sparse"); options as for the CPU engine (isa/num_threads ignored).
-/// Throws spartan::Error when no GPU is usable, spartan::InputError on bad options.
+/// CUDA tile-sparse engine ("cuda-tile-sparse"); options as for the CPU engine (isa, num_threads,
+/// whole_call_guard, guard_fraction, transposed_kernel, rows_kernel, store_runs_min_bytes ignored). Throws spartan::Error when no GPU is usable, spartan::InputError on bad options
+/// (tiles over 4096 elements or a side over 1024, a format other than ELL/BITMAP, or a tile whose block does
+/// not fit the GPU's shared memory even with one row of P; checked here, before any call).
 std::unique_ptr<GemmEngine> make_cuda_tile_sparse_engine(const TileSparseOptions& opt = {});
 /// Stats of the last call of a CUDA engine (tile counts for the tile-sparse one, compute_s for both);
 /// nullptr when `e` is not a CUDA engine.
