@@ -27,6 +27,10 @@
 #include "spartan/gemm/cuda.h"
 #include "tile_compact_hd.h"
 
+#ifndef SPARTAN_CUDA_ARCHS
+#define SPARTAN_CUDA_ARCHS "(unknown)"
+#endif
+
 namespace spartan::gemm {
 
 namespace {
@@ -90,7 +94,8 @@ struct Events {
 };
 
 void require_gpu() {
-  if (cuda_device_count() == 0) throw Error("cuda: no CUDA GPU available");
+  const std::string why = cuda_unusable_reason();
+  if (!why.empty()) throw Error("cuda: " + why);
 }
 
 /// Grow-only device scratch (kept by an engine across calls).
@@ -543,6 +548,21 @@ int cuda_device_count() {
     return 0;
   }
   return n;
+}
+
+std::string cuda_unusable_reason() {
+  if (cuda_device_count() == 0) return "no CUDA GPU available";
+  cudaFuncAttributes fa{};
+  const cudaError_t e = cudaFuncGetAttributes(&fa, scale_kernel);  // fails without a kernel image for the GPU
+  if (e == cudaSuccess) return "";
+  cudaGetLastError();  // not sticky; clear it
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return "unsupported GPU architecture sm_" + std::to_string(major) + std::to_string(minor) +
+         ": this build has kernels for CMAKE_CUDA_ARCHITECTURES " SPARTAN_CUDA_ARCHS " only (" +
+         cudaGetErrorString(e) + ")";
 }
 
 std::unique_ptr<GemmEngine> make_cuda_dense_engine() { return std::make_unique<CudaDenseEngine>(); }

@@ -1,9 +1,11 @@
-// CUDA engines against the OpenBLAS reference. Skips (GTEST_SKIP) when no CUDA GPU is present.
+// CUDA engines against the OpenBLAS reference. Skips (GTEST_SKIP) when no CUDA GPU is present or this build
+// has no kernels for its architecture (cuda_unusable_reason()).
 // Tolerance as in test_tile_sparse.cpp: 8 * K * 2^-24 * (|alpha| sum_k |a_ik b_kj| + |beta c0_ij|).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "spartan/common/error.h"
@@ -11,6 +13,12 @@
 
 using namespace spartan::gemm;
 using spartan::format::TileFormat;
+
+// Skips the test unless the CUDA engines can run here (a GPU of an architecture this build has kernels for).
+#define SKIP_WITHOUT_USABLE_GPU()                                                      \
+  do {                                                                                 \
+    if (const std::string why = cuda_unusable_reason(); !why.empty()) GTEST_SKIP() << why; \
+  } while (0)
 
 namespace {
 
@@ -47,7 +55,7 @@ void check_engine(GemmEngine& e, SparseOperand sp, Op oa, Op ob, int M, int N, i
 }  // namespace
 
 TEST(CudaGemm, MatchesOpenBlasAllOpsAndFormats) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  SKIP_WITHOUT_USABLE_GPU();
   std::mt19937 rng(3);
   auto dense = make_cuda_dense_engine();
   for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
@@ -69,7 +77,7 @@ TEST(CudaGemm, MatchesOpenBlasAllOpsAndFormats) {
 }
 
 TEST(CudaGemm, FactoryNamesAndBadOptions) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  SKIP_WITHOUT_USABLE_GPU();
   EXPECT_EQ(make_engine("cuda-dense")->name(), "cuda-dense");
   EXPECT_EQ(make_engine("cuda-tile-sparse")->name(), "cuda-tile-sparse");
   TileSparseOptions bad;
@@ -117,7 +125,7 @@ struct DeviceVec {
 // engine compacts on the device) give exactly the host-pointer call's result and tile statistics. Sparsities 0.0
 // and 0.5 make DENSE tiles (in place, read from the device operand), 0.8 mostly ELL/BITMAP ones.
 TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  SKIP_WITHOUT_USABLE_GPU();
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   std::uniform_real_distribution<double> p(0, 1);
@@ -164,7 +172,7 @@ TEST(CudaGemm, DevicePointersGiveTheHostPointerResult) {
 // BLAS semantics of alpha == 0 (review finding on the CPU engine, same in the CUDA tile kernel): A and B are
 // not read, C = beta * C, so Inf / NaN in the dense operand must not give 0 * Inf = NaN.
 TEST(CudaGemm, TileSparseAlphaZeroReadsNeitherOperand) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  SKIP_WITHOUT_USABLE_GPU();
   for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
     for (float beta : {0.0f, 0.5f}) {
       const int M = 24, N = 40, K = 64;
@@ -200,7 +208,7 @@ TEST(CudaGemm, BlasStoredElemsIsTheBlasSpan) {
 // read nothing past A/B, write nothing past C, leave the gaps between C's rows untouched, and give the OpenBLAS
 // result (tolerance as check_engine's).
 TEST(CudaGemm, TightlySizedStridedHostOperands) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU present (cudaGetDeviceCount reports none)";
+  SKIP_WITHOUT_USABLE_GPU();
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
   const int M = 21, N = 67, K = 40, pad = 7;

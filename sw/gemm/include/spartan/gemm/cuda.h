@@ -19,6 +19,7 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "spartan/gemm/tile_sparse.h"
 
@@ -33,8 +34,12 @@ inline std::size_t blas_stored_elems(int rows, int cols, int ld) {
 
 /// Number of CUDA devices; 0 when the driver/runtime reports none or fails (no exception).
 int cuda_device_count();
+/// Empty when a CUDA GPU is present and this build has kernels for its architecture (the CUDA engines and
+/// the training executor can run); otherwise why not ("no CUDA GPU available", or "unsupported GPU
+/// architecture sm_XY ..." when CMAKE_CUDA_ARCHITECTURES has no image for device 0). No exception.
+std::string cuda_unusable_reason();
 
-/// cuBLAS SGEMM engine ("cuda-dense"). Throws spartan::Error when no GPU is usable.
+/// cuBLAS SGEMM engine ("cuda-dense"). Throws spartan::Error when no GPU is usable (cuda_unusable_reason()).
 std::unique_ptr<GemmEngine> make_cuda_dense_engine();
 /// CUDA tile-sparse engine ("cuda-tile-sparse"); options as for the CPU engine (isa, num_threads,
 /// whole_call_guard, guard_fraction, transposed_kernel, rows_kernel, store_runs_min_bytes ignored). Throws spartan::Error when no GPU is usable, spartan::InputError on bad options
