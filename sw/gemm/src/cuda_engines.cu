@@ -372,10 +372,8 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     validate_shape(c);
     stats = TileSparseStats{};
     if (c.M == 0 || c.N == 0) return;
-    if (c.sparse == SparseOperand::None || c.K == 0) {  // one cuBLAS handle kept across calls
-      if (!dense_) dense_ = std::make_unique<CudaDenseEngine>();
-      dense_->run(c);
-      stats = dense_->stats;
+    if (c.sparse == SparseOperand::None || c.K == 0) {
+      stats = run_dense(c);
       return;
     }
     const bool sp_a = c.sparse == SparseOperand::A;
@@ -411,6 +409,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     if (c.device_pointers) {  // operands already on the device: compact there, copy nothing
       k.S = s_ptr, k.X = X, k.C = c.C;
       compact_on_device(s_ptr, grid, lds, k);
+      if (whole_call(c, grid)) return;
       launch(c, k, n_bands);
       return;
     }
@@ -424,6 +423,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     const format::TiledMatrix s = format::compact(s_ptr, std::uint32_t(s_rows), std::uint32_t(s_cols), lds, o);
     stats.compact_s = now_s() - t0;
     tile_stats(s.headers);
+    if (whole_call(c, grid)) return;
     DevBuf<format::TileHeader> H(s.headers.data(), s.headers.size());
     DevBuf<std::uint8_t> PL(s.payload.data(), s.payload.size());
     // Exactly the BLAS spans; C's gaps (ldc > N) round-trip unchanged (the kernels write only M x N elements).
@@ -435,6 +435,27 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
   }
 
  private:
+  /// cuBLAS SGEMM of the whole call (one handle kept across calls); returns its stats.
+  TileSparseStats run_dense(const GemmCall& c) {
+    if (!dense_) dense_ = std::make_unique<CudaDenseEngine>();
+    dense_->run(c);
+    return dense_->stats;
+  }
+  /// The CPU engine's whole-call rule (TileSparseEngine::run_compacted), after the tile statistics: with
+  /// alpha != 0, when every tile is DENSE or (whole_call_guard) the operand's density is at least
+  /// guard_fraction * threshold, the call is one cuBLAS SGEMM of the whole call (so zeros of the sparse
+  /// operand meet Inf / NaN of the dense one exactly as in the CPU engine). Returns true when it ran it.
+  bool whole_call(const GemmCall& c, const format::TileGrid& grid) {
+    if (c.alpha == 0.0f) return false;  // launch(): C = beta * C only, neither operand read
+    const double density = double(stats.nnz) / (double(grid.rows) * double(grid.cols));
+    if (!((stats.tiles_sparse == 0 && stats.tiles_zero == 0) ||
+          (opt_.whole_call_guard && density >= opt_.guard_fraction * opt_.threshold)))
+      return false;
+    stats.compute_s = run_dense(c).compute_s;
+    stats.full_dense = true;
+    stats.dense_calls = 1;
+    return true;
+  }
   /// Dynamic shared memory of a block with `p_chunk` accumulator rows: acc, staged DENSE tile, entry list.
   std::size_t smem_bytes(int p_chunk) const {
     const std::size_t tile = std::size_t(opt_.tile_rows) * opt_.tile_cols;
