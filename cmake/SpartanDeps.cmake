@@ -31,8 +31,14 @@ if(SPARTAN_ENABLE_CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
-    # sm_80 (A100), sm_90 (H100/H200) as SASS, plus compute_90 PTX for newer parts.
-    set(CMAKE_CUDA_ARCHITECTURES 80-real 90-real 90-virtual)
+    # SASS for sm_75 (T4, RTX 20), sm_80 (A100; also runs on sm_86/sm_89, RTX 30/40) and sm_90 (H100/H200),
+    # plus compute_90 PTX for newer parts; sm_70 (V100) SASS where the toolkit still builds it (CUDA < 13).
+    # On a GPU without a kernel image the engines throw "unsupported GPU architecture"
+    # (gemm::cuda_unusable_reason()) and the CUDA tests skip.
+    set(CMAKE_CUDA_ARCHITECTURES 75-real 80-real 90-real 90-virtual)
+    if(CMAKE_CUDA_COMPILER_VERSION VERSION_LESS 13)
+      list(PREPEND CMAKE_CUDA_ARCHITECTURES 70-real)
+    endif()
     set(SPARTAN_HAVE_CUDA ON)
   endif()
 endif()

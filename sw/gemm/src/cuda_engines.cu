@@ -1,13 +1,17 @@
 // CUDA engines: cuBLAS SGEMM, the tile-sparse GEMM on the one tile-sparse format, and a cuSPARSE SpMM
 // timing helper for the benchmark. See spartan/gemm/cuda.h and sw/gemm/README.md.
 //
-// Tile-sparse kernel: grid (bands of P on x, Q chunks of 128 on y: the band count, N*P/tile for a conv's
-// backward-data GEMM, can exceed gridDim.y's 65535 limit, Q cannot in practice). A block owns
-// Out[band rows][128 columns of Q] as accumulators in shared memory (one column per thread, so shared-memory
-// accesses are conflict-free) and walks the band's tiles along R: nnz == 0 -> skipped (uniform branch); DENSE -> the tile is staged
-// in shared memory and multiplied densely; ELL/BITMAP -> the block decodes the tile into a shared
-// non-zero list {v, p, r} (BITMAP with a per-row prefix sum) and every thread applies each non-zero to its
-// column. The same logical view as the CPU engine: Out[P x Q] += S[P x R] * D[R x Q].
+// Tile-sparse kernel: grid (bands of P on x, Q chunks of 128 on y, chunks of a band's P rows on z: the band
+// count, N*P/tile for a conv's backward-data GEMM, can exceed gridDim.y's 65535 limit, Q cannot in practice,
+// and a band has at most 1024 rows). A block owns Out[p_chunk rows of its band][128 columns of Q] as
+// accumulators in shared memory (one column per thread, so shared-memory accesses are conflict-free; p_chunk
+// <= kMaxPChunk rows, chosen by the engine so the block fits the GPU's shared memory, see chunk_rows()) and
+// walks the band's tiles along R: nnz == 0 -> skipped (uniform branch); DENSE -> the tile is staged in shared
+// memory and multiplied densely; ELL/BITMAP -> the block decodes the tile into a shared non-zero list
+// {v, p, r} (BITMAP with a per-row prefix sum) and every thread applies each non-zero of its P rows to its
+// column. Every block of a band decodes the band's tiles whole; each output element is summed in the same
+// order whatever the chunking (tiles along R, then rows of a DENSE tile / entries of a sparse tile in list
+// order). The same logical view as the CPU engine: Out[P x Q] += S[P x R] * D[R x Q].
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -22,6 +26,10 @@
 #include "spartan/common/error.h"
 #include "spartan/gemm/cuda.h"
 #include "tile_compact_hd.h"
+
+#ifndef SPARTAN_CUDA_ARCHS
+#define SPARTAN_CUDA_ARCHS "(unknown)"
+#endif
 
 namespace spartan::gemm {
 
@@ -63,15 +71,20 @@ struct DevBuf {
 };
 
 struct Events {
-  cudaEvent_t a, b;
+  cudaEvent_t a = nullptr, b = nullptr;
   Events() {
     check(cudaEventCreate(&a), "cudaEventCreate");
-    check(cudaEventCreate(&b), "cudaEventCreate");
+    if (const cudaError_t e = cudaEventCreate(&b); e != cudaSuccess) {
+      cudaEventDestroy(a);  // the destructor does not run when the constructor throws
+      check(e, "cudaEventCreate");
+    }
   }
   ~Events() {
     cudaEventDestroy(a);
     cudaEventDestroy(b);
   }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
   double seconds() {
     check(cudaEventSynchronize(b), "cudaEventSynchronize");
     float ms = 0;
@@ -81,7 +94,8 @@ struct Events {
 };
 
 void require_gpu() {
-  if (cuda_device_count() == 0) throw Error("cuda: no CUDA GPU available");
+  const std::string why = cuda_unusable_reason();
+  if (!why.empty()) throw Error("cuda: " + why);
 }
 
 /// Grow-only device scratch (kept by an engine across calls).
@@ -150,6 +164,7 @@ struct KParams {
   int g_rows, g_cols, TR, TC, tiles_c;
   int trans_s;  // logical S = stored^T
   int P, R, Q, p_tile, r_tile, n_rt;
+  int p_chunk;  // rows of P per block (blockIdx.z selects the chunk of the band)
   const float* X;  // dense operand as stored
   int ldx;
   int d_rowmajor;  // D[r][q] = X[r*ldx + q] (else X[q*ldx + r])
@@ -166,16 +181,23 @@ struct NzEntry {
 };
 
 constexpr int kQB = 128;  // threads per block = Q columns per block
+/// Most P rows (accumulator rows of kQB floats) one block keeps: 32 rows are 16 KiB of shared memory, so the
+/// default 8 x 256 tile needs 45,060 bytes per block in either orientation (under the 48 KiB that needs no
+/// opt-in; every GPU the build targets has at least 64 KiB).
+constexpr int kMaxPChunk = 32;
 
 __global__ void tile_sparse_kernel(KParams k) {
   extern __shared__ float smem[];
-  float* acc = smem;                                // [p_tile][kQB]
-  float* stile = acc + k.p_tile * kQB;              // [TR * TC] staged DENSE tile
+  float* acc = smem;                                // [p_chunk][kQB]
+  float* stile = acc + k.p_chunk * kQB;             // [TR * TC] staged DENSE tile
   NzEntry* ent = reinterpret_cast<NzEntry*>(stile + k.TR * k.TC);  // [TR * TC]
   __shared__ unsigned rowstart[1025];
   const int tid = threadIdx.x, q = blockIdx.y * kQB + tid, band = blockIdx.x;
   const int p0 = band * k.p_tile, prows = min(k.p_tile, k.P - p0);
-  for (int i = tid; i < k.p_tile * kQB; i += kQB) acc[i] = 0.0f;
+  const int c0 = int(blockIdx.z) * k.p_chunk;  // this block's first row within the band
+  const int crows = min(k.p_chunk, prows - c0);  // its rows: [c0, c0 + crows)
+  if (crows <= 0) return;  // whole block (a short last band has fewer chunks); before any barrier
+  for (int i = tid; i < k.p_chunk * kQB; i += kQB) acc[i] = 0.0f;
   __syncthreads();
   for (int rt = 0; rt < k.n_rt; ++rt) {
     const int ti = k.trans_s ? rt : band, tj = k.trans_s ? band : rt;
@@ -184,7 +206,7 @@ __global__ void tile_sparse_kernel(KParams k) {
     const int re = min(k.TR, k.g_rows - ti * k.TR), ce = min(k.TC, k.g_cols - tj * k.TC);
     const int r0 = rt * k.r_tile;
     const std::uint8_t* pl = k.payload + h.offset;
-    int count = 0;
+    int first = 0, count = 0;  // entries [first, count) of ent[] can hold rows of this chunk
     if (h.format == 0) {  // DENSE: stage the tile, multiply densely
       const bool in_payload = h.flags & format::kFlagDenseInPayload;
       for (int i = tid; i < re * ce; i += kQB) {
@@ -194,13 +216,13 @@ __global__ void tile_sparse_kernel(KParams k) {
       }
       __syncthreads();
       if (q < k.Q) {
-        const int rext = k.trans_s ? re : ce, pext = k.trans_s ? ce : re;
+        const int rext = k.trans_s ? re : ce, pend = min(k.trans_s ? ce : re, c0 + crows);
         for (int rl = 0; rl < rext; ++rl) {
           const int r = r0 + rl;
           const float d = k.d_rowmajor ? k.X[std::size_t(r) * k.ldx + q] : k.X[std::size_t(q) * k.ldx + r];
-          for (int p = 0; p < pext; ++p) {
+          for (int p = c0; p < pend; ++p) {
             const float sv = k.trans_s ? stile[rl * ce + p] : stile[p * ce + rl];
-            acc[p * kQB + tid] += sv * d;
+            acc[(p - c0) * kQB + tid] += sv * d;
           }
         }
       }
@@ -221,6 +243,7 @@ __global__ void tile_sparse_kernel(KParams k) {
         ent[s] = e;
       }
       count = slots;
+      if (!k.trans_s) first = c0 * w, count = (c0 + crows) * w;  // p = tile row: rows c0.. are contiguous
     } else {  // BITMAP: per-row popcount, prefix sum, then each row writes its entries
       const int words = (ce + 31) / 32;
       const std::uint32_t* bm = reinterpret_cast<const std::uint32_t*>(pl);
@@ -255,19 +278,23 @@ __global__ void tile_sparse_kernel(KParams k) {
       count = int(h.nnz);
     }
     __syncthreads();
+    if (!k.trans_s && h.format != 1) first = int(rowstart[c0]), count = int(rowstart[c0 + crows]);  // BITMAP rows
     if (q < k.Q)
-      for (int i = 0; i < count; ++i) {
+      for (int i = first; i < count; ++i) {
         const NzEntry e = ent[i];
         if (e.v == 0.0f) continue;  // ELL padding (stored values are never zero)
+        const int pl = int(e.p) - c0;
+        if (unsigned(pl) >= unsigned(crows)) continue;  // another chunk's row (S transposed)
         const int r = r0 + e.r;
         const float d = k.d_rowmajor ? k.X[std::size_t(r) * k.ldx + q] : k.X[std::size_t(q) * k.ldx + r];
-        acc[e.p * kQB + tid] += e.v * d;
+        acc[pl * kQB + tid] += e.v * d;
       }
     __syncthreads();
   }
   if (q < k.Q)
-    for (int p = 0; p < prows; ++p) {
-      float* c = k.out_t ? k.C + std::size_t(q) * k.ldc + p0 + p : k.C + std::size_t(p0 + p) * k.ldc + q;
+    for (int p = 0; p < crows; ++p) {
+      const int pg = p0 + c0 + p;
+      float* c = k.out_t ? k.C + std::size_t(q) * k.ldc + pg : k.C + std::size_t(pg) * k.ldc + q;
       *c += k.alpha * acc[p * kQB + tid];
     }
 }
@@ -329,16 +356,24 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     if (opt.sparse_format != format::TileFormat::Ell && opt.sparse_format != format::TileFormat::Bitmap)
       throw InputError("cuda tile-sparse gemm: sparse format must be ELL or BITMAP");
     require_gpu();
+    // Shared memory per block, checked here (before any compaction or upload) for both band heights: P rows
+    // of a band are TR (S as stored) or TC (S transposed).
+    int dev = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&smem_max_, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
+    cudaFuncAttributes fa{};
+    check(cudaFuncGetAttributes(&fa, tile_sparse_kernel), "cudaFuncGetAttributes");
+    smem_static_ = fa.sharedSizeBytes;  // rowstart[]: the opt-in limit covers static + dynamic
+    chunk_[0] = chunk_rows(int(opt.tile_rows));
+    chunk_[1] = chunk_rows(int(opt.tile_cols));
   }
   std::string name() const override { return "cuda-tile-sparse"; }
   void run(const GemmCall& c) override {
     validate_shape(c);
     stats = TileSparseStats{};
     if (c.M == 0 || c.N == 0) return;
-    if (c.sparse == SparseOperand::None || c.K == 0) {  // one cuBLAS handle kept across calls
-      if (!dense_) dense_ = std::make_unique<CudaDenseEngine>();
-      dense_->run(c);
-      stats = dense_->stats;
+    if (c.sparse == SparseOperand::None || c.K == 0) {
+      stats = run_dense(c);
       return;
     }
     const bool sp_a = c.sparse == SparseOperand::A;
@@ -361,6 +396,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     k.p_tile = k.trans_s ? k.TC : k.TR;
     k.r_tile = k.trans_s ? k.TR : k.TC;
     k.n_rt = int(k.trans_s ? grid.tiles_r() : grid.tiles_c());
+    k.p_chunk = chunk_[k.trans_s ? 1 : 0];
     const int n_bands = int(k.trans_s ? grid.tiles_c() : grid.tiles_r());
     k.ldx = ldx;
     k.d_rowmajor = sp_a ? c.op_b == Op::N : c.op_a == Op::T;
@@ -373,6 +409,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     if (c.device_pointers) {  // operands already on the device: compact there, copy nothing
       k.S = s_ptr, k.X = X, k.C = c.C;
       compact_on_device(s_ptr, grid, lds, k);
+      if (whole_call(c, grid)) return;
       launch(c, k, n_bands);
       return;
     }
@@ -386,6 +423,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     const format::TiledMatrix s = format::compact(s_ptr, std::uint32_t(s_rows), std::uint32_t(s_cols), lds, o);
     stats.compact_s = now_s() - t0;
     tile_stats(s.headers);
+    if (whole_call(c, grid)) return;
     DevBuf<format::TileHeader> H(s.headers.data(), s.headers.size());
     DevBuf<std::uint8_t> PL(s.payload.data(), s.payload.size());
     // Exactly the BLAS spans; C's gaps (ldc > N) round-trip unchanged (the kernels write only M x N elements).
@@ -397,6 +435,48 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
   }
 
  private:
+  /// cuBLAS SGEMM of the whole call (one handle kept across calls); returns its stats.
+  TileSparseStats run_dense(const GemmCall& c) {
+    if (!dense_) dense_ = std::make_unique<CudaDenseEngine>();
+    dense_->run(c);
+    return dense_->stats;
+  }
+  /// The CPU engine's whole-call rule (TileSparseEngine::run_compacted), after the tile statistics: with
+  /// alpha != 0, when every tile is DENSE or (whole_call_guard) the operand's density is at least
+  /// guard_fraction * threshold, the call is one cuBLAS SGEMM of the whole call (so zeros of the sparse
+  /// operand meet Inf / NaN of the dense one exactly as in the CPU engine). Returns true when it ran it.
+  bool whole_call(const GemmCall& c, const format::TileGrid& grid) {
+    if (c.alpha == 0.0f) return false;  // launch(): C = beta * C only, neither operand read
+    const double density = double(stats.nnz) / (double(grid.rows) * double(grid.cols));
+    if (!((stats.tiles_sparse == 0 && stats.tiles_zero == 0) ||
+          (opt_.whole_call_guard && density >= opt_.guard_fraction * opt_.threshold)))
+      return false;
+    stats.compute_s = run_dense(c).compute_s;
+    stats.full_dense = true;
+    stats.dense_calls = 1;
+    return true;
+  }
+  /// Dynamic shared memory of a block with `p_chunk` accumulator rows: acc, staged DENSE tile, entry list.
+  std::size_t smem_bytes(int p_chunk) const {
+    const std::size_t tile = std::size_t(opt_.tile_rows) * opt_.tile_cols;
+    return (std::size_t(p_chunk) * kQB + tile) * sizeof(float) + tile * sizeof(NzEntry);
+  }
+  /// Rows of P per block for bands of `p_tile` rows: the band split into the fewest chunks of at most
+  /// kMaxPChunk rows (as equal as possible), fewer rows while the block does not fit the GPU's shared memory.
+  /// Throws spartan::InputError when not even one row fits (not the case on any GPU of the build's
+  /// architectures: a tile of 4096 elements with one row needs 49,664 + 4,100 bytes).
+  int chunk_rows(int p_tile) const {
+    for (int cap = kMaxPChunk; cap >= 1; cap /= 2) {
+      const int chunks = (p_tile + cap - 1) / cap;
+      const int rows = (p_tile + chunks - 1) / chunks;
+      if (smem_bytes(rows) + smem_static_ <= std::size_t(smem_max_)) return rows;
+    }
+    throw InputError("cuda tile-sparse gemm: tile " + std::to_string(opt_.tile_rows) + "x" +
+                     std::to_string(opt_.tile_cols) + " needs " + std::to_string(smem_bytes(1)) + " + " +
+                     std::to_string(smem_static_) + " (static) bytes of shared memory per block, the GPU allows " +
+                     std::to_string(smem_max_) + " (use smaller tiles)");
+  }
+
   void tile_stats(const std::vector<format::TileHeader>& headers) {
     for (const auto& hh : headers) {
       stats.nnz += hh.nnz;
@@ -451,19 +531,9 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
   /// alpha == 0: only the scaling (BLAS semantics: A and B are not read, so Inf or NaN in them cannot make
   /// 0 * Inf = NaN in C).
   void launch(const GemmCall& c, KParams& k, int n_bands) {
-    const std::size_t smem = (std::size_t(k.p_tile) * kQB + std::size_t(k.TR) * k.TC) * sizeof(float) +
-                             std::size_t(k.TR) * k.TC * sizeof(NzEntry);
-    int dev = 0, smem_max = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
-    cudaFuncAttributes fa{};
-    check(cudaFuncGetAttributes(&fa, tile_sparse_kernel), "cudaFuncGetAttributes");
-    const std::size_t smem_static = fa.sharedSizeBytes;  // rowstart[]: the opt-in limit covers static + dynamic
-    if (smem + smem_static > std::size_t(smem_max))
-      throw InputError("cuda tile-sparse gemm: tile " + std::to_string(k.TR) + "x" + std::to_string(k.TC) +
-                       " needs " + std::to_string(smem) + " + " + std::to_string(smem_static) +
-                       " (static) bytes of shared memory per block, the GPU allows " + std::to_string(smem_max) +
-                       " (use smaller tiles)");
+    const std::size_t smem = smem_bytes(k.p_chunk);  // fits: chunk_rows() chose p_chunk
+    const std::size_t smem_static = smem_static_;
+    const int p_chunks = (k.p_tile + k.p_chunk - 1) / k.p_chunk;  // gridDim.z <= 1024
     const int q_blocks = (k.Q + kQB - 1) / kQB;  // gridDim.y; bands go on gridDim.x (limit 2^31 - 1)
     if (q_blocks > 65535)
       throw InputError("cuda tile-sparse gemm: Q = " + std::to_string(k.Q) + " needs " + std::to_string(q_blocks) +
@@ -475,7 +545,8 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     check(cudaEventRecord(ev.a), "cudaEventRecord");
     const std::size_t mn = std::size_t(c.M) * c.N;
     scale_kernel<<<unsigned(std::min<std::size_t>((mn + 255) / 256, 65535)), 256>>>(k.C, c.M, c.N, c.ldc, c.beta);
-    if (k.alpha != 0.0f) tile_sparse_kernel<<<dim3(unsigned(n_bands), unsigned(q_blocks)), kQB, smem>>>(k);
+    if (k.alpha != 0.0f)
+      tile_sparse_kernel<<<dim3(unsigned(n_bands), unsigned(q_blocks), unsigned(p_chunks)), kQB, smem>>>(k);
     check(cudaGetLastError(), "tile_sparse_kernel launch");
     check(cudaEventRecord(ev.b), "cudaEventRecord");
     stats.compute_s = ev.seconds();
@@ -483,6 +554,9 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
 
   DevScratch hdr_, sizes_, offsets_, payload_, scan_temp_;
   TileSparseOptions opt_;
+  int smem_max_ = 0;              ///< the device's opt-in shared memory per block (bytes)
+  std::size_t smem_static_ = 0;   ///< tile_sparse_kernel's static shared memory (bytes)
+  int chunk_[2] = {1, 1};         ///< p_chunk for bands of tile_rows (S as stored) and tile_cols (S transposed)
   std::unique_ptr<CudaDenseEngine> dense_;  ///< for calls without a sparse operand (created on first use)
 };
 
@@ -495,6 +569,21 @@ int cuda_device_count() {
     return 0;
   }
   return n;
+}
+
+std::string cuda_unusable_reason() {
+  if (cuda_device_count() == 0) return "no CUDA GPU available";
+  cudaFuncAttributes fa{};
+  const cudaError_t e = cudaFuncGetAttributes(&fa, scale_kernel);  // fails without a kernel image for the GPU
+  if (e == cudaSuccess) return "";
+  cudaGetLastError();  // not sticky; clear it
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return "unsupported GPU architecture sm_" + std::to_string(major) + std::to_string(minor) +
+         ": this build has kernels for CMAKE_CUDA_ARCHITECTURES " SPARTAN_CUDA_ARCHS " only (" +
+         cudaGetErrorString(e) + ")";
 }
 
 std::unique_ptr<GemmEngine> make_cuda_dense_engine() { return std::make_unique<CudaDenseEngine>(); }
@@ -523,40 +612,56 @@ double cusparse_spmm_seconds(const float* A, const float* B, float* C, int M, in
     }
     row_ptr[n + 1] = int(col.size());
   }
-  const std::size_t nnz = val.size();
-  DevBuf<int> rp(row_ptr.data(), row_ptr.size()), ci(col.data(), std::max<std::size_t>(nnz, 1));
-  DevBuf<float> vv(val.data(), std::max<std::size_t>(nnz, 1)), Ad(A, std::size_t(M) * K), Cd(std::size_t(M) * N);
-  cusparseHandle_t h;
-  check(cusparseCreate(&h), "cusparseCreate");
-  cusparseSpMatDescr_t sa;
-  cusparseDnMatDescr_t db, dc;
-  check(cusparseCreateCsr(&sa, N, K, std::int64_t(nnz), rp.p, ci.p, vv.p, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+  if (col.empty()) {  // nnz == 0: cuSPARSE still gets valid (one-element) index/value arrays
+    col.push_back(0);
+    val.push_back(0.0f);
+  }
+  const std::size_t nnz = std::size_t(row_ptr[N]);
+  DevBuf<int> rp(row_ptr.data(), row_ptr.size()), ci(col.data(), col.size());
+  DevBuf<float> vv(val.data(), val.size()), Ad(A, std::size_t(M) * K), Cd(std::size_t(M) * N);
+  // The handle and descriptors are released on every path (a failing call below throws).
+  struct Handle {
+    cusparseHandle_t h = nullptr;
+    ~Handle() {
+      if (h) cusparseDestroy(h);
+    }
+  } h;
+  struct SpMat {
+    cusparseSpMatDescr_t d = nullptr;
+    ~SpMat() {
+      if (d) cusparseDestroySpMat(d);
+    }
+  } sa;
+  struct DnMat {
+    cusparseDnMatDescr_t d = nullptr;
+    ~DnMat() {
+      if (d) cusparseDestroyDnMat(d);
+    }
+  } db, dc;
+  check(cusparseCreate(&h.h), "cusparseCreate");
+  check(cusparseCreateCsr(&sa.d, N, K, std::int64_t(nnz), rp.p, ci.p, vv.p, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
                           CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F),
         "cusparseCreateCsr");
-  check(cusparseCreateDnMat(&db, K, M, K, Ad.p, CUDA_R_32F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
-  check(cusparseCreateDnMat(&dc, N, M, N, Cd.p, CUDA_R_32F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
+  check(cusparseCreateDnMat(&db.d, K, M, K, Ad.p, CUDA_R_32F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
+  check(cusparseCreateDnMat(&dc.d, N, M, N, Cd.p, CUDA_R_32F, CUSPARSE_ORDER_COL), "cusparseCreateDnMat");
   const float alpha = 1.0f, beta = 0.0f;
   std::size_t bytes = 0;
-  check(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa, db,
-                                &beta, dc, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes),
+  check(cusparseSpMM_bufferSize(h.h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa.d,
+                                db.d, &beta, dc.d, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes),
         "cusparseSpMM_bufferSize");
   DevBuf<std::uint8_t> buf(std::max<std::size_t>(bytes, 1));
   double best = 1e30;
   for (int i = 0; i < std::max(1, repeats) + 1; ++i) {
     Events ev;
     check(cudaEventRecord(ev.a), "cudaEventRecord");
-    check(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa, db, &beta, dc,
-                       CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, buf.p),
+    check(cusparseSpMM(h.h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, sa.d, db.d,
+                       &beta, dc.d, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, buf.p),
           "cusparseSpMM");
     check(cudaEventRecord(ev.b), "cudaEventRecord");
     const double t = ev.seconds();
     if (i > 0) best = std::min(best, t);  // first call warms up
   }
   Cd.to_host(C);
-  cusparseDestroySpMat(sa);
-  cusparseDestroyDnMat(db);
-  cusparseDestroyDnMat(dc);
-  cusparseDestroy(h);
   return best;
 }
 

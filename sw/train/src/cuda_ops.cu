@@ -235,7 +235,7 @@ __global__ void count_zeros_kernel(const float* p, std::int64_t n, unsigned long
 class CudaExecutor final : public Executor {
  public:
   CudaExecutor() : pool_(std::make_shared<Pool>()) {
-    if (gemm::cuda_device_count() == 0) throw InputError("--device cuda: no CUDA device found");
+    if (const std::string why = gemm::cuda_unusable_reason(); !why.empty()) throw InputError("--device cuda: " + why);
     check(cudaSetDevice(0), "cudaSetDevice");
   }
   std::string name() const override { return "cuda"; }

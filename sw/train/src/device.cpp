@@ -10,10 +10,10 @@
 namespace spartan::train {
 
 #ifdef SPARTAN_HAVE_CUDA
-bool cuda_available() { return gemm::cuda_device_count() > 0; }
+bool cuda_available() { return gemm::cuda_unusable_reason().empty(); }
 
 std::string cuda_device_name() {
-  if (!cuda_available()) throw InputError("--device cuda: no CUDA device found");
+  if (const std::string why = gemm::cuda_unusable_reason(); !why.empty()) throw InputError("--device cuda: " + why);
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) throw InputError("--device cuda: cannot query device 0");
   return std::string("cuda: ") + prop.name + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";

@@ -5,7 +5,8 @@
 
 namespace spartan::train {
 
-/// True when this build can use CUDA engines and a GPU is present.
+/// True when this build can use CUDA engines and a GPU is present whose architecture the build has kernels
+/// for (gemm::cuda_unusable_reason() empty).
 bool cuda_available();
 /// "cuda: <GPU name> (sm_XY)" of device 0. Throws spartan::InputError when no GPU is usable or the
 /// build has no CUDA support.
