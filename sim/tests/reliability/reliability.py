@@ -544,6 +544,9 @@ def bad_input(r):
         ("huge dimensions", "units monitor.counter_entries 2^30", run + ["--units", "@D/units.yaml"],
          units("monitor: {counter_entries: 1073741824}\n")),
         ("wrong type", "units host.monitor_broadcast 2", run + ["--units", "@D/units.yaml"], units("host: {monitor_broadcast: 2}\n")),
+        # fourteenth-session newcomer review: accepted and read by nothing
+        ("unknown config keys", "units engine.elements_per_cycle (removed: changed nothing)", run + ["--units", "@D/units.yaml"],
+         units("engine: {elements_per_cycle: 64}\n")),
         ("truncated", "truncated trace, an earlier --rtl run's files in --out (kept)", run,
          lambda d: (write(os.path.join(d, "in.sptrace"), open(sample, "rb").read()[:-1000]),
                     os.makedirs(os.path.join(d, "out")), write(os.path.join(d, "out", "stats.json"), "{}\n"),
@@ -629,6 +632,11 @@ def bad_input(r):
         ("unwritable output directory", "--out is an existing directory", [a if a != "@D/mb.json" else "@D/adir2" for a in mb],
          lambda d: (preset(lambda t: t)(d), os.makedirs(os.path.join(d, "adir2")))),
         ("wrong type", "extra positional argument", mb + ["extra"], preset(lambda t: t)),
+        # fourteenth-session newcomer review: octal, a V100 default for a missing timing, a misspelt required key
+        ("wrong type", "l2.ways 024 (leading zero, was read as octal 20)", mb, preset(sub("  ways: 24", "  ways: 024"))),
+        ("missing files", "dram.timing.tRTP left out (took a V100 cycle count)", mb,
+         preset(lambda t: "\n".join(l for l in t.split("\n") if not l.lstrip().startswith("tRTP:")))),
+        ("unknown config keys", "l2.hit_latency for hit_latency_cycles", mb, preset(sub("  hit_latency_cycles:", "  hit_latency:"))),
     ]
     for cls, name, argv, setup in mb_cases:
         if have_mb and v100:
