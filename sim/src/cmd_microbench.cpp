@@ -23,7 +23,7 @@ int microbench_main(const std::vector<std::string>& args) {
   std::string gpu_name = "v100", out, stats_out, only;
   po::options_description desc("spartan-sim microbench [options]");
   desc.add_options()("help,h", "show this help")(
-      "gpu", po::value(&gpu_name)->default_value("v100"), "GPU preset name (sim/configs/gpu/<name>.yaml) or YAML path")(
+      "gpu", po::value(&gpu_name)->default_value("v100"), "GPU preset name (<name>.yaml in $SPARTAN_GPU_CONFIG_DIR, else in the source tree's sim/configs/gpu) or YAML path")(
       "out", po::value(&out), "write the report as JSON to this file (atomically)")(
       "stats", po::value(&stats_out), "write every component's statistics as JSON to this file")(
       "only", po::value(&only), "run only one group: stream, chase or sweep");

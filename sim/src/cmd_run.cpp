@@ -62,7 +62,7 @@ int run_main(const std::vector<std::string>& args) {
       "and DIR/summary.txt. Exit 0: all functional checks passed; 1: a check failed; 2: bad input.\n\noptions");
   desc.add_options()("help,h", "show this help")(
       "trace", po::value(&opt.trace_path), "input trace (.sptrace from spartan-train)")(
-      "gpu", po::value(&opt.gpu)->default_value("v100"), "GPU preset name (sim/configs/gpu/<name>.yaml) or YAML path")(
+      "gpu", po::value(&opt.gpu)->default_value("v100"), "GPU preset name (<name>.yaml in $SPARTAN_GPU_CONFIG_DIR, else in the source tree's sim/configs/gpu) or YAML path")(
       "format", po::value(&format)->default_value("ell"), "sparse tile format: ell or bitmap")(
       "tile", po::value(&tile)->default_value("32x32"), "tile size ROWSxCOLS (powers of two, 1..256); ROWS*COLS*element bytes must fit the engine's read_buffer_bytes "
       "(--units engine.read_buffer_bytes, default 16384: at most 64x64 F32 or 64x128 F16)")(

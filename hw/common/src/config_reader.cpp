@@ -134,7 +134,22 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw spartan::ConfigError(file, "<yaml>", "line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    // YAML forbids tabs in indentation, and yaml-cpp's message for one does not say so: name the first line
+    // that indents with a tab.
+    std::string hint;
+    std::size_t line = 1;
+    for (std::size_t i = 0; i < text.size(); ++line) {
+      std::size_t j = i;
+      while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+      if (text.find('\t', i) < j) {
+        hint = " (line " + std::to_string(line) + " indents with a tab: YAML indents with spaces only)";
+        break;
+      }
+      const std::size_t nl = text.find('\n', i);
+      if (nl == std::string::npos) break;
+      i = nl + 1;
+    }
+    throw spartan::ConfigError(file, "<yaml>", "line " + std::to_string(e.mark.line + 1) + ": " + e.msg + hint);
   }
 }
 

@@ -140,12 +140,9 @@ GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
     s.bytes_per_cycle = m.u32("bytes_per_cycle");
     s.mshr_entries = m.u32("mshr_entries");
     s.writeback_entries = m.u32("writeback_entries", s.writeback_entries);
-    const bool has_total = m.has("size_bytes");  // optional cross-check; an explicit 0 is a mismatch too
-    std::uint64_t total = has_total ? m.u64("size_bytes") : 0;
+    // Optional cross-check, made by validate_gpu_config after the geometry; an explicit 0 is a mismatch too.
+    if (m.has("size_bytes")) c.l2.declared_size_bytes = m.u64("size_bytes");
     m.finish();
-    if (has_total && total != c.l2.size_bytes())
-      m.fail("size_bytes", std::to_string(total) + " != slices*sets*ways*line_bytes = " +
-                               std::to_string(c.l2.size_bytes()));
   }
   {
     auto m = root.child("dram");
@@ -248,6 +245,10 @@ void validate_gpu_config(const GpuConfig& c) {
       fail("l2.size_bytes", "L2 capacity slices*sets*ways*line_bytes = " + std::to_string(double(l2_bytes)) +
                                 " bytes outside the sane range [256 B, 16 GiB]");
   }
+  // After the geometry and its range (the product above is then below 16 GiB: no wrap-around here).
+  if (c.l2.declared_size_bytes && *c.l2.declared_size_bytes != c.l2.size_bytes())
+    fail("l2.size_bytes", std::to_string(*c.l2.declared_size_bytes) + " != slices*sets*ways*line_bytes = " +
+                              std::to_string(c.l2.size_bytes()));
   if (c.dram.row_bytes > (1u << 20)) fail("dram.row_bytes", "must be <= 1 MiB");
   if (c.simulation.quantum_ns > 1e6) fail("simulation.quantum_ns", "must be <= 1e6 ns (1 ms)");
 }

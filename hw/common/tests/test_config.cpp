@@ -95,6 +95,10 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   expect_config_error(with(with(v, "sector_bytes", "48"), "size_bytes", ""), "l2.sector_bytes", "power of two");
   expect_config_error(with(with(v, "line_bytes", "16"), "size_bytes", ""), "l2.line_bytes", "not a multiple of the sector");
   expect_config_error(with(v, "size_bytes", "1234"), "l2.size_bytes", "!=");
+  // The geometry is checked before the size cross-check (a newcomer's `sets: 96` read as a size mismatch).
+  expect_config_error(with(v, "sets", "48"), "l2.sets", "not a power of two");
+  // A tab in the indentation is named (yaml-cpp says only "end of map not found").
+  expect_config_error(with(v, "ways", "24\n\tmshr_entries: 4"), "<yaml>", "tab");
   expect_config_error(with(v, "tRC", "20"), "dram.timing.tRC", "tRAS + tRP");
   expect_config_error(with(with(v, "slices", "63"), "size_bytes", ""), "l2.slices", "evenly");
   expect_config_error(with(v, "write_drain_bursts", "0"), "dram.write_drain_bursts", "must be > 0");

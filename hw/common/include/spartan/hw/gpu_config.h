@@ -7,6 +7,7 @@
 // Accel-Sim's gpgpusim.config); sizes in bytes. Errors: spartan::ConfigError(file, key, what).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct L2Config {
   std::uint32_t interleave_bytes = 256;  ///< address-slice interleave granularity (multiple of line_bytes)
   std::string hash = "rotate_xor";       ///< "rotate_xor" or "modulo" (see address_map.h)
   L2SliceConfig slice;
+  /// The preset's optional `size_bytes`: validate_gpu_config checks it against size_bytes() after the
+  /// geometry itself (so `sets: 96` is reported as a non-power-of-two set count, not as a size mismatch).
+  std::optional<std::uint64_t> declared_size_bytes;
   std::uint64_t size_bytes() const { return slice.size_bytes() * slices; }
 };
 
