@@ -2,7 +2,9 @@
 # The main job (`make run`): training -> trace -> co-simulation (TLM, and RTL in lockstep on a subset)
 # -> area -> report/. Profiles: quick (default; about 20 minutes on a 2-core machine) and full
 # (RUN_PROFILE=full: 10 epochs of vgg-s, RTL on every layer). Each step's outputs stay in run/; a failing
-# step stops the job with one line naming the step and leaves earlier outputs intact.
+# step stops the job with one line naming the step and leaves earlier outputs intact. The previous job's
+# outputs are moved aside at the start (run/previous/, report.previous/), so a failed job leaves no report
+# and no step output that looks current but is not.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,15 +46,29 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && "$B
 fi
 
 mkdir -p "$RUN"
+# The previous job's outputs, moved aside (replacing the ones kept from the job before it).
+prev=()
+for p in run.sptrace train.json sim area train.log simulate.log area.log report.log; do
+  [ -e "$RUN/$p" ] && prev+=("$p")
+done
+if [ ${#prev[@]} -gt 0 ]; then
+  rm -rf "$RUN/previous" && mkdir -p "$RUN/previous"
+  for p in "${prev[@]}"; do mv "$RUN/$p" "$RUN/previous/"; done
+  echo "make run: the previous job's outputs moved to $RUN/previous/"
+fi
+if [ -e "$REPORT" ]; then
+  rm -rf "$REPORT.previous" && mv "$REPORT" "$REPORT.previous"
+  echo "make run: the previous report moved to $REPORT.previous/ (a new $REPORT/ is written only if every step succeeds)"
+fi
 step_no=0
-NSTEPS=5
+NSTEPS=4
 step() {  # step NAME CMD...: runs one step, logs to run/NAME.log, stops the job on failure
   local name="$1"; shift
   step_no=$((step_no + 1))
   echo "== [$step_no/$NSTEPS] $name: $*"
   local t0=$SECONDS
   if ! "$@" 2>&1 | tee "$RUN/$name.log"; then
-    echo "make run: step '$name' failed (see $RUN/$name.log); outputs of earlier steps in $RUN/ are intact" >&2
+    echo "make run: step '$name' failed (see $RUN/$name.log); outputs of earlier steps in $RUN/ are intact; no report written (the previous job's outputs are in $RUN/previous/ and $REPORT.previous/)" >&2
     exit 1
   fi
   echo "== [$step_no/$NSTEPS] $name done in $((SECONDS - t0)) s"

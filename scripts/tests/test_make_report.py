@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""Fast test of scripts/make_report.py on small synthetic inputs (no training, simulation or synthesis):
+a consistent run gives a report (status 0, the checks line, NaN instead of 0 in the .dat files for missing
+values), and every refused input (failed checks, RTL mismatches, no layers, a missing or mistyped key, NaN/inf,
+files of different runs, JSON of the wrong type) gives status 2, one line on stderr and no report: the previous
+report directory stays as it was and no temporary directory is left behind.
+Usage: test_make_report.py SOURCE_DIR"""
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FAILS = []
+
+
+def fail(msg):
+    FAILS.append(msg)
+    print("FAIL: " + msg)
+
+
+def step(kind, t, ov):
+    return {"name": kind, "time_ns": t, "overhead_ns": ov, "memory_ns": t - ov, "compute_ns": 0.0,
+            "l2_bytes": 1024, "dram_bytes": 0}
+
+
+def layer(it, l, name, dens, with_gemm=True):
+    L = {"iteration": it, "layer": l, "name": name, "density": dens, "tiles": 4, "relu_input": l > 0,
+         "tile_kinds": {"dense": 2, "sparse": 2, "zero": 0},
+         "software": {"profile": step("sw_profile", 3500.0, 3000.0), "convert": step("convert", 6800.0, 6000.0)},
+         "hardware": {"profile": step("profile", 3300.0, 2600.0), "convert": step("convert", 4000.0, 2800.0)},
+         "profile_ratio": 3500.0 / 3300.0, "convert_ratio": 6800.0 / 4000.0, "checks": {"passed": True}}
+    if with_gemm:
+        L["gemm"] = {"device": "cpu: test", "dense_ms": 1.0, "tile_sparse_ms": 0.9, "speedup_measured": 1.0 / 0.9}
+    else:
+        L["gemm"] = {"note": "no measured GEMM times for this (iteration, layer) in the trace"}
+    return L
+
+
+def inputs():
+    train = {"model": "vgg-s", "dataset": "fashion-mnist", "device": "cpu: test", "iterations": 10, "batch": 8,
+             "gemm": "tile-sparse", "test_accuracy": 0.5, "test_images": 100, "train_loss": 1.5,
+             "epoch_seconds": [1.0],
+             "layers": [{"layer": 0, "name": "conv1", "iterations": [0, 5], "act_density": [0.5, 0.4]},
+                        {"layer": 1, "name": "fc1", "iterations": [0, 5], "act_density": [0.25, 0.2]}]}
+    layers = [layer(0, 0, "conv1", 0.5), layer(0, 1, "fc1", 0.25, with_gemm=False)]
+    n = len(layers)
+    stats = {"tool": "spartan-sim run", "trace": {"path": "run.sptrace", "model": "vgg-s", "device": "cpu: test"},
+             "gpu": {"preset": "v100", "sms": 2, "l2_slices": 2, "l2_mhz": 1447.0},
+             "options": {"format": "ell", "tile": "32x32", "threshold": 0.5, "kernel_launch_ns": 3000.0,
+                         "host_mmio_read_ns": 1000.0, "host_mmio_write_ns": 100.0, "host_monitor_broadcast": True,
+                         "units_file": "", "units": {"monitor": {"counter_entries": 8192}}},
+             "layers": layers,
+             "overall": {"layers": n,
+                         "profile": {"sw_ns": 3500.0 * n, "hw_ns": 3300.0 * n, "ratio": 3500.0 / 3300.0,
+                                     "mean_layer_ratio": 3500.0 / 3300.0, "mean_layer_ratio_relu_inputs": 3500.0 / 3300.0,
+                                     "relu_input_layers": 1},
+                         "convert": {"sw_ns": 6800.0 * n, "hw_ns": 4000.0 * n, "ratio": 6800.0 / 4000.0}},
+             "checks": {"passed": True, "extension_mismatches": 0},
+             "rtl": {"mismatches": 0, "layers": [{"iteration": 0, "layer": 0, "unit": "monitor", "mismatches": 0,
+                                                  "rtl_cycles": 100, "tlm_cycles": 100,
+                                                  "cycle_deviation_percent": 0.0}]}}
+    area = {"tool": "spartan-area",
+            "gpu": {"name": "v100", "l2_slices": 2, "l2_clock_mhz": 1447.0, "process": "12nm", "process_node_nm": 16,
+                    "die_area_mm2": 815.0, "compaction_engines": 1, "compaction_engines_assumed": True},
+            "units": [{"name": "sparsity_monitor", "role": "monitor", "cells": 10, "instances_per_gpu": 2,
+                       "parameter_overrides": {"CAPACITY": "64"},
+                       "area_180nm": {"logic_um2": 1000.0, "memory_sram_um2": None},
+                       "timing_180nm": {"fmax_mhz": 40.0}, "latency": {"available": False}}],
+            "gpu_totals": [{"node_nm": 16, "per_gpu_mm2": 0.1, "share_of_die_percent": 0.01}],
+            "memory_model": {"total_uses": "sram"}}
+    return train, stats, area
+
+
+def write_run(d, train, stats, area, raw=None):
+    """raw: {relative path: text} written verbatim (e.g. NaN literals or a JSON list)."""
+    os.makedirs(os.path.join(d, "sim"), exist_ok=True)
+    os.makedirs(os.path.join(d, "area"), exist_ok=True)
+    for rel, obj in (("train.json", train), ("sim/stats.json", stats), ("area/area.json", area)):
+        with open(os.path.join(d, rel), "w") as f:
+            f.write(raw[rel] if raw and rel in raw else json.dumps(obj))
+
+
+def run_report(src, run, out):
+    return subprocess.run(["/usr/bin/python3", os.path.join(src, "scripts/make_report.py"), "--run", run,
+                           "--out", out], capture_output=True, text=True, timeout=60)
+
+
+def main():
+    src = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="spartan-report-test-")
+    try:
+        # a consistent run
+        run, out = os.path.join(work, "ok"), os.path.join(work, "report")
+        write_run(run, *inputs())
+        r = run_report(src, run, out)
+        if r.returncode != 0:
+            fail(f"consistent inputs: status {r.returncode}: {r.stderr.strip()}")
+        else:
+            md = open(os.path.join(out, "report.md")).read()
+            for want in ("Every check passed", "ratio software / monitor (sum of times): 1.06x",
+                         "These ratios rest on the assumed launch and MMIO costs", "kernel launch 3000 ns",
+                         "the monitor is slower on 0 of the 2", "mean over the last 10 SGD steps",
+                         "**forward** tile-sparse GEMM", "CAPACITY=64", "**assumed**", "0 all-zero tiles"):
+                if want not in md:
+                    fail(f"report.md lacks {want!r}")
+            for bad in ("nanx", "infx", "-x", "None"):
+                if bad in md:
+                    fail(f"report.md contains {bad!r}")
+            dat = open(os.path.join(out, "data", "speedup.dat")).read().splitlines()
+            if not dat[-1].endswith("NaN"):
+                fail(f"speedup.dat: a layer without GEMM times is not NaN: {dat[-1]!r}")
+        with open(os.path.join(out, "SENTINEL"), "w") as f:
+            f.write("previous report\n")
+
+        # refused inputs: (name, mutate(train, stats, area) -> raw or None, substring of the error line)
+        def m(fn):
+            return fn
+
+        def nan_time(t, s, a):
+            s["layers"][0]["hardware"]["profile"]["time_ns"] = float("nan")
+            return {"sim/stats.json": json.dumps(s)}  # json.dumps writes the NaN literal
+
+        def inf_ratio(t, s, a):
+            s["overall"]["profile"]["ratio"] = float("inf")
+            return {"sim/stats.json": json.dumps(s)}
+
+        cases = [
+            ("failed checks", lambda t, s, a: s["checks"].update(passed=False), "checks.passed is false"),
+            ("RTL mismatches", lambda t, s, a: s["rtl"]["layers"][0].update(mismatches=7), "7 RTL/TLM mismatches"),
+            ("RTL total mismatches", lambda t, s, a: s["rtl"].update(mismatches=3), "3 RTL/TLM mismatches"),
+            ("no layers", lambda t, s, a: s.update(layers=[]), "stats.json.layers: expected nonempty list"),
+            ("no overall", lambda t, s, a: s.pop("overall"), "stats.json.overall"),
+            ("NaN time", nan_time, "not a finite number"),
+            ("inf ratio", inf_ratio, "not a finite number"),
+            ("other model", lambda t, s, a: t.update(model="lenet5"), "not the same run"),
+            ("other device", lambda t, s, a: t.update(device="cuda: X"), "not the same run"),
+            ("other densities", lambda t, s, a: s["layers"][1].update(density=0.3), "not the same run"),
+            ("other layer name", lambda t, s, a: s["layers"][1].update(name="conv9"), "not the same run"),
+            ("other GPU in area.json", lambda t, s, a: a["gpu"].update(name="a100"), "not the same run"),
+            ("stats.json a list", lambda t, s, a: {"sim/stats.json": "[1, 2]"}, "expected a JSON object"),
+            ("train.json a string", lambda t, s, a: {"train.json": '"x"'}, "expected a JSON object"),
+            ("layer time missing", lambda t, s, a: s["layers"][0]["software"]["profile"].pop("time_ns"),
+             "layers[0].software.profile.time_ns: missing"),
+            ("layer time a string", lambda t, s, a: s["layers"][0]["hardware"]["convert"].update(time_ns="12"),
+             "expected num"),
+            ("layers not a list", lambda t, s, a: t.update(layers={"0": 1}), "train.json.layers: expected"),
+            ("area units empty", lambda t, s, a: a.update(units=[]), "area.json.units"),
+            ("not JSON", lambda t, s, a: {"area/area.json": "{"}, "not valid JSON"),
+        ]
+        for name, mutate, want in cases:
+            t, s, a = copy.deepcopy(inputs())
+            raw = mutate(t, s, a)
+            run = os.path.join(work, "case")
+            shutil.rmtree(run, ignore_errors=True)
+            write_run(run, t, s, a, raw if isinstance(raw, dict) else None)
+            r = run_report(src, run, out)
+            lines = r.stderr.strip().splitlines()
+            if r.returncode != 2:
+                fail(f"{name}: status {r.returncode}, want 2 ({r.stderr.strip()[-300:]})")
+            elif len(lines) != 1 or not lines[0].startswith("make_report: error: "):
+                fail(f"{name}: stderr is not one error line: {r.stderr.strip()[-300:]!r}")
+            elif want not in lines[0]:
+                fail(f"{name}: error line lacks {want!r}: {lines[0]!r}")
+            if not os.path.exists(os.path.join(out, "SENTINEL")):
+                fail(f"{name}: the previous report directory was replaced")
+            left = [d for d in os.listdir(work) if d.startswith(".report.tmp.")]
+            if left:
+                fail(f"{name}: temporary directories left: {left}")
+        if FAILS:
+            print(f"{len(FAILS)} failure(s)")
+            sys.exit(1)
+        print(f"make_report: consistent inputs and {len(cases)} refused inputs ok")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
