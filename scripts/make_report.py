@@ -299,7 +299,12 @@ def main():
         if os.path.exists(a.out):
             old = a.out.rstrip("/") + ".old." + str(os.getpid())
             os.replace(a.out, old)
-        os.replace(tmp, a.out)
+        try:
+            os.replace(tmp, a.out)
+        except BaseException:
+            if old:  # the new report could not take its place: the old one goes back
+                os.replace(old, a.out)
+            raise
         if old:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
@@ -559,12 +564,14 @@ def build(a, train, sim, area, rtl, tmp):
                             "compaction (ms)", "speedup dense / (tile-sparse + compaction)"], rows) + "\n")
     else:
         md.append(f"Backward-pass GEMM and compaction times not shown: {why}.\n")
-    tiles = sum(L.get("tiles", 0) for L in sl)
-    zero = sum(get(L, "tile_kinds", "zero", default=0) for L in sl)
-    if all(is_num(get(L, "tile_kinds", "zero")) for L in sl):
+    if all(is_num(get(L, "tile_kinds", "zero")) and is_num(L.get("tiles")) for L in sl):
+        tiles = sum(L["tiles"] for L in sl)
+        zero = sum(get(L, "tile_kinds", "zero") for L in sl)
+        # The cause is stated only when it is the cause: no zero tile to skip.
+        cause = ": the kernel has no zero tile to skip, so it cannot gain much over dense" if zero == 0 else ""
         md.append(f"The tile-sparse GEMM skips all-zero tiles; the replayed activations ({tiles} tiles of "
                   f"{get(sim, 'options', 'tile', default='?')}) have **{zero} all-zero tiles** (stats.json "
-                  "`tile_kinds.zero`), which is why the speedups stay near 1.0x.\n")
+                  f"`tile_kinds.zero`){cause}.\n")
     doc["gemm_passes"] = passes
     write_dat(os.path.join(tmp, "speedup.dat"), ["layer", "gemm"], dat)
     if dat and gnuplot(GP_HEAD + "set output 'speedup.png'\nset title 'Forward tile-sparse GEMM speedup over dense "

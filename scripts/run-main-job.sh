@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 PROFILE="${1:-quick}"
 BIN="${RUN_BIN:-build/bin}"
 RUN="${RUN_DIR:-run}"
+RUN="${RUN%/}"
 REPORT="${RUN_REPORT:-report}"
+REPORT="${REPORT%/}"  # report/ would be moved into itself below
 GPU="${RUN_GPU:-v100}"
 MODEL=vgg-s
 AREA_ARGS=()

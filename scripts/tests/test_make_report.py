@@ -112,6 +112,23 @@ def main():
             dat = open(os.path.join(out, "data", "speedup.dat")).read().splitlines()
             if not dat[-1].endswith("NaN"):
                 fail(f"speedup.dat: a layer without GEMM times is not NaN: {dat[-1]!r}")
+        # Zero tiles present: the count is shown without the "no zero tile to skip" cause; a null count (no
+        # number) leaves the sentence out instead of refusing the report.
+        for zero, want, unwanted in ((3, "6 all-zero tiles", "no zero tile to skip"), (None, None, "all-zero tiles")):
+            t2, s2, a2 = inputs()
+            for L in s2["layers"]:
+                L["tile_kinds"]["zero"] = zero
+            run2, out2 = os.path.join(work, f"zero{zero}"), os.path.join(work, f"report-zero{zero}")
+            write_run(run2, t2, s2, a2)
+            r = run_report(src, run2, out2)
+            if r.returncode != 0:
+                fail(f"tile_kinds.zero = {zero}: status {r.returncode}: {r.stderr.strip()}")
+                continue
+            md2 = open(os.path.join(out2, "report.md")).read()
+            if want and want not in md2:
+                fail(f"tile_kinds.zero = {zero}: report.md lacks {want!r}")
+            if unwanted in md2:
+                fail(f"tile_kinds.zero = {zero}: report.md has {unwanted!r}")
         with open(os.path.join(out, "SENTINEL"), "w") as f:
             f.write("previous report\n")
 

@@ -52,14 +52,15 @@ YAML::Node ConfigMap::get(const std::string& key, bool required) {
   if (!n) {
     if (required) {
       // A misspelt required key would otherwise read as "missing" while the misspelling goes unmentioned:
-      // name a key of this mapping that nobody has read and that looks like this one (a prefix either way,
-      // or at most 2 edits away; not for short keys such as CL and WL, which differ by one letter).
+      // name a key of this mapping that nobody has read and that looks like this one: a prefix either way, or
+      // one edit away for long names. (Unread keys include valid ones read later, so no wider net: size_bytes
+      // and line_bytes are two edits apart; CL and WL one.)
       for (auto it = node_.begin(); it != node_.end(); ++it) {
         const std::string k = it->first.Scalar();
         if (used_.count(k)) continue;
         const std::size_t shorter = std::min(k.size(), key.size());
         const bool prefix = shorter >= 4 && (key.rfind(k, 0) == 0 || k.rfind(key, 0) == 0);
-        if (prefix || (shorter >= 6 && edit_distance(k, key) <= 2))
+        if (prefix || (shorter >= 8 && edit_distance(k, key) == 1))
           fail(key, "missing required key (the file has '" + key_path(k) + "': misspelt?)");
       }
       fail(key, "missing required key");
@@ -83,7 +84,7 @@ static std::uint64_t to_u64(const ConfigMap& m, const std::string& key, const YA
   char* end = nullptr;
   // Decimal, or hexadecimal with 0x. A leading 0 is refused rather than read as octal (strtoull base 0
   // would take `ways: 024` as 20).
-  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const bool hex = s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');  // "0x" alone: malformed below
   if (!hex && s.size() > 1 && s[0] == '0')
     m.fail(key, "'" + s + "': a leading zero is not allowed (write the decimal value; octal is not read)");
   unsigned long long v = std::strtoull(s.c_str(), &end, hex ? 16 : 10);

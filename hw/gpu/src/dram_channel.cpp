@@ -63,8 +63,12 @@ SlotCalendar::Slot DramChannel::peek_act(ps_t t) {
     while (after_refresh(d.start - lat) != d.start - lat)  // no command in refresh
       d = bus_.peek_slot(after_refresh(d.start - lat) + lat);
     // The command slot c was found free by the peek that gave it (only the bus was searched since): a data
-    // slot exactly `lat` after it needs no second look at the bank group.
-    if (d.start - lat == c.start) return {c, d};
+    // slot exactly `lat` after it needs no second search of the bank group, only the peek's effect on its
+    // horizon (touch), so that the calendar ends as the old repeated peek left it.
+    if (d.start - lat == c.start) {
+      cols.touch(c);
+      return {c, d};
+    }
     c = cols.peek_slot(d.start - lat);
     if (c.start == d.start - lat) return {c, d};
   }

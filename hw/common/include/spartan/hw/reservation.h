@@ -232,10 +232,16 @@ class SlotCalendar {
     note_full_run(from, bin);
     return {std::max<ps_t>(t, origin_ + bin * slot_ps_), bin};
   }
+  /// What peek(s.start) does to the calendar for a slot `s` that peek_slot() just found free (it would find
+  /// the same bin): only the horizon moves, when the bin lies in its upper half. A caller that skips such a
+  /// repeated peek calls this instead, so that the calendar's state stays what the peek would have left.
+  void touch(const Slot& s) {
+    if (s.bin >= mid_) slide(s.bin);
+  }
   /// Takes one unit of slot `s`, which peek_slot() returned with no other call on this calendar since:
-  /// the same booking as reserve(t) for the `t` that peek_slot() was given (reserve() = the same search,
-  /// then this), without the second search.
+  /// exactly reserve(s.start) (which would find this same bin again), without the second search.
   void take(const Slot& s) {
+    touch(s);
     bool fresh;
     detail::CalendarWord& w = ring_.word(s.bin, fresh);  // current: peek_slot() searched it last
     if (fresh) clear_used(s.bin);
