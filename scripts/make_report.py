@@ -649,37 +649,16 @@ def area_section(area, sim, tmp):
     node = get(area, "gpu", "process_node_nm")
     l2 = get(area, "gpu", "l2_clock_mhz")
     lat = [u for u in units if get(u, "latency", "available", default=False)]
-    # one L2 slice's data-port bandwidth in GB/s (bytes per cycle x L2 clock): from area.json, else the preset file
-    bpc = next((get(u, "latency", "l2_slice_bytes_per_cycle") for u in lat
-                if is_num(get(u, "latency", "l2_slice_bytes_per_cycle"))), None)
-    if bpc is None:
-        try:
-            import yaml  # Debian python3-yaml; optional
-            with open(get(area, "gpu", "source") or get(sim, "gpu", "file") or "", encoding="utf-8") as f:
-                bpc = get(yaml.safe_load(f), "l2", "bytes_per_cycle")
-        except Exception:  # no yaml module, no file: no cap computed here
-            bpc = None
-    port = bpc * l2 / 1e3 if is_num(bpc) and is_num(l2) else None
     if lat:
         new_cols = all("unit_clock_mhz" in u["latency"] for u in lat)
         rows = []
         for u in lat:
             L = u["latency"]
-            clk, gb_clk, note = L.get("unit_clock_mhz"), L.get("gb_per_s_per_gpu_at_unit_clock"), ""
-            if not new_cols:
-                # area.json from before the unit-clock column: the same bound at min(fmax at the GPU's node, L2
-                # clock), computed here from its own numbers (the GB/s scale with the clock)
-                fm = next((s.get("fmax_mhz") for s in u.get("scaled", []) if s.get("node_nm") == node), None)
-                if is_num(fm) and is_num(l2) and is_num(L.get("gb_per_s_per_gpu")):
-                    clk = min(fm, l2)
-                    gb_clk, note = L["gb_per_s_per_gpu"] * clk / l2, " *"
-            if (not new_cols and port and u.get("role") == "monitor" and is_num(gb_clk)
-                    and gb_clk > port * u.get("instances_per_gpu", 0)):
-                gb_clk, note = port * u["instances_per_gpu"], " * (capped)"
+            clk, gb_clk = L.get("unit_clock_mhz"), L.get("gb_per_s_per_gpu_at_unit_clock")
             rows.append([u.get("name"), fmt(L.get("tile_latency_cycles"), ".1f"), fmt(L.get("tile_latency_ns"), ".1f"),
                          fmt(L.get("tiles_per_s_per_gpu"), ".3g"),
                          fmt(L.get("gb_per_s_per_gpu"), ".1f") + (" (capped)" if L.get("capped_at_l2_slice_port") else ""),
-                         fmt(clk, ".0f") + note, fmt(gb_clk, ".1f") + note, fmt(L.get("gpu_model_gb_per_s_per_gpu"), ".1f")])
+                         fmt(clk, ".0f"), fmt(gb_clk, ".1f"), fmt(L.get("gpu_model_gb_per_s_per_gpu"), ".1f")])
         out.append(f"Latency per tile and throughput in the L2 clock ({fmt(l2, '.0f')} MHz), from the RTL "
                    f"co-simulation's cycle counts ({get(lat[0], 'latency', 'source', default='?')}); '-' where the unit "
                    "has no per-tile latency (the monitor counts alongside the L2 write path). GB/s per GPU assumes every "
@@ -692,13 +671,11 @@ def area_section(area, sim, tmp):
                              "GB/s per GPU (upper bound)", "unit clock (MHz)", "GB/s per GPU at the unit clock",
                              "GB/s per GPU in the GPU model"], rows) + "\n")
         if not new_cols:
-            out.append("\\* computed here: this area.json predates spartan-area's unit-clock and L2-slice-port columns, "
-                       "so its monitor GB/s are **not capped** at the L2 slices' data ports (current spartan-area caps "
-                       "them; an uncapped monitor figure can exceed the L2's own bandwidth). Rerun spartan-area for "
-                       "the current figures."
-                       + (f" One L2 slice's data port: {fmt(bpc, '.0f')} B/cycle x {fmt(l2, '.0f')} MHz = "
-                          f"{fmt(port, '.1f')} GB/s; the monitors' column at the unit clock is capped at that per "
-                          "monitor here." if port else "") + "\n")
+            # Those figures are spartan-area's to compute (unit clock = min(fmax, L2 clock), monitor capped at its
+            # L2 slice's data port); the report only reads them.
+            out.append("This area.json predates spartan-area's unit-clock and L2-slice-port columns ('-' above): "
+                       "its monitor GB/s are **not capped** at the L2 slices' data ports and can exceed the L2's own "
+                       "bandwidth. Rerun spartan-area for the current figures.\n")
     nodes = get(area, "gpu_totals", default=[]) or []
     if nodes:
         rows = [[n.get("node_nm"), fmt(n.get("per_gpu_mm2"), ".4f"),
