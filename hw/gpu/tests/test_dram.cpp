@@ -149,7 +149,7 @@ TEST(DramChannel, TurnaroundIsPaidOncePerWriteDrainEpisode) {
     }
     return double(end - t0) / double(cyc(1));
   };
-  const double gap = d.timing.tRTW + d.timing.tWTR;
+  const double gap = d.timing.tRTW + d.timing.tWTR + d.timing.CL;  // write->read: tWTR to the read command, CL to its data
   // Bus-bound: 2n bursts at one per cycle plus one turnaround pair per episode (and the WL/CL pipeline).
   double per_8 = run(8, true), per_32 = run(32, true), writes_only = run(8, false);
   EXPECT_NEAR(per_8 - per_32, gap * (n / 8 - n / 32), 2.0 + gap);

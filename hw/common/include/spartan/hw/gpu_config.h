@@ -82,8 +82,9 @@ struct DramConfig {
   std::uint32_t row_bytes = 1024;      ///< row (page) size per bank
   std::uint32_t controller_latency_cycles = 0;  ///< fixed controller/PHY pipeline latency, DRAM cycles
   /// Writes drained per write-mode episode of the controller's write queue (watermark drain, as in
-  /// Ramulator/DRAMSim3 controllers): one read->write + write->read bus turnaround (tRTW + tWTR) is paid
-  /// per this many write bursts when reads are also being served. ASSUMPTION-level parameter.
+  /// Ramulator/DRAMSim3 controllers): one read->write + write->read bus turnaround (tRTW + tWTR + CL idle
+  /// bus cycles: tWTR runs to the next read command, its data come CL later) is paid per this many write
+  /// bursts when reads are also being served. ASSUMPTION-level parameter (presets: docs/gpu-model.md).
   std::uint32_t write_drain_bursts = 32;
   std::uint64_t capacity_bytes = 0;    ///< informational (backing store is sparse)
   DramTiming timing;

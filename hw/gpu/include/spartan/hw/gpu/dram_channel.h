@@ -35,7 +35,7 @@
 // Shared resources (data bus, ACT rate, per-bank-group column rate) are slot calendars (reservation.h),
 // correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
 // tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
-// channel; rows close at refresh), and the bus turnarounds tRTW/tWTR under a write-drain policy: posted
+// channel; rows close at refresh), and the bus turnarounds tRTW/tWTR (+ CL) under a write-drain policy: posted
 // writes wait in the controller's write queue and are drained in episodes of `write_drain_bursts`
 // (watermark-based write mode as in Ramulator, Kim et al. CAL 2015, and DRAMSim3; Stuecheli et al., ISCA
 // 2010), so one read->write + write->read turnaround is paid per episode while reads are also served,
@@ -187,7 +187,13 @@ class DramChannel {
   }
   /// Idle bus time a burst must leave before its data: one read->write + write->read turnaround at the
   /// first write of each write-drain episode, when reads were served since the previous episode began.
-  ps_t turnaround(bool write) const { return write && drain_left_ == 0 && reads_since_drain_ ? tRTW_ + tWTR_ : 0; }
+  /// Read->write: tRTW idle bus cycles (GPGPU-Sim's read-to-write command spacing CL + tBURST + 2 - WL leaves
+  /// 2). Write->read: tWTR runs from the end of the write data to the next READ command, whose data come
+  /// CL later (JESD235 / JESD79-4 tWTR; GPGPU-Sim's WL + tBURST + tCDLR command spacing), so the bus idles
+  /// tWTR + CL.
+  ps_t turnaround(bool write) const {
+    return write && drain_left_ == 0 && reads_since_drain_ ? tRTW_ + tWTR_ + CL_ : 0;
+  }
 
   DramConfig cfg_;
   ps_t tRCD_, tRP_, tRAS_, tRC_, CL_, WL_, tCCDL_, tCCDS_, tRRD_, tWR_, tRTP_, tWTR_, tRTW_, tBURST_, tREFI_,
