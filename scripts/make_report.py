@@ -236,7 +236,7 @@ def provenance(train, sim, area):
     recorded = {}
     for obj, fname in ((train, "train.json"), (sim, "stats.json"), (area, "area.json")):
         c = next((v for v in (get(obj, "commit"), get(obj, "git_commit"), get(obj, "build", "commit"))
-                  if isinstance(v, str) and v), None)
+                  if isinstance(v, str) and v and v != "unknown"), None)
         if c:
             recorded[fname] = c
     head = git("rev-parse", "--short", "HEAD") or "unknown"

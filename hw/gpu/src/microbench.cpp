@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "spartan/common/build_info.h"
 #include "spartan/hw/gpu/backing_store.h"
 #include "spartan/hw/gpu/workloads.h"
 
@@ -144,6 +145,7 @@ MicrobenchReport run_microbench(GpuSystem& gpu, const MicrobenchOptions& opt) {
 
 nlohmann::json MicrobenchReport::to_json() const {
   nlohmann::json j;
+  j["build"] = spartan::build_info_json<nlohmann::json>();
   j["gpu"] = gpu;
   j["peak_dram_bytes_per_s"] = peak_bytes_per_s;
   j["l2_size_bytes"] = l2_size_bytes;

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/build_info.h"
 #include "spartan/common/error.h"
 #include "spartan/hw/gpu/gpu_system.h"
 #include "spartan/hw/gpu/request.h"
@@ -226,6 +227,7 @@ json Replay::run() {
   for (RunExtension* e : opt_.extensions) mismatches += e->mismatches();
 
   doc["tool"] = "spartan-sim run";
+  doc["build"] = build_info_json<nlohmann::json>();
   doc["trace"] = {{"path", opt_.trace_path},
                   {"model", reader_.metadata().count(trace::keys::kModel) ? reader_.metadata().at(trace::keys::kModel) : ""},
                   {"device", reader_.metadata().count(trace::keys::kDevice) ? reader_.metadata().at(trace::keys::kDevice) : ""}};

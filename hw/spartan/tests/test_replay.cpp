@@ -10,6 +10,7 @@
 #include <random>
 
 #include "sc_test_util.h"
+#include "spartan/common/build_info.h"
 #include "spartan/common/error.h"
 #include "spartan/hw/replay.h"
 #include "spartan/trace/keys.h"
@@ -332,6 +333,8 @@ TEST(Replay, OutputsRecordTheUnitsSettingsAndThePresetFile) {
     EXPECT_EQ(o["units"]["monitor"]["counter_entries"].get<unsigned>(), MonitorConfig{}.counter_entries);
     const std::string file = docs[i]["gpu"]["file"].get<std::string>();
     EXPECT_EQ(std::filesystem::path(file).filename(), std::filesystem::path(kGpu).filename()) << file;
+    EXPECT_EQ(docs[i]["build"]["commit"].get<std::string>(), spartan::build_info().commit);  // provenance
+    EXPECT_EQ(docs[i]["build"]["build_type"].get<std::string>(), spartan::build_info().build_type);
     EXPECT_NE(summaries[i].find("units: " + units), std::string::npos) << summaries[i];
     EXPECT_NE(summaries[i].find("(" + file + ")"), std::string::npos) << summaries[i];
     const auto& e = docs[i]["units"]["engine"];
@@ -564,7 +567,9 @@ TEST(Replay, ClearSweepChargedOnlyWhenSamplingNeedsIt) {
       const auto& zero = h["steps"][0];
       ASSERT_EQ(zero["name"], "count_table_zero");
       EXPECT_GE(zero["time_ns"].get<double>(), want);
-      if (sampling) EXPECT_NEAR(zero["compute_ns"].get<double>(), want, 1e-9);
+      if (sampling) {
+        EXPECT_NEAR(zero["compute_ns"].get<double>(), want, 1e-9);
+      }
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "spartan/area/scaling.h"
+#include "spartan/common/build_info.h"
 #include "spartan/common/error.h"
 
 namespace spartan::area {
@@ -82,6 +83,7 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
   json rep;
   const bool sram = opt.memory_model == MemoryModel::kSram;
   rep["tool"] = "spartan-area";
+  rep["build"] = spartan::build_info_json<json>();
   rep["synthesis"] = {{"node_nm", kBaseNodeNm}, {"liberty", opt.liberty}, {"yosys", "Yosys 0.23"},
                       {"sta", "OpenSTA"}, {"sta_clock_ns", opt.clock_ns},
                       {"abc", opt.abc_buffering ? "delay target = STA clock, buffer -N 10, upsize, dnsize"

@@ -7,9 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
+#include <map>
+#include <regex>
+#include <string>
 #include <stdexcept>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/build_info.h"
 #include "spartan/common/cli.h"
 #include "spartan/common/error.h"
 
@@ -113,4 +117,21 @@ TEST(Cli, MapsErrorsToExitCodes) {
   EXPECT_EQ(run_cli("t", []() -> int { throw std::logic_error("bug"); }), 1);
   FormatError e("f.bin", "tensor a", 40, "shape mismatch");
   EXPECT_STREQ(e.what(), "f.bin: tensor a: shape mismatch (byte offset 40)");
+}
+
+// The build's provenance (recorded in the tools' JSON outputs): a git commit hash (optionally "-dirty"; a
+// describe string ends in one) or "unknown" outside a git checkout; the build type and compiler are set.
+TEST(BuildInfo, NamesTheCommitBuildTypeAndCompiler) {
+  const spartan::BuildInfo& b = spartan::build_info();
+  const std::string commit = b.commit;
+  EXPECT_TRUE(std::regex_match(commit, std::regex("unknown|(.*-g)?[0-9a-f]{12}(-dirty)?"))) << commit;
+  EXPECT_FALSE(std::string(b.build_type).empty());
+  EXPECT_FALSE(std::string(b.compiler).empty());
+  struct J {  // the smallest JSON-like type build_info_json() needs
+    std::map<std::string, std::string> m;
+    std::string& operator[](const char* k) { return m[k]; }
+  };
+  const J j = spartan::build_info_json<J>();
+  EXPECT_EQ(j.m.at("commit"), commit);
+  EXPECT_EQ(j.m.size(), 3u);
 }

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/build_info.h"
 #include "spartan/common/cli.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
@@ -218,6 +219,7 @@ int run(int argc, char** argv) {
   }
   if (json_out) {
     nlohmann::json j;
+    j["build"] = spartan::build_info_json<nlohmann::json>();
     j["model"] = model_name;
     j["dataset"] = data.name;
     j["device"] = device_name;
