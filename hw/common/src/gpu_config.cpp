@@ -228,6 +228,16 @@ void validate_gpu_config(const GpuConfig& c) {
   if (t.tRAS < t.tRCD) fail("dram.timing.tRAS", "tRAS must be >= tRCD");
   if (t.tCCDL < t.tCCDS) fail("dram.timing.tCCDL", "tCCDL must be >= tCCDS");
   if (t.tREFI && t.tRFC >= t.tREFI) fail("dram.timing.tRFC", "tRFC must be < tREFI");
+  if (t.tREFI && t.tRFC < t.tREFI) {
+    // Between two refreshes a row must be able to open, serve a column and close again before the next REF
+    // (DramChannel moves a burst that does not fit to the next refresh interval: with no room it never would).
+    const std::uint64_t cycle = std::uint64_t(t.tRRD) + t.tRC + t.tCCDL + t.CL + t.WL + t.tBURST + t.tWR + t.tRTP +
+                                t.tRTW + t.tWTR + t.tRP;
+    if (std::uint64_t(t.tREFI - t.tRFC) < 2 * cycle)
+      fail("dram.timing.tREFI", "tREFI - tRFC = " + std::to_string(t.tREFI - t.tRFC) +
+                                    " cycles leaves no room for a row cycle between refreshes (need >= " +
+                                    std::to_string(2 * cycle) + ")");
+  }
   if (c.simulation.quantum_ns <= 0) fail("simulation.quantum_ns", "must be > 0");
   if (c.die_area_mm2 <= 0) fail("die_area_mm2", "must be > 0");
   if (c.node_nm <= 0) fail("node_nm", "must be > 0");

@@ -100,6 +100,10 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   // A tab in the indentation is named (yaml-cpp says only "end of map not found").
   expect_config_error(with(v, "ways", "24\n\tmshr_entries: 4"), "<yaml>", "tab");
   expect_config_error(with(v, "tRC", "20"), "dram.timing.tRC", "tRAS + tRP");
+  expect_config_error(with(v, "tRFC", "3315"), "dram.timing.tRFC", "tRFC must be < tREFI");
+  // V100 timings: a row cycle with a write is 3 + 40 + 2 + 12 + 2 + 1 + 10 + 3 + 2 + 3 + 12 = 90 cycles.
+  expect_config_error(with(v, "tRFC", "3200"), "dram.timing.tREFI", "no room for a row cycle between refreshes");
+  EXPECT_NO_THROW(parse_gpu_config(with(v, "tRFC", "3135"), "test.yaml"));  // 180 cycles left: enough
   expect_config_error(with(with(v, "slices", "63"), "size_bytes", ""), "l2.slices", "evenly");
   expect_config_error(with(v, "write_drain_bursts", "0"), "dram.write_drain_bursts", "must be > 0");
   expect_config_error("name: [unclosed", "<yaml>", "line");

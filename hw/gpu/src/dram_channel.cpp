@@ -172,7 +172,9 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
     SlotCalendar::Slot act_slot = peek_act(act);
     act = act_slot.start;
     ps_t closes = next_refresh(act);
-    while (!column_before(act + tRCD_, bg, write, closes)) {  // column after the next refresh: ACT after it
+    // The row must be precharged tRP before the refresh that closes it: tRAS after the ACT at the earliest, and
+    // after its column (column_before). Otherwise the ACT moves after that refresh.
+    while ((closes != ~ps_t(0) && act + tRAS_ + tRP_ > closes) || !column_before(act + tRCD_, bg, write, closes)) {
       act_slot = peek_act(closes);
       act = act_slot.start;
       closes = next_refresh(act);

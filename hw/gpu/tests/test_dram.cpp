@@ -1,6 +1,7 @@
 // DRAM channel timing: row hit vs miss vs conflict, bank-group spacing, tRRD, refresh (no SystemC needed).
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -129,6 +130,51 @@ TEST(DramChannel, RefreshDelaysCommandsAndClosesRows) {
   EXPECT_GE(end, refi + rfc);
   EXPECT_EQ(r, DramChannel::RowResult::Miss);  // refresh closed the row
   EXPECT_GE(ch.stats().refresh_stalls, 1u);
+}
+
+// An all-bank refresh needs every bank precharged tRP before it (JESD235): a column is served in its open row
+// only if its read-to-precharge (tRTP) or write recovery (WL + tBURST + tWR) and tRP end by the refresh; an ACT
+// only if tRAS + tRP do. Otherwise the burst waits for the end of the refresh.
+TEST(DramChannel, RowsArePrechargedTrpBeforeARefresh) {
+  DramConfig d = v100_like(true);
+  const auto& t = d.timing;
+  const ps_t refi = cyc(t.tREFI), rfc = cyc(t.tRFC);
+  DramChannel::RowResult r;
+  // A channel with row 1 of bank 0 opened 100 cycles before the refresh at refi by a read or a write (a write
+  // after a read would also pay the write-drain turnaround).
+  auto opened = [&](bool write) {
+    auto ch = std::make_unique<DramChannel>(d, kClk, 0, 1);
+    ch->burst(refi - cyc(100), {0, 0, 0, 1, 0}, write, &r);
+    EXPECT_EQ(r, DramChannel::RowResult::Miss);
+    return ch;
+  };
+  {  // read hit 20 cycles before REF: command + tRTP + tRP = 15 cycles fits
+    auto ch = opened(false);
+    const ps_t at = refi - cyc(20);
+    EXPECT_EQ(ch->burst(at, {0, 0, 0, 1, 1}, false, &r), at + cyc(t.CL) + cyc(t.tBURST));
+    EXPECT_EQ(r, DramChannel::RowResult::Hit);
+  }
+  {  // read 14 cycles before REF: tRTP + tRP does not fit, served after the refresh
+    auto ch = opened(false);
+    EXPECT_GE(ch->burst(refi - cyc(14), {0, 0, 0, 1, 1}, false, &r), refi + rfc);
+    EXPECT_NE(r, DramChannel::RowResult::Hit);
+  }
+  {  // write 20 cycles before REF: WL + tBURST + tWR + tRP = 25 cycles does not fit (the read did)
+    auto ch = opened(true);
+    EXPECT_GE(ch->burst(refi - cyc(20), {0, 0, 0, 1, 1}, true, &r), refi + rfc);
+    EXPECT_NE(r, DramChannel::RowResult::Hit);
+  }
+  {  // write 30 cycles before REF: fits
+    auto ch = opened(true);
+    const ps_t at = refi - cyc(30);
+    EXPECT_EQ(ch->burst(at, {0, 0, 0, 1, 1}, true, &r), at + cyc(t.WL) + cyc(t.tBURST));
+    EXPECT_EQ(r, DramChannel::RowResult::Hit);
+  }
+  {  // a closed bank 30 cycles before REF: ACT + tRAS + tRP = 40 cycles does not fit, ACT after the refresh
+    DramChannel ch(d, kClk, 0, 1);
+    EXPECT_GE(ch.burst(refi - cyc(30), {0, 1, 0, 5, 0}, false, &r), refi + rfc + cyc(t.tRCD) + cyc(t.CL));
+    EXPECT_EQ(r, DramChannel::RowResult::Miss);
+  }
 }
 
 // Write-drain policy: interleaved reads and writes pay one read->write + write->read turnaround per

@@ -35,7 +35,8 @@
 // Shared resources (data bus, ACT rate, per-bank-group column rate) are slot calendars (reservation.h),
 // correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
 // tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
-// channel; rows close at refresh), and the bus turnarounds tRTW/tWTR (+ CL) under a write-drain policy: posted
+// channel; rows close at refresh, and every bank is precharged tRP before it: a column whose tRTP / write
+// recovery, or an ACT whose tRAS, would not end tRP before the REF waits for the refresh's end), and the bus turnarounds tRTW/tWTR (+ CL) under a write-drain policy: posted
 // writes wait in the controller's write queue and are drained in episodes of `write_drain_bursts`
 // (watermark-based write mode as in Ramulator, Kim et al. CAL 2015, and DRAMSim3; Stuecheli et al., ISCA
 // 2010), so one read->write + write->read turnaround is paid per episode while reads are also served,
@@ -166,10 +167,15 @@ class DramChannel {
   /// and bus slot `lat` later are both free, outside refresh, leaving `gap` idle bus time before the data
   /// (ps); nothing is reserved.
   DataSlot free_data_slot(ps_t from, std::uint32_t bg, ps_t lat, ps_t gap);
-  /// Whether the column peek_column(ready, bg, write) would find starts before `limit` (a cheap bound
-  /// from the last slots taken first; peeks only when the bound is inconclusive).
-  bool column_before(ps_t ready, std::uint32_t bg, bool write, ps_t limit) {
-    if (limit == ~ps_t(0)) return true;
+  /// Whether the column peek_column(ready, bg, write) would find lets its row close before the refresh at
+  /// `closes` (~0: none): an all-bank REF needs every bank precharged (JESD235 / JESD79-4: PRE, then tRP, then
+  /// REF), so the command must leave its tRTP (read) or WL + tBURST + tWR (write) and tRP before `closes`
+  /// (a cheap bound from the last slots taken first; peeks only when the bound is inconclusive).
+  bool column_before(ps_t ready, std::uint32_t bg, bool write, ps_t closes) {
+    if (closes == ~ps_t(0)) return true;
+    const ps_t need = tRP_ + (write ? WL_ + tBURST_ + tWR_ : tRTP_);  // command -> earliest REF
+    if (closes <= need) return false;
+    const ps_t limit = closes - need + 1;  // command < limit  <=>  command + need <= closes
     // Cheap bound first: every slot after the last one taken is free, so the column cannot come later than
     // this (and [ready, limit) holds no refresh window when ready lies in a row-open interval ending there).
     const ps_t lat = write ? WL_ : CL_;
