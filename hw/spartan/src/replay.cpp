@@ -1,6 +1,7 @@
 #include "spartan/hw/replay.h"
 
 #include "replay_impl.h"
+#include "units_settings.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,34 +26,24 @@
 namespace spartan::hw {
 
 namespace {
-/// Every setting a --units file can give, as this run used it, under the file's own section and key names
-/// (so the record can be copied back into a units file). Clocks: 0 = the preset's L2 clock.
+/// Records the settings detail::visit_units_settings lists, as a run used them, under the units file's own
+/// section and key names (so the record can be copied back into a units file). Clocks: 0 = the preset's L2
+/// clock.
+struct UnitsRecorder {
+  nlohmann::json doc = nlohmann::json::object();
+  nlohmann::json* cur = nullptr;
+  void section(const char* name) { cur = &doc[name]; }
+  void u32(const char* key, std::uint32_t x, std::uint64_t, std::uint64_t, const char*) { (*cur)[key] = x; }
+  void u64(const char* key, std::uint64_t x, std::uint64_t, std::uint64_t, const char*) { (*cur)[key] = x; }
+  void ns(const char* key, double x) { (*cur)[key] = x; }
+  void mhz(const char* key, double x) { (*cur)[key] = x; }
+  void flag(const char* key, bool x) { (*cur)[key] = x; }
+};
+
 nlohmann::json units_settings_json(const ReplayOptions& o) {
-  const MonitorConfig& m = o.monitor;
-  const EngineConfig& e = o.engine;
-  const BaselineConfig& b = o.baseline;
-  return {{"monitor", {{"lines_per_cycle", m.lines_per_cycle}, {"counter_entries", m.counter_entries},
-                       {"flush_groups_per_cycle", m.flush_groups_per_cycle},
-                       {"flush_outstanding", m.flush_outstanding}, {"mmio_latency_cycles", m.mmio_latency_cycles},
-                       {"clock_mhz", o.monitor_clock_mhz}}},
-          {"engine", {{"outstanding_reads", e.outstanding_reads}, {"outstanding_writes", e.outstanding_writes},
-                      {"read_buffer_bytes", e.read_buffer_bytes}, {"queue_depth", e.queue_depth},
-                      {"tile_buffers", e.tile_buffers}, {"decision_queue_depth", e.decision_queue_depth},
-                      {"job_setup_cycles", e.job_setup_cycles}, {"job_tail_cycles", e.job_tail_cycles},
-                      {"mmio_latency_cycles", e.mmio_latency_cycles}, {"max_job_bytes", e.max_job_bytes},
-                      {"port_bytes_per_cycle", e.port_bytes_per_cycle}, {"clock_mhz", o.engine_clock_mhz}}},
-          {"baseline", {{"kernel_launch_ns", b.kernel_launch_ns}, {"issue_width", b.issue_width},
-                        {"tiles_in_flight_per_sm", b.tiles_in_flight_per_sm},
-                        {"profile_cycles_per_line", b.profile_cycles_per_line},
-                        {"profile_cycles_per_tile", b.profile_cycles_per_tile},
-                        {"count_cycles_per_line", b.count_cycles_per_line},
-                        {"count_cycles_per_tile", b.count_cycles_per_tile},
-                        {"scan_cycles_per_tile", b.scan_cycles_per_tile},
-                        {"scatter_cycles_per_line", b.scatter_cycles_per_line},
-                        {"scatter_cycles_per_tile", b.scatter_cycles_per_tile},
-                        {"consumer_cycles_per_line", b.consumer_cycles_per_line}}},
-          {"host", {{"mmio_read_ns", o.host_mmio_read_ns}, {"mmio_write_ns", o.host_mmio_write_ns},
-                    {"monitor_broadcast", o.host_monitor_broadcast}}}};
+  UnitsRecorder r;
+  detail::visit_units_settings(o, r);
+  return r.doc;
 }
 }  // namespace
 

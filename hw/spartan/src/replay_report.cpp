@@ -1,11 +1,13 @@
 // Readable summary of a replay's stats.json, and the units YAML config.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "spartan/common/atomic_file.h"
 #include "spartan/hw/config_reader.h"
 #include "spartan/hw/replay.h"
+#include "units_settings.h"
 
 namespace spartan::hw {
 
@@ -167,96 +169,66 @@ std::string replay_summary(const json& doc) {
 }
 
 namespace {
-/// A unit's `clock_mhz` key: 0 (the preset's L2 clock) or 1 .. 100000 MHz (the range of the GPU presets'
-/// clocks); `current` when absent. Validated before it is stored, so a failed load leaves the option as it was.
-double unit_clock_mhz(ConfigMap& m, double current) {
-  const double mhz = m.f64("clock_mhz", current);
-  if (!(mhz == 0 || (mhz >= 1 && mhz <= 100000))) m.fail("clock_mhz", "must be 0 (the L2 clock) or 1 .. 100000 MHz");
-  return mhz;
-}
+/// Reads a units file's sections through detail::visit_units_settings. Each value is checked before it is
+/// stored, so a failed load leaves that option as it was; a section absent from the file is skipped; every
+/// section ends with ConfigMap::finish() (unknown keys name the file and the key).
+class UnitsLoader {
+ public:
+  explicit UnitsLoader(ConfigMap& top) : top_(top) {}
+  void section(const char* name) {
+    end();
+    if (top_.has(name)) m_.emplace(top_.child(name));
+  }
+  void end() {
+    if (m_) m_->finish();
+    m_.reset();
+  }
+  void u32(const char* key, std::uint32_t& field, std::uint64_t lo, std::uint64_t hi, const char* message) {
+    if (!m_ || !m_->has(key)) return;
+    const std::uint32_t x = m_->u32(key);
+    if (x < lo || x > hi) m_->fail(key, message);
+    field = x;
+  }
+  void u64(const char* key, std::uint64_t& field, std::uint64_t lo, std::uint64_t hi, const char* message) {
+    if (!m_ || !m_->has(key)) return;
+    const std::uint64_t x = m_->u64(key);
+    if (x < lo || x > hi) m_->fail(key, message);
+    field = x;
+  }
+  /// An assumed host/launch overhead in ns: finite, 0 .. 1e9 (one second; NaN fails too).
+  void ns(const char* key, double& field) {
+    if (!m_ || !m_->has(key)) return;
+    const double x = m_->f64(key);
+    if (!(x >= 0 && x <= 1e9)) m_->fail(key, "must be 0 .. 1e9 ns");
+    field = x;
+  }
+  /// A unit's clock: 0 (the preset's L2 clock) or 1 .. 100000 MHz (the range of the GPU presets' clocks).
+  void mhz(const char* key, double& field) {
+    if (!m_ || !m_->has(key)) return;
+    const double x = m_->f64(key);
+    if (!(x == 0 || (x >= 1 && x <= 100000))) m_->fail(key, "must be 0 (the L2 clock) or 1 .. 100000 MHz");
+    field = x;
+  }
+  void flag(const char* key, bool& field) {
+    if (!m_ || !m_->has(key)) return;
+    const std::string x = m_->str(key);
+    if (x != "true" && x != "false") m_->fail(key, "expected true or false, got '" + x + "'");
+    field = x == "true";
+  }
 
-/// An assumed host/launch overhead in ns: finite, 0 .. 1e9 (one second; NaN fails too).
-double overhead_ns(ConfigMap& m, const char* key, double current) {
-  const double ns = m.f64(key, current);
-  if (!(ns >= 0 && ns <= 1e9)) m.fail(key, "must be 0 .. 1e9 ns");
-  return ns;
-}
+ private:
+  ConfigMap& top_;
+  std::optional<ConfigMap> m_;
+};
 }  // namespace
 
 void load_units_config(const std::string& file, ReplayOptions& opt) {
   const YAML::Node root = parse_yaml(read_file(file), file);
   opt.units_file = file;
   ConfigMap top(root, file, "");
-  if (top.has("monitor")) {
-    ConfigMap m = top.child("monitor");
-    auto& c = opt.monitor;
-    c.lines_per_cycle = m.u32("lines_per_cycle", c.lines_per_cycle);
-    c.counter_entries = m.u32("counter_entries", c.counter_entries);
-    c.flush_groups_per_cycle = m.u32("flush_groups_per_cycle", c.flush_groups_per_cycle);
-    c.flush_outstanding = m.u32("flush_outstanding", c.flush_outstanding);
-    c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
-    opt.monitor_clock_mhz = unit_clock_mhz(m, opt.monitor_clock_mhz);
-    if (c.lines_per_cycle == 0) m.fail("lines_per_cycle", "must be >= 1");
-    // Upper bound: 2^22 u32 counters = 16 MiB per monitor (1 GiB for a 64-slice GPU); the default is 8192.
-    if (c.counter_entries == 0 || c.counter_entries > (1u << 22)) m.fail("counter_entries", "must be 1..4194304");
-    if (c.flush_outstanding == 0) m.fail("flush_outstanding", "must be >= 1");
-    if (c.flush_groups_per_cycle == 0) m.fail("flush_groups_per_cycle", "must be >= 1");
-    m.finish();
-  }
-  if (top.has("engine")) {
-    ConfigMap m = top.child("engine");
-    auto& c = opt.engine;
-    c.outstanding_reads = m.u32("outstanding_reads", c.outstanding_reads);
-    c.outstanding_writes = m.u32("outstanding_writes", c.outstanding_writes);
-    c.read_buffer_bytes = m.u32("read_buffer_bytes", c.read_buffer_bytes);
-    c.queue_depth = m.u32("queue_depth", c.queue_depth);
-    c.tile_buffers = m.u32("tile_buffers", c.tile_buffers);
-    opt.engine_clock_mhz = unit_clock_mhz(m, opt.engine_clock_mhz);
-    c.decision_queue_depth = m.u32("decision_queue_depth", c.decision_queue_depth);
-    c.job_setup_cycles = m.u32("job_setup_cycles", c.job_setup_cycles);
-    c.job_tail_cycles = m.u32("job_tail_cycles", c.job_tail_cycles);
-    c.mmio_latency_cycles = m.u32("mmio_latency_cycles", c.mmio_latency_cycles);
-    c.max_job_bytes = m.u64("max_job_bytes", c.max_job_bytes);
-    c.port_bytes_per_cycle = m.u32("port_bytes_per_cycle", c.port_bytes_per_cycle);
-    if (c.port_bytes_per_cycle > 4096) m.fail("port_bytes_per_cycle", "must be 0 (one line + header) or 1..4096");
-    if (c.outstanding_reads == 0) m.fail("outstanding_reads", "must be >= 1");
-    if (c.outstanding_writes == 0) m.fail("outstanding_writes", "must be >= 1");
-    if (c.queue_depth == 0) m.fail("queue_depth", "must be >= 1");
-    if (c.tile_buffers == 0 || c.tile_buffers > 64) m.fail("tile_buffers", "must be 1..64");
-    if (c.decision_queue_depth == 0 || c.decision_queue_depth > 4096) m.fail("decision_queue_depth", "must be 1..4096");
-    if (c.read_buffer_bytes == 0) m.fail("read_buffer_bytes", "must be >= 1 (a tile must fit in it)");
-    if (c.max_job_bytes == 0) m.fail("max_job_bytes", "must be >= 1");
-    m.finish();
-  }
-  if (top.has("baseline")) {
-    ConfigMap m = top.child("baseline");
-    auto& c = opt.baseline;
-    c.kernel_launch_ns = overhead_ns(m, "kernel_launch_ns", c.kernel_launch_ns);
-    c.issue_width = m.u32("issue_width", c.issue_width);
-    c.tiles_in_flight_per_sm = m.u32("tiles_in_flight_per_sm", c.tiles_in_flight_per_sm);
-    c.profile_cycles_per_line = m.u32("profile_cycles_per_line", c.profile_cycles_per_line);
-    c.profile_cycles_per_tile = m.u32("profile_cycles_per_tile", c.profile_cycles_per_tile);
-    c.count_cycles_per_line = m.u32("count_cycles_per_line", c.count_cycles_per_line);
-    c.count_cycles_per_tile = m.u32("count_cycles_per_tile", c.count_cycles_per_tile);
-    c.scan_cycles_per_tile = m.u32("scan_cycles_per_tile", c.scan_cycles_per_tile);
-    c.scatter_cycles_per_line = m.u32("scatter_cycles_per_line", c.scatter_cycles_per_line);
-    c.scatter_cycles_per_tile = m.u32("scatter_cycles_per_tile", c.scatter_cycles_per_tile);
-    c.consumer_cycles_per_line = m.u32("consumer_cycles_per_line", c.consumer_cycles_per_line);
-    if (c.issue_width == 0) m.fail("issue_width", "must be >= 1");
-    if (c.tiles_in_flight_per_sm == 0) m.fail("tiles_in_flight_per_sm", "must be >= 1");
-    m.finish();
-  }
-  if (top.has("host")) {
-    ConfigMap m = top.child("host");
-    opt.host_mmio_read_ns = overhead_ns(m, "mmio_read_ns", opt.host_mmio_read_ns);
-    opt.host_mmio_write_ns = overhead_ns(m, "mmio_write_ns", opt.host_mmio_write_ns);
-    if (m.has("monitor_broadcast")) {
-      const std::string b = m.str("monitor_broadcast");
-      if (b != "true" && b != "false") m.fail("monitor_broadcast", "expected true or false, got '" + b + "'");
-      opt.host_monitor_broadcast = b == "true";
-    }
-    m.finish();
-  }
+  UnitsLoader loader(top);
+  detail::visit_units_settings(opt, loader);
+  loader.end();
   top.finish();
 }
 

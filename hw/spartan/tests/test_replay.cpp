@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <fstream>
 #include <random>
 
@@ -296,6 +297,49 @@ TEST(Replay, UnitClocksDefaultToTheL2ClockAndCanBeSlower) {
   const auto& slow = docs[1]["layers"][0]["hardware"];
   EXPECT_GT(slow["steps"][1]["time_ns"].get<double>(), fast["steps"][1]["time_ns"].get<double>());  // flush
   EXPECT_GT(slow["convert"]["time_ns"].get<double>(), fast["convert"]["time_ns"].get<double>());
+}
+
+// The settings record (stats.json options.units) is a units file: with every value changed, written out and
+// loaded back, a run records exactly the changed values (every recorded key is read, into the field it was
+// written from; the reader and the record walk one list, units_settings.h).
+TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
+  const std::string dir = ::testing::TempDir() + "/replay_units_roundtrip";
+  std::filesystem::create_directories(dir);
+  auto record = [&](const std::string& units, const std::string& out) {
+    SC_SCENARIO([&] {
+      auto opt = options(write_trace(dir, tr::DType::F32), out);
+      opt.iterations = {10};
+      if (!units.empty()) load_units_config(units, opt);
+      EXPECT_TRUE(run_replay(opt, {})["checks"]["passed"].get<bool>());
+    });
+    std::ifstream f(out + "/stats.json");
+    EXPECT_TRUE(f.good()) << out;
+    return nlohmann::json::parse(f)["options"]["units"];
+  };
+  const nlohmann::json defaults = record("", dir + "/out0");
+  ASSERT_TRUE(defaults.is_object());
+  nlohmann::json changed = defaults;
+  const std::map<std::string, std::uint64_t> max = {
+      {"counter_entries", 1u << 22}, {"tile_buffers", 64}, {"decision_queue_depth", 4096}, {"port_bytes_per_cycle", 4096}};
+  std::size_t keys = 0;
+  for (auto& [section, values] : changed.items())
+    for (auto& [key, v] : values.items()) {
+      ++keys;
+      if (v.is_boolean()) {
+        v = !v.get<bool>();
+      } else if (v.is_number_unsigned()) {
+        const std::uint64_t x = v.get<std::uint64_t>(), hi = max.count(key) ? max.at(key) : ~std::uint64_t(0);
+        v = key == "port_bytes_per_cycle" && x == 0 ? 64 : x == 0 ? 1 : x < hi ? x + 1 : x - 1;
+      } else {
+        ASSERT_TRUE(v.is_number()) << section << "." << key;
+        v = key == "clock_mhz" && v.get<double>() == 0 ? 700.0 : v.get<double>() + 1.5;
+      }
+    }
+  EXPECT_GE(keys, 30u);  // monitor, engine, baseline and host settings
+  const std::string units = dir + "/changed.yaml";
+  std::ofstream(units) << changed.dump(2);  // JSON is YAML
+  const nlohmann::json loaded = record(units, dir + "/out1");
+  EXPECT_EQ(loaded, changed) << loaded.dump(1);
 }
 
 // Fourteenth-session review (a newcomer comparing runs): the --units settings and the preset file were not
