@@ -31,6 +31,11 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
   tRCD_ = ps(t.tRCD), tRP_ = ps(t.tRP), tRAS_ = ps(t.tRAS), tRC_ = ps(t.tRC), CL_ = ps(t.CL), WL_ = ps(t.WL);
   tCCDL_ = ps(t.tCCDL), tCCDS_ = ps(t.tCCDS), tRRD_ = ps(t.tRRD), tWR_ = ps(t.tWR), tRTP_ = ps(t.tRTP);
   tWTR_ = ps(t.tWTR), tRTW_ = ps(t.tRTW), tBURST_ = ps(t.tBURST), tREFI_ = ps(t.tREFI), tRFC_ = ps(t.tRFC);
+  // The turnaround as whole bus slots, from the cycle sum (a sum of separately rounded ps values could round up).
+  const std::uint32_t slot_cycles = std::max(t.tBURST, t.tCCDS);
+  turn_slots_ = (t.tRTW + t.tWTR + t.CL + slot_cycles - 1) / slot_cycles;
+  turn_ps_ = ps(turn_slots_ * slot_cycles);
+  bus_slot_ps_ = ps(slot_cycles);
   // Stagger refresh over channels so that they do not all refresh at once (as controllers do).
   refresh_offset_ = tREFI_ ? tREFI_ - (tREFI_ * ch / std::max<std::uint32_t>(channels, 1)) % tREFI_ : 0;
   if (!tREFI_) open_len_ = ~ps_t(0);  // no refresh: after_refresh(t) == t for every t
@@ -52,14 +57,22 @@ SlotCalendar::Slot DramChannel::peek_act(ps_t t) {
 
 // The first data start ds such that the command at ds - lat is at or after `from`, outside refresh, on a free
 // slot of bank group bg's tCCD_L calendar, with the bus slot at ds free (nothing is reserved): both slots, so
-// that commit_column can take them without searching again. `gap` idle bus time is left before the data.
-// Shared by peek_column and commit_column so that both find the same slots.
+// that commit_column can take them without searching again. With `idle` > 0 (a turnaround), the first `idle`
+// free bus slots at or after the first possible data time stay idle and the data come after them (commit_column
+// takes them from `*idle_from`). Shared by peek_column and commit_column so that both find the same slots.
+// kIdle = false (every burst but an episode's first write) compiles to the plain search.
+template <bool kIdle>
 [[gnu::always_inline]] inline DramChannel::DataSlot DramChannel::free_data_slot(ps_t from, std::uint32_t bg, ps_t lat,
-                                                                                ps_t gap) {
+                                                                                std::uint32_t idle, ps_t* idle_from) {
   SlotCalendar& cols = bg_cols_[bg];
   SlotCalendar::Slot c = cols.peek_slot(after_refresh(from));
+  ps_t min_data = 0;
+  if constexpr (kIdle) {
+    min_data = *idle_from = c.start + lat;
+    for (std::uint32_t k = 0; k < idle; ++k) min_data = bus_.peek_slot(min_data).start + bus_slot_ps_;  // skip free
+  }
   for (;;) {
-    SlotCalendar::Slot d = bus_.peek_slot(c.start + lat + gap);
+    SlotCalendar::Slot d = bus_.peek_slot(kIdle ? std::max(c.start + lat, min_data) : c.start + lat);
     while (after_refresh(d.start - lat) != d.start - lat)  // no command in refresh
       d = bus_.peek_slot(after_refresh(d.start - lat) + lat);
     // The command slot c was found free by the peek that gave it (only the bus was searched since): a data
@@ -76,17 +89,29 @@ SlotCalendar::Slot DramChannel::peek_act(ps_t t) {
 
 DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool write) {
   const ps_t lat = write ? WL_ : CL_;
-  const ps_t gap = turnaround(write);  // commit_column reserves it first: a conservative estimate here
-  const ps_t ds = free_data_slot(ready, bg, lat, gap).bus.start;
+  ps_t idle_from;
+  const ps_t ds = turnaround(write) ? free_data_slot<true>(ready, bg, lat, turn_slots_, &idle_from).bus.start
+                                    : free_data_slot<false>(ready, bg, lat, 0, nullptr).bus.start;  // as commit_column
   return {ds - lat, ds};
+}
+
+[[gnu::always_inline]] inline DramChannel::Column DramChannel::book_column(const DataSlot& s, std::uint32_t bg,
+                                                                           ps_t lat) {
+  const ps_t data_start = s.bus.start;
+  bg_cols_[bg].take(s.cmd);  // == reserve(data_start - lat) and reserve(data_start), without searching again
+  bus_.take(s.bus);
+  bg_last_[bg] = std::max(bg_last_[bg], data_start - lat);
+  bus_last_ = std::max(bus_last_, data_start);
+  stats_.bus_busy_ps += tBURST_;
+  return {data_start - lat, data_start};
 }
 
 // Inlined into burst() (two call sites): the call and register saves cost ~20 instructions per burst.
 [[gnu::always_inline]] inline DramChannel::Column DramChannel::commit_column(ps_t ready, std::uint32_t bg, bool write) {
   const ps_t lat = write ? WL_ : CL_;
-  // Bus turnaround of a write-drain episode (tRTW into write mode, tWTR back): idle bus slots.
-  if (ps_t gap = turnaround(write))
-    for (ps_t g = 0; g < gap; g += tBURST_) bus_last_ = std::max(bus_last_, bus_.reserve(ready + lat + g));
+  // Bus turnaround of a write-drain episode (tRTW into write mode, tWTR + CL back to reads): turn_slots_ free bus
+  // slots stay idle before the data (taken below).
+  const std::uint32_t idle = turnaround(write) ? turn_slots_ : 0;
   if (write) {
     if (drain_left_ == 0) drain_left_ = cfg_.write_drain_bursts, reads_since_drain_ = 0;
     --drain_left_;
@@ -98,14 +123,19 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   // time. (Until 2026-12-02 the bank-group slot was taken at the earliest time and the bus could then move
   // the data later: the command actually used was not the one on the tCCD_L calendar, so commands to one bank
   // group came out one tBURST apart behind a busy bus; review of 2026-12-02.)
-  const DataSlot s = free_data_slot(ready, bg, lat, 0);
-  const ps_t data_start = s.bus.start;
-  bg_cols_[bg].take(s.cmd);  // == reserve(data_start - lat) and reserve(data_start), without searching again
-  bus_.take(s.bus);
-  bg_last_[bg] = std::max(bg_last_[bg], data_start - lat);
-  bus_last_ = std::max(bus_last_, data_start);
-  stats_.bus_busy_ps += tBURST_;
-  return {data_start - lat, data_start};
+  if (__builtin_expect(idle != 0, 0)) return commit_column_after_turnaround(ready, bg, lat, idle);
+  return book_column(free_data_slot<false>(ready, bg, lat, 0, nullptr), bg, lat);
+}
+
+// The first write of a write-drain episode (rare, hence out of line: inlining it into burst() made GCC stop
+// inlining the calendar calls of every burst, +3 % instructions).
+[[gnu::noinline]] DramChannel::Column DramChannel::commit_column_after_turnaround(ps_t ready, std::uint32_t bg, ps_t lat,
+                                                                                  std::uint32_t idle) {
+  ps_t idle_from = 0;
+  const Column k = book_column(free_data_slot<true>(ready, bg, lat, idle, &idle_from), bg, lat);
+  // The idle slots: the first free ones from idle_from, all before the data slot (free_data_slot skipped them).
+  for (std::uint32_t i = 0; i < idle; ++i) bus_last_ = std::max(bus_last_, bus_.reserve(idle_from));
+  return k;
 }
 
 [[gnu::always_inline]] inline ps_t DramChannel::burst_inline(ps_t t, const DramAddress& a, bool write,

@@ -164,9 +164,11 @@ class DramChannel {
     SlotCalendar::Slot cmd, bus;
   };
   /// The first column command at or after `from` (moved out of refresh) whose tCCD_L slot (bank group bg)
-  /// and bus slot `lat` later are both free, outside refresh, leaving `gap` idle bus time before the data
-  /// (ps); nothing is reserved.
-  DataSlot free_data_slot(ps_t from, std::uint32_t bg, ps_t lat, ps_t gap);
+  /// and bus slot `lat` later are both free, outside refresh, with the data after the first `idle` free bus
+  /// slots from the first possible data time (a turnaround, kIdle; that time is stored in *idle_from); nothing
+  /// is reserved.
+  template <bool kIdle>
+  DataSlot free_data_slot(ps_t from, std::uint32_t bg, ps_t lat, std::uint32_t idle, ps_t* idle_from);
   /// Whether the column peek_column(ready, bg, write) would find lets its row close before the refresh at
   /// `closes` (~0: none): an all-bank REF needs every bank precharged (JESD235 / JESD79-4: PRE, then tRP, then
   /// REF), so the command must leave its tRTP (read) or WL + tBURST + tWR (write) and tRP before `closes`
@@ -187,6 +189,10 @@ class DramChannel {
   ps_t burst_inline(ps_t t_ps, const DramAddress& a, bool write, RowResult* result);
   /// Reserves the column command and data slot peek_column(ready, bg) returned (plus a bus turnaround).
   Column commit_column(ps_t ready, std::uint32_t bg, bool write);
+  /// commit_column for the first write of a drain episode: the data after `idle` free bus slots, taken idle.
+  Column commit_column_after_turnaround(ps_t ready, std::uint32_t bg, ps_t lat, std::uint32_t idle);
+  /// Takes the slots free_data_slot found for a column (command latency `lat`); returns its times.
+  Column book_column(const DataSlot& s, std::uint32_t bg, ps_t lat);
   /// The PRE of a row cannot come before this after a column command at `c` with data at `d`.
   ps_t pre_after(const Column& c, bool write) const {
     return write ? c.data + tBURST_ + tWR_ : c.cmd + tRTP_;
@@ -197,13 +203,14 @@ class DramChannel {
   /// 2). Write->read: tWTR runs from the end of the write data to the next READ command, whose data come
   /// CL later (JESD235 / JESD79-4 tWTR; GPGPU-Sim's WL + tBURST + tCDLR command spacing), so the bus idles
   /// tWTR + CL.
-  ps_t turnaround(bool write) const {
-    return write && drain_left_ == 0 && reads_since_drain_ ? tRTW_ + tWTR_ + CL_ : 0;
-  }
+  ps_t turnaround(bool write) const { return write && drain_left_ == 0 && reads_since_drain_ ? turn_ps_ : 0; }
 
   DramConfig cfg_;
   ps_t tRCD_, tRP_, tRAS_, tRC_, CL_, WL_, tCCDL_, tCCDS_, tRRD_, tWR_, tRTP_, tWTR_, tRTW_, tBURST_, tREFI_,
       tRFC_, refresh_offset_;
+  std::uint32_t turn_slots_;  ///< tRTW + tWTR + CL in whole bus slots (max(tBURST, tCCD_S))
+  ps_t turn_ps_;              ///< the same in ps
+  ps_t bus_slot_ps_;          ///< one bus slot
   std::vector<Bank> banks_;
   std::vector<BankHead> heads_;
   SlotCalendar bus_;                   ///< data bus: one burst per max(tBURST, tCCD_S)
