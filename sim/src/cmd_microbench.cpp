@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/build_info.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/hw/gpu/gpu_system.h"
@@ -49,7 +50,11 @@ int microbench_main(const std::vector<std::string>& args) {
   auto rep = spartan::hw::gpu::run_microbench(*gpu, opt);
   std::printf("%s", rep.to_text(gpu->config()).c_str());
   if (out_file) out_file->write(rep.to_json().dump(2) + "\n");
-  if (stats_file) stats_file->write(gpu->stats_json().dump(2) + "\n");
+  if (stats_file) {
+    nlohmann::json st = gpu->stats_json();
+    st["build"] = spartan::build_info_json<nlohmann::json>();
+    stats_file->write(st.dump(2) + "\n");
+  }
   if (out_file) out_file->commit();
   if (stats_file) stats_file->commit();
   return 0;

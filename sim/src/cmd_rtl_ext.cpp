@@ -41,6 +41,7 @@
 #include <tlm>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/build_info.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/hw/compaction_engine.h"
@@ -299,7 +300,7 @@ class RtlExtension : public spartan::hw::RunExtension {
                                " layer(s); monitor busy = counting + flush cycles, engine busy = job cycles "
                                "(read latency 20, write latency 10 cycles); engine gpu_model_busy_ns = the same jobs "
                                "in the replay's GPU model"},
-                {"units", units}};
+                {"units", units}, {"build", spartan::build_info_json<json>()}};
     spartan::write_file_atomic(ctx_.out_dir + "/rtl_cycles.json", doc.dump(2) + "\n");
   }
 

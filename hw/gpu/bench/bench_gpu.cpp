@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/build_info.h"
 #include "spartan/common/cli.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
     if (argc > 3) {
       nlohmann::json j = g->stats_json();
       j["kernels"] = kernels;
+      j["build"] = spartan::build_info_json<nlohmann::json>();
       spartan::write_file_atomic(argv[3], j.dump(1) + "\n");
     }
     std::printf("GB/s_sim: bytes the SMs moved / kernel time (first issue to last response). The L2 is write-back:\n"

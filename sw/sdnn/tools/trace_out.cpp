@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "spartan/common/build_info.h"
 #include "spartan/common/error.h"
 #ifdef SPARTAN_SDNN_HAVE_TRACE
 #include "spartan/trace/keys.h"
@@ -62,7 +63,7 @@ void write_activation_trace(const std::string& path, Trainer& tr, const Labelled
   }
   layers += fc_json(L, "head", false, rows, n, tr.classes(), n * tr.classes()) + "]";
   w.set_metadata(T::keys::kFormatVersion, T::kFormatVersion);
-  w.set_metadata(T::keys::kWriter, "spartan-sdnn 0.1.0");
+  w.set_metadata(T::keys::kWriter, std::string("spartan-sdnn 0.1.0 (commit ") + spartan::build_info().commit + ")");
   w.set_metadata(T::keys::kModel, model);
   w.set_metadata(T::keys::kDataset, "fashion-mnist/train");
   w.set_metadata(T::keys::kDevice, "cpu: " + cpu_name() + " (" + std::to_string(omp_get_max_threads()) + " threads)");

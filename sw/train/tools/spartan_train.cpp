@@ -186,7 +186,7 @@ int run(int argc, char** argv) {
     co.device = device_name;
     co.seed = cfg.seed;
     co.batch = cfg.batch;
-    co.writer = "spartan-train 0.1.0 (gemm " + engine->name() + ")";
+    co.writer = std::string("spartan-train 0.1.0 (commit ") + spartan::build_info().commit + ", gemm " + engine->name() + ")";
     capture = std::make_unique<TraceCapture>(co, *model);
     observers.push_back(capture.get());
   }

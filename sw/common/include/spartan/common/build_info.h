@@ -1,13 +1,16 @@
-// Provenance of a build, recorded in the tools' JSON outputs (key "build": spartan-train's --out-json,
-// spartan-sim run's stats.json, spartan-sim microbench's --out, spartan-area's area.json), so that a result
-// names the code that produced it. Generated at build time by cmake/build_info.cmake.
+// Provenance of a build, recorded in the tools' outputs (key "build": spartan-train's --out-json, spartan-sim
+// run's stats.json and rtl_cycles.json, spartan-sim microbench's --out and --stats, spartan-area's area.json,
+// bench_hw_gpu's JSON; the commit in the .sptrace `writer` metadata of spartan-train and spartan-sdnn), so that
+// a result names the code that produced it. Generated at build time by cmake/build_info.cmake.
 #pragma once
 
 namespace spartan {
 
 struct BuildInfo {
-  /// `git describe --always --dirty --abbrev=12` of the source tree when the binary was built: the commit
-  /// hash, with "-dirty" when tracked files differed from it; "unknown" outside a git checkout.
+  /// The source tree's HEAD when the binary was built, as 12 hex digits (`git rev-parse --short=12`, more if
+  /// ambiguous), followed by "-dirty-" and the first 8 hex digits of the SHA-1 of `git diff HEAD` when tracked
+  /// files differed from HEAD (two different uncommitted trees get different strings); "unknown" when the
+  /// source tree is not the top of a git checkout git can read.
   const char* commit;
   const char* build_type;  ///< CMAKE_BUILD_TYPE (Release, Debug, ...)
   const char* compiler;    ///< C++ compiler id and version
