@@ -239,7 +239,7 @@ def provenance(train, sim, area):
                   if isinstance(v, str) and v and v != "unknown"), None)
         if c:
             recorded[fname] = c
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"input_commits": recorded, "report_commit": head,
             "report_tree_dirty": None if status is None else bool(status)}

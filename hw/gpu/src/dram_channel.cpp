@@ -34,8 +34,8 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
   // The turnaround as whole bus slots, from the cycle sum (a sum of separately rounded ps values could round up).
   const std::uint32_t slot_cycles = std::max(t.tBURST, t.tCCDS);
   turn_slots_ = (t.tRTW + t.tWTR + t.CL + slot_cycles - 1) / slot_cycles;
-  turn_ps_ = ps(turn_slots_ * slot_cycles);
   bus_slot_ps_ = ps(slot_cycles);
+  turn_ps_ = turn_slots_ * bus_slot_ps_;  // what the idle slots occupy
   // Stagger refresh over channels so that they do not all refresh at once (as controllers do).
   refresh_offset_ = tREFI_ ? tREFI_ - (tREFI_ * ch / std::max<std::uint32_t>(channels, 1)) % tREFI_ : 0;
   if (!tREFI_) open_len_ = ~ps_t(0);  // no refresh: after_refresh(t) == t for every t
@@ -57,22 +57,13 @@ SlotCalendar::Slot DramChannel::peek_act(ps_t t) {
 
 // The first data start ds such that the command at ds - lat is at or after `from`, outside refresh, on a free
 // slot of bank group bg's tCCD_L calendar, with the bus slot at ds free (nothing is reserved): both slots, so
-// that commit_column can take them without searching again. With `idle` > 0 (a turnaround), the first `idle`
-// free bus slots at or after the first possible data time stay idle and the data come after them (commit_column
-// takes them from `*idle_from`). Shared by peek_column and commit_column so that both find the same slots.
-// kIdle = false (every burst but an episode's first write) compiles to the plain search.
-template <bool kIdle>
-[[gnu::always_inline]] inline DramChannel::DataSlot DramChannel::free_data_slot(ps_t from, std::uint32_t bg, ps_t lat,
-                                                                                std::uint32_t idle, ps_t* idle_from) {
+// that commit_column can take them without searching again. Shared by peek_column and commit_column so that
+// both find the same slots.
+[[gnu::always_inline]] inline DramChannel::DataSlot DramChannel::free_data_slot(ps_t from, std::uint32_t bg, ps_t lat) {
   SlotCalendar& cols = bg_cols_[bg];
   SlotCalendar::Slot c = cols.peek_slot(after_refresh(from));
-  ps_t min_data = 0;
-  if constexpr (kIdle) {
-    min_data = *idle_from = c.start + lat;
-    for (std::uint32_t k = 0; k < idle; ++k) min_data = bus_.peek_slot(min_data).start + bus_slot_ps_;  // skip free
-  }
   for (;;) {
-    SlotCalendar::Slot d = bus_.peek_slot(kIdle ? std::max(c.start + lat, min_data) : c.start + lat);
+    SlotCalendar::Slot d = bus_.peek_slot(c.start + lat);
     while (after_refresh(d.start - lat) != d.start - lat)  // no command in refresh
       d = bus_.peek_slot(after_refresh(d.start - lat) + lat);
     // The command slot c was found free by the peek that gave it (only the bus was searched since): a data
@@ -87,11 +78,45 @@ template <bool kIdle>
   }
 }
 
+// free_data_slot for the first write of a drain episode (a turnaround): the data slot must directly follow
+// `idle` free bus slots (the idle bus of the turnaround), which start no earlier than the first possible data
+// time (command at or after `from` on a free tCCD_L slot, + lat); *idle_from is set to the first of them.
+// Nothing is reserved; commit_column_after_turnaround takes the same slots.
+DramChannel::DataSlot DramChannel::free_data_slot_after_idle(ps_t from, std::uint32_t bg, ps_t lat, std::uint32_t idle,
+                                                             ps_t* idle_from) {
+  SlotCalendar& cols = bg_cols_[bg];
+  ps_t lo = cols.peek_slot(after_refresh(from)).start + lat;  // the idle run starts at or after this
+  for (;;) {
+    // The first run of idle + 1 free bus slots (idle, then the data) starting at or after lo.
+    ps_t x = bus_.peek_slot(lo).start;
+    for (std::uint32_t k = 1; k <= idle;) {
+      const ps_t want = x + k * bus_slot_ps_, got = bus_.peek_slot(want).start;
+      if (got == want) {
+        ++k;
+      } else {
+        x = got, k = 1;  // slot taken: the run restarts at the next free one
+      }
+    }
+    const ps_t data = x + idle * bus_slot_ps_, cmd = data - lat;
+    const ps_t cmd_ok = after_refresh(cmd);  // no command in refresh
+    if (cmd_ok == cmd) {
+      const SlotCalendar::Slot c = cols.peek_slot(cmd);
+      if (c.start == cmd) {
+        *idle_from = x;
+        return {c, bus_.peek_slot(data)};
+      }
+      lo = std::max(x + bus_slot_ps_, c.start + lat > idle * bus_slot_ps_ ? c.start + lat - idle * bus_slot_ps_ : 0);
+    } else {
+      lo = std::max(x + bus_slot_ps_, cmd_ok + lat > idle * bus_slot_ps_ ? cmd_ok + lat - idle * bus_slot_ps_ : 0);
+    }
+  }
+}
+
 DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool write) {
   const ps_t lat = write ? WL_ : CL_;
   ps_t idle_from;
-  const ps_t ds = turnaround(write) ? free_data_slot<true>(ready, bg, lat, turn_slots_, &idle_from).bus.start
-                                    : free_data_slot<false>(ready, bg, lat, 0, nullptr).bus.start;  // as commit_column
+  const ps_t ds = turnaround(write) ? free_data_slot_after_idle(ready, bg, lat, turn_slots_, &idle_from).bus.start
+                                    : free_data_slot(ready, bg, lat).bus.start;  // as commit_column
   return {ds - lat, ds};
 }
 
@@ -124,7 +149,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   // the data later: the command actually used was not the one on the tCCD_L calendar, so commands to one bank
   // group came out one tBURST apart behind a busy bus; review of 2026-12-02.)
   if (__builtin_expect(idle != 0, 0)) return commit_column_after_turnaround(ready, bg, lat, idle);
-  return book_column(free_data_slot<false>(ready, bg, lat, 0, nullptr), bg, lat);
+  return book_column(free_data_slot(ready, bg, lat), bg, lat);
 }
 
 // The first write of a write-drain episode (rare, hence out of line: inlining it into burst() made GCC stop
@@ -132,9 +157,9 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
 [[gnu::noinline]] DramChannel::Column DramChannel::commit_column_after_turnaround(ps_t ready, std::uint32_t bg, ps_t lat,
                                                                                   std::uint32_t idle) {
   ps_t idle_from = 0;
-  const Column k = book_column(free_data_slot<true>(ready, bg, lat, idle, &idle_from), bg, lat);
-  // The idle slots: the first free ones from idle_from, all before the data slot (free_data_slot skipped them).
-  for (std::uint32_t i = 0; i < idle; ++i) bus_last_ = std::max(bus_last_, bus_.reserve(idle_from));
+  const Column k = book_column(free_data_slot_after_idle(ready, bg, lat, idle, &idle_from), bg, lat);
+  // The idle slots: the `idle` free slots directly before the data slot (free_data_slot_after_idle found them).
+  for (std::uint32_t i = 0; i < idle; ++i) bus_.reserve(idle_from + i * bus_slot_ps_);
   return k;
 }
 
@@ -183,8 +208,8 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
     ps_t act = tg;
     if (open) {
       ps_t pre = std::max(tg, I->min_pre);
-      if (pre >= I->closes) {
-        open = false;  // the refresh closes I first
+      if (pre + tRP_ > I->closes) {
+        open = false;  // the refresh closes I first (a PRE must end tRP before it)
         act = std::max(tg, I->closes);
       } else {
         act = pre + tRP_;
@@ -209,6 +234,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
       act = act_slot.start;
       closes = next_refresh(act);
     }
+    if (open && act >= I->closes) open = false;  // moved past the refresh, which closed I: a miss, no PRE
     bool merge = false, fits = !J;
     if (J && act < J->act) {
       const Column c = peek_column(act + tRCD_, bg, write);

@@ -148,31 +148,38 @@ TEST(DramChannel, RowsArePrechargedTrpBeforeARefresh) {
     EXPECT_EQ(r, DramChannel::RowResult::Miss);
     return ch;
   };
-  {  // read hit 20 cycles before REF: command + tRTP + tRP = 15 cycles fits
-    auto ch = opened(false);
-    const ps_t at = refi - cyc(20);
-    EXPECT_EQ(ch->burst(at, {0, 0, 0, 1, 1}, false, &r), at + cyc(t.CL) + cyc(t.tBURST));
-    EXPECT_EQ(r, DramChannel::RowResult::Hit);
+  // The latest command that lets its row close in time: command + tRTP (read) or WL + tBURST + tWR (write),
+  // then tRP, ends exactly at the refresh. One ps later it is served after the refresh, as a miss (the
+  // refresh closed the row: no PRE counted).
+  const ps_t read_need = cyc(t.tRTP) + cyc(t.tRP), write_need = cyc(t.WL) + cyc(t.tBURST) + cyc(t.tWR) + cyc(t.tRP);
+  for (bool write : {false, true}) {
+    const ps_t need = write ? write_need : read_need, lat = cyc(write ? t.WL : t.CL);
+    {
+      auto ch = opened(write);
+      const ps_t at = refi - need;
+      EXPECT_EQ(ch->burst(at, {0, 0, 0, 1, 1}, write, &r), at + lat + cyc(t.tBURST)) << write;
+      EXPECT_EQ(r, DramChannel::RowResult::Hit) << write;
+    }
+    {
+      auto ch = opened(write);
+      const std::uint64_t pre = ch->stats().precharges;
+      EXPECT_GE(ch->burst(refi - need + 1, {0, 0, 0, 1, 1}, write, &r), refi + rfc) << write;
+      EXPECT_EQ(r, DramChannel::RowResult::Miss) << write;
+      EXPECT_EQ(ch->stats().precharges, pre) << write;
+    }
   }
-  {  // read 14 cycles before REF: tRTP + tRP does not fit, served after the refresh
-    auto ch = opened(false);
-    EXPECT_GE(ch->burst(refi - cyc(14), {0, 0, 0, 1, 1}, false, &r), refi + rfc);
-    EXPECT_NE(r, DramChannel::RowResult::Hit);
-  }
-  {  // write 20 cycles before REF: WL + tBURST + tWR + tRP = 25 cycles does not fit (the read did)
-    auto ch = opened(true);
-    EXPECT_GE(ch->burst(refi - cyc(20), {0, 0, 0, 1, 1}, true, &r), refi + rfc);
-    EXPECT_NE(r, DramChannel::RowResult::Hit);
-  }
-  {  // write 30 cycles before REF: fits
-    auto ch = opened(true);
-    const ps_t at = refi - cyc(30);
-    EXPECT_EQ(ch->burst(at, {0, 0, 0, 1, 1}, true, &r), at + cyc(t.WL) + cyc(t.tBURST));
-    EXPECT_EQ(r, DramChannel::RowResult::Hit);
-  }
-  {  // a closed bank 30 cycles before REF: ACT + tRAS + tRP = 40 cycles does not fit, ACT after the refresh
+  // A closed bank: an ACT needs tRAS + tRP before the refresh (40 cycles here; its read's tRCD + tRTP + tRP is
+  // less). At refi - 40 cycles it is served before the refresh, one ps later after it.
+  const ps_t act_need = cyc(t.tRAS) + cyc(t.tRP);
+  {
     DramChannel ch(d, kClk, 0, 1);
-    EXPECT_GE(ch.burst(refi - cyc(30), {0, 1, 0, 5, 0}, false, &r), refi + rfc + cyc(t.tRCD) + cyc(t.CL));
+    const ps_t at = refi - act_need;
+    EXPECT_EQ(ch.burst(at, {0, 1, 0, 5, 0}, false, &r), at + cyc(t.tRCD) + cyc(t.CL) + cyc(t.tBURST));
+    EXPECT_EQ(r, DramChannel::RowResult::Miss);
+  }
+  {
+    DramChannel ch(d, kClk, 0, 1);
+    EXPECT_GE(ch.burst(refi - act_need + 1, {0, 1, 0, 5, 0}, false, &r), refi + rfc + cyc(t.tRCD) + cyc(t.CL));
     EXPECT_EQ(r, DramChannel::RowResult::Miss);
   }
 }

@@ -321,6 +321,8 @@ TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
   nlohmann::json changed = defaults;
   const std::map<std::string, std::uint64_t> max = {
       {"counter_entries", 1u << 22}, {"tile_buffers", 64}, {"decision_queue_depth", 4096}, {"port_bytes_per_cycle", 4096}};
+  // Every key gets its own new value (the key's index in the record is added), so that a key read into another
+  // key's field shows up even where two keys share a default.
   std::size_t keys = 0;
   for (auto& [section, values] : changed.items())
     for (auto& [key, v] : values.items()) {
@@ -329,13 +331,13 @@ TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
         v = !v.get<bool>();
       } else if (v.is_number_unsigned()) {
         const std::uint64_t x = v.get<std::uint64_t>(), hi = max.count(key) ? max.at(key) : ~std::uint64_t(0);
-        v = key == "port_bytes_per_cycle" && x == 0 ? 64 : x == 0 ? 1 : x < hi ? x + 1 : x - 1;
+        v = x + keys <= hi ? x + keys : x - keys;  // within range: every maximum is far above its default
       } else {
         ASSERT_TRUE(v.is_number()) << section << "." << key;
-        v = key == "clock_mhz" && v.get<double>() == 0 ? 700.0 : v.get<double>() + 1.5;
+        v = (key == "clock_mhz" ? 500.0 : v.get<double>()) + 1.5 * double(keys);
       }
     }
-  EXPECT_GE(keys, 30u);  // monitor, engine, baseline and host settings
+  EXPECT_EQ(keys, 32u);  // 6 monitor, 12 engine, 11 baseline and 3 host settings (docs/hw-units.md)
   const std::string units = dir + "/changed.yaml";
   std::ofstream(units) << changed.dump(2);  // JSON is YAML
   const nlohmann::json loaded = record(units, dir + "/out1");

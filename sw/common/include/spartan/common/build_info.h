@@ -8,9 +8,10 @@ namespace spartan {
 
 struct BuildInfo {
   /// The source tree's HEAD when the binary was built, as 12 hex digits (`git rev-parse --short=12`, more if
-  /// ambiguous), followed by "-dirty-" and the first 8 hex digits of the SHA-1 of `git diff HEAD` when tracked
-  /// files differed from HEAD (two different uncommitted trees get different strings); "unknown" when the
-  /// source tree is not the top of a git checkout git can read.
+  /// ambiguous), followed by "-dirty-" and the first 8 hex digits of the work tree's git tree object when the
+  /// work tree (tracked files and untracked ones not ignored) differed from HEAD, so that two different
+  /// uncommitted trees get different strings; "unknown" when the source tree is not the top of a git checkout
+  /// git can read, or has no commit.
   const char* commit;
   const char* build_type;  ///< CMAKE_BUILD_TYPE (Release, Debug, ...)
   const char* compiler;    ///< C++ compiler id and version

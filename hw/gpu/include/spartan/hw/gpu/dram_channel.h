@@ -164,11 +164,11 @@ class DramChannel {
     SlotCalendar::Slot cmd, bus;
   };
   /// The first column command at or after `from` (moved out of refresh) whose tCCD_L slot (bank group bg)
-  /// and bus slot `lat` later are both free, outside refresh, with the data after the first `idle` free bus
-  /// slots from the first possible data time (a turnaround, kIdle; that time is stored in *idle_from); nothing
-  /// is reserved.
-  template <bool kIdle>
-  DataSlot free_data_slot(ps_t from, std::uint32_t bg, ps_t lat, std::uint32_t idle, ps_t* idle_from);
+  /// and bus slot `lat` later are both free, outside refresh; nothing is reserved.
+  DataSlot free_data_slot(ps_t from, std::uint32_t bg, ps_t lat);
+  /// The same with the data slot directly after `idle` free bus slots (a turnaround's idle bus), which start
+  /// at or after the first possible data time; *idle_from = the first idle slot. Nothing is reserved.
+  DataSlot free_data_slot_after_idle(ps_t from, std::uint32_t bg, ps_t lat, std::uint32_t idle, ps_t* idle_from);
   /// Whether the column peek_column(ready, bg, write) would find lets its row close before the refresh at
   /// `closes` (~0: none): an all-bank REF needs every bank precharged (JESD235 / JESD79-4: PRE, then tRP, then
   /// REF), so the command must leave its tRTP (read) or WL + tBURST + tWR (write) and tRP before `closes`
