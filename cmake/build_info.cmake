@@ -10,6 +10,8 @@
 # a git work tree (a source archive, possibly unpacked inside another repository) or git cannot read it or has
 # no commit yet (then a one-line note says why).
 set(commit "unknown")
+get_filename_component(out_dir "${OUT}" DIRECTORY)
+file(MAKE_DIRECTORY "${out_dir}")  # absent on a first build: the temporary index below goes there
 get_filename_component(src_real "${SRC}" REALPATH)
 execute_process(COMMAND git -C "${SRC}" rev-parse --show-toplevel
                 OUTPUT_VARIABLE top RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_VARIABLE err)
