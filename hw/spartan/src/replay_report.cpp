@@ -184,39 +184,38 @@ class UnitsLoader {
     m_.reset();
   }
   void u32(const char* key, std::uint32_t& field, std::uint64_t lo, std::uint64_t hi, const char* message) {
-    if (!m_ || !m_->has(key)) return;
-    const std::uint32_t x = m_->u32(key);
-    if (x < lo || x > hi) m_->fail(key, message);
-    field = x;
+    if (present(key)) field = std::uint32_t(in_range(key, m_->u32(key), lo, hi, message));
   }
   void u64(const char* key, std::uint64_t& field, std::uint64_t lo, std::uint64_t hi, const char* message) {
-    if (!m_ || !m_->has(key)) return;
-    const std::uint64_t x = m_->u64(key);
-    if (x < lo || x > hi) m_->fail(key, message);
-    field = x;
+    if (present(key)) field = in_range(key, m_->u64(key), lo, hi, message);
   }
   /// An assumed host/launch overhead in ns: finite, 0 .. 1e9 (one second; NaN fails too).
   void ns(const char* key, double& field) {
-    if (!m_ || !m_->has(key)) return;
+    if (!present(key)) return;
     const double x = m_->f64(key);
     if (!(x >= 0 && x <= 1e9)) m_->fail(key, "must be 0 .. 1e9 ns");
     field = x;
   }
   /// A unit's clock: 0 (the preset's L2 clock) or 1 .. 100000 MHz (the range of the GPU presets' clocks).
   void mhz(const char* key, double& field) {
-    if (!m_ || !m_->has(key)) return;
+    if (!present(key)) return;
     const double x = m_->f64(key);
     if (!(x == 0 || (x >= 1 && x <= 100000))) m_->fail(key, "must be 0 (the L2 clock) or 1 .. 100000 MHz");
     field = x;
   }
   void flag(const char* key, bool& field) {
-    if (!m_ || !m_->has(key)) return;
+    if (!present(key)) return;
     const std::string x = m_->str(key);
     if (x != "true" && x != "false") m_->fail(key, "expected true or false, got '" + x + "'");
     field = x == "true";
   }
 
  private:
+  bool present(const char* key) const { return m_ && m_->has(key); }  // in a section the file has
+  std::uint64_t in_range(const char* key, std::uint64_t x, std::uint64_t lo, std::uint64_t hi, const char* message) {
+    if (x < lo || x > hi) m_->fail(key, message);
+    return x;
+  }
   ConfigMap& top_;
   std::optional<ConfigMap> m_;
 };

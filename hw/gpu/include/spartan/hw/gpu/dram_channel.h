@@ -36,8 +36,8 @@
 // correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
 // tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
 // channel; rows close at refresh, and every bank is precharged tRP before it: a column whose tRTP / write
-// recovery, or an ACT whose tRAS, would not end tRP before the REF waits for the refresh's end), and the bus turnarounds tRTW/tWTR (+ CL) under a write-drain policy: posted
-// writes wait in the controller's write queue and are drained in episodes of `write_drain_bursts`
+// recovery, or an ACT whose tRAS, would not end tRP before the REF waits for the refresh's end), and the bus
+// turnarounds tRTW/tWTR (+ CL) under a write-drain policy: posted writes wait in the controller's write queue and are drained in episodes of `write_drain_bursts`
 // (watermark-based write mode as in Ramulator, Kim et al. CAL 2015, and DRAMSim3; Stuecheli et al., ISCA
 // 2010), so one read->write + write->read turnaround is paid per episode while reads are also served,
 // none in a pure write or read stream. This is an amortised cost: the episode's writes keep their own
