@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spartan/common/atomic_file.h"
+#include "spartan/common/build_info.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/common/error.h"
 #include "spartan/format/tile_format.h"
@@ -73,7 +74,7 @@ const char* kHelp =
     "  --clock-mhz F         unit clock in MHz, 1..100000 (default 1000)\n"
     "  --wave FILE           write a VCD of the RTL ...\n"
     "  --wave-window A:B     ... for RTL cycles [A, B) only (counted from the first layer; required with --wave)\n"
-    "  --out FILE.json       write the per-layer results as JSON (atomically)\n"
+    "  --out FILE.json       write the per-layer results, the options and the build as JSON (atomically)\n"
     "  --quiet               no per-layer progress\n";
 
 Options parse(const std::vector<std::string>& args) {
@@ -150,7 +151,8 @@ Options parse(const std::vector<std::string>& args) {
   return o;
 }
 
-std::vector<Layer> load(const Options& o) {
+/// The act tensors to replay; *iteration = the captured iteration they come from.
+std::vector<Layer> load(const Options& o, std::int64_t* iteration) {
   spartan::trace::TraceReader r(o.trace);
   std::vector<Layer> out;
   std::int64_t it = o.iteration;
@@ -189,6 +191,7 @@ std::vector<Layer> load(const Options& o) {
       throw spartan::InputError("rtl-check: --layers: layer " + std::to_string(l) + " was not captured in iteration " +
                                 std::to_string(it) + " of " + o.trace);
   if (out.empty()) throw spartan::InputError(o.trace + ": no matching act tensors");
+  *iteration = it;
   return out;
 }
 
@@ -251,7 +254,8 @@ int rtl_check(const std::vector<std::string>& args) {
       return 0;
     }
   const Options o = parse(args);
-  std::vector<Layer> layers = load(o);
+  std::int64_t iteration = -1;
+  std::vector<Layer> layers = load(o, &iteration);
   std::vector<Row> rows;
 #if SPARTAN_RTLCHECK_TLM
   ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
@@ -261,7 +265,7 @@ int rtl_check(const std::vector<std::string>& args) {
   throw spartan::InputError("rtl-check: this build has no TLM units (hw/spartan); nothing to compare against");
 #endif
   std::uint64_t bad = 0;
-  nlohmann::json j = nlohmann::json::array();
+  nlohmann::json jl = nlohmann::json::array();
   std::printf("%-16s %11s %6s %8s %9s %8s %10s %10s %7s %8s %8s %7s %10s\n", "layer", "matrix", "tiles", "requests",
               "mismatch", "reg-diff", "count TLM", "count RTL", "dev%", "flushTLM", "flushRTL", "dev%", "RTL cyc/s");
   for (const auto& r : rows) {
@@ -272,14 +276,25 @@ int rtl_check(const std::vector<std::string>& args) {
                 (unsigned long long)r.count_mismatches, (unsigned long long)r.register_mismatches, r.tlm_count,
                 r.rtl_count, dev_pct(r.tlm_count, r.rtl_count), r.tlm_flush, r.rtl_flush,
                 dev_pct(r.tlm_flush, r.rtl_flush), r.wall > 0 ? r.rtl_cycles / r.wall : 0.0);
-    j.push_back({{"layer", r.name}, {"rows", r.rows}, {"cols", r.cols}, {"tiles", r.tiles}, {"requests", r.requests},
+    jl.push_back({{"layer", r.name}, {"rows", r.rows}, {"cols", r.cols}, {"tiles", r.tiles}, {"requests", r.requests},
                  {"count_mismatches", r.count_mismatches}, {"register_mismatches", r.register_mismatches},
                  {"counting_cycles", {{"tlm", r.tlm_count}, {"rtl", r.rtl_count}, {"deviation_pct", dev_pct(r.tlm_count, r.rtl_count)}}},
                  {"flush_cycles", {{"tlm", r.tlm_flush}, {"rtl", r.rtl_flush}, {"deviation_pct", dev_pct(r.tlm_flush, r.rtl_flush)}}},
                  {"rtl_cycles", r.rtl_cycles}, {"wall_s", r.wall}});
   }
   std::printf("mismatches: %llu\n", (unsigned long long)bad);
-  if (!o.out.empty()) spartan::write_file_atomic(o.out, j.dump(2) + "\n");
+  if (!o.out.empty()) {
+    // What was checked and by which build, beside the per-layer rows (until the sixteenth session the file was
+    // the bare array of rows and named neither the binary nor the options).
+    nlohmann::json j = {{"trace", o.trace},
+                        {"iteration", iteration},
+                        {"options", {{"tile_rows", o.tr}, {"tile_cols", o.tc}, {"sampling_shift", o.sampling},
+                                     {"clock_mhz", o.clock_mhz}}},
+                        {"mismatches", bad},
+                        {"layers", std::move(jl)},
+                        {"build", spartan::build_info_json<nlohmann::json>()}};
+    spartan::write_file_atomic(o.out, j.dump(2) + "\n");
+  }
   return bad == 0 ? 0 : 1;
 }
 
