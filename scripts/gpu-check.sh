@@ -29,6 +29,7 @@ done
 for d in $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, s, "lib") for p in nvidia.__path__ for s in os.listdir(p)))' 2>/dev/null); do
   [ -d "$d" ] && libpath="$libpath:$d"
 done
+libpath="$libpath:$W/lib-fallback"  # libstdc++, libgcc_s, libgomp: the machine's own when it has them
 export LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 {

@@ -23,7 +23,7 @@ ldd "$BUILD/bin/bench-gemm-cuda" | grep -q libcudart || die "$BUILD/bin/bench-ge
 
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
-mkdir -p "$STAGE/bin" "$STAGE/lib" "$STAGE/data"
+mkdir -p "$STAGE/bin" "$STAGE/lib" "$STAGE/lib-fallback" "$STAGE/data"
 cp "${BINS[@]}" "$STAGE/bin/"
 # Shared libraries from outside the CUDA toolkit, except glibc's own (the dynamic loader, libc, libm, libdl,
 # libpthread, librt must be the machine's; the archive needs a glibc at least as new as the build's).
@@ -36,7 +36,12 @@ done | sort -u | while read -r lib; do
   case "$lib" in
     /usr/local/cuda*|*/cuda/*|*/nvidia/*) continue ;;  # the GPU machine's CUDA runtime is used
   esac
-  cp -L "$lib" "$STAGE/lib/"
+  case "$(basename "$lib")" in
+    # The C++ and OpenMP runtimes go last on the search path (gpu-check.sh): a newer one on the GPU machine,
+    # which its CUDA libraries may need, serves our binaries too; ours is there for a machine without one.
+    libstdc++.so.*|libgcc_s.so.*|libgomp.so.*) cp -L "$lib" "$STAGE/lib-fallback/" ;;
+    *) cp -L "$lib" "$STAGE/lib/" ;;
+  esac
 done
 if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   cp -r /usr/share/datasets/fashion-mnist "$STAGE/data/"
@@ -51,11 +56,11 @@ fi
 
 mkdir -p "$PACK"
 tmp="$PACK/.spartan-gpu-pack.tar.xz.tmp.$$"
-tar -C "$STAGE" -cf - bin lib data MANIFEST | xz -T0 -3 > "$tmp"
+tar -C "$STAGE" -cf - bin lib lib-fallback data MANIFEST | xz -T0 -3 > "$tmp"
 size=$(stat -c %s "$tmp")
 if [ "$size" -gt $((56 * 1024 * 1024)) ]; then
   rm -f "$tmp"
   die "archive of $size bytes exceeds 56 MiB"
 fi
 mv -f "$tmp" "$PACK/spartan-gpu-pack.tar.xz"
-echo "gpu-pack: $PACK/spartan-gpu-pack.tar.xz ($((size / 1024)) KiB): $(ls "$STAGE/lib" | wc -l) libraries, data: $(ls "$STAGE/data" | tr '\n' ' ')"
+echo "gpu-pack: $PACK/spartan-gpu-pack.tar.xz ($((size / 1024)) KiB): $(ls "$STAGE/lib" "$STAGE/lib-fallback" | grep -c '\.so') libraries, data: $(ls "$STAGE/data" | tr '\n' ' ')"

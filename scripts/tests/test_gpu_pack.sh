@@ -19,9 +19,9 @@ mkdir "$T/x" && tar -xJf "$A" -C "$T/x"
 for b in test_gemm_cuda test_train_cuda bench-gemm-cuda spartan-train; do
   [ -x "$T/x/bin/$b" ] || fail "bin/$b missing from the archive"
   # Every library the binary loads from outside the CUDA toolkit and glibc comes from the pack's lib/.
-  LD_LIBRARY_PATH="$T/x/lib" ldd "$T/x/bin/$b" | awk '$2 == "=>" {print $1, $3}' | while read -r name path; do
+  LD_LIBRARY_PATH="$T/x/lib:$T/x/lib-fallback" ldd "$T/x/bin/$b" | awk '$2 == "=>" {print $1, $3}' | while read -r name path; do
     case "$name" in libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libcu*|libnvJitLink*) continue ;; esac
-    case "$path" in "$T/x/lib/"*) ;; *) fail "$b: $name resolved to $path, not the pack" ;; esac
+    case "$path" in "$T/x/lib/"*|"$T/x/lib-fallback/"*) ;; *) fail "$b: $name resolved to $path, not the pack" ;; esac
   done
 done
 grep -q '^source_commit ' "$T/x/MANIFEST" || fail "MANIFEST without the source commit"
