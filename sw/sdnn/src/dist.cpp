@@ -136,6 +136,33 @@ struct SlotNz {
       ptr.push_back(static_cast<std::int64_t>(idx.size()));
     }
   }
+  /// The structure of the layer-0 input: every STORED feature entry of images row0 .. row0 + batch - 1 whose
+  /// column is one of the slots (slot_of: column -> slot, -1 if not), a stored zero included, as in the
+  /// shared-memory layer_forward and GraphBLAS (the bias goes on the structural non-zeros of Y W). Until the
+  /// sixteenth session the layer-0 structure was taken from the values, so a stored zero in the features lost
+  /// its bias in distributed runs only (found by a fresh-eyes review).
+  void build_from_features(const Csr& f, std::int64_t row0, int batch, const std::vector<std::int32_t>& slot_of,
+                           std::size_t slots) {
+    ptr.assign(slots + 1, 0);
+    for (int pass = 0; pass < 2; ++pass) {  // count per slot, then place (images in ascending order per slot)
+      std::vector<std::int64_t> next;
+      if (pass == 1) {
+        for (std::size_t s = 0; s < slots; ++s) ptr[s + 1] += ptr[s];
+        idx.assign(static_cast<std::size_t>(ptr[slots]), 0);
+        next.assign(ptr.begin(), ptr.end() - 1);
+      }
+      for (int b = 0; b < batch; ++b) {
+        const std::int64_t r = row0 + b;
+        if (r >= f.rows) break;
+        for (auto q = f.row_ptr[r]; q < f.row_ptr[r + 1]; ++q) {
+          const auto s = slot_of[f.col_idx[q]];
+          if (s < 0) continue;
+          if (pass == 0) ++ptr[static_cast<std::size_t>(s) + 1];
+          else idx[static_cast<std::size_t>(next[static_cast<std::size_t>(s)]++)] = b;
+        }
+      }
+    }
+  }
 };
 
 /// Computes local outputs `rows` of one layer: y = clip(sum_j W(j,c) x_j + b on structural non-zeros).
@@ -187,6 +214,7 @@ void DistEngine::forward(const Csr& features, std::int64_t row0, int batch, cons
     std::vector<float> sendbuf, recvbuf;
     MPI_Request req = MPI_REQUEST_NULL;
     std::vector<int> sc, sd, rc, rd;
+    SlotNz slot_nz;
     if (k == 0) {
       std::vector<std::int32_t> slot_of(static_cast<std::size_t>(neurons_), -1);
       for (std::size_t s = 0; s < P.slot_global.size(); ++s) slot_of[P.slot_global[s]] = static_cast<std::int32_t>(s);
@@ -198,6 +226,7 @@ void DistEngine::forward(const Csr& features, std::int64_t row0, int batch, cons
           if (s >= 0) x[static_cast<std::size_t>(s) * batch + b] = features.values[q];
         }
       }
+      slot_nz.build_from_features(features, row0, batch, slot_of, P.slot_global.size());
     } else {
       const auto& yprev = y_[k - 1];
       for (std::size_t s = 0; s < P.slot_global.size(); ++s)
@@ -215,8 +244,9 @@ void DistEngine::forward(const Csr& features, std::int64_t row0, int batch, cons
     }
     auto& y = y_[k];
     y.assign(P.out.size() * static_cast<std::size_t>(batch), 0.0f);
-    SlotNz slot_nz;
-    slot_nz.build(x, P.slot_global.size(), batch);  // remote slots are still zero here: interior rows do not read them
+    // Layers after the first: a stored entry of Y is a positive value (the clipped ReLU drops the rest), so the
+    // structure is the non-zero values. Remote slots are still zero here: interior rows do not read them.
+    if (k > 0) slot_nz.build(x, P.slot_global.size(), batch);
     compute_rows(P, P.interior, x, slot_nz, batch, bias[k], ymax, y);
     if (req != MPI_REQUEST_NULL) {
       MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -224,7 +254,7 @@ void DistEngine::forward(const Csr& features, std::int64_t row0, int batch, cons
         std::copy_n(recvbuf.data() + t * batch, batch, x.data() + static_cast<std::size_t>(P.recv_slot[t]) * batch);
     }
     if (!P.boundary.empty()) {
-      slot_nz.build(x, P.slot_global.size(), batch);
+      if (k > 0) slot_nz.build(x, P.slot_global.size(), batch);  // layer 0: every slot came from the features
       compute_rows(P, P.boundary, x, slot_nz, batch, bias[k], ymax, y);
     }
     if (!keep_) {  // inference: this layer's inputs and the previous outputs are no longer needed

@@ -154,6 +154,42 @@ TEST(SdnnPartition, SingleRankEngineEqualsSharedMemoryInference) {
   for (std::size_t e = 0; e < y.values.size(); ++e) ASSERT_NEAR(y.values[e], ref.values[e], 1e-5f);
 }
 
+// A stored zero in the features is a structural entry (docs/sdnn.md: the bias goes on the structural non-zeros
+// of Y W, as in GraphBLAS and layer_forward): with a positive bias it yields outputs that a zero-valued absent
+// entry does not. Until the sixteenth session the engine took layer 0's structure from the values and dropped it.
+TEST(SdnnPartition, SingleRankEngineKeepsStoredZerosOfTheFeatures) {
+  const auto& w = net6();
+  const auto y0 = load_features(std::string(SDNN_DATA_DIR) + "/sparse-images-1024_subset.mtx.gz", 1024);
+  std::vector<Triple> t;
+  std::int64_t zeros = 0;
+  for (std::int64_t r = 0; r < std::min<std::int64_t>(y0.rows, 64); ++r)
+    for (auto q = y0.row_ptr[r]; q < y0.row_ptr[r + 1]; ++q) {
+      const bool zero = (q % 3) == 0;
+      zeros += zero;
+      t.push_back({r, y0.col_idx[q], zero ? 0.0f : y0.values[q]});
+    }
+  const Csr f = csr_from_triples(std::min<std::int64_t>(y0.rows, 64), 1024, t);
+  ASSERT_GT(zeros, 100);
+  ASSERT_EQ(f.nnz(), static_cast<std::int64_t>(t.size()));  // the zeros are stored
+  Partition one;
+  one.parts = 1;
+  one.neurons = 1024;
+  one.part.assign(6, std::vector<std::int32_t>(1024, 0));
+  for (float bias : {0.05f, -0.3f}) {
+    SCOPED_TRACE(bias);
+    DistEngine eng(w, one, 0, 1, false);
+    std::vector<std::vector<float>> b(6, std::vector<float>(1024, bias));
+    eng.forward(f, 0, static_cast<int>(f.rows), b, 32.0f);
+    const Csr y = eng.gather_output(f.rows);
+    const Csr ref = infer(f, w, bias);
+    if (bias > 0) ASSERT_GT(ref.nnz(), 0);  // (with -0.3 these 64 images leave no activation after 6 layers)
+    EXPECT_EQ(y.row_ptr, ref.row_ptr);
+    EXPECT_EQ(y.col_idx, ref.col_idx);
+    for (std::size_t e = 0; e < std::min(y.values.size(), ref.values.size()); ++e)
+      ASSERT_NEAR(y.values[e], ref.values[e], 1e-5f);
+  }
+}
+
 TEST(SdnnGenerate, RadixNetHas32PerRowAndColumn) {
   for (std::int64_t n : {1024, 4096, 16384}) {
     SCOPED_TRACE(n);
