@@ -27,6 +27,7 @@ class BandwidthCalendar {
   /// Reserves `bytes` starting no earlier than `t`; returns the time the transfer completes.
   ps_t reserve(ps_t t, std::uint64_t bytes) {
     std::uint64_t bin = t / bin_ps_;
+    if (bin < base_) return t + bin_ps_ * bytes / cap_;  // older than the horizon: the port's rate, no booking
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
     if (bin >= base_ + used_.size() / 2) slide(bin);
     ps_t end = t + bin_ps_ * bytes / cap_;  // never faster than the port's rate
@@ -162,6 +163,24 @@ TEST(CrossbarCalendar, BandwidthCalendarMatchesReference) {
       now += (i / 5000) % 2 ? bin_ps * (rng() % 3) / 2 : bin_ps * (rng() % 2) / 8;
     }
   }
+}
+
+// A request older than the horizon (a later reservation slid it) is timed at the port's rate from its own time
+// and counted; it is not charged at the horizon's start (which put an L2 hit behind a whole hot-spot backlog).
+TEST(CrossbarCalendar, RequestOlderThanTheHorizonIsNotChargedAtItsStart) {
+  ClockDomain clk{"x", 1000};  // 1 ns cycles
+  BandwidthCalendar bw(clk, 32, 8, 256);  // 8 ns bins, a 2048 ns horizon (its start trails the latest by half)
+  std::uint64_t owner = 0;
+  bw.count_stale_in(&owner);
+  EXPECT_EQ(bw.reserve(0, 64), ps_t(2000));                 // 64 B at 32 B/ns
+  EXPECT_EQ(bw.stale_reservations(), 0u);
+  const ps_t far = 100000000;                               // 100 us later: the horizon slides there
+  EXPECT_EQ(bw.reserve(far, 32), far + 1000);
+  EXPECT_EQ(bw.reserve(5000, 128), ps_t(5000 + 4000));      // old: its own time + 4 ns (was ~99 us)
+  EXPECT_EQ(bw.stale_reservations(), 1u);
+  EXPECT_EQ(owner, 1u);
+  EXPECT_EQ(bw.reserve(far, 32), far + 2000);               // the recent bookings are kept
+  EXPECT_EQ(bw.stale_reservations(), 1u);
 }
 
 TEST(DramCalendar, SlotCalendarMatchesReference) {

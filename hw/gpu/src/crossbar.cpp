@@ -9,7 +9,9 @@ namespace spartan::hw::gpu {
 
 void CrossbarPortStats::register_with(StatsGroup& g) const {
   g.counter("requests", requests).counter("request_bytes", request_bytes).counter("response_bytes", response_bytes)
-      .average("queue_delay_ps", queue_delay_ps, "time waiting for busy crossbar ports, ps");
+      .average("queue_delay_ps", queue_delay_ps, "time waiting for busy crossbar ports, ps")
+      .counter("stale_reservations", stale_reservations,
+               "port reservations older than the port calendar's horizon, timed without contention");
 }
 
 Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const AddressMap& map, StatsRegistry& stats)
@@ -25,8 +27,13 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
       line_bytes_(cfg.l2.slice.line_bytes) {
   for (std::uint32_t s = 0; s < cfg.l2.slices; ++s) {
     slice_ports_.emplace_back(clk_, bw_);
+    slice_ports_.back().req.count_stale_in(&slice_ports_stale_);
+    slice_ports_.back().rsp.count_stale_in(&slice_ports_stale_);
     slice_port_ptr_.push_back(&slice_ports_.back());
   }
+  stats.add_group("xbar.slice_ports", "crossbar_slice_ports")
+      .counter("stale_reservations", slice_ports_stale_,
+               "reservations on the slice-side ports older than a port calendar's horizon, timed without contention");
   for (std::uint64_t c = 0; c <= flit_bytes(cfg.l2.slice.line_bytes) / bw_ + 1; ++c)
     cycle_ps_.push_back(clk_.cycles_to_ps(double(c)));
   for (std::uint32_t p = 0; p <= cfg.l2.slice.line_bytes; ++p) {
@@ -51,7 +58,10 @@ void Crossbar::add_input_port(const std::string& name, std::uint32_t bytes_per_c
     wide_msg_.push_back(std::move(tab));
     ports_.back().wide_msg = &wide_msg_.back();
   }
-  ports_.back().stats.register_with(registry_.add_group("xbar." + name, "crossbar_port"));
+  Port& p = ports_.back();
+  p.req.count_stale_in(&p.stats.stale_reservations);
+  p.rsp.count_stale_in(&p.stats.stale_reservations);
+  p.stats.register_with(registry_.add_group("xbar." + name, "crossbar_port"));
 }
 
 void Crossbar::rebase(ps_t origin) {

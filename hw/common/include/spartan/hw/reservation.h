@@ -6,7 +6,12 @@
 // keeps the capacity per time bin over a sliding horizon instead: a transfer of n bytes arriving at t
 // takes free capacity from bin(t) onward and finishes where its last byte fits, so out-of-order
 // reservations see the contention that really exists at their own time. Bins are `bin_cycles` cycles
-// wide (granularity of the queueing delay); requests older than the horizon are charged at its start.
+// wide (granularity of the queueing delay). A request older than the horizon (its bins were dropped when a
+// later reservation slid the horizon) is timed at the port's rate from its own time, without booking, and
+// counted (stale_reservations): until the sixteenth session it was charged at the horizon's start, so that
+// one port with responses booked far ahead (a DRAM hot spot) delayed an unrelated L2 hit on the same port
+// by the whole backlog (~200 us in a fresh-eyes review's probe). The error is now bounded by the port's
+// occupancy at the stale request's own time, which the calendar no longer knows.
 //
 // Layout (both calendars, chosen for simulation speed): a ring of twice the horizon, in words of 64 bins.
 // Each word has a bit per bin ("full") and the ring lap it belongs to; a word of an older lap reads as
@@ -113,6 +118,10 @@ class BandwidthCalendar {
         used_(ring_.ring_bins(), 0),
         umask_(ring_.ring_bins() - 1) {}
 
+  /// Requests older than the horizon so far (timed without booking; see the header).
+  std::uint64_t stale_reservations() const { return stale_; }
+  /// Also counts them in `*c` (an owner's stats counter shared by several calendars; nullptr: none).
+  void count_stale_in(std::uint64_t* c) { stale_counter_ = c; }
   /// Forgets every reservation and counts bins from `origin` on (bin k = [origin + k * bin, ...)). Call only
   /// when nothing is reserved at or after `origin` (an idle hierarchy): then what follows is timed exactly
   /// as on a fresh calendar started at `origin`, whatever ran before (GpuSystem::align_to_refresh).
@@ -128,6 +137,11 @@ class BandwidthCalendar {
   ps_t reserve(ps_t t_abs, std::uint64_t bytes) {
     const ps_t t = t_abs > origin_ ? t_abs - origin_ : 0;  // bins count from the origin
     std::uint64_t bin = bin_div_.div(t);
+    if (__builtin_expect(bin < base_, 0)) {  // older than the horizon: see the header
+      ++stale_;
+      if (stale_counter_) ++*stale_counter_;
+      return t_abs + cap_div_.div(bin_ps_ * bytes);
+    }
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
     if (bin >= mid_) slide(bin);
     ps_t end = t + cap_div_.div(bin_ps_ * bytes);  // never faster than the port's rate
@@ -180,6 +194,8 @@ class BandwidthCalendar {
   std::uint64_t umask_, base_ = 0, full_until_ = 0;
   std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
   ps_t origin_ = 0;  ///< time of bin 0 (rebase)
+  std::uint64_t stale_ = 0;                  ///< requests older than the horizon
+  std::uint64_t* stale_counter_ = nullptr;   ///< an owner's counter of the same
 };
 
 /// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a

@@ -26,6 +26,9 @@ class L2Slice;
 struct CrossbarPortStats {
   std::uint64_t requests = 0, request_bytes = 0, response_bytes = 0;
   Average queue_delay_ps;  ///< waiting for busy ports (both directions) per request
+  /// Reservations older than a port calendar's horizon, timed without contention (BandwidthCalendar, both
+  /// directions; for the slice-side ports, all of them in the group xbar.slice_ports).
+  std::uint64_t stale_reservations = 0;
   void register_with(StatsGroup& g) const;
 };
 
@@ -100,6 +103,7 @@ class Crossbar : public sc_core::sc_module {
   std::vector<Message> msg_;  ///< message(p) for p = 0..line_bytes
   std::deque<std::vector<Message>> wide_msg_;  ///< the tables of wider input ports
   std::uint32_t line_bytes_;
+  std::uint64_t slice_ports_stale_ = 0;  ///< the slice-side ports' stale reservations (group xbar.slice_ports)
 };
 
 }  // namespace spartan::hw::gpu
