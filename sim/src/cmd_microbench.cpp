@@ -31,7 +31,7 @@ int microbench_main(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
   spartan::hw::gpu::MicrobenchOptions opt;
-  if (!only.empty()) {
+  if (vm.count("only")) {  // `--only ''` ran all three groups (sixteenth-session review)
     if (only != "stream" && only != "chase" && only != "sweep")
       throw spartan::InputError("--only: expected stream, chase or sweep, got '" + only + "'");
     opt.stream = only == "stream";

@@ -115,7 +115,8 @@ GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
     c.sm.issue_interval_cycles = m.u32("issue_interval_cycles", c.sm.issue_interval_cycles);
     m.finish();
     if (c.sm.count == 0) m.fail("count", "must be > 0");
-    if (c.sm.max_outstanding_lines == 0) m.fail("max_outstanding_lines", "must be > 0");
+    if (c.sm.max_outstanding_lines == 0 || c.sm.max_outstanding_lines > (1u << 20))
+      m.fail("max_outstanding_lines", "must be 1..1048576");
     if (c.sm.issue_interval_cycles == 0) m.fail("issue_interval_cycles", "must be >= 1 (core cycles between two requests of one SM)");
   }
   {
@@ -125,6 +126,10 @@ GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
     c.crossbar.header_bytes = m.u32("header_bytes", c.crossbar.header_bytes);
     m.finish();
     if (c.crossbar.port_bytes_per_cycle == 0) m.fail("port_bytes_per_cycle", "must be > 0");
+    // Upper bounds: message sizes (header + payload, rounded to flits) are 32-bit sums; a header of 2^32 - 16
+    // bytes wrapped to a free message (fresh-eyes review, sixteenth session).
+    if (c.crossbar.port_bytes_per_cycle > 4096) m.fail("port_bytes_per_cycle", "must be at most 4096 bytes per cycle");
+    if (c.crossbar.header_bytes > 4096) m.fail("header_bytes", "must be at most 4096 bytes (a message header)");
   }
   {
     auto m = root.child("l2");
@@ -194,8 +199,11 @@ void validate_gpu_config(const GpuConfig& c) {
                               std::to_string(s.sector_bytes));
   if (s.line_bytes / s.sector_bytes > 32) fail("l2.sector_bytes", "at most 32 sectors per line");
   if (s.bytes_per_cycle == 0) fail("l2.bytes_per_cycle", "must be > 0");
-  if (s.mshr_entries == 0) fail("l2.mshr_entries", "must be > 0");
-  if (s.writeback_entries == 0) fail("l2.writeback_entries", "must be > 0");
+  // Upper bounds (each entry is allocated per slice at start-up; 10^9 tried to allocate ~8 GB per slice and ended
+  // in a bare "out of memory"): real L2 slices have tens to hundreds.
+  if (s.mshr_entries == 0 || s.mshr_entries > 65536) fail("l2.mshr_entries", "must be 1..65536 per slice");
+  if (s.writeback_entries == 0 || s.writeback_entries > 65536)
+    fail("l2.writeback_entries", "must be 1..65536 per slice");
   if (c.l2.interleave_bytes == 0 || c.l2.interleave_bytes % s.line_bytes)
     fail("l2.interleave_bytes", "must be a non-zero multiple of l2.line_bytes");
   if (c.l2.hash != "rotate_xor" && c.l2.hash != "modulo")

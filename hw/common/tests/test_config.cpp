@@ -124,6 +124,16 @@ TEST(GpuConfig, RejectsOutOfRangeValuesAndDuplicateKeys) {
   expect_config_error(with(v, "tRCD", "12\n    tRCD: 14"), "dram.timing.tRCD", "duplicate key");
   expect_config_error(v + "\nname: again\n", "name", "duplicate key");
   expect_config_error(v + "\nl2:\n  ways: 2\n", "l2", "duplicate key");
+  // Sixteenth-session review: a header of 2^32 - 16 bytes wrapped the 32-bit message size to a free message, and
+  // 10^9 MSHRs or write-back entries were allocated per slice before failing with a bare "out of memory".
+  expect_config_error(with(v, "header_bytes", "4294967280"), "crossbar.header_bytes", "at most 4096");
+  expect_config_error(with(v, "port_bytes_per_cycle", "100000"), "crossbar.port_bytes_per_cycle", "at most 4096");
+  expect_config_error(with(v, "mshr_entries", "1000000000"), "l2.mshr_entries", "1..65536");
+  expect_config_error(with(v, "mshr_entries", "65537"), "l2.mshr_entries", "1..65536");
+  expect_config_error(with(v, "ways", "24\n  writeback_entries: 1000000000"), "l2.writeback_entries", "1..65536");
+  expect_config_error(with(v, "max_outstanding_lines", "2000000"), "sm.max_outstanding_lines", "1..1048576");
+  EXPECT_NO_THROW(parse_gpu_config(with(with(with(v, "header_bytes", "4096"), "mshr_entries", "65536"),
+                                        "max_outstanding_lines", "1048576"), "test.yaml"));
   // The limits themselves are accepted.
   EXPECT_NO_THROW(parse_gpu_config(with(with(with(with(v, "core_mhz", "100000"), "crossbar_mhz", "1"), "l2_mhz", "1"),
                                         "dram_mhz", "100000"), "test.yaml"));

@@ -108,14 +108,28 @@ bool TrafficGenerator::next_issue_time(ps_t& t) {
 }
 
 void TrafficGenerator::issue_pending(ps_t t, ps_t now) {
-  ps_t done = issue(pending_, t, now);
-  has_pending_ = false;
+  // A request crossing an L2 line is issued as consecutive line requests, each taking its own in-flight slot
+  // and issue interval: the part up to the line's end now, the rest stays pending (not dependent: it is the
+  // same access). Until the sixteenth session the whole request went out at once as one slot, so an 8 KiB
+  // request bypassed max_outstanding_lines and issue_interval_cycles (fresh-eyes review).
+  MemRequest r = pending_;
+  const std::uint32_t room = line_bytes_ - std::uint32_t(line_div_.mod(r.addr));
+  const bool split = r.bytes > room;
+  if (__builtin_expect(split, 0)) {
+    r.bytes = room;
+    pending_.addr += room;
+    pending_.bytes -= room;
+    if (pending_.data) pending_.data += room;
+    pending_.dependent = false;
+  }
+  ps_t done = issue(r, t, now);
+  has_pending_ = split;
   if (inflight_.size() >= max_outstanding_) inflight_.replace_top(done);
   else inflight_.push(done);
   last_done_ = done;
   kstats_.last_done_ps = std::max(kstats_.last_done_ps, done);
   ++kstats_.requests;
-  (pending_.write ? kstats_.bytes_written : kstats_.bytes_read) += pending_.bytes;
+  (r.write ? kstats_.bytes_written : kstats_.bytes_read) += r.bytes;
   kstats_.latency_ps.add(done - t);
   t_ = t + issue_ps_;
 }
