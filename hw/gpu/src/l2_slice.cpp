@@ -220,7 +220,7 @@ bool L2Slice::contains(std::uint64_t addr) const {
 
 ps_t L2Slice::flush() {
   now_ = sc_core::sc_time_stamp().value();
-  ps_t now = std::max<ps_t>(now_, busy_until_);
+  ps_t now = std::max<ps_t>(now_, data_busy_.latest_end());
   // Write-backs posted before the flush may still be on their way to DRAM: the flush is done when they are
   // too (review of 2026-12-02: only the lines the flush itself evicted were waited for).
   ps_t done = wb_free_.empty() ? now : std::max(now, wb_free_.back());
@@ -285,8 +285,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
   const std::uint32_t set = std::uint32_t(key & (sets_ - 1));
   const std::uint32_t s0 = std::uint32_t(sector_div_.div(off)), s1 = std::uint32_t(sector_div_.div(off + bytes - 1));
   const std::uint32_t need = std::uint32_t(((std::uint64_t(1) << (s1 + 1)) - 1) & ~((std::uint64_t(1) << s0) - 1));
-  ps_t start = std::max(t, busy_until_);
-  busy_until_ = start + busy_ps(bytes);
+  ps_t start = data_busy_.book(t, busy_ps(bytes));
 
   const std::size_t set_base = std::size_t(set) * ways_;
   Line* base = &lines_[set_base];

@@ -7,6 +7,7 @@
 #include <random>
 #include <utility>
 
+#include "spartan/hw/gpu/busy_intervals.h"
 #include "spartan/hw/gpu/min_heap.h"
 #include "spartan/hw/gpu/sorted_queue.h"
 
@@ -124,4 +125,36 @@ TEST(IssueQueue, OneIndexAndPowersOfTwo) {
   compare_issue(8, 1, 0, false);
   compare_issue(9, 64, 0, false);
   compare_issue(10, 65, (std::uint64_t(1) << 57) - 1000, true);
+}
+
+// BusyIntervals (the L2 data array's bookings): requests in time order are timed exactly as by a busy-until
+// register (also with a backlog deeper than the kept history); a request arriving after a later-in-time one
+// takes the hole at its own time.
+TEST(BusyIntervals, InTimeOrderItIsABusyUntilRegister) {
+  std::mt19937_64 rng(5);
+  spartan::hw::gpu::BusyIntervals<64> b;
+  std::uint64_t t = 0, busy_until = 0;
+  for (int i = 0; i < 100000; ++i) {
+    t += rng() % 3000;  // non-decreasing arrivals, often inside the previous request's occupancy
+    const std::uint64_t d = 500 + rng() % 2000;
+    const std::uint64_t expect = std::max(t, busy_until);
+    busy_until = expect + d;
+    ASSERT_EQ(b.book(t, d), expect) << i;
+  }
+  EXPECT_EQ(b.latest_end(), busy_until);
+}
+
+TEST(BusyIntervals, AnEarlierRequestTakesTheHoleAtItsOwnTime) {
+  spartan::hw::gpu::BusyIntervals<4> b;
+  EXPECT_EQ(b.book(1000, 100), 1000u);   // [1000, 1100)
+  EXPECT_EQ(b.book(5000, 100), 5000u);   // [5000, 5100): booked first by a thread running ahead
+  EXPECT_EQ(b.book(2000, 100), 2000u);   // earlier, arrives later: its own time (a register said 5100)
+  EXPECT_EQ(b.book(1050, 100), 1100u);   // overlaps [1000, 1100): right after it, in the hole before 2000
+  EXPECT_EQ(b.book(1150, 900), 2100u);   // does not fit before 2000: after [2000, 2100)
+  EXPECT_EQ(b.latest_end(), 5100u);
+  // The history keeps 4: [1000, 1100) was dropped. A request before every kept interval is placed from the
+  // oldest kept one on ([1100, 1200)), as by a busy-until register: the first hole after it.
+  EXPECT_EQ(b.book(900, 100), 1200u);
+  EXPECT_EQ(b.book(6000, 50), 6000u);    // time order again
+  EXPECT_EQ(b.latest_end(), 6050u);
 }

@@ -28,6 +28,7 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "spartan/hw/address_map.h"
+#include "spartan/hw/gpu/busy_intervals.h"
 #include "spartan/hw/gpu/min_heap.h"
 #include "spartan/hw/gpu/sorted_queue.h"
 #include "spartan/hw/gpu/request.h"
@@ -157,7 +158,9 @@ class L2Slice : public sc_core::sc_module {
   unsigned set_bits_ = 0;         ///< log2(sets)
   std::vector<ps_t> ready_;  ///< per line per sector: time its data is in the array
   SortedQueue<ps_t> mshr_free_, wb_free_;  ///< times each MSHR / write-back buffer entry is free
-  ps_t busy_until_ = 0;
+  /// The data array's bookings (busy_intervals.h): in time order exactly a busy-until register; a request
+  /// arriving after a later-in-time one takes a hole at its own time.
+  BusyIntervals<64> data_busy_;
   ps_t now_ = 0;  ///< sc_time_stamp() of the access being processed
   MemoryController* mc_ = nullptr;
   std::vector<ps_t> busy_bytes_ps_;  ///< busy_ps(bytes) for bytes 0..line_bytes
