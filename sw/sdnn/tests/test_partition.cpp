@@ -1,6 +1,7 @@
 // Partitioners, the connectivity-1 volume model, partition files, per-rank communication plans, and the
 // RadiX-Net generator.
 #include <gtest/gtest.h>
+#include <mpi.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -57,6 +58,28 @@ TEST(SdnnPartition, EveryMethodValidBalancedAndVolumeMatchesDefinition) {
   }
   EXPECT_LT(total["hypergraph"], total["random"]);
   EXPECT_LT(total["hypergraph"], total["block"]);
+}
+
+// The one-time start-up (MPI, Zoltan) is a separate, idempotent call, so that cmd_partition and the bench can
+// keep it out of time_s (it was inside the first timed run: 0.4 s then 0.0 s for two identical runs). Whether
+// the time excludes it is timing and is not tested here; this checks the call does the start-up and can repeat.
+TEST(SdnnPartition, InitializeStartsMpiOnceAndRunStillWorks) {
+  for (const auto& m : partitioner_names()) {
+    SCOPED_TRACE(m);
+    auto p = make_partitioner(m, 1, 0.05);
+    p->initialize();
+    p->initialize();
+    make_partitioner(m, 1, 0.05)->initialize();  // another instance of the same method
+  }
+  int init = 0;
+  MPI_Initialized(&init);
+  EXPECT_TRUE(init) << "hypergraph initialize() must start MPI (Zoltan needs a communicator)";
+  const auto& w = net6();
+  auto hg = make_partitioner("hypergraph", 5, 0.05);
+  hg->initialize();
+  const Partition p = hg->run(w, 3);
+  EXPECT_EQ(p.parts, 3);
+  EXPECT_EQ(p.part, make_partitioner("hypergraph", 5, 0.05)->run(w, 3).part);
 }
 
 TEST(SdnnPartition, DeterministicForSeed) {
