@@ -58,8 +58,7 @@ int dist_infer_main(const std::string& weights, int layers, const std::string& f
     std::printf("category rows (1-based):");
     for (auto c : cats) std::printf(" %lld", static_cast<long long>(c + 1));
     std::printf("\n");
-    const double edges = static_cast<double>(total_edges(w));
-    std::printf("time_s %.6f throughput %.4g images*edges/s\n", secs, static_cast<double>(y0.rows) * edges / secs);
+    std::printf("time_s %.6f throughput %.4g images*edges/s\n", secs, throughput_image_edges_per_s(images, total_edges(w), secs));
     std::printf("expand volume: predicted %llu bytes (connectivity-1 %llu entries x %lld images x 4 bytes), measured %llu bytes: %s\n", predicted,
                 entries, static_cast<long long>(images), measured, predicted == measured ? "EQUAL" : "MISMATCH");
     if (predicted != measured) rc = 1;

@@ -155,4 +155,9 @@ std::int64_t total_edges(const std::vector<Csr>& weights) {
   return e;
 }
 
+double throughput_image_edges_per_s(std::int64_t images, std::int64_t edges, double secs) {
+  if (images <= 0 || !(secs > 0)) return 0.0;
+  return static_cast<double>(images) * static_cast<double>(edges) / secs;
+}
+
 }  // namespace spartan::sdnn

@@ -1,9 +1,15 @@
 # Distributed check run by CTest: partition the challenge subset for NP ranks (block / random / Zoltan PHG), run
 # `mpirun -np NP spartan-sdnn infer|train --partition ...` and require the run's own checks to pass:
 # predicted (connectivity-1) volume == measured bytes sent, and equality with the single-rank result.
-# Variables: BIN MPIRUN NP DATA WORK MODE (infer | train).
+# Variables: BIN MPIRUN NP DATA WORK MODE (infer | train | rank0_error | empty_features).
 file(MAKE_DIRECTORY ${WORK})
-if(MODE STREQUAL "rank0_error")
+if(MODE STREQUAL "empty_features")
+  # A features file with no images (header `0 1024 0`): the single-process and the distributed run both accept
+  # it and print throughput 0 (the distributed run divided by a zero time and printed -nan).
+  set(LAYERS 2)
+  set(METHOD block)
+  file(WRITE ${WORK}/empty.mtx "%%MatrixMarket matrix coordinate real general\n0 1024 0\n")
+elseif(MODE STREQUAL "rank0_error")
   # An error on rank 0 only (the categories file cannot be written: /proc accepts the up-front check as root,
   # then refuses the file) while rank 1 waits in a collective: the job must end with exit 2 and the error
   # line, not hang (before: rank 0 finalised MPI and rank 1 waited for ever).
@@ -36,7 +42,22 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "partition failed (${rc}):\n${out}\n${err}")
 endif()
 set(MPI ${MPIRUN} --oversubscribe --allow-run-as-root -np ${NP})
-if(MODE STREQUAL "rank0_error")
+if(MODE STREQUAL "empty_features")
+  set(ARGS infer --weights ${DATA} --layers ${LAYERS} --features ${WORK}/empty.mtx --bias -0.3 --threads 1)
+  execute_process(COMMAND ${BIN} ${ARGS} RESULT_VARIABLE rc1 OUTPUT_VARIABLE out1 ERROR_VARIABLE err1 TIMEOUT 120)
+  execute_process(COMMAND ${MPI} ${BIN} ${ARGS} --partition ${WORK}/part.txt RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  function(check_empty what code text)
+    if(NOT code EQUAL 0)
+      message(FATAL_ERROR "${what} infer of 0 images failed (${code}):\n${text}")
+    endif()
+    if(NOT text MATCHES "categories: 0 of 0 images" OR NOT text MATCHES "throughput 0 images\\*edges/s")
+      message(FATAL_ERROR "${what} infer of 0 images: expected 'categories: 0 of 0 images' and 'throughput 0 images*edges/s':\n${text}")
+    endif()
+  endfunction()
+  check_empty("single-process" "${rc1}" "${out1}${err1}")
+  check_empty("mpirun -np ${NP}" "${rc}" "${out}${err}")
+  return()
+elseif(MODE STREQUAL "rank0_error")
   execute_process(COMMAND ${MPI} ${BIN} infer --weights ${DATA} --layers ${LAYERS} --features ${DATA}/sparse-images-1024_subset.mtx.gz
     --bias -0.3 --threads 1 --partition ${WORK}/part.txt --categories-out /proc/spartan-sdnn-test-categories.txt
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)

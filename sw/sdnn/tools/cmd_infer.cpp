@@ -67,8 +67,8 @@ int cmd_infer(const std::vector<std::string>& args) {
   const double edges = static_cast<double>(total_edges(w));
   std::printf("layers %d neurons %lld edges %.0f images %lld threads %d\n", layers, static_cast<long long>(w[0].rows), edges,
               static_cast<long long>(y0.rows), omp_get_max_threads());
-  std::printf("time_s %.6f throughput %.4g images*edges/s (%.4g Tedges/s)\n", secs, static_cast<double>(y0.rows) * edges / secs,
-              static_cast<double>(y0.rows) * edges / secs / 1e12);
+  const double rate = throughput_image_edges_per_s(y0.rows, total_edges(w), secs);
+  std::printf("time_s %.6f throughput %.4g images*edges/s (%.4g Tedges/s)\n", secs, rate, rate / 1e12);
   return 0;
 }
 

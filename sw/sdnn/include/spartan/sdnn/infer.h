@@ -35,4 +35,8 @@ std::vector<std::int64_t> categories(const Csr& y);
 /// Total edges (sum of nnz over the layers): throughput is images * edges / seconds.
 std::int64_t total_edges(const std::vector<Csr>& weights);
 
+/// images * edges / secs, the Graph Challenge throughput; 0 when no image ran (or no time was measured), so
+/// that an empty features file prints 0 (not NaN) in the single-process and the distributed run alike.
+double throughput_image_edges_per_s(std::int64_t images, std::int64_t edges, double secs);
+
 }  // namespace spartan::sdnn
