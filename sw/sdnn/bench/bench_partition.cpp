@@ -155,10 +155,17 @@ int main(int argc, char** argv) {
           const auto im = layer_imbalance(w, p);
           imb[m] = *std::max_element(im.begin(), im.end());
         }
+        // "-" where the baseline was not run (not in --methods) or has volume 0 (e.g. one layer): no ratio.
+        const auto ratio = [&](const std::string& m, const char* base) -> std::string {
+          const auto it = vol.find(base);
+          if (it == vol.end() || it->second == 0) return "-";
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.2fx", static_cast<double>(vol[m]) / static_cast<double>(it->second));
+          return buf;
+        };
         for (const auto& m : methods) {
-          const double vr = vol.count("random") ? static_cast<double>(vol[m]) / static_cast<double>(vol["random"]) : 0;
-          const double vb = vol.count("block") && vol["block"] ? static_cast<double>(vol[m]) / static_cast<double>(vol["block"]) : 0;
-          std::printf("| %d | %s | %lld | %.2fx | %.2fx | %.2f%% | %.1f |\n", P, m.c_str(), static_cast<long long>(vol[m]), vr, vb, 100 * imb[m], secs[m]);
+          std::printf("| %d | %s | %lld | %s | %s | %.2f%% | %.1f |\n", P, m.c_str(), static_cast<long long>(vol[m]), ratio(m, "random").c_str(),
+                      ratio(m, "block").c_str(), 100 * imb[m], secs[m]);
           std::fflush(stdout);
         }
       }
