@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "spartan/common/error.h"
@@ -96,6 +97,31 @@ TEST(SdnnPartition, BadArguments) {
   EXPECT_THROW(make_partitioner("metis2", 1), spartan::InputError);
   EXPECT_THROW(make_partitioner("block", 1)->run(w, 0), spartan::InputError);
   EXPECT_THROW(make_partitioner("hypergraph", 1)->run(w, 5000), spartan::InputError);
+}
+
+// METIS's idx_t is 32-bit here: the graph method's arrays (n x L vertices, 2 x nnz adjacency offsets, per-layer
+// weight sums) wrapped silently above 2^31 - 1. The check runs before the graph is built; tested at the boundary
+// (a network that big does not fit a test).
+TEST(SdnnPartition, MetisGraphSizeCheckAtTheIndexLimit) {
+  const std::int64_t lim = metis_index_max();
+  EXPECT_GE(lim, 2147483647);
+  EXPECT_NO_THROW(check_metis_graph_size(lim, lim, lim));
+  EXPECT_NO_THROW(check_metis_graph_size(1024 * 30, 2 * 983040, 33792));
+  if (lim == std::numeric_limits<std::int64_t>::max()) GTEST_SKIP() << "64-bit METIS: nothing above the limit";
+  const std::int64_t over = lim + 1;
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE(which);
+    try {
+      check_metis_graph_size(which == 0 ? over : 100, which == 1 ? over : 200, which == 2 ? over : 300);
+      ADD_FAILURE() << "no InputError";
+    } catch (const spartan::InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(std::to_string(over)), std::string::npos) << msg;
+      EXPECT_NE(msg.find(std::to_string(lim)), std::string::npos) << msg;
+      EXPECT_NE(msg.find("hypergraph"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+  }
 }
 
 TEST(SdnnPartition, FileRoundTripAndErrors) {

@@ -7,7 +7,9 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <string>
 
 #include "spartan/common/error.h"
 #include "spartan/sdnn/partition.h"
@@ -20,8 +22,17 @@ class MetisPartitioner : public Partitioner {
   MetisPartitioner(std::uint64_t seed, double tol) : seed_(seed), tol_(tol) {}
   Partition run(const std::vector<Csr>& w, int parts) override {
     if (w.empty()) throw InputError("partition: network has no layers");
+    if (parts < 1 || parts > w[0].cols) throw InputError("partition: parts must be in [1, " + std::to_string(w[0].cols) + "], got " + std::to_string(parts));
+    if (parts > 1) {
+      // Before any idx_t arithmetic: n x L, the adjacency offsets and the per-layer weight sums must fit.
+      std::int64_t adjacency = 0, max_weight = 0;
+      for (std::size_t k = 0; k < w.size(); ++k) {
+        if (k > 0) adjacency += 2 * w[k].nnz();
+        max_weight = std::max<std::int64_t>(max_weight, w[k].nnz() + kVectorWork * w[k].cols);
+      }
+      check_metis_graph_size(w[0].cols * static_cast<std::int64_t>(w.size()), adjacency, max_weight);
+    }
     const idx_t n = static_cast<idx_t>(w[0].cols);
-    if (parts < 1 || parts > n) throw InputError("partition: parts must be in [1, " + std::to_string(n) + "], got " + std::to_string(parts));
     const idx_t L = static_cast<idx_t>(w.size());
     Partition p;
     p.parts = parts;
@@ -75,6 +86,17 @@ class MetisPartitioner : public Partitioner {
 };
 
 }  // namespace
+
+std::int64_t metis_index_max() { return static_cast<std::int64_t>(std::numeric_limits<idx_t>::max()); }
+
+void check_metis_graph_size(std::int64_t vertices, std::int64_t adjacency_entries, std::int64_t max_layer_weight) {
+  const std::int64_t lim = metis_index_max();
+  if (vertices <= lim && adjacency_entries <= lim && max_layer_weight <= lim) return;
+  throw InputError("partition: the graph method's METIS graph has " + std::to_string(vertices) + " vertices (neurons x layers), " +
+                   std::to_string(adjacency_entries) + " adjacency entries (2 x the non-zeros of layers 2..L) and a layer weight of " +
+                   std::to_string(max_layer_weight) + ", more than METIS's " + std::to_string(sizeof(idx_t) * 8) + "-bit index holds (" +
+                   std::to_string(lim) + "); use the hypergraph method or fewer layers");
+}
 
 std::unique_ptr<Partitioner> make_metis_partitioner(std::uint64_t seed, double imbalance_tol) {
   return std::make_unique<MetisPartitioner>(seed, imbalance_tol);

@@ -70,6 +70,16 @@ class Partitioner {
 /// `imbalance_tol` is the allowed per-layer imbalance (0.05 = 5%). Throws InputError for an unknown method.
 std::unique_ptr<Partitioner> make_partitioner(const std::string& method, std::uint64_t seed, double imbalance_tol = 0.05);
 
+/// Largest value of METIS's index type idx_t in this build (2^31 - 1 with Debian's IDXTYPEWIDTH 32).
+std::int64_t metis_index_max();
+
+/// Size check of the `graph` method's METIS graph, run before it is built: `vertices` = neurons x layers,
+/// `adjacency_entries` = 2 x the non-zeros of layers 2..L (each edge stored at both ends), `max_layer_weight` =
+/// the largest sum of vertex weights of one layer (METIS sums each constraint's weights in idx_t). Throws
+/// InputError naming the sizes and suggesting the hypergraph method when one exceeds metis_index_max() (the
+/// arrays would wrap silently).
+void check_metis_graph_size(std::int64_t vertices, std::int64_t adjacency_entries, std::int64_t max_layer_weight);
+
 /// Names accepted by make_partitioner in this build.
 std::vector<std::string> partitioner_names();
 
