@@ -9,7 +9,8 @@ namespace spartan::hw::gpu {
 
 /// One memory request of an SM, normally inside one L2 line. A request from a RequestSource that crosses lines
 /// is issued as consecutive line requests, each taking an in-flight slot and an issue interval (and counted
-/// as a request in KernelResult); TrafficGenerator::read/write split larger accesses the same way, at once. `data`: for a write, the bytes written (real data: the functional backing store keeps them);
+/// as a request in KernelResult); the direct calls TrafficGenerator::read/write split a larger access into line
+/// payloads issued together. `data`: for a write, the bytes written (real data: the functional backing store keeps them);
 /// for a read, where the bytes read are put (nullptr: discarded).
 struct MemRequest {
   std::uint64_t addr = 0;
