@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake pkg-config git clang libclang-rt-14-dev
+  build-essential cmake pkg-config git clang libclang-rt-14-dev xz-utils
   # simulation and RTL
   libsystemc-dev verilator yosys opensta qflow-tech-osu018
   # libraries
