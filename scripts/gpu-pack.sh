@@ -19,7 +19,8 @@ BINS=("$BUILD/tests/test_gemm_cuda" "$BUILD/tests/test_train_cuda" "$BUILD/bin/b
 for b in "${BINS[@]}"; do
   [ -x "$b" ] || die "$b not found: build with CUDA first (make build on a machine where nvcc is found)"
 done
-ldd "$BUILD/bin/bench-gemm-cuda" | grep -q libcudart || die "$BUILD/bin/bench-gemm-cuda does not load libcudart"
+# (grep reads all of ldd's output: with `grep -q` under pipefail, ldd could die of SIGPIPE and fail the check)
+ldd "$BUILD/bin/bench-gemm-cuda" | grep libcudart > /dev/null || die "$BUILD/bin/bench-gemm-cuda does not load libcudart"
 
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT

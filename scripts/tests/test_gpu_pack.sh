@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 bash "$SRC/scripts/gpu-pack.sh" "$BUILD" "$T/pack" > "$T/pack.log"
 A="$T/pack/spartan-gpu-pack.tar.xz"
 [ -f "$A" ] || fail "no archive"
-ls "$T/pack" | grep -q tmp && fail "temporary file left in the pack directory"
+[ -z "$(ls -A "$T/pack" | grep tmp)" ] || fail "temporary file left in the pack directory"
 mkdir "$T/x" && tar -xJf "$A" -C "$T/x"
 for b in test_gemm_cuda test_train_cuda bench-gemm-cuda spartan-train; do
   [ -x "$T/x/bin/$b" ] || fail "bin/$b missing from the archive"
