@@ -43,7 +43,7 @@ case "$PROFILE" in
 esac
 
 DEVICE=cpu
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && "$BIN/spartan-train" --help | grep -q cuda; then
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && "$BIN/spartan-train" --help | grep cuda > /dev/null; then
   DEVICE=cuda
 fi
 
