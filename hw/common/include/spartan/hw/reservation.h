@@ -118,9 +118,8 @@ class BandwidthCalendar {
         used_(ring_.ring_bins(), 0),
         umask_(ring_.ring_bins() - 1) {}
 
-  /// Requests older than the horizon so far (timed without booking; see the header).
-  std::uint64_t stale_reservations() const { return stale_; }
-  /// Also counts them in `*c` (an owner's stats counter shared by several calendars; nullptr: none).
+  /// Counts the requests older than the horizon (timed without booking; see the header) in `*c`, an owner's stats
+  /// counter that several calendars may share (nullptr: not counted).
   void count_stale_in(std::uint64_t* c) { stale_counter_ = c; }
   /// Forgets every reservation and counts bins from `origin` on (bin k = [origin + k * bin, ...)). Call only
   /// when nothing is reserved at or after `origin` (an idle hierarchy): then what follows is timed exactly
@@ -138,7 +137,6 @@ class BandwidthCalendar {
     const ps_t t = t_abs > origin_ ? t_abs - origin_ : 0;  // bins count from the origin
     std::uint64_t bin = bin_div_.div(t);
     if (__builtin_expect(bin < base_, 0)) {  // older than the horizon: see the header
-      ++stale_;
       if (stale_counter_) ++*stale_counter_;
       return t_abs + cap_div_.div(bin_ps_ * bytes);
     }
@@ -194,8 +192,7 @@ class BandwidthCalendar {
   std::uint64_t umask_, base_ = 0, full_until_ = 0;
   std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
   ps_t origin_ = 0;  ///< time of bin 0 (rebase)
-  std::uint64_t stale_ = 0;                  ///< requests older than the horizon
-  std::uint64_t* stale_counter_ = nullptr;   ///< an owner's counter of the same
+  std::uint64_t* stale_counter_ = nullptr;  ///< an owner's count of requests older than the horizon
 };
 
 /// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a

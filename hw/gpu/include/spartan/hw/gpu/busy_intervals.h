@@ -32,7 +32,6 @@ class BusyIntervals {
   }
   /// End of the latest booking (0: none).
   ps_t latest_end() const { return n_ ? end(n_ - 1) : 0; }
-  std::uint32_t size() const { return n_; }
 
  private:
   ps_t start(std::uint32_t i) const { return s_[(head_ + i) & (N - 1)]; }
