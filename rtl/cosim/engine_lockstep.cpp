@@ -54,6 +54,15 @@ struct EngineLockstep::Impl {
         host((name + "_host").c_str()), rtl(c.read_latency_cycles, c.write_latency_cycles, c.tile_buffers) {
     host.mmio.bind(tlm.mmio);
     tlm.mem.bind(mem.socket);
+    if (c.fail_line) {
+      // the TLM engine reads row segments and writes partial lines: an access fails if any line it touches does
+      mem.set_error_hook([f = c.fail_line](std::uint64_t a, std::uint32_t n, bool w) {
+        for (std::uint64_t l = a & ~std::uint64_t(127); l < a + n; l += 128)
+          if (f(l, w)) return true;
+        return false;
+      });
+      rtl.set_line_fault(c.fail_line);
+    }
   }
 };
 
@@ -85,13 +94,17 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
     sc_core::wait(I.tlm.job_done_event());
   }
   I.host.access(true, eng::CTRL, 0);
-  std::uint64_t hdr_bytes = 16 * tiles, pay_bytes = 0;
-  if (I.tlm.jobs().size() > jobs0) {
+  const std::uint64_t hdr_bytes = 16 * tiles;
+  std::uint64_t hdr_cmp = 0, pay_bytes = 0;
+  const bool tlm_ran = I.tlm.jobs().size() > jobs0;
+  if (tlm_ran) {
     const hw::EngineJob& j = I.tlm.jobs().back();
     res.tlm_status = static_cast<std::uint32_t>(j.status);
     res.tlm_cycles = j.cycles;
     res.tlm_out_bytes = j.payload_bytes;
+    res.tlm_headers_written = j.headers_written;
     pay_bytes = j.payload_bytes;
+    hdr_cmp = 16 * j.headers_written;
   }
   // RTL: same descriptor, lines served from the same memory contents (source and count table).
   const auto t0 = std::chrono::steady_clock::now();
@@ -106,22 +119,38 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   res.rtl_tiles_compacted = r.tiles_compacted;
   res.rtl_max_reads_in_flight = r.max_reads_in_flight;
   res.rtl_compacted_tile_cycles = r.compacted_tile_cycles;
-  I.rtl.written().for_each_written([&](std::uint64_t a) {
+  const auto& wr = I.rtl.written();
+  // a line whose writes fail (fault injection) holds data of neither model
+  const auto write_fails = [&](std::uint64_t a) { return I.cfg.fail_line && I.cfg.fail_line(a & ~std::uint64_t(127), true); };
+  // The headers the RTL wrote: the longest prefix of header slots it wrote in full (or whose line failed).
+  while (res.rtl_headers_written < tiles) {
+    const std::uint64_t a = d.header_base + 16 * res.rtl_headers_written;
+    bool all = true;
+    for (unsigned i = 0; i < 16 && all; ++i) all = wr.at(a + i) >= 0 || write_fails(a + i);
+    if (!all) break;
+    ++res.rtl_headers_written;
+  }
+  wr.for_each_written([&](std::uint64_t a) {
     const bool in_headers = a >= d.header_base && a - d.header_base < hdr_bytes;
     const bool in_payload = a >= d.out_base && a - d.out_base < d.out_capacity_bytes;
     res.stray_write_bytes += !in_headers && !in_payload;
+    // inside the areas but beyond what the TLM engine wrote (a job that stopped earlier in the TLM model)
+    if (tlm_ran) res.byte_mismatches += (in_headers && a - d.header_base >= hdr_cmp) || (in_payload && a - d.out_base >= pay_bytes);
   });
-  if (res.tlm_status == static_cast<std::uint32_t>(eng::JobStatus::Ok)) {
-    const auto& wr = I.rtl.written();
+  if (tlm_ran) {  // every status: a job that stopped must have written the same tiles before it in both
     std::vector<std::uint8_t> ref;
     auto cmp = [&](std::uint64_t base, std::uint64_t n) {
       ref.assign(n, 0);
       I.mem.read_bytes(base, ref.data(), n);
-      for (std::uint64_t i = 0; i < n; ++i) res.byte_mismatches += wr.at(base + i) != int(ref[i]);
-      res.bytes_compared += n;
+      for (std::uint64_t i = 0; i < n; ++i) {
+        if (write_fails(base + i)) continue;
+        res.byte_mismatches += wr.at(base + i) != int(ref[i]);
+        ++res.bytes_compared;
+      }
     };
-    cmp(d.header_base, hdr_bytes);
-    cmp(d.out_base, pay_bytes);
+    // the common prefix: a model that stopped later is caught by the header counts and LAST_OUT_BYTES
+    cmp(d.header_base, 16 * std::min(res.tlm_headers_written, res.rtl_headers_written));
+    cmp(d.out_base, std::min<std::uint64_t>(pay_bytes, res.rtl_out_bytes));
   }
   return res;
 }

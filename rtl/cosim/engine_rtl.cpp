@@ -18,11 +18,15 @@ struct Driver {
     std::uint64_t addr, due;
   };
   std::deque<Rd> reads;
-  std::deque<std::uint64_t> wresp;
+  struct Wr {
+    std::uint64_t due;
+    bool err;
+  };
+  std::deque<Wr> wresp;
 
   template <class Model>
   EngineRtlResult run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
-                      std::uint64_t max_cycles, WrittenLines& written);
+                      std::uint64_t max_cycles, WrittenLines& written, const EngineRtl::LineFault& fault);
 };
 }  // namespace
 
@@ -45,13 +49,13 @@ EngineRtl::~EngineRtl() = default;
 
 EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader& read_line, std::uint64_t max_cycles) {
   written_.clear();
-  return impl_->m1 ? impl_->drv.run(*impl_->m1, d, read_line, max_cycles, written_)
-                   : impl_->drv.run(*impl_->m2, d, read_line, max_cycles, written_);
+  return impl_->m1 ? impl_->drv.run(*impl_->m1, d, read_line, max_cycles, written_, fault_)
+                   : impl_->drv.run(*impl_->m2, d, read_line, max_cycles, written_, fault_);
 }
 
 template <class Model>
 EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
-                            std::uint64_t max_cycles, WrittenLines& written) {
+                            std::uint64_t max_cycles, WrittenLines& written, const EngineRtl::LineFault& fault) {
   auto& I = *this;
   auto& t = *m.top;
   EngineRtlResult res;
@@ -75,11 +79,13 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
       read_line(I.reads.front().addr, line);
       m.put_read_data(line);
       t.rd_resp_valid = 1;
+      t.rd_resp_err = fault && fault(I.reads.front().addr & ~std::uint64_t(127), false);
     }
     t.wr_resp_valid = 0;
     t.wr_resp_err = 0;
-    if (!I.wresp.empty() && I.wresp.front() <= I.cycle) {
+    if (!I.wresp.empty() && I.wresp.front().due <= I.cycle) {
       t.wr_resp_valid = 1;
+      t.wr_resp_err = I.wresp.front().err;
       I.wresp.pop_front();
     }
     // No settle eval before sampling: every output the driver samples (rd_valid/rd_addr, wr_*, rd_resp_ready,
@@ -92,8 +98,9 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
       std::uint8_t bytes[128];
       std::uint64_t strb[2];
       m.take_write(bytes, strb);
-      written.write(t.wr_addr, bytes, strb);
-      I.wresp.push_back(I.cycle + I.wr_lat);
+      const bool err = fault && fault(t.wr_addr & ~std::uint64_t(127), true);
+      if (!err) written.write(t.wr_addr, bytes, strb);
+      I.wresp.push_back({I.cycle + I.wr_lat, err});
     }
     m.clock();
     const std::uint8_t st = m.job_state();

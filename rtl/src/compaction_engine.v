@@ -91,7 +91,7 @@ module compaction_engine #(
   wire s_valid = (s_dt != 2'd3) && ((s_dt == 2'd0) ? (desc[0][1:0] == 2'b00) : (desc[0][0] == 1'b0)) &&
                  ({18'd0, s_lines} <= BUF_LINES) && (desc[2] != 32'd0) && (desc[3] != 32'd0) && (s_fmt == 4'd1 || s_fmt == 4'd2) &&
                  s_tr_ok && s_tc_ok && ((s_dt == 2'd0) ? (desc[4][1:0] == 2'b00) : (desc[4][0] == 1'b0)) &&
-                 ({2'b00, desc[4]} >= s_row_bytes) && (desc[8][1:0] == 2'b00) &&
+                 ({2'b00, desc[4]} >= s_row_bytes) && (desc[8][1:0] == 2'b00) && (desc[14][3:0] == 4'd0) &&
                  ({12'd0, s_tile_bytes} <= READ_BUFFER_BYTES);
   wire [11:0] a = mmio_addr;
   wire is_desc = a[11:6] == 6'b000100;   // 0x100..0x13C
@@ -283,7 +283,9 @@ module compaction_engine #(
   wire [63:0] thr_e = {32'd0, j_thr} * {46'd0, e_t};
   wire        dense = PIPE ? dq_head[33] : est16 >= thr_e;
   wire        zero_t = PIPE ? dq_head[32] : (j_s == 4'd0 && cword == 32'd0);
-  wire [31:0] dense_nnz = (j_s == 4'd0) ? cword : (est == 48'd0 ? 32'd1 :
+  // DENSE header nnz: the count (s = 0) or the estimate (never 0), both clamped to the tile's elements (a
+  // producer that rewrites an element is counted again by the monitor)
+  wire [31:0] dense_nnz = (j_s == 4'd0) ? (cword > {14'd0, e_t} ? {14'd0, e_t} : cword) : (est == 48'd0 ? 32'd1 :
                           (est > {30'd0, e_t} ? {14'd0, e_t} : est[31:0]));
   wire [63:0] tsa_w = trow_addr + (eb4 ? {30'd0, c0, 2'b00} : {31'd0, c0, 1'b0});  // tile's first segment
   // prefetcher's decision (the same rule on its own tile walk)

@@ -286,7 +286,7 @@ module spartan_monitor_regs #(
             case (mmio_addr[7:0])
               8'h00: mmio_rdata <= 32'h53504D31;   // "SPM1"
               8'h04: mmio_rdata <= {31'd0, enable};
-              8'h08: mmio_rdata <= {29'd0, err_flag, flush_done_flag, flush_busy};
+              8'h08: mmio_rdata <= {29'd0, err_flag, flush_done_flag, fbusy};   // busy from the FLUSH write on
               8'h0C: mmio_rdata <= err_code;
               8'h10: mmio_rdata <= {28'd0, sample_shift};
               8'h18: mmio_rdata <= lines_seen;

@@ -271,7 +271,7 @@ void run_case(std::uint64_t seed, unsigned stall_pct, std::uint64_t reset_after 
   }
   if (fault > 0) {
     rm::Descriptor fd = d;
-    if (fault == 1) fd.out_capacity_bytes = static_cast<std::uint32_t>(ref.payload.size() / 2);
+    if (fault == 1) fd.out_capacity_bytes = static_cast<std::uint32_t>(ref.payload.size() / 2 / 16 * 16);  // SUBMIT: a multiple of 16
     if (fault == 2) b.fail_read_line = (SRC + pitch * (rows / 2)) / 128 * 128;
     if (fault == 3) b.fail_writes = 1;
     const auto fw = fd.to_words();

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -230,6 +231,139 @@ TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
   EXPECT_LT(pipe, seq);
 }
 
+// Bus errors (reliability finding 75): one 128 B line answers every access with an error, the same in both
+// models: a source line in the middle of the matrix, the count-table line of the middle tile, the payload's
+// second line, the header line of the middle tile. Both must end with the same LAST_STATUS and LAST_OUT_BYTES
+// and have written the same headers and payload before the tile they stopped at (until the fifteenth session
+// the TLM engine went on after a read error to the end of the tile row and after a write error to the end
+// of the job, writing every header). Both builds, both latencies.
+struct FaultHost : sc_core::sc_module {
+  SC_HAS_PROCESS(FaultHost);
+  enum Kind { kSrcRead, kCountRead, kPayloadWrite, kHeaderWrite, kKinds };
+  std::uint64_t fail_addr = ~0ull;  // the failing line
+  bool fail_write = false;
+  rtl::EngineLockstepConfig cfg(unsigned rd_lat, unsigned wr_lat, unsigned tb) {
+    rtl::EngineLockstepConfig c = Host::cfg(rd_lat, wr_lat, tb);
+    c.fail_line = [this](std::uint64_t line, bool w) { return w == fail_write && line == fail_addr; };
+    return c;
+  }
+  rtl::EngineLockstep e[4];
+  std::vector<Job> jobs;
+  struct Out {
+    unsigned kind;
+    std::size_t job;
+    unsigned engine;
+    rtl::EngineLockstepResult r;
+  };
+  std::vector<Out> out;
+  explicit FaultHost(sc_core::sc_module_name n)
+      : sc_module(n), e{{"f_fast1", cfg(20, 10, 1)}, {"f_slow1", cfg(300, 40, 1)},
+                        {"f_fast2", cfg(20, 10, Host::kTileBuffers[1])}, {"f_slow2", cfg(300, 40, Host::kTileBuffers[1])}} {
+    SC_THREAD(run);
+  }
+  void run() {
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const rm::Descriptor& d = jobs[i].d;
+      const std::uint64_t tiles = rm::tile_count(d.rows, d.cols, d.tile_rows, d.tile_cols);
+      auto rd = [&](std::uint64_t a, std::uint8_t* dst, std::size_t n) {
+        for (std::size_t k = 0; k < n; ++k) {
+          auto it = jobs[i].mem.find(a + k);
+          dst[k] = it == jobs[i].mem.end() ? 0 : it->second;
+        }
+      };
+      for (unsigned kind = 0; kind < kKinds; ++kind) {
+        const std::uint64_t a = kind == kSrcRead       ? d.src + std::uint64_t(d.row_pitch_bytes) * (d.rows / 2)
+                                : kind == kCountRead   ? d.count_table + 4 * (tiles / 2)
+                                : kind == kPayloadWrite ? d.out_base + 128
+                                                        : d.header_base + 16 * (tiles / 2);
+        fail_addr = a & ~std::uint64_t(127);
+        fail_write = kind >= kPayloadWrite;
+        for (unsigned k = 0; k < 4; ++k) out.push_back({kind, i, k, e[k].run(d, rd)});
+      }
+    }
+  }
+};
+
+TEST(EngineRtlVsTlm, BusErrorsStopBothModelsAtTheSameTile) {
+  FaultHost h("fhost");
+  for (std::uint64_t s = 1; s <= 12; ++s) h.jobs.push_back(make_job(s));
+  sc_core::sc_start();
+  ASSERT_EQ(h.out.size(), h.jobs.size() * FaultHost::kKinds * 4);
+  const char* names[] = {"source read", "count-table read", "payload write", "header write"};
+  unsigned errors[FaultHost::kKinds] = {}, stopped_early[FaultHost::kKinds] = {}, exact[FaultHost::kKinds] = {};
+  for (const auto& o : h.out) {
+    const auto& r = o.r;
+    const bool pipelined_write = o.kind >= FaultHost::kPayloadWrite && o.engine >= 2;
+    std::ostringstream what;
+    what << names[o.kind] << " fault, job " << o.job + 1 << ", engine " << o.engine << ": status RTL " << r.rtl_status
+         << " TLM " << r.tlm_status << ", out bytes " << r.rtl_out_bytes << " / " << r.tlm_out_bytes << ", headers "
+         << r.rtl_headers_written << " / " << r.tlm_headers_written << " of " << r.tiles << ", byte mismatches "
+         << r.byte_mismatches;
+    exact[o.kind] += r.mismatches() == 0;
+    if (!pipelined_write) {
+      EXPECT_EQ(r.mismatches(), 0u) << what.str();
+    } else {
+      // The pipelined TLM engine sees a write error once it has issued the write, which it does lazily (in time
+      // order with the reads fetched ahead): it may stop at a later compacted tile than the RTL, never earlier,
+      // and both must agree on the status and on every byte up to the RTL's stop.
+      EXPECT_TRUE(r.rtl_finished) << what.str();
+      EXPECT_EQ(r.rtl_status, r.tlm_status) << what.str();
+      EXPECT_EQ(r.byte_mismatches, 0u) << what.str();
+      EXPECT_GE(r.tlm_headers_written, r.rtl_headers_written) << what.str();
+      EXPECT_GE(r.tlm_out_bytes, r.rtl_out_bytes) << what.str();
+    }
+    EXPECT_EQ(r.stray_write_bytes, 0u) << what.str();
+    if (r.tlm_status == static_cast<std::uint32_t>(rm::engine::JobStatus::BusError)) {
+      ++errors[o.kind];
+      stopped_early[o.kind] += r.tlm_headers_written < r.tiles;
+    }
+  }
+  for (unsigned k = 0; k < FaultHost::kKinds; ++k) {
+    std::printf("%s fault: %u of %zu runs ended BusError (%u before the last tile); %u of %zu runs agree exactly\n",
+                names[k], errors[k], h.jobs.size() * 4, stopped_early[k], exact[k], h.jobs.size() * 4);
+    EXPECT_GT(errors[k], 0u) << names[k] << ": no run hit the failing line";
+    EXPECT_GT(stopped_early[k], 0u) << names[k] << ": no run stopped before its last tile";
+  }
+}
+
+// An exact count (s = 0) above the tile's elements (the monitor counts an element written twice twice): both
+// models write a DENSE header whose nnz is the tile's elements (they wrote the count, which format::validate
+// refuses; reliability finding 75).
+TEST(EngineRtlVsTlm, ExactCountAboveTheElementsIsClampedInBoth) {
+  Host h("ohost");
+  unsigned over = 0;
+  for (std::uint64_t s = 1; s <= 6; ++s) {
+    Job j = make_job(s);
+    if (j.d.sample_shift != 0) continue;
+    for (unsigned b = 0; b < 4; ++b) j.mem[j.d.count_table + b] = b == 2 ? 1 : 0;  // tile 0: 65536
+    j.d.threshold_q16 = 0x8000;
+    h.jobs.push_back(std::move(j));
+    ++over;
+  }
+  ASSERT_GT(over, 2u);
+  sc_core::sc_start();
+  for (unsigned b = 0; b < 2; ++b)
+    for (std::size_t i = 0; i < h.jobs.size(); ++i)
+      for (const auto* r : {&h.res_fast[b][i], &h.res_slow[b][i]}) {
+        EXPECT_EQ(r->mismatches(), 0u) << "job " << i;
+        EXPECT_EQ(r->rtl_status, 0u);
+      }
+  // the RTL's header of tile 0 in the last run of each engine (rtl_written() keeps the last run)
+  const rm::Descriptor& d = h.jobs.back().d;
+  const std::uint32_t elems = std::min(d.rows, std::uint32_t(d.tile_rows)) * std::min(d.cols, std::uint32_t(d.tile_cols));
+  for (const auto* e : {&h.fast1, &h.slow1, &h.fast2, &h.slow2}) {
+    std::uint8_t hb[16];
+    for (unsigned k = 0; k < 16; ++k) {
+      const int v = e->rtl_written().at(d.header_base + k);
+      ASSERT_GE(v, 0);
+      hb[k] = static_cast<std::uint8_t>(v);
+    }
+    const fmt::TileHeader th = fmt::decode_header(hb);
+    EXPECT_EQ(th.fmt(), fmt::TileFormat::Dense);
+    EXPECT_EQ(th.nnz, elems);
+  }
+}
+
 TEST(EngineRtlVsTlm, OnlyTheBuiltTileBufferCountsExist) {
   EXPECT_THROW(rtl::EngineRtl(20, 10, 2), std::invalid_argument);  // the pre-2026-12-01 default: no longer built
   EXPECT_THROW(rtl::EngineRtl(20, 10, 3), std::invalid_argument);
@@ -261,6 +395,14 @@ TEST(EngineRtlVsTlm, RefusedSubmitReturnsAtOnceWithTheMmioError) {
     EXPECT_EQ(bad.submit_error, static_cast<std::uint32_t>(rm::MmioError::BadValue)) << "tile_buffers " << tb;
     EXPECT_FALSE(bad.finished);
     EXPECT_LT(bad.rtl_cycles, 1000u);
+    // OUT_CAPACITY not a multiple of 16 (payloads sit at 16-byte offsets; the RTL wrote up to 15 bytes past
+    // such a capacity before SUBMIT refused it): refused like the TLM engine (regmap::descriptor_valid)
+    rm::Descriptor odd = d;
+    odd.tile_cols = 64;
+    odd.out_capacity_bytes = (1u << 20) - 8;
+    ASSERT_FALSE(rm::descriptor_valid(odd));
+    const auto oddr = eng.run(odd, zeros);
+    EXPECT_EQ(oddr.submit_error, static_cast<std::uint32_t>(rm::MmioError::BadValue)) << "tile_buffers " << tb;
     d.tile_cols = 64;
     ASSERT_EQ(std::uint64_t(d.tile_rows) * d.tile_cols * 4, rtl::EngineRtl::kReadBufferBytes);
     const auto ok = eng.run(d, zeros);

@@ -134,6 +134,7 @@ struct Port {
   /// counted, and the next read is loaded a cycle before it is accepted: 3 cycles for reads).
   sc_time slot_reuse = SC_ZERO_TIME;
   bool error = false;
+  sc_time first_error_done = SC_ZERO_TIME;  ///< response time of the first request answered with an error
 
   /// `windowed` = false: the request does not take a window slot (the pipelined engine's count-table reads:
   /// the RTL's RD_OUTS bound counts tile lines only).
@@ -147,8 +148,11 @@ struct Port {
     spartan::hw::prepare_payload(p, cmd, addr, data, len);
     sc_time d = t > sc_core::sc_time_stamp() ? t - sc_core::sc_time_stamp() : SC_ZERO_TIME;
     sock->b_transport(p, d);
-    if (!p.is_response_ok()) error = true;
     const sc_time done = sc_core::sc_time_stamp() + d;
+    if (!p.is_response_ok() && !error) {
+      error = true;
+      first_error_done = done;
+    }
     if (windowed) window.push(done + slot_reuse);
     cursor = t + clk.cycles(1);
     return done;
@@ -170,6 +174,7 @@ struct StreamWriter {
   std::uint64_t flushed = 0;  ///< stream offset up to which bytes have been written
   std::vector<std::uint8_t> pending;  ///< bytes from `flushed` on
   std::uint64_t bytes_written = 0;
+  std::uint64_t writes_queued = 0;  ///< line writes queued (a stream not starting on a line takes one more)
 
   void append(const std::uint8_t* p, std::size_t n) { pending.insert(pending.end(), p, p + n); }
   void append_zeros(std::size_t n) { pending.insert(pending.end(), n, 0); }
@@ -200,6 +205,7 @@ struct StreamWriter {
                                                 pending.begin() + static_cast<std::ptrdiff_t>(used + n)),
                    ready, is_payload});
       bytes_written += n;
+      ++writes_queued;
       flushed += n;
       used += n;
     }
@@ -390,7 +396,10 @@ void CompactionEngine::run_job(EngineJob& job) {
       if (is_dense || is_zero) {
         if (is_dense) {
           h.format = static_cast<std::uint8_t>(fmt::TileFormat::Dense);
-          h.nnz = d.sample_shift == 0 ? count : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(est, 1, elems));
+          // clamped to the tile's elements for s = 0 too: the monitor counts a rewritten element again, and a
+          // header with nnz > elements fails format::validate (reliability finding 75)
+          h.nnz = d.sample_shift == 0 ? static_cast<std::uint32_t>(std::min<std::uint64_t>(count, elems))
+                                      : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(est, 1, elems));
           ++job.tiles_dense;
           ++stats_.tiles_dense;
         } else {
@@ -427,6 +436,16 @@ void CompactionEngine::run_job(EngineJob& job) {
           iss_idle = rd.cursor - cyc;                      // the cycle its last read is issued
           data_ready = std::max(data_ready, last_resp);    // counted in request order
           last_resp = data_ready;
+        }
+        // A bus error ends the job at this tile, before its header (RTL: S_FETCH latches a read error of the
+        // tile's lines, and S_CNTD, 2 cycles after the tile is counted, ends the job on any error latched so
+        // far, a write response's included; DENSE and zero tiles do not look). The write error is seen here
+        // once the write has been issued, i.e. up to the model's write-issue lag later than in the RTL.
+        const sc_time cntd = (pipe ? std::max(data_ready, cur) : data_ready) + 2 * cyc;
+        if (rd.error || (wr.error && wr.first_error_done + cyc <= cntd)) {
+          job.status = JobStatus::BusError;
+          cur = cntd + cyc;
+          break;
         }
         // Pack with the format's own definition (one tile: grid = the clipped tile, tile size = TR x TC).
         const fmt::TiledMatrix one = fmt::compact(tile_buf.data(), re, ce, ce, opt);
@@ -483,26 +502,25 @@ void CompactionEngine::run_job(EngineJob& job) {
       // a chunk / header produced in cycle x is taken by its packer in x+1 and written in x+2
       payload.emit(wq, from + 2 * cyc, ready + 2 * cyc, false);
       headers.emit(wq, ready + cyc, ready + cyc, false);
+      ++job.headers_written;
     }
   // End of job: the packers flush their open lines 2 cycles after the FSM ends.
   const sc_time flush_at = cur + 2 * cyc;
-  if ((job.status == JobStatus::Ok || job.status == JobStatus::OutOverflow) && !rd.error) {
+  {
+    // After an OutOverflow or a bus error too: the packers write their open lines and LAST_OUT_BYTES counts
+    // the payload of the tiles before the one the job stopped at, as the RTL (S_FIN flushes; LAST_OUT_BYTES
+    // = the output offset). It was 0 here after an overflow (a lockstep mismatch found when overflow jobs
+    // were added to the test) and after a bus error (reliability finding 75). The offset never exceeds
+    // OUT_CAPACITY: every payload was checked against it and the capacity is a multiple of 16 (SUBMIT).
     const std::uint64_t total = fmt::align_up(payload_off, fmt::kPayloadAlignBytes);
-    if (total > d.out_capacity_bytes) {
-      job.status = JobStatus::OutOverflow;
-    } else {
-      // Also after an OutOverflow at a tile: the packers write their open lines and LAST_OUT_BYTES counts the
-      // payload of the tiles before it, as the RTL (S_FIN flushes; LAST_OUT_BYTES = the output offset); it
-      // was 0 here, a lockstep mismatch found when overflow jobs were added to the test.
-      payload.append_zeros(total - payload_off);
-      headers.emit(wq, flush_at, flush_at, true);
-      payload.emit(wq, flush_at, flush_at, true);
-      job.payload_bytes = total;
-    }
+    payload.append_zeros(total - payload_off);
+    headers.emit(wq, flush_at, flush_at, true);
+    payload.emit(wq, flush_at, flush_at, true);
+    job.payload_bytes = total;
   }
   drain(wq, wr, sc_time::from_value(~0ull >> 1), payload_issue);
   if (rd.error || wr.error) job.status = JobStatus::BusError;
-  stats_.writes += payload_issue.size() + (headers.bytes_written + line - 1) / line;
+  stats_.writes += payload_issue.size() + headers.writes_queued;  // every queued write was drained above
   stats_.payload_bytes_written += payload.bytes_written;
   stats_.header_bytes_written += headers.bytes_written;
   // (sequential: every read has completed by `cur`; pipelined: the job also waits for reads fetched ahead)

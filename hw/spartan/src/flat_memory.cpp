@@ -63,6 +63,11 @@ void FlatMemory::b_transport(int, tlm::tlm_generic_payload& p, sc_core::sc_time&
     start = std::max(arrive, busy_until_);
     busy_until_ = start + sc_core::sc_time(double(len) / cfg_.bytes_per_ns, sc_core::SC_NS);
   }
+  if (error_hook_ && (p.is_write() || p.is_read()) && error_hook_(p.get_address(), len, p.is_write())) {
+    delay = (start - sc_core::sc_time_stamp()) + (p.is_write() ? cfg_.write_latency : cfg_.read_latency);
+    p.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
   if (p.is_write()) {
     write_bytes(p.get_address(), p.get_data_ptr(), len);
     ++writes;

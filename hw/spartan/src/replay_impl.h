@@ -102,7 +102,8 @@ inline std::uint64_t align64k(std::uint64_t x) { return (x + kAlign - 1) / kAlig
 inline std::uint64_t payload_bound(const fmt::TileGrid& g, unsigned eb) {
   const std::uint64_t per_tile = std::uint64_t(g.tile_rows) * g.tile_cols * (eb + 2) +
                                  fmt::bitmap_bytes(g.tile_rows, g.tile_cols) + 2 * fmt::kPayloadAlignBytes;
-  return per_tile * g.num_tiles();
+  // a multiple of 16: the engine's OUT_CAPACITY must be (regmap::descriptor_valid)
+  return fmt::align_up(per_tile * g.num_tiles(), fmt::kPayloadAlignBytes);
 }
 
 inline regmap::ElemType elem_of(trace::DType d, const std::string& name) {

@@ -110,6 +110,8 @@ TEST(Engine, RegistersAndBadMmio) {
       x = ok; x.tile_rows = 128; x.tile_cols = 64; bad(x);  // 32 KiB tile > read buffer
       x = ok; x.dtype = static_cast<ElemType>(3); bad(x);
       x = ok; x.rows = 4097; bad(x);                 // 4097 x 256 B > max_job_bytes (1 MiB)
+      x = ok; x.out_capacity_bytes = 1000; bad(x);   // not a multiple of 16 (payload alignment)
+      x = ok; x.out_capacity_bytes = 1024 + 8; bad(x);
       EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_QUEUE_EMPTY_BIT), 1u << STATUS_QUEUE_EMPTY_BIT);
       // Queue: with ENABLE = 0 jobs wait; the third SUBMIT of a 2-deep queue is QueueFull.
       EXPECT_EQ(submit(d, ok), tlm::TLM_OK_RESPONSE);
@@ -252,6 +254,25 @@ void sampled_counts(std::uint32_t tile_buffers) {
 }
 TEST(Engine, SampledCountsStillExpandExactly) { sampled_counts(EngineConfig{}.tile_buffers); }
 TEST(Engine, SampledCountsStillExpandExactlySequential) { sampled_counts(1); }
+
+// An exact count (s = 0) above the tile's elements (the monitor counts an element written twice twice): the
+// DENSE header's nnz is clamped to the elements, so that format::validate accepts the output (it refused
+// "nnz larger than the tile" before; reliability finding 75).
+void over_count(std::uint32_t tile_buffers) {
+  SC_SCENARIO([=] {
+    const RawMatrix m = make_matrix(ElemType::F32, 64, 96, 512, 0.2, 9);
+    Descriptor desc = base_desc(m, kFormatEll);
+    auto counts = reference_counts(m, 32, 32);
+    counts[1] = 5000;  // 32 x 32 = 1024 elements
+    JobResult r = run_job(m, desc, counts, tile_buffers);
+    EXPECT_EQ(r.status, 0u);
+    EXPECT_EQ(r.tm.headers[1].fmt(), fmt::TileFormat::Dense);
+    EXPECT_EQ(r.tm.headers[1].nnz, 1024u);
+    expect_expands_to(r, m);
+  });
+}
+TEST(Engine, ExactCountAboveTheElementsIsClamped) { over_count(EngineConfig{}.tile_buffers); }
+TEST(Engine, ExactCountAboveTheElementsIsClampedSequential) { over_count(1); }
 
 TEST(Engine, ThresholdExtremes) {
   SC_SCENARIO([] {

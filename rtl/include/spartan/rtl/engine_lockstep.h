@@ -25,6 +25,10 @@ struct EngineLockstepConfig {
   /// Tile buffers of both models (EngineConfig::tile_buffers and the RTL build's TILE_BUFFERS): 1 or
   /// EngineRtl::kPipelinedTileBuffers.
   unsigned tile_buffers = EngineRtl::kPipelinedTileBuffers;
+  /// Fault injection, the same in both models: every access to a 128 B line for which `fail_line(line_addr,
+  /// is_write)` returns true is answered with an error (TLM_ADDRESS_ERROR_RESPONSE / rd_resp_err, wr_resp_err)
+  /// and moves no data. Empty: no faults.
+  std::function<bool(std::uint64_t line_addr, bool is_write)> fail_line;
 };
 
 struct EngineLockstepResult {
@@ -33,7 +37,15 @@ struct EngineLockstepResult {
   std::uint64_t rtl_out_bytes = 0, tlm_out_bytes = 0;
   std::uint64_t rtl_cycles = 0, tlm_cycles = 0;   ///< job cycles (LAST_CYCLES)
   std::uint64_t bytes_compared = 0;               ///< header + payload bytes compared
-  std::uint64_t byte_mismatches = 0;              ///< bytes that differ or that the RTL did not write (must be 0)
+  /// Bytes that differ or that the RTL did not write (must be 0), in every job: the headers both models wrote
+  /// (all tiles' unless the job stopped at a tile) and the payload up to the smaller LAST_OUT_BYTES, without
+  /// the lines whose writes fail (fault injection); plus bytes the RTL wrote in the header table or the
+  /// payload area beyond what the TLM engine wrote.
+  std::uint64_t byte_mismatches = 0;
+  std::uint64_t tlm_headers_written = 0;          ///< EngineJob::headers_written
+  /// Header slots the RTL wrote: the longest prefix of slots written in full (a slot in a line whose writes
+  /// fail counts as written). Must equal tlm_headers_written.
+  std::uint64_t rtl_headers_written = 0;
   /// Bytes the RTL wrote outside the header table (16 x tiles at HDR_BASE) and [OUT_BASE, OUT_BASE +
   /// OUT_CAPACITY), in every job, failed ones included (must be 0).
   std::uint64_t stray_write_bytes = 0;
@@ -45,7 +57,7 @@ struct EngineLockstepResult {
   /// Mismatches of any kind: bytes, status, out bytes, RTL not finished.
   std::uint64_t mismatches() const {
     return byte_mismatches + stray_write_bytes + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) +
-           (rtl_out_bytes != tlm_out_bytes);
+           (rtl_out_bytes != tlm_out_bytes) + (rtl_headers_written != tlm_headers_written);
   }
   double deviation_percent() const { return tlm_cycles ? 100.0 * (double(rtl_cycles) - double(tlm_cycles)) / double(tlm_cycles) : 0.0; }
 };

@@ -95,11 +95,16 @@ class EngineRtl {
                       std::uint64_t max_cycles = 2000000000ull);
   /// Bytes written by the last run, by line (128 B-aligned address).
   const WrittenLines& written() const { return written_; }
+  /// Fault injection: a line read or write for which `f(line_addr, is_write)` returns true is answered with
+  /// rd_resp_err / wr_resp_err (a failed write is not recorded in written()); none by default.
+  using LineFault = std::function<bool(std::uint64_t line_addr, bool is_write)>;
+  void set_line_fault(LineFault f) { fault_ = std::move(f); }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   WrittenLines written_;
+  LineFault fault_;
 };
 
 }  // namespace spartan::rtl

@@ -92,6 +92,9 @@ struct EngineJob {
   std::uint64_t payload_bytes = 0;    ///< LAST_OUT_BYTES (payload area size, 16-byte aligned)
   std::uint64_t tiles_dense = 0, tiles_zero = 0, tiles_compacted = 0;
   std::uint64_t tiles_dense_by_size = 0;  ///< of tiles_compacted: written DENSE by SIZE_RULE
+  /// Tiles whose header was written: all of them in a job that ends Ok, those before the tile the job
+  /// stopped at after an OutOverflow or a BusError.
+  std::uint64_t headers_written = 0;
 };
 
 class CompactionEngine : public sc_core::sc_module {

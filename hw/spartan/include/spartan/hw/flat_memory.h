@@ -30,6 +30,10 @@ class FlatMemory : public sc_core::sc_module {
   using WriteHook = std::function<void(std::uint64_t addr, const std::uint8_t* data, std::uint32_t len,
                                        const sc_core::sc_time& when)>;
   void set_write_hook(WriteHook h) { hook_ = std::move(h); }
+  /// Fault injection: a request for which `h(addr, len, is_write)` returns true is answered with
+  /// TLM_ADDRESS_ERROR_RESPONSE after the usual latency and moves no data (a read leaves its buffer as it was).
+  using ErrorHook = std::function<bool(std::uint64_t addr, std::uint32_t len, bool is_write)>;
+  void set_error_hook(ErrorHook h) { error_hook_ = std::move(h); }
 
   /// Untimed functional access (no hook, no stats).
   void write_bytes(std::uint64_t addr, const void* src, std::size_t n);
@@ -45,6 +49,7 @@ class FlatMemory : public sc_core::sc_module {
 
   FlatMemoryConfig cfg_;
   WriteHook hook_;
+  ErrorHook error_hook_;
   sc_core::sc_time busy_until_;
   std::unordered_map<std::uint64_t, std::vector<std::uint8_t>> pages_;
 };

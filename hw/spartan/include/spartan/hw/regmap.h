@@ -239,7 +239,9 @@ struct Descriptor {
 
 /// Descriptor validity rule checked at SUBMIT (invalid -> BadValue, TLM_COMMAND_ERROR_RESPONSE):
 /// rows, cols >= 1; DTYPE valid; FORMAT is ELL or BITMAP; tile dims valid; row pitch a multiple of the
-/// element size and >= cols * element size; count table 4-byte aligned.
+/// element size and >= cols * element size; count table 4-byte aligned; OUT_CAPACITY a multiple of 16 bytes
+/// (payloads sit at 16-byte aligned offsets, tile_format.h kPayloadAlignBytes, and the RTL writes each payload's
+/// padding up to the next one: an unaligned capacity let the RTL write past it; reliability finding 75).
 inline bool descriptor_valid(const Descriptor& d) {
   const std::uint32_t dt = static_cast<std::uint32_t>(d.dtype);
   if (!elem_type_valid(dt) || d.rows == 0 || d.cols == 0) return false;
@@ -247,7 +249,7 @@ inline bool descriptor_valid(const Descriptor& d) {
   if (!tile_dim_valid(d.tile_rows) || !tile_dim_valid(d.tile_cols)) return false;
   const std::uint64_t eb = elem_bytes(d.dtype);
   if (d.row_pitch_bytes % eb != 0 || d.row_pitch_bytes < d.cols * eb) return false;
-  return d.count_table % 4 == 0;
+  return d.count_table % 4 == 0 && d.out_capacity_bytes % 16 == 0;
 }
 
 /// Tiles of a rows x cols matrix cut into tr x tc tiles (row-major tile order).
