@@ -1,6 +1,7 @@
 // Whole-system behaviour: functional data through the hierarchy, extra initiators in the crossbar,
 // contention changing timing, determinism, and bad configs at the command line (exit 2).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -348,9 +349,11 @@ TEST(SpartanSimMicrobench, BadConfigExitsTwoNamingFileAndKey) {
       {[&] { auto t = good; t.replace(t.find("tRCD: 12, "), 10, ""); return t; }(), "missing required key"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    std::string yaml = dir + "/bad_gpu_" + std::to_string(i) + ".yaml";
+    // per-process names: two test runs on one machine must not rewrite each other's files
+    const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(i);
+    std::string yaml = dir + "/bad_gpu_" + tag + ".yaml";
     std::ofstream(yaml) << cases[i].text;
-    std::string out = dir + "/bad_out_" + std::to_string(i) + ".json";
+    std::string out = dir + "/bad_out_" + tag + ".json";
     std::string cmd = exe + " microbench --gpu " + yaml + " --out " + out + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     ASSERT_NE(p, nullptr);
@@ -363,5 +366,6 @@ TEST(SpartanSimMicrobench, BadConfigExitsTwoNamingFileAndKey) {
     EXPECT_NE(text.find(cases[i].expect), std::string::npos) << text;
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;  // one line
     EXPECT_FALSE(std::ifstream(out).good());                            // no output written
+    std::remove(yaml.c_str());
   }
 }

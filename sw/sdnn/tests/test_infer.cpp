@@ -1,6 +1,7 @@
 // Inference against independent oracles: SuiteSparse:GraphBLAS on the 30-layer, 1200-image challenge subset,
 // and a dense reference (written here) for the structural-bias rule.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <omp.h>
 
 #include <cmath>
@@ -98,7 +99,7 @@ TEST(SdnnInfer, CliBadInputExitsTwo) {
   EXPECT_EQ(run(bin + " generate --neurons 64 --layers 2 --init nonsense --out /tmp/sdnn_never_dir"), 2);
   EXPECT_EQ(run(bin + " train --neurons 1000 --layers 2"), 2);
   {  // --out naming an existing file: one line that names the option, exit 2
-    const std::string f = ::testing::TempDir() + "sdnn_out_is_a_file";
+    const std::string f = ::testing::TempDir() + "sdnn_out_is_a_file_" + std::to_string(::getpid());
     std::FILE* fp = std::fopen(f.c_str(), "w");
     ASSERT_NE(fp, nullptr);
     std::fclose(fp);
@@ -109,6 +110,8 @@ TEST(SdnnInfer, CliBadInputExitsTwo) {
     std::getline(in, line);
     EXPECT_NE(line.find("--out"), std::string::npos) << line;
     EXPECT_FALSE(std::getline(in, extra)) << "more than one line: " << extra;
+    std::remove(f.c_str());
+    std::remove(err.c_str());
   }
   EXPECT_EQ(run(bin + " train --neurons 1024 --layers 2 --bias-mode sometimes"), 2);
   EXPECT_EQ(run(bin + " infer --weights " + d + " --layers 2 --features " + d + "/sparse-images-1024_subset.mtx.gz --bias -0.3 --partition /nonexistent.txt"), 2);

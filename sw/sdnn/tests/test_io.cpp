@@ -15,9 +15,16 @@ using namespace spartan::sdnn;
 namespace {
 
 std::string tmp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("sdnn_io_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  // one directory per process, removed when the test program exits (they were left behind)
+  static const struct Dir {
+    std::filesystem::path path = std::filesystem::temp_directory_path() / ("sdnn_io_" + std::to_string(::getpid()));
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } dir;
+  std::filesystem::create_directories(dir.path);
+  return (dir.path / name).string();
 }
 
 std::string write(const std::string& name, const std::string& text) {

@@ -23,9 +23,16 @@ const std::vector<Csr>& net6() {
   return w;
 }
 std::string tmp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("sdnn_part_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  // one directory per process, removed when the test program exits (they were left behind)
+  static const struct Dir {
+    std::filesystem::path path = std::filesystem::temp_directory_path() / ("sdnn_part_" + std::to_string(::getpid()));
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } dir;
+  std::filesystem::create_directories(dir.path);
+  return (dir.path / name).string();
 }
 /// Brute-force connectivity-1 of layer k's nets, straight from the definition.
 std::int64_t brute_volume(const std::vector<Csr>& w, const Partition& p, std::size_t k) {
