@@ -625,13 +625,20 @@ def area_section(area, sim, tmp):
         a180 = u.get("area_180nm", {})
         logic, sram = a180.get("logic_um2"), a180.get("memory_sram_um2")
         name = u.get("name") + (f" (sub-block of {engine}, in its area)" if sub(u) else "")
+        untimed = get(u, "timing_180nm", "memory_paths_timed", default=True) is False
         rows.append([name, u.get("role"), fmt(u.get("cells"), "d"), fmt(logic, ".0f"), fmt(sram, ".0f"),
-                     fmt(get(u, "timing_180nm", "fmax_mhz"), ".1f"), fmt(u.get("instances_per_gpu"), "d")])
+                     ("<= " if untimed else "") + fmt(get(u, "timing_180nm", "fmax_mhz"), ".1f"),
+                     fmt(u.get("instances_per_gpu"), "d")])
         if not sub(u):
             dat.append([u.get("name"), fmt(logic / 1e6 if is_num(logic) else None, ".4f", "NaN"),
                         fmt(sram / 1e6 if is_num(sram) else None, ".4f", "NaN")])
     out.append(md_table(["unit", "role", "cells", "logic at 180 nm (um^2)", "memory as SRAM (um^2)",
                          "fmax at 180 nm (MHz)", "instances per GPU"], rows) + "\n")
+    untimed = [u.get("name") for u in units if get(u, "timing_180nm", "memory_paths_timed", default=True) is False]
+    if untimed:
+        out.append("**fmax is an upper bound** (`<=`) for " + ", ".join(untimed) + ": timed with the memories as "
+                   "black-box SRAM macros, which have no timing arcs, so no path into or out of a memory is timed; "
+                   "the unit clock and the figures at it below are upper bounds too (area/area.md).\n")
     ovr = [(u.get("name"), u.get("parameter_overrides")) for u in units if u.get("parameter_overrides")]
     if ovr:
         su = get(sim, "options", "units", default={}) or {}
@@ -658,7 +665,8 @@ def area_section(area, sim, tmp):
             rows.append([u.get("name"), fmt(L.get("tile_latency_cycles"), ".1f"), fmt(L.get("tile_latency_ns"), ".1f"),
                          fmt(L.get("tiles_per_s_per_gpu"), ".3g"),
                          fmt(L.get("gb_per_s_per_gpu"), ".1f") + (" (capped)" if L.get("capped_at_l2_slice_port") else ""),
-                         fmt(clk, ".0f"), fmt(gb_clk, ".1f"), fmt(L.get("gpu_model_gb_per_s_per_gpu"), ".1f")])
+                         ("<= " if L.get("unit_clock_is_upper_bound") else "") + fmt(clk, ".0f"), fmt(gb_clk, ".1f"),
+                         fmt(L.get("gpu_model_gb_per_s_per_gpu"), ".1f")])
         out.append(f"Latency per tile and throughput in the L2 clock ({fmt(l2, '.0f')} MHz), from the RTL "
                    f"co-simulation's cycle counts ({get(lat[0], 'latency', 'source', default='?')}); '-' where the unit "
                    "has no per-tile latency (the monitor counts alongside the L2 write path). GB/s per GPU assumes every "

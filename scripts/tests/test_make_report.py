@@ -112,9 +112,24 @@ def main():
             for bad in ("nanx", "infx", "-x", "None"):
                 if re.search(r"(?<![\w/.-])" + re.escape(bad) + r"(?![\w/-])", md):
                     fail(f"report.md contains {bad!r}")
+            if "fmax is an upper bound" in md:
+                fail("report.md calls fmax an upper bound for a unit timed with every path")
             dat = open(os.path.join(out, "data", "speedup.dat")).read().splitlines()
             if not dat[-1].endswith("NaN"):
                 fail(f"speedup.dat: a layer without GEMM times is not NaN: {dat[-1]!r}")
+        # A unit timed with its memories as black-box macros: fmax is an upper bound and the report says so.
+        t3, s3, a3 = inputs()
+        a3["units"][0]["timing_180nm"]["memory_paths_timed"] = False
+        run3, out3 = os.path.join(work, "untimed"), os.path.join(work, "report-untimed")
+        write_run(run3, t3, s3, a3)
+        r = run_report(src, run3, out3)
+        if r.returncode != 0:
+            fail(f"memory_paths_timed false: status {r.returncode}: {r.stderr.strip()}")
+        else:
+            md3 = open(os.path.join(out3, "report.md")).read()
+            for want in ("**fmax is an upper bound**", "<= 40.0"):
+                if want not in md3:
+                    fail(f"memory_paths_timed false: report.md lacks {want!r}")
         # Zero tiles present: the count is shown without the "no zero tile to skip" cause; a null count (no
         # number) leaves the sentence out instead of refusing the report.
         for zero, want, unwanted in ((3, "6 all-zero tiles", "no zero tile to skip"), (None, None, "all-zero tiles")):

@@ -335,6 +335,16 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   const YosysStat logic_stat =
       parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top);
   if (!logic_stat.has_area) throw InputError("Yosys reported no chip area for '" + unit.name + "' (liberty without areas?)");
+  // A cell Yosys could not map to the liberty (e.g. a latch, which this flow's dfflibmap does not map) has no
+  // area in `stat` and is a black box in STA: refuse rather than report a silently smaller, partly untimed unit
+  // (reliability finding 77). The SRAM macros are the one intended black box.
+  auto check_mapped = [&](const YosysStat& st, const char* run) {
+    for (const auto& [cell, n] : st.cell_counts)
+      if (!cell.empty() && cell[0] == '$')
+        throw InputError("unit '" + unit.name + "' (top " + unit.top + "): " + std::to_string(n) + " cell(s) of type " +
+                         cell + " left unmapped by the " + run + " synthesis (no liberty cell: area and timing would miss them)");
+  };
+  check_mapped(logic_stat, "logic");
   r.logic_um2 = logic_stat.chip_area_um2;
   std::uint64_t sram_bits = 0;
   for (const auto& m : r.memories)
@@ -346,6 +356,7 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   if (sram_bits > 0 && r.ff_synthesised) {
     run_yosys(synth_script(unit, tools, lib, wd, false), "ff");
     r.stat = parse_yosys_stat(read_file((wd / "ff_stat.txt").string()), unit.name + " ff_stat.txt", unit.top);
+    check_mapped(r.stat, "flip-flop");
     netlist_path = (wd / "ff_netlist.v").string();
   }
   r.netlist = read_file(netlist_path);

@@ -54,6 +54,10 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
   if (g.l2_slices == 0) throw ConfigError(path, "l2.slices", "missing or zero (needed: one monitor per L2 slice)");
   if (g.l2_clock_mhz <= 0.0) throw ConfigError(path, "l2.clock_mhz", "missing or not positive");
   g.process_node_nm = gpu_process_node_nm(g.process);
+  // An unmapped node used to drop the share of die and the unit clock silently ("share computed at 0 nm";
+  // reliability finding 77)
+  if (g.process_node_nm == 0)
+    throw ConfigError(path, "node_nm", std::to_string(c.node_nm) + " nm has no scaled node (supported: 4, 5, 7, 10, 12, 14, 16, 20, 28, 32, 45)");
   return g;
 }
 

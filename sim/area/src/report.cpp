@@ -162,8 +162,12 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
                  {"defined_by", "worst path, all path groups, zero external I/O delay"},
                  {"startpoint", u.worst.startpoint}, {"endpoint", u.worst.endpoint},
                  {"logic_stages", u.worst.stages},
-                 {"netlist", u.timed_with_macros ? "logic only, SRAM macros as black boxes (access time not modelled)"
-                                                 : "memories as flip-flops"}};
+                 {"netlist", u.timed_with_macros ? "logic only, SRAM macros as black boxes: paths into and out of "
+                                                   "them are not timed (critical path a lower bound, fmax an upper bound)"
+                                                 : "memories as flip-flops"},
+                 // false: STA saw the SRAM macros as black boxes without timing arcs, so every path through a
+                 // memory (e.g. a tile-buffer read into the compactor) is missing (reliability finding 77)
+                 {"memory_paths_timed", !u.timed_with_macros}};
     if (u.has_reg2reg)
       t180["register_to_register"] = {{"arrival_ns", u.reg2reg.arrival_ns}, {"slack_ns", u.reg2reg.slack_ns},
                                       {"startpoint", u.reg2reg.startpoint}, {"endpoint", u.reg2reg.endpoint},
@@ -180,6 +184,7 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
       json jn = {{"node_nm", nm}, {"logic_um2", logic_n}, {"memory_um2", mem_n}, {"total_um2", total},
                  {"memory_ff_um2", u.ff_synthesised ? json(mem_ff * n.area_factor) : json(nullptr)},
                  {"critical_path_ns", cp}, {"fmax_mhz", fmax}, {"meets_l2_clock", fmax >= gpu.l2_clock_mhz},
+                 {"fmax_is_upper_bound", u.timed_with_macros},
                  {"per_gpu_mm2", total * inst * 1e-6}, {"extrapolated", n.extrapolated}};
       if (nm == gpu.process_node_nm) jn["share_of_die_percent"] = 100.0 * total * inst * 1e-6 / gpu.die_area_mm2;
       gpu_total_mm2[nm] += total * inst * 1e-6;
@@ -244,6 +249,7 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
           const double clk = std::min(fmax_gpu_node, gpu.l2_clock_mhz);
           lat["unit_clock_mhz"] = clk;
           lat["unit_clock_node_nm"] = gpu.process_node_nm;
+          lat["unit_clock_is_upper_bound"] = u.timed_with_macros;  // the true fmax may be below the L2 clock too
           lat["tiles_per_s_per_gpu_at_unit_clock"] = tiles_per_s(clk) * inst;
           if (uc->tile_bytes) lat["gb_per_s_per_gpu_at_unit_clock"] = gb_per_s(clk) * inst;
           if (uc->tile_latency_cycles) lat["tile_latency_ns_at_unit_clock"] = *uc->tile_latency_cycles * 1000.0 / clk;
@@ -337,9 +343,19 @@ std::string render_markdown(const json& r) {
          << (n["extrapolated"].get<bool>() ? " (extrap.)" : "") << " | " << fmt_g(n["total_um2"].get<double>())
          << " | " << u["instances_per_gpu"].get<unsigned>() << " | " << fmt_g(n["per_gpu_mm2"].get<double>()) << " | "
          << (n.contains("share_of_die_percent") ? fmt_g(n["share_of_die_percent"].get<double>()) : std::string("-"))
-         << " | " << fmt(n["critical_path_ns"].get<double>(), 3) << " | " << fmt(n["fmax_mhz"].get<double>(), 0)
-         << " | " << (n["meets_l2_clock"].get<bool>() ? "yes" : "no") << " |\n";
+         << " | " << fmt(n["critical_path_ns"].get<double>(), 3) << " | "
+         << (n.value("fmax_is_upper_bound", false) ? "<= " : "") << fmt(n["fmax_mhz"].get<double>(), 0) << " | "
+         << (n["meets_l2_clock"].get<bool>() ? (n.value("fmax_is_upper_bound", false) ? "not established" : "yes") : "no")
+         << " |\n";
     }
+  for (const auto& u : r["units"])
+    if (!u["timing_180nm"].value("memory_paths_timed", true))
+      md << "\n**" << u["name"].get<std::string>() << "** was timed with its SRAM-eligible memories as black-box macros "
+         << "(none synthesised as flip-flops: above `--ff-memory-limit-bits`): the macros have no timing arcs, so "
+            "no path into or out of a memory is timed. Its critical path is a lower bound and its fmax, 'meets L2 "
+            "clock' and unit clock are upper bounds (`<=`), and so the GB/s at the unit clock an upper and the tile "
+            "latency ns at it a lower bound. A larger `--ff-memory-limit-bits` times the memories as "
+            "flip-flops (pessimistic for an SRAM read, but every path timed).\n";
   md << "\n## Whole GPU\n\n";
   for (const char* role : {"monitor", "engine"}) {
     bool found = false;
@@ -368,7 +384,9 @@ std::string render_markdown(const json& r) {
        << cell("tile_latency_ns", false) << " | " << cell("tiles_per_cycle", true) << " | "
        << cell("tiles_per_s_per_gpu", true) << (l.value("capped_at_l2_slice_port", false) ? " (capped)" : "") << " | "
        << cell("gb_per_s_per_gpu", true) << (l.value("capped_at_l2_slice_port", false) ? " (capped)" : "") << " | "
-       << (l.contains("unit_clock_mhz") ? fmt(l["unit_clock_mhz"].get<double>(), 0) : std::string("not available")) << " | "
+       << (l.contains("unit_clock_mhz") ? std::string(l.value("unit_clock_is_upper_bound", false) ? "<= " : "") +
+                                              fmt(l["unit_clock_mhz"].get<double>(), 0)
+                                        : std::string("not available")) << " | "
        << cell("tile_latency_ns_at_unit_clock", false) << " | " << cell("gb_per_s_per_gpu_at_unit_clock", true) << " | "
        << cell("gpu_model_gb_per_s_per_gpu", true) << " |\n";
   }

@@ -247,6 +247,22 @@ TEST(AreaReport, Arithmetic) {
   const auto rp = build_report({u}, g, std::nullopt, o);
   EXPECT_EQ(rp["units"][0]["parameter_overrides"]["CAPACITY"], "64");
   EXPECT_NE(render_markdown(rp).find("**mon was synthesised with CAPACITY=64 NREG=2**"), std::string::npos);
+  // Timed with its memories as black-box macros (no timing arcs): fmax, "meets L2 clock" and the unit clock are
+  // upper bounds and say so (reliability finding 77); timed as flip-flops they are plain figures.
+  EXPECT_TRUE(r["units"][0]["timing_180nm"]["memory_paths_timed"].get<bool>());
+  EXPECT_EQ(render_markdown(r).find("<= "), std::string::npos);
+  u.timed_with_macros = true;
+  u.critical_path_ns = 0.4;  // fmax 2500 MHz at 180 nm: "meets" any L2 clock, but not established
+  u.fmax_mhz = 2500.0;
+  const auto rm = build_report({u}, g, cyc, o);
+  EXPECT_FALSE(rm["units"][0]["timing_180nm"]["memory_paths_timed"].get<bool>());
+  EXPECT_TRUE(rm["units"][0]["scaled"][1]["fmax_is_upper_bound"].get<bool>());
+  EXPECT_TRUE(rm["units"][0]["latency"]["unit_clock_is_upper_bound"].get<bool>());
+  const std::string mdm = render_markdown(rm);
+  EXPECT_NE(mdm.find("| not established |"), std::string::npos) << mdm;
+  EXPECT_EQ(mdm.find("| yes |"), std::string::npos) << mdm;
+  EXPECT_NE(mdm.find("no path into or out of a memory is timed"), std::string::npos);
+  EXPECT_NE(mdm.find("| <= 1000 |"), std::string::npos) << mdm;  // unit clock min(fmax, L2) = L2, an upper bound
 }
 
 TEST(AreaManifest, UnitsTxtAndYaml) {
@@ -297,6 +313,19 @@ TEST(AreaGpu, ReadsTheSimulatorPresetsStrictly) {
     ADD_FAILURE() << "unknown preset key accepted";
   } catch (const spartan::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("frobnicate"), std::string::npos) << e.what();
+  }
+  // A process node with no scaled figures is an error naming node_nm (it silently gave no share of die and
+  // no unit clock; reliability finding 77).
+  std::string eight = text;
+  const auto at = eight.find("node_nm:");
+  ASSERT_NE(at, std::string::npos);
+  eight.replace(at, eight.find('\n', at) - at, "node_nm: 8");
+  spartan::write_file_atomic(bad, eight);
+  try {
+    load_gpu(bad, "");
+    ADD_FAILURE() << "node_nm 8 accepted";
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("node_nm"), std::string::npos) << e.what();
   }
   std::remove(bad.c_str());
 }
