@@ -8,24 +8,14 @@
 #include <fstream>
 
 #include "spartan/common/error.h"
+#include "test_tmp_dir.h"
 #include "spartan/sdnn/sparse.h"
 
 using namespace spartan::sdnn;
 
 namespace {
 
-std::string tmp_path(const std::string& name) {
-  // one directory per process, removed when the test program exits (they were left behind)
-  static const struct Dir {
-    std::filesystem::path path = std::filesystem::temp_directory_path() / ("sdnn_io_" + std::to_string(::getpid()));
-    ~Dir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } dir;
-  std::filesystem::create_directories(dir.path);
-  return (dir.path / name).string();
-}
+std::string tmp_path(const std::string& name) { return spartan::sdnn::testing::tmp_path("sdnn_io_", name); }
 
 std::string write(const std::string& name, const std::string& text) {
   const std::string p = tmp_path(name);

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "spartan/common/error.h"
+#include "test_tmp_dir.h"
 #include "spartan/sdnn/dist.h"
 #include "spartan/sdnn/generate.h"
 #include "spartan/sdnn/infer.h"
@@ -22,18 +23,7 @@ const std::vector<Csr>& net6() {
   static const auto w = load_weights(SDNN_DATA_DIR, 6);
   return w;
 }
-std::string tmp_path(const std::string& name) {
-  // one directory per process, removed when the test program exits (they were left behind)
-  static const struct Dir {
-    std::filesystem::path path = std::filesystem::temp_directory_path() / ("sdnn_part_" + std::to_string(::getpid()));
-    ~Dir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } dir;
-  std::filesystem::create_directories(dir.path);
-  return (dir.path / name).string();
-}
+std::string tmp_path(const std::string& name) { return spartan::sdnn::testing::tmp_path("sdnn_part_", name); }
 /// Brute-force connectivity-1 of layer k's nets, straight from the definition.
 std::int64_t brute_volume(const std::vector<Csr>& w, const Partition& p, std::size_t k) {
   std::int64_t v = 0;
