@@ -57,7 +57,7 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
   // An unmapped node used to drop the share of die and the unit clock silently ("share computed at 0 nm";
   // reliability finding 77)
   if (g.process_node_nm == 0)
-    throw ConfigError(path, "node_nm", std::to_string(c.node_nm) + " nm has no scaled node (supported: 4, 5, 7, 10, 12, 14, 16, 20, 28, 32, 45)");
+    throw ConfigError(path, "node_nm", g.process + " has no scaled node (known: " + gpu_process_names() + ")");
   return g;
 }
 

@@ -115,16 +115,29 @@ double sram_area_um2(double bits, int nm) {
   return bits * it->second.um2 / kSramArrayEfficiency;
 }
 
+namespace {
+/// GPU process name (lower case, no spaces, no "nm") -> tabulated logic node.
+const std::map<std::string, int>& gpu_processes() {
+  static const std::map<std::string, int> map = {{"12", 16}, {"12ffn", 16}, {"16", 16}, {"7", 7},   {"n7", 7},
+                                                 {"4n", 5},  {"n4", 5},  {"4", 5},     {"5", 5},   {"n5", 5},  {"28", 32},
+                                                 {"32", 32}, {"45", 45},    {"14", 14}, {"10", 10}, {"20", 20}};
+  return map;
+}
+}  // namespace
+
 int gpu_process_node_nm(const std::string& process) {
   std::string p;
   for (char c : process)
     if (c != ' ') p += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (p.size() > 2 && p.substr(p.size() - 2) == "nm") p.resize(p.size() - 2);
-  static const std::map<std::string, int> map = {{"12", 16}, {"12ffn", 16}, {"16", 16}, {"7", 7},   {"n7", 7},
-                                                 {"4n", 5},  {"n4", 5},  {"4", 5},     {"5", 5},   {"n5", 5},  {"28", 32},
-                                                 {"32", 32}, {"45", 45},    {"14", 14}, {"10", 10}, {"20", 20}};
-  const auto it = map.find(p);
-  return it == map.end() ? 0 : it->second;
+  const auto it = gpu_processes().find(p);
+  return it == gpu_processes().end() ? 0 : it->second;
+}
+
+std::string gpu_process_names() {
+  std::string s;
+  for (const auto& [name, nm] : gpu_processes()) s += (s.empty() ? "" : ", ") + name;
+  return s;
 }
 
 }  // namespace spartan::area

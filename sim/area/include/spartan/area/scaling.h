@@ -55,5 +55,7 @@ double sram_area_um2(double bits, int nm);
 /// The logic node used for a GPU's process ("12" -> 16 (TSMC 12FFN is a 16 nm-family process),
 /// "4N" -> 5, "28" -> 32 (nearest tabulated node, conservative)). Returns 0 if unknown.
 int gpu_process_node_nm(const std::string& process);
+/// The process names gpu_process_node_nm() knows, comma-separated (for error messages).
+std::string gpu_process_names();
 
 }  // namespace spartan::area
