@@ -139,7 +139,7 @@ ps_t L2Slice::evict(Line& l, ps_t t) {
         }
     }
   }
-  l.valid = l.dirty = 0;
+  l.valid = l.dirty = l.partial = 0;
   set_tag(std::size_t(&l - lines_.data()));
   return done;
 }
@@ -304,7 +304,7 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
       evict(base[way], start);
     }
     base[way].key = key;
-    base[way].valid = base[way].dirty = 0;
+    base[way].valid = base[way].dirty = base[way].partial = 0;
     base[way].ready_max = 0;
   }
   Line& l = base[way];
@@ -313,20 +313,24 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
   const std::size_t li = set_base + std::size_t(way);
   touch(set_base, std::uint32_t(way));
 
-  // Sectors that must come from DRAM: reads need every touched sector; writes only partial sectors. A
-  // write covers sector s completely iff off <= s * sector and (s + 1) * sector <= off + bytes, i.e. s in
-  // [ceil(off / sector), floor((off + bytes) / sector)) (a sub-range of [s0, s1]). Per-sector loops below
-  // visit only the set bits of their masks.
+  // Sectors that must come from DRAM: a read needs every touched sector that is missing or only partly
+  // written (partial); a write needs none ("lazy fetch on read", header). A write covers sector s completely
+  // iff off <= s * sector and (s + 1) * sector <= off + bytes, i.e. s in [ceil(off / sector),
+  // floor((off + bytes) / sector)) (a sub-range of [s0, s1]); the other touched sectors that are missing
+  // become partial. Per-sector loops below visit only the set bits of their masks.
   std::uint32_t full = 0;
   if (write) {
     const std::uint32_t lo = std::uint32_t(sector_div_.div(off + sector_bytes_ - 1));
     const std::uint32_t hi = std::uint32_t(sector_div_.div(off + bytes));
     if (hi > lo) full = std::uint32_t(((std::uint64_t(1) << hi) - 1) & ~((std::uint64_t(1) << lo) - 1));
   }
-  std::uint32_t missing = need & ~l.valid & ~full;
+  // Touched sectors neither present nor fully written by this request: a read fetches them; a write
+  // allocates them partial. Either way the access is not a hit.
+  const std::uint32_t absent = need & ~l.valid & ~full;
+  const std::uint32_t missing = write ? 0u : absent | (need & l.partial);
   ps_t resp = start + hit_ps_;
   bool merged = false;
-  for (std::uint32_t m = need & l.valid & ~full; m; m &= m - 1) {
+  for (std::uint32_t m = need & l.valid & ~full & ~missing; m; m &= m - 1) {
     const int s = __builtin_ctz(m);
     if (ready[s] > start) {
       merged = true;
@@ -344,17 +348,22 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
     for (std::uint32_t m = missing; m; m &= m - 1) ready[__builtin_ctz(m)] = fill;
     l.ready_max = std::max(l.ready_max, fill);
     l.valid |= missing;
+    l.partial &= ~missing;
     resp = std::max(resp, fill + half_hit_ps_);
   }
-  for (std::uint32_t m = full; m; m &= m - 1) {
+  const std::uint32_t alloc = write ? full | absent : 0u;  // written without a fill: data present at start
+  for (std::uint32_t m = alloc; m; m &= m - 1) {
     const int s = __builtin_ctz(m);
     ready[s] = std::max(ready[s], start);
   }
-  l.valid |= full;
+  if (write) {
+    l.valid |= alloc;
+    l.partial = (l.partial & ~full) | absent;
+    l.dirty |= need;
+  }
   set_tag(li);
-  if (write) l.dirty |= need;
 
-  bool hit = present && !missing;
+  bool hit = present && !absent && !missing;
   if (merged && hit) ++stats_.mshr_merges;
   if (write) {
     ++stats_.writes;

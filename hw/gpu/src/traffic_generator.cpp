@@ -75,13 +75,13 @@ TrafficGenerator::TrafficGenerator(sc_core::sc_module_name name, const GpuConfig
 }
 
 ps_t TrafficGenerator::read(std::uint64_t addr, void* dst, std::uint32_t bytes, ps_t t) {
-  MemRequest r{addr, bytes, false, static_cast<std::uint8_t*>(dst), false};
+  MemRequest r{addr, bytes, false, static_cast<std::uint8_t*>(dst), false, false};
   return issue(r, t, sc_core::sc_time_stamp().value());
 }
 
 ps_t TrafficGenerator::write(std::uint64_t addr, const void* src, std::uint32_t bytes, ps_t t) {
   // The payload is not modified by any target on a write; the cast only satisfies the TLM API.
-  MemRequest r{addr, bytes, true, const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(src)), false};
+  MemRequest r{addr, bytes, true, const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(src)), false, false};
   return issue(r, t, sc_core::sc_time_stamp().value());
 }
 
@@ -92,7 +92,7 @@ void TrafficGenerator::begin(RequestSource* src, ps_t t) {
   kstats_.first_issue_ps = t;
   inflight_.clear();
   has_pending_ = false;
-  t_ = last_done_ = kstats_.last_done_ps = t;
+  t_ = last_done_ = kstats_.last_done_ps = reads_done_ = t;
 }
 
 bool TrafficGenerator::next_issue_time(ps_t& t) {
@@ -103,6 +103,7 @@ bool TrafficGenerator::next_issue_time(ps_t& t) {
   ps_t ti = t_;
   if (inflight_.size() >= max_outstanding_) ti = std::max(ti, inflight_.top());
   if (pending_.dependent) ti = std::max(ti, last_done_);
+  if (pending_.after_reads) ti = std::max(ti, reads_done_);
   t = ti;
   return true;
 }
@@ -121,9 +122,12 @@ void TrafficGenerator::issue_pending(ps_t t, ps_t now) {
     pending_.bytes -= room;
     if (pending_.data) pending_.data += room;
     pending_.dependent = false;
+    pending_.after_reads = false;
   }
   ps_t done = issue(r, t, now);
   has_pending_ = split;
+  if (r.after_reads) reads_done_ = t;  // the reads it waited for are behind it; later ones count from here
+  if (!r.write) reads_done_ = std::max(reads_done_, done);
   if (inflight_.size() >= max_outstanding_) inflight_.replace_top(done);
   else inflight_.push(done);
   last_done_ = done;

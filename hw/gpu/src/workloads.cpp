@@ -23,7 +23,7 @@ bool StreamSource::next(MemRequest& r) {
   }
   std::uint64_t a = base_ + next_line_ * line_bytes_;
   next_line_ += sms_;
-  r = MemRequest{a, line_bytes_, write_, buf_.data(), false};
+  r = MemRequest{a, line_bytes_, write_, buf_.data(), false, false};
   if (write_) std::memcpy(buf_.data(), ramp_.data() + (a & 255), line_bytes_);
   return true;
 }
@@ -45,9 +45,9 @@ bool CopySource::next(MemRequest& r) {
   std::uint64_t line = batch_lines_[in_batch_];
   std::uint8_t* data = buf_.data() + std::size_t(in_batch_) * line_bytes_;
   if (phase_ == 0) {
-    r = MemRequest{src_ + line * line_bytes_, std::uint32_t(line_bytes_), false, data, false};
+    r = MemRequest{src_ + line * line_bytes_, std::uint32_t(line_bytes_), false, data, false, false};
   } else {
-    r = MemRequest{dst_ + line * line_bytes_, std::uint32_t(line_bytes_), true, data, in_batch_ == 0};
+    r = MemRequest{dst_ + line * line_bytes_, std::uint32_t(line_bytes_), true, data, in_batch_ == 0, false};
   }
   if (++in_batch_ == batch_size_) {
     in_batch_ = 0;
@@ -65,7 +65,7 @@ bool PointerChaseSource::next(MemRequest& r) {
   }
   first_ = false;
   ++done_;
-  r = MemRequest{addr_, 8, false, buf_, true};
+  r = MemRequest{addr_, 8, false, buf_, true, false};
   return true;
 }
 

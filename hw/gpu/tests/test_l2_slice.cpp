@@ -88,17 +88,48 @@ TEST(L2Slice, VictimSkipsTheLruWayWhileItsFillIsInFlight) {
   EXPECT_FALSE(s["contains_B"].get<bool>());
 }
 
-TEST(L2Slice, SectoredWritesAllocateWithoutFetchButPartialSectorsFetch) {
+TEST(L2Slice, WritesNeverFetchAPartialSectorIsFetchedOnItsFirstRead) {
   json s = run_in_child([] {
     GpuSystem g(tiny_gpu());
     std::uint8_t d[128] = {};
-    ListSource src({wr(kA, d, 64), wr(kB + 8, d, 8)});  // 2 full sectors; then part of one sector
-    g.run({&src});
-    return l2_stats(g);
+    // 2 full sectors of A; then 8 bytes of B's sector 0 (partial: allocated, dirty, not fetched).
+    ListSource w({wr(kA, d, 64), wr(kB + 8, d, 8)});
+    auto kw = g.run({&w});
+    json j;
+    j["after_writes"] = l2_stats(g);
+    j["write_max_latency"] = kw.latency_ps.max();
+    // Reading A's written sectors hits; reading B's partial sector must fetch it (a miss) ...
+    ListSource r1({rd(kA, 64), rd(kB, 32)});
+    auto k1 = g.run({&r1});
+    j["after_reads"] = l2_stats(g);
+    j["read_max_latency"] = k1.latency_ps.max();
+    // ... after which it is a plain valid sector: a hit.
+    ListSource r2({rd(kB + 16, 16)});
+    g.run({&r2});
+    j["after_reread"] = l2_stats(g);
+    // Evicting B (C and D map to the same set) writes its dirty sector back.
+    ListSource ev({rd(kC), rd(kD)});
+    g.run({&ev});
+    j["after_evict"] = l2_stats(g);
+    return j;
   });
-  EXPECT_EQ(s["write_misses"], 2);
-  EXPECT_EQ(s["sector_misses"], 1);  // only the partial sector was fetched
-  EXPECT_EQ(s["fill_bytes"], 32);
+  const json& w = s["after_writes"];
+  EXPECT_EQ(w["write_misses"], 2);
+  EXPECT_EQ(w["sector_misses"], 0);  // no fetch for a full or a partial sector
+  EXPECT_EQ(w["fill_bytes"], 0);
+  // The partial write completed at hit latency (no DRAM round trip): 20 L2 cycles + crossbar at 1 GHz.
+  EXPECT_LE(s["write_max_latency"].get<double>(), 40'000);
+  const json& r = s["after_reads"];
+  EXPECT_EQ(r["read_hits"], 1);
+  EXPECT_EQ(r["read_misses"], 1);
+  EXPECT_EQ(r["sector_misses"], 1);  // only B's partial sector
+  EXPECT_EQ(r["fill_bytes"], 32);
+  EXPECT_GT(s["read_max_latency"].get<double>(), 40'000 + 10'000);  // the fetch: + DRAM
+  EXPECT_EQ(s["after_reread"]["read_hits"], 2);
+  EXPECT_EQ(s["after_reread"]["sector_misses"], 1);
+  const json& e = s["after_evict"];
+  EXPECT_EQ(e["writebacks"], 2);  // A (2 dirty sectors) and B (1)
+  EXPECT_EQ(e["writeback_bytes"], 3 * 32);
 }
 
 TEST(L2Slice, MissesCostMoreThanHits) {

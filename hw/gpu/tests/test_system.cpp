@@ -249,6 +249,36 @@ TEST(GpuSystem, MultiLineRequestTakesASlotPerLine) {
   EXPECT_NEAR(one, lines, 0.05 * lines) << "8 KiB in one request: " << one << " ps, as 64 lines: " << lines << " ps";
 }
 
+// MemRequest::after_reads waits for every read issued before it (since the previous such request), while
+// `dependent` waits only for the last request: a cold read X, then warm reads Y and V. V `dependent` issues
+// once Y (a hit) is back, overlapping X's miss (~max(miss, 2 hits)); V `after_reads` waits for X's miss, so
+// the kernel takes X's latency plus a hit (review of the software baselines, eighteenth session).
+TEST(GpuSystem, AfterReadsWaitsForEveryEarlierReadDependentOnlyForTheLast) {
+  json s = run_in_child([] {
+    GpuSystem g(tiny_gpu());
+    const std::uint64_t x = 1 << 22, y = x + 128, v = x + 384;  // X in set 0; Y and V in set 1 (2 ways)
+    auto kernel = [&](bool after_reads) {
+      ListSource warm({{y, 128, false, nullptr, false}, {v, 128, false, nullptr, false}});
+      g.run({&warm});
+      ListSource k({{x, 128, false, nullptr, false},
+                    {y, 128, false, nullptr, false},
+                    {v, 128, false, nullptr, !after_reads, after_reads}});
+      const auto r = g.run({&k});
+      g.flush_l2();
+      g.align_to_refresh();
+      return json{{"duration", r.end_ps - r.start_ps}, {"max", r.latency_ps.max()}, {"min", r.latency_ps.min()}};
+    };
+    g.align_to_refresh();
+    return json{{"dependent", kernel(false)}, {"after_reads", kernel(true)}};
+  });
+  ASSERT_FALSE(s.contains("child_error")) << s;
+  const double cold = s["dependent"]["max"].get<double>(), hit = s["dependent"]["min"].get<double>();
+  const double dep = s["dependent"]["duration"].get<double>(), all = s["after_reads"]["duration"].get<double>();
+  ASSERT_GT(cold, hit + 10'000) << s;  // X missed, Y and V hit
+  EXPECT_LT(dep, cold + 0.9 * hit) << s;  // V overlapped X's miss (it waited only for Y: ~2 hits)
+  EXPECT_GE(all, cold + 0.9 * hit) << s;  // V waited for X
+}
+
 TEST(GpuSystem, ContentionSlowsAStreamAndRunsAreDeterministic) {
   auto once = [] {
     return run_in_child([] {

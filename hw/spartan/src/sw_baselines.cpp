@@ -21,6 +21,12 @@ double Kernel::max_compute_cycles() const {
   return m;
 }
 
+std::uint64_t tile_row_loads(const DenseOperand& m, std::uint32_t ti, std::uint32_t tj, std::uint32_t line) {
+  const fmt::TileGrid g = m.grid();
+  const std::uint64_t row_bytes = std::uint64_t(g.c_eff(tj)) * m.eb();
+  return std::uint64_t(g.r_eff(ti)) * ((row_bytes + line - 1) / line);
+}
+
 std::vector<LinePiece> tile_lines(const DenseOperand& m, std::uint32_t ti, std::uint32_t tj, std::uint32_t line) {
   const fmt::TileGrid g = m.grid();
   const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
@@ -53,27 +59,35 @@ void push_writes(std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>
   }
 }
 
-/// Per SM: tiles in batches; for each batch, all line reads of its tiles (data into per-tile buffers),
-/// then the writes the epilogue derives from that data (the first one dependent on the reads).
+/// Per SM: tiles in batches; for each batch, optionally a header read per tile (a decision the kernel reads
+/// before it touches the tile: tiles marked in `skip` are then not read), all line reads of its (unskipped)
+/// tiles (data into per-tile buffers), then the writes the epilogue derives from that data. The first tile
+/// read waits for all of the batch's header reads, the first write for all of its tile reads (after_reads).
 class TileBatchSource : public RequestSource {
  public:
   using Reads = std::function<std::vector<LinePiece>(std::uint64_t tile)>;
+  using Header = std::function<LinePiece(std::uint64_t tile)>;
   using Writes = std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>>;
   using Epilogue = std::function<void(std::uint64_t tile, const std::vector<std::uint8_t>& data, Writes& out)>;
 
-  TileBatchSource(std::vector<std::uint64_t> tiles, std::uint32_t batch, Reads reads, Epilogue epi)
+  TileBatchSource(std::vector<std::uint64_t> tiles, std::uint32_t batch, Reads reads, Epilogue epi,
+                  Header header = nullptr, std::shared_ptr<const std::vector<bool>> skip = nullptr)
       : tiles_(std::move(tiles)), batch_(std::max<std::uint32_t>(1, batch)), reads_(std::move(reads)),
-        epi_(std::move(epi)) {}
+        epi_(std::move(epi)), header_(std::move(header)), skip_(std::move(skip)) {}
 
   bool next(MemRequest& r) override {
     for (;;) {
       if (phase_ == 0) {  // start a batch
         if (pos_ >= tiles_.size()) return false;
         const std::size_t n = std::min<std::size_t>(batch_, tiles_.size() - pos_);
+        heads_.clear();
         pieces_.clear();
         bufs_.assign(n, {});
         for (std::size_t k = 0; k < n; ++k) {
-          auto p = reads_(tiles_[pos_ + k]);
+          const std::uint64_t t = tiles_[pos_ + k];
+          if (header_) heads_.push_back(header_(t));
+          if (skip_ && (*skip_)[t]) continue;
+          auto p = reads_(t);
           std::size_t total = 0;
           for (const auto& x : p) total = std::max<std::size_t>(total, x.host_offset + x.bytes);
           bufs_[k].assign(total, 0);
@@ -83,23 +97,38 @@ class TileBatchSource : public RequestSource {
         cursor_ = 0;
         phase_ = 1;
       }
-      if (phase_ == 1) {  // reads
+      if (phase_ == 1) {  // header reads (data not kept: the host gave the decisions)
+        if (cursor_ < heads_.size()) {
+          const LinePiece& x = heads_[cursor_++];
+          r = MemRequest{};
+          r.addr = x.addr;
+          r.bytes = x.bytes;
+          r.write = false;
+          return true;
+        }
+        cursor_ = 0;
+        phase_ = 2;
+      }
+      if (phase_ == 2) {  // tile reads
         if (cursor_ < pieces_.size()) {
-          const auto& [k, x] = pieces_[cursor_++];
+          const auto& [k, x] = pieces_[cursor_];
           r = MemRequest{};
           r.addr = x.addr;
           r.bytes = x.bytes;
           r.write = false;
           r.data = bufs_[k].data() + x.host_offset;
+          r.after_reads = cursor_ == 0 && !heads_.empty();
+          ++cursor_;
           return true;
         }
         writes_.clear();
-        for (std::size_t k = 0; k < batch_n_; ++k) epi_(tiles_[pos_ + k], bufs_[k], writes_);
+        for (std::size_t k = 0; k < batch_n_; ++k)
+          if (!(skip_ && (*skip_)[tiles_[pos_ + k]])) epi_(tiles_[pos_ + k], bufs_[k], writes_);
         cursor_ = 0;
-        phase_ = 2;
+        phase_ = 3;
         first_write_ = !pieces_.empty();
       }
-      if (phase_ == 2) {  // writes
+      if (phase_ == 3) {  // writes
         if (cursor_ < writes_.size()) {
           auto& w = writes_[cursor_++];
           r = MemRequest{};
@@ -107,7 +136,7 @@ class TileBatchSource : public RequestSource {
           r.bytes = static_cast<std::uint32_t>(w.second.size());
           r.write = true;
           r.data = w.second.data();
-          r.dependent = first_write_;
+          r.after_reads = first_write_;
           first_write_ = false;
           return true;
         }
@@ -122,9 +151,12 @@ class TileBatchSource : public RequestSource {
   std::uint32_t batch_;
   Reads reads_;
   Epilogue epi_;
+  Header header_;
+  std::shared_ptr<const std::vector<bool>> skip_;
   std::size_t pos_ = 0, batch_n_ = 0, cursor_ = 0;
   int phase_ = 0;
   bool first_write_ = false;
+  std::vector<LinePiece> heads_;
   std::vector<std::pair<std::size_t, LinePiece>> pieces_;
   std::vector<std::vector<std::uint8_t>> bufs_;
   Writes writes_;
@@ -139,6 +171,7 @@ class ListSource : public RequestSource {
     bool write;
     std::vector<std::uint8_t> data;
     bool dependent;
+    bool after_reads;  ///< MemRequest::after_reads
   };
   explicit ListSource(std::vector<Req> reqs) : reqs_(std::move(reqs)) {}
   bool next(MemRequest& r) override {
@@ -150,6 +183,7 @@ class ListSource : public RequestSource {
     r.write = q.write;
     r.data = q.data.empty() ? nullptr : q.data.data();
     r.dependent = q.dependent;
+    r.after_reads = q.after_reads;
     return true;
   }
 
@@ -165,8 +199,9 @@ std::vector<std::vector<std::uint64_t>> tiles_per_sm(std::uint64_t tiles, std::u
 }
 
 Kernel tile_kernel(const std::string& name, const DenseOperand& m, std::uint32_t sms, std::uint32_t line,
-                   std::uint32_t batch, const std::vector<bool>* skip, double cyc_line, double cyc_tile,
-                   double issue_width, TileBatchSource::Epilogue epi) {
+                   std::uint32_t batch, std::shared_ptr<const std::vector<bool>> skip, double cyc_line,
+                   double cyc_tile, double issue_width, TileBatchSource::Epilogue epi,
+                   TileBatchSource::Header header = nullptr) {
   Kernel k;
   k.name = name;
   const fmt::TileGrid g = m.grid();
@@ -176,10 +211,12 @@ Kernel tile_kernel(const std::string& name, const DenseOperand& m, std::uint32_t
     std::vector<std::uint64_t> mine;
     double cyc = 0;
     for (std::uint64_t t : all[s]) {
-      if (skip && (*skip)[t]) continue;
+      const bool skipped = skip && (*skip)[t];
+      if (skipped && !header) continue;  // without a header read a skipped tile is not the kernel's work
       mine.push_back(t);
+      if (skipped) continue;
       const std::uint32_t ti = static_cast<std::uint32_t>(t / tc), tj = static_cast<std::uint32_t>(t % tc);
-      cyc += cyc_tile + cyc_line * double(tile_lines(m, ti, tj, line).size());
+      cyc += cyc_tile + cyc_line * double(tile_row_loads(m, ti, tj, line));
     }
     k.compute_cycles.push_back(cyc / std::max(1.0, issue_width));
     DenseOperand mm = m;
@@ -188,7 +225,7 @@ Kernel tile_kernel(const std::string& name, const DenseOperand& m, std::uint32_t
         [mm, tc, line](std::uint64_t t) {
           return tile_lines(mm, static_cast<std::uint32_t>(t / tc), static_cast<std::uint32_t>(t % tc), line);
         },
-        epi));
+        epi, header, skip));
   }
   return k;
 }
@@ -233,7 +270,7 @@ Kernel make_producer(const DenseOperand& m, std::uint32_t sms, std::uint32_t lin
     for (std::uint64_t t : all[s]) {
       for (const LinePiece& p : tile_lines(m, static_cast<std::uint32_t>(t / tc), static_cast<std::uint32_t>(t % tc), line)) {
         const std::uint8_t* src = m.host + (p.addr - m.base);
-        reqs.push_back({p.addr, p.bytes, true, std::vector<std::uint8_t>(src, src + p.bytes), false});
+        reqs.push_back({p.addr, p.bytes, true, std::vector<std::uint8_t>(src, src + p.bytes), false, false});
       }
     }
     k.compute_cycles.push_back(0);
@@ -250,7 +287,7 @@ Kernel make_memset(std::uint64_t base, std::uint64_t bytes, std::uint32_t sms, s
   for (std::uint64_t o = 0; o < bytes; ++i) {
     const std::uint64_t a = base + o;
     const std::uint64_t n = std::min<std::uint64_t>(line - a % line, bytes - o);
-    reqs[i % sms].push_back({a, static_cast<std::uint32_t>(n), true, std::vector<std::uint8_t>(n, 0), false});
+    reqs[i % sms].push_back({a, static_cast<std::uint32_t>(n), true, std::vector<std::uint8_t>(n, 0), false, false});
     o += n;
   }
   for (std::uint32_t s = 0; s < sms; ++s) {
@@ -336,17 +373,17 @@ Kernel make_scan(std::uint64_t count_array, std::uint32_t entry_bytes, const std
       for (std::uint64_t o = t0 * eb; o < t1 * eb;) {
         const std::uint64_t a = count_array + o;
         const std::uint64_t n = std::min<std::uint64_t>(line - a % line, t1 * eb - o);
-        reqs.push_back({a, static_cast<std::uint32_t>(n), false, {}, false});
+        reqs.push_back({a, static_cast<std::uint32_t>(n), false, {}, false, false});
         o += n;
       }
-      if (t0 > 0) reqs.push_back({count_array + eb * (t0 - 1), static_cast<std::uint32_t>(eb), false, {}, true});
+      if (t0 > 0) reqs.push_back({count_array + eb * (t0 - 1), static_cast<std::uint32_t>(eb), false, {}, true, false});
       std::vector<std::uint8_t> hb((t1 - t0) * fmt::kHeaderBytes);
       for (std::uint64_t t = t0; t < t1; ++t) fmt::encode_header(headers[t], hb.data() + (t - t0) * fmt::kHeaderBytes);
       std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>> w;
       push_writes(w, out.header_base + t0 * fmt::kHeaderBytes, hb.data(), hb.size(), line);
-      bool first = true;
+      bool first = true;  // the headers use every entry read above: the first write waits for all of them
       for (auto& x : w) {
-        reqs.push_back({x.first, static_cast<std::uint32_t>(x.second.size()), true, std::move(x.second), first});
+        reqs.push_back({x.first, static_cast<std::uint32_t>(x.second.size()), true, std::move(x.second), false, first});
         first = false;
       }
     }
@@ -371,15 +408,21 @@ Kernel make_scatter(const DenseOperand& m, const std::vector<fmt::TileHeader>& h
   opt.sparse_format = f;
   opt.elem = static_cast<fmt::ElemType>(m.dtype);
   auto hdr = std::make_shared<std::vector<fmt::TileHeader>>(headers);
+  // Every tile's header (written by the scan) is read first: it says whether the tile is packed and where.
+  const std::uint64_t header_base = out.header_base;
+  TileBatchSource::Header header = [header_base](std::uint64_t t) {
+    return LinePiece{header_base + t * fmt::kHeaderBytes, static_cast<std::uint32_t>(fmt::kHeaderBytes), 0};
+  };
   Kernel k = tile_kernel(
-      "sw_scatter", m, sms, line, c.tiles_in_flight_per_sm, skip.get(), c.scatter_cycles_per_line,
+      "sw_scatter", m, sms, line, c.tiles_in_flight_per_sm, skip, c.scatter_cycles_per_line,
       c.scatter_cycles_per_tile, c.issue_width,
       [g, tc, opt, hdr, out, line](std::uint64_t t, const std::vector<std::uint8_t>& d, TileBatchSource::Writes& w) {
         const std::uint32_t re = g.r_eff(static_cast<std::uint32_t>(t / tc)), ce = g.c_eff(static_cast<std::uint32_t>(t % tc));
         const fmt::TiledMatrix one = fmt::compact(d.data(), re, ce, ce, opt);
         const std::size_t n = fmt::tile_payload_bytes(one.headers[0], re, ce, g.tile_cols, opt.elem);
         push_writes(w, out.payload_base + (*hdr)[t].offset, one.payload.data(), n, line);
-      });
+      },
+      header);
   return k;
 }
 
@@ -396,22 +439,22 @@ Kernel make_consumer(const DenseOperand& m, const std::vector<fmt::TileHeader>& 
     double cyc = 0;
     for (std::uint64_t t : all[s]) {
       const std::uint32_t ti = static_cast<std::uint32_t>(t / tc), tj = static_cast<std::uint32_t>(t % tc);
-      reqs.push_back({out.header_base + t * fmt::kHeaderBytes, static_cast<std::uint32_t>(fmt::kHeaderBytes), false, {}, false});
+      reqs.push_back({out.header_base + t * fmt::kHeaderBytes, static_cast<std::uint32_t>(fmt::kHeaderBytes), false, {}, false, false});
       const fmt::TileHeader& h = headers[t];
       if (h.fmt() == fmt::TileFormat::Dense) {
         bool first = true;
         for (const LinePiece& p : tile_lines(m, ti, tj, line)) {
-          reqs.push_back({p.addr, p.bytes, false, {}, first});
+          reqs.push_back({p.addr, p.bytes, false, {}, first, false});
           first = false;
-          cyc += c.consumer_cycles_per_line;
         }
+        cyc += c.consumer_cycles_per_line * double(tile_row_loads(m, ti, tj, line));
       } else if (h.nnz > 0) {
         const std::uint64_t n = fmt::tile_payload_bytes(h, g.r_eff(ti), g.c_eff(tj), g.tile_cols, et);
         bool first = true;
         for (std::uint64_t o = 0; o < n;) {
           const std::uint64_t a = out.payload_base + h.offset + o;
           const std::uint64_t len = std::min<std::uint64_t>(line - a % line, n - o);
-          reqs.push_back({a, static_cast<std::uint32_t>(len), false, {}, first});
+          reqs.push_back({a, static_cast<std::uint32_t>(len), false, {}, first, false});
           first = false;
           cyc += c.consumer_cycles_per_line;
           o += len;

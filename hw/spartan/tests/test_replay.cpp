@@ -14,6 +14,7 @@
 #include "spartan/common/build_info.h"
 #include "spartan/common/error.h"
 #include "spartan/hw/replay.h"
+#include "spartan/hw/sw_baselines.h"
 #include "spartan/trace/keys.h"
 #include "spartan/trace/metadata.h"
 #include "spartan/trace/sptrace.h"
@@ -724,6 +725,98 @@ TEST(Replay, BadSelectionsAreInputErrors) {
       }
     }
   });
+}
+
+// The software kernels' request streams, drained without a GPU (review of the software baselines, eighteenth
+// session): the scatter reads every tile's header (16 B, written by the scan) and its tile reads wait for all
+// of them; every epilogue write waits for all of its batch's reads (after_reads, not `dependent` on the last).
+namespace fmtn = spartan::format;
+std::vector<gpu::MemRequest> drain(gpu::RequestSource& src) {
+  std::vector<gpu::MemRequest> v;
+  gpu::MemRequest r;
+  while (src.next(r)) v.push_back(r);
+  return v;
+}
+
+TEST(SwBaselines, ScatterReadsEveryTileHeaderAndItsTileReadsWaitForThem) {
+  // 96 x 64 F32 at a 1024-byte pitch, 32 x 32 tiles: 3 x 2 = 6 tiles; tiles 1 and 4 DENSE (not scattered).
+  std::vector<std::uint8_t> host(96 * 1024, 0);
+  DenseOperand m;
+  m.base = 1 << 20;
+  m.rows = 96;
+  m.cols = 64;
+  m.pitch_bytes = 1024;
+  m.host = host.data();
+  std::vector<fmtn::TileHeader> h(6);
+  for (std::size_t t = 0; t < h.size(); ++t) {
+    h[t].format = static_cast<std::uint8_t>(t == 1 || t == 4 ? fmtn::TileFormat::Dense : fmtn::TileFormat::Bitmap);
+    h[t].nnz = 10;
+    h[t].offset = 4096 * t;
+  }
+  SparseOutput out{1 << 24, 1 << 25};
+  BaselineConfig c;
+  c.tiles_in_flight_per_sm = 2;
+  Kernel k = make_scatter(m, h, fmtn::TileFormat::Bitmap, out, c, 2, 128);  // SM 0: tiles 0, 2, 4; SM 1: 1, 3, 5
+  ASSERT_EQ(k.per_sm.size(), 2u);
+  std::uint64_t header_reads = 0, tile_read_bytes = 0, payload_writes = 0;
+  for (auto& src : k.per_sm) {
+    const auto reqs = drain(*src);
+    bool after_header = false, in_tile_reads = false;
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      const auto& r = reqs[i];
+      if (!r.write && r.addr >= out.header_base && r.addr < out.header_base + 6 * fmtn::kHeaderBytes) {
+        EXPECT_EQ(r.bytes, fmtn::kHeaderBytes);
+        EXPECT_EQ((r.addr - out.header_base) % fmtn::kHeaderBytes, 0u);
+        ++header_reads;
+        after_header = true;
+        in_tile_reads = false;
+      } else if (!r.write) {
+        // The first tile read after a batch's header reads waits for all of them.
+        EXPECT_EQ(r.after_reads, after_header && !in_tile_reads) << "request " << i;
+        EXPECT_FALSE(r.dependent);
+        after_header = false;
+        in_tile_reads = true;
+        tile_read_bytes += r.bytes;
+      } else {
+        EXPECT_GE(r.addr, out.payload_base);
+        // The first write of a batch waits for every tile read of the batch.
+        EXPECT_EQ(r.after_reads, in_tile_reads) << "request " << i;
+        in_tile_reads = false;
+        ++payload_writes;
+      }
+    }
+  }
+  EXPECT_EQ(header_reads, 6u);                  // every tile's header, DENSE ones included
+  EXPECT_EQ(tile_read_bytes, 4u * 32 * 32 * 4);  // only the 4 packed tiles
+  // Drained without a GPU the tile buffers stay zero, so the packed payloads are empty: no writes here (the
+  // epilogue write's after_reads is checked by the profile test below).
+  EXPECT_EQ(payload_writes, 0u);
+}
+
+TEST(SwBaselines, ProfileCountWriteWaitsForAllReadsAndLineCostsCountWarpLoads) {
+  // One 32 x 32 F32 tile at a 3136-byte pitch (784 columns, a conv layer's row): 24 of its rows straddle a
+  // 128-byte line boundary (48 pieces), but a warp loads each 128-byte row segment with one instruction.
+  std::vector<std::uint8_t> host(32 * 3136, 0);
+  DenseOperand m;
+  m.base = 1 << 20;
+  m.rows = 32;
+  m.cols = 32;
+  m.pitch_bytes = 3136;
+  m.host = host.data();
+  EXPECT_EQ(tile_lines(m, 0, 0, 128).size(), 48u);
+  EXPECT_EQ(tile_row_loads(m, 0, 0, 128), 32u);
+  BaselineConfig c;
+  Kernel k = make_profile(m, 1 << 24, c, 1, 128);
+  ASSERT_EQ(k.compute_cycles.size(), 1u);
+  EXPECT_DOUBLE_EQ(k.compute_cycles[0],
+                   (32.0 * c.profile_cycles_per_line + c.profile_cycles_per_tile) / c.issue_width);
+  const auto reqs = drain(*k.per_sm[0]);
+  ASSERT_EQ(reqs.size(), 48u + 1);
+  for (std::size_t i = 0; i < 48; ++i) EXPECT_FALSE(reqs[i].write || reqs[i].dependent || reqs[i].after_reads);
+  EXPECT_TRUE(reqs[48].write);
+  EXPECT_EQ(reqs[48].bytes, 4u);
+  EXPECT_TRUE(reqs[48].after_reads);
+  EXPECT_FALSE(reqs[48].dependent);
 }
 
 }  // namespace

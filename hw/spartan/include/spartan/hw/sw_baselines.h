@@ -8,14 +8,19 @@
 //                make_count_pass kernel, costed by count_cycles_per_line / _per_tile);
 //   scan         (b1) exclusive scan of the tile payload sizes: reads the profile's entries, writes the
 //                16-byte tile headers (format, nnz, width, offset) of tile_format.h;
-//   scatter      (b2) re-reads every tile that is neither DENSE nor all-zero and writes its compacted payload;
+//   scatter      (b2) reads every tile's 16-byte header (written by the scan), then re-reads every tile that
+//                is neither DENSE nor all-zero and writes its compacted payload;
 //   memset       zero-fills a buffer (the count table before the monitors' flush);
 //   consumer     the tile-sparse GEMM's operand reads: header, then payload (or the DENSE tile in place).
 // Each SM works on `tiles_in_flight_per_sm` tiles at a time: their line reads overlap, and the writes that
-// depend on a tile's data wait for the last read of the batch (MemRequest::dependent).
+// depend on the tiles' data wait for every read of the batch (MemRequest::after_reads; until the eighteenth
+// session only for the last one issued, which can complete before earlier ones); the scatter's tile reads
+// likewise wait for all of the batch's header reads. The scan's header writes wait for all of its entry reads.
 //
 // Compute cost: the memory model has no instruction timing, so every kernel also accumulates a documented
-// compute cost per line and per tile (core cycles of one warp); an SM retires `issue_width` warp
+// compute cost per line and per tile (core cycles of one warp; "per line" = per warp load of up to one L2
+// line of a tile row, tile_row_loads(), however the row segment falls on line boundaries: a warp loads a
+// straddling segment in one instruction); an SM retires `issue_width` warp
 // instructions per cycle. A kernel's time is max(memory time, compute time) + launch overhead, i.e.
 // compute fully overlaps memory (the roofline assumption).
 #pragma once
@@ -93,8 +98,15 @@ struct LinePiece {
 /// r_eff x c_eff): for each of its r_eff rows, the c_eff * elem-byte row segment split at multiples of `line`
 /// bytes (the L2 line), in row order. A row shorter than a line gives one piece; a row segment straddling a
 /// line boundary gives two or more. At least r_eff pieces; their bytes sum to r_eff * c_eff * elem bytes.
-/// These are the "lines" the per-line baseline costs count. `line` must be > 0; no bounds checks on ti/tj.
+/// These are the memory requests; the per-line compute costs count tile_row_loads() instead. `line` must be
+/// > 0; no bounds checks on ti/tj.
 std::vector<LinePiece> tile_lines(const DenseOperand& m, std::uint32_t ti, std::uint32_t tj, std::uint32_t line);
+/// The warp loads of tile (ti, tj) that the per-line compute costs count: r_eff * ceil(c_eff * elem bytes /
+/// line), i.e. per row the number of whole lines its segment would fill, independent of where the segment
+/// starts (tile_lines() gives one more piece per row for a segment straddling a line boundary; a warp loads
+/// it with one instruction). Until the eighteenth session the costs counted tile_lines() pieces: 1.5x for
+/// 32-element F32 rows at a pitch that is not a multiple of the line.
+std::uint64_t tile_row_loads(const DenseOperand& m, std::uint32_t ti, std::uint32_t tj, std::uint32_t line);
 
 Kernel make_producer(const DenseOperand& m, std::uint32_t sms, std::uint32_t line);
 Kernel make_memset(std::uint64_t base, std::uint64_t bytes, std::uint32_t sms, std::uint32_t line);

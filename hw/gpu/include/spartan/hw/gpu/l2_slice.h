@@ -12,8 +12,13 @@
 //  - all sectors valid and arrived:           response at start + H                       (hit)
 //  - sectors valid but their fill still due:  at max(start + H, arrival + H/2)             (MSHR merge)
 //  - some sector missing: an MSHR is taken (stall while all are busy), the missing sectors are read from
-//    DRAM at start + H/2, response at fill + H/2 (miss). Full-sector writes allocate without a fill
-//    (write-validate per sector); a partial write to a missing sector fetches it first.
+//    DRAM at start + H/2, response at fill + H/2 (miss). Writes never fetch: a full-sector write allocates
+//    the sector valid, a partial write to a missing sector allocates it *partial* (written bytes only,
+//    dirty, no fill: "lazy fetch on read", Accel-Sim's L2 write-allocate policy `L` in its QV100 config,
+//    from the per-sector byte masks of NVIDIA's L2); a later read of a partial sector fetches it (miss),
+//    and its write-back writes the whole sector (one masked DRAM burst). Until the eighteenth session a
+//    partial write fetched the sector first, which charged a DRAM round trip to every small store (a
+//    software kernel's 4-byte count writes) that real L2s do not.
 //  - a dirty victim is written back as a posted write through a write-back buffer of writeback_entries:
 //    the requester does not wait for DRAM, but when every entry is still draining the request stalls
 //    until one frees (this is what throttles a write stream to the DRAM bandwidth).
@@ -104,11 +109,12 @@ class L2Slice : public sc_core::sc_module {
   void prefetch(std::uint64_t addr, std::uint64_t local) const;  ///< `local`: as for access()
 
  private:
-  /// Per line: everything an access or a victim check reads of it, in one 24-byte record.
+  /// Per line: everything an access or a victim check reads of it, in one 32-byte record.
   struct Line {
     std::uint64_t key = 0;  ///< slice-local line number
-    std::uint32_t valid = 0, dirty = 0;  ///< sector masks
+    std::uint32_t valid = 0, dirty = 0;  ///< sector masks: allocated (including partial), modified
     ps_t ready_max = 0;  ///< latest arrival time of any sector's fill
+    std::uint32_t partial = 0;  ///< sector mask, a subset of valid: only partly written, never fetched
   };
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   /// Debug transport (TLM-2.0 transport_dbg): reads or writes the data functionally (the backing store holds

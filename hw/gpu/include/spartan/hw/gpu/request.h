@@ -20,6 +20,11 @@ struct MemRequest {
   /// true: this request issues only after the previous one of the same SM completed (pointer chase,
   /// a read whose address depends on loaded data); false: it may overlap (up to max_outstanding_lines).
   bool dependent = false;
+  /// true: this request issues only after every read the same SM issued since the previous such request
+  /// (or since the kernel began) completed: an epilogue whose stores (or a phase whose loads) use the data of
+  /// all the loads before it, e.g. a tile's count computed from all of its lines. `dependent` waits only for
+  /// the last request, which may complete before earlier reads still in flight.
+  bool after_reads = false;
 };
 
 /// A per-SM stream of requests (a "kernel" as seen by the memory system). next() is called when the

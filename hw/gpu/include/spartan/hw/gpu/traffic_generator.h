@@ -87,6 +87,7 @@ class TrafficGenerator : public sc_core::sc_module {
   MemRequest pending_;
   bool has_pending_ = false;
   ps_t t_ = 0, last_done_ = 0;
+  ps_t reads_done_ = 0;  ///< latest completion of the reads issued since the last after_reads request
   SmStats stats_;
   SmKernelStats kstats_;
 };
