@@ -321,6 +321,11 @@ def bad_input(r):
         # eleventh-session new-user findings: an output naming an input replaced it (exit 0)
         ("overlapping ranges", "--out-json is a dataset file", ["--out-json", "@D/t10k-labels-idx1-ubyte"], ds(lambda d: None)),
         ("overlapping ranges", "--trace is a dataset file", ["--trace", "@D/train-images-idx3-ubyte"], ds(lambda d: None)),
+        # eighteenth-session review: images smaller than the model's windows went out of bounds in max-pool
+        ("negative or zero sizes", "10x10 images, too small for lenet5", [],
+         ds(lambda d: (write(os.path.join(d, img), idx_bytes([64, 10, 10], bytes(64 * 100))),
+                       write(os.path.join(d, "t10k-images-idx3-ubyte"), idx_bytes([16, 10, 10], bytes(16 * 100)))))),
+        ("huge dimensions", "--gemm-repeats 1001", ["--gemm-repeats", "1001"], ds(lambda d: None)),
     ]
     for cls, name, extra, setup in tr_cases:
         r.case("spartan-train", cls, name, with_options(train, extra), setup)

@@ -56,6 +56,16 @@ TraceCapture::TraceCapture(const CaptureOptions& opt, const Model& model)
 
 void TraceCapture::on_capture(std::int64_t iteration, Model& model, const std::vector<GemmTiming>& timings) {
   const auto& gl = model.gemm_layers();
+  // A record names one device for its times: CUDA-event times must come from a "cuda: ..." device and
+  // steady_clock times from a CPU, else the replay would read GPU times as CPU ones or the reverse. Checked
+  // before anything of this step is written.
+  const std::string& gemm_device = opt_.gemm_device.empty() ? opt_.device : opt_.gemm_device;
+  for (const GemmTiming& t : timings)
+    if (t.device_timer != (gemm_device.rfind("cuda", 0) == 0))
+      throw Error(std::string("trace capture: GEMM times measured with ") +
+                      (t.device_timer ? "CUDA events" : "steady_clock") + " but the capture's GEMM device is '" +
+                      gemm_device + "' (CaptureOptions::gemm_device)",
+                  1);
   if (layers_.empty())
     for (std::size_t l = 0; l < gl.size(); ++l) layers_.push_back(layer_info(*gl[l], names_[l]));
   std::vector<std::uint16_t> half;
@@ -93,7 +103,7 @@ void TraceCapture::on_capture(std::int64_t iteration, Model& model, const std::v
   for (std::size_t l = 0; l < gl.size(); ++l) {
     rec[l].iteration = iteration;
     rec[l].layer = static_cast<std::int64_t>(l);
-    rec[l].device = opt_.device;
+    rec[l].device = gemm_device;
     rec[l].timer = "steady_clock";
     for (const GemmTiming& t : timings)
       if (t.layer == static_cast<int>(l) && t.device_timer) rec[l].timer = "cuda-events";

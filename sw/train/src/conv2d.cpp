@@ -67,7 +67,7 @@ GemmShape Conv2d::shape(GemmPass p) const {
 
 void Conv2d::begin_forward(const Tensor& x) {
   if (x.c != cin) throw InputError("conv: input has " + std::to_string(x.c) + " channels, layer expects " + std::to_string(cin));
-  const int oh = (x.h + 2 * pad - k) / stride + 1, ow = (x.w + 2 * pad - k) / stride + 1;
+  const int oh = window_output_size(x.h, k, stride, pad), ow = window_output_size(x.w, k, stride, pad);
   if (oh <= 0 || ow <= 0) throw InputError("conv: input " + x.shape_str() + " too small for " + describe());
   x_ = x;
   yshape_ = Tensor();

@@ -26,6 +26,12 @@ const char* pass_name(GemmPass p) {
   return "?";
 }
 
+bool is_cuda_engine(const std::string& engine_name) { return engine_name.rfind("cuda-", 0) == 0; }
+
+std::string reference_engine_name(const std::string& engine_name) {
+  return is_cuda_engine(engine_name) ? "cuda-dense" : "dense";
+}
+
 GemmRunner::GemmRunner(gemm::GemmEngine* engine, gemm::GemmEngine* dense) : engine_(engine), dense_(dense) {}
 
 namespace {
@@ -57,6 +63,16 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
     engine_->run(call);
     return;
   }
+  const bool separate_dense = dense_ && dense_ != engine_;
+  // A CUDA engine is timed with CUDA events around its kernels (transfers excluded), a CPU engine with
+  // steady_clock: the two times of one record must come from the same device and timer, or dense_ms /
+  // tile_sparse_ms would compare a CPU with a GPU.
+  const bool cuda = is_cuda_engine(engine_->name());
+  if (separate_dense && is_cuda_engine(dense_->name()) != cuda)
+    throw Error("gemm runner: engine '" + engine_->name() + "' (" + (cuda ? "CUDA events" : "steady_clock") +
+                ") and dense reference '" + dense_->name() + "' (" + (cuda ? "steady_clock" : "CUDA events") +
+                ") would be timed on different devices; use reference '" + reference_engine_name(engine_->name()) + "'",
+                1);
   GemmTiming t;
   t.layer = layer;
   t.pass = pass;
@@ -82,28 +98,27 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
   // see the same machine state, and each records the minimum of its runs: on a shared host the noise only
   // ever adds time (other processes, thread wake-ups), and a median of 3 still let 5x outliers through
   // when two runs of one engine were disturbed (review finding F1, docs/review/2026-12-01-numbers.md).
-  const bool separate_dense = dense_ && dense_ != engine_;
-  const bool cuda = engine_->name().rfind("cuda", 0) == 0;
+  t.device_timer = cuda;
   const bool tile = engine_->name().find("tile-sparse") != std::string::npos;
+  // The measured time of a run of `e` that started at t0: its CUDA-event time for a CUDA engine.
+  auto measured_ms = [&](const gemm::GemmEngine& e, std::chrono::steady_clock::time_point t0) {
+    const double wall = ms_since(t0);
+    if (!cuda) return wall;
+    const gemm::TileSparseStats* st = gemm::last_tile_stats(e);
+    if (!st) throw Error("gemm runner: CUDA engine '" + e.name() + "' reported no CUDA-event time", 1);
+    return st->compute_s * 1e3;
+  };
   std::vector<double> dms, ms, kernel, compact;
   for (int r = 0; r < repeats_; ++r) {
     if (separate_dense) {
       const auto t0 = std::chrono::steady_clock::now();
       dense_->run(scratch_call);
-      dms.push_back(ms_since(t0));
-      if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*dense_)) {  // a CUDA engine: device time
-        dms.back() = st->compute_s * 1e3;
-        t.device_timer = true;
-      }
+      dms.push_back(measured_ms(*dense_, t0));
     }
     const auto t0 = std::chrono::steady_clock::now();
     engine_->run(r + 1 == repeats_ ? call : scratch_call);  // the last run produces the result
-    ms.push_back(ms_since(t0));
+    ms.push_back(measured_ms(*engine_, t0));
     if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*engine_)) {
-      if (cuda) {
-        ms.back() = st->compute_s * 1e3;  // CUDA events around the kernels, transfers excluded
-        t.device_timer = true;
-      }
       kernel.push_back(st->compute_s * 1e3);
       compact.push_back(st->compact_s * 1e3);
     }

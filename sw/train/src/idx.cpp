@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -51,6 +52,13 @@ std::vector<std::uint8_t> gunzip(const std::string& path, const std::vector<std:
   return out;
 }
 
+/// "0x0D": a byte as 0x and two upper-case hex digits.
+std::string hex_byte(std::uint8_t b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02X", static_cast<unsigned>(b));
+  return buf;
+}
+
 }  // namespace
 
 IdxArray read_idx(const std::string& path) {
@@ -59,7 +67,7 @@ IdxArray read_idx(const std::string& path) {
   if (bytes.size() < 4) throw FormatError(path, "magic", bytes.size(), "file shorter than the 4-byte IDX magic");
   if (bytes[0] != 0 || bytes[1] != 0) throw FormatError(path, "magic", 0, "bad IDX magic (first two bytes must be 0)");
   if (bytes[2] != 0x08)
-    throw FormatError(path, "magic", 2, "unsupported IDX element type 0x" + std::to_string(bytes[2]) + " (need 0x08 = u8)");
+    throw FormatError(path, "magic", 2, "unsupported IDX element type " + hex_byte(bytes[2]) + " (need 0x08 = u8)");
   const int d = bytes[3];
   if (d < 1 || d > 4) throw FormatError(path, "magic", 3, "unsupported number of dimensions " + std::to_string(d));
   const std::size_t header = 4 + 4 * static_cast<std::size_t>(d);

@@ -214,7 +214,7 @@ Tensor ReLU::backward_exec(const Tensor& dy, Context& ctx) {
 
 Tensor MaxPool2d::forward_exec(const Tensor& x, Context& ctx) {
   Executor& ex = *ctx.exec;
-  const int oh = (x.h - k_) / s_ + 1, ow = (x.w - k_) / s_ + 1;
+  const int oh = window_output_size(x.h, k_, s_), ow = window_output_size(x.w, k_, s_);
   if (oh <= 0 || ow <= 0) throw InputError("maxpool: input " + x.shape_str() + " too small for " + describe());
   xshape_ = Tensor();
   xshape_.n = x.n; xshape_.c = x.c; xshape_.h = x.h; xshape_.w = x.w;

@@ -67,20 +67,29 @@ struct Builder {
   Model& m;
   std::mt19937_64& rng;
   int c, h, w;
+  int in_h, in_w;  ///< the model's input size (error messages)
+  /// Throws InputError when a layer's window does not fit its input (output size oh x ow has a 0).
+  void check_fits(const std::string& layer, int oh, int ow) const {
+    if (oh <= 0 || ow <= 0)
+      throw InputError("model " + m.name() + ": " + std::to_string(in_h) + "x" + std::to_string(in_w) +
+                       " input too small (" + layer + " over " + std::to_string(h) + "x" + std::to_string(w) + ")");
+  }
   void conv(int cout, int k, int stride, int pad, bool bn) {
     m.add(std::make_unique<Conv2d>(c, cout, k, stride, pad, !bn, rng));
     c = cout;
-    h = (h + 2 * pad - k) / stride + 1;
-    w = (w + 2 * pad - k) / stride + 1;
-    if (h <= 0 || w <= 0) throw InputError("model " + m.name() + ": input too small");
+    check_fits("conv" + std::to_string(k) + "x" + std::to_string(k), window_output_size(h, k, stride, pad),
+               window_output_size(w, k, stride, pad));
+    h = window_output_size(h, k, stride, pad);
+    w = window_output_size(w, k, stride, pad);
     if (bn) m.add(std::make_unique<BatchNorm>(cout));
     m.add(std::make_unique<ReLU>());
   }
   void pool(int k, int s) {
     m.add(std::make_unique<MaxPool2d>(k, s));
-    h = (h - k) / s + 1;
-    w = (w - k) / s + 1;
-    if (h <= 0 || w <= 0) throw InputError("model " + m.name() + ": input too small");
+    check_fits("maxpool " + std::to_string(k) + "x" + std::to_string(k), window_output_size(h, k, s),
+               window_output_size(w, k, s));
+    h = window_output_size(h, k, s);
+    w = window_output_size(w, k, s);
   }
   void fc(int out, bool relu) {
     auto l = std::make_unique<Linear>(c * h * w, out, rng);
@@ -110,7 +119,10 @@ std::unique_ptr<Model> build_model(const std::string& name, int in_c, int in_h, 
                                    std::uint64_t seed) {
   auto m = std::make_unique<Model>(name);
   std::mt19937_64 rng(seed);
-  Builder b{*m, rng, in_c, in_h, in_w};
+  if (in_c < 1 || in_h < 1 || in_w < 1 || classes < 1)
+    throw InputError("model " + name + ": bad input " + std::to_string(in_c) + "x" + std::to_string(in_h) + "x" +
+                     std::to_string(in_w) + " / " + std::to_string(classes) + " classes");
+  Builder b{*m, rng, in_c, in_h, in_w, in_h, in_w};
   if (name == "lenet5") {
     b.conv(6, 5, 1, 2, false);
     b.pool(2, 2);
@@ -134,6 +146,9 @@ std::unique_ptr<Model> build_model(const std::string& name, int in_c, int in_h, 
     b.fc(256, true);
     b.fc(classes, false);
   } else if (name == "vgg-s") {
+    // The last pool covers the whole (square) feature map: non-square inputs are refused, not cropped.
+    if (in_h != in_w)
+      throw InputError("model vgg-s: needs square input images (got " + std::to_string(in_h) + "x" + std::to_string(in_w) + ")");
     const int widths[5] = {16, 32, 64, 64, 64}, convs[5] = {2, 2, 3, 3, 3};
     for (int blk = 0; blk < 5; ++blk) {
       for (int i = 0; i < convs[blk]; ++i) b.conv(widths[blk], 3, 1, 1, true);

@@ -29,11 +29,16 @@ Tensor ReLU::backward(const Tensor& dy, Context& ctx) {
   return dx;
 }
 
+int window_output_size(int in, int k, int stride, int pad) {
+  if (k < 1 || stride < 1 || in < 0 || pad < 0 || in + 2 * pad < k) return 0;
+  return (in + 2 * pad - k) / stride + 1;
+}
+
 std::string MaxPool2d::describe() const { return "maxpool " + std::to_string(k_) + "x" + std::to_string(k_) + " s" + std::to_string(s_); }
 
 Tensor MaxPool2d::forward(const Tensor& x, Context& ctx) {
   if (ctx.exec) return forward_exec(x, ctx);
-  const int oh = (x.h - k_) / s_ + 1, ow = (x.w - k_) / s_ + 1;
+  const int oh = window_output_size(x.h, k_, s_), ow = window_output_size(x.w, k_, s_);
   if (oh <= 0 || ow <= 0) throw InputError("maxpool: input " + x.shape_str() + " too small for " + describe());
   xshape_ = Tensor();
   xshape_.n = x.n; xshape_.c = x.c; xshape_.h = x.h; xshape_.w = x.w;

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <random>
 
+#include "spartan/common/error.h"
+#include "spartan/gemm/tile_sparse.h"
+#include "spartan/trace/keys.h"
 #include "spartan/trace/metadata.h"
 #include "spartan/trace/sptrace.h"
 #include "spartan/train/capture.h"
@@ -141,4 +145,127 @@ TEST(Capture, DzMaskIsTheBackwardDataOperandsZeroPatternCpu) { check_masks_match
 TEST(Capture, DzMaskIsTheBackwardDataOperandsZeroPatternExecutor) {
   auto ex = make_reference_executor();
   check_masks_match_bwd_data_operands(ex.get());
+}
+
+// The reference a GEMM engine is timed against runs on the engine's device: cuBLAS beside a CUDA engine (also when
+// the layers run on the CPU, spartan-train --device cpu --gemm cuda-tile-sparse), OpenBLAS beside a CPU engine.
+TEST(GemmTimingDevice, ReferenceEngineFollowsTheEngine) {
+  EXPECT_EQ(reference_engine_name("cuda-tile-sparse"), "cuda-dense");
+  EXPECT_EQ(reference_engine_name("cuda-dense"), "cuda-dense");
+  EXPECT_EQ(reference_engine_name("tile-sparse"), "dense");
+  EXPECT_EQ(reference_engine_name("dense"), "dense");
+  EXPECT_TRUE(is_cuda_engine("cuda-tile-sparse"));
+  EXPECT_FALSE(is_cuda_engine("tile-sparse"));
+  EXPECT_FALSE(is_cuda_engine("dense"));
+  // Every engine of this build gets a reference this build has.
+  const auto names = spartan::gemm::engine_names();
+  for (const std::string& e : names)
+    EXPECT_NE(std::find(names.begin(), names.end(), reference_engine_name(e)), names.end()) << e;
+}
+
+namespace {
+/// Host dense engine under another name (a CUDA engine's name without a GPU).
+class RenamedEngine final : public spartan::gemm::GemmEngine {
+ public:
+  explicit RenamedEngine(std::string name) : name_(std::move(name)) {}
+  void run(const spartan::gemm::GemmCall& c) override { dense_->run(c); }
+  std::string name() const override { return name_; }
+
+ private:
+  std::string name_;
+  std::unique_ptr<spartan::gemm::GemmEngine> dense_ = spartan::gemm::make_dense_engine();
+};
+
+spartan::gemm::GemmCall small_call(std::vector<float>& a, std::vector<float>& b, std::vector<float>& c) {
+  a.assign(6, 1.0f), b.assign(6, 2.0f), c.assign(4, 0.0f);
+  spartan::gemm::GemmCall call;
+  call.M = 2, call.N = 2, call.K = 3;
+  call.A = a.data(), call.lda = 3, call.B = b.data(), call.ldb = 2, call.C = c.data(), call.ldc = 2;
+  call.sparse = spartan::gemm::SparseOperand::A;
+  return call;
+}
+}  // namespace
+
+// A timed call whose engine and reference run on different devices (CUDA events vs steady_clock) is refused instead
+// of recording a dense_ms / engine_ms ratio across a CPU and a GPU.
+TEST(GemmTimingDevice, RunnerRefusesReferenceOnAnotherDevice) {
+  std::vector<float> a, b, c;
+  const spartan::gemm::GemmCall call = small_call(a, b, c);
+  RenamedEngine cuda_named("cuda-tile-sparse"), cuda_dense_named("cuda-dense");
+  auto dense = spartan::gemm::make_dense_engine();
+  for (const auto& [engine, reference] : {std::pair<spartan::gemm::GemmEngine*, spartan::gemm::GemmEngine*>{&cuda_named, dense.get()},
+                                          {dense.get(), &cuda_dense_named}}) {
+    GemmRunner runner(engine, reference);
+    runner.set_repeats(1);
+    runner.run(0, GemmPass::Forward, call);  // untimed: nothing to compare
+    EXPECT_EQ(c[0], 6.0f);
+    runner.set_timing(true);
+    try {
+      runner.run(0, GemmPass::Forward, call);
+      ADD_FAILURE() << engine->name() << " beside " << reference->name() << ": no throw";
+    } catch (const spartan::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("different devices"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(runner.take_timings().empty());
+  }
+  // Same device: timed, host clock.
+  auto dense2 = spartan::gemm::make_dense_engine();
+  GemmRunner ok(dense.get(), dense2.get());
+  ok.set_repeats(2);
+  ok.set_timing(true);
+  ok.run(3, GemmPass::BackwardData, call);
+  const auto t = ok.take_timings();
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_FALSE(t[0].device_timer);
+  EXPECT_GE(t[0].dense_ms, 0.0);
+  EXPECT_EQ(t[0].layer, 3);
+}
+
+// A trace record names the device that measured its times: CaptureOptions::gemm_device (the GPU of a CUDA engine
+// beside CPU layers) and never a CPU for CUDA-event times.
+TEST(GemmTimingDevice, CaptureRecordsTheMeasuringDevice) {
+  set_num_threads(1);
+  std::mt19937_64 rng(1);
+  Model model("fc-test");
+  model.add(std::make_unique<Linear>(12, 3, rng));
+  auto dense = spartan::gemm::make_dense_engine();
+  GemmRunner runner(dense.get(), dense.get());
+  Context ctx;
+  ctx.gemm = &runner;
+  ctx.rng = &rng;
+  model.forward(Tensor(2, 1, 3, 4), ctx);
+  GemmTiming t;
+  t.layer = 0;
+  t.engine_ms = 1.0, t.dense_ms = 2.0;
+  t.device_timer = true;  // CUDA events
+  const fs::path path = fs::temp_directory_path() / ("spartan_capture_dev_" + std::to_string(::getpid()) + ".sptrace");
+  CaptureOptions opt;
+  opt.path = path.string();
+  opt.every = 1;
+  opt.model = "fc-test";
+  opt.dataset = "synthetic";
+  opt.device = "cpu: test (1 thread)";  // the layers ran on the CPU
+  {
+    TraceCapture cap(opt, model);  // no gemm_device: CUDA-event times would be labelled "cpu: ..."
+    EXPECT_THROW(cap.on_capture(0, model, {t}), spartan::Error);
+    t.device_timer = false;
+    EXPECT_NO_THROW(cap.on_capture(1, model, {t}));
+  }
+  opt.gemm_device = "cuda: Test GPU (sm_90)";
+  {
+    TraceCapture cap(opt, model);
+    t.device_timer = false;  // steady_clock times cannot come from the GPU either
+    EXPECT_THROW(cap.on_capture(0, model, {t}), spartan::Error);
+    t.device_timer = true;
+    cap.on_capture(0, model, {t});
+    cap.finish(TrainResult{});
+  }
+  tr::TraceReader rd(path.string());
+  EXPECT_EQ(rd.metadata().at(tr::keys::kDevice), "cpu: test (1 thread)");
+  const auto times = tr::read_gemm_times(rd);
+  ASSERT_EQ(times.size(), 1u);
+  EXPECT_EQ(times[0].device, "cuda: Test GPU (sm_90)");
+  EXPECT_EQ(times[0].timer, "cuda-events");
+  EXPECT_DOUBLE_EQ(times[0].fwd.dense_ms, 2.0);
+  fs::remove(path);
 }

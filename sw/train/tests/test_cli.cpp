@@ -8,10 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "spartan/trace/keys.h"
 #include "spartan/trace/metadata.h"
 #include "spartan/trace/sptrace.h"
+#include "spartan/train/device.h"
 #include "spartan/train/idx.h"
 
 namespace fs = std::filesystem;
@@ -73,6 +76,28 @@ class Cli : public ::testing::Test {
       }
     }
     return true;
+  }
+  /// Writes a synthetic raw-IDX dataset of `rows` x `cols` images (n_train / n_test images, 10 classes) into `d`.
+  static void make_synthetic(const fs::path& d, int rows, int cols, int n_train = 32, int n_test = 16) {
+    fs::create_directories(d);
+    auto write = [&](const std::string& name, std::vector<std::uint32_t> dims) {
+      std::ofstream out(d / name, std::ios::binary);
+      const unsigned char head[4] = {0, 0, 8, static_cast<unsigned char>(dims.size())};
+      out.write(reinterpret_cast<const char*>(head), 4);
+      std::size_t count = 1;
+      for (auto v : dims) {
+        const unsigned char be[4] = {static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
+                                     static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
+        out.write(reinterpret_cast<const char*>(be), 4);
+        count *= v;
+      }
+      const bool labels = dims.size() == 1;
+      for (std::size_t i = 0; i < count; ++i) out.put(static_cast<char>(labels ? i % 10 : (i * 37) % 251));
+    };
+    for (auto [prefix, n] : {std::pair<std::string, int>{"train", n_train}, {"t10k", n_test}}) {
+      write(prefix + "-images-idx3-ubyte", {std::uint32_t(n), std::uint32_t(rows), std::uint32_t(cols)});
+      write(prefix + "-labels-idx1-ubyte", {std::uint32_t(n)});
+    }
   }
   fs::path dir_;
 };
@@ -167,5 +192,71 @@ TEST_F(Cli, ShortRunWritesAValidTrace) {
     EXPECT_GT(zeros, 0.01);
     EXPECT_LT(zeros, 0.99);
     EXPECT_NE(slurp(js).find("\"test_accuracy\""), std::string::npos);
+  }
+}
+
+TEST_F(Cli, GemmRepeatsOutOfRangeExit2) {
+  // Checked before the data is read: the message names the option (1..1000), not the missing data.
+  for (const std::string n : {"0", "-3", "1001", "1000000"}) {
+    const RunResult r = run("--gemm-repeats " + n + " --data " + (dir_ / "none").string());
+    EXPECT_EQ(r.code, 2) << n << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << n << ": " << r.err;
+    EXPECT_NE(r.err.find("--gemm-repeats must be in 1..1000"), std::string::npos) << n << ": " << r.err;
+  }
+}
+
+// Images too small for the model (lenet5's second pool would see 1x1; vgg-s's last pool would run over a 28x20
+// map's width 2) are refused with exit 2 and one line, before training and without a trace.
+TEST_F(Cli, ImagesTooSmallForTheModelExit2) {
+  const fs::path small = dir_ / "small", tiny = dir_ / "tiny", wide = dir_ / "wide", trace = dir_ / "t.sptrace";
+  make_synthetic(small, 10, 10);
+  make_synthetic(tiny, 7, 7);
+  make_synthetic(wide, 28, 20);
+  for (const auto& [model, d, what] : {std::tuple<std::string, fs::path, std::string>{"lenet5", small, "10x10 input too small"},
+                                       {"alexnet-s", small, "10x10 input too small"},
+                                       {"vgg-s", tiny, "7x7 input too small"},
+                                       {"vgg-s", wide, "needs square input images (got 28x20)"}}) {
+    const RunResult r = run("--model " + model + " --data " + d.string() + " --batch 8 --iterations 1 --quiet --trace " + trace.string());
+    EXPECT_EQ(r.code, 2) << model << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << model << ": " << r.err;
+    EXPECT_NE(r.err.find(what), std::string::npos) << model << ": " << r.err;
+    EXPECT_FALSE(fs::exists(trace)) << model;
+  }
+  // The smallest size lenet5 takes trains.
+  const fs::path ok = dir_ / "ok";
+  make_synthetic(ok, 12, 12);
+  const RunResult r = run("--model lenet5 --data " + ok.string() + " --batch 8 --iterations 2 --threads 1 --quiet");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// --device cpu with a CUDA GEMM engine: the engine's times and the reference's come from the GPU (cuBLAS beside it,
+// both CUDA events) and the trace records that GPU as the measuring device, while the training device stays the CPU.
+TEST_F(Cli, CpuLayersWithCudaEngineRecordGpuTimes) {
+  if (!spartan::train::cuda_available()) {
+    // Without a GPU the CUDA engine is refused up front, naming the option.
+    const RunResult r = run("--gemm cuda-tile-sparse --data " + (dir_ / "none").string());
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("--gemm cuda-tile-sparse"), std::string::npos) << r.err;
+    GTEST_SKIP() << "no CUDA GPU (or build without CUDA): GPU timing of --device cpu --gemm cuda-* not checked";
+  }
+  const fs::path d = dir_ / "data", trace = dir_ / "gpu.sptrace";
+  make_synthetic(d, 28, 28, 64, 16);
+  for (const std::string gemm : {"cuda-tile-sparse", "cuda-dense"}) {
+    const RunResult r = run("--model lenet5 --device cpu --gemm " + gemm + " --data " + d.string() +
+                            " --batch 16 --iterations 1 --capture-every 1 --gemm-repeats 2 --threads 1 --quiet --trace " + trace.string());
+    ASSERT_EQ(r.code, 0) << gemm << ": " << r.err;
+    namespace tr = spartan::trace;
+    tr::TraceReader rd(trace.string());
+    tr::check_metadata(rd);
+    EXPECT_EQ(rd.metadata().at(tr::keys::kDevice).rfind("cpu: ", 0), 0u) << gemm;
+    const auto times = tr::read_gemm_times(rd);
+    ASSERT_EQ(times.size(), 5u) << gemm;
+    for (const auto& t : times) {
+      EXPECT_EQ(t.device.rfind("cuda: ", 0), 0u) << gemm << ": " << t.device;
+      EXPECT_EQ(t.timer, "cuda-events") << gemm;
+      EXPECT_GT(t.fwd.dense_ms, 0.0) << gemm;
+      EXPECT_EQ(t.fwd.tile_sparse_ms.has_value(), gemm == "cuda-tile-sparse") << gemm;
+    }
   }
 }

@@ -71,7 +71,14 @@ TEST_F(IdxTest, BadMagicNamesOffset) {
   }
   b[1] = 0;
   b[2] = 0x0D;  // float elements: unsupported
-  EXPECT_THROW(read_idx(write_raw("f.idx", b)), spartan::FormatError);
+  try {
+    read_idx(write_raw("f.idx", b));
+    FAIL() << "no throw";
+  } catch (const spartan::FormatError& e) {
+    EXPECT_EQ(e.offset(), 2u);
+    // The element type in hex as the IDX specification writes it (was "0x13": decimal digits after "0x").
+    EXPECT_NE(std::string(e.what()).find("element type 0x0D "), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(IdxTest, TruncatedDataAndHeader) {

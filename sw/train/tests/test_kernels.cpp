@@ -171,6 +171,87 @@ TEST(TrainKernels, BatchNormBackwardWithoutForwardThrows) {
   EXPECT_THROW(bn.backward(dy, ctx), spartan::Error);
 }
 
+// A window larger than the (padded) input is refused on both paths. (x - k) / s + 1 truncates toward zero, so for
+// k - s < x < k it gave 1, and max-pool then read (and its backward wrote) past the end of every plane.
+TEST(TrainKernels, WindowLargerThanInputThrowsOnBothPaths) {
+  EXPECT_EQ(window_output_size(1, 2, 2), 0);
+  EXPECT_EQ(window_output_size(2, 3, 2), 0);
+  EXPECT_EQ(window_output_size(4, 5, 2), 0);
+  EXPECT_EQ(window_output_size(3, 5, 2, 1), 1);
+  EXPECT_EQ(window_output_size(7, 2, 2), 3);
+  EXPECT_EQ(window_output_size(28, 5, 1, 2), 28);
+  auto ex = make_reference_executor();
+  auto dense = spartan::gemm::make_dense_engine();
+  GemmRunner runner(dense.get(), dense.get());
+  std::mt19937_64 rng(6);
+  for (Executor* e : {static_cast<Executor*>(nullptr), ex.get()}) {
+    const std::string path = e ? "executor" : "cpu";
+    Context ctx;
+    ctx.gemm = &runner;
+    ctx.exec = e;
+    auto in = [&](int c, int h, int w) {
+      const Tensor t = random_tensor(2, c, h, w, rng);
+      return e ? upload_tensor(*e, t) : t;
+    };
+    MaxPool2d pool(2, 2);
+    EXPECT_THROW(pool.forward(in(3, 1, 1), ctx), spartan::InputError) << path;  // N x C x 1 x 1
+    EXPECT_THROW(pool.forward(in(3, 1, 4), ctx), spartan::InputError) << path;  // too few rows only
+    EXPECT_THROW(pool.forward(in(3, 4, 1), ctx), spartan::InputError) << path;  // too few columns only
+    MaxPool2d overlap(3, 2);
+    EXPECT_THROW(overlap.forward(in(1, 2, 2), ctx), spartan::InputError) << path;
+    const Tensor y = pool.forward(in(3, 2, 3), ctx);  // smallest accepted: one window, the last column unused
+    EXPECT_EQ(y.h, 1) << path;
+    EXPECT_EQ(y.w, 1) << path;
+    Conv2d conv(1, 2, 5, 2, 0, true, rng);  // (4 - 5) / 2 + 1 == 1
+    if (e) conv.to_exec(*e);
+    EXPECT_THROW(conv.forward(in(1, 4, 4), ctx), spartan::InputError) << path;
+    EXPECT_THROW(conv.forward(in(1, 4, 9), ctx), spartan::InputError) << path;
+    EXPECT_THROW(conv.forward(in(1, 9, 4), ctx), spartan::InputError) << path;
+    Conv2d padded(1, 2, 5, 2, 1, true, rng);  // 3 + 2 * 1 == 5: fits exactly
+    if (e) padded.to_exec(*e);
+    const Tensor z = padded.forward(in(1, 3, 3), ctx);
+    EXPECT_EQ(z.h, 1) << path;
+    EXPECT_EQ(z.w, 1) << path;
+  }
+}
+
+// build_model refuses inputs whose feature maps become smaller than a later window instead of building a model that
+// pools out of bounds (lenet5 at 10x10: the second pool saw 1x1; vgg-s at 7x7; alexnet-s at 11x11), and vgg-s, whose
+// last pool covers the whole (square) map, refuses non-square inputs (28 x 20: the last pool ran over width 2).
+TEST(TrainKernels, BuildModelRefusesTooSmallOrNonSquareInputs) {
+  EXPECT_THROW(build_model("lenet5", 1, 10, 10, 10, 1), spartan::InputError);
+  EXPECT_THROW(build_model("lenet5", 1, 11, 11, 10, 1), spartan::InputError);
+  EXPECT_THROW(build_model("lenet5", 1, 28, 11, 10, 1), spartan::InputError);
+  EXPECT_NO_THROW(build_model("lenet5", 1, 12, 12, 10, 1));
+  EXPECT_THROW(build_model("vgg-s", 1, 7, 7, 10, 1), spartan::InputError);
+  EXPECT_THROW(build_model("vgg-s", 1, 28, 20, 10, 1), spartan::InputError);
+  EXPECT_THROW(build_model("vgg-s", 1, 20, 28, 10, 1), spartan::InputError);
+  EXPECT_NO_THROW(build_model("vgg-s", 1, 8, 8, 10, 1));
+  EXPECT_THROW(build_model("alexnet-s", 1, 11, 11, 10, 1), spartan::InputError);
+  EXPECT_THROW(build_model("alexnet-s", 1, 14, 14, 10, 1), spartan::InputError);
+  EXPECT_NO_THROW(build_model("alexnet-s", 1, 15, 15, 10, 1));
+  EXPECT_NO_THROW(build_model("resnet-s", 1, 1, 1, 10, 1));
+  EXPECT_THROW(build_model("resnet-s", 1, 0, 28, 10, 1), spartan::InputError);
+  try {
+    build_model("lenet5", 1, 10, 10, 10, 1);
+    ADD_FAILURE() << "no throw";
+  } catch (const spartan::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("10x10 input too small"), std::string::npos) << e.what();
+  }
+  // The models that are built run a forward pass at their smallest size (the shapes the builder derived hold).
+  auto dense = spartan::gemm::make_dense_engine();
+  GemmRunner runner(dense.get(), dense.get());
+  std::mt19937_64 rng(2);
+  for (const auto& [name, side] : {std::pair<const char*, int>{"lenet5", 12}, {"vgg-s", 8}, {"alexnet-s", 15}}) {
+    auto m = build_model(name, 1, side, side, 10, 1);
+    Context ctx;
+    ctx.gemm = &runner;
+    ctx.rng = &rng;
+    const Tensor y = m->forward(random_tensor(2, 1, side, side, rng), ctx);
+    EXPECT_EQ(y.numel(), 20u) << name;
+  }
+}
+
 TEST(TrainKernels, BasicBlockProjectionAndIdentity) {
   set_num_threads(1);
   for (int stride : {1, 2}) {

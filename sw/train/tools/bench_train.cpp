@@ -60,7 +60,7 @@ int run(int argc, char** argv) {
   }
   set_num_threads(threads);
   auto engine = gemm::make_engine(gemm_name);
-  auto dense = gemm::make_engine("dense");
+  auto dense = gemm::make_engine(reference_engine_name(gemm_name));  // same device as the engine
   const Dataset data = load_idx_dataset(data_dir);
   std::printf("bench-train: %s, %d train / %d test images, batch %d, lr %g cosine, gemm %s, %s\n\n", data.name.c_str(),
               data.train.n, data.test.n, cfg.batch, cfg.lr, engine->name().c_str(), cpu_device_name(threads).c_str());

@@ -18,6 +18,7 @@
 #include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/capture.h"
 #include "spartan/train/device.h"
+#include "spartan/train/gemm_runner.h"
 #include "spartan/train/threads.h"
 #include "spartan/train/trainer.h"
 
@@ -68,6 +69,9 @@ class Progress final : public TrainObserver {
   std::chrono::steady_clock::time_point last_{};
 };
 
+/// Upper bound of --gemm-repeats: each timed GEMM runs 2 x repeats times per capture step.
+constexpr int kMaxGemmRepeats = 1000;
+
 trace::DType parse_trace_dtype(const std::string& s) {
   if (s == "f32") return trace::DType::F32;
   if (s == "f16") return trace::DType::F16;
@@ -109,7 +113,7 @@ int run(int argc, char** argv) {
      "GEMMs on cuda-dense/cuda-tile-sparse; --gemm dense|tile-sparse map to those)")
     ("trace", po::value(&trace_path), "write an activation trace (.sptrace) to FILE")
     ("capture-every", po::value(&capture_every)->default_value(100), "capture steps 0, K, 2K, ... into the trace")
-    ("gemm-repeats", po::value(&gemm_repeats)->default_value(5), "on capture steps, time each GEMM this many times per engine, dense and engine alternately (minimum)")
+    ("gemm-repeats", po::value(&gemm_repeats)->default_value(5), "on capture steps, time each GEMM this many times (1..1000) per engine, dense and engine alternately (minimum)")
     ("trace-dtype", po::value(&trace_dtype)->default_value("f32"), "element type of captured activations: f32|f16|bf16")
     ("eval-every", po::value(&cfg.eval_every)->default_value(0), "also evaluate on the test set every N steps (0 = at epoch ends)")
     ("test-limit", po::value(&cfg.test_limit)->default_value(0), "evaluate on the first N test images only (0 = all)")
@@ -129,7 +133,8 @@ int run(int argc, char** argv) {
   check_train_options(cfg);
   check_model_name(model_name);
   if (capture_every < 1) throw InputError("--capture-every must be >= 1");
-  if (gemm_repeats < 1) throw InputError("--gemm-repeats must be >= 1");
+  if (gemm_repeats < 1 || gemm_repeats > kMaxGemmRepeats)
+    throw InputError("--gemm-repeats must be in 1.." + std::to_string(kMaxGemmRepeats) + " (got " + std::to_string(gemm_repeats) + ")");
   spartan::check_threads("--threads", threads);
   // Outputs are checked before the data is loaded and the network trained.
   if (!trace_path.empty()) spartan::check_output_file("--trace", trace_path);
@@ -158,8 +163,13 @@ int run(int argc, char** argv) {
   } else {
     device_name = cpu_device_name(threads);
   }
+  // The GEMM times of the trace come from the engine's device: a CUDA engine (also beside CPU layers, --device cpu)
+  // is timed with CUDA events and compared with cuBLAS on the same GPU, a CPU engine with OpenBLAS on the CPU.
+  const std::string gemm_device = !is_cuda_engine(gemm_name) ? cpu_device_name(threads)
+                                  : device == "cuda"         ? device_name
+                                                             : cuda_device_name("--gemm " + gemm_name);
   auto engine = gemm::make_engine(gemm_name);
-  auto dense = gemm::make_engine(device == "cuda" ? "cuda-dense" : "dense");
+  auto dense = gemm::make_engine(reference_engine_name(gemm_name));
   cfg.sparsity_every = std::min<std::int64_t>(capture_every, 50);
 
   const Dataset data = load_idx_dataset(data_dir);
@@ -184,6 +194,7 @@ int run(int argc, char** argv) {
     co.model = model_name;
     co.dataset = data.name + "/train";
     co.device = device_name;
+    co.gemm_device = gemm_device;
     co.seed = cfg.seed;
     co.batch = cfg.batch;
     co.writer = std::string("spartan-train 0.1.0 (commit ") + spartan::build_info().commit + ", gemm " + engine->name() + ")";

@@ -20,7 +20,10 @@ struct CaptureOptions {
   std::string path;                     ///< output .sptrace
   std::int64_t every = 100;             ///< capture steps 0, K, 2K, ...
   trace::DType act_dtype = trace::DType::F32;  ///< F32, F16 or BF16
-  std::string model, dataset, device;   ///< device: "cpu: <model name> (<n> threads)" or "cuda: ..."
+  std::string model, dataset, device;   ///< device (trains): "cpu: <model name> (<n> threads)" or "cuda: ..."
+  /// The device that measured the GEMM times (each gemm_times record's `device`): the CUDA GPU for a CUDA engine
+  /// also when the layers run on the CPU (spartan-train --device cpu --gemm cuda-tile-sparse). Empty: `device`.
+  std::string gemm_device;
   std::uint64_t seed = 0;
   int batch = 0;
   std::string writer = "spartan-train";
@@ -35,6 +38,8 @@ class TraceCapture final : public TrainObserver {
   /// dtype, IoError if the output directory is not writable.
   TraceCapture(const CaptureOptions& opt, const Model& model);
   bool wants_capture(std::int64_t iteration) override { return iteration % opt_.every == 0; }
+  /// Writes the step's activations, dz masks and GEMM times. Throws spartan::Error (before writing anything) when
+  /// a timing's timer does not fit the GEMM device: CUDA events need a "cuda: ..." device, steady_clock a CPU.
   void on_capture(std::int64_t iteration, Model& model, const std::vector<GemmTiming>& timings) override;
   /// Writes metadata (including the sparsity history of `result`) and commits the file.
   void finish(const TrainResult& result);

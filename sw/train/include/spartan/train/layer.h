@@ -21,6 +21,12 @@
 
 namespace spartan::train {
 
+/// Output length of a `k`-wide window moved by `stride` over `in` elements padded by `pad` on each side, floor mode:
+/// (in + 2*pad - k) / stride + 1, or 0 when the window does not fit (in + 2*pad < k), which the plain formula would
+/// round up to 1 (integer division truncates toward zero). Conv2d, MaxPool2d and build_model size their outputs
+/// with it and refuse a 0.
+int window_output_size(int in, int k, int stride, int pad = 0);
+
 /// A trainable parameter with its gradient and SGD momentum buffer (same size).
 struct Param {
   std::string name;
@@ -109,6 +115,8 @@ class GemmLayer : public Layer {
 /// bwd_data: dcol^T[P x kdim] = dY^T * W (M=P, N=kdim, K=Cout; dY the output gradient: ReLU-masked where a ReLU
 /// follows directly, dense after batch norm's backward), then col2im;
 /// bwd_weight: dW^T[kdim x Cout] = col * dY^T (M=kdim, N=Cout, K=P).
+/// forward throws spartan::InputError for a channel mismatch or a padded input smaller than the kernel
+/// (H + 2*pad < k or W + 2*pad < k).
 class Conv2d final : public GemmLayer {
  public:
   Conv2d(int cin, int cout, int k, int stride, int pad, bool bias, std::mt19937_64& init_rng);
@@ -175,7 +183,8 @@ class ReLU final : public Layer {
   Tensor y_;
 };
 
-/// Max pooling, kernel k x k, stride s, no padding (floor mode). Ties: the first maximum wins.
+/// Max pooling, kernel k x k, stride s, no padding (floor mode). Ties: the first maximum wins. forward throws
+/// spartan::InputError for an input smaller than the kernel (H < k or W < k).
 class MaxPool2d final : public Layer {
  public:
   MaxPool2d(int k, int stride) : k_(k), s_(stride) {}

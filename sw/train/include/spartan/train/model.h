@@ -41,14 +41,17 @@ std::vector<std::string> model_names();
 void check_model_name(const std::string& name);
 
 /// Builds a named model for `in_c` x `in_h` x `in_w` inputs and `classes` outputs; weights He-initialised
-/// from `seed`. Throws spartan::InputError for an unknown name or inputs too small for the model.
+/// from `seed`. Throws spartan::InputError for an unknown name, a size < 1, or inputs too small for the model: every
+/// conv and pool window must fit the feature map it slides over (e.g. lenet5 needs at least 12x12, vgg-s 8x8,
+/// alexnet-s 15x15).
 /// Conv and hidden FC weights are He-normal; the classifier is LeCun-normal (N(0, 1/fan_in)).
 ///  - lenet5 (LeCun et al. 1998, with ReLU and max-pool): conv5x5(6,p2)-pool-conv5x5(16)-pool-fc120-fc84-fc.
 ///  - alexnet-s (Krizhevsky et al. 2012 pattern): conv5x5(32)-pool3s2-conv5x5(64)-pool3s2-conv3x3(96,96,64)
 ///    -pool3s2-[dropout-fc256]x2-fc; overlapping 3x3/s2 pooling, no LRN.
 ///  - vgg-s (Simonyan & Zisserman 2015, VGG-16 with BN): 13 conv3x3 in blocks of 2,2,3,3,3 with widths
 ///    16,32,64,64,64, 2x2 max-pool after blocks 1-3 (28->14->7->3) and 3x3 after block 5, then
-///    fc256-ReLU-dropout-fc256-ReLU-dropout-fc (dropout 0.5 as in VGG).
+///    fc256-ReLU-dropout-fc256-ReLU-dropout-fc (dropout 0.5 as in VGG). The last pool covers the whole feature map
+///    (H x H), so vgg-s needs square inputs (in_h == in_w) and refuses others.
 ///  - resnet-s (He et al. 2016, ResNet-18 pattern): conv3x3(16)-BN-ReLU, 4 stages x 2 basic blocks with
 ///    widths 16,32,64,128 (stride 2 and 1x1 projection shortcut at stages 2-4), global average pool, fc.
 std::unique_ptr<Model> build_model(const std::string& name, int in_c, int in_h, int in_w, int classes,
