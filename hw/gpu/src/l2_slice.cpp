@@ -50,8 +50,10 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       fp_(lines_.size() + 64, 0),
       set_bits_(unsigned(__builtin_ctz(sets_))),
       ready_(std::size_t(sets_) * ways_ * spl_, 0),
+      words_per_sector_((sector_bytes_ + 63) / 64),
       scratch_(line_bytes_),
       dmi_(std::make_shared<DmiCache>(64)) {
+  written_.assign(std::size_t(sets_) * ways_ * spl_ * words_per_sector_, 0);
   socket.register_b_transport(this, &L2Slice::b_transport);
   socket.register_transport_dbg(this, &L2Slice::transport_dbg);
   store_socket.register_invalidate_direct_mem_ptr(this, &L2Slice::invalidate_dmi);
@@ -209,6 +211,21 @@ void L2Slice::prefetch(std::uint64_t addr, std::uint64_t local) const {
   order[ways_ - 1] = std::uint16_t(way);
 }
 
+bool L2Slice::mark_written(std::size_t li, std::uint32_t s, std::uint32_t lo, std::uint32_t hi, bool fresh) {
+  std::uint64_t* w = &written_[(li * spl_ + s) * words_per_sector_];
+  if (fresh) std::fill(w, w + words_per_sector_, std::uint64_t(0));
+  for (std::uint32_t b = lo; b < hi;) {  // set bits [lo, hi), one word at a time
+    const std::uint32_t i = b / 64, first = b % 64, n = std::min<std::uint32_t>(64 - first, hi - b);
+    w[i] |= (n == 64 ? ~std::uint64_t(0) : ((std::uint64_t(1) << n) - 1)) << first;
+    b += n;
+  }
+  for (std::uint32_t i = 0; i < words_per_sector_; ++i) {
+    const std::uint32_t n = std::min<std::uint32_t>(64, sector_bytes_ - i * 64);
+    if (w[i] != (n == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << n) - 1)) return false;
+  }
+  return true;
+}
+
 bool L2Slice::contains(std::uint64_t addr) const {
   auto sa = map_.to_slice(addr);
   std::uint64_t key = line_div_.div(sa.local);
@@ -358,7 +375,20 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
   }
   if (write) {
     l.valid |= alloc;
-    l.partial = (l.partial & ~full) | absent;
+    // Touched sectors this write covers only partly and that are not whole yet (absent, or partial): at
+    // most the first and the last. Their byte masks grow; a sector whose every byte is written is whole.
+    std::uint32_t part = l.partial & ~full;
+    for (std::uint32_t m = need & ~full & (absent | l.partial); m; m &= m - 1) {
+      const std::uint32_t s = std::uint32_t(__builtin_ctz(m));
+      const std::uint64_t base_b = std::uint64_t(s) * sector_bytes_;
+      const std::uint32_t lo = std::uint32_t(std::max<std::uint64_t>(off, base_b) - base_b);
+      const std::uint32_t hi = std::uint32_t(std::min<std::uint64_t>(off + bytes, base_b + sector_bytes_) - base_b);
+      if (mark_written(li, s, lo, hi, (absent >> s) & 1))
+        part &= ~(1u << s);
+      else
+        part |= 1u << s;
+    }
+    l.partial = part;
     l.dirty |= need;
   }
   set_tag(li);

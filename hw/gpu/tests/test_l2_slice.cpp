@@ -132,6 +132,59 @@ TEST(L2Slice, WritesNeverFetchAPartialSectorIsFetchedOnItsFirstRead) {
   EXPECT_EQ(e["writeback_bytes"], 3 * 32);
 }
 
+TEST(L2Slice, PartialWritesThatCoverEverySectorByteMakeItWhole) {
+  // Rows whose byte length is not a multiple of the sector (196 floats = 784 B = 24.5 sectors) end in the
+  // middle of a sector; the next row's write completes it. The slice keeps each partial sector's byte mask,
+  // so such a sector is whole once every byte is written and a read of it hits (found by make run's
+  // conversion times of 2026-12-03: without the masks every such sector was fetched from DRAM on its read).
+  json s = run_in_child([] {
+    GpuSystem g(tiny_gpu());
+    std::uint8_t d[128] = {};
+    // A: bytes 0..20 then 20..72 (sector 0 completed by the second write, which also writes sector 1 whole
+    // and 8 bytes of sector 2). B: bytes 4..32 only (byte 0..3 never written: stays partial).
+    ListSource w({wr(kA, d, 20), wr(kA + 20, d, 52), wr(kB + 4, d, 28)});
+    g.run({&w});
+    json j;
+    j["after_writes"] = l2_stats(g);
+    ListSource r1({rd(kA, 64)});  // sectors 0 and 1 of A: both whole
+    g.run({&r1});
+    j["after_whole"] = l2_stats(g);
+    ListSource r2({rd(kA + 64, 32)});  // sector 2 of A: 8 of 32 bytes written
+    g.run({&r2});
+    j["after_a2"] = l2_stats(g);
+    ListSource r3({rd(kB, 32)});  // B's sector 0: 28 of 32 bytes
+    g.run({&r3});
+    j["after_b"] = l2_stats(g);
+    return j;
+  });
+  EXPECT_EQ(s["after_writes"]["fill_bytes"], 0);
+  EXPECT_EQ(s["after_whole"]["read_hits"], 1);
+  EXPECT_EQ(s["after_whole"]["sector_misses"], 0);
+  EXPECT_EQ(s["after_a2"]["read_misses"], 1);
+  EXPECT_EQ(s["after_a2"]["sector_misses"], 1);
+  EXPECT_EQ(s["after_b"]["read_misses"], 2);
+  EXPECT_EQ(s["after_b"]["sector_misses"], 2);
+  EXPECT_EQ(s["after_b"]["fill_bytes"], 2 * 32);
+}
+
+TEST(L2Slice, ByteMasksOfSectorsWiderThan64Bytes) {
+  // One 128-byte sector per line: the byte mask spans two 64-bit words.
+  json s = run_in_child([] {
+    std::string y = tiny_gpu_yaml();
+    y.replace(y.find("sector_bytes: 32"), 16, "sector_bytes: 128");
+    GpuSystem g(parse_gpu_config(y, "tiny128.yaml"));
+    std::uint8_t d[128] = {};
+    ListSource w({wr(kA, d, 70), wr(kA + 70, d, 58), wr(kB, d, 100), wr(kB + 101, d, 27)});
+    g.run({&w});
+    ListSource r({rd(kA, 128), rd(kB, 128)});
+    g.run({&r});
+    return l2_stats(g);
+  });
+  EXPECT_EQ(s["read_hits"], 1);    // A: bytes 0..70 and 70..128 written
+  EXPECT_EQ(s["read_misses"], 1);  // B: byte 100 never written
+  EXPECT_EQ(s["fill_bytes"], 128);
+}
+
 TEST(L2Slice, MissesCostMoreThanHits) {
   json s = run_in_child([] {
     GpuSystem g(tiny_gpu());

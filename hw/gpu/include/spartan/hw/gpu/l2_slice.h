@@ -16,7 +16,9 @@
 //    the sector valid, a partial write to a missing sector allocates it *partial* (written bytes only,
 //    dirty, no fill: "lazy fetch on read", Accel-Sim's L2 write-allocate policy `L` in its QV100 config,
 //    from the per-sector byte masks of NVIDIA's L2); a later read of a partial sector fetches it (miss),
-//    and its write-back writes the whole sector (one masked DRAM burst). Until the eighteenth session a
+//    and its write-back writes the whole sector (one masked DRAM burst). The slice keeps each partial
+//    sector's byte mask: once partial writes have covered every byte of it (a row of 196 floats ends in
+//    the middle of a sector, the next row's write completes it) the sector is whole and a read hits. Until the eighteenth session a
 //    partial write fetched the sector first, which charged a DRAM round trip to every small store (a
 //    software kernel's 4-byte count writes) that real L2s do not.
 //  - a dirty victim is written back as a posted write through a write-back buffer of writeback_entries:
@@ -116,6 +118,9 @@ class L2Slice : public sc_core::sc_module {
     ps_t ready_max = 0;  ///< latest arrival time of any sector's fill
     std::uint32_t partial = 0;  ///< sector mask, a subset of valid: only partly written, never fetched
   };
+  /// Records the bytes [lo, hi) of sector `s` of line `li` written: `fresh` (the sector was absent) starts
+  /// its byte mask anew. Returns true when every byte of the sector has now been written (no longer partial).
+  bool mark_written(std::size_t li, std::uint32_t s, std::uint32_t lo, std::uint32_t hi, bool fresh);
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   /// Debug transport (TLM-2.0 transport_dbg): reads or writes the data functionally (the backing store holds
   /// every value), with no timing, no statistics and no change to the cache state. Returns the bytes
@@ -163,6 +168,11 @@ class L2Slice : public sc_core::sc_module {
   std::vector<std::uint8_t> fp_;  ///< per line: fingerprint(key) while valid, else 0 (padded by 64 bytes)
   unsigned set_bits_ = 0;         ///< log2(sets)
   std::vector<ps_t> ready_;  ///< per line per sector: time its data is in the array
+  /// Per line per sector, `words_per_sector_` 64-bit words: the byte mask of a partial sector (bit b: byte b
+  /// written). Meaningful only while the sector's Line::partial bit is set; read and written only for the
+  /// first and last sector of a write that covers them partly.
+  std::vector<std::uint64_t> written_;
+  std::uint32_t words_per_sector_ = 1;
   SortedQueue<ps_t> mshr_free_, wb_free_;  ///< times each MSHR / write-back buffer entry is free
   /// The data array's bookings (busy_intervals.h): in time order exactly a busy-until register; a request
   /// arriving after a later-in-time one takes a hole at its own time.
