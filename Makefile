@@ -38,8 +38,8 @@ run: build
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARTAN_FUZZ=ON \
 	  -DSPARTAN_ENABLE_CUDA=OFF -DSPARTAN_BUILD_BENCHMARKS=OFF \
-	  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" > $(FUZZ_DIR).configure.log 2>&1 \
+	  -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" > $(FUZZ_DIR).configure.log 2>&1 \
 	  || { cat $(FUZZ_DIR).configure.log; echo "make: fuzz configure failed" >&2; exit 1; }
 	@cmake --build $(FUZZ_DIR) --target fuzz_all -j $(JOBS)
 	@FUZZ_RUNS=$(FUZZ_RUNS) bash scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)

@@ -22,7 +22,7 @@ while read -r name corpus; do
   echo "== $name: ${seconds}s${FUZZ_RUNS:+ or $FUZZ_RUNS executions}${extra[*]:+ (${extra[*]})}"
   asan="detect_stack_use_after_return=0"  # -detect_leaks=0 must also silence LSan's report at exit
   [[ " ${extra[*]} " == *" -detect_leaks=0 "* ]] && asan="$asan:detect_leaks=0"
-  SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ASAN_OPTIONS="$asan" \
+  SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ASAN_OPTIONS="$asan" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-4096}" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -print_final_stats=1 "${extra[@]}" \
     -artifact_prefix="$work/artifacts/" "$work/corpus" > "$work/log.txt" 2>&1
   rc=$?

@@ -470,7 +470,7 @@ void check_metadata(const TraceReader& r) {
       std::int64_t n = 1;
       for (std::int64_t d : l.output)
         if (!mul_ok(n, d, &n)) tensor_fail(t.name, "the layer's output " + shape_text(l.output) + " has too many elements");
-      const std::vector<std::int64_t> want = {(n + 7) / 8};
+      const std::vector<std::int64_t> want = {n / 8 + (n % 8 != 0)};  // ceil(n / 8); n + 7 overflows near INT64_MAX
       if (t.dtype != DType::U8) tensor_fail(t.name, std::string("dtype ") + dtype_name(t.dtype) + ", expected U8 (bit-packed)");
       if (t.shape != want)
         tensor_fail(t.name, "shape " + shape_text(t.shape) + ", expected " + shape_text(want) + " (ceil(" +

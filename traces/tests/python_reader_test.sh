@@ -65,3 +65,18 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
 PY
 expect_one_line_exit2 "lone surrogate in a name" "$PYTHON" "$READER" "$WORK/surrogate.sptrace"
 expect_one_line_exit2 "spartan-trace check, lone surrogate in a name" "$CLI" check "$WORK/surrogate.sptrace"
+# A FIFO with no writer: refused at once as not a regular file (the open blocked forever before; `timeout`
+# turns a hang into exit 124, which fails the check).
+rm -f "$WORK/reader.fifo"
+mkfifo "$WORK/reader.fifo"
+expect_one_line_exit2 "a FIFO" timeout 20 "$PYTHON" "$READER" "$WORK/reader.fifo"
+expect_one_line_exit2 "spartan-trace check, a FIFO" timeout 20 "$CLI" check "$WORK/reader.fifo"
+# A tensor name holding a newline and an escape sequence: both readers quote it escaped, on one line.
+"$PYTHON" - "$WORK/ctrl_name.sptrace" <<'PY'
+import struct, sys
+hb = b'{"a\\nb\\u001b[2J":{"dtype":"Q8","shape":[1],"data_offsets":[0,1]}}'
+hb += b" " * ((-len(hb)) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
+PY
+expect_one_line_exit2 "control characters in a name" "$PYTHON" "$READER" "$WORK/ctrl_name.sptrace"
+expect_one_line_exit2 "spartan-trace check, control characters in a name" "$CLI" check "$WORK/ctrl_name.sptrace"

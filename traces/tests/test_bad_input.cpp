@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <random>
@@ -151,9 +152,48 @@ TEST(TraceBadInput, StructuredMetadataMustBeJson) {
   std::remove(path.c_str());
 }
 
+TEST(TraceBadInput, NamesWithControlCharactersStayOnOneLine) {
+  // A tensor name holding a newline and an escape sequence (valid JSON): the error quotes it escaped, on one
+  // line; `info --tensors` lists a valid such file one tensor per line.
+  const std::string path = temp_path("ctrl_name.sptrace");
+  auto file = [](const std::string& dtype) {
+    std::string h = R"({"a\nb\u001b[2J":{"dtype":")" + dtype + R"(","shape":[1],"data_offsets":[0,1]}})";
+    h.append((8 - h.size() % 8) % 8, ' ');
+    std::string b(8, '\0');
+    for (int i = 0; i < 8; ++i) b[std::size_t(i)] = char(std::uint8_t(std::uint64_t(h.size()) >> (8 * i)));
+    return b + h + '\1';
+  };
+  testutil::write_bytes(path, file("Q8"));
+  const auto bad = testutil::run_cli("check '" + path + "'");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_EQ(testutil::count_lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("a\\nb\\x1b[2J"), std::string::npos) << bad.err;
+  testutil::write_bytes(path, file("U8"));
+  const auto ok = testutil::run_cli("info --tensors '" + path + "'");
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_NE(ok.out.find("  a\\nb\\x1b[2J "), std::string::npos) << ok.out;
+  EXPECT_EQ(ok.out.find('\x1b'), std::string::npos) << ok.out;
+  std::remove(path.c_str());
+}
+
 TEST(TraceBadInput, DirectoryAndMissingFile) {
   EXPECT_THROW(TraceReader(::testing::TempDir()), FormatError);
   EXPECT_THROW(TraceReader("/nonexistent/x.sptrace"), IoError);
+  // A FIFO with no writer: refused at once as not a regular file (the open blocked forever before the
+  // eighteenth-session review; ctest's timeout would report that).
+  const std::string fifo = temp_path("reader.fifo");
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    TraceReader r(fifo);
+    ADD_FAILURE() << "a FIFO was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+  const auto cli = testutil::run_cli("check '" + fifo + "'");
+  EXPECT_EQ(cli.rc, 2);
+  EXPECT_EQ(testutil::count_lines(cli.err), 1) << cli.err;
+  std::remove(fifo.c_str());
 }
 
 // Every truncation and many random byte mutations of a valid file: the reader either accepts the

@@ -1,6 +1,7 @@
 // Structured metadata: builders, JSON round trips, schema and consistency errors.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 
 #include "spartan/trace/keys.h"
@@ -367,6 +368,22 @@ TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
     w.finish();
     TraceReader r(path);
     expect_format_error([&] { check_metadata(r); }, "tensor it0/L0/dz_mask", "too many elements");
+  }
+  // An output of INT64_MAX elements (no overflow in the product) must not overflow in ceil(n / 8): the
+  // expected mask is 2^60 bytes (signed overflow of n + 7 before; UBSan saw it in the eighteenth-session review).
+  {
+    TraceWriter w(path);
+    for (const auto& [k, v] : std::map<std::string, std::string>{
+             {keys::kFormatVersion, kFormatVersion}, {keys::kModel, "m"}, {keys::kDataset, "d"}, {keys::kDevice, "cpu: t"},
+             {keys::kSeed, "7"}, {keys::kBatch, "1"},
+             {keys::kLayers, layers_to_json({make_fc_layer(0, "fc0", 1, 8, INT64_MAX, true)})}})
+      w.set_metadata(k, v);
+    std::vector<float> a(8);
+    w.add_tensor("it0/L0/act", DType::F32, {1, 8}, a.data(), a.size() * 4);
+    w.add_tensor("it0/L0/dz_mask", DType::U8, {0}, nullptr, 0);
+    w.finish();
+    TraceReader r(path);
+    expect_format_error([&] { check_metadata(r); }, "tensor it0/L0/dz_mask", "expected [1152921504606846976]");
   }
   // GEMM times beyond 1e9 ms (the review's 1e308 gave an infinite ratio) are rejected.
   EXPECT_THROW(gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"d","timer":"t",)"

@@ -17,7 +17,9 @@ the C++ reader's (traces/src/reader.cpp).
 """
 import json
 import mmap
+import os
 import re
+import stat
 import sys
 
 import numpy as np
@@ -81,7 +83,15 @@ def parse_key(name):
 class SpTrace:
     def __init__(self, path):
         self.path = path
-        with open(path, "rb") as f:
+        # O_NONBLOCK: a FIFO would block the open until a writer appears; anything but a regular file is refused.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SpTraceError(path, "", 0, "not a regular file")
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as f:
             size = f.seek(0, 2)
             if size < 8:
                 raise SpTraceError(path, "", size, f"file is {size} bytes, shorter than the 8-byte header length")
@@ -257,6 +267,16 @@ def _check_sparsity(trace):
     return checked
 
 
+def _one_line(s):
+    """`s` with ASCII control characters escaped (\\n, \\t, \\x1b): a name from the file may hold a newline."""
+    esc = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return "".join(c if " " <= c != "\x7f" else esc.get(c, f"\\x{ord(c):02x}") for c in s)
+
+
+def _error(msg):
+    print(f"read_sptrace.py: error: {_one_line(msg)}", file=sys.stderr)
+
+
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser(description="Read and summarise a .sptrace file (docs/trace-format.md).")
@@ -268,7 +288,7 @@ def main(argv):
     try:
         t = SpTrace(args.file)
     except (SpTraceError, OSError) as e:
-        print(f"read_sptrace.py: error: {e}", file=sys.stderr)
+        _error(f"{e}")
         return 2
     try:
         if args.compare:
@@ -278,23 +298,23 @@ def main(argv):
         if args.check_sparsity:
             n = _check_sparsity(t)
             if n == 0:
-                print("read_sptrace.py: error: no densities to check", file=sys.stderr)
+                _error("no densities to check")
                 return 1
             print(f"ok: {n} densities match the sparsity metadata")
             return 0
     except CheckFailed as e:
-        print(f"read_sptrace.py: error: {args.file}: {e}", file=sys.stderr)
+        _error(f"{args.file}: {e}")
         return 2
     except OSError as e:  # --compare file missing or unreadable
-        print(f"read_sptrace.py: error: {e.filename or args.compare}: {e.strerror or e}", file=sys.stderr)
+        _error(f"{e.filename or args.compare}: {e.strerror or e}")
         return 2
     except json.JSONDecodeError as e:  # --compare file or a metadata value is not JSON
         where = args.compare if args.compare else f"{args.file}: __metadata__"
-        print(f"read_sptrace.py: error: {where}: invalid JSON: {e}", file=sys.stderr)
+        _error(f"{where}: invalid JSON: {e}")
         return 2
     except (KeyError, TypeError, IndexError, ValueError) as e:  # JSON of the wrong shape
         where = args.compare if args.compare else f"{args.file}: __metadata__"
-        print(f"read_sptrace.py: error: {where}: unexpected structure ({type(e).__name__}: {e})", file=sys.stderr)
+        _error(f"{where}: unexpected structure ({type(e).__name__}: {e})")
         return 2
     print(f"file: {t.path}\ntensors: {len(t.tensors)}")
     for k in sorted(t.metadata):

@@ -70,7 +70,7 @@ int cmd_info(const std::string& file, bool list_tensors) {
     std::string shown = v.size() <= 60 ? v : v.substr(0, 57) + "... (" + std::to_string(v.size()) + " chars)";
     for (char& c : shown)
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';  // keep the terminal sane
-    std::printf("  %-16s %s\n", k.c_str(), shown.c_str());
+    std::printf("  %-16s %s\n", spartan::one_line(k).c_str(), shown.c_str());
   }
 
   const auto layers = read_layers(r);
@@ -82,8 +82,9 @@ int cmd_info(const std::string& file, bool list_tensors) {
       return std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K);
     };
     for (const auto& l : layers)
-      std::printf("  L%-5lld %-12s %-5s %-18s %-24s %-24s %s\n", static_cast<long long>(l.index), l.name.c_str(),
-                  l.type.c_str(), shape_text(l.input).c_str(), mnk(l.fwd).c_str(), mnk(l.bwd_data).c_str(),
+      std::printf("  L%-5lld %-12s %-5s %-18s %-24s %-24s %s\n", static_cast<long long>(l.index),
+                  spartan::one_line(l.name).c_str(), spartan::one_line(l.type).c_str(), shape_text(l.input).c_str(),
+                  mnk(l.fwd).c_str(), mnk(l.bwd_data).c_str(),
                   mnk(l.bwd_weight).c_str());
   }
 
@@ -117,7 +118,8 @@ int cmd_info(const std::string& file, bool list_tensors) {
     std::string dt, sh;
     for (const auto& d : g.dtypes) dt += (dt.empty() ? "" : ",") + d;
     for (const auto& s : g.shapes) sh += (sh.empty() ? "" : " ") + s;
-    std::printf("  L%-5lld %-10s %-6s %-8zu %s\n", static_cast<long long>(key.first), key.second.c_str(),
+    std::printf("  L%-5lld %-10s %-6s %-8zu %s\n", static_cast<long long>(key.first),
+                spartan::one_line(key.second).c_str(),
                 dt.c_str(), g.count, sh.c_str());
   }
 
@@ -140,7 +142,8 @@ int cmd_info(const std::string& file, bool list_tensors) {
   if (list_tensors) {
     std::printf("all tensors (data-offset order):\n");
     for (const auto& t : r.tensors())
-      std::printf("  %-32s %-5s %-20s [%llu, %llu)\n", t.name.c_str(), dtype_name(t.dtype), shape_text(t.shape).c_str(),
+      std::printf("  %-32s %-5s %-20s [%llu, %llu)\n", spartan::one_line(t.name).c_str(), dtype_name(t.dtype),
+                  shape_text(t.shape).c_str(),
                   static_cast<unsigned long long>(t.begin), static_cast<unsigned long long>(t.end));
   }
   return 0;

@@ -21,18 +21,18 @@ int report(const char* tool, const std::function<int()>& body) {
     std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
     return e.exit_code();
   } catch (const boost::program_options::error& e) {
-    std::fprintf(stderr, "%s: error: %s (see --help)\n", tool, e.what());
+    std::fprintf(stderr, "%s: error: %s (see --help)\n", tool, one_line(e.what()).c_str());
     return 2;
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the user gave cannot be created or read (e.g. an output directory under a regular file):
     // bad input, not an internal error (found by the reliability tests, docs/reliability.md).
-    std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+    std::fprintf(stderr, "%s: error: %s\n", tool, one_line(e.what()).c_str());
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "%s: error: out of memory\n", tool);
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: internal error: %s\n", tool, e.what());
+    std::fprintf(stderr, "%s: internal error: %s\n", tool, one_line(e.what()).c_str());
     return 1;
   }
 }

@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include <cstdio>
@@ -117,6 +118,20 @@ TEST(Cli, MapsErrorsToExitCodes) {
   EXPECT_EQ(run_cli("t", []() -> int { throw std::logic_error("bug"); }), 1);
   FormatError e("f.bin", "tensor a", 40, "shape mismatch");
   EXPECT_STREQ(e.what(), "f.bin: tensor a: shape mismatch (byte offset 40)");
+}
+
+TEST(Cli, ErrorMessagesAreOneLineWhateverTheNamesTheyQuote) {
+  // A tensor name read from a file may hold control characters: the message escapes them.
+  FormatError e("f.bin", std::string("tensor a\nb\tc\x1b[31m\x7f\xc3\xa9"), 8, "bad\r");
+  EXPECT_STREQ(e.what(), "f.bin: tensor a\\nb\\tc\\x1b[31m\\x7f\xc3\xa9: bad\\r (byte offset 8)");
+  // Errors from outside the project's types (a filesystem error quoting a path) are escaped when printed.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run_cli("t", []() -> int { throw std::filesystem::filesystem_error("cannot", "dir\nx", std::error_code()); }), 2);
+  EXPECT_EQ(run_cli("t", []() -> int { throw std::logic_error("bug\nhere"); }), 1);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 2) << err;
+  EXPECT_NE(err.find("dir\\nx"), std::string::npos) << err;
+  EXPECT_NE(err.find("t: internal error: bug\\nhere\n"), std::string::npos) << err;
 }
 
 // The build's provenance (recorded in the tools' JSON outputs): a git commit hash (with "-dirty-" and a digest

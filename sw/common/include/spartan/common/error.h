@@ -8,10 +8,36 @@
 
 namespace spartan {
 
-/// Base of every error the project throws on purpose. `what()` is the full one-line message.
+/// `msg` with every ASCII control character (a newline, a tab, ESC, DEL...) written as a C escape (`\n`,
+/// `\t`, `\x1b`): an error message quotes names from the user's files (a tensor name may hold a newline), and
+/// the CLIs promise one line on stderr. Bytes >= 0x80 (UTF-8) are kept.
+inline std::string one_line(const std::string& msg) {
+  std::string out;
+  out.reserve(msg.size());
+  for (unsigned char c : msg) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += char(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(c));
+      out += buf;
+    }
+  }
+  return out;
+}
+
+/// Base of every error the project throws on purpose. `what()` is the full one-line message (control
+/// characters escaped by one_line()).
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& msg, int exit_code = 2) : std::runtime_error(msg), exit_code_(exit_code) {}
+  explicit Error(const std::string& msg, int exit_code = 2)
+      : std::runtime_error(one_line(msg)), exit_code_(exit_code) {}
   /// Process exit code an executable should use for this error (2 = bad input, by convention).
   int exit_code() const noexcept { return exit_code_; }
 
