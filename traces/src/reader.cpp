@@ -31,9 +31,12 @@ struct Mapping {
 };
 
 void map_file(const std::string& path, Mapping* m) {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears (the check below
-  // then refuses it); it changes nothing for a regular file.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  // Refused before the open: opening a FIFO for reading blocks until a writer appears. (O_NONBLOCK on the
+  // open would not block, but it also makes the open of a regular file under a write lease fail with EAGAIN
+  // instead of waiting.) The fstat below checks the file actually opened.
+  struct stat pre {};
+  if (::stat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode)) throw FormatError(path, "", 0, "not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw IoError(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

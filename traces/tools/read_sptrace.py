@@ -83,8 +83,15 @@ def parse_key(name):
 class SpTrace:
     def __init__(self, path):
         self.path = path
-        # O_NONBLOCK: a FIFO would block the open until a writer appears; anything but a regular file is refused.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        # Anything but a regular file is refused, before the open for a FIFO (its open blocks until a writer
+        # appears) and after it for the file actually opened.
+        try:
+            pre = os.stat(path)
+        except OSError:
+            pre = None  # the open below reports it
+        if pre is not None and not stat.S_ISREG(pre.st_mode):
+            raise SpTraceError(path, "", 0, "not a regular file")
+        fd = os.open(path, os.O_RDONLY)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise SpTraceError(path, "", 0, "not a regular file")
@@ -95,7 +102,10 @@ class SpTrace:
             size = f.seek(0, 2)
             if size < 8:
                 raise SpTraceError(path, "", size, f"file is {size} bytes, shorter than the 8-byte header length")
-            self._buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                self._buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError as e:  # truncated to 0 bytes since the size check
+                raise SpTraceError(path, "", 0, f"cannot map: {e}") from None
         n = int.from_bytes(self._buf[:8], "little")
         if n > size - 8:
             raise SpTraceError(path, "header", 0, f"header length {n} exceeds the {size - 8} bytes after the length field")

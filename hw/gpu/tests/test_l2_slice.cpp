@@ -167,6 +167,32 @@ TEST(L2Slice, PartialWritesThatCoverEverySectorByteMakeItWhole) {
   EXPECT_EQ(s["after_b"]["fill_bytes"], 2 * 32);
 }
 
+TEST(L2Slice, ByteMaskStartsAnewAfterAnEvictionAndAWholeSectorStaysWhole) {
+  json s = run_in_child([] {
+    GpuSystem g(tiny_gpu());
+    std::uint8_t d[128] = {};
+    // B: bytes 0..16 written, B evicted (C and D fill the 2-way set), then bytes 16..32 written: the first
+    // half went to DRAM with the eviction, so the reallocated sector holds only 16..32 and a read misses.
+    // A: sector 0 written whole, then 4 bytes of it again: still whole, a read hits.
+    ListSource w({wr(kB, d, 16), rd(kC), rd(kD), wr(kB + 16, d, 16), wr(kA, d, 32), wr(kA + 4, d, 4)});
+    g.run({&w});
+    json j;
+    j["before"] = l2_stats(g);
+    ListSource rb({rd(kB, 32)});
+    g.run({&rb});
+    j["after_b"] = l2_stats(g);
+    ListSource ra({rd(kA, 32)});
+    g.run({&ra});
+    j["after_a"] = l2_stats(g);
+    return j;
+  });
+  const auto d = [&](const char* k, const char* f) { return s[k][f].get<long>() - s["before"][f].get<long>(); };
+  EXPECT_EQ(d("after_b", "read_misses"), 1);
+  EXPECT_EQ(d("after_b", "sector_misses"), 1);
+  EXPECT_EQ(d("after_a", "read_hits"), 1);
+  EXPECT_EQ(d("after_a", "sector_misses"), 1);  // only B's, above
+}
+
 TEST(L2Slice, ByteMasksOfSectorsWiderThan64Bytes) {
   // One 128-byte sector per line: the byte mask spans two 64-bit words.
   json s = run_in_child([] {
