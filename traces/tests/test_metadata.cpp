@@ -353,37 +353,30 @@ TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
     EXPECT_EQ(cli.rc, 2);
     EXPECT_EQ(testutil::count_lines(cli.err), 1) << cli.err;
   }
-  // An output whose element count overflows int64 (a valid fc geometry: 4 x 2^62) must not wrap to an
-  // expected mask of [0] bytes (undefined behaviour, and a 0-byte mask accepted).
-  {
+  // Huge fc outputs with an empty dz_mask, each one batch of 8 inputs per sample:
+  //  - 4 x 2^62 elements overflows int64: refused, not wrapped to an expected mask of [0] bytes (undefined
+  //    behaviour, and a 0-byte mask accepted);
+  //  - 1 x INT64_MAX elements (no overflow in the product) must not overflow in ceil(n / 8): the expected mask
+  //    is 2^60 bytes (signed overflow of n + 7 before; UBSan saw it in the eighteenth-session review).
+  struct Huge {
+    std::int64_t batch, out;
+    std::string phrase;
+  };
+  for (const Huge& h : {Huge{4, std::int64_t(1) << 62, "too many elements"},
+                        Huge{1, INT64_MAX, "expected [1152921504606846976]"}}) {
+    SCOPED_TRACE(h.phrase);
     TraceWriter w(path);
     for (const auto& [k, v] : std::map<std::string, std::string>{
              {keys::kFormatVersion, kFormatVersion}, {keys::kModel, "m"}, {keys::kDataset, "d"}, {keys::kDevice, "cpu: t"},
-             {keys::kSeed, "7"}, {keys::kBatch, "4"},
-             {keys::kLayers, layers_to_json({make_fc_layer(0, "fc0", 4, 8, std::int64_t(1) << 62, true)})}})
+             {keys::kSeed, "7"}, {keys::kBatch, std::to_string(h.batch)},
+             {keys::kLayers, layers_to_json({make_fc_layer(0, "fc0", h.batch, 8, h.out, true)})}})
       w.set_metadata(k, v);
-    std::vector<float> a(32);
-    w.add_tensor("it0/L0/act", DType::F32, {4, 8}, a.data(), a.size() * 4);
+    std::vector<float> a(std::size_t(h.batch) * 8);
+    w.add_tensor("it0/L0/act", DType::F32, {h.batch, 8}, a.data(), a.size() * 4);
     w.add_tensor("it0/L0/dz_mask", DType::U8, {0}, nullptr, 0);
     w.finish();
     TraceReader r(path);
-    expect_format_error([&] { check_metadata(r); }, "tensor it0/L0/dz_mask", "too many elements");
-  }
-  // An output of INT64_MAX elements (no overflow in the product) must not overflow in ceil(n / 8): the
-  // expected mask is 2^60 bytes (signed overflow of n + 7 before; UBSan saw it in the eighteenth-session review).
-  {
-    TraceWriter w(path);
-    for (const auto& [k, v] : std::map<std::string, std::string>{
-             {keys::kFormatVersion, kFormatVersion}, {keys::kModel, "m"}, {keys::kDataset, "d"}, {keys::kDevice, "cpu: t"},
-             {keys::kSeed, "7"}, {keys::kBatch, "1"},
-             {keys::kLayers, layers_to_json({make_fc_layer(0, "fc0", 1, 8, INT64_MAX, true)})}})
-      w.set_metadata(k, v);
-    std::vector<float> a(8);
-    w.add_tensor("it0/L0/act", DType::F32, {1, 8}, a.data(), a.size() * 4);
-    w.add_tensor("it0/L0/dz_mask", DType::U8, {0}, nullptr, 0);
-    w.finish();
-    TraceReader r(path);
-    expect_format_error([&] { check_metadata(r); }, "tensor it0/L0/dz_mask", "expected [1152921504606846976]");
+    expect_format_error([&] { check_metadata(r); }, "tensor it0/L0/dz_mask", h.phrase);
   }
   // GEMM times beyond 1e9 ms (the review's 1e308 gave an infinite ratio) are rejected.
   EXPECT_THROW(gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"d","timer":"t",)"
