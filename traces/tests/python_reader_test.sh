@@ -55,28 +55,23 @@ PY
 expect_one_line_exit2 "--check-sparsity mismatch" "$PYTHON" "$READER" --check-sparsity "$WORK/bad_sparsity.sptrace"
 expect_one_line_exit2 "NUL-padded header" "$PYTHON" "$READER" "$WORK/nul_padded.sptrace"
 expect_one_line_exit2 "spartan-trace check, NUL-padded header" "$CLI" check "$WORK/nul_padded.sptrace"
-# A lone surrogate escape in a tensor name: json.loads accepts it, UTF-8 cannot hold it; both readers must refuse it
-# with one line (the Python reader crashed with a UnicodeEncodeError traceback printing the name).
-"$PYTHON" - "$WORK/surrogate.sptrace" <<'PY'
+# Names both readers must quote on one line, each in a one-tensor file: a lone surrogate escape (json.loads
+# accepts it, UTF-8 cannot hold it; the Python reader crashed with a UnicodeEncodeError traceback printing the
+# name) and a newline with an escape sequence (quoted escaped).
+"$PYTHON" - "$WORK/surrogate.sptrace" "$WORK/ctrl_name.sptrace" <<'PY'
 import struct, sys
-hb = b'{"a\\ud800b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
-hb += b" " * ((-len(hb)) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
+for path, name, dtype in [(sys.argv[1], b"a\\ud800b", b"U8"), (sys.argv[2], b"a\\nb\\u001b[2J", b"Q8")]:
+    hb = b'{"' + name + b'":{"dtype":"' + dtype + b'","shape":[1],"data_offsets":[0,1]}}'
+    hb += b" " * ((-len(hb)) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
 PY
 expect_one_line_exit2 "lone surrogate in a name" "$PYTHON" "$READER" "$WORK/surrogate.sptrace"
 expect_one_line_exit2 "spartan-trace check, lone surrogate in a name" "$CLI" check "$WORK/surrogate.sptrace"
+expect_one_line_exit2 "control characters in a name" "$PYTHON" "$READER" "$WORK/ctrl_name.sptrace"
+expect_one_line_exit2 "spartan-trace check, control characters in a name" "$CLI" check "$WORK/ctrl_name.sptrace"
 # A FIFO with no writer: refused at once as not a regular file (the open blocked forever before; `timeout`
 # turns a hang into exit 124, which fails the check).
 rm -f "$WORK/reader.fifo"
 mkfifo "$WORK/reader.fifo"
 expect_one_line_exit2 "a FIFO" timeout 20 "$PYTHON" "$READER" "$WORK/reader.fifo"
 expect_one_line_exit2 "spartan-trace check, a FIFO" timeout 20 "$CLI" check "$WORK/reader.fifo"
-# A tensor name holding a newline and an escape sequence: both readers quote it escaped, on one line.
-"$PYTHON" - "$WORK/ctrl_name.sptrace" <<'PY'
-import struct, sys
-hb = b'{"a\\nb\\u001b[2J":{"dtype":"Q8","shape":[1],"data_offsets":[0,1]}}'
-hb += b" " * ((-len(hb)) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
-PY
-expect_one_line_exit2 "control characters in a name" "$PYTHON" "$READER" "$WORK/ctrl_name.sptrace"
-expect_one_line_exit2 "spartan-trace check, control characters in a name" "$CLI" check "$WORK/ctrl_name.sptrace"

@@ -298,7 +298,7 @@ def main(argv):
     try:
         t = SpTrace(args.file)
     except (SpTraceError, OSError) as e:
-        _error(f"{e}")
+        _error(str(e))
         return 2
     try:
         if args.compare:

@@ -84,8 +84,7 @@ int cmd_info(const std::string& file, bool list_tensors) {
     for (const auto& l : layers)
       std::printf("  L%-5lld %-12s %-5s %-18s %-24s %-24s %s\n", static_cast<long long>(l.index),
                   spartan::one_line(l.name).c_str(), spartan::one_line(l.type).c_str(), shape_text(l.input).c_str(),
-                  mnk(l.fwd).c_str(), mnk(l.bwd_data).c_str(),
-                  mnk(l.bwd_weight).c_str());
+                  mnk(l.fwd).c_str(), mnk(l.bwd_data).c_str(), mnk(l.bwd_weight).c_str());
   }
 
   // Per (layer, kind): dtype, shape set and number of iterations.
@@ -119,8 +118,7 @@ int cmd_info(const std::string& file, bool list_tensors) {
     for (const auto& d : g.dtypes) dt += (dt.empty() ? "" : ",") + d;
     for (const auto& s : g.shapes) sh += (sh.empty() ? "" : " ") + s;
     std::printf("  L%-5lld %-10s %-6s %-8zu %s\n", static_cast<long long>(key.first),
-                spartan::one_line(key.second).c_str(),
-                dt.c_str(), g.count, sh.c_str());
+                spartan::one_line(key.second).c_str(), dt.c_str(), g.count, sh.c_str());
   }
 
   if (!act_layers.empty()) {
@@ -143,8 +141,8 @@ int cmd_info(const std::string& file, bool list_tensors) {
     std::printf("all tensors (data-offset order):\n");
     for (const auto& t : r.tensors())
       std::printf("  %-32s %-5s %-20s [%llu, %llu)\n", spartan::one_line(t.name).c_str(), dtype_name(t.dtype),
-                  shape_text(t.shape).c_str(),
-                  static_cast<unsigned long long>(t.begin), static_cast<unsigned long long>(t.end));
+                  shape_text(t.shape).c_str(), static_cast<unsigned long long>(t.begin),
+                  static_cast<unsigned long long>(t.end));
   }
   return 0;
 }

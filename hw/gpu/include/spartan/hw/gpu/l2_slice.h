@@ -18,9 +18,9 @@
 //    from the per-sector byte masks of NVIDIA's L2); a later read of a partial sector fetches it (miss),
 //    and its write-back writes the whole sector (one masked DRAM burst). The slice keeps each partial
 //    sector's byte mask: once partial writes have covered every byte of it (a row of 196 floats ends in
-//    the middle of a sector, the next row's write completes it) the sector is whole and a read hits. Until the eighteenth session a
-//    partial write fetched the sector first, which charged a DRAM round trip to every small store (a
-//    software kernel's 4-byte count writes) that real L2s do not.
+//    the middle of a sector, the next row's write completes it) the sector is whole and a read hits.
+//    Until the eighteenth session a partial write fetched the sector first, which charged a DRAM round
+//    trip to every small store (a software kernel's 4-byte count writes) that real L2s do not.
 //  - a dirty victim is written back as a posted write through a write-back buffer of writeback_entries:
 //    the requester does not wait for DRAM, but when every entry is still draining the request stalls
 //    until one frees (this is what throttles a write stream to the DRAM bandwidth).
