@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace spartan::hw::gpu {
 
@@ -17,18 +20,44 @@ namespace {
 alignas(64) std::uint8_t g_zero_page[BackingStore::kPageBytes];
 }  // namespace
 
+static_assert(BackingStore::kChunkBytes % BackingStore::kPageBytes == 0, "chunks hold whole pages");
+
+BackingStore::Chunk::~Chunk() {
+  if (base) munmap(base, kChunkBytes);
+}
+
+std::uint8_t* BackingStore::new_zero_page() {
+  if (chunk_used_ == kChunkBytes) {
+    chunks_.reserve(chunks_.size() + 1);  // before the mapping, so that emplace_back below cannot throw
+    // Map twice the chunk and trim to a kChunkBytes-aligned chunk, so that it can be one huge page.
+    void* m = mmap(nullptr, 2 * kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    auto* raw = static_cast<std::uint8_t*>(m);
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(raw);
+    auto* base = reinterpret_cast<std::uint8_t*>((a + kChunkBytes - 1) / kChunkBytes * kChunkBytes);
+    if (base > raw) munmap(raw, std::size_t(base - raw));
+    if (base + kChunkBytes < raw + 2 * kChunkBytes)
+      munmap(base + kChunkBytes, std::size_t(raw + 2 * kChunkBytes - (base + kChunkBytes)));
+#ifdef MADV_HUGEPAGE
+    madvise(base, kChunkBytes, MADV_HUGEPAGE);  // a hint: without huge pages the chunk is still valid memory
+#endif
+    chunks_.emplace_back(base);
+    chunk_used_ = 0;
+  }
+  std::uint8_t* p = chunks_.back().base + chunk_used_;  // anonymous mappings are zero-filled
+  chunk_used_ += kPageBytes;
+  return p;
+}
+
 std::uint8_t* BackingStore::page(std::uint64_t addr) {
   const std::uint64_t n = addr / kPageBytes;
-  auto& p = pages_[n];
-  if (!p) {
-    p.reset(new std::uint8_t[kPageBytes]);
-    std::memset(p.get(), 0, kPageBytes);
-    if (zero_granted_.erase(n)) {  // read-only grants on the zero page for this range are stale now
-      const std::uint64_t base = n * kPageBytes;
-      for (int i = 0; i < int(socket.size()); ++i) socket[i]->invalidate_direct_mem_ptr(base, base + kPageBytes - 1);
-    }
+  if (auto it = pages_.find(n); it != pages_.end()) return it->second;
+  std::uint8_t* p = pages_.emplace(n, new_zero_page()).first->second;  // no null entry if either throws
+  if (zero_granted_.erase(n)) {  // read-only grants on the zero page for this range are stale now
+    const std::uint64_t base = n * kPageBytes;
+    for (int i = 0; i < int(socket.size()); ++i) socket[i]->invalidate_direct_mem_ptr(base, base + kPageBytes - 1);
   }
-  return p.get();
+  return p;
 }
 
 void BackingStore::write(std::uint64_t addr, const void* src, std::uint64_t bytes) {
@@ -46,7 +75,7 @@ void BackingStore::read(std::uint64_t addr, void* dst, std::uint64_t bytes) cons
     std::uint64_t off = addr % kPageBytes, n = std::min(bytes, kPageBytes - off);
     auto it = pages_.find(addr / kPageBytes);
     if (it == pages_.end()) std::memset(d, 0, n);
-    else std::memcpy(d, it->second.get() + off, n);
+    else std::memcpy(d, it->second + off, n);
     addr += n, d += n, bytes -= n;
   }
 }

@@ -226,6 +226,12 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
     }
     SlotCalendar::Slot act_slot = peek_act(act);
     act = act_slot.start;
+    // An ACT at or after J's cannot fit this gap, and the checks below only move `act` later: go on to J as
+    // above (the same shortcut; it skips the refresh fit checks and their column peeks).
+    if (J && act >= J->act) {
+      ++i;
+      continue;
+    }
     ps_t closes = next_refresh(act);
     // The row must be precharged tRP before the refresh that closes it: tRAS after the ACT at the earliest, and
     // after its column (column_before). Otherwise the ACT moves after that refresh.

@@ -134,6 +134,44 @@ struct ExtraInitiator : sc_core::sc_module {
 };
 }  // namespace
 
+// Pages are carved out of kChunkBytes host chunks: across several chunks every page starts zero, pages
+// never overlap (a write to one is never seen in another) and keep their data, wherever their addresses lie.
+TEST(BackingStore, PagesCarvedFromSeveralChunksAreZeroDistinctAndKeepTheirData) {
+  json s = run_in_child([] {
+    BackingStore store("store");
+    const std::uint64_t per_chunk = BackingStore::kChunkBytes / BackingStore::kPageBytes;
+    const std::uint64_t pages = 3 * per_chunk + 5;  // four chunks, the last one partly used
+    std::vector<std::uint64_t> addr;
+    for (std::uint64_t k = 0; k < pages; ++k)  // scattered, out of address order, some far apart
+      addr.push_back(((k * 7919) % pages) * BackingStore::kPageBytes * 3 + (k % 2 ? (1ull << 40) : 0) + 4096);
+    std::uint64_t nonzero_fresh = 0;
+    std::vector<std::uint8_t*> ptrs;
+    for (std::uint64_t k = 0; k < pages; ++k) {
+      std::uint8_t* p = store.page(addr[k]);
+      ptrs.push_back(p);
+      for (std::uint64_t i = 0; i < BackingStore::kPageBytes; i += 61) nonzero_fresh += p[i] != 0;
+      store.write(addr[k], &k, sizeof k);  // the page's index at its first bytes (page offset 4096)
+    }
+    std::sort(ptrs.begin(), ptrs.end());
+    std::uint64_t overlaps = 0;
+    for (std::size_t k = 1; k < ptrs.size(); ++k) overlaps += ptrs[k] < ptrs[k - 1] + BackingStore::kPageBytes;
+    std::uint64_t wrong = 0;
+    for (std::uint64_t k = 0; k < pages; ++k) {
+      std::uint64_t got = ~0ull, zero = 1;
+      store.read(addr[k], &got, sizeof got);
+      store.read(addr[k] + 8, &zero, sizeof zero);
+      wrong += got != k || zero != 0;
+    }
+    return json{{"pages", store.pages_allocated()}, {"want_pages", pages}, {"nonzero_fresh", nonzero_fresh},
+                {"overlaps", overlaps}, {"wrong", wrong}};
+  });
+  ASSERT_FALSE(s.contains("child_error")) << s.dump();
+  EXPECT_EQ(s["pages"], s["want_pages"]);
+  EXPECT_EQ(s["nonzero_fresh"], 0);
+  EXPECT_EQ(s["overlaps"], 0);
+  EXPECT_EQ(s["wrong"], 0);
+}
+
 TEST(GpuSystem, ExtraInitiatorReachesL2ThroughTheCrossbar) {
   json s = run_in_child([] {
     GpuSystem g(tiny_gpu());
