@@ -47,6 +47,7 @@ void DramChannel::rebase(ps_t origin) {
   for (auto& c : bg_cols_) c.rebase(origin);
   drain_left_ = 0;
   reads_since_drain_ = 0;
+  for (auto& h : heads_) h.act_full_lo = h.act_full_hi = 0;
 }
 
 SlotCalendar::Slot DramChannel::peek_act(ps_t t) {
@@ -224,14 +225,21 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
       ++i;
       continue;
     }
-    SlotCalendar::Slot act_slot = peek_act(act);
-    act = act_slot.start;
-    // An ACT at or after J's cannot fit this gap, and the checks below only move `act` later: go on to J as
-    // above (the same shortcut; it skips the refresh fit checks and their column peeks).
-    if (J && act >= J->act) {
+    // An ACT at or after J's cannot fit this gap, and the peek and the checks below only move `act` later:
+    // when the ACT calendar is known to be taken from `act` to J's ACT (BankHead::act_full_lo/hi), or the peek
+    // lands at or after J's ACT, go on to J as above (the same shortcut; it skips the peek, or the refresh fit
+    // checks and their column peeks).
+    if (J && act >= h.act_full_lo && J->act <= h.act_full_hi) {
       ++i;
       continue;
     }
+    SlotCalendar::Slot act_slot = peek_act(act);
+    if (J && act_slot.start >= J->act) {
+      h.act_full_lo = act, h.act_full_hi = act_slot.start;
+      ++i;
+      continue;
+    }
+    act = act_slot.start;
     ps_t closes = next_refresh(act);
     // The row must be precharged tRP before the refresh that closes it: tRAS after the ACT at the earliest, and
     // after its column (column_before). Otherwise the ACT moves after that refresh.

@@ -108,6 +108,11 @@ class DramChannel {
     std::uint32_t head = 0;  ///< ring index of the oldest interval
     std::uint16_t n = 0;     ///< intervals kept
     bool dropped = false;    ///< older intervals were dropped (requests before the oldest are clamped)
+    /// A stretch [lo, hi) of the channel's ACT calendar found without a free slot outside refresh (a gap
+    /// check's peek_act(lo) returned hi): it stays so (the calendar only fills up), so a later gap check of
+    /// this bank whose earliest ACT lies in it and whose next interval opens by `hi` cannot fit and needs no
+    /// peek. Cleared by rebase() (the calendar is emptied).
+    ps_t act_full_lo = 0, act_full_hi = 0;
   };
   struct Bank {
     RowInterval iv[kRowHistory];
