@@ -151,7 +151,9 @@ void L2Slice::prefetch(std::uint64_t addr, std::uint64_t local) const {
   const std::size_t b = std::size_t(key & (sets_ - 1)) * ways_;
   const char* tags = reinterpret_cast<const char*>(&tag_[b]);
   for (std::size_t i = 0; i < ways_ * sizeof(std::uint64_t); i += 64) __builtin_prefetch(tags + i);
-  __builtin_prefetch(&lines_[b + lru_order_[b]]);  // the LRU way's record: a miss's victim check reads it
+  // No hint for the LRU way's record (the victim a miss checks): its address needs lru_order_[b] loaded first,
+  // a host-cache miss of its own; without it both streams of bench_hw_gpu v100 8 ran ~3 % faster on the Zen 5
+  // host (docs/bench/gpu.md, nineteenth session).
   __builtin_prefetch(&lru_order_[b]);
   __builtin_prefetch(&fp_[b]);
   const std::uint64_t page = addr / BackingStore::kPageBytes;
