@@ -30,7 +30,11 @@
 // tRC before it, when the rows differ) is passed over without peeking the ACT and column calendars. The
 // outcome is the same except that a skipped peek can no longer slide a calendar's horizon; that matters
 // only for a later request more than half a horizon older than the skipped peek (never seen: every
-// reference output of docs/bench/gpu.md is identical), so it is exact in practice, not provably.
+// reference output of docs/bench/gpu.md is identical), so it is exact in practice, not provably. Two more
+// of the same kind: a gap is passed over once its ACT peek lands at or after the next interval's ACT (the
+// refresh fit checks after it only move the ACT later), or without the peek when the bank's last such
+// failed peek showed the ACT calendar taken from the gap's earliest ACT to at least the next interval's
+// (BankHead::act_full_lo/hi; the calendar only fills up).
 //
 // Shared resources (data bus, ACT rate, per-bank-group column rate) are slot calendars (reservation.h),
 // correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
