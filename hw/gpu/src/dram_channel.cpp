@@ -221,7 +221,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
     // peek_act() only moves `act` later: when `act` already misses that, the gap cannot hold the burst, so
     // go on to J without peeking (see the header: exact in practice, not provably, because a skipped peek
     // could have slid a calendar's horizon).
-    if (J && (act >= J->act || (J->row != a.row && act + tRC_ > J->act))) {
+    if (shortcuts_ && J && (act >= J->act || (J->row != a.row && act + tRC_ > J->act))) {
       ++i;
       continue;
     }
@@ -229,12 +229,12 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
     // when the ACT calendar is known to be taken from `act` to J's ACT (BankHead::act_full_lo/hi), or the peek
     // lands at or after J's ACT, go on to J as above (the same shortcut; it skips the peek, or the refresh fit
     // checks and their column peeks).
-    if (J && act >= h.act_full_lo && J->act <= h.act_full_hi) {
+    if (shortcuts_ && J && act >= h.act_full_lo && J->act <= h.act_full_hi) {
       ++i;
       continue;
     }
     SlotCalendar::Slot act_slot = peek_act(act);
-    if (J && act_slot.start >= J->act) {
+    if (shortcuts_ && J && act_slot.start >= J->act) {
       h.act_full_lo = act, h.act_full_hi = act_slot.start;
       ++i;
       continue;

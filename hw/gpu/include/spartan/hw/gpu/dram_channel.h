@@ -94,6 +94,9 @@ class DramChannel {
   /// count slots from `origin` (SlotCalendar::rebase) and no write-drain episode is open, so what follows
   /// is timed the same whatever ran before. Nothing may be scheduled at or after `origin`.
   void rebase(ps_t origin);
+  /// For tests: false turns the gap shortcuts above off (every gap is peeked and checked in full). The
+  /// results must be the same either way (test DramChannel.GapShortcutsChangeNoResult).
+  void set_gap_shortcuts(bool on) { shortcuts_ = on; }
   DramStats& stats() { return stats_; }
   const DramStats& stats() const { return stats_; }
 
@@ -232,6 +235,7 @@ class DramChannel {
   mutable ps_t ref_base_ = ~ps_t(0);  ///< start of the refresh interval last looked up (~0: none)
   mutable ps_t open_lo_ = 0, open_len_ = 0;  ///< its refresh-free part (everything when refresh is off)
   DramStats stats_;
+  bool shortcuts_ = true;  ///< set_gap_shortcuts
 };
 
 }  // namespace spartan::hw::gpu
