@@ -5,6 +5,9 @@
 #include <new>
 
 #include <sys/mman.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace spartan::hw::gpu {
 
@@ -20,32 +23,48 @@ namespace {
 alignas(64) std::uint8_t g_zero_page[BackingStore::kPageBytes];
 }  // namespace
 
-static_assert(BackingStore::kChunkBytes % BackingStore::kPageBytes == 0, "chunks hold whole pages");
+static_assert(BackingStore::kRegionBytes % (2u << 20) == 0, "regions are whole 2 MiB huge pages");
 
-BackingStore::Chunk::~Chunk() {
-  if (base) munmap(base, kChunkBytes);
+namespace {
+constexpr std::uint64_t kHugeBytes = 2u << 20;  // x86-64 huge page: the alignment of a region
+}  // namespace
+
+BackingStore::Region::~Region() {
+  if (!base) return;
+#if defined(__SANITIZE_ADDRESS__)
+  ASAN_UNPOISON_MEMORY_REGION(base, kRegionBytes);  // the address range may be reused by anything later
+#endif
+  munmap(base, kRegionBytes);
 }
 
 std::uint8_t* BackingStore::new_zero_page() {
-  if (chunk_used_ == kChunkBytes) {
-    chunks_.reserve(chunks_.size() + 1);  // before the mapping, so that emplace_back below cannot throw
-    // Map twice the chunk and trim to a kChunkBytes-aligned chunk, so that it can be one huge page.
-    void* m = mmap(nullptr, 2 * kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (region_pages_ == pages_per_region()) {
+    if (regions_.size() == regions_.capacity())  // before the mapping, so that emplace_back below cannot throw
+      regions_.reserve(std::max<std::size_t>(4, 2 * regions_.capacity()));
+    // Map a huge page more than the region and trim to a kHugeBytes-aligned region. MAP_NORESERVE: only
+    // the pages touched are backed (and counted).
+    const std::size_t len = kRegionBytes + kHugeBytes;
+    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
     auto* raw = static_cast<std::uint8_t*>(m);
     const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(raw);
-    auto* base = reinterpret_cast<std::uint8_t*>((a + kChunkBytes - 1) / kChunkBytes * kChunkBytes);
+    auto* base = reinterpret_cast<std::uint8_t*>((a + kHugeBytes - 1) / kHugeBytes * kHugeBytes);
     if (base > raw) munmap(raw, std::size_t(base - raw));
-    if (base + kChunkBytes < raw + 2 * kChunkBytes)
-      munmap(base + kChunkBytes, std::size_t(raw + 2 * kChunkBytes - (base + kChunkBytes)));
+    if (base + kRegionBytes < raw + len) munmap(base + kRegionBytes, std::size_t(raw + len - (base + kRegionBytes)));
 #ifdef MADV_HUGEPAGE
-    madvise(base, kChunkBytes, MADV_HUGEPAGE);  // a hint: without huge pages the chunk is still valid memory
+    madvise(base, kRegionBytes, MADV_HUGEPAGE);  // a hint: without huge pages the region is still valid memory
 #endif
-    chunks_.emplace_back(base);
-    chunk_used_ = 0;
+#if defined(__SANITIZE_ADDRESS__)
+    ASAN_POISON_MEMORY_REGION(base, kRegionBytes);  // pages are unpoisoned as they are handed out
+#endif
+    regions_.emplace_back(base);
+    region_pages_ = 0;
   }
-  std::uint8_t* p = chunks_.back().base + chunk_used_;  // anonymous mappings are zero-filled
-  chunk_used_ += kPageBytes;
+  std::uint8_t* p = regions_.back().base + region_pages_ * (kPageBytes + kRedzoneBytes);  // zero-filled
+  ++region_pages_;
+#if defined(__SANITIZE_ADDRESS__)
+  ASAN_UNPOISON_MEMORY_REGION(p, kPageBytes);
+#endif
   return p;
 }
 

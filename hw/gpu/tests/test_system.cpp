@@ -134,13 +134,13 @@ struct ExtraInitiator : sc_core::sc_module {
 };
 }  // namespace
 
-// Pages are carved out of kChunkBytes host chunks: across several chunks every page starts zero, pages
-// never overlap (a write to one is never seen in another) and keep their data, wherever their addresses lie.
-TEST(BackingStore, PagesCarvedFromSeveralChunksAreZeroDistinctAndKeepTheirData) {
+// Pages are carved out of host regions (BackingStore::kRegionBytes each): across several regions every page
+// starts zero, pages never overlap (a write to one is never seen in another) and keep their data, wherever
+// their addresses lie.
+TEST(BackingStore, PagesCarvedFromSeveralRegionsAreZeroDistinctAndKeepTheirData) {
   json s = run_in_child([] {
     BackingStore store("store");
-    const std::uint64_t per_chunk = BackingStore::kChunkBytes / BackingStore::kPageBytes;
-    const std::uint64_t pages = 3 * per_chunk + 5;  // four chunks, the last one partly used
+    const std::uint64_t pages = 2 * BackingStore::pages_per_region() + 5;  // three regions, the last partly used
     std::vector<std::uint64_t> addr;
     for (std::uint64_t k = 0; k < pages; ++k)  // scattered, out of address order, some far apart
       addr.push_back(((k * 7919) % pages) * BackingStore::kPageBytes * 3 + (k % 2 ? (1ull << 40) : 0) + 4096);
@@ -170,6 +170,31 @@ TEST(BackingStore, PagesCarvedFromSeveralChunksAreZeroDistinctAndKeepTheirData) 
   EXPECT_EQ(s["nonzero_fresh"], 0);
   EXPECT_EQ(s["overlaps"], 0);
   EXPECT_EQ(s["wrong"], 0);
+}
+
+// Under AddressSanitizer (make test-asan) a write one byte past a page is reported (a poisoned redzone follows
+// each page) instead of landing silently in the next page carved from the same region.
+TEST(BackingStore, OverrunOfAPageIsReportedUnderAddressSanitizer) {
+#if defined(__SANITIZE_ADDRESS__)
+  json s = run_in_child([] {
+    const pid_t pid = fork();
+    if (pid == 0) {  // grandchild: the overrun; ASan aborts it with its report
+      BackingStore store("store");
+      std::uint8_t* p = store.page(0);
+      store.page(1ull << 30);  // the next page of the region
+      volatile std::uint8_t* q = p;
+      q[BackingStore::kPageBytes] = 0xab;
+      _exit(0);  // reached only if the overrun went unnoticed
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return json{{"exited", WIFEXITED(status)}, {"code", WIFEXITED(status) ? WEXITSTATUS(status) : -1}};
+  });
+  ASSERT_FALSE(s.contains("child_error")) << s.dump();
+  EXPECT_FALSE(s["exited"] == true && s["code"] == 0) << "the overrun was not reported: " << s.dump();
+#else
+  GTEST_SKIP() << "AddressSanitizer builds only (make test-asan)";
+#endif
 }
 
 TEST(GpuSystem, ExtraInitiatorReachesL2ThroughTheCrossbar) {

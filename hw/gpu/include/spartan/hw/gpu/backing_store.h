@@ -8,10 +8,13 @@
 // stays in the host cache). When such a page is later allocated (a write by any path), the store
 // invalidates the read-only grant on every bound initiator (invalidate_direct_mem_ptr, TLM-2.0 DMI rules)
 // before it returns.
-// Host memory: pages are carved out of 2 MiB chunks mapped anonymously (already zero, so no memset) and
-// marked for transparent huge pages (madvise MADV_HUGEPAGE, Linux), so that writing N MiB of fresh memory
-// takes ~N/2 page faults instead of 16 per 64 KiB page. Where the kernel gives no huge pages this is
-// still correct, only the fault count stays (docs/bench/gpu.md, nineteenth session).
+// Host memory: pages are carved in order out of large anonymous mappings (regions of kRegionBytes of address
+// space, MAP_NORESERVE, 2 MiB-aligned, marked MADV_HUGEPAGE: Linux transparent huge pages), which are already
+// zero (no memset) and are backed only where touched, about one fault per 2 MiB instead of 16 per 64 KiB page.
+// Where the kernel gives no huge pages this is still correct, only the fault count stays (docs/bench/gpu.md,
+// nineteenth session). One mapping per region keeps the process far from vm.max_map_count. Under
+// AddressSanitizer each page is followed by a poisoned redzone and the unused rest of a region stays
+// poisoned, so an overrun of a page is reported instead of landing in another address's page.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -40,24 +43,31 @@ class BackingStore : public sc_core::sc_module {
   /// Pointer to the page holding `addr` (allocating it); valid for the store's lifetime.
   std::uint8_t* page(std::uint64_t addr);
   std::uint64_t pages_allocated() const { return pages_.size(); }
-  static constexpr std::uint64_t kChunkBytes = 2 * 1024 * 1024;  ///< host allocation unit (x86-64 huge page)
+  static constexpr std::uint64_t kRegionBytes = 32ull << 20;  ///< address space per host mapping
+  /// Pages carved out of one region (fewer under AddressSanitizer: a redzone follows each page).
+  static constexpr std::uint64_t pages_per_region() { return kRegionBytes / (kPageBytes + kRedzoneBytes); }
 
  private:
   void b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
   unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
   bool get_direct_mem_ptr(int id, tlm::tlm_generic_payload& gp, tlm::tlm_dmi& dmi);
-  /// One anonymous mapping of kChunkBytes (aligned to kChunkBytes), unmapped on destruction.
-  struct Chunk {
+#if defined(__SANITIZE_ADDRESS__)
+  static constexpr std::uint64_t kRedzoneBytes = 4096;
+#else
+  static constexpr std::uint64_t kRedzoneBytes = 0;
+#endif
+  /// One anonymous mapping of kRegionBytes, unmapped on destruction.
+  struct Region {
     std::uint8_t* base = nullptr;
-    Chunk() = default;
-    explicit Chunk(std::uint8_t* b) : base(b) {}
-    Chunk(Chunk&& o) noexcept : base(o.base) { o.base = nullptr; }
-    Chunk& operator=(Chunk&&) = delete;
-    ~Chunk();
+    Region() = default;
+    explicit Region(std::uint8_t* b) : base(b) {}
+    Region(Region&& o) noexcept : base(o.base) { o.base = nullptr; }
+    Region& operator=(Region&&) = delete;
+    ~Region();
   };
-  std::uint8_t* new_zero_page();  ///< a zero-filled kPageBytes page carved from the current chunk
-  std::vector<Chunk> chunks_;
-  std::uint64_t chunk_used_ = kChunkBytes;  ///< bytes of chunks_.back() handed out (full: none yet)
+  std::uint8_t* new_zero_page();  ///< a zero-filled kPageBytes page carved from the current region
+  std::vector<Region> regions_;
+  std::uint64_t region_pages_ = pages_per_region();  ///< pages of regions_.back() handed out (full: none yet)
   std::unordered_map<std::uint64_t, std::uint8_t*> pages_;
   std::unordered_set<std::uint64_t> zero_granted_;  ///< unallocated pages with a read-only zero-page grant
 };

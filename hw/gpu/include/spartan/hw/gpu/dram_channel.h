@@ -30,11 +30,14 @@
 // tRC before it, when the rows differ) is passed over without peeking the ACT and column calendars. The
 // outcome is the same except that a skipped peek can no longer slide a calendar's horizon; that matters
 // only for a later request more than half a horizon older than the skipped peek (never seen: every
-// reference output of docs/bench/gpu.md is identical), so it is exact in practice, not provably. Two more
-// of the same kind: a gap is passed over once its ACT peek lands at or after the next interval's ACT (the
-// refresh fit checks after it only move the ACT later), or without the peek when the bank's last such
-// failed peek showed the ACT calendar taken from the gap's earliest ACT to at least the next interval's
-// (BankHead::act_full_lo/hi; the calendar only fills up).
+// reference output of docs/bench/gpu.md is identical), so it is exact in practice, not provably. Two more:
+// a gap is passed over once its ACT peek lands at or after the next interval's ACT (the refresh fit checks
+// after it only move the ACT later; they peek the column calendars, so this one has the same horizon
+// caveat: a review found a stream, arrivals 15-30 us out of order plus requests 5-65 us old, where a
+// bank-group calendar's skipped slide changed one column by a tCCD_L slot, as the shortcut above does in
+// such streams), and without the peek when the bank's last such failed peek showed the ACT calendar taken
+// from the gap's earliest ACT to at least the next interval's (BankHead::act_full_lo/hi): exact, since the
+// calendar only fills up and its horizon start only rises.
 //
 // Shared resources (data bus, ACT rate, per-bank-group column rate) are slot calendars (reservation.h),
 // correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
@@ -95,7 +98,8 @@ class DramChannel {
   /// is timed the same whatever ran before. Nothing may be scheduled at or after `origin`.
   void rebase(ps_t origin);
   /// For tests: false turns the gap shortcuts above off (every gap is peeked and checked in full). The
-  /// results must be the same either way (test DramChannel.GapShortcutsChangeNoResult).
+  /// results are the same either way unless requests arrive more than half a calendar horizon behind the
+  /// newest peek (the caveat above; test DramChannel.GapShortcutsChangeNoResult).
   void set_gap_shortcuts(bool on) { shortcuts_ = on; }
   DramStats& stats() { return stats_; }
   const DramStats& stats() const { return stats_; }
