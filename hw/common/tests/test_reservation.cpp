@@ -157,12 +157,50 @@ TEST(CrossbarCalendar, BandwidthCalendarMatchesReference) {
       std::uint64_t bytes = 1 + rng() % (3 * cap);
       if (rng() % 16 == 0) bytes = 0;
       if (rng() % 32 == 0) bytes = rng() % (200 * cap);  // long transfers: runs of full words ahead
-      ASSERT_EQ(fast.reserve(t, bytes), slow.reserve(t, bytes)) << "case bins=" << c.bins << " op " << i;
+      // The fast calendar counts whole flits (bytes_per_cycle bytes): the reference gets the size rounded up.
+      const std::uint64_t flit_bytes = (bytes + c.bytes_per_cycle - 1) / c.bytes_per_cycle * c.bytes_per_cycle;
+      ASSERT_EQ(fast.reserve(t, bytes), slow.reserve(t, flit_bytes)) << "case bins=" << c.bins << " op " << i;
       // Phases of overload (backlog past half the horizon: the watermark moves the horizon) and of
       // light load (holes and islands of full words left behind future reservations).
       now += (i / 5000) % 2 ? bin_ps * (rng() % 3) / 2 : bin_ps * (rng() % 2) / 8;
     }
   }
+}
+
+// A transfer occupies whole flits: 1..32 B on a 32 B/cycle port take one cycle, 33 B two; reserve_flits(n)
+// is reserve(n flits' bytes). Bins hold at most 15 cycles (4-bit counts) and the horizon is a power of two.
+TEST(CrossbarCalendar, TransfersTakeWholeFlits) {
+  ClockDomain clk{"x", 1000};  // 1 ns cycles
+  BandwidthCalendar a(clk, 32, 8, 256), b(clk, 32, 8, 256);
+  EXPECT_EQ(a.reserve(0, 1), ps_t(1000));
+  EXPECT_EQ(a.reserve(0, 32), ps_t(2000));   // the second flit of bin 0
+  EXPECT_EQ(a.reserve(0, 33), ps_t(4000));   // two more
+  EXPECT_EQ(b.reserve_flits(0, 1), ps_t(1000));
+  EXPECT_EQ(b.reserve_flits(0, 1), ps_t(2000));
+  EXPECT_EQ(b.reserve_flits(0, 2), ps_t(4000));
+  EXPECT_EQ(a.reserve(0, 0), ps_t(0));       // nothing to move
+  EXPECT_EQ(a.reserve(0, 8 * 32), ps_t(12000));  // fills bin 0 (4 flits left), then 4 flits of bin 1
+  EXPECT_THROW(BandwidthCalendar(clk, 32, 16, 256), std::invalid_argument);
+  EXPECT_THROW(BandwidthCalendar(clk, 32, 0, 256), std::invalid_argument);
+  EXPECT_THROW(BandwidthCalendar(clk, 0, 8, 256), std::invalid_argument);
+  EXPECT_THROW(BandwidthCalendar(clk, 32, 8, 100), std::invalid_argument);
+  EXPECT_NO_THROW(BandwidthCalendar(clk, 32, 15, 2));
+}
+
+// Calendars are values: a copy (std::vector<SlotCalendar>(n, proto), as a DRAM channel's bank groups are
+// made) books into its own ring; the original and other copies keep what they had.
+TEST(DramCalendar, CopiesAreIndependent) {
+  SlotCalendar proto(1000, 1, 256);
+  proto.reserve(0);
+  std::vector<SlotCalendar> cals(3, proto);
+  EXPECT_EQ(cals[0].reserve(0), ps_t(1000));  // slot 0 was taken before the copy
+  EXPECT_EQ(cals[0].reserve(0), ps_t(2000));
+  EXPECT_EQ(cals[1].reserve(0), ps_t(1000));  // not slot 2: cals[0]'s booking is its own
+  EXPECT_EQ(proto.reserve(0), ps_t(1000));
+  SlotCalendar assigned(5000, 1, 256);
+  assigned = cals[0];
+  EXPECT_EQ(assigned.reserve(0), ps_t(3000));
+  EXPECT_EQ(cals[0].reserve(0), ps_t(3000));
 }
 
 // A request older than the horizon (a later reservation slid it) is timed at the port's rate from its own time

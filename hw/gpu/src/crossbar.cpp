@@ -38,7 +38,7 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
     cycle_ps_.push_back(clk_.cycles_to_ps(double(c)));
   for (std::uint32_t p = 0; p <= cfg.l2.slice.line_bytes; ++p) {
     const std::uint64_t b = flit_bytes(p);
-    msg_.push_back({b, cycles_ps(b / bw_)});
+    msg_.push_back({b, cycles_ps(b / bw_), b / bw_});
   }
   in.register_b_transport(this, &Crossbar::b_transport);
   in.register_transport_dbg(this, &Crossbar::transport_dbg);
@@ -53,7 +53,7 @@ void Crossbar::add_input_port(const std::string& name, std::uint32_t bytes_per_c
     std::vector<Message> tab;
     for (std::uint32_t p = 0; p <= line_bytes_; ++p) {
       const std::uint64_t b = (std::uint64_t(header_) + p + w - 1) / w * w;
-      tab.push_back({b, clk_.cycles_to_ps(double(b / w))});
+      tab.push_back({b, clk_.cycles_to_ps(double(b / w)), b / w});
     }
     wide_msg_.push_back(std::move(tab));
     ports_.back().wide_msg = &wide_msg_.back();
@@ -97,13 +97,13 @@ ps_t Crossbar::access_on(Port& p, tlm::tlm_generic_payload& gp, ps_t now, ps_t t
 
   // Request: through the input port, then the slice port (cut-through: the second reservation starts when
   // the first one starts moving data, so an idle path costs one message time, not two).
-  const auto [req_bytes, min_req] = message(write ? bytes : 0);
+  const auto [req_bytes, min_req, req_flits] = message(write ? bytes : 0);
   // A wider input port (an extra initiator, add_input_port): its own flits and times on its side.
-  const Message preq = Wide ? port_message(p, write ? bytes : 0) : Message{req_bytes, min_req};
+  const Message preq = Wide ? port_message(p, write ? bytes : 0) : Message{req_bytes, min_req, req_flits};
   // The calendars round a transfer's end down to the ps while cycles_ps() rounds to nearest, so `a` can
   // lie up to 1 ps short of t + min_req with a non-integer period (1410 MHz: 709.22 ps): clamp, never wrap.
-  ps_t a = p.req.reserve(t, preq.bytes);
-  ps_t b = s.req.reserve(a > t + preq.min_ps ? a - preq.min_ps : t, req_bytes);
+  ps_t a = p.req.reserve_flits(t, preq.flits);
+  ps_t b = s.req.reserve_flits(a > t + preq.min_ps ? a - preq.min_ps : t, req_flits);
   if constexpr (Wide) b = std::max(b, a);  // the narrower slice port cannot finish first
   ps_t arrive = b + latency_ps_;
 
@@ -116,10 +116,10 @@ ps_t Crossbar::access_on(Port& p, tlm::tlm_generic_payload& gp, ps_t now, ps_t t
     r = now + d.value();
   }
 
-  const auto [rsp_bytes, min_rsp] = message(write ? 0 : bytes);
-  const Message prsp = Wide ? port_message(p, write ? 0 : bytes) : Message{rsp_bytes, min_rsp};
-  ps_t c = s.rsp.reserve(r, rsp_bytes);
-  ps_t e = p.rsp.reserve(c > r + min_rsp ? c - min_rsp : r, prsp.bytes);
+  const auto [rsp_bytes, min_rsp, rsp_flits] = message(write ? 0 : bytes);
+  const Message prsp = Wide ? port_message(p, write ? 0 : bytes) : Message{rsp_bytes, min_rsp, rsp_flits};
+  ps_t c = s.rsp.reserve_flits(r, rsp_flits);
+  ps_t e = p.rsp.reserve_flits(c > r + min_rsp ? c - min_rsp : r, prsp.flits);
   if constexpr (Wide) e = std::max(e, c);
   ps_t done = e + latency_ps_;
 

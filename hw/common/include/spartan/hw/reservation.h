@@ -16,12 +16,26 @@
 // Layout (both calendars, chosen for simulation speed): a ring of twice the horizon, in words of 64 bins.
 // Each word has a bit per bin ("full") and the ring lap it belongs to; a word of an older lap reads as
 // empty, so moving the horizon needs no clearing pass over old bins (they are reset when next touched).
-// Runs of full bins are skipped 64 at a time with a count-trailing-zeros; BandwidthCalendar keeps the
-// bytes used per bin beside the bits. A calendar's hot window is then a few hundred bytes. The results
-// are identical to walking bins one by one and clearing old bins eagerly (what the first version did).
+// Runs of full bins are skipped 64 at a time with a count-trailing-zeros; BandwidthCalendar counts whole
+// flits (one per cycle), 4 bits per bin, in the same 64-byte block as the word's bits. A calendar's hot
+// window is then a few hundred bytes. The results are identical to walking bins one by one and clearing
+// old bins eagerly (what the first version did; test_reservation.cpp compares the two).
+//
+// Host-cache layout (twentieth session): a GPU model holds hundreds of calendars (4 per crossbar port
+// pair, 6 per DRAM channel) and touches a few of them per line transaction, so each one's state is cold
+// in the host's L1 by the time it is used again. Each calendar therefore keeps what a reservation reads of
+// it in one 64-byte line (alignas(64)): the ring pointer, horizon, origin and search hints; its constants
+// (bin width and exact divisors, capacity, horizon size) live in one shared Shape per distinct set of
+// parameters (detail::interned_shape), which stays in L1 because every calendar of that kind uses it.
+// callgrind's cache model of `bench_hw_gpu v100 2`: 16.2 -> 11.8 M L1 read misses; docs/bench/gpu.md.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "spartan/hw/clock.h"
@@ -44,38 +58,63 @@ struct CalendarWord {
     bits |= std::uint64_t(1) << i;
     if (bits == ~std::uint64_t(0)) next = 1;
   }
+  /// Empties the word for lap `l` (its old lap's bins are long gone).
+  void reset(std::uint32_t l) { lap = l, bits = 0; }
+};
+
+/// A CalendarWord with the units taken in each of its 64 bins, 4 bits per bin (0..15), in the same
+/// 64-byte cache line (BandwidthCalendar: one line per bin looked at, not one for the bits and another for
+/// the counts).
+struct alignas(64) CalendarBlock : CalendarWord {
+  std::uint64_t used[4] = {0, 0, 0, 0};  ///< bin i's count in bits 4 * (i % 16) of used[i / 16]
+  void reset(std::uint32_t l) {
+    CalendarWord::reset(l);
+    used[0] = used[1] = used[2] = used[3] = 0;
+  }
+  std::uint32_t count(std::uint64_t i) const { return std::uint32_t(used[i >> 4] >> ((i & 15) * 4)) & 15u; }
+  /// Adds `n` units to bin `i`; the caller keeps the count <= 15.
+  void add(std::uint64_t i, std::uint64_t n) { used[i >> 4] += n << ((i & 15) * 4); }
 };
 
 /// The ring both calendars use: 2 x `horizon` bins (at least 128), so that the bins of one horizon never
-/// share a word with bins of another lap.
-class CalendarRing {
+/// share a word with bins of another lap. `W`: CalendarWord or CalendarBlock.
+template <class W>
+class CalendarRingT {
  public:
-  explicit CalendarRing(std::uint64_t horizon)
-      : ring_bins_(std::max<std::uint64_t>(2 * horizon, 128)),
-        words_(ring_bins_ / 64),
-        wmask_(ring_bins_ / 64 - 1),
-        shift_(unsigned(__builtin_ctzll(ring_bins_))) {}
-  std::uint64_t ring_bins() const { return ring_bins_; }
+  explicit CalendarRingT(std::uint64_t horizon)
+      : words_(new W[std::max<std::uint64_t>(2 * horizon, 128) / 64]()),
+        wmask_(std::uint32_t(std::max<std::uint64_t>(2 * horizon, 128) / 64 - 1)),
+        shift_(std::uint32_t(__builtin_ctzll(std::max<std::uint64_t>(2 * horizon, 128)))) {}
+  CalendarRingT(const CalendarRingT& o) : words_(new W[o.wmask_ + std::uint64_t(1)]), wmask_(o.wmask_), shift_(o.shift_) {
+    std::copy(o.words_.get(), o.words_.get() + wmask_ + 1, words_.get());
+  }
+  CalendarRingT(CalendarRingT&&) noexcept = default;
+  CalendarRingT& operator=(CalendarRingT o) noexcept {
+    std::swap(words_, o.words_), std::swap(wmask_, o.wmask_), std::swap(shift_, o.shift_);
+    return *this;
+  }
+  std::uint64_t ring_bins() const { return (wmask_ + std::uint64_t(1)) * 64; }
   /// The word of absolute bin `bin`; `fresh` is set when it was reset (stale lap).
-  CalendarWord& word(std::uint64_t bin, bool& fresh) {
-    CalendarWord& w = words_[(bin >> 6) & wmask_];
+  W& word(std::uint64_t bin, bool& fresh) {
+    W& w = words_[(bin >> 6) & wmask_];
     std::uint32_t lap = std::uint32_t(bin >> shift_);
     fresh = w.lap != lap;
-    if (fresh) w.lap = lap, w.bits = 0;
+    if (fresh) w.reset(lap);
     return w;
   }
   /// First bin in [bin, lim) that is not full, or lim. Whole full words are skipped through their links;
-  /// the full words passed are then linked to the word where the search ended.
+  /// the full words passed are then linked to the word where the search ended. `on_fresh(ctx, bin)` is
+  /// called for each word reset on the way (nullptr: none).
   std::uint64_t first_free(std::uint64_t bin, std::uint64_t lim, void (*on_fresh)(void*, std::uint64_t),
                            void* ctx) {
     constexpr int kPath = 16;
-    CalendarWord* path[kPath];
+    W* path[kPath];
     std::uint64_t path_w[kPath];
     int n = 0;
     std::uint64_t r = lim;
     while (bin < lim) {
       bool fresh;
-      CalendarWord& w = word(bin, fresh);
+      W& w = word(bin, fresh);
       if (fresh && on_fresh) on_fresh(ctx, bin);
       std::uint64_t free = ~w.bits >> (bin & 63);
       if (free) {
@@ -97,26 +136,38 @@ class CalendarRing {
   }
 
  private:
-  std::uint64_t ring_bins_;
-  std::vector<CalendarWord> words_;
-  std::uint64_t wmask_;
-  unsigned shift_;
+  std::unique_ptr<W[]> words_;   ///< (one pointer: the ring is part of its calendar's first cache line)
+  std::uint32_t wmask_, shift_;  ///< words - 1 and log2(ring bins)
 };
+
+/// The one shared instance of `Shape(args...)` (created on first use, kept for the process's life): the
+/// constants of a calendar live in one place for all calendars of the same kind, so that they stay in the
+/// host's L1 cache while each calendar's own state is one cache line. Thread-safe.
+template <class Shape, class... Args>
+const Shape* interned_shape(Args... args) {
+  static std::mutex mutex;
+  static std::map<std::tuple<Args...>, std::unique_ptr<const Shape>> shapes;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& p = shapes[std::make_tuple(args...)];
+  if (!p) p = std::make_unique<const Shape>(args...);
+  return p.get();
+}
+using CalendarRing = CalendarRingT<CalendarWord>;
 }  // namespace detail
 
-class BandwidthCalendar {
+/// Port bandwidth over time: a transfer moves one flit of `bytes_per_cycle` bytes per cycle (sizes are
+/// rounded up to whole flits); bins of `bin_cycles` cycles (1..15: a bin's flit count is kept in 4 bits
+/// beside its full bit) over a horizon of `bins` bins (power of two).
+class alignas(64) BandwidthCalendar {
  public:
   /// `bytes_per_cycle` of capacity in `clk`; bins of `bin_cycles`; horizon of `bins` bins (power of two).
+  /// Throws std::invalid_argument for a zero rate, bin_cycles outside 1..15 or a horizon that is not a power
+  /// of two >= 2.
   BandwidthCalendar(const ClockDomain& clk, std::uint32_t bytes_per_cycle, std::uint32_t bin_cycles = 4,
                     std::uint32_t bins = 1u << 14)
-      : bin_ps_(std::max<ps_t>(1, clk.cycles_to_ps(bin_cycles))),
-        cap_(std::uint64_t(bytes_per_cycle) * bin_cycles),
-        bin_div_(bin_ps_),
-        cap_div_(cap_),
-        size_(bins),
-        ring_(bins),
-        used_(ring_.ring_bins(), 0),
-        umask_(ring_.ring_bins() - 1) {}
+      : sh_(detail::interned_shape<Shape>(std::max<ps_t>(1, clk.cycles_to_ps(bin_cycles)), bytes_per_cycle,
+                                          bin_cycles, bins)),
+        ring_(bins) {}
 
   /// Counts the requests older than the horizon (timed without booking; see the header) in `*c`, an owner's stats
   /// counter that several calendars may share (nullptr: not counted).
@@ -125,47 +176,53 @@ class BandwidthCalendar {
   /// when nothing is reserved at or after `origin` (an idle hierarchy): then what follows is timed exactly
   /// as on a fresh calendar started at `origin`, whatever ran before (GpuSystem::align_to_refresh).
   void rebase(ps_t origin) {
-    ring_ = detail::CalendarRing(size_);
-    std::fill(used_.begin(), used_.end(), 0u);
-    base_ = full_until_ = 0, mid_ = size_ / 2, lim_ = size_;
+    ring_ = Ring(sh_->size);
+    base_ = full_until_ = 0;
     origin_ = origin;
   }
 
-  /// Reserves `bytes` starting no earlier than `t`; returns the time the transfer completes.
-  /// Full bins are skipped 64 at a time; the result is the same as walking the bins one by one.
+  /// Reserves `bytes` (rounded up to whole flits) starting no earlier than `t`; returns the time the
+  /// transfer completes. Full bins are skipped 64 at a time; the result is the same as walking the bins
+  /// one by one.
   ps_t reserve(ps_t t_abs, std::uint64_t bytes) {
+    return reserve_flits(t_abs, sh_->flit_div.div(bytes + sh_->flit_bytes - 1));
+  }
+  /// reserve() of `flits` whole flits (bytes_per_cycle bytes each).
+  ps_t reserve_flits(ps_t t_abs, std::uint64_t flits) {
+    const Shape& sh = *sh_;
     const ps_t t = t_abs > origin_ ? t_abs - origin_ : 0;  // bins count from the origin
-    std::uint64_t bin = bin_div_.div(t);
+    std::uint64_t bin = sh.bin_div.div(t);
     if (__builtin_expect(bin < base_, 0)) {  // older than the horizon: see the header
       if (stale_counter_) ++*stale_counter_;
-      return t_abs + cap_div_.div(bin_ps_ * bytes);
+      return t_abs + sh.cap_div.div(sh.bin_ps * flits);
     }
     if (bin < full_until_) bin = full_until_;  // every bin before the watermark is full
-    if (bin >= mid_) slide(bin);
-    ps_t end = t + cap_div_.div(bin_ps_ * bytes);  // never faster than the port's rate
-    while (bytes) {
-      if (bin >= lim_) slide(bin);
+    if (bin >= base_ + sh.half) slide(bin);
+    ps_t end = t + sh.cap_div.div(sh.bin_ps * flits);  // never faster than the port's rate
+    while (flits) {
+      if (bin >= base_ + sh.size) slide(bin);
       bool fresh;
-      detail::CalendarWord& w = ring_.word(bin, fresh);
-      if (fresh) clear_used(bin);
-      if (w.bits >> (bin & 63) & 1) {  // full: jump to the first bin with free capacity (or the horizon's end)
-        std::uint64_t nx = ring_.first_free(bin, lim_, &BandwidthCalendar::clear_used_cb, this);
+      detail::CalendarBlock& w = ring_.word(bin, fresh);
+      const std::uint64_t i = bin & 63;
+      if (w.bits >> i & 1) {  // full: jump to the first bin with free capacity (or the horizon's end)
+        std::uint64_t nx = ring_.first_free(bin, base_ + sh.size, nullptr, nullptr);
         if (bin == full_until_) full_until_ = nx;
         bin = nx;
         continue;
       }
-      std::uint32_t& u = used_[bin & umask_];
-      std::uint64_t take = std::min<std::uint64_t>(bytes, cap_ - u);
-      u += std::uint32_t(take);
-      bytes -= take;
-      if (!bytes) {
-        // The transfer ends where its last byte's bin fills: bin start + the bin's fill time. Only the last
+      const std::uint32_t u0 = w.count(i);
+      const std::uint64_t take = std::min<std::uint64_t>(flits, sh.cap - u0);
+      w.add(i, take);
+      const std::uint64_t u = u0 + take;
+      flits -= take;
+      if (!flits) {
+        // The transfer ends where its last flit's bin fills: bin start + the bin's fill time. Only the last
         // bin counts: an earlier bin's end (start + fill time <= start + bin width) never exceeds a later
         // bin's start, so the maximum over the bins taken is this one.
-        end = std::max(end, bin * bin_ps_ + cap_div_.div(bin_ps_ * u));
+        end = std::max(end, bin * sh.bin_ps + sh.cap_div.div(sh.bin_ps * u));
       }
-      if (u >= cap_) {
-        w.set(bin & 63);
+      if (u >= sh.cap) {
+        w.set(i);
         if (bin == full_until_) ++full_until_;
       }
       ++bin;
@@ -174,24 +231,39 @@ class BandwidthCalendar {
   }
 
  private:
-  void clear_used(std::uint64_t bin) {  // a word was reset: so are its 64 bins' byte counts
-    std::fill_n(used_.begin() + std::ptrdiff_t((bin & umask_) & ~std::uint64_t(63)), 64, 0u);
-  }
-  static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<BandwidthCalendar*>(self)->clear_used(bin); }
+  using Ring = detail::CalendarRingT<detail::CalendarBlock>;
+  /// The constants of a calendar (detail::interned_shape: one instance for all calendars alike).
+  struct Shape {
+    Shape(ps_t bin_ps_, std::uint32_t bytes_per_cycle, std::uint32_t bin_cycles, std::uint32_t bins)
+        : bin_ps(bin_ps_),
+          bin_div(bin_ps),
+          half(bins / 2),
+          size(bins),
+          cap(bin_cycles),
+          cap_div(bin_cycles),
+          flit_div(bytes_per_cycle),
+          flit_bytes(bytes_per_cycle) {
+      if (bin_cycles < 1 || bin_cycles > 15 || bytes_per_cycle == 0 || bins < 2 || (bins & (bins - 1)))
+        throw std::invalid_argument(
+            "BandwidthCalendar: bin_cycles must be 1..15, bytes_per_cycle > 0 and bins a power of two >= 2");
+    }
+    ps_t bin_ps;               ///< bin width
+    detail::ExactDiv bin_div;  ///< / bin_ps
+    std::uint64_t half, size;  ///< half the horizon and the horizon, in bins
+    std::uint64_t cap;         ///< flits per bin (= bin_cycles)
+    detail::ExactDiv cap_div;  ///< / cap
+    detail::ExactDiv flit_div; ///< / bytes_per_cycle
+    std::uint64_t flit_bytes;  ///< bytes_per_cycle
+  };
   void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
-    base_ = bin - size_ / 2;
-    mid_ = base_ + size_ / 2, lim_ = base_ + size_;
+    base_ = bin - sh_->half;
     if (full_until_ < base_) full_until_ = base_;
   }
-  ps_t bin_ps_;
-  std::uint64_t cap_;
-  detail::ExactDiv bin_div_, cap_div_;
-  std::uint64_t size_;
-  detail::CalendarRing ring_;
-  std::vector<std::uint32_t> used_;  ///< bytes taken per ring bin (valid while its word's lap is current)
-  std::uint64_t umask_, base_ = 0, full_until_ = 0;
-  std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
+  // One cache line: everything reserve() reads of the calendar itself (the shape is shared).
+  const Shape* sh_;
+  Ring ring_;
   ps_t origin_ = 0;  ///< time of bin 0 (rebase)
+  std::uint64_t base_ = 0, full_until_ = 0;
   std::uint64_t* stale_counter_ = nullptr;  ///< an owner's count of requests older than the horizon
 };
 
@@ -200,35 +272,31 @@ class BandwidthCalendar {
 /// granted in the first bin at or after t with free capacity; full bins are skipped 64 at a time.
 /// Bins are `slot_ps` wide with `per_slot` units each; the horizon is `bins` slots (power of two); older
 /// requests are charged at its start.
-class SlotCalendar {
+class alignas(64) SlotCalendar {
  public:
   SlotCalendar(ps_t slot_ps, std::uint32_t per_slot = 1, std::uint32_t bins = 1u << 15)
-      : slot_ps_(std::max<ps_t>(1, slot_ps)),
-        slot_div_(slot_ps_),
-        per_(std::max<std::uint32_t>(1, per_slot)),
-        size_(bins),
+      : sh_(detail::interned_shape<Shape>(std::max<ps_t>(1, slot_ps), std::max<std::uint32_t>(1, per_slot), bins)),
         ring_(bins),
-        used_(per_ > 1 ? ring_.ring_bins() : 0, 0),
-        umask_(ring_.ring_bins() - 1) {}
+        used_(sh_->per > 1 ? ring_.ring_bins() : 0, 0) {}
 
   /// Forgets every reservation and counts slots from `origin` on; the same precondition and purpose as
   /// BandwidthCalendar::rebase.
   void rebase(ps_t origin) {
-    ring_ = detail::CalendarRing(size_);
+    ring_ = detail::CalendarRing(sh_->size);
     std::fill(used_.begin(), used_.end(), 0u);
-    base_ = 0, mid_ = size_ / 2, lim_ = size_, run_lo_ = run_hi_ = 0;
+    base_ = 0, run_lo_ = run_hi_ = 0;
     origin_ = origin;
   }
 
   /// Takes one unit in the first slot at or after `t`; returns the slot's start time (>= t).
   ps_t reserve(ps_t t) {
-    const std::uint64_t from = slot_div_.div(rel(t));
+    const std::uint64_t from = sh_->slot_div.div(rel(t));
     detail::CalendarWord* w;
     const std::uint64_t bin = find(from, w);  // w: bin's word, current
-    const bool full = per_ == 1 || ++used_[bin & umask_] >= per_;
+    const bool full = sh_->per == 1 || ++used_[bin & umask()] >= sh_->per;
     if (full) w->set(bin & 63);
     note_full_run(from, full ? bin + 1 : bin);
-    return std::max<ps_t>(t, origin_ + bin * slot_ps_);
+    return std::max<ps_t>(t, origin_ + bin * sh_->slot_ps);
   }
   /// The slot reserve(t) would grant now, without taking it (for fit checks before committing).
   ps_t peek(ps_t t) { return peek_slot(t).start; }
@@ -239,17 +307,17 @@ class SlotCalendar {
   };
   /// peek(t), also naming the slot's bin, so that take() can book it without searching again.
   Slot peek_slot(ps_t t) {
-    const std::uint64_t from = slot_div_.div(rel(t));
+    const std::uint64_t from = sh_->slot_div.div(rel(t));
     detail::CalendarWord* w;
     const std::uint64_t bin = find(from, w);
     note_full_run(from, bin);
-    return {std::max<ps_t>(t, origin_ + bin * slot_ps_), bin};
+    return {std::max<ps_t>(t, origin_ + bin * sh_->slot_ps), bin};
   }
   /// What peek(s.start) does to the calendar for a slot `s` that peek_slot() just found free (it would find
   /// the same bin): only the horizon moves, when the bin lies in its upper half. A caller that skips such a
   /// repeated peek calls this instead, so that the calendar's state stays what the peek would have left.
   void touch(const Slot& s) {
-    if (s.bin >= mid_) slide(s.bin);
+    if (s.bin >= mid()) slide(s.bin);
   }
   /// Takes one unit of slot `s`, which peek_slot() returned with no other call on this calendar since:
   /// exactly reserve(s.start) (which would find this same bin again), without the second search.
@@ -258,7 +326,7 @@ class SlotCalendar {
     bool fresh;
     detail::CalendarWord& w = ring_.word(s.bin, fresh);  // current: peek_slot() searched it last
     if (fresh) clear_used(s.bin);
-    if (per_ == 1 || ++used_[s.bin & umask_] >= per_) {
+    if (sh_->per == 1 || ++used_[s.bin & umask()] >= sh_->per) {
       w.set(s.bin & 63);
       note_full_run(s.bin, s.bin + 1);
     }
@@ -266,27 +334,40 @@ class SlotCalendar {
   /// Marks every slot that starts in [from, to) as taken (e.g. a refresh window on a bus).
   void block(ps_t from_abs, ps_t to_abs) {
     const ps_t from = rel(from_abs), to = rel(to_abs);
-    for (std::uint64_t bin = (from + slot_ps_ - 1) / slot_ps_; bin * slot_ps_ < to; ++bin) {
+    const ps_t slot_ps = sh_->slot_ps;
+    for (std::uint64_t bin = (from + slot_ps - 1) / slot_ps; bin * slot_ps < to; ++bin) {
       if (bin < base_) continue;
-      if (bin >= base_ + size_ / 2) slide(bin);
+      if (bin >= mid()) slide(bin);
       bool fresh;
       detail::CalendarWord& w = ring_.word(bin, fresh);
       if (fresh) clear_used(bin);
       w.set(bin & 63);
-      if (per_ > 1) used_[bin & umask_] = per_;
+      if (sh_->per > 1) used_[bin & umask()] = sh_->per;
     }
   }
 
  private:
+  /// The constants of a calendar (detail::interned_shape: one instance for all calendars alike).
+  struct Shape {
+    Shape(ps_t slot_ps_, std::uint32_t per_, std::uint32_t bins)
+        : slot_ps(slot_ps_), slot_div(slot_ps_), per(per_), half(bins / 2), size(bins) {}
+    ps_t slot_ps;
+    detail::ExactDiv slot_div;  ///< / slot_ps
+    std::uint32_t per;          ///< units per slot
+    std::uint64_t half, size;   ///< half the horizon and the horizon, in slots
+  };
+  std::uint64_t mid() const { return base_ + sh_->half; }  ///< the horizon's upper half starts here
+  std::uint64_t lim() const { return base_ + sh_->size; }  ///< the horizon's end
+  std::uint64_t umask() const { return ring_.ring_bins() - 1; }
   // First bin >= `bin` with a free unit (sliding the horizon when every bin up to its end is full); `w` is
   // set to that bin's word (current).
   std::uint64_t find(std::uint64_t bin, detail::CalendarWord*& w) {
     if (bin < base_) bin = base_;
-    if (bin >= mid_) slide(bin);
+    if (bin >= mid()) slide(bin);
     // Known run of full bins: the first free bin at or after `bin` is the first at or after its end. The
     // horizon test above used the requested bin, as without the hint; a run reaching the horizon's end
     // takes the general path (which slides the horizon there). run_lo_ <= run_hi_ always.
-    if (bin - run_lo_ < run_hi_ - run_lo_ && run_hi_ < lim_) bin = run_hi_;
+    if (bin - run_lo_ < run_hi_ - run_lo_ && run_hi_ < lim()) bin = run_hi_;
     {  // Inline fast path: a free slot in bin's own word. This is what first_free() finds on its first
        // step (no full word passed, so no links to update); only the searches that skip words go out of line.
       bool fresh;
@@ -295,19 +376,20 @@ class SlotCalendar {
       const std::uint64_t free = ~w->bits >> (bin & 63);
       if (free) {
         const std::uint64_t r = bin + std::uint64_t(__builtin_ctzll(free));
-        if (r < lim_) return r;
+        if (r < lim()) return r;
       }
     }
     for (;;) {
-      const std::uint64_t lim = lim_;
-      std::uint64_t r = ring_.first_free(bin, lim, per_ > 1 ? &SlotCalendar::clear_used_cb : nullptr, this);
-      if (r < lim) {
+      const std::uint64_t lim_now = lim();
+      std::uint64_t r =
+          ring_.first_free(bin, lim_now, sh_->per > 1 ? &SlotCalendar::clear_used_cb : nullptr, this);
+      if (r < lim_now) {
         bool fresh;
         w = &ring_.word(r, fresh);  // first_free() made it current
         return r;
       }
-      slide(lim);  // the bins past the old horizon are empty: lim is free after the slide
-      bin = lim;
+      slide(lim_now);  // the bins past the old horizon are empty: lim is free after the slide
+      bin = lim_now;
     }
   }
   /// Records that every bin in [from, to) is full (a search from `from` found its first free bin at `to`,
@@ -323,28 +405,25 @@ class SlotCalendar {
     }
   }
   void clear_used(std::uint64_t bin) {
-    if (per_ > 1) std::fill_n(used_.begin() + std::ptrdiff_t((bin & umask_) & ~std::uint64_t(63)), 64, 0u);
+    if (sh_->per > 1) std::fill_n(used_.begin() + std::ptrdiff_t((bin & umask()) & ~std::uint64_t(63)), 64, 0u);
   }
   static void clear_used_cb(void* self, std::uint64_t bin) { static_cast<SlotCalendar*>(self)->clear_used(bin); }
   void slide(std::uint64_t bin) {  // keep `bin` in the upper half of the horizon (older bins drop out)
-    std::uint64_t nb = bin - size_ / 2;
-    if (nb > base_) base_ = nb, mid_ = nb + size_ / 2, lim_ = nb + size_;
+    std::uint64_t nb = bin - sh_->half;
+    if (nb > base_) base_ = nb;
   }
   ps_t rel(ps_t t) const { return t > origin_ ? t - origin_ : 0; }  // slots count from the origin
-  ps_t slot_ps_;
-  detail::ExactDiv slot_div_;
-  std::uint32_t per_;
-  std::uint64_t size_;
+  // The first cache line: what every search reads of the calendar itself (the shape is shared).
+  const Shape* sh_;
   detail::CalendarRing ring_;
-  std::vector<std::uint32_t> used_;  ///< units taken per ring bin (only when per_slot > 1)
-  std::uint64_t umask_, base_ = 0;
-  std::uint64_t mid_ = size_ / 2, lim_ = size_;  ///< base_ + size_ / 2 and base_ + size_ (the horizon's end)
+  ps_t origin_ = 0;  ///< time of slot 0 (rebase)
+  std::uint64_t base_ = 0;
   /// Every bin in [run_lo_, run_hi_) that is not older than the horizon (>= base_) is full: a search
   /// hint, exact because bins only fill up (a bin's word is reset only for a lap more than a horizon
   /// later, after base_ has passed the bin). Most reservations of a busy DRAM bus start inside the
   /// booked-out run behind its frontier; the hint skips the run instead of walking its words' links.
   std::uint64_t run_lo_ = 0, run_hi_ = 0;
-  ps_t origin_ = 0;  ///< time of slot 0 (rebase)
+  std::vector<std::uint32_t> used_;  ///< units taken per ring bin (only when per_slot > 1)
 };
 
 }  // namespace spartan::hw

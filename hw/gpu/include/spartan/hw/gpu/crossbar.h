@@ -55,9 +55,10 @@ class Crossbar : public sc_core::sc_module {
   void rebase(ps_t origin);
 
  private:
-  struct Message { std::uint64_t bytes; ps_t min_ps; };
+  struct Message { std::uint64_t bytes; ps_t min_ps; std::uint64_t flits; };  ///< flits: of the port it crosses
   struct Port {
-    // 8-cycle bins over a 16K-cycle horizon: small enough (8 KiB) to stay in cache across many ports.
+    // 8-cycle bins over a 16K-cycle horizon: 4 KiB of ring blocks per calendar, of which a reservation
+    // touches one or two.
     Port(const ClockDomain& clk, std::uint32_t bw) : req(clk, bw, 8, 2048), rsp(clk, bw, 8, 2048) {}
     BandwidthCalendar req, rsp;
     CrossbarPortStats stats;
@@ -80,14 +81,14 @@ class Crossbar : public sc_core::sc_module {
   Message message(std::uint32_t payload) const {
     if (payload < msg_.size()) return msg_[payload];
     const std::uint64_t b = flit_bytes(payload);
-    return {b, cycles_ps(b / bw_)};
+    return {b, cycles_ps(b / bw_), b / bw_};
   }
   /// message() on input port `p`'s own width (the same as message() for a port of the preset's width).
   Message port_message(const Port& p, std::uint32_t payload) const {
     if (!p.wide_msg) return message(payload);
     if (payload < p.wide_msg->size()) return (*p.wide_msg)[payload];
     const std::uint64_t b = (std::uint64_t(header_) + payload + p.bw - 1) / p.bw * p.bw;
-    return {b, clk_.cycles_to_ps(double(b / p.bw))};
+    return {b, clk_.cycles_to_ps(double(b / p.bw)), b / p.bw};
   }
   const AddressMap& map_;
   StatsRegistry& registry_;
