@@ -19,13 +19,14 @@ void DramStats::register_with(StatsGroup& g) const {
 }
 
 DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint32_t ch, std::uint32_t channels)
-    : cfg_(c),
+    : banks_per_group_(c.banks_per_group),
+      write_drain_bursts_(c.write_drain_bursts),
       banks_(c.banks()),
       heads_(c.banks()),
-      bus_(clk.cycles_to_ps(std::max(c.timing.tBURST, c.timing.tCCDS))),  // column-to-column across bank groups
-      acts_(clk.cycles_to_ps(c.timing.tRRD)),
       bg_cols_(c.bank_groups, SlotCalendar(clk.cycles_to_ps(c.timing.tCCDL), 1, 1u << 13)),
-      bg_last_(c.bank_groups, 0) {
+      bg_last_(c.bank_groups, 0),
+      bus_(clk.cycles_to_ps(std::max(c.timing.tBURST, c.timing.tCCDS))),  // column-to-column across bank groups
+      acts_(clk.cycles_to_ps(c.timing.tRRD)) {
   const auto& t = c.timing;
   auto ps = [&](std::uint32_t cyc) { return clk.cycles_to_ps(cyc); };
   tRCD_ = ps(t.tRCD), tRP_ = ps(t.tRP), tRAS_ = ps(t.tRAS), tRC_ = ps(t.tRC), CL_ = ps(t.CL), WL_ = ps(t.WL);
@@ -139,7 +140,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
   // slots stay idle before the data (taken below).
   const std::uint32_t idle = turnaround(write) ? turn_slots_ : 0;
   if (write) {
-    if (drain_left_ == 0) drain_left_ = cfg_.write_drain_bursts, reads_since_drain_ = 0;
+    if (drain_left_ == 0) drain_left_ = write_drain_bursts_, reads_since_drain_ = 0;
     --drain_left_;
   } else {
     ++reads_since_drain_;
@@ -166,7 +167,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
 
 [[gnu::always_inline]] inline ps_t DramChannel::burst_inline(ps_t t, const DramAddress& a, bool write,
                                                              RowResult* result) {
-  const std::uint32_t bank = a.flat_bank(cfg_.banks_per_group);
+  const std::uint32_t bank = a.flat_bank(banks_per_group_);
   Bank& b = banks_[bank];
   BankHead& h = heads_[bank];
   const std::uint32_t bg = a.bank_group;

@@ -83,7 +83,7 @@ class DramChannel {
   enum class RowResult { Hit, Miss, Conflict };
   /// Hint: the host-cache line burst(.., a, ..) will read first (its bank's newest row interval).
   void prefetch(const DramAddress& a) const {
-    const std::uint32_t k = a.flat_bank(cfg_.banks_per_group);
+    const std::uint32_t k = a.flat_bank(banks_per_group_);
     const BankHead& h = heads_[k];
     __builtin_prefetch(&banks_[k].iv[(h.head + h.n - 1) & (kRowHistory - 1)]);
   }
@@ -221,25 +221,28 @@ class DramChannel {
   /// tWTR + CL.
   ps_t turnaround(bool write) const { return write && drain_left_ == 0 && reads_since_drain_ ? turn_ps_ : 0; }
 
-  DramConfig cfg_;
+  // Members in the order a burst reads them, the per-burst state and timing first, so that a channel's hot
+  // part spans a few consecutive host cache lines (32 channels are visited in turn; twentieth session).
+  mutable ps_t open_lo_ = 0, open_len_ = 0;  ///< the refresh-free part of the refresh interval last looked up
+  mutable ps_t ref_base_ = ~ps_t(0);         ///< start of that refresh interval (~0: none)
   ps_t tRCD_, tRP_, tRAS_, tRC_, CL_, WL_, tCCDL_, tCCDS_, tRRD_, tWR_, tRTP_, tWTR_, tRTW_, tBURST_, tREFI_,
       tRFC_, refresh_offset_;
+  ps_t bus_last_ = 0;                    ///< latest data slot taken or blocked on the bus
+  std::uint64_t reads_since_drain_ = 0;  ///< reads served since the current episode began
+  std::uint32_t drain_left_ = 0;         ///< writes left in the current write-drain episode
+  std::uint32_t banks_per_group_;        ///< DramConfig::banks_per_group
+  std::uint32_t write_drain_bursts_;     ///< DramConfig::write_drain_bursts
   std::uint32_t turn_slots_;  ///< tRTW + tWTR + CL in whole bus slots (max(tBURST, tCCD_S))
   ps_t turn_ps_;              ///< the same in ps
   ps_t bus_slot_ps_;          ///< one bus slot
+  bool shortcuts_ = true;     ///< set_gap_shortcuts
   std::vector<Bank> banks_;
   std::vector<BankHead> heads_;
+  std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
+  std::vector<ps_t> bg_last_;          ///< per bank group: latest column command taken
   SlotCalendar bus_;                   ///< data bus: one burst per max(tBURST, tCCD_S)
   SlotCalendar acts_;                  ///< ACT commands: one per tRRD
-  std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
-  ps_t bus_last_ = 0;                  ///< latest data slot taken or blocked on the bus
-  std::vector<ps_t> bg_last_;          ///< per bank group: latest column command taken
-  std::uint32_t drain_left_ = 0;         ///< writes left in the current write-drain episode
-  std::uint64_t reads_since_drain_ = 0;  ///< reads served since the current episode began
-  mutable ps_t ref_base_ = ~ps_t(0);  ///< start of the refresh interval last looked up (~0: none)
-  mutable ps_t open_lo_ = 0, open_len_ = 0;  ///< its refresh-free part (everything when refresh is off)
   DramStats stats_;
-  bool shortcuts_ = true;  ///< set_gap_shortcuts
 };
 
 }  // namespace spartan::hw::gpu
