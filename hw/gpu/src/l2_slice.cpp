@@ -51,8 +51,8 @@ L2Slice::L2Slice(sc_core::sc_module_name name, const GpuConfig& cfg, const Addre
       set_bits_(unsigned(__builtin_ctz(sets_))),
       ready_(std::size_t(sets_) * ways_ * spl_, 0),
       words_per_sector_((sector_bytes_ + 63) / 64),
-      scratch_(line_bytes_),
-      dmi_(std::make_shared<DmiCache>(64)) {
+      dmi_(std::make_shared<DmiCache>(64)),
+      scratch_(line_bytes_) {
   written_.assign(std::size_t(sets_) * ways_ * spl_ * words_per_sector_, 0);
   socket.register_b_transport(this, &L2Slice::b_transport);
   socket.register_transport_dbg(this, &L2Slice::transport_dbg);

@@ -34,8 +34,8 @@ class BusyIntervals {
   ps_t latest_end() const { return n_ ? end(n_ - 1) : 0; }
 
  private:
-  ps_t start(std::uint32_t i) const { return s_[(head_ + i) & (N - 1)]; }
-  ps_t end(std::uint32_t i) const { return e_[(head_ + i) & (N - 1)]; }
+  ps_t start(std::uint32_t i) const { return iv_[(head_ + i) & (N - 1)].start; }
+  ps_t end(std::uint32_t i) const { return iv_[(head_ + i) & (N - 1)].end; }
   [[gnu::noinline]] ps_t book_out_of_order(ps_t t, ps_t d) {
     std::uint32_t i = n_;
     while (i > 0 && start(i - 1) > t) --i;  // [0, i) start at or before t
@@ -57,17 +57,18 @@ class BusyIntervals {
       --n_;
       --pos;
     }
-    for (std::uint32_t j = n_; j > pos; --j) {
-      s_[(head_ + j) & (N - 1)] = start(j - 1);
-      e_[(head_ + j) & (N - 1)] = end(j - 1);
-    }
-    s_[(head_ + pos) & (N - 1)] = st;
-    e_[(head_ + pos) & (N - 1)] = en;
+    for (std::uint32_t j = n_; j > pos; --j) iv_[(head_ + j) & (N - 1)] = iv_[(head_ + j - 1) & (N - 1)];
+    iv_[(head_ + pos) & (N - 1)] = {st, en};
     ++n_;
   }
-  ps_t s_[N] = {}, e_[N] = {};
+  struct Interval {
+    ps_t start, end;
+  };
+  // The ring's state first, then the intervals with each start beside its end: a booking in time order
+  // reads two host cache lines (the state and the latest interval), not three.
   std::uint32_t head_ = 0, n_ = 0;
   bool dropped_ = false;
+  Interval iv_[N] = {};
 };
 
 }  // namespace spartan::hw::gpu

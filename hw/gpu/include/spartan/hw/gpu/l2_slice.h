@@ -174,16 +174,17 @@ class L2Slice : public sc_core::sc_module {
   std::vector<std::uint64_t> written_;
   std::uint32_t words_per_sector_ = 1;
   SortedQueue<ps_t> mshr_free_, wb_free_;  ///< times each MSHR / write-back buffer entry is free
-  /// The data array's bookings (busy_intervals.h): in time order exactly a busy-until register; a request
-  /// arriving after a later-in-time one takes a hole at its own time.
-  BusyIntervals<64> data_busy_;
   ps_t now_ = 0;  ///< sc_time_stamp() of the access being processed
   MemoryController* mc_ = nullptr;
   std::vector<ps_t> busy_bytes_ps_;  ///< busy_ps(bytes) for bytes 0..line_bytes
   std::vector<L2WriteObserver*> observers_;
+  std::shared_ptr<DmiCache> dmi_;
+  /// The data array's bookings (busy_intervals.h): in time order exactly a busy-until register; a request
+  /// arriving after a later-in-time one takes a hole at its own time. (After the fields every access reads:
+  /// it holds 1 KiB of intervals.)
+  BusyIntervals<64> data_busy_;
   tlm::tlm_generic_payload mem_gp_;
   std::vector<std::uint8_t> scratch_;
-  std::shared_ptr<DmiCache> dmi_;
   L2SliceStats stats_;
 };
 
