@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "spartan/hw/reservation.h"
@@ -201,6 +203,13 @@ TEST(DramCalendar, CopiesAreIndependent) {
   assigned = cals[0];
   EXPECT_EQ(assigned.reserve(0), ps_t(3000));
   EXPECT_EQ(cals[0].reserve(0), ps_t(3000));
+  // A moved-from calendar can be copied (into another moved-from one) and assigned a new value.
+  SlotCalendar moved = std::move(cals[1]);
+  EXPECT_EQ(moved.reserve(0), ps_t(2000));
+  SlotCalendar copy_of_moved_from(cals[1]);
+  copy_of_moved_from = proto;
+  EXPECT_EQ(copy_of_moved_from.reserve(0), ps_t(2000));
+  EXPECT_THROW(SlotCalendar(1000, 1, 100), std::invalid_argument);  // the horizon is a power of two
 }
 
 // A request older than the horizon (a later reservation slid it) is timed at the port's rate from its own time

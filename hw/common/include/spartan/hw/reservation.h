@@ -3,8 +3,8 @@
 // A plain "busy until" register is exact only when requests arrive in time order; in a temporally
 // decoupled model they do not (a response computed for t + 1 us may be reserved before one for t + 10 ns),
 // and a single register would then make the early request queue behind the late one. BandwidthCalendar
-// keeps the capacity per time bin over a sliding horizon instead: a transfer of n bytes arriving at t
-// takes free capacity from bin(t) onward and finishes where its last byte fits, so out-of-order
+// keeps the capacity per time bin over a sliding horizon instead: a transfer of n flits arriving at t
+// takes free capacity from bin(t) onward and finishes where its last flit fits, so out-of-order
 // reservations see the contention that really exists at their own time. Bins are `bin_cycles` cycles
 // wide (granularity of the queueing delay). A request older than the horizon (its bins were dropped when a
 // later reservation slid the horizon) is timed at the port's rate from its own time, without booking, and
@@ -24,7 +24,8 @@
 // Host-cache layout (twentieth session): a GPU model holds hundreds of calendars (4 per crossbar port
 // pair, 6 per DRAM channel) and touches a few of them per line transaction, so each one's state is cold
 // in the host's L1 by the time it is used again. Each calendar therefore keeps what a reservation reads of
-// it in one 64-byte line (alignas(64)): the ring pointer, horizon, origin and search hints; its constants
+// it in its first 64-byte line (alignas(64)): the ring pointer, horizon, origin and search hints (a
+// SlotCalendar's second line holds only the unit counts of slots with more than one unit); its constants
 // (bin width and exact divisors, capacity, horizon size) live in one shared Shape per distinct set of
 // parameters (detail::interned_shape), which stays in L1 because every calendar of that kind uses it.
 // callgrind's cache model of `bench_hw_gpu v100 2`: 16.2 -> 11.8 M L1 read misses; docs/bench/gpu.md.
@@ -85,7 +86,9 @@ class CalendarRingT {
       : words_(new W[std::max<std::uint64_t>(2 * horizon, 128) / 64]()),
         wmask_(std::uint32_t(std::max<std::uint64_t>(2 * horizon, 128) / 64 - 1)),
         shift_(std::uint32_t(__builtin_ctzll(std::max<std::uint64_t>(2 * horizon, 128)))) {}
-  CalendarRingT(const CalendarRingT& o) : words_(new W[o.wmask_ + std::uint64_t(1)]), wmask_(o.wmask_), shift_(o.shift_) {
+  CalendarRingT(const CalendarRingT& o) : wmask_(o.wmask_), shift_(o.shift_) {
+    if (!o.words_) return;  // a moved-from ring: the copy is moved-from too
+    words_.reset(new W[wmask_ + std::uint64_t(1)]);
     std::copy(o.words_.get(), o.words_.get() + wmask_ + 1, words_.get());
   }
   CalendarRingT(CalendarRingT&&) noexcept = default;
@@ -140,15 +143,16 @@ class CalendarRingT {
   std::uint32_t wmask_, shift_;  ///< words - 1 and log2(ring bins)
 };
 
-/// The one shared instance of `Shape(args...)` (created on first use, kept for the process's life): the
+/// The one shared instance of `Shape(args...)` (created on first use and never freed, not even at exit, so
+/// that a calendar used from a static destructor still finds it; LeakSanitizer sees it as reachable): the
 /// constants of a calendar live in one place for all calendars of the same kind, so that they stay in the
 /// host's L1 cache while each calendar's own state is one cache line. Thread-safe.
 template <class Shape, class... Args>
 const Shape* interned_shape(Args... args) {
-  static std::mutex mutex;
-  static std::map<std::tuple<Args...>, std::unique_ptr<const Shape>> shapes;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& p = shapes[std::make_tuple(args...)];
+  static std::mutex* const mutex = new std::mutex;
+  static auto* const shapes = new std::map<std::tuple<Args...>, std::unique_ptr<const Shape>>;
+  std::lock_guard<std::mutex> lock(*mutex);
+  auto& p = (*shapes)[std::make_tuple(args...)];
   if (!p) p = std::make_unique<const Shape>(args...);
   return p.get();
 }
@@ -183,7 +187,8 @@ class alignas(64) BandwidthCalendar {
 
   /// Reserves `bytes` (rounded up to whole flits) starting no earlier than `t`; returns the time the
   /// transfer completes. Full bins are skipped 64 at a time; the result is the same as walking the bins
-  /// one by one.
+  /// one by one. Until the twentieth session capacity was counted in bytes: the results are the same for
+  /// sizes that are whole flits (all the crossbar books), a partial flit now occupies a whole cycle.
   ps_t reserve(ps_t t_abs, std::uint64_t bytes) {
     return reserve_flits(t_abs, sh_->flit_div.div(bytes + sh_->flit_bytes - 1));
   }
@@ -350,7 +355,10 @@ class alignas(64) SlotCalendar {
   /// The constants of a calendar (detail::interned_shape: one instance for all calendars alike).
   struct Shape {
     Shape(ps_t slot_ps_, std::uint32_t per_, std::uint32_t bins)
-        : slot_ps(slot_ps_), slot_div(slot_ps_), per(per_), half(bins / 2), size(bins) {}
+        : slot_ps(slot_ps_), slot_div(slot_ps_), per(per_), half(bins / 2), size(bins) {
+      if (bins < 2 || (bins & (bins - 1)))
+        throw std::invalid_argument("SlotCalendar: bins must be a power of two >= 2");
+    }
     ps_t slot_ps;
     detail::ExactDiv slot_div;  ///< / slot_ps
     std::uint32_t per;          ///< units per slot
@@ -425,5 +433,8 @@ class alignas(64) SlotCalendar {
   std::uint64_t run_lo_ = 0, run_hi_ = 0;
   std::vector<std::uint32_t> used_;  ///< units taken per ring bin (only when per_slot > 1)
 };
+
+static_assert(sizeof(BandwidthCalendar) == 64, "a BandwidthCalendar's state is one host cache line");
+static_assert(sizeof(SlotCalendar) == 128, "a SlotCalendar's search state is its first cache line");
 
 }  // namespace spartan::hw
