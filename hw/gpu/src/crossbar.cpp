@@ -34,11 +34,11 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const GpuConfig& cfg, const Add
   stats.add_group("xbar.slice_ports", "crossbar_slice_ports")
       .counter("stale_reservations", slice_ports_stale_,
                "reservations on the slice-side ports older than a port calendar's horizon, timed without contention");
-  for (std::uint64_t c = 0; c <= flit_bytes(cfg.l2.slice.line_bytes) / bw_ + 1; ++c)
+  for (std::uint64_t c = 0; c <= flits(cfg.l2.slice.line_bytes) + 1; ++c)
     cycle_ps_.push_back(clk_.cycles_to_ps(double(c)));
   for (std::uint32_t p = 0; p <= cfg.l2.slice.line_bytes; ++p) {
-    const std::uint64_t b = flit_bytes(p);
-    msg_.push_back({b, cycles_ps(b / bw_), b / bw_});
+    const std::uint64_t f = flits(p);
+    msg_.push_back({f, cycles_ps(f)});
   }
   in.register_b_transport(this, &Crossbar::b_transport);
   in.register_transport_dbg(this, &Crossbar::transport_dbg);
@@ -52,8 +52,8 @@ void Crossbar::add_input_port(const std::string& name, std::uint32_t bytes_per_c
   if (w != bw_) {
     std::vector<Message> tab;
     for (std::uint32_t p = 0; p <= line_bytes_; ++p) {
-      const std::uint64_t b = (std::uint64_t(header_) + p + w - 1) / w * w;
-      tab.push_back({b, clk_.cycles_to_ps(double(b / w)), b / w});
+      const std::uint64_t f = (std::uint64_t(header_) + p + w - 1) / w;
+      tab.push_back({f, clk_.cycles_to_ps(double(f))});
     }
     wide_msg_.push_back(std::move(tab));
     ports_.back().wide_msg = &wide_msg_.back();
@@ -97,9 +97,9 @@ ps_t Crossbar::access_on(Port& p, tlm::tlm_generic_payload& gp, ps_t now, ps_t t
 
   // Request: through the input port, then the slice port (cut-through: the second reservation starts when
   // the first one starts moving data, so an idle path costs one message time, not two).
-  const auto [req_bytes, min_req, req_flits] = message(write ? bytes : 0);
+  const auto [req_flits, min_req] = message(write ? bytes : 0);
   // A wider input port (an extra initiator, add_input_port): its own flits and times on its side.
-  const Message preq = Wide ? port_message(p, write ? bytes : 0) : Message{req_bytes, min_req, req_flits};
+  const Message preq = Wide ? port_message(p, write ? bytes : 0) : Message{req_flits, min_req};
   // The calendars round a transfer's end down to the ps while cycles_ps() rounds to nearest, so `a` can
   // lie up to 1 ps short of t + min_req with a non-integer period (1410 MHz: 709.22 ps): clamp, never wrap.
   ps_t a = p.req.reserve_flits(t, preq.flits);
@@ -116,8 +116,8 @@ ps_t Crossbar::access_on(Port& p, tlm::tlm_generic_payload& gp, ps_t now, ps_t t
     r = now + d.value();
   }
 
-  const auto [rsp_bytes, min_rsp, rsp_flits] = message(write ? 0 : bytes);
-  const Message prsp = Wide ? port_message(p, write ? 0 : bytes) : Message{rsp_bytes, min_rsp, rsp_flits};
+  const auto [rsp_flits, min_rsp] = message(write ? 0 : bytes);
+  const Message prsp = Wide ? port_message(p, write ? 0 : bytes) : Message{rsp_flits, min_rsp};
   ps_t c = s.rsp.reserve_flits(r, rsp_flits);
   ps_t e = p.rsp.reserve_flits(c > r + min_rsp ? c - min_rsp : r, prsp.flits);
   if constexpr (Wide) e = std::max(e, c);

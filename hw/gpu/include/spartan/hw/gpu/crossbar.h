@@ -55,7 +55,8 @@ class Crossbar : public sc_core::sc_module {
   void rebase(ps_t origin);
 
  private:
-  struct Message { std::uint64_t bytes; ps_t min_ps; std::uint64_t flits; };  ///< flits: of the port it crosses
+  /// A message on a port: its whole flits (header + payload, port width each) and their time at one flit per cycle.
+  struct Message { std::uint64_t flits; ps_t min_ps; };
   struct Port {
     // 8-cycle bins over a 16K-cycle horizon: 4 KiB of ring blocks per calendar, of which a reservation
     // touches one or two.
@@ -72,23 +73,23 @@ class Crossbar : public sc_core::sc_module {
   template <bool Wide>
   ps_t access_on(Port& p, tlm::tlm_generic_payload& gp, ps_t now, ps_t t);
   unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
-  std::uint64_t flit_bytes(std::uint32_t payload) const { return (header_ + payload + bw_ - 1) / bw_ * bw_; }
+  std::uint64_t flits(std::uint32_t payload) const { return (header_ + payload + bw_ - 1) / bw_; }
   ps_t cycles_ps(std::uint64_t cycles) const {  // table of cycles_to_ps for short messages (no lround)
     return cycles < cycle_ps_.size() ? cycle_ps_[cycles] : clk_.cycles_to_ps(double(cycles));
   }
-  /// A message with `payload` bytes: its bytes on a port (header + payload in whole flits) and its
-  /// minimum transfer time (cycles_ps(bytes / bw)). Tabled for payloads up to a line: no divide per call.
+  /// A message with `payload` bytes: its flits on a port (header + payload in whole flits of bw bytes) and
+  /// its minimum transfer time (cycles_ps(flits)). Tabled for payloads up to a line: no divide per call.
   Message message(std::uint32_t payload) const {
     if (payload < msg_.size()) return msg_[payload];
-    const std::uint64_t b = flit_bytes(payload);
-    return {b, cycles_ps(b / bw_), b / bw_};
+    const std::uint64_t f = flits(payload);
+    return {f, cycles_ps(f)};
   }
   /// message() on input port `p`'s own width (the same as message() for a port of the preset's width).
   Message port_message(const Port& p, std::uint32_t payload) const {
     if (!p.wide_msg) return message(payload);
     if (payload < p.wide_msg->size()) return (*p.wide_msg)[payload];
-    const std::uint64_t b = (std::uint64_t(header_) + payload + p.bw - 1) / p.bw * p.bw;
-    return {b, clk_.cycles_to_ps(double(b / p.bw)), b / p.bw};
+    const std::uint64_t f = (std::uint64_t(header_) + payload + p.bw - 1) / p.bw;
+    return {f, clk_.cycles_to_ps(double(f))};
   }
   const AddressMap& map_;
   StatsRegistry& registry_;
