@@ -151,9 +151,9 @@ void L2Slice::prefetch(std::uint64_t addr, std::uint64_t local) const {
   const std::size_t b = std::size_t(key & (sets_ - 1)) * ways_;
   const char* tags = reinterpret_cast<const char*>(&tag_[b]);
   for (std::size_t i = 0; i < ways_ * sizeof(std::uint64_t); i += 64) __builtin_prefetch(tags + i);
-  // No hint for the LRU way's record (the victim a miss checks): its address needs lru_order_[b] loaded first,
-  // a host-cache miss of its own; without it both streams of bench_hw_gpu v100 8 ran ~3 % faster on the Zen 5
-  // host (docs/bench/gpu.md, nineteenth session).
+  // No hint here for the LRU way's record (the victim a miss checks): its address needs lru_order_[b] loaded
+  // first, a host-cache miss of its own; without it both streams of bench_hw_gpu v100 8 ran ~3 % faster on the
+  // Zen 5 host (docs/bench/gpu.md, nineteenth session). access() asks for it once lru_order_[b] has arrived.
   __builtin_prefetch(&lru_order_[b]);
   __builtin_prefetch(&fp_[b]);
   const std::uint64_t page = addr / BackingStore::kPageBytes;
@@ -286,6 +286,15 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
     gp.set_response_status(bytes == 0 || off + bytes > line_bytes_ ? tlm::TLM_BURST_ERROR_RESPONSE
                                                                     : tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
     return t;
+  }
+  // The least recently used way's record and fill times, which a miss reads (victim) and rewrites: the LRU
+  // order was prefetched with the set (prefetch(), before the crossbar's request booking), so ask for the
+  // record now, ahead of the data copy and the lookup (a hint only; twenty-first session, docs/bench/gpu.md).
+  {
+    const std::size_t b = std::size_t(line_div_.div(local) & (sets_ - 1)) * ways_;
+    const std::uint32_t lru = lru_order_[b];
+    __builtin_prefetch(&lines_[b + lru]);
+    __builtin_prefetch(&ready_[(b + lru) * spl_]);
   }
   // Functional data path (DMI into the backing store; lines never cross a 64 KiB page).
   std::uint8_t* mem = dmi_ptr(addr, write);
