@@ -52,7 +52,7 @@ void Crossbar::add_input_port(const std::string& name, std::uint32_t bytes_per_c
   if (w != bw_) {
     std::vector<Message> tab;
     for (std::uint32_t p = 0; p <= line_bytes_; ++p) {
-      const std::uint64_t f = (std::uint64_t(header_) + p + w - 1) / w;
+      const std::uint64_t f = flits(p, w);
       tab.push_back({f, clk_.cycles_to_ps(double(f))});
     }
     wide_msg_.push_back(std::move(tab));

@@ -287,14 +287,16 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
                                                                     : tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
     return t;
   }
+  const std::uint64_t key = line_div_.div(local);
+  const std::uint32_t set = std::uint32_t(key & (sets_ - 1));
+  const std::size_t set_base = std::size_t(set) * ways_;
   // The least recently used way's record and fill times, which a miss reads (victim) and rewrites: the LRU
   // order was prefetched with the set (prefetch(), before the crossbar's request booking), so ask for the
   // record now, ahead of the data copy and the lookup (a hint only; twenty-first session, docs/bench/gpu.md).
   {
-    const std::size_t b = std::size_t(line_div_.div(local) & (sets_ - 1)) * ways_;
-    const std::uint32_t lru = lru_order_[b];
-    __builtin_prefetch(&lines_[b + lru]);
-    __builtin_prefetch(&ready_[(b + lru) * spl_]);
+    const std::uint32_t lru = lru_order_[set_base];
+    __builtin_prefetch(&lines_[set_base + lru]);
+    __builtin_prefetch(&ready_[(set_base + lru) * spl_]);
   }
   // Functional data path (DMI into the backing store; lines never cross a 64 KiB page).
   std::uint8_t* mem = dmi_ptr(addr, write);
@@ -309,13 +311,10 @@ ps_t L2Slice::access(tlm::tlm_generic_payload& gp, ps_t now, ps_t t, std::uint64
   }
 
   // Timing.
-  const std::uint64_t key = line_div_.div(local);
-  const std::uint32_t set = std::uint32_t(key & (sets_ - 1));
   const std::uint32_t s0 = std::uint32_t(sector_div_.div(off)), s1 = std::uint32_t(sector_div_.div(off + bytes - 1));
   const std::uint32_t need = std::uint32_t(((std::uint64_t(1) << (s1 + 1)) - 1) & ~((std::uint64_t(1) << s0) - 1));
   ps_t start = data_busy_.book(t, busy_ps(bytes));
 
-  const std::size_t set_base = std::size_t(set) * ways_;
   Line* base = &lines_[set_base];
   int way, first_invalid;
   lookup(set_base, key, way, first_invalid);

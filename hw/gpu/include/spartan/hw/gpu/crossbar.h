@@ -73,7 +73,12 @@ class Crossbar : public sc_core::sc_module {
   template <bool Wide>
   ps_t access_on(Port& p, tlm::tlm_generic_payload& gp, ps_t now, ps_t t);
   unsigned int transport_dbg(int id, tlm::tlm_generic_payload& gp);
-  std::uint64_t flits(std::uint32_t payload) const { return (header_ + payload + bw_ - 1) / bw_; }
+  /// Whole flits of a message with `payload` bytes on a port of `bw` bytes per cycle (the preset's width by
+  /// default): header + payload, rounded up.
+  std::uint64_t flits(std::uint32_t payload, std::uint32_t bw) const {
+    return (std::uint64_t(header_) + payload + bw - 1) / bw;
+  }
+  std::uint64_t flits(std::uint32_t payload) const { return flits(payload, bw_); }
   ps_t cycles_ps(std::uint64_t cycles) const {  // table of cycles_to_ps for short messages (no lround)
     return cycles < cycle_ps_.size() ? cycle_ps_[cycles] : clk_.cycles_to_ps(double(cycles));
   }
@@ -88,7 +93,7 @@ class Crossbar : public sc_core::sc_module {
   Message port_message(const Port& p, std::uint32_t payload) const {
     if (!p.wide_msg) return message(payload);
     if (payload < p.wide_msg->size()) return (*p.wide_msg)[payload];
-    const std::uint64_t f = (std::uint64_t(header_) + payload + p.bw - 1) / p.bw;
+    const std::uint64_t f = flits(payload, p.bw);
     return {f, clk_.cycles_to_ps(double(f))};
   }
   const AddressMap& map_;
