@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -50,6 +51,32 @@ double now_s() {
     return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// The kernel set OpenBLAS chose for this CPU (DYNAMIC_ARCH builds pick it at load time from CPUID;
+/// the environment variable OPENBLAS_CORETYPE overrides the choice).
+std::string openblas_core() {
+  const char* n = openblas_get_corename();
+  return n != nullptr ? std::string(n) : std::string("unknown");
+}
+
+/// A warning when the dense baseline runs narrower vectors than the CPU offers: OpenBLAS 0.3.21 (Debian 12)
+/// does not know AMD Zen 4 / Zen 5 and runs its AVX2 "Haswell" kernels there, although its AVX-512 kernels
+/// (core SkylakeX) run on those CPUs and were 1.6-1.9x faster on the Zen 5 benchmark host
+/// (docs/bench/gemm.md, twenty-second session). Ratios against such a baseline overstate the sparse gain.
+std::string baseline_isa_note(const std::string& core) {
+#if defined(__x86_64__) || defined(__i386__)
+  std::string lc = core;
+  for (char& ch : lc) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  const bool blas_avx512 = lc.find("skylakex") != std::string::npos || lc.find("cooperlake") != std::string::npos ||
+                           lc.find("sapphire") != std::string::npos;
+  if (__builtin_cpu_supports("avx512f") && !blas_avx512)
+    return "this CPU has AVX-512 but OpenBLAS runs its '" + core +
+           "' kernels; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 kernels (a faster dense baseline, lower ratios)";
+#else
+  (void)core;
+#endif
+  return "";
 }
 
 double median(std::vector<double> v) {
@@ -285,9 +312,16 @@ int main(int argc, char** argv) {
     // `engine` keeps the packed weights between calls (GemmCall::dense_version); `engine_pack` gets
     // dense_version 0 and packs them in every call. Two engines, so that neither evicts the other's pack.
     TileSparseEngine engine(opt), engine_pack(opt);
-    std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d, %s clock\n",
+    const std::string blas_core = openblas_core();
+    std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d, %s clock, "
+                "OpenBLAS core %s\n",
                 opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch,
-                g_thread_clock ? "thread CPU-time" : "wall");
+                g_thread_clock ? "thread CPU-time" : "wall", blas_core.c_str());
+    md << "OpenBLAS core: " << blas_core << "; tile-sparse ISA: " << engine.isa_name() << "\n\n";
+    if (const std::string note = baseline_isa_note(blas_core); !note.empty()) {
+      std::printf("note: %s\n", note.c_str());
+      md << "Note: " << note << "\n\n";
+    }
     std::printf("%-18s %-10s %5s %6s %5s %5s %13s %9s %9s %7s %9s %7s %9s %7s %s\n", "layer", "pass", "M", "N", "K",
                 "sp%", "tiles z/s/d", "blas_ms", "kern_ms", "ratio", "kpack_ms", "r_kpack", "compact", "r_total",
                 "target");
