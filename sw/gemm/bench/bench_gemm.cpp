@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
     double threshold = kCalibratedThreshold, min_time = 0.2;
     int batch = 1, seed = 1;
     bool all_passes = false, calibrate = false, quick = false;
-    std::string trace_path, pass_filter, clock_name = "wall";
+    std::string trace_path, pass_filter, clock_name = "wall", isa_name = "auto";
     desc.add_options()("help,h", "this help")("tile", po::value(&tile), "tile size RxC (default: the engine default, 8x256)")(
         "format", po::value(&fmt_name), "sparse tile format: ell | bitmap")(
         "threshold", po::value(&threshold), "density threshold (default: calibrated constant)")(
@@ -253,6 +253,7 @@ int main(int argc, char** argv) {
         "md", po::value(&md_path), "also write the table as Markdown to this file (atomic)")(
         "calibrate", po::bool_switch(&calibrate), "run the density-threshold calibration instead")(
         "clock", po::value(&clock_name), "wall (default) | thread: CPU time of this thread, robust to other load")(
+        "isa", po::value(&isa_name), "tile-sparse kernels: auto (default) | avx512 | avx2 | portable")(
         "trace", po::value(&trace_path), "also: forward GEMMs with the real activations of this .sptrace");
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -280,6 +281,16 @@ int main(int argc, char** argv) {
     if (!md_path.empty()) check_output_file("--md", md_path);  // before minutes of measurement, not after
     spartan::check_outputs_not_inputs({{"--md", md_path}}, {{"--trace", trace_path}});
     g_thread_clock = clock_name == "thread";
+    if (isa_name == "auto")
+      opt.isa = Isa::Auto;
+    else if (isa_name == "avx512")
+      opt.isa = Isa::Avx512;
+    else if (isa_name == "avx2")
+      opt.isa = Isa::Avx2;
+    else if (isa_name == "portable")
+      opt.isa = Isa::Portable;
+    else
+      throw InputError("--isa must be auto, avx512, avx2 or portable, got '" + isa_name + "'");
     if (!(threshold >= 0) || !std::isfinite(threshold))
       throw InputError("--threshold must be a finite density >= 0, got " + std::to_string(threshold));
     opt.threshold = threshold;

@@ -74,6 +74,13 @@ void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uin
 void scatter_ell_u8_avx2(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
                          const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
 
+/// AVX-512F version (16-float vectors; O's row stride ldo a multiple of 16); only call when cpu_has_avx512().
+/// Results are bit-identical to scatter_ell_u8_avx2 (each output element gets the same FMAs in the same order).
+void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
+                           const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
+/// The CPU (and the OS, which must save the AVX-512 state) supports AVX-512F, AVX2 and FMA.
+bool cpu_has_avx512();
+
 /// C[i][j] = T[j][i] + (beta == 0 ? 0 : beta * C[i][j]) for i < w, j < rows (T row stride ldt, C row
 /// stride ldc). beta == 0 never reads C (BLAS semantics); beta == 0 also serves as a plain transpose.
 using TransposeStoreFn = void (*)(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,

@@ -96,12 +96,15 @@ TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
                      std::to_string(opt.tile_rows) + "x" + std::to_string(opt.tile_cols));
   if (opt.sparse_format != TileFormat::Ell && opt.sparse_format != TileFormat::Bitmap)
     throw InputError("tile-sparse gemm: sparse format must be ELL or BITMAP");
-  const bool has = detail::cpu_has_avx2_fma();
+  const bool has = detail::cpu_has_avx2_fma(), has512 = has && detail::cpu_has_avx512();
   if (opt.isa == Isa::Avx2 && !has) throw InputError("tile-sparse gemm: AVX2/FMA requested but the CPU lacks it");
-  avx2_ = opt.isa == Isa::Auto ? has : opt.isa == Isa::Avx2;
+  if (opt.isa == Isa::Avx512 && !has512)
+    throw InputError("tile-sparse gemm: AVX-512 requested but the CPU (or the OS) lacks AVX-512F");
+  avx512_ = opt.isa == Isa::Avx512 || (opt.isa == Isa::Auto && has512);
+  avx2_ = avx512_ || opt.isa == Isa::Avx2 || (opt.isa == Isa::Auto && has);
 }
 
-std::string TileSparseEngine::isa_name() const { return avx2_ ? "avx2" : "portable"; }
+std::string TileSparseEngine::isa_name() const { return avx512_ ? "avx512" : avx2_ ? "avx2" : "portable"; }
 
 format::TiledMatrix TileSparseEngine::compact_operand(const GemmCall& c) const {
   const Stored st = stored_sparse(c);
@@ -302,11 +305,14 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     // D row is read from memory once per group instead of once per band.
     constexpr int QS = detail::kScatterQ;
     constexpr std::size_t kScatterGroupBytes = 192 * 1024;
-    const int OS = std::min(QS, (Q + 7) / 8 * 8);  // row stride of the output blocks (narrow Q: compact)
+    const int vw = avx512_ ? 16 : 8;  // floats per vector of the scatter kernel
+    const int OS = std::min(QS, (Q + vw - 1) / vw * vw);  // row stride of the output blocks (narrow Q: compact)
     const std::size_t block = std::size_t(p_tile) * OS;
     const int G = int(std::max<std::size_t>(1, kScatterGroupBytes / (block * sizeof(float))));
     const long n_groups = (long(n_bands) + G - 1) / G;
-    const detail::ScatterEllFn scatter = avx2_ ? detail::scatter_ell_u8_avx2 : detail::scatter_ell_u8_portable;
+    const detail::ScatterEllFn scatter = avx512_ ? detail::scatter_ell_u8_avx512
+                                         : avx2_  ? detail::scatter_ell_u8_avx2
+                                                  : detail::scatter_ell_u8_portable;
     if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
     stats_.scattered = true;
 #pragma omp parallel num_threads(nthreads)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -114,6 +115,20 @@ TEST(TileSparseKernels, EllRowEndsAvx2MatchesPortable) {
             const std::size_t at = (std::size_t(k) * 256 + r) * ldo + q;
             ASSERT_TRUE(same_or_close(oa[at], op[at], 8.0f * float(w))) << "scatter w " << w << " qn " << qn;
           }
+      if (cpu_has_avx512()) {  // the AVX-512 scatter: the AVX2 result bit for bit (O rows of 16-float multiples)
+        const std::size_t ld5 = std::size_t((qn + 15) / 16 * 16);
+        std::vector<float> O5(2 * 256 * ld5 + 16, 0.0f);
+        float* o5 = O5.data() + (16 - (reinterpret_cast<std::uintptr_t>(O5.data()) / 4) % 16) % 16;
+        for (int k = 0; k < 2; ++k)
+          scatter_ell_u8_avx512(tiles[k].idx.data(), tiles[k].val.data(), re, w, 1.5f, D.data() + k * 8 * ldd, ldd,
+                                qn, o5 + std::size_t(k) * 256 * ld5, ld5);
+        for (int k = 0; k < 2; ++k)
+          for (int r = 0; r < 256; ++r)
+            ASSERT_EQ(std::memcmp(oa + (std::size_t(k) * 256 + r) * ldo, o5 + (std::size_t(k) * 256 + r) * ld5,
+                                  std::size_t(qn) * sizeof(float)),
+                      0)
+                << "avx512 scatter w " << w << " qn " << qn << " row " << r;
+      }
       // direct row gather over both tiles (columns 0..255 and 256..511 of S)
       std::vector<EllTileRef> ga;
       for (int k = 0; k < 2; ++k) ga.push_back({tiles[k].idx.data(), tiles[k].val.data(), w, std::uint32_t(256 * k)});

@@ -29,7 +29,10 @@ inline constexpr std::uint32_t kGemmTileRows = 8;
 inline constexpr std::uint32_t kGemmTileCols = 256;
 
 /// Instruction set of the sparse micro-kernel.
-enum class Isa { Auto, Avx2, Portable };
+/// Avx512: the scatter kernel (forward-type calls) with 16-float AVX-512F vectors, every other kernel AVX2;
+/// results are bit-identical to Avx2 (docs/bench/gemm.md, twenty-second session: 16-float row gathers were
+/// no faster, so they have no AVX-512 version).
+enum class Isa { Auto, Avx2, Portable, Avx512 };
 /// Sparse kernel for S = transpose of the stored operand (TileSparseOptions::transposed_kernel).
 enum class TransposedKernel { Auto, Gather, Scatter };
 /// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most kScatterMaxQ (8 panels
@@ -64,7 +67,7 @@ struct TileSparseOptions {
   /// format::CompactOptions::dense_if_not_smaller: a tile whose sparse payload would not be smaller than
   /// its dense elements is DENSE (dense micro-kernel). false: the threshold alone decides.
   bool dense_if_not_smaller = true;
-  Isa isa = Isa::Auto;  ///< Auto: AVX2+FMA when the CPU has them, else portable
+  Isa isa = Isa::Auto;  ///< Auto: Avx512 when the CPU has AVX-512F, else AVX2+FMA when it has them, else portable
   int num_threads = 0;  ///< OpenMP threads for the sparse part; 0 = OpenMP default
   /// Call-level guard: when the whole operand's density (nnz / elements) is >= threshold, run one sgemm
   /// of the whole call (the calibrated crossover says dense wins on average; mixed tiles would otherwise
@@ -137,12 +140,13 @@ class TileSparseEngine final : public GemmEngine {
 
   const TileSparseStats& last_stats() const { return stats_; }
   const TileSparseOptions& options() const { return opt_; }
-  /// The micro-kernel ISA actually used ("avx2" or "portable").
+  /// The micro-kernel ISA actually used ("avx512", "avx2" or "portable").
   std::string isa_name() const;
 
  private:
   TileSparseOptions opt_;
-  bool avx2_ = false;
+  bool avx2_ = false;    // AVX2 + FMA kernels
+  bool avx512_ = false;  // ... and the AVX-512 scatter kernel (implies avx2_)
   TileSparseStats stats_;
   // Reused buffers of the sparse part (tile_sparse.cpp): the dense operand transposed when its rows do
   // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
