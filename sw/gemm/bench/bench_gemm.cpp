@@ -62,7 +62,7 @@ std::string openblas_core() {
 
 /// A warning when the dense baseline runs narrower vectors than the CPU offers: OpenBLAS 0.3.21 (Debian 12)
 /// does not know AMD Zen 4 / Zen 5 and runs its AVX2 "Haswell" kernels there, although its AVX-512 kernels
-/// (core SkylakeX) run on those CPUs and were 1.6-1.9x faster on the Zen 5 benchmark host
+/// (core SkylakeX) run on those CPUs and were 1.3-1.95x faster (median 1.79x) on the Zen 5 benchmark host
 /// (docs/bench/gemm.md, twenty-second session). Ratios against such a baseline overstate the sparse gain.
 std::string baseline_isa_note(const std::string& core) {
 #if defined(__x86_64__) || defined(__i386__)
