@@ -253,7 +253,9 @@ int main(int argc, char** argv) {
         "md", po::value(&md_path), "also write the table as Markdown to this file (atomic)")(
         "calibrate", po::bool_switch(&calibrate), "run the density-threshold calibration instead")(
         "clock", po::value(&clock_name), "wall (default) | thread: CPU time of this thread, robust to other load")(
-        "isa", po::value(&isa_name), "tile-sparse kernels: auto (default) | avx512 | avx2 | portable")(
+        "isa", po::value(&isa_name),
+        "tile-sparse kernels: auto (default) | avx512 (the scatter kernel; the rest stay AVX2) | avx2 | portable; "
+        "the OpenBLAS baseline's kernels are chosen by OPENBLAS_CORETYPE")(
         "trace", po::value(&trace_path), "also: forward GEMMs with the real activations of this .sptrace");
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, desc), vm);

@@ -305,14 +305,19 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     // D row is read from memory once per group instead of once per band.
     constexpr int QS = detail::kScatterQ;
     constexpr std::size_t kScatterGroupBytes = 192 * 1024;
-    const int vw = avx512_ ? 16 : 8;  // floats per vector of the scatter kernel
+    const int vw = avx512_ ? 16 : 8;  // floats per vector of the widest scatter kernel in use
     const int OS = std::min(QS, (Q + vw - 1) / vw * vw);  // row stride of the output blocks (narrow Q: compact)
     const std::size_t block = std::size_t(p_tile) * OS;
     const int G = int(std::max<std::size_t>(1, kScatterGroupBytes / (block * sizeof(float))));
     const long n_groups = (long(n_bands) + G - 1) / G;
-    const detail::ScatterEllFn scatter = avx512_ ? detail::scatter_ell_u8_avx512
-                                         : avx2_  ? detail::scatter_ell_u8_avx2
-                                                  : detail::scatter_ell_u8_portable;
+    const detail::ScatterEllFn scatter_narrow = avx2_ ? detail::scatter_ell_u8_avx2 : detail::scatter_ell_u8_portable;
+    // AVX-512 for a panel unless its last vector would be at most half used (qn mod 16 in 1..8): there the
+    // 8-float kernel does less work (same result bit for bit; OS is a multiple of 8 either way). A
+    // microbenchmark of the two kernels on the same tiles measured AVX2 / AVX-512 time 0.72-0.75 at qn = 8
+    // and 0.86-0.90 at qn = 40 (docs/bench/gemm.md, twenty-second session).
+    auto scatter_for = [&](int qn) {
+      return avx512_ && (qn % 16 == 0 || qn % 16 > 8) ? detail::scatter_ell_u8_avx512 : scatter_narrow;
+    };
     if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
     stats_.scattered = true;
 #pragma omp parallel num_threads(nthreads)
@@ -337,6 +342,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
         if (!write) continue;
         for (int q0 = 0; q0 < Q; q0 += QS) {
           const int qn = std::min(QS, Q - q0);
+          const detail::ScatterEllFn scatter = scatter_for(qn);
           const float* dq = D + std::size_t(q0 / QG) * panel_stride + std::size_t(q0 % QG);
           std::fill(O, O + block * (b1 - b0), 0.0f);
           for (std::uint32_t rt = 0; rt < n_rt; ++rt) {

@@ -86,7 +86,7 @@ TEST(TileSparseKernels, EllRowEndsAvx2MatchesPortable) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
   for (std::uint32_t w : {1u, 7u, 8u, 9u, 63u, 64u, 65u, 130u, 200u})
-    for (int qn : {5, 64}) {
+    for (int qn : {5, 17, 40, 44, 64}) {
       const std::uint32_t re = 8;
       std::vector<EllTile> tiles;
       for (int k = 0; k < 2; ++k) {

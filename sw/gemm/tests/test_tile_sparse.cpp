@@ -488,7 +488,9 @@ TEST(TileSparseGemm, Avx512ScatterBitIdenticalToAvx2) {
   std::mt19937 rng(61);
   std::uniform_real_distribution<float> u(-1, 1);
   std::uniform_real_distribution<double> p(0, 1);
-  const int shapes[][3] = {{64, 196, 576}, {24, 300, 150}, {13, 77, 260}, {130, 49, 1000}, {512, 40, 300}};
+  // Q = M: 64 (four zmm), 24 (AVX2: last vector half used), 13 and 44 (one and three zmm, masked tails),
+  // 130 (panels 64, 64, 2), 512.
+  const int shapes[][3] = {{64, 196, 576}, {24, 300, 150}, {13, 77, 260}, {44, 90, 200}, {130, 49, 1000}, {512, 40, 300}};
   for (auto& sh : shapes)
     for (double sparsity : {0.9, 0.97}) {
       const int M = sh[0], N = sh[1], K = sh[2];
