@@ -311,13 +311,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     const int G = int(std::max<std::size_t>(1, kScatterGroupBytes / (block * sizeof(float))));
     const long n_groups = (long(n_bands) + G - 1) / G;
     const detail::ScatterEllFn scatter_narrow = avx2_ ? detail::scatter_ell_u8_avx2 : detail::scatter_ell_u8_portable;
-    // AVX-512 for a panel unless its last vector would be at most half used (qn mod 16 in 1..8): there the
-    // 8-float kernel does less work (same result bit for bit; OS is a multiple of 8 either way). A
-    // microbenchmark of the two kernels on the same tiles measured AVX2 / AVX-512 time 0.72-0.75 at qn = 8
-    // and 0.86-0.90 at qn = 40 (docs/bench/gemm.md, twenty-second session).
-    auto scatter_for = [&](int qn) {
-      return avx512_ && (qn % 16 == 0 || qn % 16 > 8) ? detail::scatter_ell_u8_avx512 : scatter_narrow;
-    };
+    // AVX-512 for a panel wider than one 8-float vector; panels of qn <= 8 keep the AVX2 kernel (same result
+    // bit for bit; OS is a multiple of 8 either way). A microbenchmark of the two kernels on the same tiles,
+    // idle host, three runs: AVX2 / AVX-512 time 0.83-0.92 at qn = 4 and 8, 0.99-1.07 at qn = 20 and 24,
+    // 1.07-1.44 at qn = 12, 32, 40, 56, 60, 64 (docs/bench/gemm.md, twenty-second session).
+    auto scatter_for = [&](int qn) { return avx512_ && qn > 8 ? detail::scatter_ell_u8_avx512 : scatter_narrow; };
     if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
     stats_.scattered = true;
 #pragma omp parallel num_threads(nthreads)

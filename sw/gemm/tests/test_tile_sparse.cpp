@@ -488,9 +488,10 @@ TEST(TileSparseGemm, Avx512ScatterBitIdenticalToAvx2) {
   std::mt19937 rng(61);
   std::uniform_real_distribution<float> u(-1, 1);
   std::uniform_real_distribution<double> p(0, 1);
-  // Q = M: 64 (four zmm), 24 (AVX2: last vector half used), 13 and 44 (one and three zmm, masked tails),
-  // 130 (panels 64, 64, 2), 512.
-  const int shapes[][3] = {{64, 196, 576}, {24, 300, 150}, {13, 77, 260}, {44, 90, 200}, {130, 49, 1000}, {512, 40, 300}};
+  // Q = M: 64 (four zmm), 24 and 13 (two and one zmm, masked tails), 44 (three zmm), 130 (panels 64, 64 and
+  // 2: AVX2 for the last), 6 (AVX2 only), 512.
+  const int shapes[][3] = {{64, 196, 576}, {24, 300, 150}, {13, 77, 260}, {44, 90, 200},
+                           {130, 49, 1000}, {6, 120, 300}, {512, 40, 300}};
   for (auto& sh : shapes)
     for (double sparsity : {0.9, 0.97}) {
       const int M = sh[0], N = sh[1], K = sh[2];

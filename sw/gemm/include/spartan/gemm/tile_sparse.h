@@ -29,8 +29,8 @@ inline constexpr std::uint32_t kGemmTileRows = 8;
 inline constexpr std::uint32_t kGemmTileCols = 256;
 
 /// Instruction set of the sparse micro-kernel.
-/// Avx512: the scatter kernel (forward-type calls) with 16-float AVX-512F vectors for 64-float panels and
-/// panels whose last vector is more than half used (else the AVX2 kernel), every other kernel AVX2; results
+/// Avx512: the scatter kernel (forward-type calls) with 16-float AVX-512F vectors for output panels wider than
+/// 8 floats (narrower ones: the AVX2 kernel, faster there), every other kernel AVX2; results
 /// are bit-identical to Avx2 (docs/bench/gemm.md, twenty-second session: 16-float row gathers were no
 /// faster, so they have no AVX-512 version). Auto's choice of it was measured on AMD Zen 5 only.
 enum class Isa { Auto, Avx2, Portable, Avx512 };
