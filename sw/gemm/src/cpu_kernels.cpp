@@ -290,12 +290,6 @@ __attribute__((target("avx2,fma"))) inline std::uint32_t ell_row_length_avx2(con
   return w;
 }
 
-// Tiles of at least this ELL width find each row's end up front (ell_row_length_avx2); narrower ones test
-// each value: with rows of a few non-zeros the count's latency (mask load, compare, ctz) comes before the
-// loop's first iteration and made the vgg-s forward GEMMs at 97 % sparsity (ELL widths 3-12) 6-20 %
-// slower, while wide rows (ImageNet layers, widths 13-40) gained (docs/bench/gemm.md, 2026-12-01).
-constexpr std::uint32_t kCountedRowMinW = 16;
-
 template <int NV>
 __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t* idx, const float* val,
                                                               std::uint32_t re, std::uint32_t w, __m256 va,

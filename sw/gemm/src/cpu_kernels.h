@@ -56,6 +56,13 @@ void gather_ell_u8_portable(const EllTileRef* t, int nt, int rows, float alpha, 
 void gather_ell_u8_avx2(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
                         float* Out, std::size_t ldo, int qn, bool overwrite);
 
+/// ELL tiles of at least this width find each row's end up front (compare masks over the row's values) in
+/// the scatter kernels and the direct row gather; narrower ones test each value: with rows of a few
+/// non-zeros the count's latency (mask load, compare, ctz) comes before the loop's first iteration and made
+/// the vgg-s forward GEMMs at 97 % sparsity (ELL widths 3-12) 6-20 % slower, while wide rows (ImageNet
+/// layers, widths 13-40) gained (docs/bench/gemm.md, 2026-12-01).
+inline constexpr std::uint32_t kCountedRowMinW = 16;
+
 /// Width (floats along Q) of one pass of the scatter micro-kernel; also the row stride of its output block.
 inline constexpr int kScatterQ = 64;
 /// Outer-product ("scatter") micro-kernel over one u8-index ELL tile of the stored sparse operand, for

@@ -37,10 +37,6 @@ SPARTAN_AVX512 inline std::uint32_t ell_row_length_avx512(const float* vv, std::
   return w;
 }
 
-// Rows of tiles at least this wide find their end up front (ell_row_length_avx512), narrower ones test each
-// value, as the AVX2 kernel (cpu_kernels.cpp, kCountedRowMinW).
-constexpr std::uint32_t kCountedRowMinW = 16;
-
 template <int NV>
 SPARTAN_AVX512 inline void scatter_block512(const std::uint8_t* idx, const float* val, std::uint32_t re,
                                             std::uint32_t w, __m512 va, const float* D, std::size_t ldd,
