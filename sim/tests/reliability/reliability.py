@@ -704,6 +704,8 @@ def bad_input(r):
     r.case("bench-gemm", "negative or zero sizes", "--tile -1x1", ["--tile", "-1x1"] + one, expect="--tile")
     r.case("bench-gemm", "wrong type", "--tile 8x256junk", ["--tile", "8x256junk"] + one, expect="--tile")
     r.case("bench-gemm", "unknown config keys", "--isa foo", ["--isa", "foo"] + one, expect="--isa")
+    r.case("bench-gemm", "unknown config keys", "--layout foo", ["--layout", "foo"] + one, expect="--layout")
+    r.case("bench-gemm", "negative or zero sizes", "--gather-slice-kib -1", ["--gather-slice-kib", "-1"] + one, expect="--gather-slice-kib")
     # bench-train: every option is checked before the dataset is loaded and any model trained.
     # The dataset directory does not exist: the error must name the option, not the missing data.
     bt = ["--data", "@D/no-dataset", "--iterations", "1", "--batch", "8", "--threads", "1"]

@@ -1,5 +1,6 @@
 // bench-gemm: OpenBLAS sgemm vs the tile-sparse GEMM, side by side, single thread, on the GEMM shapes of
-// real conv layers (shapes.cpp) at activation sparsity 0/50/70/90/97% (uniformly random non-zeros).
+// real conv layers (shapes.cpp) at activation sparsity 0/50/70/90/97% (uniformly random non-zeros), laid out
+// as spartan-train issues them (--layout train, the default) or as in Caffe (--layout caffe).
 // Prints, per shape and sparsity, the medians over side-by-side repetitions (OpenBLAS, compact, kernel
 // back to back) of: OpenBLAS time, kernel time (pre-compacted operand), compact time, ratio kernel =
 // time(OpenBLAS) / time(kernel) (what the issue's targets refer to) and ratio compact+kernel =
@@ -85,11 +86,35 @@ double median(std::vector<double> v) {
   return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/// Calls shorter than this are run several times back to back between two clock reads (time per call =
+/// interval / count): reading the thread CPU clock is a system call, 1.28 us per read on the benchmark VM
+/// (2026-12-03), and one such cost lands in every measured interval, i.e. 5-15 % of the 10-30 us vgg-s
+/// calls, on both sides of a ratio. Batching to >= 200 us brings it under 1 %.
+constexpr double kBatchS = 200e-6;
+constexpr int kMaxBatch = 64;
+
+/// Number of back-to-back calls of `f` per timed interval (one untimed-by-the-caller call of f to size it).
+template <class F>
+int batch_for(F&& f) {
+  const double t0 = now_s();
+  f();
+  const double d = now_s() - t0;
+  return std::clamp(int(std::ceil(kBatchS / std::max(d, 1e-7))), 1, kMaxBatch);
+}
+
+/// Seconds per call of `f`, over `n` back-to-back calls.
+template <class F>
+double time_per_call(F&& f, int n) {
+  const double t0 = now_s();
+  for (int j = 0; j < n; ++j) f();
+  return (now_s() - t0) / n;
+}
+
 /// Side-by-side timing of one shape: every repetition runs OpenBLAS, compact and the tile-sparse kernel
 /// (on that repetition's compacted operand) back to back, so that all three see the same machine load.
-/// Times and ratios are medians over the repetitions (after one warm-up); ratio_kernel is the median of
-/// the per-repetition time(OpenBLAS) / time(kernel), ratio_total that of time(OpenBLAS) / (time(compact)
-/// + time(kernel)).
+/// Calls shorter than kBatchS are repeated within a repetition (batch_for). Times and ratios are medians
+/// over the repetitions (after one warm-up); ratio_kernel is the median of the per-repetition
+/// time(OpenBLAS) / time(kernel), ratio_total that of time(OpenBLAS) / (time(compact) + time(kernel)).
 struct Timing {
   double blas_s = 0, compact_s = 0, kernel_s = 0, kernel_pack_s = 0, ratio_kernel = 0, ratio_kernel_pack = 0,
          ratio_total = 0;
@@ -107,24 +132,17 @@ Timing time_side_by_side(B&& blas, Cp&& compact, K&& kernel, KP&& kernel_pack, d
   kernel();
   kernel_pack();
   kernel();
+  const int nb = batch_for(blas), nc = batch_for(compact), np = batch_for(kernel_pack), nk = batch_for(kernel);
   std::vector<double> tb, tc, tk, tp, rk, rp, rt;
   double total = 0;
   for (int i = 0; i < max_reps && (i < min_reps || total < min_total_s); ++i) {
-    double t0 = now_s();
-    blas();
-    const double db = now_s() - t0;
-    t0 = now_s();
-    compact();
-    const double dc = now_s() - t0;
-    t0 = now_s();
-    kernel_pack();
-    const double dp = now_s() - t0;
-    t0 = now_s();
-    kernel();
-    const double dk = now_s() - t0;
+    const double db = time_per_call(blas, nb);
+    const double dc = time_per_call(compact, nc);  // the last compacted operand is the kernels' input
+    const double dp = time_per_call(kernel_pack, np);
+    const double dk = time_per_call(kernel, nk);
     tb.push_back(db), tc.push_back(dc), tk.push_back(dk), tp.push_back(dp);
     rk.push_back(db / dk), rp.push_back(db / dp), rt.push_back(db / (dc + dp));
-    total += db + dc + dk + dp;
+    total += db * nb + dc * nc + dk * nk + dp * np;
   }
   Timing t;
   t.blas_s = median(tb), t.compact_s = median(tc), t.kernel_s = median(tk), t.kernel_pack_s = median(tp);
@@ -237,9 +255,9 @@ int main(int argc, char** argv) {
     std::string tile = std::to_string(kGemmTileRows) + "x" + std::to_string(kGemmTileCols), fmt_name = "ell", md_path, filter;
     std::string sparsities = "0,0.5,0.7,0.9,0.97";
     double threshold = kCalibratedThreshold, min_time = 0.2;
-    int batch = 1, seed = 1;
+    int batch = 1, seed = 1, gather_slice_kib = 0;
     bool all_passes = false, calibrate = false, quick = false;
-    std::string trace_path, pass_filter, clock_name = "wall", isa_name = "auto";
+    std::string trace_path, pass_filter, clock_name = "wall", isa_name = "auto", layout_name = "train";
     desc.add_options()("help,h", "this help")("tile", po::value(&tile), "tile size RxC (default: the engine default, 8x256)")(
         "format", po::value(&fmt_name), "sparse tile format: ell | bitmap")(
         "threshold", po::value(&threshold), "density threshold (default: calibrated constant)")(
@@ -256,6 +274,13 @@ int main(int argc, char** argv) {
         "isa", po::value(&isa_name),
         "tile-sparse kernels: auto (default) | avx512 (the scatter kernel; the rest stay AVX2) | avx2 | portable; "
         "the OpenBLAS baseline's kernels are chosen by OPENBLAS_CORETYPE")(
+        "layout", po::value(&layout_name),
+        "train (default): the GEMMs as spartan-train issues them, Y and dY one row per output pixel, sparse operand A "
+        "(fwd Y^T = col^T W^T, bwd-data dcol^T = dY^T W, bwd-weight dW^T = col dY^T) | caffe: Y = W col, one row per "
+        "output channel, sparse operand B (sw/gemm/bench/shapes.h)")(
+        "gather-slice-kib", po::value(&gather_slice_kib),
+        "the row gather's D slice per R block in KiB (TileSparseOptions::gather_slice_bytes); 0 (default): from "
+        "this CPU's L2 size")(
         "trace", po::value(&trace_path), "also: forward GEMMs with the real activations of this .sptrace");
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -276,6 +301,9 @@ int main(int argc, char** argv) {
     else
       throw InputError("--format must be ell or bitmap");
     if (batch < 1) throw InputError("--batch must be >= 1");
+    if (layout_name != "train" && layout_name != "caffe")
+      throw InputError("--layout must be train or caffe, got '" + layout_name + "'");
+    const bench::Layout layout = layout_name == "train" ? bench::Layout::Train : bench::Layout::Caffe;
     if (clock_name != "wall" && clock_name != "thread") throw InputError("--clock must be wall or thread");
     if (!pass_filter.empty() && pass_filter != "fwd" && pass_filter != "bwd-data" && pass_filter != "bwd-weight")
       throw InputError("--pass must be fwd, bwd-data or bwd-weight, got '" + pass_filter + "'");
@@ -296,6 +324,10 @@ int main(int argc, char** argv) {
     if (!(threshold >= 0) || !std::isfinite(threshold))
       throw InputError("--threshold must be a finite density >= 0, got " + std::to_string(threshold));
     opt.threshold = threshold;
+    if (gather_slice_kib < 0 || std::size_t(gather_slice_kib) > (kMaxGatherSliceBytes >> 10))
+      throw InputError("--gather-slice-kib must be 0 (from the L2 size) or 1.." + std::to_string(kMaxGatherSliceBytes >> 10) +
+                       ", got " + std::to_string(gather_slice_kib));
+    opt.gather_slice_bytes = std::size_t(gather_slice_kib) << 10;
     opt.num_threads = 1;
     openblas_set_num_threads(1);
     omp_set_num_threads(1);
@@ -327,10 +359,13 @@ int main(int argc, char** argv) {
     TileSparseEngine engine(opt), engine_pack(opt);
     const std::string blas_core = openblas_core();
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d, %s clock, "
-                "OpenBLAS core %s\n",
+                "layout %s, gather slice %zu KiB, OpenBLAS core %s\n",
                 opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch,
-                g_thread_clock ? "thread CPU-time" : "wall", blas_core.c_str());
-    md << "OpenBLAS core: " << blas_core << "; tile-sparse ISA: " << engine.isa_name() << "\n\n";
+                g_thread_clock ? "thread CPU-time" : "wall", layout_name.c_str(),
+                (opt.gather_slice_bytes > 0 ? opt.gather_slice_bytes : default_gather_slice_bytes()) >> 10,
+                blas_core.c_str());
+    md << "OpenBLAS core: " << blas_core << "; tile-sparse ISA: " << engine.isa_name() << "; layout: " << layout_name
+       << "\n\n";
     if (const std::string note = baseline_isa_note(blas_core); !note.empty()) {
       std::printf("note: %s\n", note.c_str());
       md << "Note: " << note << "\n\n";
@@ -358,7 +393,7 @@ int main(int argc, char** argv) {
     }
     // The shapes --filter and --pass select; none would measure nothing and exit 0.
     std::vector<bench::GemmShape> shapes;
-    for (const auto& s : bench::gemm_shapes(layers, batch, all_passes))
+    for (const auto& s : bench::gemm_shapes(layers, batch, all_passes, layout))
       if ((filter.empty() || s.name.find(filter) != std::string::npos) &&
           (pass_filter.empty() || pass_filter == bench::pass_name(s.pass)))
         shapes.push_back(s);
@@ -375,15 +410,16 @@ int main(int argc, char** argv) {
       const int ar = s.op_a == Op::N ? s.M : s.K, ac = s.op_a == Op::N ? s.K : s.M;
       const int br = s.op_b == Op::N ? s.K : s.N, bc = s.op_b == Op::N ? s.N : s.K;
       std::vector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C(std::size_t(s.M) * s.N);
-      for (auto& v : A) v = u(rng);
+      std::vector<float>& dense = s.sparse == SparseOperand::A ? B : A;
+      std::vector<float>& sparse = s.sparse == SparseOperand::A ? A : B;
+      for (auto& v : dense) v = u(rng);
       const std::uint64_t weights_version = ++versions;
       for (double sparsity : sp) {
-        for (auto& v : B) v = p(rng) < sparsity ? 0.0f : u(rng);
-        GemmCall c{s.op_a, s.op_b, s.M, s.N, s.K, 1.0f, 0.0f, A.data(), ac, B.data(), bc, C.data(), s.N,
-                   SparseOperand::B};
+        for (auto& v : sparse) v = p(rng) < sparsity ? 0.0f : u(rng);
+        GemmCall c{s.op_a, s.op_b, s.M, s.N, s.K, 1.0f, 0.0f, A.data(), ac, B.data(), bc, C.data(), s.N, s.sparse};
         const GemmCall c_pack = c;
-        // Forward and backward-data: the dense operand A is the weights, fixed within a training step
-        // (one version per weight array here); backward-weight: A = dY changes every call, never reused.
+        // Forward and backward-data: the dense operand is the weights, fixed within a training step (one
+        // version per weight array here); backward-weight: the dense operand dY changes every call, never reused.
         if (s.pass != bench::Pass::BwdWeight) c.dense_version = weights_version;
         format::TiledMatrix tm;
         const Timing t = time_side_by_side(

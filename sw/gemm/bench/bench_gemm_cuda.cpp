@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1, 1);
     std::uniform_real_distribution<double> p(0, 1);
-    for (const auto& s : bench::gemm_shapes(bench::conv_layers(), batch, false)) {
+    for (const auto& s : bench::gemm_shapes(bench::conv_layers(), batch, false, bench::Layout::Caffe)) {
       if (!filter.empty() && s.name.find(filter) == std::string::npos) continue;
       std::vector<float> A(std::size_t(s.M) * s.K), B(std::size_t(s.K) * s.N), C(std::size_t(s.M) * s.N);
       for (auto& x : A) x = u(rng);

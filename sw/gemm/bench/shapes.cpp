@@ -31,15 +31,24 @@ std::vector<ConvShape> conv_layers() {
   };
 }
 
-std::vector<GemmShape> gemm_shapes(const std::vector<ConvShape>& layers, int batch, bool all_passes) {
+std::vector<GemmShape> gemm_shapes(const std::vector<ConvShape>& layers, int batch, bool all_passes, Layout layout) {
   std::vector<GemmShape> out;
+  const SparseOperand A = SparseOperand::A, B = SparseOperand::B;
   for (const auto& l : layers) {
     const int ckk = l.cin * l.kh * l.kw, hw = batch * l.hout * l.wout;
     const std::string n = l.net + "." + l.layer;
-    out.push_back({n, Pass::Fwd, Op::N, Op::N, l.cout, hw, ckk});
-    if (all_passes) {
-      out.push_back({n, Pass::BwdData, Op::T, Op::N, ckk, hw, l.cout});
-      out.push_back({n, Pass::BwdWeight, Op::N, Op::T, l.cout, ckk, hw});
+    if (layout == Layout::Train) {
+      out.push_back({n, Pass::Fwd, Op::T, Op::T, hw, l.cout, ckk, A});
+      if (all_passes) {
+        out.push_back({n, Pass::BwdData, Op::N, Op::N, hw, ckk, l.cout, A});
+        out.push_back({n, Pass::BwdWeight, Op::N, Op::N, ckk, l.cout, hw, A});
+      }
+    } else {
+      out.push_back({n, Pass::Fwd, Op::N, Op::N, l.cout, hw, ckk, B});
+      if (all_passes) {
+        out.push_back({n, Pass::BwdData, Op::T, Op::N, ckk, hw, l.cout, B});
+        out.push_back({n, Pass::BwdWeight, Op::N, Op::T, l.cout, ckk, hw, B});
+      }
     }
   }
   return out;

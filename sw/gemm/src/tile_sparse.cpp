@@ -12,6 +12,7 @@
 //  - Call-level guard: overall density >= threshold -> one sgemm of the whole call.
 #include <cblas.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -89,6 +90,15 @@ void scale_c(const GemmCall& c) {
 
 }  // namespace
 
+std::size_t default_gather_slice_bytes() {
+  static const std::size_t bytes = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // 0 or -1 when unknown
+    const std::size_t l2_bytes = l2 > 0 ? std::size_t(l2) : std::size_t(512) << 10;
+    return std::max<std::size_t>(std::size_t(256) << 10, l2_bytes - std::min(l2_bytes, std::size_t(256) << 10));
+  }();
+  return bytes;
+}
+
 TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
   if (opt.tile_rows == 0 || opt.tile_cols == 0 || opt.tile_rows > format::kMaxTileSide ||
       opt.tile_cols > format::kMaxTileSide)
@@ -100,6 +110,9 @@ TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
   if (opt.isa == Isa::Avx2 && !has) throw InputError("tile-sparse gemm: AVX2/FMA requested but the CPU lacks it");
   if (opt.isa == Isa::Avx512 && !has512)
     throw InputError("tile-sparse gemm: AVX-512 requested but the CPU (or the OS) lacks AVX-512F");
+  if (opt.gather_slice_bytes > kMaxGatherSliceBytes)
+    throw InputError("tile-sparse gemm: gather_slice_bytes must be at most " + std::to_string(kMaxGatherSliceBytes >> 10) +
+                     " KiB (0: from the L2 size), got " + std::to_string(opt.gather_slice_bytes));
   avx512_ = opt.isa == Isa::Avx512 || (opt.isa == Isa::Auto && has512);
   avx2_ = avx512_ || opt.isa == Isa::Avx2 || (opt.isa == Isa::Auto && has);
 }
@@ -383,15 +396,21 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     return;
   }
   // R blocks of the gather: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
-  constexpr int kSub = 64, kDSliceBytes = 256 * 1024;
+  constexpr int kSub = 64;
+  const std::size_t slice_bytes = opt_.gather_slice_bytes > 0 ? opt_.gather_slice_bytes : default_gather_slice_bytes();
   // Rows of S per transposed store into C (Out = C^T): each C row is written in runs of this many floats
   // (TileSparseOptions::store_runs_min_bytes).
   const int piece_rows =
       double(c.M) * double(c.N) * sizeof(float) >= double(opt_.store_runs_min_bytes) ? kStoreRunRows : kSub;
   stats_.store_runs = !sp_a && !stream && piece_rows > kSub;
-  const int kb_max = std::max(64, kDSliceBytes / (QG * 4));
-  const int KB = R <= kb_max * 5 / 4 ? R : kb_max;
+  static_assert(kMaxGatherSliceBytes / (detail::kGatherQ * sizeof(float)) * 5 / 4 * std::uint64_t(format::kMaxTileSide) +
+                    detail::kEntrySlack <= 0xFFFFFFFFull,
+                "one R block of the largest slice must keep a band's u32 entry positions from wrapping");
+  const int kb_max = int(std::clamp<std::size_t>(slice_bytes / (QG * sizeof(float)), 64,
+                                                 kMaxGatherSliceBytes / (QG * sizeof(float))));
+  const int KB = std::int64_t(R) * 4 <= std::int64_t(kb_max) * 5 ? R : kb_max;
   const int nkb = (R + KB - 1) / KB;
+  stats_.r_blocks = nkb;
   const double tl = now_s();
   band_off_.assign(std::size_t(n_bands) + 1, 0);
   for (std::uint32_t b = 0; b < n_bands; ++b) band_off_[b + 1] = band_off_[b] + band_slots(s, b, trans_s, u8idx);
@@ -425,8 +444,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
                          (opt_.rows_kernel == RowsKernel::Auto && Q <= kDirectRowsMaxQ));
     stats_.direct_rows = direct;
     // (Entry positions here are relative to a group's list: at most max(one band, kGroupEntries) slots, a band
-    // at most p_tile * R <= 65535 * 1280 of them, so they cannot wrap; check_entry_positions is for the
-    // several-R-block path below.)
+    // at most p_tile * R <= 65535 * 40960 (one R block of at most 1.25 x 32768 rows: kMaxGatherSliceBytes) of
+    // them, so they cannot wrap; check_entry_positions is for the several-R-block path below.)
     const detail::GatherEllFn gather_ell = avx2_ ? detail::gather_ell_u8_avx2 : detail::gather_ell_u8_portable;
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();

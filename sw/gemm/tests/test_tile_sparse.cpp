@@ -6,11 +6,13 @@
 // worst-case error of recursive summation (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1)
 // for the two results, with margin.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "spartan/common/error.h"
@@ -20,6 +22,10 @@ using namespace spartan::gemm;
 using spartan::format::TileFormat;
 
 namespace {
+
+/// The row gather's D slice of the 512 KiB-L2 machine (R blocks of 1024 rows; one block up to R = 1280), for
+/// tests that must take the one-block or the several-block path whatever this machine's L2 size is.
+constexpr std::size_t kSlice256K = std::size_t(256) << 10;
 
 struct Case {
   SparseOperand sp;
@@ -169,8 +175,13 @@ TEST(TileSparseGemm, LongReductionsPanelsAndPacking) {
           o.threshold = 2.0;  // every non-zero tile sparse
           o.dense_if_not_smaller = false;
           o.isa = isas().back();
-          check_case(Case{sp, oa, ob, 70, 90, 2100, sparsity}, o, rng, sparsity > 0.9 ? 1.0f : -0.5f,
-                     sparsity > 0.9 ? 0.0f : 0.25f, sparsity > 0.9 ? 0 : 5);
+          o.gather_slice_bytes = kSlice256K;  // R blocks of 1024 rows: 2100 = three blocks
+          const TileSparseStats st = check_case(Case{sp, oa, ob, 70, 90, 2100, sparsity}, o, rng,
+                                                sparsity > 0.9 ? 1.0f : -0.5f, sparsity > 0.9 ? 0.0f : 0.25f,
+                                                sparsity > 0.9 ? 0 : 5);
+          if (!st.scattered && !st.full_dense) {
+            EXPECT_EQ(st.r_blocks, 3);
+          }
         }
 }
 
@@ -217,6 +228,43 @@ TEST(TileSparseGemm, TransposedScatterAndGatherMatchReference) {
             }
 }
 
+// The row gather's R blocks follow TileSparseOptions::gather_slice_bytes (R <= 1.25 x slice / 256 B: one
+// block), and its default follows this machine's L2 size; one block and several give the same results
+// within the fp32 tolerance, on stored rows (sparse A op N) and on the row lists of stored^T (sparse B op N).
+TEST(TileSparseGemm, GatherSliceSetsRBlocks) {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const std::size_t l2_bytes = l2 > 0 ? std::size_t(l2) : std::size_t(512) << 10;
+  EXPECT_EQ(default_gather_slice_bytes(), std::max(kSlice256K, l2_bytes - std::min(l2_bytes, kSlice256K)));
+  std::mt19937 rng(77);
+  struct P {
+    SparseOperand sp;
+    Op oa, ob;
+    TransposedKernel tk;
+  };
+  for (const P& pa : {P{SparseOperand::A, Op::N, Op::N, TransposedKernel::Auto},
+                      P{SparseOperand::B, Op::T, Op::N, TransposedKernel::Gather}})
+    for (Isa isa : isas()) {
+      for (auto [slice, r, blocks] : {std::tuple{kSlice256K, 1280, 1}, std::tuple{kSlice256K, 1281, 2},
+                                      std::tuple{kSlice256K, 2100, 3}, std::tuple{std::size_t(1) << 20, 2100, 1},
+                                      std::tuple{std::size_t(1) << 20, 5121, 2}}) {
+        TileSparseOptions o;
+        o.isa = isa;
+        o.threshold = 2.0;  // every non-zero tile sparse
+        o.dense_if_not_smaller = false;
+        o.transposed_kernel = pa.tk;
+        o.gather_slice_bytes = slice;
+        const TileSparseStats st = check_case(Case{pa.sp, pa.oa, pa.ob, 40, 70, r, 0.9}, o, rng);
+        EXPECT_FALSE(st.scattered);
+        EXPECT_EQ(st.r_blocks, blocks) << "slice " << slice << " R " << r << " sp " << int(pa.sp);
+      }
+    }
+  TileSparseOptions big;
+  big.gather_slice_bytes = kMaxGatherSliceBytes + 1;
+  EXPECT_THROW(TileSparseEngine{big}, spartan::InputError);
+  big.gather_slice_bytes = kMaxGatherSliceBytes;
+  EXPECT_NO_THROW(TileSparseEngine{big});
+}
+
 // S = the stored operand (sparse B op T, sparse A op N): the direct ELL row gather and the row lists, each
 // forced, against OpenBLAS (same coverage as above; BITMAP tiles, 2-byte indices and R longer than one
 // gather R block must fall back to the lists).
@@ -241,6 +289,7 @@ TEST(TileSparseGemm, StoredRowsDirectAndListsMatchReference) {
               o.threshold = 2.0;
               o.dense_if_not_smaller = false;
               o.num_threads = &sh == &shapes[3] ? 2 : 1;
+              o.gather_slice_bytes = kSlice256K;  // one R block up to R = 1280
               const bool direct_ok = f == TileFormat::Ell && t[1] <= 256 && sh[2] <= 1280;
               TileSparseStats st = check_case(Case{sp, oa, ob, sh[0], sh[1], sh[2], 0.9}, o, rng);
               EXPECT_EQ(st.direct_rows, rk == RowsKernel::Direct && direct_ok && st.tiles_sparse > 0);
@@ -286,6 +335,7 @@ TEST(TileSparseGemm, LongStoreRunsMatchReference) {
           o.tile_cols = t[1];
           o.isa = isa;
           o.store_runs_min_bytes = min_bytes;
+          o.gather_slice_bytes = kSlice256K;  // R = 1400: two R blocks
           o.threshold = 2.0;
           o.dense_if_not_smaller = false;
           o.num_threads = &sh == &shapes[2] ? 2 : 1;
@@ -680,9 +730,13 @@ TEST(TileSparseGemm, LargeOutputsStreamedMatchReference) {
       o.threshold = 2.0;
       o.dense_if_not_smaller = false;
       o.transposed_kernel = tk;
+      o.gather_slice_bytes = kSlice256K;  // K = 1400: two R blocks
       TileSparseEngine e(o);
       e.run(c);
       EXPECT_EQ(e.last_stats().scattered, tk == TransposedKernel::Scatter);
+      if (tk == TransposedKernel::Gather) {
+        EXPECT_EQ(e.last_stats().r_blocks, K > 100 ? 2 : 1);
+      }
       std::copy(Cp, Cp + C.size(), C.begin());
       c.C = C.data();
       const double worst = rel_err(c, C, C0);

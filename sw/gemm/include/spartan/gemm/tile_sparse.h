@@ -59,6 +59,9 @@ inline constexpr int kStoreRunRows = 512;
 /// Default TileSparseOptions::store_runs_min_bytes: outputs C of at least 2 MiB (four times the 512 KiB L2
 /// of the benchmark machine) are stored in runs; smaller ones lost 10-25 % with runs (docs/bench/gemm.md).
 inline constexpr std::size_t kStoreRunsMinBytes = std::size_t(2) << 20;
+/// Largest TileSparseOptions::gather_slice_bytes (8 MiB: 32768 rows of 64 floats; with one R block of up to 1.25x
+/// that, a band's row-list positions, u32, cannot wrap even for 65535-row tiles).
+inline constexpr std::size_t kMaxGatherSliceBytes = std::size_t(8) << 20;
 
 struct TileSparseOptions {
   std::uint32_t tile_rows = kGemmTileRows;
@@ -87,7 +90,7 @@ struct TileSparseOptions {
   TransposedKernel transposed_kernel = TransposedKernel::Auto;
   /// Row gather when S is the stored operand (rows of S = stored rows: backward-weight with sparse B op T,
   /// sparse A op N), all its sparse tiles are ELL with 1-byte indices and R fits one gather R block
-  /// (<= 1280): Direct = read the tiles in the gather, Lists = first copy their non-zeros into row lists
+  /// (gather_slice_bytes): Direct = read the tiles in the gather, Lists = first copy their non-zeros into row lists
   /// (one pass, then every Q panel reads the lists). Auto: Direct when Q <= kDirectRowsMaxQ.
   RowsKernel rows_kernel = RowsKernel::Auto;
   /// Out = C^T (sparse B; unless streamed): when C (M x N floats) has at least this many bytes, the row
@@ -96,7 +99,20 @@ struct TileSparseOptions {
   /// per C row; smaller outputs go through a 64-row L1 buffer (runs of 64 floats). 0: always pieces.
   /// Default: kStoreRunsMinBytes (2 MiB, four times L2; measured in docs/bench/gemm.md).
   std::size_t store_runs_min_bytes = kStoreRunsMinBytes;
+  /// Bytes of the dense operand's slice (an R block of rows x kGatherQ floats) that the row gather keeps in
+  /// L2 while every row of S uses it: R up to 1.25 x gather_slice_bytes / 256 B is one R block (row lists
+  /// built per group of bands and gathered right away), longer R is split into blocks (all lists first).
+  /// 0 (default): default_gather_slice_bytes(), from this CPU's L2 size. At most kMaxGatherSliceBytes (the
+  /// engine's constructor throws spartan::InputError above it); below 16 KiB it acts as 16 KiB (64 rows).
+  std::size_t gather_slice_bytes = 0;
 };
+
+/// The L2 size per core minus 256 KiB, at least 256 KiB (L2 size from sysconf(_SC_LEVEL2_CACHE_SIZE); taken
+/// as 512 KiB when the system does not report it): 256 KiB on the 512 KiB-L2 Zen 3 VM where that slice was
+/// chosen (R blocks of 1024 rows), 768 KiB on the 1 MiB-L2 Zen 5 host, where the backward-weight GEMMs with
+/// R = 3136 took 0.70-0.89x the kernel time in one R block that they took in four (bench-gemm, medians of
+/// three runs; docs/bench/gemm.md, twenty-third session).
+std::size_t default_gather_slice_bytes();
 
 /// What the last call did (tile counts of the compacted operand and times in seconds).
 struct TileSparseStats {
@@ -109,6 +125,7 @@ struct TileSparseStats {
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
+  int r_blocks = 0;                ///< R blocks of the row gather (0: no row gather; see gather_slice_bytes)
   bool store_runs = false;         ///< C^T stored in runs of up to kStoreRunRows (store_runs_min_bytes)
   double compact_s = 0, compute_s = 0;
   double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused)
