@@ -86,35 +86,25 @@ double median(std::vector<double> v) {
   return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Calls shorter than this are run several times back to back between two clock reads (time per call =
-/// interval / count): reading the thread CPU clock is a system call, 1.28 us per read on the benchmark VM
-/// (2026-12-03), and one such cost lands in every measured interval, i.e. 5-15 % of the 10-30 us vgg-s
-/// calls, on both sides of a ratio. Batching to >= 200 us brings it under 1 %.
-constexpr double kBatchS = 200e-6;
-constexpr int kMaxBatch = 64;
-
-/// Number of back-to-back calls of `f` per timed interval (one untimed-by-the-caller call of f to size it).
-template <class F>
-int batch_for(F&& f) {
-  const double t0 = now_s();
-  f();
-  const double d = now_s() - t0;
-  return std::clamp(int(std::ceil(kBatchS / std::max(d, 1e-7))), 1, kMaxBatch);
-}
-
-/// Seconds per call of `f`, over `n` back-to-back calls.
-template <class F>
-double time_per_call(F&& f, int n) {
-  const double t0 = now_s();
-  for (int j = 0; j < n; ++j) f();
-  return (now_s() - t0) / n;
+/// Cost of one measured interval's clock reads, taken off every interval: the median of 31 empty intervals
+/// (two reads back to back). Reading the thread CPU clock is a system call, 1.28 us per read on the benchmark
+/// VM (2026-12-03; steady_clock: 28 ns), and one such cost lands in every interval: 5-15 % of the 10-30 us
+/// vgg-s calls, on both sides of a ratio, if it were left in.
+double clock_overhead_s() {
+  std::vector<double> d;
+  for (int i = 0; i < 31; ++i) {
+    const double t0 = now_s();
+    d.push_back(now_s() - t0);
+  }
+  std::sort(d.begin(), d.end());
+  return d[d.size() / 2];
 }
 
 /// Side-by-side timing of one shape: every repetition runs OpenBLAS, compact and the tile-sparse kernel
 /// (on that repetition's compacted operand) back to back, so that all three see the same machine load.
-/// Calls shorter than kBatchS are repeated within a repetition (batch_for). Times and ratios are medians
-/// over the repetitions (after one warm-up); ratio_kernel is the median of the per-repetition
-/// time(OpenBLAS) / time(kernel), ratio_total that of time(OpenBLAS) / (time(compact) + time(kernel)).
+/// Each interval has the clock's own cost (clock_overhead_s) taken off. Times and ratios are medians over the
+/// repetitions (after one warm-up); ratio_kernel is the median of the per-repetition time(OpenBLAS) /
+/// time(kernel), ratio_total that of time(OpenBLAS) / (time(compact) + time(kernel)).
 struct Timing {
   double blas_s = 0, compact_s = 0, kernel_s = 0, kernel_pack_s = 0, ratio_kernel = 0, ratio_kernel_pack = 0,
          ratio_total = 0;
@@ -132,17 +122,22 @@ Timing time_side_by_side(B&& blas, Cp&& compact, K&& kernel, KP&& kernel_pack, d
   kernel();
   kernel_pack();
   kernel();
-  const int nb = batch_for(blas), nc = batch_for(compact), np = batch_for(kernel_pack), nk = batch_for(kernel);
+  const double overhead = clock_overhead_s();
+  auto timed = [&](auto&& f) {
+    const double t0 = now_s();
+    f();
+    return std::max(now_s() - t0 - overhead, 1e-9);
+  };
   std::vector<double> tb, tc, tk, tp, rk, rp, rt;
   double total = 0;
   for (int i = 0; i < max_reps && (i < min_reps || total < min_total_s); ++i) {
-    const double db = time_per_call(blas, nb);
-    const double dc = time_per_call(compact, nc);  // the last compacted operand is the kernels' input
-    const double dp = time_per_call(kernel_pack, np);
-    const double dk = time_per_call(kernel, nk);
+    const double db = timed(blas);
+    const double dc = timed(compact);
+    const double dp = timed(kernel_pack);
+    const double dk = timed(kernel);
     tb.push_back(db), tc.push_back(dc), tk.push_back(dk), tp.push_back(dp);
     rk.push_back(db / dk), rp.push_back(db / dp), rt.push_back(db / (dc + dp));
-    total += db * nb + dc * nc + dk * nk + dp * np;
+    total += db + dc + dk + dp;
   }
   Timing t;
   t.blas_s = median(tb), t.compact_s = median(tc), t.kernel_s = median(tk), t.kernel_pack_s = median(tp);
@@ -262,7 +257,9 @@ int main(int argc, char** argv) {
         "format", po::value(&fmt_name), "sparse tile format: ell | bitmap")(
         "threshold", po::value(&threshold), "density threshold (default: calibrated constant)")(
         "sparsity", po::value(&sparsities), "comma-separated sparsities (default 0,0.5,0.7,0.9,0.97)")(
-        "batch", po::value(&batch), "batch size folded into N (default 1)")(
+        "batch", po::value(&batch),
+        "batch size (default 1): multiplies the output pixels HW, i.e. M (fwd, bwd-data) or K (bwd-weight) in the "
+        "train layout, N (fwd, bwd-data) or K (bwd-weight) in the caffe layout")(
         "all-passes", po::bool_switch(&all_passes), "also backward-data and backward-weight GEMMs")(
         "filter", po::value(&filter), "only shapes whose name contains this")(
         "pass", po::value(&pass_filter), "only this pass: fwd | bwd-data | bwd-weight")(
@@ -361,11 +358,10 @@ int main(int argc, char** argv) {
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d, %s clock, "
                 "layout %s, gather slice %zu KiB, OpenBLAS core %s\n",
                 opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch,
-                g_thread_clock ? "thread CPU-time" : "wall", layout_name.c_str(),
-                (opt.gather_slice_bytes > 0 ? opt.gather_slice_bytes : default_gather_slice_bytes()) >> 10,
+                g_thread_clock ? "thread CPU-time" : "wall", layout_name.c_str(), engine.gather_slice_bytes() >> 10,
                 blas_core.c_str());
     md << "OpenBLAS core: " << blas_core << "; tile-sparse ISA: " << engine.isa_name() << "; layout: " << layout_name
-       << "\n\n";
+       << "; gather slice: " << (engine.gather_slice_bytes() >> 10) << " KiB\n\n";
     if (const std::string note = baseline_isa_note(blas_core); !note.empty()) {
       std::printf("note: %s\n", note.c_str());
       md << "Note: " << note << "\n\n";

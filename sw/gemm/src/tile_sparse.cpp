@@ -117,6 +117,12 @@ TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
   avx2_ = avx512_ || opt.isa == Isa::Avx2 || (opt.isa == Isa::Auto && has);
 }
 
+std::size_t TileSparseEngine::gather_slice_bytes() const {
+  constexpr std::size_t row_bytes = std::size_t(detail::kGatherQ) * sizeof(float);
+  const std::size_t want = opt_.gather_slice_bytes > 0 ? opt_.gather_slice_bytes : default_gather_slice_bytes();
+  return std::clamp<std::size_t>(want / row_bytes, 64, kMaxGatherSliceBytes / row_bytes) * row_bytes;
+}
+
 std::string TileSparseEngine::isa_name() const { return avx512_ ? "avx512" : avx2_ ? "avx2" : "portable"; }
 
 format::TiledMatrix TileSparseEngine::compact_operand(const GemmCall& c) const {
@@ -397,7 +403,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   }
   // R blocks of the gather: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
   constexpr int kSub = 64;
-  const std::size_t slice_bytes = opt_.gather_slice_bytes > 0 ? opt_.gather_slice_bytes : default_gather_slice_bytes();
   // Rows of S per transposed store into C (Out = C^T): each C row is written in runs of this many floats
   // (TileSparseOptions::store_runs_min_bytes).
   const int piece_rows =
@@ -406,8 +411,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   static_assert(kMaxGatherSliceBytes / (detail::kGatherQ * sizeof(float)) * 5 / 4 * std::uint64_t(format::kMaxTileSide) +
                     detail::kEntrySlack <= 0xFFFFFFFFull,
                 "one R block of the largest slice must keep a band's u32 entry positions from wrapping");
-  const int kb_max = int(std::clamp<std::size_t>(slice_bytes / (QG * sizeof(float)), 64,
-                                                 kMaxGatherSliceBytes / (QG * sizeof(float))));
+  const int kb_max = int(gather_slice_bytes() / (QG * sizeof(float)));  // 64 .. 32768 rows
   const int KB = std::int64_t(R) * 4 <= std::int64_t(kb_max) * 5 ? R : kb_max;
   const int nkb = (R + KB - 1) / KB;
   stats_.r_blocks = nkb;

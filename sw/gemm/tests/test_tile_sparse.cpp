@@ -258,6 +258,36 @@ TEST(TileSparseGemm, GatherSliceSetsRBlocks) {
         EXPECT_EQ(st.r_blocks, blocks) << "slice " << slice << " R " << r << " sp " << int(pa.sp);
       }
     }
+  // The engine's slice: the option, or the default, in whole 64-float rows within 16 KiB .. 8 MiB; the default
+  // (0) sets the R-block count of a call (here one block of R = 2100 when this machine's default slice has at
+  // least 1680 rows, 420 KiB: e.g. 768 KiB on a 1 MiB L2; else three blocks of 256 KiB).
+  {
+    const std::size_t row = 64 * sizeof(float);
+    TileSparseOptions o;
+    EXPECT_EQ(TileSparseEngine(o).gather_slice_bytes(),
+              std::min<std::size_t>(default_gather_slice_bytes() / row * row, kMaxGatherSliceBytes));
+    o.gather_slice_bytes = 1;
+    EXPECT_EQ(TileSparseEngine(o).gather_slice_bytes(), std::size_t(16) << 10);
+    o.gather_slice_bytes = kSlice256K + 100;
+    EXPECT_EQ(TileSparseEngine(o).gather_slice_bytes(), kSlice256K);
+    o.gather_slice_bytes = 0;
+    o.threshold = 2.0;
+    o.dense_if_not_smaller = false;
+    const std::size_t kb = TileSparseEngine(o).gather_slice_bytes() / row;
+    const int expect = 2100 * 4 <= int(kb) * 5 ? 1 : int((2100 + kb - 1) / kb);
+    const TileSparseStats st = check_case(Case{SparseOperand::A, Op::N, Op::N, 40, 70, 2100, 0.9}, o, rng);
+    EXPECT_EQ(st.r_blocks, expect) << "default slice " << kb << " rows";
+    // The direct ELL row gather (Q <= 32) over one R block longer than 1280 rows (reachable with slices above
+    // 256 KiB), against OpenBLAS.
+    o.gather_slice_bytes = std::size_t(1) << 20;
+    o.rows_kernel = RowsKernel::Auto;
+    for (Isa isa : isas()) {
+      o.isa = isa;
+      const TileSparseStats sd = check_case(Case{SparseOperand::A, Op::N, Op::N, 37, 24, 3000, 0.9}, o, rng, 0.5f, 0.0f, 3);
+      EXPECT_TRUE(sd.direct_rows);
+      EXPECT_EQ(sd.r_blocks, 1);
+    }
+  }
   TileSparseOptions big;
   big.gather_slice_bytes = kMaxGatherSliceBytes + 1;
   EXPECT_THROW(TileSparseEngine{big}, spartan::InputError);

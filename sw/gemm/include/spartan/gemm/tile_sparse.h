@@ -160,6 +160,9 @@ class TileSparseEngine final : public GemmEngine {
   const TileSparseOptions& options() const { return opt_; }
   /// The micro-kernel ISA actually used ("avx512", "avx2" or "portable").
   std::string isa_name() const;
+  /// The row gather's D slice in bytes that this engine uses: TileSparseOptions::gather_slice_bytes (or, for
+  /// 0, default_gather_slice_bytes()) rounded down to whole 64-float rows and clamped to 16 KiB .. 8 MiB.
+  std::size_t gather_slice_bytes() const;
 
  private:
   TileSparseOptions opt_;
