@@ -88,8 +88,8 @@ double median(std::vector<double> v) {
 
 /// Cost of one measured interval's clock reads, taken off every interval: the median of 31 empty intervals
 /// (two reads back to back). Reading the thread CPU clock is a system call, 1.28 us per read on the benchmark
-/// VM (2026-12-03; steady_clock: 28 ns), and one such cost lands in every interval: 5-15 % of the 10-30 us
-/// vgg-s calls, on both sides of a ratio, if it were left in.
+/// VM (2026-12-03; steady_clock: 28 ns), and one such cost lands in every interval: up to ~20 % of the 6-10 us
+/// vgg-s kernels, on both sides of a ratio, if it were left in (docs/bench/gemm.md, twenty-third session).
 double clock_overhead_s() {
   std::vector<double> d;
   for (int i = 0; i < 31; ++i) {
