@@ -1,8 +1,12 @@
-// AVX-512 version of the scatter micro-kernel (cpu_kernels.h): the loop of scatter_ell_u8_avx2 with 16-float
-// vectors, so that every output element receives the same FMAs in the same order (results bit-identical to
-// the AVX2 kernel) with half the vector loads, FMAs and stores per non-zero. Chosen at run time
-// (cpu_has_avx512(), TileSparseOptions::isa), never at compile time. The row gathers have no AVX-512
-// version: 16-float versions of them measured no faster than AVX2 (docs/bench/gemm.md, twenty-second session).
+// AVX-512 micro-kernels (cpu_kernels.h), chosen at run time (cpu_has_avx512(), TileSparseOptions::isa), never
+// at compile time:
+// - the scatter kernel: the loop of scatter_ell_u8_avx2 with 16-float vectors, so that every output element
+//   receives the same FMAs in the same order (results bit-identical to the AVX2 kernel) with half the vector
+//   loads, FMAs and stores per non-zero;
+// - the direct row gather in wide panels (up to kWideGatherQ = 384 floats, 24 zmm accumulators per output
+//   row): each ELL row is walked once per panel instead of once per 64-float panel; bit-identical to
+//   gather_ell_u8_avx2. The list-based row gather has no AVX-512 version: 16-float versions of it measured
+//   no faster than AVX2 (docs/bench/gemm.md, twenty-second session).
 #include <algorithm>
 #include <cstdint>
 
@@ -58,6 +62,50 @@ SPARTAN_AVX512 inline void scatter_block512(const std::uint8_t* idx, const float
     }
   }
 }
+
+// Wide direct row gather: NV zmm accumulators per output row (the last one masked to qn), the row's ELL
+// entries walked once for the whole panel; each element receives the FMAs of gather_ell_u8_avx2 in the same
+// order (one chain per element, alpha applied at the end), so results are bit-identical to it.
+template <int NV>
+SPARTAN_AVX512 inline void gather_ell_wide(const EllTileRef* t, int nt, int rows, float alpha, const float* D,
+                                           std::size_t ldd, float* Out, std::size_t ldo, __mmask16 mask,
+                                           bool overwrite) {
+  const __m512 va = _mm512_set1_ps(alpha);
+  for (int lr = 0; lr < rows; ++lr) {
+    __m512 acc[NV];
+#pragma GCC unroll 32
+    for (int i = 0; i < NV; ++i) acc[i] = _mm512_setzero_ps();
+    bool any = false;
+    for (int ti = 0; ti < nt; ++ti) {
+      const std::uint32_t w = t[ti].w;
+      const std::uint8_t* ix = t[ti].idx + std::size_t(lr) * w;
+      const float* vv = t[ti].val + std::size_t(lr) * w;
+      const float* Db = D + std::size_t(t[ti].base) * ldd;
+      const std::uint32_t n = w >= kCountedRowMinW ? ell_row_length_avx512(vv, w) : w;
+      for (std::uint32_t j = 0; j < n; ++j) {
+        const float v = vv[j];
+        if (v == 0.0f) break;  // ELL padding ends the row (short tiles; never taken after the count)
+        any = true;
+        const __m512 vb = _mm512_set1_ps(v);
+        const float* d = Db + std::size_t(ix[j]) * ldd;
+#pragma GCC unroll 32
+        for (int i = 0; i < NV - 1; ++i) acc[i] = _mm512_fmadd_ps(vb, _mm512_loadu_ps(d + 16 * i), acc[i]);
+        acc[NV - 1] = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, d + 16 * (NV - 1)), acc[NV - 1]);
+      }
+    }
+    float* out = Out + std::size_t(lr) * ldo;
+    if (!overwrite && !any) continue;
+#pragma GCC unroll 32
+    for (int i = 0; i < NV; ++i) {
+      const __mmask16 m = i == NV - 1 ? mask : __mmask16(0xFFFF);
+      // The masked forms are opaque to the compiler's mul + add contraction into an FMA (the AVX2 kernel's
+      // multiply and add stay separate), which would change the last bit.
+      __m512 r = _mm512_maskz_mul_ps(__mmask16(0xFFFF), va, acc[i]);
+      if (!overwrite) r = _mm512_maskz_add_ps(__mmask16(0xFFFF), r, _mm512_maskz_loadu_ps(m, out + 16 * i));
+      _mm512_mask_storeu_ps(out + 16 * i, m, r);
+    }
+  }
+}
 }  // namespace
 
 SPARTAN_AVX512 void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w,
@@ -73,11 +121,31 @@ SPARTAN_AVX512 void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* 
     default: scatter_block512<4>(idx, val, re, w, va, D, ldd, mask, O, ldo); break;
   }
 }
+SPARTAN_AVX512 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, const float* D,
+                                         std::size_t ldd, float* Out, std::size_t ldo, int qn, bool overwrite) {
+  const int nv = (qn + 15) / 16, tail = qn % 16;
+  const __mmask16 m = tail == 0 ? __mmask16(0xFFFF) : __mmask16((1u << tail) - 1u);
+  switch (nv) {
+#define SPARTAN_WIDE_CASE(N) \
+  case N: gather_ell_wide<N>(t, nt, rows, alpha, D, ldd, Out, ldo, m, overwrite); break;
+    SPARTAN_WIDE_CASE(1) SPARTAN_WIDE_CASE(2) SPARTAN_WIDE_CASE(3) SPARTAN_WIDE_CASE(4) SPARTAN_WIDE_CASE(5)
+    SPARTAN_WIDE_CASE(6) SPARTAN_WIDE_CASE(7) SPARTAN_WIDE_CASE(8) SPARTAN_WIDE_CASE(9) SPARTAN_WIDE_CASE(10)
+    SPARTAN_WIDE_CASE(11) SPARTAN_WIDE_CASE(12) SPARTAN_WIDE_CASE(13) SPARTAN_WIDE_CASE(14) SPARTAN_WIDE_CASE(15)
+    SPARTAN_WIDE_CASE(16) SPARTAN_WIDE_CASE(17) SPARTAN_WIDE_CASE(18) SPARTAN_WIDE_CASE(19) SPARTAN_WIDE_CASE(20)
+    SPARTAN_WIDE_CASE(21) SPARTAN_WIDE_CASE(22) SPARTAN_WIDE_CASE(23)
+    default: SPARTAN_WIDE_CASE(24)
+#undef SPARTAN_WIDE_CASE
+  }
+}
 #else
 bool cpu_has_avx512() { return false; }
 void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
                            const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo) {
   scatter_ell_u8_portable(idx, val, re, w, alpha, D, ldd, qn, O, ldo);
+}
+void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
+                          float* Out, std::size_t ldo, int qn, bool overwrite) {
+  gather_ell_u8_portable(t, nt, rows, alpha, D, ldd, Out, ldo, qn, overwrite);
 }
 #endif
 

@@ -281,32 +281,62 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // a few cache sets and thrash L1/L2. Otherwise the operand is read in place.
   constexpr int QG = detail::kGatherQ;
   constexpr double kPackMinReuse = 16;
-  const PackKey key{X, R, Q, ldx, trans_d, c.dense_version};
+  // Direct row gather in wide panels (AVX-512; include/spartan/gemm/tile_sparse.h, RowsKernel): C rows,
+  // Q split into equal panels of wide_q <= kWideGatherQ floats.
+  int wide_q = 0;
+  if (avx512_ && sp_a && !trans_s && !trans_d && all_ell && format::index_bytes(g.tile_cols) == 1 &&
+      Q > kDirectRowsMaxQ && opt_.rows_kernel != RowsKernel::Lists) {
+    const int np = (Q + detail::kWideGatherQ - 1) / detail::kWideGatherQ;
+    const int wq = std::min(detail::kWideGatherQ, ((Q + np - 1) / np + 15) / 16 * 16);
+    const int kb_max = int(gather_slice_bytes() / (detail::kGatherQ * sizeof(float)));  // as for KB below
+    const double slice = 1.25 * double(gather_slice_bytes());
+    const bool reused = double(R) * Q * sizeof(float) <= slice || double(stats_.nnz) >= kWideRowsMinReuse * R;
+    if (double(R) * wq * sizeof(float) <= slice && std::int64_t(R) * 4 <= std::int64_t(kb_max) * 5 &&  // one R block
+        (reused || opt_.rows_kernel == RowsKernel::Direct))
+      wide_q = wq;
+  }
+  stats_.wide_rows_q = wide_q;
+  // Panel width of D: kGatherQ floats, or the wide gather's panel. The wide gather reads B in place only
+  // when it is one panel of 64-byte aligned rows; otherwise it gets a packed copy (64-byte aligned panels of
+  // R x wide_q floats): its 16-float loads split across cache lines on a misaligned B (1.4-1.5x the kernel
+  // time), and panels of a row of a power-of-two stride thrash L2 (docs/bench/gemm.md, twenty-fourth session).
+  const int PW = wide_q > 0 ? wide_q : QG;
+  const bool wide_in_place = wide_q >= Q && ldx == std::size_t(wide_q) && reinterpret_cast<std::uintptr_t>(X) % 64 == 0;
+  const PackKey key{X, R, Q, ldx, trans_d, c.dense_version, PW};
   const bool reuse = c.dense_version != 0 && pack_valid_ && pack_key_ == key;
-  const bool pack = reuse || trans_d || (Q > QG && double(stats_.nnz) >= kPackMinReuse * R);
-  const int n_panels = (Q + QG - 1) / QG;
+  const bool pack = wide_q > 0 ? !wide_in_place
+                               : reuse || trans_d || (Q > QG && double(stats_.nnz) >= kPackMinReuse * R);
+  const int n_panels = (Q + PW - 1) / PW;
   const float* D = X;  // panel qb: D + qb * panel_stride, row stride ldd
-  std::size_t ldd = ldx, panel_stride = QG;
+  std::size_t ldd = ldx, panel_stride = std::size_t(PW);
+  // pack_ holds 16 floats more than the panels. The wide gather's panels start at its first 64-byte
+  // boundary; the 64-float panels keep the vector's own address: aligned, the forward scatter kernel ran
+  // 2.2x slower on VGG-16 conv5_2 at 90 % sparsity (4.1 against 1.9 ms, kernel with the pack reused; 97 %
+  // unchanged; the cause is not pinned down), docs/bench/gemm.md, twenty-fourth session.
+  auto pack_base = [&] {
+    return wide_q == 0 ? pack_.data()
+                       : pack_.data() + (16 - reinterpret_cast<std::uintptr_t>(pack_.data()) / sizeof(float) % 16) % 16;
+  };
   if (pack && !reuse) {
     const double tp = now_s();
     pack_valid_ = false;
-    pack_.resize(std::size_t(R) * QG * n_panels);
-    float* dst = pack_.data();
+    pack_.resize(std::size_t(R) * PW * n_panels + 16);
+    float* dst = pack_base();
 #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (int b = 0; b < n_panels; ++b) {
-      const int q0 = b * QG, qn = std::min(QG, Q - q0);
-      float* panel = dst + std::size_t(b) * R * QG;
+      const int q0 = b * PW, qn = std::min(PW, Q - q0);
+      float* panel = dst + std::size_t(b) * R * PW;
       if (trans_d)
-        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, panel, std::size_t(QG), 0.0f);
+        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, panel, std::size_t(PW), 0.0f);
       else
         for (int r = 0; r < R; ++r)
-          std::memcpy(panel + std::size_t(r) * QG, X + std::size_t(r) * ldx + q0, std::size_t(qn) * sizeof(float));
+          std::memcpy(panel + std::size_t(r) * PW, X + std::size_t(r) * ldx + q0, std::size_t(qn) * sizeof(float));
     }
     pack_key_ = key;
     pack_valid_ = true;
     stats_.pack_s = now_s() - tp;
   }
-  if (pack) D = pack_.data(), ldd = QG, panel_stride = std::size_t(R) * QG;
+  if (pack) D = pack_base(), ldd = std::size_t(PW), panel_stride = std::size_t(R) * PW;
   stats_.dense_packed = pack;
   stats_.dense_pack_reused = reuse;
   const bool u8idx = format::index_bytes(g.tile_cols) == 1;
@@ -443,9 +473,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     if (group_ent_.size() < std::size_t(nthreads)) group_ent_.resize(std::size_t(nthreads));
     if (piece_buf_.size() < std::size_t(nthreads)) piece_buf_.resize(std::size_t(nthreads));
     const bool ow = !sp_a || beta_k == 0.0f;
-    const bool direct = !trans_s && all_ell && u8idx &&
-                        (opt_.rows_kernel == RowsKernel::Direct ||
-                         (opt_.rows_kernel == RowsKernel::Auto && Q <= kDirectRowsMaxQ));
+    const bool direct = wide_q > 0 || (!trans_s && all_ell && u8idx &&
+                                       (opt_.rows_kernel == RowsKernel::Direct ||
+                                        (opt_.rows_kernel == RowsKernel::Auto && Q <= kDirectRowsMaxQ)));
     stats_.direct_rows = direct;
     // (Entry positions here are relative to a group's list: at most max(one band, kGroupEntries) slots, a band
     // at most p_tile * R <= 65535 * 40960 (one R block of at most 1.25 x 32768 rows: kMaxGatherSliceBytes) of
@@ -486,6 +516,18 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
             roff[b - b0 + 1] = refs.size();
           }
           if (!sp_a && big.size() < std::size_t(p1 - p0) * QG) big.resize(std::size_t(p1 - p0) * QG);
+          if (wide_q > 0) {  // C rows, one pass over each ELL row per wide panel
+            for (int q0 = 0; q0 < Q; q0 += wide_q) {
+              const int qn = std::min(wide_q, Q - q0);
+              for (std::uint32_t b = b0; b < b1; ++b) {
+                const int pb = int(b * p_tile), nt = int(roff[b - b0 + 1] - roff[b - b0]);
+                detail::gather_ell_u8_avx512(refs.data() + roff[b - b0], nt, int(g.r_eff(b)), alpha,
+                                             D + std::size_t(q0 / wide_q) * panel_stride, ldd,
+                                             c.C + std::size_t(pb) * c.ldc + q0, std::size_t(c.ldc), qn, ow);
+              }
+            }
+            continue;
+          }
           for (int q0 = 0; q0 < Q; q0 += QG) {
             const int qn = std::min(QG, Q - q0);
             const float* dp = D + std::size_t(q0 / QG) * panel_stride;

@@ -597,6 +597,154 @@ TEST(TileSparseGemm, Avx512ScatterBitIdenticalToAvx2) {
     }
 }
 
+// Sparse A op N, op(B) = B (the train layout's backward-weight and backward-data calls): with AVX-512 the
+// direct row gather runs in wide panels (up to 384 floats) and must give C bit for bit as the AVX2 direct
+// gather in 64-float panels (same FMAs per element in the same order). Q = N: 64 (four zmm), 33 (masked
+// 48-float panel), 384 (24 zmm), 400 (two panels, 208 + 192), 512 (two of 256), 100 (masked tail); R = K
+// over one to four 256-column tiles; beta 0 (rows overwritten), 1 (rows without non-zeros untouched) and
+// 0.5 (C scaled first); padded strides; one or two threads.
+TEST(TileSparseGemm, Avx512WideRowGatherBitIdenticalToAvx2Direct) {
+  if (TileSparseEngine().isa_name() != "avx512") GTEST_SKIP() << "no AVX-512F on this CPU";
+  std::mt19937 rng(67);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int shapes[][3] = {{300, 64, 700}, {77, 33, 200}, {129, 384, 169}, {50, 400, 196}, {40, 512, 49}, {260, 100, 1000}};
+  const int expect_q[] = {64, 48, 384, 208, 256, 112};
+  for (std::size_t si = 0; si < std::size(shapes); ++si)
+    for (double sparsity : {0.9, 0.97})
+      for (float beta : {0.0f, 1.0f, 0.5f}) {
+        const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], lda = K + 3, ldb = N + 5, ldc = N + 2;
+        std::vector<float> A(std::size_t(M) * lda), B(std::size_t(K) * ldb);
+        for (auto& x : A) x = p(rng) < sparsity ? 0.0f : u(rng);
+        for (int i = 0; i < M / 10; ++i)  // some all-zero rows
+          std::fill(A.begin() + std::ptrdiff_t(i) * 10 * lda, A.begin() + (std::ptrdiff_t(i) * 10 + 1) * lda, 0.0f);
+        for (auto& x : B) x = u(rng);
+        std::vector<float> C0(std::size_t(M) * ldc);
+        for (auto& x : C0) x = u(rng);
+        std::vector<float> C2 = C0, C5 = C0, R = C0;
+        GemmCall c{Op::N, Op::N, M, N, K, -1.25f, beta, A.data(), lda, B.data(), ldb, nullptr, ldc, SparseOperand::A};
+        TileSparseOptions o;
+        o.num_threads = 1;
+        o.threshold = 2.0;
+        o.dense_if_not_smaller = false;
+        o.gather_slice_bytes = std::size_t(768) << 10;
+        o.isa = Isa::Avx2;
+        o.rows_kernel = RowsKernel::Direct;
+        TileSparseEngine e2(o);
+        o.isa = Isa::Avx512;
+        o.rows_kernel = RowsKernel::Auto;
+        o.num_threads = si % 2 == 0 ? 1 : 2;  // row groups split between threads: same C
+        TileSparseEngine e5(o);
+        c.C = C2.data();
+        e2.run(c);
+        c.C = C5.data();
+        e5.run(c);
+        c.C = R.data();
+        make_dense_engine()->run(c);
+        const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                                 " beta " + std::to_string(beta);
+        EXPECT_TRUE(e2.last_stats().direct_rows && e5.last_stats().direct_rows) << what;
+        EXPECT_EQ(e2.last_stats().wide_rows_q, 0) << what;
+        EXPECT_EQ(e5.last_stats().wide_rows_q, expect_q[si]) << what;
+        EXPECT_EQ(std::memcmp(C2.data(), C5.data(), C2.size() * sizeof(float)), 0) << what;
+        for (std::size_t i = 0; i < R.size(); ++i) {
+          if (int(i % std::size_t(ldc)) >= N) {  // padding columns untouched
+            ASSERT_EQ(C5[i], C0[i]) << what;
+            continue;
+          }
+          ASSERT_NEAR(C5[i], R[i], 1e-4 * (1 + std::fabs(R[i])) * std::sqrt(double(K))) << what << " at " << i;
+        }
+      }
+}
+
+// Auto's choice of the wide direct row gather (AVX-512 only): sparse A op N N with Q = N > kDirectRowsMaxQ,
+// one panel of B's rows within 1.25 slices, one R block, and B within 1.25 slices or reused enough
+// (non-zeros >= kWideRowsMinReuse x R).
+TEST(TileSparseGemm, WideRowGatherAutoChoice) {
+  std::mt19937 rng(68);
+  TileSparseOptions o;
+  o.threshold = 2.0;
+  o.dense_if_not_smaller = false;
+  o.gather_slice_bytes = kSlice256K;  // 1.25 slices: 320 KiB
+  o.isa = isas().back();
+  const bool w = TileSparseEngine(o).isa_name() == std::string("avx512");
+  auto q_of = [&](const Case& cs, const TileSparseOptions& oo) { return check_case(cs, oo, rng).wide_rows_q; };
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 100, 64, 300, 0.9}, o), w ? 64 : 0);
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 60, 600, 48, 0.9}, o), w ? 304 : 0);  // two panels
+  // B of 200 x 512 floats (400 KiB) exceeds 1.25 slices, a 256-float panel (200 KiB) does not: wide with
+  // 100 rows of A (about 1300 non-zeros >= 4 x 200), the lists with 10 rows (about 130)
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 100, 512, 200, 0.9}, o), w ? 256 : 0);
+  TileSparseStats st = check_case(Case{SparseOperand::A, Op::N, Op::N, 10, 512, 200, 0.9}, o, rng);
+  EXPECT_EQ(st.wide_rows_q, 0);
+  EXPECT_FALSE(st.direct_rows);
+  TileSparseOptions direct = o;  // forced Direct: wide panels whatever the reuse
+  direct.rows_kernel = RowsKernel::Direct;
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 10, 512, 200, 0.9}, direct), w ? 256 : 0);
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 60, 100, 300, 0.9}, [&] {
+              TileSparseOptions l = o;
+              l.rows_kernel = RowsKernel::Lists;
+              return l;
+            }()), 0);
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::T, 60, 100, 300, 0.9}, o), 0);  // B would need a transpose
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::T, Op::N, 60, 100, 300, 0.9}, o), 0);  // S = stored^T
+  EXPECT_EQ(q_of(Case{SparseOperand::B, Op::N, Op::T, 100, 60, 300, 0.9}, o), 0);  // C^T: not this kernel
+  // 1200 rows x 128 floats of B (600 KiB) in one panel exceed 1.25 slices: the lists (one R block)
+  st = check_case(Case{SparseOperand::A, Op::N, Op::N, 40, 128, 1200, 0.9}, o, rng);
+  EXPECT_EQ(st.wide_rows_q, 0);
+  EXPECT_FALSE(st.direct_rows);
+  // Q <= kDirectRowsMaxQ: the AVX2 direct gather as before
+  st = check_case(Case{SparseOperand::A, Op::N, Op::N, 100, kDirectRowsMaxQ, 300, 0.9}, o, rng);
+  EXPECT_EQ(st.wide_rows_q, 0);
+  EXPECT_TRUE(st.direct_rows);
+}
+
+// The wide row gather reads B in place only as one panel of 64-byte aligned rows (ldb == panel width); a
+// misaligned B, a padded stride or several panels go through the packed copy (aligned panels), which a
+// call with the same GemmCall::dense_version reuses. All of them give the same C, bit for bit.
+TEST(TileSparseGemm, WideRowGatherPacksUnalignedB) {
+  if (TileSparseEngine().isa_name() != "avx512") GTEST_SKIP() << "no AVX-512F on this CPU";
+  std::mt19937 rng(69);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int M = 200, N = 128, K = 300;
+  std::vector<float> A(std::size_t(M) * K);
+  for (auto& x : A) x = p(rng) < 0.9 ? 0.0f : u(rng);
+  std::vector<float> store(std::size_t(K) * N + 64);
+  float* aligned = store.data() + (16 - reinterpret_cast<std::uintptr_t>(store.data()) / sizeof(float) % 16) % 16;
+  for (int i = 0; i < K * N; ++i) aligned[i] = u(rng);
+  TileSparseOptions o;
+  o.num_threads = 1;
+  o.threshold = 2.0;
+  o.dense_if_not_smaller = false;
+  o.gather_slice_bytes = std::size_t(768) << 10;
+  TileSparseEngine e(o);
+  auto run = [&](const float* B, std::uint64_t version) {
+    std::vector<float> C(std::size_t(M) * N, 7.0f);
+    GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, B, N, C.data(), N, SparseOperand::A};
+    c.dense_version = version;
+    e.run(c);
+    EXPECT_EQ(e.last_stats().wide_rows_q, N);
+    return C;
+  };
+  const std::vector<float> c_in_place = run(aligned, 0);
+  EXPECT_FALSE(e.last_stats().dense_packed);
+  std::vector<float> store2(std::size_t(K) * N + 64);  // same values, 16 bytes off a 64-byte boundary
+  float* mis = store2.data() + (16 - reinterpret_cast<std::uintptr_t>(store2.data()) / sizeof(float) % 16) % 16 + 4;
+  std::copy(aligned, aligned + std::size_t(K) * N, mis);
+  std::vector<float> c_packed = run(mis, 5);
+  EXPECT_TRUE(e.last_stats().dense_packed);
+  EXPECT_FALSE(e.last_stats().dense_pack_reused);
+  EXPECT_EQ(std::memcmp(c_in_place.data(), c_packed.data(), c_packed.size() * sizeof(float)), 0);
+  c_packed = run(mis, 5);  // same version: the packed copy is reused
+  EXPECT_TRUE(e.last_stats().dense_pack_reused);
+  EXPECT_EQ(std::memcmp(c_in_place.data(), c_packed.data(), c_packed.size() * sizeof(float)), 0);
+  // reference: OpenBLAS
+  std::vector<float> R(std::size_t(M) * N);
+  GemmCall r{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, aligned, N, R.data(), N, SparseOperand::A};
+  make_dense_engine()->run(r);
+  for (std::size_t i = 0; i < R.size(); ++i) ASSERT_NEAR(c_in_place[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << i;
+}
+
 TEST(TileSparseGemm, FactoryByName) {
   for (const auto& n : engine_names()) {
     if (n.rfind("cuda", 0) == 0) continue;  // exercised by test_gemm_cuda where a GPU exists

@@ -53,6 +53,18 @@ enum class RowsKernel { Auto, Lists, Direct };
 /// row end per tile and row) in every 64-column panel, and the lists were faster in bench-gemm
 /// (docs/bench/gemm.md: Q = 16, 32 gained 25-45 %, Q = 64 and 128 lost 25-55 % at 97 % sparsity).
 inline constexpr int kDirectRowsMaxQ = 32;
+/// With AVX-512 (Isa::Avx512 or Auto on such a CPU), sparse A op N with op(B) = B (C written by rows) and
+/// Q > kDirectRowsMaxQ use the direct row gather in wide panels: up to 24 zmm accumulators per output row
+/// (panels of up to 384 floats, Q split evenly), each ELL row walked once per panel, no row lists. B is read
+/// in place when it is one panel of 64-byte aligned rows, else from a packed copy in 64-byte aligned panels
+/// (reused under GemmCall::dense_version). Auto takes it when one panel's rows of B (R x panel floats) fit
+/// 1.25 gather slices, R fits one R block, and either all of B fits 1.25 slices or the non-zeros number at
+/// least kWideRowsMinReuse per row of B: the kernel does not prefetch (software prefetches made it 15-20 %
+/// slower), so a B that comes from memory with little reuse (ResNet-18 conv5_x backward-data at 97 %,
+/// 1.5 non-zeros per row of its 9.4 MB) was 1.8x slower than the lists, whose kernel prefetches. Measured in
+/// bench-gemm (train layout, docs/bench/gemm.md, twenty-fourth session): backward-weight kernel time
+/// 0.47-0.83x on the ImageNet rows it takes, backward-data 0.58-0.89x.
+inline constexpr double kWideRowsMinReuse = 4;
 
 /// Rows of S per transposed store into C for large outputs (TileSparseOptions::store_runs_min_bytes).
 inline constexpr int kStoreRunRows = 512;
@@ -91,7 +103,10 @@ struct TileSparseOptions {
   /// Row gather when S is the stored operand (rows of S = stored rows: backward-weight with sparse B op T,
   /// sparse A op N), all its sparse tiles are ELL with 1-byte indices and R fits one gather R block
   /// (gather_slice_bytes): Direct = read the tiles in the gather, Lists = first copy their non-zeros into row lists
-  /// (one pass, then every Q panel reads the lists). Auto: Direct when Q <= kDirectRowsMaxQ.
+  /// (one pass, then every Q panel reads the lists). Auto: Direct when Q <= kDirectRowsMaxQ, and with
+  /// AVX-512 also in wide panels under the conditions of kWideRowsMinReuse. Direct with AVX-512, sparse A
+  /// op N, op(B) = B and Q > kDirectRowsMaxQ uses the wide panels whenever one panel's rows of B fit 1.25
+  /// gather slices (stats().wide_rows_q says which ran).
   RowsKernel rows_kernel = RowsKernel::Auto;
   /// Out = C^T (sparse B; unless streamed): when C (M x N floats) has at least this many bytes, the row
   /// gathers fill pieces of up to kStoreRunRows rows of S (one L2 buffer) before the transposed store, which
@@ -125,6 +140,7 @@ struct TileSparseStats {
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
+  int wide_rows_q = 0;             ///< > 0: that direct gather ran the AVX-512 kernel in panels of this many floats
   int r_blocks = 0;                ///< R blocks of the row gather (0: no row gather; see gather_slice_bytes)
   bool store_runs = false;         ///< C^T stored in runs of up to kStoreRunRows (store_runs_min_bytes)
   double compact_s = 0, compute_s = 0;
@@ -181,8 +197,10 @@ class TileSparseEngine final : public GemmEngine {
     std::size_t ldx = 0;
     bool trans = false;
     std::uint64_t version = 0;
+    int panel = 0;  // panel width (floats)
     bool operator==(const PackKey& o) const {
-      return x == o.x && R == o.R && Q == o.Q && ldx == o.ldx && trans == o.trans && version == o.version;
+      return x == o.x && R == o.R && Q == o.Q && ldx == o.ldx && trans == o.trans && version == o.version &&
+             panel == o.panel;
     }
   };
   PackKey pack_key_;
