@@ -269,7 +269,8 @@ int main(int argc, char** argv) {
         "calibrate", po::bool_switch(&calibrate), "run the density-threshold calibration instead")(
         "clock", po::value(&clock_name), "wall (default) | thread: CPU time of this thread, robust to other load")(
         "isa", po::value(&isa_name),
-        "tile-sparse kernels: auto (default) | avx512 (the scatter kernel; the rest stay AVX2) | avx2 | portable; "
+        "tile-sparse kernels: auto (default) | avx512 (the scatter kernel and the wide direct row gather; the rest "
+        "stay AVX2) | avx2 | portable; "
         "the OpenBLAS baseline's kernels are chosen by OPENBLAS_CORETYPE")(
         "layout", po::value(&layout_name),
         "train (default): the GEMMs as spartan-train issues them, Y and dY one row per output pixel, sparse operand A "

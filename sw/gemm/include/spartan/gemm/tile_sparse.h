@@ -30,9 +30,10 @@ inline constexpr std::uint32_t kGemmTileCols = 256;
 
 /// Instruction set of the sparse micro-kernel.
 /// Avx512: the scatter kernel (forward-type calls) with 16-float AVX-512F vectors for output panels wider than
-/// 8 floats (narrower ones: the AVX2 kernel, faster there), every other kernel AVX2; results
-/// are bit-identical to Avx2 (docs/bench/gemm.md, twenty-second session: 16-float row gathers were no
-/// faster, so they have no AVX-512 version). Auto's choice of it was measured on AMD Zen 5 only.
+/// 8 floats (narrower ones: the AVX2 kernel, faster there), and the direct row gather in wide panels for
+/// sparse A op N with op(B) = B (kWideRowsMinReuse); the list-based row gather stays AVX2 (docs/bench/gemm.md,
+/// twenty-second session: its 16-float version was no faster). Results are bit-identical to Avx2's kernels
+/// (the wide gather to the AVX2 direct gather). Auto's choice of it was measured on AMD Zen 5 only.
 enum class Isa { Auto, Avx2, Portable, Avx512 };
 /// Sparse kernel for S = transpose of the stored operand (TileSparseOptions::transposed_kernel).
 enum class TransposedKernel { Auto, Gather, Scatter };
@@ -62,8 +63,8 @@ inline constexpr int kDirectRowsMaxQ = 32;
 /// least kWideRowsMinReuse per row of B: the kernel does not prefetch (software prefetches made it 15-20 %
 /// slower), so a B that comes from memory with little reuse (ResNet-18 conv5_x backward-data at 97 %,
 /// 1.5 non-zeros per row of its 9.4 MB) was 1.8x slower than the lists, whose kernel prefetches. Measured in
-/// bench-gemm (train layout, docs/bench/gemm.md, twenty-fourth session): backward-weight kernel time
-/// 0.47-0.83x on the ImageNet rows it takes, backward-data 0.58-0.89x.
+/// bench-gemm (train layout, docs/bench/gemm.md, twenty-fourth session): kernel time 0.56-1.03x the lists'
+/// (median 0.72) on the 47 backward-data and backward-weight cases it takes.
 inline constexpr double kWideRowsMinReuse = 4;
 
 /// Rows of S per transposed store into C for large outputs (TileSparseOptions::store_runs_min_bytes).
