@@ -88,7 +88,7 @@ void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* val, std::uint3
 /// Width (floats along Q) of the widest panel of the AVX-512 direct row gather: 24 zmm accumulators per
 /// output row, leaving registers for the broadcast value and the loads.
 inline constexpr int kWideGatherQ = 384;
-/// AVX-512F direct row gather (the contract of GatherEllFn) for panels of qn <= kWideGatherQ floats: each
+/// AVX-512F direct row gather (the contract of GatherEllFn, except qn <= kWideGatherQ instead of kGatherQ): each
 /// row's ELL entries are walked once for the whole panel. Results are bit-identical to gather_ell_u8_avx2
 /// over the same columns. Only call when cpu_has_avx512().
 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,

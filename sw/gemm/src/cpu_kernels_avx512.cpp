@@ -8,6 +8,7 @@
 //   gather_ell_u8_avx2. The list-based row gather has no AVX-512 version: 16-float versions of it measured
 //   no faster than AVX2 (docs/bench/gemm.md, twenty-second session).
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 
 #include "cpu_kernels.h"
@@ -124,6 +125,7 @@ SPARTAN_AVX512 void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* 
 SPARTAN_AVX512 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, const float* D,
                                          std::size_t ldd, float* Out, std::size_t ldo, int qn, bool overwrite) {
   const int nv = (qn + 15) / 16, tail = qn % 16;
+  assert(nv >= 1 && nv <= kWideGatherQ / 16);
   const __mmask16 m = tail == 0 ? __mmask16(0xFFFF) : __mmask16((1u << tail) - 1u);
   switch (nv) {
 #define SPARTAN_WIDE_CASE(N) \
@@ -145,7 +147,8 @@ void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* val, std::uint3
 }
 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
                           float* Out, std::size_t ldo, int qn, bool overwrite) {
-  gather_ell_u8_portable(t, nt, rows, alpha, D, ldd, Out, ldo, qn, overwrite);
+  for (int q0 = 0; q0 < qn; q0 += kGatherQ)  // the portable kernel takes at most kGatherQ columns
+    gather_ell_u8_portable(t, nt, rows, alpha, D + q0, ldd, Out + q0, ldo, std::min(kGatherQ, qn - q0), overwrite);
 }
 #endif
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -283,26 +284,28 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   constexpr double kPackMinReuse = 16;
   // Direct row gather in wide panels (AVX-512; include/spartan/gemm/tile_sparse.h, RowsKernel): C rows,
   // Q split into equal panels of wide_q <= kWideGatherQ floats.
+  // R blocks of the row gathers: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
+  const int kb_max = int(gather_slice_bytes() / (QG * sizeof(float)));  // 64 .. 32768 rows
+  const int KB = std::int64_t(R) * 4 <= std::int64_t(kb_max) * 5 ? R : kb_max;
+  const int nkb = (R + KB - 1) / KB;
   int wide_q = 0;
   if (avx512_ && sp_a && !trans_s && !trans_d && all_ell && format::index_bytes(g.tile_cols) == 1 &&
-      Q > kDirectRowsMaxQ && opt_.rows_kernel != RowsKernel::Lists) {
+      Q > kDirectRowsMaxQ && opt_.rows_kernel != RowsKernel::Lists && nkb == 1) {  // the direct path: one R block
     const int np = (Q + detail::kWideGatherQ - 1) / detail::kWideGatherQ;
     const int wq = std::min(detail::kWideGatherQ, ((Q + np - 1) / np + 15) / 16 * 16);
-    const int kb_max = int(gather_slice_bytes() / (detail::kGatherQ * sizeof(float)));  // as for KB below
     const double slice = 1.25 * double(gather_slice_bytes());
     const bool reused = double(R) * Q * sizeof(float) <= slice || double(stats_.nnz) >= kWideRowsMinReuse * R;
-    if (double(R) * wq * sizeof(float) <= slice && std::int64_t(R) * 4 <= std::int64_t(kb_max) * 5 &&  // one R block
-        (reused || opt_.rows_kernel == RowsKernel::Direct))
-      wide_q = wq;
+    if (double(R) * wq * sizeof(float) <= slice && (reused || opt_.rows_kernel == RowsKernel::Direct)) wide_q = wq;
   }
-  stats_.wide_rows_q = wide_q;
+  stats_.wide_panel_floats = wide_q;
   // Panel width of D: kGatherQ floats, or the wide gather's panel. The wide gather reads B in place only
   // when it is one panel of 64-byte aligned rows; otherwise it gets a packed copy (64-byte aligned panels of
   // R x wide_q floats): its 16-float loads split across cache lines on a misaligned B (1.4-1.5x the kernel
-  // time), and panels of a row of a power-of-two stride thrash L2 (docs/bench/gemm.md, twenty-fourth session).
+  // time), and rows of B with a power-of-two stride map to few L2 sets (docs/bench/gemm.md, twenty-fourth
+  // session).
   const int PW = wide_q > 0 ? wide_q : QG;
   const bool wide_in_place = wide_q >= Q && ldx == std::size_t(wide_q) && reinterpret_cast<std::uintptr_t>(X) % 64 == 0;
-  const PackKey key{X, R, Q, ldx, trans_d, c.dense_version, PW};
+  const PackKey key{X, R, Q, ldx, trans_d, c.dense_version, wide_q};  // wide_q: panel width and start differ
   const bool reuse = c.dense_version != 0 && pack_valid_ && pack_key_ == key;
   const bool pack = wide_q > 0 ? !wide_in_place
                                : reuse || trans_d || (Q > QG && double(stats_.nnz) >= kPackMinReuse * R);
@@ -310,9 +313,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   const float* D = X;  // panel qb: D + qb * panel_stride, row stride ldd
   std::size_t ldd = ldx, panel_stride = std::size_t(PW);
   // pack_ holds 16 floats more than the panels. The wide gather's panels start at its first 64-byte
-  // boundary; the 64-float panels keep the vector's own address: aligned, the forward scatter kernel ran
-  // 2.2x slower on VGG-16 conv5_2 at 90 % sparsity (4.1 against 1.9 ms, kernel with the pack reused; 97 %
-  // unchanged; the cause is not pinned down), docs/bench/gemm.md, twenty-fourth session.
+  // boundary; the 64-float panels keep the vector's own address, as before: aligning them too made the
+  // forward scatter kernel slower on VGG-16 conv5_2 at 90 % sparsity in one A/B run (3.86 against 1.86 ms;
+  // that row also varies from run to run without the change; cause not established), docs/bench/gemm.md.
   auto pack_base = [&] {
     return wide_q == 0 ? pack_.data()
                        : pack_.data() + (16 - reinterpret_cast<std::uintptr_t>(pack_.data()) / sizeof(float) % 16) % 16;
@@ -322,15 +325,20 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     pack_valid_ = false;
     pack_.resize(std::size_t(R) * PW * n_panels + 16);
     float* dst = pack_base();
+    if (trans_d) {
 #pragma omp parallel for num_threads(nthreads) schedule(static)
-    for (int b = 0; b < n_panels; ++b) {
-      const int q0 = b * PW, qn = std::min(PW, Q - q0);
-      float* panel = dst + std::size_t(b) * R * PW;
-      if (trans_d)
-        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, panel, std::size_t(PW), 0.0f);
-      else
-        for (int r = 0; r < R; ++r)
-          std::memcpy(panel + std::size_t(r) * PW, X + std::size_t(r) * ldx + q0, std::size_t(qn) * sizeof(float));
+      for (int b = 0; b < n_panels; ++b) {
+        const int q0 = b * PW, qn = std::min(PW, Q - q0);
+        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + std::size_t(b) * R * PW, std::size_t(PW), 0.0f);
+      }
+    } else {  // rows in parallel (a single wide panel would otherwise be copied by one thread)
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+      for (int r = 0; r < R; ++r)
+        for (int b = 0; b < n_panels; ++b) {
+          const int q0 = b * PW, qn = std::min(PW, Q - q0);
+          std::memcpy(dst + std::size_t(b) * R * PW + std::size_t(r) * PW, X + std::size_t(r) * ldx + q0,
+                      std::size_t(qn) * sizeof(float));
+        }
     }
     pack_key_ = key;
     pack_valid_ = true;
@@ -338,13 +346,14 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   }
   if (pack) D = pack_base(), ldd = std::size_t(PW), panel_stride = std::size_t(R) * PW;
   stats_.dense_packed = pack;
-  stats_.dense_pack_reused = reuse;
+  stats_.dense_pack_reused = reuse && pack;
   const bool u8idx = format::index_bytes(g.tile_cols) == 1;
   const float alpha = c.alpha;
   const bool scatter_ok =
       opt_.transposed_kernel == TransposedKernel::Scatter ||
       (opt_.transposed_kernel == TransposedKernel::Auto && Q <= kScatterMaxQ && R >= kScatterMinR);
   if (trans_s && all_ell && u8idx && scatter_ok) {
+    assert(wide_q == 0);  // (the scatter kernel reads D in kGatherQ panels)
     // S = stored^T, u8 ELL tiles: outer products over the stored rows, no row lists. Per band (one tile
     // column of the stored matrix = p_tile rows of Out) and Q panel of kScatterQ columns, a per-thread
     // block O[p_tile x kScatterQ] accumulates alpha * v * D[r] for every stored non-zero (r, p) of the
@@ -431,7 +440,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     stats_.compute_s = now_s() - t0;
     return;
   }
-  // R blocks of the gather: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
+  // R blocks of the gather (KB rows each, nkb of them: above).
+  assert(wide_q == 0 || nkb == 1);
   constexpr int kSub = 64;
   // Rows of S per transposed store into C (Out = C^T): each C row is written in runs of this many floats
   // (TileSparseOptions::store_runs_min_bytes).
@@ -441,9 +451,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   static_assert(kMaxGatherSliceBytes / (detail::kGatherQ * sizeof(float)) * 5 / 4 * std::uint64_t(format::kMaxTileSide) +
                     detail::kEntrySlack <= 0xFFFFFFFFull,
                 "one R block of the largest slice must keep a band's u32 entry positions from wrapping");
-  const int kb_max = int(gather_slice_bytes() / (QG * sizeof(float)));  // 64 .. 32768 rows
-  const int KB = std::int64_t(R) * 4 <= std::int64_t(kb_max) * 5 ? R : kb_max;
-  const int nkb = (R + KB - 1) / KB;
   stats_.r_blocks = nkb;
   const double tl = now_s();
   band_off_.assign(std::size_t(n_bands) + 1, 0);

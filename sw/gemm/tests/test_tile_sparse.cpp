@@ -644,8 +644,8 @@ TEST(TileSparseGemm, Avx512WideRowGatherBitIdenticalToAvx2Direct) {
         const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
                                  " beta " + std::to_string(beta);
         EXPECT_TRUE(e2.last_stats().direct_rows && e5.last_stats().direct_rows) << what;
-        EXPECT_EQ(e2.last_stats().wide_rows_q, 0) << what;
-        EXPECT_EQ(e5.last_stats().wide_rows_q, expect_q[si]) << what;
+        EXPECT_EQ(e2.last_stats().wide_panel_floats, 0) << what;
+        EXPECT_EQ(e5.last_stats().wide_panel_floats, expect_q[si]) << what;
         EXPECT_EQ(std::memcmp(C2.data(), C5.data(), C2.size() * sizeof(float)), 0) << what;
         for (std::size_t i = 0; i < R.size(); ++i) {
           if (int(i % std::size_t(ldc)) >= N) {  // padding columns untouched
@@ -668,14 +668,14 @@ TEST(TileSparseGemm, WideRowGatherAutoChoice) {
   o.gather_slice_bytes = kSlice256K;  // 1.25 slices: 320 KiB
   o.isa = isas().back();
   const bool w = TileSparseEngine(o).isa_name() == std::string("avx512");
-  auto q_of = [&](const Case& cs, const TileSparseOptions& oo) { return check_case(cs, oo, rng).wide_rows_q; };
+  auto q_of = [&](const Case& cs, const TileSparseOptions& oo) { return check_case(cs, oo, rng).wide_panel_floats; };
   EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 100, 64, 300, 0.9}, o), w ? 64 : 0);
   EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 60, 600, 48, 0.9}, o), w ? 304 : 0);  // two panels
   // B of 200 x 512 floats (400 KiB) exceeds 1.25 slices, a 256-float panel (200 KiB) does not: wide with
   // 100 rows of A (about 1300 non-zeros >= 4 x 200), the lists with 10 rows (about 130)
   EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 100, 512, 200, 0.9}, o), w ? 256 : 0);
   TileSparseStats st = check_case(Case{SparseOperand::A, Op::N, Op::N, 10, 512, 200, 0.9}, o, rng);
-  EXPECT_EQ(st.wide_rows_q, 0);
+  EXPECT_EQ(st.wide_panel_floats, 0);
   EXPECT_FALSE(st.direct_rows);
   TileSparseOptions direct = o;  // forced Direct: wide panels whatever the reuse
   direct.rows_kernel = RowsKernel::Direct;
@@ -690,12 +690,20 @@ TEST(TileSparseGemm, WideRowGatherAutoChoice) {
   EXPECT_EQ(q_of(Case{SparseOperand::B, Op::N, Op::T, 100, 60, 300, 0.9}, o), 0);  // C^T: not this kernel
   // 1200 rows x 128 floats of B (600 KiB) in one panel exceed 1.25 slices: the lists (one R block)
   st = check_case(Case{SparseOperand::A, Op::N, Op::N, 40, 128, 1200, 0.9}, o, rng);
-  EXPECT_EQ(st.wide_rows_q, 0);
+  EXPECT_EQ(st.wide_panel_floats, 0);
   EXPECT_FALSE(st.direct_rows);
   // Q <= kDirectRowsMaxQ: the AVX2 direct gather as before
   st = check_case(Case{SparseOperand::A, Op::N, Op::N, 100, kDirectRowsMaxQ, 300, 0.9}, o, rng);
-  EXPECT_EQ(st.wide_rows_q, 0);
+  EXPECT_EQ(st.wide_panel_floats, 0);
   EXPECT_TRUE(st.direct_rows);
+  // R = 1500 > 1280 rows: two R blocks, where the direct gathers do not run, although one 48-float panel of
+  // B (1500 x 48 floats, 281 KiB) fits 1.25 slices; also when Direct is asked for
+  st = check_case(Case{SparseOperand::A, Op::N, Op::N, 30, 40, 1500, 0.9}, o, rng);
+  EXPECT_EQ(st.wide_panel_floats, 0);
+  EXPECT_EQ(st.r_blocks, 2);
+  st = check_case(Case{SparseOperand::A, Op::N, Op::N, 30, 40, 1500, 0.9}, direct, rng);
+  EXPECT_EQ(st.wide_panel_floats, 0);
+  EXPECT_FALSE(st.direct_rows);
 }
 
 // The wide row gather reads B in place only as one panel of 64-byte aligned rows (ldb == panel width); a
@@ -723,7 +731,7 @@ TEST(TileSparseGemm, WideRowGatherPacksUnalignedB) {
     GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, B, N, C.data(), N, SparseOperand::A};
     c.dense_version = version;
     e.run(c);
-    EXPECT_EQ(e.last_stats().wide_rows_q, N);
+    EXPECT_EQ(e.last_stats().wide_panel_floats, N);
     return C;
   };
   const std::vector<float> c_in_place = run(aligned, 0);
@@ -738,11 +746,60 @@ TEST(TileSparseGemm, WideRowGatherPacksUnalignedB) {
   c_packed = run(mis, 5);  // same version: the packed copy is reused
   EXPECT_TRUE(e.last_stats().dense_pack_reused);
   EXPECT_EQ(std::memcmp(c_in_place.data(), c_packed.data(), c_packed.size() * sizeof(float)), 0);
+  {  // aligned but padded rows (ldb = N + 16): packed too
+    std::vector<float> store3(std::size_t(K) * (N + 16) + 16);
+    float* pad = store3.data() + (16 - reinterpret_cast<std::uintptr_t>(store3.data()) / sizeof(float) % 16) % 16;
+    for (int k = 0; k < K; ++k) std::copy(aligned + std::size_t(k) * N, aligned + std::size_t(k + 1) * N, pad + std::size_t(k) * (N + 16));
+    std::vector<float> C(std::size_t(M) * N, 7.0f);
+    GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, pad, N + 16, C.data(), N, SparseOperand::A};
+    e.run(c);
+    EXPECT_EQ(e.last_stats().wide_panel_floats, N);
+    EXPECT_TRUE(e.last_stats().dense_packed);
+    EXPECT_EQ(std::memcmp(c_in_place.data(), C.data(), C.size() * sizeof(float)), 0);
+  }
   // reference: OpenBLAS
   std::vector<float> R(std::size_t(M) * N);
   GemmCall r{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, aligned, N, R.data(), N, SparseOperand::A};
   make_dense_engine()->run(r);
   for (std::size_t i = 0; i < R.size(); ++i) ASSERT_NEAR(c_in_place[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << i;
+}
+
+// A packed B is reused only by a call that reads the same panels: the wide gather's aligned panels and the
+// 64-float panels of the other kernels can have the same width (Q = 64) but start at different places in
+// the engine's buffer. Same B, same dense_version, same R and Q: a wide call (sparse A op N, B 16 bytes off a
+// line: packed), then a call that does not take the wide gather (sparse A op T: the scatter kernel), then the
+// wide call again; each against OpenBLAS.
+TEST(TileSparseGemm, PackedBNotReusedAcrossPanelLayouts) {
+  std::mt19937 rng(70);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int M = 120, N = 64, K = 300;
+  std::vector<float> An(std::size_t(M) * K), At(std::size_t(K) * M);  // op(A) the same matrix both times
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k) An[std::size_t(i) * K + k] = At[std::size_t(k) * M + i] = p(rng) < 0.9 ? 0.0f : u(rng);
+  std::vector<float> store(std::size_t(K) * N + 32);
+  float* B = store.data() + (16 - reinterpret_cast<std::uintptr_t>(store.data()) / sizeof(float) % 16) % 16 + 4;
+  for (int i = 0; i < K * N; ++i) B[i] = u(rng);
+  std::vector<float> R(std::size_t(M) * N);
+  GemmCall r{Op::N, Op::N, M, N, K, 1.0f, 0.0f, An.data(), K, B, N, R.data(), N, SparseOperand::A};
+  make_dense_engine()->run(r);
+  TileSparseOptions o;
+  o.num_threads = 1;
+  o.threshold = 2.0;
+  o.dense_if_not_smaller = false;
+  TileSparseEngine e(o);
+  const bool wide = e.isa_name() == std::string("avx512");
+  for (int step = 0; step < 3; ++step) {
+    const bool trans = step == 1;
+    std::vector<float> C(std::size_t(M) * N, 3.0f);
+    GemmCall c{trans ? Op::T : Op::N, Op::N, M, N, K, 1.0f, 0.0f, trans ? At.data() : An.data(), trans ? M : K,
+               B, N, C.data(), N, SparseOperand::A};
+    c.dense_version = 42;
+    e.run(c);
+    EXPECT_EQ(e.last_stats().wide_panel_floats, wide && !trans ? N : 0) << "step " << step;
+    for (std::size_t i = 0; i < C.size(); ++i)
+      ASSERT_NEAR(C[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << "step " << step << " at " << i;
+  }
 }
 
 TEST(TileSparseGemm, FactoryByName) {

@@ -32,8 +32,11 @@ inline constexpr std::uint32_t kGemmTileCols = 256;
 /// Avx512: the scatter kernel (forward-type calls) with 16-float AVX-512F vectors for output panels wider than
 /// 8 floats (narrower ones: the AVX2 kernel, faster there), and the direct row gather in wide panels for
 /// sparse A op N with op(B) = B (kWideRowsMinReuse); the list-based row gather stays AVX2 (docs/bench/gemm.md,
-/// twenty-second session: its 16-float version was no faster). Results are bit-identical to Avx2's kernels
-/// (the wide gather to the AVX2 direct gather). Auto's choice of it was measured on AMD Zen 5 only.
+/// twenty-second session: its 16-float version was no faster). The scatter kernel's C is bit-identical to
+/// Avx2's; the wide gather's is bit-identical to the AVX2 direct gather (RowsKernel::Direct), but an Avx2
+/// engine with RowsKernel::Auto takes the row lists there for Q > kDirectRowsMaxQ, which fold alpha into each
+/// value: the two engines' C may then differ in the last bit (alpha != 1). Auto's choice of Avx512 was
+/// measured on AMD Zen 5 only.
 enum class Isa { Auto, Avx2, Portable, Avx512 };
 /// Sparse kernel for S = transpose of the stored operand (TileSparseOptions::transposed_kernel).
 enum class TransposedKernel { Auto, Gather, Scatter };
@@ -56,7 +59,8 @@ enum class RowsKernel { Auto, Lists, Direct };
 inline constexpr int kDirectRowsMaxQ = 32;
 /// With AVX-512 (Isa::Avx512 or Auto on such a CPU), sparse A op N with op(B) = B (C written by rows) and
 /// Q > kDirectRowsMaxQ use the direct row gather in wide panels: up to 24 zmm accumulators per output row
-/// (panels of up to 384 floats, Q split evenly), each ELL row walked once per panel, no row lists. B is read
+/// (np = ceil(Q / 384) panels of ceil(Q / np) floats rounded up to 16, the last one shorter and masked), each
+/// ELL row walked once per panel, no row lists. B is read
 /// in place when it is one panel of 64-byte aligned rows, else from a packed copy in 64-byte aligned panels
 /// (reused under GemmCall::dense_version). Auto takes it when one panel's rows of B (R x panel floats) fit
 /// 1.25 gather slices, R fits one R block, and either all of B fits 1.25 slices or the non-zeros number at
@@ -106,8 +110,8 @@ struct TileSparseOptions {
   /// (gather_slice_bytes): Direct = read the tiles in the gather, Lists = first copy their non-zeros into row lists
   /// (one pass, then every Q panel reads the lists). Auto: Direct when Q <= kDirectRowsMaxQ, and with
   /// AVX-512 also in wide panels under the conditions of kWideRowsMinReuse. Direct with AVX-512, sparse A
-  /// op N, op(B) = B and Q > kDirectRowsMaxQ uses the wide panels whenever one panel's rows of B fit 1.25
-  /// gather slices (stats().wide_rows_q says which ran).
+  /// op N, op(B) = B and Q > kDirectRowsMaxQ uses the wide panels whenever R fits one R block and one
+  /// panel's rows of B fit 1.25 gather slices (last_stats().wide_panel_floats says which ran).
   RowsKernel rows_kernel = RowsKernel::Auto;
   /// Out = C^T (sparse B; unless streamed): when C (M x N floats) has at least this many bytes, the row
   /// gathers fill pieces of up to kStoreRunRows rows of S (one L2 buffer) before the transposed store, which
@@ -141,7 +145,7 @@ struct TileSparseStats {
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
-  int wide_rows_q = 0;             ///< > 0: that direct gather ran the AVX-512 kernel in panels of this many floats
+  int wide_panel_floats = 0;             ///< > 0: that direct gather ran the AVX-512 kernel in panels of this many floats
   int r_blocks = 0;                ///< R blocks of the row gather (0: no row gather; see gather_slice_bytes)
   bool store_runs = false;         ///< C^T stored in runs of up to kStoreRunRows (store_runs_min_bytes)
   double compact_s = 0, compute_s = 0;
@@ -198,10 +202,10 @@ class TileSparseEngine final : public GemmEngine {
     std::size_t ldx = 0;
     bool trans = false;
     std::uint64_t version = 0;
-    int panel = 0;  // panel width (floats)
+    int wide_panel = 0;  // the wide row gather's panel width in floats (aligned panels); 0: 64-float panels
     bool operator==(const PackKey& o) const {
       return x == o.x && R == o.R && Q == o.Q && ldx == o.ldx && trans == o.trans && version == o.version &&
-             panel == o.panel;
+             wide_panel == o.wide_panel;
     }
   };
   PackKey pack_key_;
