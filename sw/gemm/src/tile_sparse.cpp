@@ -35,6 +35,10 @@ using detail::build_cols;
 using detail::build_rows;
 
 namespace {
+// The first 64-byte boundary (cache line) at or after p; the buffer must hold 15 floats to spare.
+float* first_line(float* p) {
+  return p + (16 - reinterpret_cast<std::uintptr_t>(p) / sizeof(float) % 16) % 16;
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -282,14 +286,15 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // a few cache sets and thrash L1/L2. Otherwise the operand is read in place.
   constexpr int QG = detail::kGatherQ;
   constexpr double kPackMinReuse = 16;
-  // Direct row gather in wide panels (AVX-512; include/spartan/gemm/tile_sparse.h, RowsKernel): C rows,
-  // Q split into equal panels of wide_q <= kWideGatherQ floats.
+  const bool u8idx = format::index_bytes(g.tile_cols) == 1;
   // R blocks of the row gathers: D's slice of KB x kGatherQ floats stays in L2 while all rows of S use it.
   const int kb_max = int(gather_slice_bytes() / (QG * sizeof(float)));  // 64 .. 32768 rows
   const int KB = std::int64_t(R) * 4 <= std::int64_t(kb_max) * 5 ? R : kb_max;
   const int nkb = (R + KB - 1) / KB;
+  // Direct row gather in wide panels (AVX-512; include/spartan/gemm/tile_sparse.h, kWideRowsMinReuse): C rows,
+  // np panels of wide_q <= kWideGatherQ floats (a multiple of 16; the last panel shorter).
   int wide_q = 0;
-  if (avx512_ && sp_a && !trans_s && !trans_d && all_ell && format::index_bytes(g.tile_cols) == 1 &&
+  if (avx512_ && sp_a && !trans_s && !trans_d && all_ell && u8idx &&
       Q > kDirectRowsMaxQ && opt_.rows_kernel != RowsKernel::Lists && nkb == 1) {  // the direct path: one R block
     const int np = (Q + detail::kWideGatherQ - 1) / detail::kWideGatherQ;
     const int wq = std::min(detail::kWideGatherQ, ((Q + np - 1) / np + 15) / 16 * 16);
@@ -316,10 +321,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // boundary; the 64-float panels keep the vector's own address, as before: aligning them too made the
   // forward scatter kernel slower on VGG-16 conv5_2 at 90 % sparsity in one A/B run (3.86 against 1.86 ms;
   // that row also varies from run to run without the change; cause not established), docs/bench/gemm.md.
-  auto pack_base = [&] {
-    return wide_q == 0 ? pack_.data()
-                       : pack_.data() + (16 - reinterpret_cast<std::uintptr_t>(pack_.data()) / sizeof(float) % 16) % 16;
-  };
+  auto pack_base = [&] { return wide_q == 0 ? pack_.data() : first_line(pack_.data()); };
   if (pack && !reuse) {
     const double tp = now_s();
     pack_valid_ = false;
@@ -347,7 +349,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   if (pack) D = pack_base(), ldd = std::size_t(PW), panel_stride = std::size_t(R) * PW;
   stats_.dense_packed = pack;
   stats_.dense_pack_reused = reuse && pack;
-  const bool u8idx = format::index_bytes(g.tile_cols) == 1;
   const float alpha = c.alpha;
   const bool scatter_ok =
       opt_.transposed_kernel == TransposedKernel::Scatter ||
@@ -380,7 +381,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     {
       std::vector<float>& buf = scatter_out_[std::size_t(omp_get_thread_num())];
       buf.resize(block * G + 16);
-      float* O = buf.data() + (16 - (reinterpret_cast<std::uintptr_t>(buf.data()) / sizeof(float)) % 16) % 16;
+      float* O = first_line(buf.data());
       std::vector<char> has(std::size_t(G), 0);
 #pragma omp for schedule(dynamic, 1)
       for (long gi = 0; gi < n_groups; ++gi) {

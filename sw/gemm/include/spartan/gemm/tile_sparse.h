@@ -60,9 +60,8 @@ inline constexpr int kDirectRowsMaxQ = 32;
 /// With AVX-512 (Isa::Avx512 or Auto on such a CPU), sparse A op N with op(B) = B (C written by rows) and
 /// Q > kDirectRowsMaxQ use the direct row gather in wide panels: up to 24 zmm accumulators per output row
 /// (np = ceil(Q / 384) panels of ceil(Q / np) floats rounded up to 16, the last one shorter and masked), each
-/// ELL row walked once per panel, no row lists. B is read
-/// in place when it is one panel of 64-byte aligned rows, else from a packed copy in 64-byte aligned panels
-/// (reused under GemmCall::dense_version). Auto takes it when one panel's rows of B (R x panel floats) fit
+/// ELL row walked once per panel, no row lists. B is read in place when it is one panel of 64-byte aligned
+/// rows, else from a packed copy in 64-byte aligned panels (reused under GemmCall::dense_version). Auto takes it when one panel's rows of B (R x panel floats) fit
 /// 1.25 gather slices, R fits one R block, and either all of B fits 1.25 slices or the non-zeros number at
 /// least kWideRowsMinReuse per row of B: the kernel does not prefetch (software prefetches made it 15-20 %
 /// slower), so a B that comes from memory with little reuse (ResNet-18 conv5_x backward-data at 97 %,
@@ -145,7 +144,7 @@ struct TileSparseStats {
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
-  int wide_panel_floats = 0;             ///< > 0: that direct gather ran the AVX-512 kernel in panels of this many floats
+  int wide_panel_floats = 0;       ///< > 0: the direct gather ran the AVX-512 wide kernel, panels of this many floats
   int r_blocks = 0;                ///< R blocks of the row gather (0: no row gather; see gather_slice_bytes)
   bool store_runs = false;         ///< C^T stored in runs of up to kStoreRunRows (store_runs_min_bytes)
   double compact_s = 0, compute_s = 0;
