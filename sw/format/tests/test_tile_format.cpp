@@ -126,6 +126,70 @@ TEST(TileFormat, RoundTripRandomShapesAllFormats) {
   }
 }
 
+// compact_transposed(x) is compact() of a stored copy of x^T, headers and payload byte for byte, with DENSE
+// tiles in the payload or left in x (source_transposed; expand() reads them transposed): random shapes that
+// are not multiples of the tile sides or of the 4-element vectors of the count pass, padded rows, F32 (with
+// -0.0, NaN, Inf, denormals) and 16-bit elements, both sparse formats.
+TEST(TileFormat, CompactTransposedIsCompactOfTheStoredTranspose) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> dim(1, 90);
+  const std::uint32_t tiles[][2] = {{8, 256}, {8, 16}, {7, 5}, {1, 64}, {5, 1}};
+  for (int trial = 0; trial < 16; ++trial) {
+    const std::uint32_t rows = dim(rng), cols = dim(rng);
+    const std::size_t ld = cols + (trial % 3);
+    const auto x = random_matrix(rng, rows, ld, std::vector<double>{0, 0.5, 0.9, 0.97}[trial % 4]);
+    std::vector<float> xt(std::size_t(cols) * rows);
+    std::vector<std::uint16_t> h(std::size_t(rows) * ld), ht(std::size_t(cols) * rows);
+    for (std::uint32_t r = 0; r < rows; ++r)
+      for (std::uint32_t c = 0; c < cols; ++c) {
+        xt[std::size_t(c) * rows + r] = x[r * ld + c];
+        h[r * ld + c] = std::uint16_t(bits_of(x[r * ld + c]) >> 16);  // BF16-like bits of the same values
+        ht[std::size_t(c) * rows + r] = h[r * ld + c];
+      }
+    for (auto& ts : tiles)
+      for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
+        for (double thr : {0.0, 0.3, 2.0})
+          for (ElemType et : {ElemType::F32, ElemType::BF16})
+            for (DenseStorage ds : {DenseStorage::InPlace, DenseStorage::Payload}) {
+              CompactOptions o;
+              o.tile_rows = ts[0];
+              o.tile_cols = ts[1];
+              o.sparse_format = f;
+              o.threshold = thr;
+              o.elem = et;
+              o.dense_storage = ds;
+              const bool f32 = et == ElemType::F32;
+              const void* src = f32 ? static_cast<const void*>(x.data()) : static_cast<const void*>(h.data());
+              const TiledMatrix t = compact_transposed(src, rows, cols, ld, o);
+              const TiledMatrix want = f32 ? compact(static_cast<const void*>(xt.data()), cols, rows, rows, o)
+                                           : compact(static_cast<const void*>(ht.data()), cols, rows, rows, o);
+              const std::string what = "rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " tile=" +
+                                       std::to_string(ts[0]) + "x" + std::to_string(ts[1]) + " fmt=" +
+                                       std::to_string(int(f)) + " thr=" + std::to_string(thr) +
+                                       " payload=" + std::to_string(int(ds));
+              ASSERT_NO_THROW(validate(t)) << what;
+              ASSERT_EQ(t.grid.rows, cols);
+              ASSERT_EQ(t.grid.cols, rows);
+              EXPECT_EQ(t.dense_storage, ds);
+              EXPECT_EQ(t.source, ds == DenseStorage::InPlace ? src : nullptr);
+              EXPECT_EQ(t.source_transposed, ds == DenseStorage::InPlace);
+              ASSERT_EQ(t.headers.size(), want.headers.size());
+              for (std::size_t i = 0; i < t.headers.size(); ++i) ASSERT_EQ(t.headers[i], want.headers[i]) << i << what;
+              ASSERT_EQ(t.payload, want.payload) << what;
+              if (f32) {  // expand() reads in-place DENSE tiles transposed: the same matrix as from `want`
+                const std::vector<float> got = expand(t), ref = expand(want);  // (bits: NaN != NaN)
+                ASSERT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(float))) << what;
+                if (ds == DenseStorage::InPlace) {  // onto the stored source (its transpose): refused
+                  std::vector<float> copy = x;
+                  TiledMatrix tc = t;
+                  tc.source = copy.data();
+                  EXPECT_THROW(expand(tc, static_cast<void*>(copy.data()), rows), spartan::InputError);
+                }
+              }
+            }
+  }
+}
+
 TEST(TileFormat, AllZeroAndAllDense) {
   std::mt19937 rng(7);
   for (double sp : {0.0, 1.0}) {

@@ -220,8 +220,8 @@ int run_trace(const std::string& path, TileSparseEngine& engine, TileSparseEngin
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A.data(), int(K),
                       B.data(), int(N), 0.0f, C.data(), int(N));
         },
-        [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm); },
-        [&] { engine_pack.run_compacted(c_pack, tm); }, 3 * min_time, 7, 401);
+        [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm, engine.compact_orientation(c)); },
+        [&] { engine_pack.run_compacted(c_pack, tm, engine_pack.compact_orientation(c_pack)); }, 3 * min_time, 7, 401);
     const TileSparseStats& st = engine.last_stats();
     const std::string tiles =
         std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
     double threshold = kCalibratedThreshold, min_time = 0.2;
     int batch = 1, seed = 1, gather_slice_kib = 0;
     bool all_passes = false, calibrate = false, quick = false;
-    std::string trace_path, pass_filter, clock_name = "wall", isa_name = "auto", layout_name = "train";
+    std::string trace_path, pass_filter, clock_name = "wall", isa_name = "auto", layout_name = "train", tk_name = "auto";
     desc.add_options()("help,h", "this help")("tile", po::value(&tile), "tile size RxC (default: the engine default, 8x256)")(
         "format", po::value(&fmt_name), "sparse tile format: ell | bitmap")(
         "threshold", po::value(&threshold), "density threshold (default: calibrated constant)")(
@@ -279,6 +279,10 @@ int main(int argc, char** argv) {
         "gather-slice-kib", po::value(&gather_slice_kib),
         "the row gather's D slice per R block in KiB (TileSparseOptions::gather_slice_bytes); 0 (default): from "
         "this CPU's L2 size")(
+        "transposed-kernel", po::value(&tk_name),
+        "kernel when the sparse operand is read transposed (TileSparseOptions::transposed_kernel): auto (default) | "
+        "scatter | gather | row-gather (the train layout's forward: compact op(A) = col^T, then the wide row gather "
+        "in R blocks; its compaction reads col transposed, see the compact column)")(
         "trace", po::value(&trace_path), "also: forward GEMMs with the real activations of this .sptrace");
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -319,6 +323,16 @@ int main(int argc, char** argv) {
       opt.isa = Isa::Portable;
     else
       throw InputError("--isa must be auto, avx512, avx2 or portable, got '" + isa_name + "'");
+    if (tk_name == "auto")
+      opt.transposed_kernel = TransposedKernel::Auto;
+    else if (tk_name == "scatter")
+      opt.transposed_kernel = TransposedKernel::Scatter;
+    else if (tk_name == "gather")
+      opt.transposed_kernel = TransposedKernel::Gather;
+    else if (tk_name == "row-gather")
+      opt.transposed_kernel = TransposedKernel::RowGather;
+    else
+      throw InputError("--transposed-kernel must be auto, scatter, gather or row-gather, got '" + tk_name + "'");
     if (!(threshold >= 0) || !std::isfinite(threshold))
       throw InputError("--threshold must be a finite density >= 0, got " + std::to_string(threshold));
     opt.threshold = threshold;
@@ -357,12 +371,12 @@ int main(int argc, char** argv) {
     TileSparseEngine engine(opt), engine_pack(opt);
     const std::string blas_core = openblas_core();
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d, %s clock, "
-                "layout %s, gather slice %zu KiB, OpenBLAS core %s\n",
+                "layout %s, gather slice %zu KiB, transposed kernel %s, OpenBLAS core %s\n",
                 opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch,
                 g_thread_clock ? "thread CPU-time" : "wall", layout_name.c_str(), engine.gather_slice_bytes() >> 10,
-                blas_core.c_str());
+                tk_name.c_str(), blas_core.c_str());
     md << "OpenBLAS core: " << blas_core << "; tile-sparse ISA: " << engine.isa_name() << "; layout: " << layout_name
-       << "; gather slice: " << (engine.gather_slice_bytes() >> 10) << " KiB\n\n";
+       << "; gather slice: " << (engine.gather_slice_bytes() >> 10) << " KiB; transposed kernel: " << tk_name << "\n\n";
     if (const std::string note = baseline_isa_note(blas_core); !note.empty()) {
       std::printf("note: %s\n", note.c_str());
       md << "Note: " << note << "\n\n";
@@ -425,8 +439,8 @@ int main(int argc, char** argv) {
                           s.op_b == Op::N ? CblasNoTrans : CblasTrans, s.M, s.N, s.K, 1.0f, A.data(), ac, B.data(), bc,
                           0.0f, C.data(), s.N);
             },
-            [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm); },
-            [&] { engine_pack.run_compacted(c_pack, tm); }, 3 * min_time, 7, 401);
+            [&] { tm = engine.compact_operand(c); }, [&] { engine.run_compacted(c, tm, engine.compact_orientation(c)); },
+            [&] { engine_pack.run_compacted(c_pack, tm, engine_pack.compact_orientation(c_pack)); }, 3 * min_time, 7, 401);
         const TileSparseStats& st = engine.last_stats();
         const double ratio = t.ratio_kernel, tgt = target_for(sparsity);
         ratios[sparsity].push_back(ratio);

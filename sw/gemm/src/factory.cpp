@@ -63,8 +63,8 @@ Calibration calibrate_threshold(const TileSparseOptions& base, int M, int N, int
     // each after one warm-up call.
     double bs = 1e30, bd = 1e30;
     for (int i = 0; i < repeats + 1; ++i) {
-      se.run_compacted(c, ts);
-      de.run_compacted(c, td);
+      se.run_compacted(c, ts, se.compact_orientation(c));
+      de.run_compacted(c, td, de.compact_orientation(c));
       if (i == 0) continue;
       bs = std::min(bs, se.last_stats().compute_s);
       bd = std::min(bd, de.last_stats().compute_s);

@@ -130,6 +130,15 @@ std::size_t TileSparseEngine::gather_slice_bytes() const {
 
 std::string TileSparseEngine::isa_name() const { return avx512_ ? "avx512" : avx2_ ? "avx2" : "portable"; }
 
+Orientation TileSparseEngine::compact_orientation(const GemmCall& c) const {
+  if (c.sparse != SparseOperand::A || c.op_a != Op::T) return Orientation::Stored;
+  if (opt_.transposed_kernel == TransposedKernel::RowGather) return Orientation::Op;
+  const bool rows = opt_.transposed_kernel == TransposedKernel::Auto && avx512_ &&
+                    opt_.sparse_format == TileFormat::Ell && format::index_bytes(opt_.tile_cols) == 1 &&
+                    c.M >= kRowGatherMinRows && double(c.M) * double(c.K) >= kRowGatherMinElems;
+  return rows ? Orientation::Op : Orientation::Stored;
+}
+
 format::TiledMatrix TileSparseEngine::compact_operand(const GemmCall& c) const {
   const Stored st = stored_sparse(c);
   format::CompactOptions o;
@@ -138,6 +147,8 @@ format::TiledMatrix TileSparseEngine::compact_operand(const GemmCall& c) const {
   o.threshold = opt_.threshold;
   o.sparse_format = opt_.sparse_format;
   o.dense_if_not_smaller = opt_.dense_if_not_smaller;
+  if (compact_orientation(c) == Orientation::Op)  // op(A) = A^T (M x K) of the stored K x M
+    return format::compact_transposed(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld), o);
   return format::compact(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld), o);
 }
 
@@ -151,14 +162,18 @@ void TileSparseEngine::run(const GemmCall& c) {
   const double t0 = now_s();
   const TiledMatrix s = compact_operand(c);
   const double t1 = now_s();
-  run_compacted(c, s);
+  run_compacted(c, s, compact_orientation(c));
   stats_.compact_s = t1 - t0;
 }
 
-void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
+void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Orientation o) {
   validate(c);
   if (c.sparse == SparseOperand::None) throw InputError("tile-sparse gemm: run_compacted needs a sparse operand");
-  const Stored st = stored_sparse(c);
+  if (o == Orientation::Op && c.sparse == SparseOperand::B && c.op_b == Op::T)
+    throw InputError("tile-sparse gemm: run_compacted: Orientation::Op is for a sparse A (or an op N sparse B)");
+  // op_tiles: the tiles are of op(A) = A^T (M x K), so S is their stored matrix (no transpose).
+  const bool op_tiles = o == Orientation::Op && c.sparse == SparseOperand::A && c.op_a == Op::T;
+  const Stored st = op_tiles ? Stored{nullptr, c.M, c.K, 0} : stored_sparse(c);
   if (s.grid.rows != std::uint32_t(st.rows) || s.grid.cols != std::uint32_t(st.cols) ||
       s.elem != format::ElemType::F32)
     throw InputError("tile-sparse gemm: compacted operand does not match the call's sparse operand shape");
@@ -193,7 +208,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   }
   const bool sp_a = c.sparse == SparseOperand::A;
   // S is the stored matrix (bands = tile rows) or its transpose (bands = tile columns).
-  const bool trans_s = sp_a ? c.op_a == Op::T : c.op_b == Op::N;
+  const bool trans_s = op_tiles ? false : sp_a ? c.op_a == Op::T : c.op_b == Op::N;
   const format::TileGrid& g = s.grid;
   const std::uint32_t n_bands = trans_s ? g.tiles_c() : g.tiles_r();
   const std::uint32_t n_rt = trans_s ? g.tiles_r() : g.tiles_c();          // tiles along R
@@ -293,23 +308,36 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   const int nkb = (R + KB - 1) / KB;
   // Direct row gather in wide panels (AVX-512; include/spartan/gemm/tile_sparse.h, kWideRowsMinReuse): C rows,
   // np panels of wide_q <= kWideGatherQ floats (a multiple of 16; the last panel shorter).
-  int wide_q = 0;
-  if (avx512_ && sp_a && !trans_s && !trans_d && all_ell && u8idx &&
-      Q > kDirectRowsMaxQ && opt_.rows_kernel != RowsKernel::Lists && nkb == 1) {  // the direct path: one R block
-    const int np = (Q + detail::kWideGatherQ - 1) / detail::kWideGatherQ;
-    const int wq = std::min(detail::kWideGatherQ, ((Q + np - 1) / np + 15) / 16 * 16);
+  int wide_q = 0, rg_tiles = 0;  // rg_tiles > 0: the wide gather in R blocks of this many whole tiles
+  const int wide_np = (Q + detail::kWideGatherQ - 1) / detail::kWideGatherQ;
+  const int wide_wq = std::min(detail::kWideGatherQ, ((Q + wide_np - 1) / wide_np + 15) / 16 * 16);
+  if (op_tiles && avx512_ && all_ell && u8idx) {
+    // op(A)'s rows: the wide gather in R blocks of whole tiles whose panel rows fit one gather slice.
+    wide_q = wide_wq;
+  } else if (avx512_ && sp_a && !trans_s && !trans_d && all_ell && u8idx &&
+             Q > kDirectRowsMaxQ && opt_.rows_kernel != RowsKernel::Lists && nkb == 1) {  // the direct path: one R block
+    const int wq = wide_wq;
     const double slice = 1.25 * double(gather_slice_bytes());
     const bool reused = double(R) * Q * sizeof(float) <= slice || double(stats_.nnz) >= kWideRowsMinReuse * R;
     if (double(R) * wq * sizeof(float) <= slice && (reused || opt_.rows_kernel == RowsKernel::Direct)) wide_q = wq;
   }
+  if (wide_q == 0 && avx512_ && sp_a && !trans_s && !trans_d && all_ell && u8idx && Q > kDirectRowsMaxQ &&
+      opt_.rows_kernel != RowsKernel::Lists && double(stats_.nnz) >= kWideRowsMinReuse * R) {
+    // Stored rows with several R blocks, or one panel's rows of B beyond 1.25 slices, but B's rows reused
+    // (kWideRowsMinReuse): the wide gather in R blocks too (VGG-16 conv2_2 / conv3_2 backward-weight).
+    wide_q = wide_wq;
+  }
+  if (wide_q > 0 && (op_tiles || nkb > 1 || double(R) * wide_q * sizeof(float) > 1.25 * double(gather_slice_bytes())))
+    rg_tiles = int(std::max<std::size_t>(1, gather_slice_bytes() / (std::size_t(r_tile) * wide_q * sizeof(float))));
   stats_.wide_panel_floats = wide_q;
   // Panel width of D: kGatherQ floats, or the wide gather's panel. The wide gather reads B in place only
   // when it is one panel of 64-byte aligned rows; otherwise it gets a packed copy (64-byte aligned panels of
-  // R x wide_q floats): its 16-float loads split across cache lines on a misaligned B (1.4-1.5x the kernel
+  // R rows of wide_q + 16 floats): its 16-float loads split across cache lines on a misaligned B (1.4-1.5x the kernel
   // time), and rows of B with a power-of-two stride map to few L2 sets (docs/bench/gemm.md, twenty-fourth
   // session).
   const int PW = wide_q > 0 ? wide_q : QG;
-  const bool wide_in_place = wide_q >= Q && ldx == std::size_t(wide_q) && reinterpret_cast<std::uintptr_t>(X) % 64 == 0;
+  const bool wide_in_place =
+      wide_q >= Q && !trans_d && ldx == std::size_t(wide_q) && reinterpret_cast<std::uintptr_t>(X) % 64 == 0;
   const PackKey key{X, R, Q, ldx, trans_d, c.dense_version, wide_q};  // wide_q: panel width and start differ
   const bool reuse = c.dense_version != 0 && pack_valid_ && pack_key_ == key;
   const bool pack = wide_q > 0 ? !wide_in_place
@@ -322,23 +350,37 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
   // forward scatter kernel slower on VGG-16 conv5_2 at 90 % sparsity in one A/B run (3.86 against 1.86 ms;
   // that row also varies from run to run without the change; cause not established), docs/bench/gemm.md.
   auto pack_base = [&] { return wide_q == 0 ? pack_.data() : first_line(pack_.data()); };
+  // Row stride of the packed panels: PW floats, 16 more for the wide gather's panels (PW + 16 is not a multiple
+  // of 128 floats: rows of a power-of-two stride fall into a few cache sets, e.g. a quarter of L1's for 1 KiB).
+  const int LP = wide_q > 0 ? PW + 16 : PW;
   if (pack && !reuse) {
     const double tp = now_s();
     pack_valid_ = false;
-    pack_.resize(std::size_t(R) * PW * n_panels + 16);
+    pack_.resize(std::size_t(R) * LP * n_panels + 16);
     float* dst = pack_base();
     if (trans_d) {
 #pragma omp parallel for num_threads(nthreads) schedule(static)
       for (int b = 0; b < n_panels; ++b) {
         const int q0 = b * PW, qn = std::min(PW, Q - q0);
-        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + std::size_t(b) * R * PW, std::size_t(PW), 0.0f);
+        if (wide_q == 0) {
+          tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + std::size_t(b) * R * PW, std::size_t(PW), 0.0f);
+          continue;
+        }
+        // Wide panels: blocks of 64 rows of X by 128 of its columns, so that the panel rows a block writes
+        // (128 x 64 floats, 32 KiB) stay in L1 across its eight 8-row passes; one transposed store per panel
+        // (up to 384 rows of X at once, 1 KiB row stride) took about 4x the 64-float panels' pack
+        // (bench-gemm, twenty-fifth session).
+        for (int s0 = 0; s0 < qn; s0 += QG)
+          for (int r0 = 0; r0 < R; r0 += 128)
+            tstore(X + std::size_t(q0 + s0) * ldx + r0, ldx, std::min(QG, qn - s0), std::min(128, R - r0),
+                   dst + std::size_t(b) * R * LP + std::size_t(r0) * LP + s0, std::size_t(LP), 0.0f);
       }
     } else {  // rows in parallel (a single wide panel would otherwise be copied by one thread)
 #pragma omp parallel for num_threads(nthreads) schedule(static)
       for (int r = 0; r < R; ++r)
         for (int b = 0; b < n_panels; ++b) {
           const int q0 = b * PW, qn = std::min(PW, Q - q0);
-          std::memcpy(dst + std::size_t(b) * R * PW + std::size_t(r) * PW, X + std::size_t(r) * ldx + q0,
+          std::memcpy(dst + std::size_t(b) * R * LP + std::size_t(r) * LP, X + std::size_t(r) * ldx + q0,
                       std::size_t(qn) * sizeof(float));
         }
     }
@@ -346,13 +388,12 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
     pack_valid_ = true;
     stats_.pack_s = now_s() - tp;
   }
-  if (pack) D = pack_base(), ldd = std::size_t(PW), panel_stride = std::size_t(R) * PW;
+  if (pack) D = pack_base(), ldd = std::size_t(LP), panel_stride = std::size_t(R) * LP;
   stats_.dense_packed = pack;
   stats_.dense_pack_reused = reuse && pack;
   const float alpha = c.alpha;
-  const bool scatter_ok =
-      opt_.transposed_kernel == TransposedKernel::Scatter ||
-      (opt_.transposed_kernel == TransposedKernel::Auto && Q <= kScatterMaxQ && R >= kScatterMinR);
+  const bool scatter_ok = opt_.transposed_kernel == TransposedKernel::Scatter ||
+                          (opt_.transposed_kernel != TransposedKernel::Gather && Q <= kScatterMaxQ && R >= kScatterMinR);
   if (trans_s && all_ell && u8idx && scatter_ok) {
     assert(wide_q == 0);  // (the scatter kernel reads D in kGatherQ panels)
     // S = stored^T, u8 ELL tiles: outer products over the stored rows, no row lists. Per band (one tile
@@ -435,6 +476,52 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s) {
               tstore(Ob, std::size_t(OS), rows, qn, c.C + std::size_t(q0) * c.ldc + p0, std::size_t(c.ldc), beta_k);
             }
           }
+        }
+      }
+    }
+    stats_.compute_s = now_s() - t0;
+    return;
+  }
+  if (rg_tiles > 0) {
+    // S = op(A) (Orientation::Op) or the stored rows, u8 ELL: for each wide panel of op(B) and R block of
+    // rg_tiles tile columns (the panel's rows of the block stay in L2), every band's tiles of the block are
+    // gathered into its C rows: the first block writes C (beta 0) or adds to it, the later ones add.
+    stats_.direct_rows = true;
+    stats_.row_gather = op_tiles;
+    std::vector<detail::EllTileRef> refs;
+    std::vector<std::uint32_t> ref_tile;  // tile column of each ref (ascending within a band)
+    std::vector<std::size_t> roff(std::size_t(n_bands) + 1, 0);
+    for (std::uint32_t b = 0; b < n_bands; ++b) {
+      const std::uint32_t rows_b = g.r_eff(b);
+      for (std::uint32_t tj = 0; tj < n_rt; ++tj) {
+        const TileHeader& h = detail::hdr_at(s, ntc, b, tj);
+        if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+        const std::uint8_t* pl = s.tile_payload(h);
+        refs.push_back({pl, reinterpret_cast<const float*>(pl + format::ell_values_offset(rows_b, h.width, g.tile_cols)),
+                        h.width, tj * g.tile_cols});
+        ref_tile.push_back(tj);
+      }
+      roff[b + 1] = refs.size();
+    }
+    const int n_rb = int((n_rt + std::uint32_t(rg_tiles) - 1) / std::uint32_t(rg_tiles));
+    stats_.r_blocks = n_rb;
+    const bool ow = beta_k == 0.0f;
+    for (int q0 = 0; q0 < Q; q0 += wide_q) {
+      const int qn = std::min(wide_q, Q - q0);
+      const float* dp = D + std::size_t(q0 / wide_q) * panel_stride;
+      for (int rb = 0; rb < n_rb; ++rb) {
+        const std::uint32_t t0 = std::uint32_t(rb * rg_tiles), t1 = std::min(n_rt, t0 + std::uint32_t(rg_tiles));
+        const bool write = rb == 0 && ow;  // rows without non-zeros in the block are written too
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 16)
+        for (long b = 0; b < long(n_bands); ++b) {
+          const std::uint32_t* first = ref_tile.data() + roff[std::size_t(b)];
+          const std::uint32_t* last = ref_tile.data() + roff[std::size_t(b) + 1];
+          const std::uint32_t* lo = std::lower_bound(first, last, t0);
+          const std::uint32_t* hi = std::lower_bound(lo, last, t1);
+          if (lo == hi && !write) continue;
+          detail::gather_ell_u8_avx512(refs.data() + (lo - ref_tile.data()), int(hi - lo), int(g.r_eff(std::uint32_t(b))),
+                                       alpha, dp, ldd, c.C + std::size_t(b) * p_tile * c.ldc + q0, std::size_t(c.ldc), qn,
+                                       write);
         }
       }
     }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -89,8 +90,11 @@ void check_case_into(TileSparseStats& out, const Case& cs, const TileSparseOptio
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < cols; ++j) nnz += !spartan::format::is_zero(S[std::size_t(i) * (cols + pad) + j]);
   EXPECT_EQ(st.nnz, nnz);
-  const std::size_t tiles = std::size_t((rows + opt.tile_rows - 1) / opt.tile_rows) *
-                            ((cols + opt.tile_cols - 1) / opt.tile_cols);
+  // The engine tiles op(A) = A^T (M x K) instead of the stored K x M A when it gathers op(A)'s rows.
+  const bool op_tiles = e.compact_orientation(c) == Orientation::Op && cs.oa == Op::T;
+  const int trows = op_tiles ? cs.M : rows, tcols = op_tiles ? cs.K : cols;
+  const std::size_t tiles = std::size_t((trows + opt.tile_rows - 1) / opt.tile_rows) *
+                            ((tcols + opt.tile_cols - 1) / opt.tile_cols);
   EXPECT_EQ(st.tiles_zero + st.tiles_sparse + st.tiles_dense, tiles);
   if (opt.threshold > 1 && !opt.dense_if_not_smaller) {
     EXPECT_EQ(st.tiles_dense, 0u);
@@ -179,7 +183,14 @@ TEST(TileSparseGemm, LongReductionsPanelsAndPacking) {
           const TileSparseStats st = check_case(Case{sp, oa, ob, 70, 90, 2100, sparsity}, o, rng,
                                                 sparsity > 0.9 ? 1.0f : -0.5f, sparsity > 0.9 ? 0.0f : 0.25f,
                                                 sparsity > 0.9 ? 0 : 5);
-          if (!st.scattered && !st.full_dense) {
+          if (st.wide_panel_floats > 0) {
+            // The wide gather (AVX-512) of op(A)'s rows, or of A's rows reused enough: R blocks of whole
+            // 256-column tiles whose 96-float panel rows fit the 256 KiB slice (2 tiles, 192 KiB): 9 tiles =
+            // five blocks
+            EXPECT_EQ(st.wide_panel_floats, 96);
+            EXPECT_EQ(st.r_blocks, 5);
+            EXPECT_EQ(st.row_gather, oa == Op::T);
+          } else if (!st.scattered && !st.full_dense) {
             EXPECT_EQ(st.r_blocks, 3);
           }
         }
@@ -512,7 +523,7 @@ TEST(TileSparseGemm, PrecompactedMatchesRunAndStatsCount) {
   EXPECT_EQ(s1.dense_calls, 1u);
   const auto t = e.compact_operand(c);
   c.C = C2.data();
-  e.run_compacted(c, t);
+  e.run_compacted(c, t, e.compact_orientation(c));
   EXPECT_EQ(C1, C2);
   EXPECT_EQ(e.last_stats().compact_s, 0.0);
   const TileSparseStats* ls = last_tile_stats(e);
@@ -686,7 +697,14 @@ TEST(TileSparseGemm, WideRowGatherAutoChoice) {
               return l;
             }()), 0);
   EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::T, 60, 100, 300, 0.9}, o), 0);  // B would need a transpose
-  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::T, Op::N, 60, 100, 300, 0.9}, o), 0);  // S = stored^T
+  // Sparse A op T with M = 60 < kRowGatherMinRows: S = stored^T (Auto: the scatter kernel) ...
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::T, Op::N, 60, 100, 300, 0.9}, o), 0);
+  // ... unless op(A) is compacted (TransposedKernel::RowGather): its rows, in wide panels
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::T, Op::N, 60, 100, 300, 0.9}, [&] {
+              TileSparseOptions rg = o;
+              rg.transposed_kernel = TransposedKernel::RowGather;
+              return rg;
+            }()), w ? 112 : 0);
   EXPECT_EQ(q_of(Case{SparseOperand::B, Op::N, Op::T, 100, 60, 300, 0.9}, o), 0);  // C^T: not this kernel
   // 1200 rows x 128 floats of B (600 KiB) in one panel exceed 1.25 slices: the lists (one R block)
   st = check_case(Case{SparseOperand::A, Op::N, Op::N, 40, 128, 1200, 0.9}, o, rng);
@@ -704,6 +722,14 @@ TEST(TileSparseGemm, WideRowGatherAutoChoice) {
   st = check_case(Case{SparseOperand::A, Op::N, Op::N, 30, 40, 1500, 0.9}, direct, rng);
   EXPECT_EQ(st.wide_panel_floats, 0);
   EXPECT_FALSE(st.direct_rows);
+  // ... but with B's rows reused (100 rows of A: about 10000 non-zeros >= 4 x 1500) the wide gather runs in R
+  // blocks of whole tiles: 48-float panel rows of 256-column tiles, 48 KiB each, five per 256 KiB slice: 6
+  // tiles along R = two blocks
+  st = check_case(Case{SparseOperand::A, Op::N, Op::N, 100, 40, 1500, 0.9}, o, rng);
+  EXPECT_EQ(st.wide_panel_floats, w ? 48 : 0);
+  EXPECT_EQ(st.r_blocks, 2);
+  EXPECT_EQ(st.direct_rows, w);
+  EXPECT_FALSE(st.row_gather);
 }
 
 // The wide row gather reads B in place only as one panel of 64-byte aligned rows (ldb == panel width); a
@@ -800,6 +826,125 @@ TEST(TileSparseGemm, PackedBNotReusedAcrossPanelLayouts) {
     for (std::size_t i = 0; i < C.size(); ++i)
       ASSERT_NEAR(C[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << "step " << step << " at " << i;
   }
+}
+
+// TransposedKernel::RowGather (sparse A op T, the train layout's forward): the engine compacts op(A) = A^T
+// (Orientation::Op) and gathers its rows: with AVX-512 and u8 ELL tiles the wide gather in R blocks of whole
+// tiles (a 16 KiB slice: several blocks), otherwise the rows kernels; DENSE tiles mixed in (guard off),
+// BITMAP, 2-byte indices, op(B) = B and B^T (packed transposed into wide panels), alpha / beta / strides,
+// two panels of op(B) (N = 400), every ISA; each against OpenBLAS.
+TEST(TileSparseGemm, RowGatherOfCompactedOpAMatchesReference) {
+  std::mt19937 rng(71);
+  const int shapes[][3] = {{37, 70, 45}, {203, 400, 700}, {64, 40, 1100}, {9, 130, 300}};
+  const std::uint32_t tiles[][2] = {{8, 256}, {32, 32}, {7, 300}};
+  for (Isa isa : isas())
+    for (auto& sh : shapes)
+      for (auto& t : tiles)
+        for (Op ob : {Op::N, Op::T})
+          for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap}) {
+            TileSparseOptions o;
+            o.isa = isa;
+            o.transposed_kernel = TransposedKernel::RowGather;
+            o.tile_rows = t[0];
+            o.tile_cols = t[1];
+            o.sparse_format = f;
+            o.gather_slice_bytes = std::size_t(16) << 10;
+            o.threshold = f == TileFormat::Ell ? 0.3 : 2.0;
+            o.whole_call_guard = false;
+            const Case cs{SparseOperand::A, Op::T, ob, sh[0], sh[1], sh[2], 0.9};
+            const TileSparseStats st = check_case(cs, o, rng, ob == Op::N ? 1.0f : -1.5f, ob == Op::N ? 0.0f : 0.5f,
+                                                  ob == Op::N ? 0 : 3);
+            EXPECT_TRUE(st.row_gather || st.full_dense || !st.direct_rows);
+            const bool wide = isa == Isa::Avx512 && f == TileFormat::Ell && t[1] <= 256;
+            if (wide && st.tiles_sparse > 0) {
+              EXPECT_TRUE(st.row_gather);
+              EXPECT_GT(st.wide_panel_floats, 0);
+              // R blocks of whole tiles whose panel rows fit 16 KiB (at least one tile)
+              const int wq = st.wide_panel_floats, tk = (sh[2] + int(t[1]) - 1) / int(t[1]);
+              const int per = std::max(1, int((std::size_t(16) << 10) / (std::size_t(t[1]) * wq * sizeof(float))));
+              EXPECT_EQ(st.r_blocks, (tk + per - 1) / per);
+            } else {
+              EXPECT_FALSE(st.row_gather);
+              EXPECT_FALSE(st.scattered);  // S is stored rows of op(A)'s tiles
+            }
+          }
+}
+
+// Auto's orientation: Op (RowGather) for sparse A op T on an AVX-512 engine with u8 ELL tiles when op(A) has
+// >= kRowGatherMinRows rows and >= kRowGatherMinElems elements; Stored otherwise (fewer rows, a small op(A),
+// BITMAP, 2-byte indices, an AVX2 engine, Scatter or Gather asked for, op N, sparse B).
+TEST(TileSparseGemm, RowGatherAutoChoice) {
+  TileSparseOptions o;
+  TileSparseEngine e(o);
+  const bool avx512 = e.isa_name() == std::string("avx512");
+  auto orient = [&](const TileSparseEngine& en, Op oa, int M, int K, SparseOperand sp = SparseOperand::A) {
+    GemmCall c;
+    c.op_a = oa, c.M = M, c.N = 256, c.K = K, c.sparse = sp;
+    return en.compact_orientation(c);
+  };
+  const Orientation yes = avx512 ? Orientation::Op : Orientation::Stored;
+  EXPECT_EQ(orient(e, Op::T, 169, 2304), yes);                     // AlexNet conv5
+  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows, 4096), yes);        // the smallest M at 2^18 elements
+  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows - 1, 4608), Orientation::Stored);  // ResNet-18 conv5_x-like
+  EXPECT_EQ(orient(e, Op::T, 784, 144), Orientation::Stored);       // vgg-s b0c2 at batch 1 (112896 elements)
+  EXPECT_EQ(orient(e, Op::T, 784 * 64, 144), yes);                   // ... at batch 64
+  EXPECT_EQ(orient(e, Op::N, 169, 2304), Orientation::Stored);
+  EXPECT_EQ(orient(e, Op::T, 169, 2304, SparseOperand::B), Orientation::Stored);
+  for (auto change : std::vector<std::function<void(TileSparseOptions&)>>{
+           [](TileSparseOptions& x) { x.sparse_format = TileFormat::Bitmap; },
+           [](TileSparseOptions& x) { x.tile_cols = 257; },
+           [](TileSparseOptions& x) { x.transposed_kernel = TransposedKernel::Scatter; },
+           [](TileSparseOptions& x) { x.transposed_kernel = TransposedKernel::Gather; },
+           [](TileSparseOptions& x) { x.isa = Isa::Avx2; }}) {
+    TileSparseOptions oo = o;
+    change(oo);
+    if (oo.isa == Isa::Avx2 && e.isa_name() == std::string("portable")) continue;
+    EXPECT_EQ(orient(TileSparseEngine(oo), Op::T, 169, 2304), Orientation::Stored);
+  }
+}
+
+// The orientation API: Op only for sparse A op T with RowGather; compact_operand() then tiles A^T
+// (format::compact_transposed, M x K) and run_compacted() takes it with Orientation::Op; the stored tiles
+// with Orientation::Stored give the same C (within fp32 rounding); Op for a sparse B op T is refused.
+TEST(TileSparseGemm, CompactOrientationAndRunCompacted) {
+  std::mt19937 rng(72);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int M = 90, N = 80, K = 300;
+  std::vector<float> At(std::size_t(K) * M), B(std::size_t(K) * N), C1(std::size_t(M) * N), C2(C1.size()), R(C1.size());
+  for (auto& x : At) x = p(rng) < 0.9 ? 0.0f : u(rng);
+  for (auto& x : B) x = u(rng);
+  TileSparseOptions o;
+  o.transposed_kernel = TransposedKernel::RowGather;
+  TileSparseEngine e(o), plain;
+  GemmCall c{Op::T, Op::N, M, N, K, 1.0f, 0.0f, At.data(), M, B.data(), N, C1.data(), N, SparseOperand::A};
+  EXPECT_EQ(e.compact_orientation(c), Orientation::Op);
+  EXPECT_EQ(plain.compact_orientation(c), Orientation::Stored);
+  GemmCall cn = c;
+  cn.op_a = Op::N;
+  EXPECT_EQ(e.compact_orientation(cn), Orientation::Stored);  // op(A) = A: nothing to transpose
+  GemmCall cb = c;
+  cb.sparse = SparseOperand::B;
+  EXPECT_EQ(e.compact_orientation(cb), Orientation::Stored);
+  const auto t = e.compact_operand(c);
+  EXPECT_EQ(t.grid.rows, std::uint32_t(M));
+  EXPECT_EQ(t.grid.cols, std::uint32_t(K));
+  e.run_compacted(c, t, Orientation::Op);
+  c.C = C2.data();
+  e.run_compacted(c, plain.compact_operand(c), Orientation::Stored);  // stored K x M tiles: scatter or gather
+  EXPECT_FALSE(e.last_stats().row_gather);
+  c.C = R.data();
+  make_dense_engine()->run(c);
+  for (std::size_t i = 0; i < R.size(); ++i) {
+    ASSERT_NEAR(C1[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << i;
+    ASSERT_NEAR(C2[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << i;
+  }
+  if (M != K) {
+    EXPECT_THROW(e.run_compacted(c, t, Orientation::Stored), spartan::InputError);  // M x K tiles, K x M expected
+  }
+  std::vector<float> Ad(std::size_t(M) * K, 1.0f), Bs(std::size_t(N) * K, 0.0f);  // sparse B op T: N x K stored
+  GemmCall bt{Op::N, Op::T, M, N, K, 1.0f, 0.0f, Ad.data(), K, Bs.data(), K, C1.data(), N, SparseOperand::B};
+  EXPECT_THROW(e.run_compacted(bt, t, Orientation::Op), spartan::InputError);
 }
 
 TEST(TileSparseGemm, FactoryByName) {

@@ -236,14 +236,18 @@ struct TiledMatrix {
   std::vector<std::uint8_t> payload;
   const void* source = nullptr;  ///< the dense source (for in-place DENSE tiles)
   std::size_t source_ld = 0;     ///< row stride of `source`, elements
+  /// `source` stores the transpose of this matrix: element (r, c) is source[c * source_ld + r]
+  /// (compact_transposed() with DenseStorage::InPlace).
+  bool source_transposed = false;
 
   const TileHeader& header(std::uint32_t ti, std::uint32_t tj) const {
     return headers[std::size_t(ti) * grid.tiles_c() + tj];
   }
   const std::uint8_t* tile_payload(const TileHeader& h) const { return payload.data() + h.offset; }
-  /// Pointer to element (r, c) of the dense source.
+  /// Pointer to element (r, c) of the dense source (of this matrix, not of what `source` stores).
   const std::uint8_t* source_at(std::size_t r, std::size_t c) const {
-    return static_cast<const std::uint8_t*>(source) + (r * source_ld + c) * elem_bytes(elem);
+    return static_cast<const std::uint8_t*>(source) +
+           (source_transposed ? c * source_ld + r : r * source_ld + c) * elem_bytes(elem);
   }
   /// Headers as the 16-byte little-endian records of the byte format (what hardware writes).
   std::vector<std::uint8_t> header_bytes() const {
@@ -419,6 +423,148 @@ TiledMatrix compact_bits(const T* dense, std::uint32_t rows, std::uint32_t cols,
   return m;
 }
 
+/// compact_transposed() for raw element bits T: tiles of the rows x cols transpose of the stored (cols x rows,
+/// row stride ld) matrix `src`, headers and payload identical to compact_bits() of a stored copy of the
+/// transpose. Reads `src` front to back, row by row, in both passes (no transposed copy): pass 1 counts the
+/// non-zeros of every row of the result per tile column (one counter per result row, vectorised), pass 2
+/// places each non-zero in its tile's slot (and, with DenseStorage::Payload, copies DENSE tiles element by
+/// element; InPlace leaves them in `src`, source_transposed).
+template <class T>
+TiledMatrix compact_transposed_bits(const T* src, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
+                                    const CompactOptions& opt) {
+  TiledMatrix m;
+  m.grid = TileGrid{rows, cols, opt.tile_rows, opt.tile_cols};
+  m.elem = opt.elem;
+  m.sparse_format = opt.sparse_format;
+  m.dense_storage = opt.dense_storage;
+  m.threshold = opt.threshold;
+  m.dense_if_not_smaller = opt.dense_if_not_smaller;
+  const bool in_place = opt.dense_storage == DenseStorage::InPlace;
+  if (in_place) {  // DENSE tiles stay in `src`, read transposed
+    m.source = src;
+    m.source_ld = ld;
+    m.source_transposed = true;
+  }
+  const TileGrid& g = m.grid;
+  const std::uint32_t TR = g.tile_rows, TC = g.tile_cols;
+  const std::uint32_t nr = g.tiles_r(), nc = g.tiles_c();
+  m.headers.resize(g.num_tiles());
+  // rc[tj * rows + i]: non-zeros of result row i in tile column tj (pass 1), then (pass 2) the next slot.
+  std::vector<std::uint32_t> rc(std::size_t(nc) * rows, 0);
+  // Pass 1: source row c is result column c; its element i belongs to result row i.
+  for (std::uint32_t c = 0; c < cols; ++c) {
+    const T* s = src + std::size_t(c) * ld;
+    std::uint32_t* cnt = rc.data() + std::size_t(c / TC) * rows;
+    std::uint32_t i = 0;
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+    if constexpr (sizeof(T) == 4) {
+      const __m128i abs_mask = _mm_set1_epi32(0x7FFFFFFF), zero = _mm_setzero_si128(), one = _mm_set1_epi32(1);
+      for (; i + 4 <= rows; i += 4) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+        const __m128i z = _mm_cmpeq_epi32(_mm_and_si128(v, abs_mask), zero);  // -1 where zero
+        __m128i* pc = reinterpret_cast<__m128i*>(cnt + i);
+        _mm_storeu_si128(pc, _mm_add_epi32(_mm_loadu_si128(pc), _mm_add_epi32(one, z)));
+      }
+    }
+#endif
+    for (; i < rows; ++i) cnt[i] += !is_zero_bits(s[i]);
+  }
+  std::uint64_t off = 0;
+  for (std::uint32_t ti = 0; ti < nr; ++ti)
+    for (std::uint32_t tj = 0; tj < nc; ++tj) {
+      const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
+      std::uint32_t nnz = 0, width = 0;
+      for (std::uint32_t r = 0; r < re; ++r) {
+        const std::uint32_t rn = rc[std::size_t(tj) * rows + ti * TR + r];
+        nnz += rn;
+        width = std::max(width, rn);
+      }
+      TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
+      h.nnz = nnz;
+      if (tile_stays_dense(opt, re, ce, width, nnz)) {
+        h.format = std::uint8_t(TileFormat::Dense);
+        h.flags = in_place ? 0 : kFlagDenseInPayload;
+      } else {
+        h.format = std::uint8_t(opt.sparse_format);
+        h.width = opt.sparse_format == TileFormat::Ell ? static_cast<std::uint16_t>(width) : 0;
+      }
+      const std::size_t bytes = tile_payload_bytes(h, re, ce, TC, opt.elem);
+      off = align_up(off, kPayloadAlignBytes);
+      h.offset = off;
+      off += bytes;
+    }
+  m.payload.assign(align_up(off, kPayloadAlignBytes), 0);
+  // Pass 2, one tile column at a time. Per result row i of a sparse tile: where its next non-zero goes
+  // (idx_at[i]: ELL index slot, bitmap byte row; val_at[i]: value slot) and how many it has placed (placed[i]).
+  const bool ell = opt.sparse_format == TileFormat::Ell;
+  const std::size_t ib = index_bytes(TC), eb = sizeof(T);
+  std::vector<std::uint8_t*> idx_at(rows), val_at(rows);
+  std::vector<std::uint32_t> placed(rows);
+  std::vector<std::uint32_t> dense_ti;  // the DENSE tiles of the current tile column (Payload)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> spans;  // its result rows in sparse tiles with non-zeros
+  for (std::uint32_t tj = 0; tj < nc; ++tj) {
+    const std::uint32_t ce = g.c_eff(tj), words = std::uint32_t(bitmap_row_words(ce));
+    dense_ti.clear();
+    spans.clear();
+    for (std::uint32_t ti = 0; ti < nr; ++ti) {
+      const TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
+      const std::uint32_t re = g.r_eff(ti);
+      std::uint8_t* p = m.payload.data() + h.offset;
+      if (h.fmt() == TileFormat::Dense && !in_place) dense_ti.push_back(ti);
+      if (h.fmt() != TileFormat::Dense && h.nnz > 0) {
+        if (!spans.empty() && spans.back().second == ti * TR)
+          spans.back().second += re;
+        else
+          spans.emplace_back(ti * TR, ti * TR + re);
+      }
+      std::size_t before = 0;  // BITMAP: non-zeros of the tile's earlier rows
+      for (std::uint32_t r = 0; r < re; ++r) {
+        const std::uint32_t i = ti * TR + r;
+        placed[i] = 0;
+        if (h.fmt() == TileFormat::Dense || h.nnz == 0) {
+          idx_at[i] = val_at[i] = nullptr;  // (never used: only the spans of sparse tiles are scanned)
+        } else if (ell) {
+          idx_at[i] = p + std::size_t(r) * h.width * ib;
+          val_at[i] = p + ell_values_offset(re, h.width, TC) + std::size_t(r) * h.width * eb;
+        } else {
+          idx_at[i] = p + std::size_t(r) * words * 4;
+          val_at[i] = p + bitmap_bytes(re, ce) + before * eb;
+          before += rc[std::size_t(tj) * rows + i];
+        }
+      }
+    }
+    for (std::uint32_t kk = 0; kk < ce; ++kk) {
+      const T* s = src + std::size_t(tj * TC + kk) * ld;
+      for (std::uint32_t ti : dense_ti) {  // column kk of a DENSE tile (Payload): every element, zeros included
+        std::uint8_t* p = m.payload.data() + m.headers[std::size_t(ti) * nc + tj].offset;
+        for (std::uint32_t r = 0; r < g.r_eff(ti); ++r)
+          std::memcpy(p + (std::size_t(r) * ce + kk) * eb, s + ti * TR + r, eb);
+      }
+      for (const auto& [sb, se] : spans)  // (DENSE and zero tiles' rows are not scanned)
+        for (std::uint32_t i0 = sb; i0 < se; i0 += 32) {
+          std::uint32_t mask = nonzero_mask(s + i0, std::min<std::uint32_t>(32, se - i0));
+          while (mask) {
+            const std::uint32_t i = i0 + std::uint32_t(__builtin_ctz(mask));
+            mask &= mask - 1;
+            std::uint8_t* ip = idx_at[i];
+            const std::uint32_t j = placed[i]++;
+            if (!ell)
+              ip[kk / 8] |= std::uint8_t(1u << (kk % 8));  // bit kk of the row's little-endian u32 words
+            else if (ib == 1)
+              ip[j] = static_cast<std::uint8_t>(kk);
+            else
+              store_le<std::uint16_t>(ip + 2 * std::size_t(j), static_cast<std::uint16_t>(kk));
+            if (kHostLittleEndian)
+              std::memcpy(val_at[i] + std::size_t(j) * eb, s + i, eb);
+            else
+              store_le<T>(val_at[i] + std::size_t(j) * eb, s[i]);
+          }
+        }
+    }
+  }
+  return m;
+}
+
 template <class T>
 void expand_bits(const TiledMatrix& m, T* out, std::size_t ld) {
   const TileGrid& g = m.grid;
@@ -437,6 +583,11 @@ void expand_bits(const TiledMatrix& m, T* out, std::size_t ld) {
       const std::uint8_t* p = m.payload.data() + h.offset;
       if (h.fmt() == TileFormat::Dense) {
         for (std::uint32_t r = 0; r < re; ++r) {
+          if (!(h.flags & kFlagDenseInPayload) && m.source_transposed) {  // a column of the stored source
+            for (std::uint32_t c = 0; c < ce; ++c)
+              std::memcpy(orow(r) + c, m.source_at(std::size_t(ti) * TR + r, std::size_t(tj) * TC + c), sizeof(T));
+            continue;
+          }
           const std::uint8_t* src = (h.flags & kFlagDenseInPayload)
                                         ? p + std::size_t(r) * ce * sizeof(T)
                                         : m.source_at(std::size_t(ti) * TR + r, std::size_t(tj) * TC);
@@ -537,6 +688,30 @@ inline TiledMatrix compact(const float* dense, std::uint32_t rows, std::uint32_t
   return compact(static_cast<const void*>(dense), rows, cols, ld, opt);
 }
 
+/// Compacts the transpose of a row-major matrix without storing it: `dense` is stored rows x cols (row
+/// stride ld, elements of `elem`), the result is the tiled cols x rows matrix dense^T, with the headers and
+/// payload that compact() gives for a stored copy of dense^T. With DenseStorage::InPlace (the default) its
+/// DENSE tiles stay in `dense`: `source` = dense, `source_ld` = ld and `source_transposed` is set (expand()
+/// and source_at() read them transposed; expanding onto `dense` itself throws); with Payload they are copied
+/// (element by element: slow for mostly DENSE matrices). For a GEMM whose kernel walks the rows of
+/// op(A) = A^T (sw/gemm, TileSparseEngine::compact_orientation). Both passes read `dense` row by row
+/// (compact_transposed_bits); one counter per row of the transpose and tile column.
+/// Throws spartan::InputError on bad options.
+inline TiledMatrix compact_transposed(const void* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
+                                      const CompactOptions& opt) {
+  check_options(rows, cols, ld, opt);
+  if (opt.elem == ElemType::F32)
+    return detail::compact_transposed_bits(static_cast<const std::uint32_t*>(dense), cols, rows, ld, opt);
+  return detail::compact_transposed_bits(static_cast<const std::uint16_t*>(dense), cols, rows, ld, opt);
+}
+/// F32 convenience overload (opt.elem is forced to F32).
+inline TiledMatrix compact_transposed(const float* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
+                                      CompactOptions opt) {
+  opt.elem = ElemType::F32;
+  return compact_transposed(static_cast<const void*>(dense), rows, cols, ld, opt);
+}
+
+
 /// Writes the dense matrix back (row-major, ld in elements >= cols): bit-exact inverse of compact().
 /// In-place DENSE tiles are read from m.source. `out` may be m.source itself (with ld == m.source_ld): the
 /// in-place DENSE tiles are then left as they are and the other tiles rewritten from the payload. Any other
@@ -545,6 +720,8 @@ inline TiledMatrix compact(const float* dense, std::uint32_t rows, std::uint32_t
 /// Trusts m (compact()'s output); run validate() first on matrices from elsewhere.
 inline void expand(const TiledMatrix& m, void* out, std::size_t ld) {
   if (ld < m.grid.cols) throw InputError("tile format: expand: leading dimension smaller than the columns");
+  if (out == m.source && m.source_transposed)
+    throw InputError("tile format: expand onto the source matrix of a transposed compaction");
   if (out == m.source && ld != m.source_ld)
     throw InputError("tile format: expand onto the source matrix needs the source's leading dimension");
   if (m.elem == ElemType::F32)

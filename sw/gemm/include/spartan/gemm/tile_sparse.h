@@ -7,7 +7,10 @@
 // (OpenBLAS sgemm on maximal runs of adjacent dense tiles, left in place); ELL/BITMAP -> sparse
 // micro-kernel (AVX2/FMA or portable, chosen at run time; OpenMP over tile bands).
 // No transpose of an operand is materialised except the dense operand's packing for the sparse
-// micro-kernel when its rows are not contiguous along the output (documented in sw/gemm/README.md).
+// micro-kernel when its rows are not contiguous along the output, and, for sparse A with op T under
+// TransposedKernel::RowGather (Auto: the train layout's larger forward GEMMs on AVX-512), the compaction
+// tiles op(A) = A^T instead of A (format::compact_transposed: the tiles, not a dense copy; Orientation::Op).
+// Documented in sw/gemm/README.md.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -39,7 +42,27 @@ inline constexpr std::uint32_t kGemmTileCols = 256;
 /// measured on AMD Zen 5 only.
 enum class Isa { Auto, Avx2, Portable, Avx512 };
 /// Sparse kernel for S = transpose of the stored operand (TileSparseOptions::transposed_kernel).
-enum class TransposedKernel { Auto, Gather, Scatter };
+/// RowGather: for sparse A with op T only (the train layout's forward, Y^T = col^T W^T), the engine
+/// compacts op(A) = A^T instead of A (Orientation::Op, format::compact_transposed), so that S is the
+/// stored matrix of the tiles, and gathers its rows: with AVX-512 and u8 ELL tiles the wide direct row gather
+/// in R blocks (kRowGatherMinRows); otherwise the rows kernels of RowsKernel.
+enum class TransposedKernel { Auto, Gather, Scatter, RowGather };
+/// Which matrix compact_operand() tiles, and run_compacted() expects (TileSparseEngine::compact_orientation).
+enum class Orientation {
+  Stored,  ///< the sparse operand as stored (GemmCall::A or B)
+  Op,      ///< op(A) for sparse A: its transpose for op T (format::compact_transposed), A itself for op N
+};
+/// Auto takes RowGather for sparse A op T on an AVX-512 engine with ELL tiles of at most 256 columns when op(A)
+/// has at least kRowGatherMinRows rows (M) and kRowGatherMinElems elements (M x K). The wide gather reads
+/// op(B)'s rows (packed into 64-byte aligned panels of up to 384 floats) in R blocks of whole tiles whose panel
+/// rows fit one gather slice (L2), adding into C block by block, at about 1.2-1.8 cycles per 16-float vector and
+/// non-zero; the scatter kernel's load-FMA-store of its output block costs 1.7-2.4. With fewer rows of op(A) each
+/// row of op(B) serves few non-zeros and comes from memory (ResNet-18 conv5_x, M = 49, K = 4608: 1.2x the
+/// scatter kernel's time); below kRowGatherMinElems the transposed compaction's fixed costs (per-row slot tables)
+/// outweigh the kernel's gain (vgg-s layers at batch 1: compaction 1.4-1.6x). Measured in bench-gemm (train layout,
+/// forward GEMMs, docs/bench/gemm.md, twenty-fifth session).
+inline constexpr int kRowGatherMinRows = 64;
+inline constexpr double kRowGatherMinElems = double(1 << 18);
 /// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most kScatterMaxQ (8 panels
 /// of 64) and the reduction length R (GEMM K) at least kScatterMinR. Bucketing the non-zeros by column
 /// costs ~10 cycles per non-zero once per call; the scatter kernel's store-bound updates cost a few
@@ -67,7 +90,11 @@ inline constexpr int kDirectRowsMaxQ = 32;
 /// slower), so a B that comes from memory with little reuse (ResNet-18 conv5_x backward-data at 97 %,
 /// 1.5 non-zeros per row of its 9.4 MB) was 1.8x slower than the lists, whose kernel prefetches. Measured in
 /// bench-gemm (train layout, docs/bench/gemm.md, twenty-fourth session): kernel time 0.56-1.03x the lists'
-/// (median 0.72) on the 47 backward-data and backward-weight cases it takes.
+/// (median 0.72) on the 47 backward-data and backward-weight cases it takes. When R needs several R blocks or
+/// one panel's rows of B exceed 1.25 slices, but the non-zeros number at least kWideRowsMinReuse per row of
+/// B, Auto (and Direct) run the wide gather in R blocks of whole tiles whose panel rows fit one slice, adding
+/// into C block by block (VGG-16 conv2_2 and conv3_2 backward-weight: 0.7-0.75x the lists' kernel time,
+/// twenty-fifth session). Packed panels have rows of panel + 16 floats (no power-of-two stride).
 inline constexpr double kWideRowsMinReuse = 4;
 
 /// Rows of S per transposed store into C for large outputs (TileSparseOptions::store_runs_min_bytes).
@@ -101,8 +128,11 @@ struct TileSparseOptions {
   /// Sparse kernel when S is the transpose of the stored operand (forward and backward-data: sparse B with
   /// op N) and all its sparse tiles are ELL with 1-byte indices (tile_cols <= 256): Scatter = outer
   /// products over the stored rows (each non-zero adds alpha * v * D[row] into a per-band output block),
-  /// Gather = bucket the non-zeros by column into row lists, then the row-gather kernel. Auto: Scatter
-  /// when Q <= kScatterMaxQ and R >= kScatterMinR (sw/gemm/README.md; measured in docs/bench/gemm.md).
+  /// Gather = bucket the non-zeros by column into row lists, then the row-gather kernel; RowGather (sparse A
+  /// op T) = compact op(A) instead of A and gather its rows (no transpose of S left). Auto: RowGather for sparse
+  /// A op T under the conditions of kRowGatherMinRows, else Scatter when Q <= kScatterMaxQ and R >=
+  /// kScatterMinR, else Gather (sw/gemm/README.md; measured in docs/bench/gemm.md). A run_compacted() call
+  /// given the stored orientation takes Auto's Scatter / Gather choice also under RowGather.
   TransposedKernel transposed_kernel = TransposedKernel::Auto;
   /// Row gather when S is the stored operand (rows of S = stored rows: backward-weight with sparse B op T,
   /// sparse A op N), all its sparse tiles are ELL with 1-byte indices and R fits one gather R block
@@ -110,7 +140,8 @@ struct TileSparseOptions {
   /// (one pass, then every Q panel reads the lists). Auto: Direct when Q <= kDirectRowsMaxQ, and with
   /// AVX-512 also in wide panels under the conditions of kWideRowsMinReuse. Direct with AVX-512, sparse A
   /// op N, op(B) = B and Q > kDirectRowsMaxQ uses the wide panels whenever R fits one R block and one
-  /// panel's rows of B fit 1.25 gather slices (last_stats().wide_panel_floats says which ran).
+  /// panel's rows of B fit 1.25 gather slices, and in R blocks of whole tiles when B's rows are reused
+  /// (kWideRowsMinReuse) but do not fit (last_stats().wide_panel_floats and r_blocks say which ran).
   RowsKernel rows_kernel = RowsKernel::Auto;
   /// Out = C^T (sparse B; unless streamed): when C (M x N floats) has at least this many bytes, the row
   /// gathers fill pieces of up to kStoreRunRows rows of S (one L2 buffer) before the transposed store, which
@@ -145,7 +176,9 @@ struct TileSparseStats {
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
   int wide_panel_floats = 0;       ///< > 0: the direct gather ran the AVX-512 wide kernel, panels of this many floats
-  int r_blocks = 0;                ///< R blocks of the row gather (0: no row gather; see gather_slice_bytes)
+  bool row_gather = false;         ///< the tiles were of op(A) (Orientation::Op, sparse A op T) and their rows gathered
+  int r_blocks = 0;                ///< R blocks of the row gather (0: no row gather; see gather_slice_bytes;
+                                   ///< the wide gather's in R blocks are of whole tiles)
   bool store_runs = false;         ///< C^T stored in runs of up to kStoreRunRows (store_runs_min_bytes)
   double compact_s = 0, compute_s = 0;
   double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused)
@@ -169,12 +202,19 @@ class TileSparseEngine final : public GemmEngine {
   void run(const GemmCall& call) override;
   std::string name() const override { return "tile-sparse"; }
 
-  /// Compacts the stored sparse operand of `call` with this engine's options.
+  /// The orientation compact_operand() compacts `call`'s sparse operand in: Op for sparse A with op T when
+  /// TileSparseOptions::transposed_kernel is RowGather, or Auto under the conditions of kRowGatherMinRows
+  /// (decided from the call and the options alone, before the non-zeros are known); else Stored.
+  Orientation compact_orientation(const GemmCall& call) const;
+  /// Compacts the sparse operand of `call` with this engine's options, in compact_orientation(call).
   format::TiledMatrix compact_operand(const GemmCall& call) const;
-  /// Computes with an already compacted sparse operand: `s` must be the compaction of the stored
-  /// matrix that `call` names as sparse (same shape; its DENSE tiles are read from the call's pointer).
-  /// Throws spartan::InputError when the shapes do not match.
-  void run_compacted(const GemmCall& call, const format::TiledMatrix& s);
+  /// Computes with an already compacted sparse operand: `s` must be the compaction, in orientation `o`, of
+  /// the matrix that `call` names as sparse: the stored matrix (Stored) or op(A) (Op; sparse A only), of
+  /// the matching shape. Its DENSE tiles are never read: dense runs use the call's pointer. Pass
+  /// compact_orientation(call) with compact_operand(call)'s result; Stored is always accepted (a forward
+  /// call then runs the scatter or gather kernel of transposed_kernel's Auto choice without RowGather).
+  /// Throws spartan::InputError when the shapes do not match or `o` is Op for sparse B with op T.
+  void run_compacted(const GemmCall& call, const format::TiledMatrix& s, Orientation o = Orientation::Stored);
 
   const TileSparseStats& last_stats() const { return stats_; }
   const TileSparseOptions& options() const { return opt_; }
