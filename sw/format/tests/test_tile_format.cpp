@@ -129,11 +129,11 @@ TEST(TileFormat, RoundTripRandomShapesAllFormats) {
 // compact_transposed(x) is compact() of a stored copy of x^T, headers and payload byte for byte, with DENSE
 // tiles in the payload or left in x (source_transposed; expand() reads them transposed): random shapes that
 // are not multiples of the tile sides or of the 4-element vectors of the count pass, padded rows, F32 (with
-// -0.0, NaN, Inf, denormals) and 16-bit elements, both sparse formats.
+// -0.0, NaN, Inf, denormals) and 16-bit elements, both sparse formats, 1- and 2-byte ELL indices.
 TEST(TileFormat, CompactTransposedIsCompactOfTheStoredTranspose) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> dim(1, 90);
-  const std::uint32_t tiles[][2] = {{8, 256}, {8, 16}, {7, 5}, {1, 64}, {5, 1}};
+  const std::uint32_t tiles[][2] = {{8, 256}, {8, 16}, {7, 5}, {1, 64}, {5, 1}, {3, 300}};  // (300: u16 indices)
   for (int trial = 0; trial < 16; ++trial) {
     const std::uint32_t rows = dim(rng), cols = dim(rng);
     const std::size_t ld = cols + (trial % 3);
@@ -171,20 +171,20 @@ TEST(TileFormat, CompactTransposedIsCompactOfTheStoredTranspose) {
               ASSERT_EQ(t.grid.rows, cols);
               ASSERT_EQ(t.grid.cols, rows);
               EXPECT_EQ(t.dense_storage, ds);
-              EXPECT_EQ(t.source, ds == DenseStorage::InPlace ? src : nullptr);
-              EXPECT_EQ(t.source_transposed, ds == DenseStorage::InPlace);
+              EXPECT_EQ(t.source, src);
+              EXPECT_TRUE(t.source_transposed);
               ASSERT_EQ(t.headers.size(), want.headers.size());
               for (std::size_t i = 0; i < t.headers.size(); ++i) ASSERT_EQ(t.headers[i], want.headers[i]) << i << what;
               ASSERT_EQ(t.payload, want.payload) << what;
               if (f32) {  // expand() reads in-place DENSE tiles transposed: the same matrix as from `want`
                 const std::vector<float> got = expand(t), ref = expand(want);  // (bits: NaN != NaN)
                 ASSERT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(float))) << what;
-                if (ds == DenseStorage::InPlace) {  // onto the stored source (its transpose): refused
-                  std::vector<float> copy = x;
-                  TiledMatrix tc = t;
-                  tc.source = copy.data();
-                  EXPECT_THROW(expand(tc, static_cast<void*>(copy.data()), rows), spartan::InputError);
-                }
+                // onto the stored source (its transpose), even with its own row stride: refused (the buffer
+                // would hold the expanded matrix, were the check missing)
+                std::vector<float> buf(std::size_t(cols + rows) * ld);
+                TiledMatrix tc = t;
+                tc.source = buf.data();
+                EXPECT_THROW(expand(tc, static_cast<void*>(buf.data()), tc.source_ld), spartan::InputError);
               }
             }
   }

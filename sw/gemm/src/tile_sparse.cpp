@@ -177,6 +177,14 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   if (s.grid.rows != std::uint32_t(st.rows) || s.grid.cols != std::uint32_t(st.cols) ||
       s.elem != format::ElemType::F32)
     throw InputError("tile-sparse gemm: compacted operand does not match the call's sparse operand shape");
+  // The tiles' own record of what was compacted (a square A fits either orientation's shape check):
+  // compact_transposed() marks its tiles source_transposed, compact() points `source` at the matrix itself.
+  if (s.source_transposed && !op_tiles)
+    throw InputError("tile-sparse gemm: run_compacted: tiles of a transposed compaction need Orientation::Op "
+                     "(pass compact_orientation(call))");
+  if (op_tiles && !s.source_transposed && s.source == static_cast<const void*>(c.A))
+    throw InputError("tile-sparse gemm: run_compacted: tiles of the stored A given as Orientation::Op "
+                     "(pass compact_orientation(call))");
   if (s.grid.tile_rows == 0 || s.grid.tile_cols == 0 || s.grid.tile_rows > format::kMaxTileSide ||
       s.grid.tile_cols > format::kMaxTileSide || s.headers.size() != s.grid.num_tiles())
     throw InputError("tile-sparse gemm: compacted operand's tile grid is invalid (tile sides 1..65535, one header per tile)");
@@ -275,6 +283,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     }
   }
   stats_.dense_calls = dense_runs.size();
+  stats_.row_gather = op_tiles && any_sparse_band;  // (rows of op(A)'s tiles, whichever rows kernel below)
   if (!any_sparse_band) {
     stats_.compute_s = now_s() - t0;
     return;
@@ -311,7 +320,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   int wide_q = 0, rg_tiles = 0;  // rg_tiles > 0: the wide gather in R blocks of this many whole tiles
   const int wide_np = (Q + detail::kWideGatherQ - 1) / detail::kWideGatherQ;
   const int wide_wq = std::min(detail::kWideGatherQ, ((Q + wide_np - 1) / wide_np + 15) / 16 * 16);
-  if (op_tiles && avx512_ && all_ell && u8idx) {
+  if (op_tiles && avx512_ && all_ell && u8idx && opt_.rows_kernel != RowsKernel::Lists) {
     // op(A)'s rows: the wide gather in R blocks of whole tiles whose panel rows fit one gather slice.
     wide_q = wide_wq;
   } else if (avx512_ && sp_a && !trans_s && !trans_d && all_ell && u8idx &&
@@ -358,22 +367,25 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     pack_valid_ = false;
     pack_.resize(std::size_t(R) * LP * n_panels + 16);
     float* dst = pack_base();
-    if (trans_d) {
+    if (trans_d && wide_q == 0) {
 #pragma omp parallel for num_threads(nthreads) schedule(static)
       for (int b = 0; b < n_panels; ++b) {
         const int q0 = b * PW, qn = std::min(PW, Q - q0);
-        if (wide_q == 0) {
-          tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + std::size_t(b) * R * PW, std::size_t(PW), 0.0f);
-          continue;
-        }
-        // Wide panels: blocks of 64 rows of X by 128 of its columns, so that the panel rows a block writes
-        // (128 x 64 floats, 32 KiB) stay in L1 across its eight 8-row passes; one transposed store per panel
-        // (up to 384 rows of X at once, 1 KiB row stride) took about 4x the 64-float panels' pack
-        // (bench-gemm, twenty-fifth session).
-        for (int s0 = 0; s0 < qn; s0 += QG)
-          for (int r0 = 0; r0 < R; r0 += 128)
-            tstore(X + std::size_t(q0 + s0) * ldx + r0, ldx, std::min(QG, qn - s0), std::min(128, R - r0),
-                   dst + std::size_t(b) * R * LP + std::size_t(r0) * LP + s0, std::size_t(LP), 0.0f);
+        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + std::size_t(b) * R * PW, std::size_t(PW), 0.0f);
+      }
+    } else if (trans_d) {
+      // Wide panels: blocks of 64 rows of X by 128 of its columns (in parallel: they write disjoint panel
+      // rows), so that the panel rows a block writes (128 x 64 floats, 32 KiB) stay in L1 across its eight
+      // 8-row passes; one transposed store per panel (up to 384 rows of X at once, 1 KiB row stride) took about
+      // 4x the 64-float panels' pack (bench-gemm, twenty-fifth session).
+      const long n_sb = (PW + QG - 1) / QG, n_r = (R + 127) / 128;
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+      for (long t = 0; t < long(n_panels) * n_sb * n_r; ++t) {
+        const int b = int(t / (n_sb * n_r)), s0 = int(t / n_r % n_sb) * QG, r0 = int(t % n_r) * 128;
+        const int q0 = b * PW, qn = std::min(PW, Q - q0);
+        if (s0 >= qn) continue;
+        tstore(X + std::size_t(q0 + s0) * ldx + r0, ldx, std::min(QG, qn - s0), std::min(128, R - r0),
+               dst + std::size_t(b) * R * LP + std::size_t(r0) * LP + s0, std::size_t(LP), 0.0f);
       }
     } else {  // rows in parallel (a single wide panel would otherwise be copied by one thread)
 #pragma omp parallel for num_threads(nthreads) schedule(static)
@@ -487,7 +499,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     // rg_tiles tile columns (the panel's rows of the block stay in L2), every band's tiles of the block are
     // gathered into its C rows: the first block writes C (beta 0) or adds to it, the later ones add.
     stats_.direct_rows = true;
-    stats_.row_gather = op_tiles;
     std::vector<detail::EllTileRef> refs;
     std::vector<std::uint32_t> ref_tile;  // tile column of each ref (ascending within a band)
     std::vector<std::size_t> roff(std::size_t(n_bands) + 1, 0);
@@ -510,14 +521,14 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
       const int qn = std::min(wide_q, Q - q0);
       const float* dp = D + std::size_t(q0 / wide_q) * panel_stride;
       for (int rb = 0; rb < n_rb; ++rb) {
-        const std::uint32_t t0 = std::uint32_t(rb * rg_tiles), t1 = std::min(n_rt, t0 + std::uint32_t(rg_tiles));
+        const std::uint32_t tb0 = std::uint32_t(rb * rg_tiles), tb1 = std::min(n_rt, tb0 + std::uint32_t(rg_tiles));
         const bool write = rb == 0 && ow;  // rows without non-zeros in the block are written too
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 16)
         for (long b = 0; b < long(n_bands); ++b) {
           const std::uint32_t* first = ref_tile.data() + roff[std::size_t(b)];
           const std::uint32_t* last = ref_tile.data() + roff[std::size_t(b) + 1];
-          const std::uint32_t* lo = std::lower_bound(first, last, t0);
-          const std::uint32_t* hi = std::lower_bound(lo, last, t1);
+          const std::uint32_t* lo = std::lower_bound(first, last, tb0);
+          const std::uint32_t* hi = std::lower_bound(lo, last, tb1);
           if (lo == hi && !write) continue;
           detail::gather_ell_u8_avx512(refs.data() + (lo - ref_tile.data()), int(hi - lo), int(g.r_eff(std::uint32_t(b))),
                                        alpha, dp, ldd, c.C + std::size_t(b) * p_tile * c.ldc + q0, std::size_t(c.ldc), qn,

@@ -183,13 +183,13 @@ TEST(TileSparseGemm, LongReductionsPanelsAndPacking) {
           const TileSparseStats st = check_case(Case{sp, oa, ob, 70, 90, 2100, sparsity}, o, rng,
                                                 sparsity > 0.9 ? 1.0f : -0.5f, sparsity > 0.9 ? 0.0f : 0.25f,
                                                 sparsity > 0.9 ? 0 : 5);
+          EXPECT_FALSE(st.row_gather);  // (M x K = 147000 < kRowGatherMinElems: Auto keeps A as stored)
           if (st.wide_panel_floats > 0) {
-            // The wide gather (AVX-512) of op(A)'s rows, or of A's rows reused enough: R blocks of whole
-            // 256-column tiles whose 96-float panel rows fit the 256 KiB slice (2 tiles, 192 KiB): 9 tiles =
-            // five blocks
+            // The wide gather (AVX-512) of A's rows reused enough (op N): R blocks of whole 256-column tiles
+            // whose 96-float panel rows fit the 256 KiB slice (2 tiles, 192 KiB): 9 tiles = five blocks
+            EXPECT_EQ(oa, Op::N);
             EXPECT_EQ(st.wide_panel_floats, 96);
             EXPECT_EQ(st.r_blocks, 5);
-            EXPECT_EQ(st.row_gather, oa == Op::T);
           } else if (!st.scattered && !st.full_dense) {
             EXPECT_EQ(st.r_blocks, 3);
           }
@@ -854,18 +854,17 @@ TEST(TileSparseGemm, RowGatherOfCompactedOpAMatchesReference) {
             const Case cs{SparseOperand::A, Op::T, ob, sh[0], sh[1], sh[2], 0.9};
             const TileSparseStats st = check_case(cs, o, rng, ob == Op::N ? 1.0f : -1.5f, ob == Op::N ? 0.0f : 0.5f,
                                                   ob == Op::N ? 0 : 3);
-            EXPECT_TRUE(st.row_gather || st.full_dense || !st.direct_rows);
+            EXPECT_EQ(st.row_gather, !st.full_dense && st.tiles_sparse > 0);
+            EXPECT_FALSE(st.scattered);  // S is the stored matrix of op(A)'s tiles
             const bool wide = isa == Isa::Avx512 && f == TileFormat::Ell && t[1] <= 256;
             if (wide && st.tiles_sparse > 0) {
-              EXPECT_TRUE(st.row_gather);
               EXPECT_GT(st.wide_panel_floats, 0);
               // R blocks of whole tiles whose panel rows fit 16 KiB (at least one tile)
               const int wq = st.wide_panel_floats, tk = (sh[2] + int(t[1]) - 1) / int(t[1]);
               const int per = std::max(1, int((std::size_t(16) << 10) / (std::size_t(t[1]) * wq * sizeof(float))));
               EXPECT_EQ(st.r_blocks, (tk + per - 1) / per);
             } else {
-              EXPECT_FALSE(st.row_gather);
-              EXPECT_FALSE(st.scattered);  // S is stored rows of op(A)'s tiles
+              EXPECT_EQ(st.wide_panel_floats, 0);
             }
           }
 }
@@ -885,6 +884,7 @@ TEST(TileSparseGemm, RowGatherAutoChoice) {
   const Orientation yes = avx512 ? Orientation::Op : Orientation::Stored;
   EXPECT_EQ(orient(e, Op::T, 169, 2304), yes);                     // AlexNet conv5
   EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows, 4096), yes);        // the smallest M at 2^18 elements
+  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows, 4095), Orientation::Stored);  // one column short of 2^18
   EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows - 1, 4608), Orientation::Stored);  // ResNet-18 conv5_x-like
   EXPECT_EQ(orient(e, Op::T, 784, 144), Orientation::Stored);       // vgg-s b0c2 at batch 1 (112896 elements)
   EXPECT_EQ(orient(e, Op::T, 784 * 64, 144), yes);                   // ... at batch 64
@@ -939,12 +939,33 @@ TEST(TileSparseGemm, CompactOrientationAndRunCompacted) {
     ASSERT_NEAR(C1[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << i;
     ASSERT_NEAR(C2[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << i;
   }
-  if (M != K) {
-    EXPECT_THROW(e.run_compacted(c, t, Orientation::Stored), spartan::InputError);  // M x K tiles, K x M expected
+  EXPECT_THROW(e.run_compacted(c, t, Orientation::Stored), spartan::InputError);  // M x K tiles, K x M expected
+  {  // a square A fits both orientations' shapes: the tiles' own record refuses the wrong one
+    const int S = 96;
+    std::vector<float> Aq(std::size_t(S) * S), Bq(std::size_t(S) * N), Cq(std::size_t(S) * N);
+    for (auto& x : Aq) x = p(rng) < 0.9 ? 0.0f : u(rng);
+    for (auto& x : Bq) x = u(rng);
+    GemmCall q{Op::T, Op::N, S, N, S, 1.0f, 0.0f, Aq.data(), S, Bq.data(), N, Cq.data(), N, SparseOperand::A};
+    const auto tq = e.compact_operand(q);  // of A^T (compact_transposed)
+    EXPECT_TRUE(tq.source_transposed);
+    EXPECT_THROW(e.run_compacted(q, tq, Orientation::Stored), spartan::InputError);
+    EXPECT_THROW(e.run_compacted(q, plain.compact_operand(q), Orientation::Op), spartan::InputError);  // of A
+    EXPECT_NO_THROW(e.run_compacted(q, tq, Orientation::Op));
   }
-  std::vector<float> Ad(std::size_t(M) * K, 1.0f), Bs(std::size_t(N) * K, 0.0f);  // sparse B op T: N x K stored
-  GemmCall bt{Op::N, Op::T, M, N, K, 1.0f, 0.0f, Ad.data(), K, Bs.data(), K, C1.data(), N, SparseOperand::B};
+  // Op for a sparse B op T is refused (here the tiles' shape, M x K with N = M, would fit the call's stored B)
+  std::vector<float> Ad(std::size_t(M) * K, 1.0f), Bs(std::size_t(M) * K, 0.0f), Cb(std::size_t(M) * M);
+  GemmCall bt{Op::N, Op::T, M, M, K, 1.0f, 0.0f, Ad.data(), K, Bs.data(), K, Cb.data(), M, SparseOperand::B};
   EXPECT_THROW(e.run_compacted(bt, t, Orientation::Op), spartan::InputError);
+  // RowsKernel::Lists is honoured for op(A)'s tiles: its rows, without the wide gather
+  TileSparseOptions ol = o;
+  ol.rows_kernel = RowsKernel::Lists;
+  TileSparseEngine el(ol);
+  c.C = C2.data();
+  el.run(c);
+  EXPECT_TRUE(el.last_stats().row_gather);
+  EXPECT_EQ(el.last_stats().wide_panel_floats, 0);
+  EXPECT_FALSE(el.last_stats().direct_rows);
+  for (std::size_t i = 0; i < R.size(); ++i) ASSERT_NEAR(C2[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << i;
 }
 
 TEST(TileSparseGemm, FactoryByName) {

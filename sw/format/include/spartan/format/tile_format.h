@@ -237,7 +237,7 @@ struct TiledMatrix {
   const void* source = nullptr;  ///< the dense source (for in-place DENSE tiles)
   std::size_t source_ld = 0;     ///< row stride of `source`, elements
   /// `source` stores the transpose of this matrix: element (r, c) is source[c * source_ld + r]
-  /// (compact_transposed() with DenseStorage::InPlace).
+  /// (set by compact_transposed()).
   bool source_transposed = false;
 
   const TileHeader& header(std::uint32_t ti, std::uint32_t tj) const {
@@ -439,17 +439,15 @@ TiledMatrix compact_transposed_bits(const T* src, std::uint32_t rows, std::uint3
   m.dense_storage = opt.dense_storage;
   m.threshold = opt.threshold;
   m.dense_if_not_smaller = opt.dense_if_not_smaller;
-  const bool in_place = opt.dense_storage == DenseStorage::InPlace;
-  if (in_place) {  // DENSE tiles stay in `src`, read transposed
-    m.source = src;
-    m.source_ld = ld;
-    m.source_transposed = true;
-  }
+  const bool in_place = opt.dense_storage == DenseStorage::InPlace;  // DENSE tiles stay in `src`, read transposed
+  m.source = src;
+  m.source_ld = ld;
+  m.source_transposed = true;
   const TileGrid& g = m.grid;
   const std::uint32_t TR = g.tile_rows, TC = g.tile_cols;
   const std::uint32_t nr = g.tiles_r(), nc = g.tiles_c();
   m.headers.resize(g.num_tiles());
-  // rc[tj * rows + i]: non-zeros of result row i in tile column tj (pass 1), then (pass 2) the next slot.
+  // rc[tj * rows + i]: non-zeros of result row i in tile column tj (pass 1; pass 2 reads it for BITMAP offsets).
   std::vector<std::uint32_t> rc(std::size_t(nc) * rows, 0);
   // Pass 1: source row c is result column c; its element i belongs to result row i.
   for (std::uint32_t c = 0; c < cols; ++c) {
@@ -690,10 +688,10 @@ inline TiledMatrix compact(const float* dense, std::uint32_t rows, std::uint32_t
 
 /// Compacts the transpose of a row-major matrix without storing it: `dense` is stored rows x cols (row
 /// stride ld, elements of `elem`), the result is the tiled cols x rows matrix dense^T, with the headers and
-/// payload that compact() gives for a stored copy of dense^T. With DenseStorage::InPlace (the default) its
-/// DENSE tiles stay in `dense`: `source` = dense, `source_ld` = ld and `source_transposed` is set (expand()
-/// and source_at() read them transposed; expanding onto `dense` itself throws); with Payload they are copied
-/// (element by element: slow for mostly DENSE matrices). For a GEMM whose kernel walks the rows of
+/// payload that compact() gives for a stored copy of dense^T. `source` = dense, `source_ld` = ld and
+/// `source_transposed` is set (source_at() and expand() read `source` transposed; expanding onto `dense`
+/// itself throws). With DenseStorage::InPlace (the default) the DENSE tiles stay in `dense`; with Payload
+/// they are copied (element by element: slow for mostly DENSE matrices). For a GEMM whose kernel walks the rows of
 /// op(A) = A^T (sw/gemm, TileSparseEngine::compact_orientation). Both passes read `dense` row by row
 /// (compact_transposed_bits); one counter per row of the transpose and tile column.
 /// Throws spartan::InputError on bad options.
@@ -716,7 +714,8 @@ inline TiledMatrix compact_transposed(const float* dense, std::uint32_t rows, st
 /// In-place DENSE tiles are read from m.source. `out` may be m.source itself (with ld == m.source_ld): the
 /// in-place DENSE tiles are then left as they are and the other tiles rewritten from the payload. Any other
 /// overlap of `out` with the source is not detected and gives wrong DENSE tiles. Throws
-/// spartan::InputError for ld < cols, or out == m.source with ld != m.source_ld.
+/// spartan::InputError for ld < cols, out == m.source with ld != m.source_ld, or out == m.source of a
+/// transposed compaction (source_transposed: the source holds the transpose).
 /// Trusts m (compact()'s output); run validate() first on matrices from elsewhere.
 inline void expand(const TiledMatrix& m, void* out, std::size_t ld) {
   if (ld < m.grid.cols) throw InputError("tile format: expand: leading dimension smaller than the columns");

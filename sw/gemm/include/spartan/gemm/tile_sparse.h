@@ -45,7 +45,8 @@ enum class Isa { Auto, Avx2, Portable, Avx512 };
 /// RowGather: for sparse A with op T only (the train layout's forward, Y^T = col^T W^T), the engine
 /// compacts op(A) = A^T instead of A (Orientation::Op, format::compact_transposed), so that S is the
 /// stored matrix of the tiles, and gathers its rows: with AVX-512 and u8 ELL tiles the wide direct row gather
-/// in R blocks (kRowGatherMinRows); otherwise the rows kernels of RowsKernel.
+/// in R blocks (kRowGatherMinRows), unless RowsKernel::Lists is asked for; otherwise the rows kernels of
+/// RowsKernel (lists, or the direct gather for Q <= kDirectRowsMaxQ).
 enum class TransposedKernel { Auto, Gather, Scatter, RowGather };
 /// Which matrix compact_operand() tiles, and run_compacted() expects (TileSparseEngine::compact_orientation).
 enum class Orientation {
@@ -59,8 +60,8 @@ enum class Orientation {
 /// non-zero; the scatter kernel's load-FMA-store of its output block costs 1.7-2.4. With fewer rows of op(A) each
 /// row of op(B) serves few non-zeros and comes from memory (ResNet-18 conv5_x, M = 49, K = 4608: 1.2x the
 /// scatter kernel's time); below kRowGatherMinElems the transposed compaction's fixed costs (per-row slot tables)
-/// outweigh the kernel's gain (vgg-s layers at batch 1: compaction 1.4-1.6x). Measured in bench-gemm (train layout,
-/// forward GEMMs, docs/bench/gemm.md, twenty-fifth session).
+/// outweigh the kernel's gain (vgg-s layers at batch 1: compaction 1.2-1.4x, e.g. 12 us more against 3 us less
+/// kernel time). Measured in bench-gemm (train layout, forward GEMMs, docs/bench/gemm.md, twenty-fifth session).
 inline constexpr int kRowGatherMinRows = 64;
 inline constexpr double kRowGatherMinElems = double(1 << 18);
 /// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most kScatterMaxQ (8 panels
@@ -93,8 +94,8 @@ inline constexpr int kDirectRowsMaxQ = 32;
 /// (median 0.72) on the 47 backward-data and backward-weight cases it takes. When R needs several R blocks or
 /// one panel's rows of B exceed 1.25 slices, but the non-zeros number at least kWideRowsMinReuse per row of
 /// B, Auto (and Direct) run the wide gather in R blocks of whole tiles whose panel rows fit one slice, adding
-/// into C block by block (VGG-16 conv2_2 and conv3_2 backward-weight: 0.7-0.75x the lists' kernel time,
-/// twenty-fifth session). Packed panels have rows of panel + 16 floats (no power-of-two stride).
+/// into C block by block (VGG-16 conv2_2 and conv3_2 backward-weight: 0.71 and 0.74x the lists' kernel time at
+/// 90 %, twenty-fifth session). Packed panels have rows of panel + 16 floats (no power-of-two stride).
 inline constexpr double kWideRowsMinReuse = 4;
 
 /// Rows of S per transposed store into C for large outputs (TileSparseOptions::store_runs_min_bytes).
@@ -176,7 +177,8 @@ struct TileSparseStats {
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
   int wide_panel_floats = 0;       ///< > 0: the direct gather ran the AVX-512 wide kernel, panels of this many floats
-  bool row_gather = false;         ///< the tiles were of op(A) (Orientation::Op, sparse A op T) and their rows gathered
+  bool row_gather = false;         ///< the sparse part gathered rows of op(A)'s tiles (Orientation::Op, sparse A op T): the
+                                   ///< wide gather in R blocks (wide_panel_floats > 0) or the rows kernels
   int r_blocks = 0;                ///< R blocks of the row gather (0: no row gather; see gather_slice_bytes;
                                    ///< the wide gather's in R blocks are of whole tiles)
   bool store_runs = false;         ///< C^T stored in runs of up to kStoreRunRows (store_runs_min_bytes)
@@ -213,7 +215,9 @@ class TileSparseEngine final : public GemmEngine {
   /// the matching shape. Its DENSE tiles are never read: dense runs use the call's pointer. Pass
   /// compact_orientation(call) with compact_operand(call)'s result; Stored is always accepted (a forward
   /// call then runs the scatter or gather kernel of transposed_kernel's Auto choice without RowGather).
-  /// Throws spartan::InputError when the shapes do not match or `o` is Op for sparse B with op T.
+  /// Throws spartan::InputError when the shapes do not match, `o` is Op for sparse B with op T, or `o`
+  /// contradicts the tiles' own record (tiles of format::compact_transposed, source_transposed, given as
+  /// Stored; tiles whose `source` is the call's stored A given as Op).
   void run_compacted(const GemmCall& call, const format::TiledMatrix& s, Orientation o = Orientation::Stored);
 
   const TileSparseStats& last_stats() const { return stats_; }
