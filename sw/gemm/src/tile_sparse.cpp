@@ -227,6 +227,19 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   auto hdr = [&](std::uint32_t band, std::uint32_t rt) -> const TileHeader& {
     return trans_s ? detail::hdr_at(s, ntc, rt, band) : detail::hdr_at(s, ntc, band, rt);
   };
+  // S = stored rows, u8 ELL (the direct row gathers): appends band b's sparse tiles, in column order, to refs
+  // (and their tile columns to tiles, when given).
+  auto band_refs = [&](std::uint32_t b, std::vector<detail::EllTileRef>& refs, std::vector<std::uint32_t>* tiles) {
+    const std::uint32_t rows_b = g.r_eff(b);
+    for (std::uint32_t tj = 0; tj < n_rt; ++tj) {
+      const TileHeader& h = detail::hdr_at(s, ntc, b, tj);
+      if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
+      const std::uint8_t* pl = s.tile_payload(h);
+      refs.push_back({pl, reinterpret_cast<const float*>(pl + format::ell_values_offset(rows_b, h.width, g.tile_cols)),
+                      h.width, tj * g.tile_cols});
+      if (tiles) tiles->push_back(tj);
+    }
+  };
 
   // ---- DENSE tiles: runs per band, identical consecutive bands merged, one sgemm per (group, run).
   struct DenseRun {
@@ -503,15 +516,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     std::vector<std::uint32_t> ref_tile;  // tile column of each ref (ascending within a band)
     std::vector<std::size_t> roff(std::size_t(n_bands) + 1, 0);
     for (std::uint32_t b = 0; b < n_bands; ++b) {
-      const std::uint32_t rows_b = g.r_eff(b);
-      for (std::uint32_t tj = 0; tj < n_rt; ++tj) {
-        const TileHeader& h = detail::hdr_at(s, ntc, b, tj);
-        if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-        const std::uint8_t* pl = s.tile_payload(h);
-        refs.push_back({pl, reinterpret_cast<const float*>(pl + format::ell_values_offset(rows_b, h.width, g.tile_cols)),
-                        h.width, tj * g.tile_cols});
-        ref_tile.push_back(tj);
-      }
+      band_refs(b, refs, &ref_tile);
       roff[b + 1] = refs.size();
     }
     const int n_rb = int((n_rt + std::uint32_t(rg_tiles) - 1) / std::uint32_t(rg_tiles));
@@ -611,14 +616,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           refs.clear();
           roff.assign(std::size_t(b1 - b0) + 1, 0);
           for (std::uint32_t b = b0; b < b1; ++b) {
-            const std::uint32_t rows_b = g.r_eff(b);
-            for (std::uint32_t tj = 0; tj < n_rt; ++tj) {
-              const TileHeader& h = detail::hdr_at(s, ntc, b, tj);
-              if (h.nnz == 0 || h.fmt() == TileFormat::Dense) continue;
-              const std::uint8_t* pl = s.tile_payload(h);
-              refs.push_back({pl, reinterpret_cast<const float*>(pl + format::ell_values_offset(rows_b, h.width, g.tile_cols)),
-                              h.width, tj * g.tile_cols});
-            }
+            band_refs(b, refs, nullptr);
             roff[b - b0 + 1] = refs.size();
           }
           if (!sp_a && big.size() < std::size_t(p1 - p0) * QG) big.resize(std::size_t(p1 - p0) * QG);
