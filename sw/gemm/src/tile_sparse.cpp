@@ -227,9 +227,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   auto hdr = [&](std::uint32_t band, std::uint32_t rt) -> const TileHeader& {
     return trans_s ? detail::hdr_at(s, ntc, rt, band) : detail::hdr_at(s, ntc, band, rt);
   };
-  // S = stored rows, u8 ELL (the direct row gathers): appends band b's sparse tiles, in column order, to refs
-  // (and their tile columns to tiles, when given).
-  auto band_refs = [&](std::uint32_t b, std::vector<detail::EllTileRef>& refs, std::vector<std::uint32_t>* tiles) {
+  // S = stored rows, u8 ELL (the direct row gathers): appends band b's sparse tiles to refs, in column order.
+  auto band_refs = [&](std::uint32_t b, std::vector<detail::EllTileRef>& refs) {
     const std::uint32_t rows_b = g.r_eff(b);
     for (std::uint32_t tj = 0; tj < n_rt; ++tj) {
       const TileHeader& h = detail::hdr_at(s, ntc, b, tj);
@@ -237,7 +236,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
       const std::uint8_t* pl = s.tile_payload(h);
       refs.push_back({pl, reinterpret_cast<const float*>(pl + format::ell_values_offset(rows_b, h.width, g.tile_cols)),
                       h.width, tj * g.tile_cols});
-      if (tiles) tiles->push_back(tj);
     }
   };
 
@@ -333,18 +331,19 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   int wide_q = 0, rg_tiles = 0;  // rg_tiles > 0: the wide gather in R blocks of this many whole tiles
   const int wide_np = (Q + detail::kWideGatherQ - 1) / detail::kWideGatherQ;
   const int wide_wq = std::min(detail::kWideGatherQ, ((Q + wide_np - 1) / wide_np + 15) / 16 * 16);
+  // Stored rows of A (op N) with op(B) = B, where the wide gather may run.
+  const bool stored_wide = avx512_ && sp_a && !trans_s && !trans_d && all_ell && u8idx && Q > kDirectRowsMaxQ &&
+                           opt_.rows_kernel != RowsKernel::Lists;
   if (op_tiles && avx512_ && all_ell && u8idx && opt_.rows_kernel != RowsKernel::Lists) {
     // op(A)'s rows: the wide gather in R blocks of whole tiles whose panel rows fit one gather slice.
     wide_q = wide_wq;
-  } else if (avx512_ && sp_a && !trans_s && !trans_d && all_ell && u8idx &&
-             Q > kDirectRowsMaxQ && opt_.rows_kernel != RowsKernel::Lists && nkb == 1) {  // the direct path: one R block
-    const int wq = wide_wq;
+  } else if (stored_wide && nkb == 1) {  // the direct path: one R block
     const double slice = 1.25 * double(gather_slice_bytes());
     const bool reused = double(R) * Q * sizeof(float) <= slice || double(stats_.nnz) >= kWideRowsMinReuse * R;
-    if (double(R) * wq * sizeof(float) <= slice && (reused || opt_.rows_kernel == RowsKernel::Direct)) wide_q = wq;
+    if (double(R) * wide_wq * sizeof(float) <= slice && (reused || opt_.rows_kernel == RowsKernel::Direct))
+      wide_q = wide_wq;
   }
-  if (wide_q == 0 && avx512_ && sp_a && !trans_s && !trans_d && all_ell && u8idx && Q > kDirectRowsMaxQ &&
-      opt_.rows_kernel != RowsKernel::Lists && double(stats_.nnz) >= kWideRowsMinReuse * R) {
+  if (wide_q == 0 && stored_wide && double(stats_.nnz) >= kWideRowsMinReuse * R) {
     // Stored rows with several R blocks, or one panel's rows of B beyond 1.25 slices, but B's rows reused
     // (kWideRowsMinReuse): the wide gather in R blocks too (VGG-16 conv2_2 / conv3_2 backward-weight).
     wide_q = wide_wq;
@@ -512,13 +511,13 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     // rg_tiles tile columns (the panel's rows of the block stay in L2), every band's tiles of the block are
     // gathered into its C rows: the first block writes C (beta 0) or adds to it, the later ones add.
     stats_.direct_rows = true;
-    std::vector<detail::EllTileRef> refs;
-    std::vector<std::uint32_t> ref_tile;  // tile column of each ref (ascending within a band)
+    std::vector<detail::EllTileRef> refs;  // per band in column order: base ascends
     std::vector<std::size_t> roff(std::size_t(n_bands) + 1, 0);
     for (std::uint32_t b = 0; b < n_bands; ++b) {
-      band_refs(b, refs, &ref_tile);
+      band_refs(b, refs);
       roff[b + 1] = refs.size();
     }
+    auto base_below = [](const detail::EllTileRef& t, std::uint32_t col) { return t.base < col; };
     const int n_rb = int((n_rt + std::uint32_t(rg_tiles) - 1) / std::uint32_t(rg_tiles));
     stats_.r_blocks = n_rb;
     const bool ow = beta_k == 0.0f;
@@ -530,12 +529,12 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
         const bool write = rb == 0 && ow;  // rows without non-zeros in the block are written too
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 16)
         for (long b = 0; b < long(n_bands); ++b) {
-          const std::uint32_t* first = ref_tile.data() + roff[std::size_t(b)];
-          const std::uint32_t* last = ref_tile.data() + roff[std::size_t(b) + 1];
-          const std::uint32_t* lo = std::lower_bound(first, last, tb0);
-          const std::uint32_t* hi = std::lower_bound(lo, last, tb1);
+          const detail::EllTileRef* first = refs.data() + roff[std::size_t(b)];
+          const detail::EllTileRef* last = refs.data() + roff[std::size_t(b) + 1];
+          const detail::EllTileRef* lo = std::lower_bound(first, last, tb0 * g.tile_cols, base_below);
+          const detail::EllTileRef* hi = std::lower_bound(lo, last, tb1 * g.tile_cols, base_below);
           if (lo == hi && !write) continue;
-          detail::gather_ell_u8_avx512(refs.data() + (lo - ref_tile.data()), int(hi - lo), int(g.r_eff(std::uint32_t(b))),
+          detail::gather_ell_u8_avx512(lo, int(hi - lo), int(g.r_eff(std::uint32_t(b))),
                                        alpha, dp, ldd, c.C + std::size_t(b) * p_tile * c.ldc + q0, std::size_t(c.ldc), qn,
                                        write);
         }
@@ -616,7 +615,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           refs.clear();
           roff.assign(std::size_t(b1 - b0) + 1, 0);
           for (std::uint32_t b = b0; b < b1; ++b) {
-            band_refs(b, refs, nullptr);
+            band_refs(b, refs);
             roff[b - b0 + 1] = refs.size();
           }
           if (!sp_a && big.size() < std::size_t(p1 - p0) * QG) big.resize(std::size_t(p1 - p0) * QG);
