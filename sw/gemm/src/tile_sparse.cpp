@@ -61,6 +61,23 @@ void prefetch_rows_l2(const float* D, std::size_t ldd, int r0, int r1, int qn) {
   }
 }
 
+// Runs body() on a team of nthreads OpenMP threads, or straight on the calling thread when nthreads is 1 and
+// no active parallel region encloses the call; the body's `omp for` loops are then orphaned and run all their
+// iterations on that thread (inside an active region they would bind to the enclosing team, so a team of one
+// is made there as before). Entering a parallel region costs libgomp futex system calls even for a team of
+// one: 1.1-2.3 us per region in this project's KVM guest (900,000 futex calls for 600,000 one-thread regions
+// under strace), a fifth to a third of a vgg-s GEMM at 97 % sparsity (docs/bench/gemm.md, twenty-sixth
+// session).
+template <class Body>
+void team(int nthreads, Body&& body) {
+  if (nthreads <= 1 && !omp_in_parallel()) {
+    body();
+    return;
+  }
+#pragma omp parallel num_threads(nthreads)
+  body();
+}
+
 struct Stored {  // the stored sparse operand
   const float* ptr;
   int rows, cols, ld;
@@ -380,33 +397,39 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     pack_.resize(std::size_t(R) * LP * n_panels + 16);
     float* dst = pack_base();
     if (trans_d && wide_q == 0) {
-#pragma omp parallel for num_threads(nthreads) schedule(static)
-      for (int b = 0; b < n_panels; ++b) {
-        const int q0 = b * PW, qn = std::min(PW, Q - q0);
-        tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + std::size_t(b) * R * PW, std::size_t(PW), 0.0f);
-      }
+      team(nthreads, [&] {
+#pragma omp for schedule(static)
+        for (int b = 0; b < n_panels; ++b) {
+          const int q0 = b * PW, qn = std::min(PW, Q - q0);
+          tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + std::size_t(b) * R * PW, std::size_t(PW), 0.0f);
+        }
+      });
     } else if (trans_d) {
       // Wide panels: blocks of 64 rows of X by 128 of its columns (in parallel: they write disjoint panel
       // rows), so that the panel rows a block writes (128 x 64 floats, 32 KiB) stay in L1 across its eight
       // 8-row passes; one transposed store per panel (up to 384 rows of X at once, 1 KiB row stride) took about
       // 4x the 64-float panels' pack (bench-gemm, twenty-fifth session).
       const long n_sb = (PW + QG - 1) / QG, n_r = (R + 127) / 128;
-#pragma omp parallel for num_threads(nthreads) schedule(static)
-      for (long t = 0; t < long(n_panels) * n_sb * n_r; ++t) {
-        const int b = int(t / (n_sb * n_r)), s0 = int(t / n_r % n_sb) * QG, r0 = int(t % n_r) * 128;
-        const int q0 = b * PW, qn = std::min(PW, Q - q0);
-        if (s0 >= qn) continue;
-        tstore(X + std::size_t(q0 + s0) * ldx + r0, ldx, std::min(QG, qn - s0), std::min(128, R - r0),
-               dst + std::size_t(b) * R * LP + std::size_t(r0) * LP + s0, std::size_t(LP), 0.0f);
-      }
-    } else {  // rows in parallel (a single wide panel would otherwise be copied by one thread)
-#pragma omp parallel for num_threads(nthreads) schedule(static)
-      for (int r = 0; r < R; ++r)
-        for (int b = 0; b < n_panels; ++b) {
+      team(nthreads, [&] {
+#pragma omp for schedule(static)
+        for (long t = 0; t < long(n_panels) * n_sb * n_r; ++t) {
+          const int b = int(t / (n_sb * n_r)), s0 = int(t / n_r % n_sb) * QG, r0 = int(t % n_r) * 128;
           const int q0 = b * PW, qn = std::min(PW, Q - q0);
-          std::memcpy(dst + std::size_t(b) * R * LP + std::size_t(r) * LP, X + std::size_t(r) * ldx + q0,
-                      std::size_t(qn) * sizeof(float));
+          if (s0 >= qn) continue;
+          tstore(X + std::size_t(q0 + s0) * ldx + r0, ldx, std::min(QG, qn - s0), std::min(128, R - r0),
+                 dst + std::size_t(b) * R * LP + std::size_t(r0) * LP + s0, std::size_t(LP), 0.0f);
         }
+      });
+    } else {  // rows in parallel (a single wide panel would otherwise be copied by one thread)
+      team(nthreads, [&] {
+#pragma omp for schedule(static)
+        for (int r = 0; r < R; ++r)
+          for (int b = 0; b < n_panels; ++b) {
+            const int q0 = b * PW, qn = std::min(PW, Q - q0);
+            std::memcpy(dst + std::size_t(b) * R * LP + std::size_t(r) * LP, X + std::size_t(r) * ldx + q0,
+                        std::size_t(qn) * sizeof(float));
+          }
+      });
     }
     pack_key_ = key;
     pack_valid_ = true;
@@ -442,8 +465,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     auto scatter_for = [&](int qn) { return avx512_ && qn > 8 ? detail::scatter_ell_u8_avx512 : scatter_narrow; };
     if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
     stats_.scattered = true;
-#pragma omp parallel num_threads(nthreads)
-    {
+    team(nthreads, [&] {
       std::vector<float>& buf = scatter_out_[std::size_t(omp_get_thread_num())];
       buf.resize(block * G + 16);
       float* O = first_line(buf.data());
@@ -502,7 +524,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           }
         }
       }
-    }
+    });
     stats_.compute_s = now_s() - t0;
     return;
   }
@@ -521,25 +543,27 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     const int n_rb = int((n_rt + std::uint32_t(rg_tiles) - 1) / std::uint32_t(rg_tiles));
     stats_.r_blocks = n_rb;
     const bool ow = beta_k == 0.0f;
-    for (int q0 = 0; q0 < Q; q0 += wide_q) {
-      const int qn = std::min(wide_q, Q - q0);
-      const float* dp = D + std::size_t(q0 / wide_q) * panel_stride;
-      for (int rb = 0; rb < n_rb; ++rb) {
-        const std::uint32_t tb0 = std::uint32_t(rb * rg_tiles), tb1 = std::min(n_rt, tb0 + std::uint32_t(rg_tiles));
-        const bool write = rb == 0 && ow;  // rows without non-zeros in the block are written too
-#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 16)
-        for (long b = 0; b < long(n_bands); ++b) {
-          const detail::EllTileRef* first = refs.data() + roff[std::size_t(b)];
-          const detail::EllTileRef* last = refs.data() + roff[std::size_t(b) + 1];
-          const detail::EllTileRef* lo = std::lower_bound(first, last, tb0 * g.tile_cols, base_below);
-          const detail::EllTileRef* hi = std::lower_bound(lo, last, tb1 * g.tile_cols, base_below);
-          if (lo == hi && !write) continue;
-          detail::gather_ell_u8_avx512(lo, int(hi - lo), int(g.r_eff(std::uint32_t(b))),
-                                       alpha, dp, ldd, c.C + std::size_t(b) * p_tile * c.ldc + q0, std::size_t(c.ldc), qn,
-                                       write);
+    // One team for all blocks; the barrier that ends each block's `omp for` orders the blocks' additions.
+    team(nthreads, [&] {
+      for (int q0 = 0; q0 < Q; q0 += wide_q) {
+        const int qn = std::min(wide_q, Q - q0);
+        const float* dp = D + std::size_t(q0 / wide_q) * panel_stride;
+        for (int rb = 0; rb < n_rb; ++rb) {
+          const std::uint32_t tb0 = std::uint32_t(rb * rg_tiles), tb1 = std::min(n_rt, tb0 + std::uint32_t(rg_tiles));
+          const bool write = rb == 0 && ow;  // rows without non-zeros in the block are written too
+#pragma omp for schedule(dynamic, 16)
+          for (long b = 0; b < long(n_bands); ++b) {
+            const detail::EllTileRef* first = refs.data() + roff[std::size_t(b)];
+            const detail::EllTileRef* last = refs.data() + roff[std::size_t(b) + 1];
+            const detail::EllTileRef* lo = std::lower_bound(first, last, tb0 * g.tile_cols, base_below);
+            const detail::EllTileRef* hi = std::lower_bound(lo, last, tb1 * g.tile_cols, base_below);
+            if (lo == hi && !write) continue;
+            detail::gather_ell_u8_avx512(lo, int(hi - lo), int(g.r_eff(std::uint32_t(b))), alpha, dp, ldd,
+                                         c.C + std::size_t(b) * p_tile * c.ldc + q0, std::size_t(c.ldc), qn, write);
+          }
         }
       }
-    }
+    });
     stats_.compute_s = now_s() - t0;
     return;
   }
@@ -594,8 +618,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
     double lists_s = 0;
-#pragma omp parallel num_threads(nthreads) reduction(+ : lists_s)
-    {
+    team(nthreads, [&] {
       std::vector<detail::Entry>& ent = group_ent_[std::size_t(omp_get_thread_num())];
       std::vector<std::size_t> cursor(n_rt);
       std::vector<std::uint32_t> cnt;
@@ -605,7 +628,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
       std::vector<detail::EllTileRef> refs;
       std::vector<std::size_t> roff;
       std::uint32_t lo[kSub], hi[kSub];
-#pragma omp for schedule(dynamic, 1)
+      double thread_lists_s = 0;
+#pragma omp for schedule(dynamic, 1) nowait
       for (long gi = 0; gi < n_groups; ++gi) {
         const double tg = now_s();
         const std::uint32_t b0 = gbounds[std::size_t(gi)], b1 = gbounds[std::size_t(gi) + 1];
@@ -671,7 +695,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
             build_rows(s, b, alpha, u8idx, ent.data(), ne, rb, re, cursor);
           }
         }
-        lists_s += now_s() - tg;
+        thread_lists_s += now_s() - tg;
         for (int q0 = 0; q0 < Q; q0 += QG) {
           const int qn = std::min(QG, Q - q0);
           const float* dp = D + std::size_t(q0 / QG) * panel_stride;
@@ -704,7 +728,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           }
         }
       }
-    }
+#pragma omp atomic
+      lists_s += thread_lists_s;
+    });
     stats_.lists_s = lists_s;
     stats_.compute_s = now_s() - t0;
     return;
@@ -718,8 +744,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     detail::Entry* e = ent_.data();
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
-#pragma omp parallel num_threads(nthreads)
-    {
+    team(nthreads, [&] {
       std::vector<std::size_t> cursor(n_rt);
       std::vector<std::uint32_t> cnt;
 #pragma omp for schedule(dynamic, 4)
@@ -734,7 +759,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           build_rows(s, std::uint32_t(b), alpha, u8idx, e, off[b], rb, re, cursor);
         }
       }
-    }
+    });
   }
   stats_.lists_s = now_s() - tl;
   // (2) Gather (several R blocks): for each block of kGatherQ along Q and block of KB along R (D's slice,
@@ -750,8 +775,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   std::uint32_t* bounds = bounds_.data();
   const std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
   const detail::Entry* ep = ent_.data();
-#pragma omp parallel num_threads(nthreads)
-  {
+  team(nthreads, [&] {
 #pragma omp for schedule(static)
     for (int p = 0; p < P; ++p) {
       std::uint32_t* bp = bounds + std::size_t(p) * (nkb + 1);
@@ -801,7 +825,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
         }
       }
     }
-  }
+  });
   stats_.compute_s = now_s() - t0;
 }
 

@@ -6,6 +6,7 @@
 // worst-case error of recursive summation (Higham, "Accuracy and Stability of Numerical Algorithms", 3.1)
 // for the two results, with margin.
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -966,6 +967,33 @@ TEST(TileSparseGemm, CompactOrientationAndRunCompacted) {
   EXPECT_EQ(el.last_stats().wide_panel_floats, 0);
   EXPECT_FALSE(el.last_stats().direct_rows);
   for (std::size_t i = 0; i < R.size(); ++i) ASSERT_NEAR(C2[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << i;
+}
+
+// An engine of one thread runs its loops on the calling thread without entering a parallel region (an empty
+// one-thread region costs 1-2 us in libgomp). Called from inside a caller's active parallel region, those
+// loops must still be its own: bound to the caller's team instead, the two callers below would split (or wait
+// at) each other's work-sharing loops.
+TEST(TileSparseGemm, OneThreadEnginesInsideACallersParallelRegion) {
+  const std::vector<Case> cases = {
+      {SparseOperand::A, Op::T, Op::T, 640, 40, 480, 0.9},  // train forward: row gather of op(A), R blocks
+      {SparseOperand::A, Op::T, Op::T, 48, 40, 480, 0.9},   // train forward, few rows: scatter kernel
+      {SparseOperand::A, Op::N, Op::N, 300, 200, 40, 0.9},  // backward-data: wide direct gather, row groups
+      {SparseOperand::A, Op::N, Op::N, 200, 24, 300, 0.9},  // backward-weight: direct gather
+      {SparseOperand::B, Op::N, Op::N, 40, 300, 200, 0.9},  // row lists, C^T
+      {SparseOperand::B, Op::T, Op::N, 200, 300, 40, 0.9},
+      {SparseOperand::A, Op::N, Op::T, 120, 70, 2600, 0.9}};  // several R blocks (kSlice256K): row lists + bounds
+  int callers = 0;
+#pragma omp parallel num_threads(2) reduction(+ : callers)
+  {
+    callers = omp_get_num_threads() == 2 ? 1 : 0;
+    std::mt19937 rng(100 + unsigned(omp_get_thread_num()));
+    TileSparseOptions o;
+    o.num_threads = 1;
+    o.gather_slice_bytes = kSlice256K;
+    for (int rep = 0; rep < 2; ++rep)
+      for (const Case& cs : cases) check_case(cs, o, rng);
+  }
+  EXPECT_EQ(callers, 2);
 }
 
 TEST(TileSparseGemm, FactoryByName) {
