@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
@@ -13,6 +14,7 @@
 #include <string>
 #include <stdexcept>
 
+#include "spartan/common/aligned.h"
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/build_info.h"
 #include "spartan/common/cli.h"
@@ -20,6 +22,25 @@
 
 namespace fs = std::filesystem;
 using namespace spartan;
+
+// Small blocks (heap) and large ones (glibc maps those, 16 bytes into a page) both start on a 64-byte line,
+// after construction, growth and copies alike.
+TEST(AlignedVector, DataStartsOnACacheLineWhateverTheSize) {
+  auto line = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % spartan::kCacheLineBytes; };
+  for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(17), std::size_t(1000), std::size_t(1) << 16,
+                        std::size_t(3) << 20}) {
+    spartan::AlignedVector<float> v(n, 1.0f);
+    EXPECT_EQ(line(v.data()), 0u) << n;
+    v.resize(n * 2 + 5);
+    EXPECT_EQ(line(v.data()), 0u) << n;
+    EXPECT_EQ(v[0], 1.0f);
+    const spartan::AlignedVector<float> copy = v;
+    EXPECT_EQ(line(copy.data()), 0u) << n;
+    EXPECT_EQ(copy.size(), n * 2 + 5);
+  }
+  // n * sizeof(T) would wrap: refused instead of allocating a few bytes.
+  EXPECT_THROW(spartan::CacheLineAllocator<float>().allocate(SIZE_MAX / 2), std::bad_alloc);
+}
 
 TEST(AtomicFile, CommitRenamesAndAbortLeavesNothing) {
   fs::path dir = fs::temp_directory_path() / ("spartan_common_" + std::to_string(::getpid()));

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "shapes.h"
+#include "spartan/common/aligned.h"
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/cli.h"
 #include "spartan/common/cli_checks.h"
@@ -193,7 +194,7 @@ int run_trace(const std::string& path, TileSparseEngine& engine, TileSparseEngin
     const std::int64_t batch = L.input[0], M = L.fwd.M, N = L.fwd.N, K = L.fwd.K;
     if (M != batch * g.OH * g.OW || K != g.C * g.KH * g.KW || std::int64_t(x.size()) != batch * g.C * g.H * g.W)
       throw InputError(path + ": layer " + std::to_string(L.index) + ": act / im2col / gemm shapes disagree");
-    std::vector<float> A(std::size_t(M) * K, 0.0f), B(std::size_t(K) * N), C(std::size_t(M) * N);
+    AlignedVector<float> A(std::size_t(M) * K, 0.0f), B(std::size_t(K) * N), C(std::size_t(M) * N);
     for (std::int64_t b = 0; b < batch; ++b)
       for (std::int64_t oy = 0; oy < g.OH; ++oy)
         for (std::int64_t ox = 0; ox < g.OW; ++ox) {
@@ -420,9 +421,11 @@ int main(int argc, char** argv) {
     for (const auto& s : shapes) {
       const int ar = s.op_a == Op::N ? s.M : s.K, ac = s.op_a == Op::N ? s.K : s.M;
       const int br = s.op_b == Op::N ? s.K : s.N, bc = s.op_b == Op::N ? s.N : s.K;
-      std::vector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C(std::size_t(s.M) * s.N);
-      std::vector<float>& dense = s.sparse == SparseOperand::A ? B : A;
-      std::vector<float>& sparse = s.sparse == SparseOperand::A ? A : B;
+      // 64-byte aligned, as spartan-train's activation and GEMM buffers (Tensor, Conv2d: spartan/common/aligned.h);
+      // its weights are not, but they are packed once per version (forward, backward-data) whatever their address.
+      AlignedVector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C(std::size_t(s.M) * s.N);
+      AlignedVector<float>& dense = s.sparse == SparseOperand::A ? B : A;
+      AlignedVector<float>& sparse = s.sparse == SparseOperand::A ? A : B;
       for (auto& v : dense) v = u(rng);
       const std::uint64_t weights_version = ++versions;
       for (double sparsity : sp) {

@@ -7,7 +7,7 @@ namespace spartan::train {
 
 namespace {
 
-void he_normal(std::vector<float>& w, int fan_in, std::mt19937_64& rng) {
+void he_normal(AlignedVector<float>& w, int fan_in, std::mt19937_64& rng) {
   std::normal_distribution<float> dist(0.0f, std::sqrt(2.0f / static_cast<float>(fan_in)));
   for (float& v : w) v = dist(rng);
 }
@@ -226,7 +226,7 @@ Tensor Linear::backward(const Tensor& dy, Context& ctx) {
     for (int n = 0; n < dy.n; ++n) s += dy.v[std::size_t(n) * out + o];
     bias.grad[o] = static_cast<float>(s);
   }
-  std::vector<float> dwt(std::size_t(in) * out);
+  AlignedVector<float> dwt(std::size_t(in) * out);
   gemm::GemmCall cw;  // dW^T[in x out] = x^T[in x N] * dy[N x out]
   cw.op_a = gemm::Op::T;
   cw.M = in; cw.N = out; cw.K = dy.n;

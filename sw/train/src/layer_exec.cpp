@@ -26,12 +26,14 @@ float* saved(const std::shared_ptr<Buffer>& b, const Executor& ex, const char* l
   return b->as<float>();
 }
 
-void upload_vec(Executor& ex, std::shared_ptr<Buffer>& b, const std::vector<float>& v) {
+template <class Vec>  // std::vector<float> or AlignedVector<float>
+void upload_vec(Executor& ex, std::shared_ptr<Buffer>& b, const Vec& v) {
   b = ex.alloc(v.size() * sizeof(float));
   ex.upload(b->ptr(), v.data(), v.size() * sizeof(float));
 }
 
-void download_vec(Executor& ex, const std::shared_ptr<Buffer>& b, std::vector<float>& v) {
+template <class Vec>
+void download_vec(Executor& ex, const std::shared_ptr<Buffer>& b, Vec& v) {
   if (b) ex.download(v.data(), b->ptr(), v.size() * sizeof(float));
 }
 

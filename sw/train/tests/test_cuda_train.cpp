@@ -68,13 +68,13 @@ struct Recorder : TrainObserver {
   std::vector<GemmTiming> timings0;
   bool wants_capture(std::int64_t it) override { return it == 0; }
   void on_capture(std::int64_t, Model& m, const std::vector<GemmTiming>& t) override {
-    for (const GemmLayer* g : m.gemm_layers()) act0.push_back(g->input().v);
+    for (const GemmLayer* g : m.gemm_layers()) act0.emplace_back(g->input().v.begin(), g->input().v.end());
     for (Param* p : m.params()) {  // before the weight update: the gradients of identical weights and input
       std::vector<float> g(p->grad.size());
       if (ex)
         ex->download(g.data(), p->d_grad->ptr(), g.size() * sizeof(float));
       else
-        g = p->grad;
+        g.assign(p->grad.begin(), p->grad.end());
       grad0.push_back(std::move(g));
       grad_names.push_back(p->name);
     }

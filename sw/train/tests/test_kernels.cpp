@@ -36,10 +36,11 @@ Tensor random_tensor(int n, int c, int h, int w, std::mt19937_64& rng, double ze
 
 std::vector<float> down(Executor& ex, Tensor t) {
   fetch_host(ex, t);
-  return t.v;
+  return std::vector<float>(t.v.begin(), t.v.end());
 }
 
-void expect_same(const std::vector<float>& cpu, const std::vector<float>& ref, double rel, const std::string& what) {
+template <class VecA, class VecB>  // std::vector<float> or AlignedVector<float> (Tensor::v, Param::value)
+void expect_same(const VecA& cpu, const VecB& ref, double rel, const std::string& what) {
   ASSERT_EQ(cpu.size(), ref.size()) << what;
   std::size_t bad = 0;
   for (std::size_t i = 0; i < cpu.size(); ++i) {
@@ -346,7 +347,7 @@ struct LossRecorder : TrainObserver {
   void on_capture(std::int64_t, Model& m, const std::vector<GemmTiming>& t) override {
     EXPECT_EQ(t.size(), 3 * m.gemm_layers().size());
     for (const GemmLayer* g : m.gemm_layers()) {
-      captured.push_back(g->input().v);
+      captured.emplace_back(g->input().v.begin(), g->input().v.end());
       if (g->next_relu) captured.emplace_back(g->bwd_operand_mask().begin(), g->bwd_operand_mask().end());
     }
   }

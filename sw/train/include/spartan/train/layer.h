@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "spartan/common/aligned.h"
 #include "spartan/train/executor.h"
 #include "spartan/train/gemm_runner.h"
 #include "spartan/train/tensor.h"
@@ -30,7 +31,7 @@ int window_output_size(int in, int k, int stride, int pad = 0);
 /// A trainable parameter with its gradient and SGD momentum buffer (same size).
 struct Param {
   std::string name;
-  std::vector<float> value, grad, velocity;
+  AlignedVector<float> value, grad, velocity;  ///< value: a GEMM operand (spartan/common/aligned.h)
   bool weight_decay = true;  ///< false for biases and batch-norm shift/scale
   /// Executor copies of value / grad / velocity (Layer::to_exec); null on the CPU path.
   std::shared_ptr<Buffer> d_value, d_grad, d_velocity;
@@ -140,7 +141,7 @@ class Conv2d final : public GemmLayer {
   Tensor forward_exec(const Tensor& x, Context& ctx);
   Tensor backward_exec(const Tensor& dy, Context& ctx);
   Tensor x_, yshape_;
-  std::vector<float> col_, ytmp_, dwt_;
+  AlignedVector<float> col_, ytmp_, dwt_;  // GEMM operands: rows start on cache lines (spartan/common/aligned.h)
   std::shared_ptr<Buffer> d_col_, d_ytmp_, d_dwt_;
 };
 

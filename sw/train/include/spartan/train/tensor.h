@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "spartan/common/aligned.h"
+
 namespace spartan::train {
 
 class Buffer;
@@ -15,7 +17,7 @@ class Buffer;
 /// the layer that produced it returns) and `v` is empty unless fetched to the host (fetch_host, exec_tensor.h).
 struct Tensor {
   int n = 0, c = 0, h = 0, w = 0;
-  std::vector<float> v;
+  AlignedVector<float> v;  ///< 64-byte aligned: GEMM operands (spartan/common/aligned.h)
   std::shared_ptr<Buffer> buf;
 
   Tensor() = default;
