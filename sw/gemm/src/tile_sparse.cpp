@@ -367,9 +367,13 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   }
   // The R-blocked loop also takes a B of several wide panels (Q > wide_q): it goes panel by panel through all
   // bands, so that each panel of B comes from memory once, where the row-group loop below visits every panel
-  // once per group of >= 64 rows (VGG-16 conv5_2 backward-data: 9.4 MB of W read four times).
-  if (wide_q > 0 && (op_tiles || nkb > 1 || Q > wide_q ||
-                     double(R) * wide_q * sizeof(float) > 1.25 * double(gather_slice_bytes())))
+  // once per group of >= 64 rows (VGG-16 conv5_2 backward-data: 9.4 MB of W read four times). A panel within
+  // 1.25 slices stays one R block there, as in the row-group loop (a second block would add into C again:
+  // VGG-16 conv4_2 backward-weight, 9.4 MB of C, took 1.1x the time).
+  const bool one_block = !op_tiles && nkb == 1 && double(R) * wide_q * sizeof(float) <= 1.25 * double(gather_slice_bytes());
+  if (wide_q > 0 && Q > wide_q && one_block)
+    rg_tiles = int(n_rt);
+  else if (wide_q > 0 && !one_block)
     rg_tiles = int(std::max<std::size_t>(1, gather_slice_bytes() / (std::size_t(r_tile) * wide_q * sizeof(float))));
   stats_.wide_panel_floats = wide_q;
   // Panel width of D: kGatherQ floats, or the wide gather's panel. The wide gather reads B in place only
