@@ -116,7 +116,9 @@ struct TileSparseOptions {
   /// its dense elements is DENSE (dense micro-kernel). false: the threshold alone decides.
   bool dense_if_not_smaller = true;
   Isa isa = Isa::Auto;  ///< Auto: Avx512 when the CPU has AVX-512F, else AVX2+FMA when it has them, else portable
-  int num_threads = 0;  ///< OpenMP threads for the sparse part; 0 = OpenMP default
+  /// OpenMP threads for the sparse part; 0 = OpenMP default. With 1 (outside an active parallel region) the
+  /// engine enters no parallel region at all: libgomp's futex calls for a one-thread region cost 1-2 us.
+  int num_threads = 0;
   /// Call-level guard: when the whole operand's density (nnz / elements) is >= threshold, run one sgemm
   /// of the whole call (the calibrated crossover says dense wins on average; mixed tiles would otherwise
   /// fragment the dense part into many small sgemm calls). Tile counts are still reported.
