@@ -421,8 +421,7 @@ int main(int argc, char** argv) {
     for (const auto& s : shapes) {
       const int ar = s.op_a == Op::N ? s.M : s.K, ac = s.op_a == Op::N ? s.K : s.M;
       const int br = s.op_b == Op::N ? s.K : s.N, bc = s.op_b == Op::N ? s.N : s.K;
-      // 64-byte aligned, as spartan-train's activation and GEMM buffers (Tensor, Conv2d: spartan/common/aligned.h);
-      // its weights are not, but they are packed once per version (forward, backward-data) whatever their address.
+      // 64-byte aligned, as spartan-train's tensors, parameters and GEMM buffers (spartan/common/aligned.h).
       AlignedVector<float> A(std::size_t(ar) * ac), B(std::size_t(br) * bc), C(std::size_t(s.M) * s.N);
       AlignedVector<float>& dense = s.sparse == SparseOperand::A ? B : A;
       AlignedVector<float>& sparse = s.sparse == SparseOperand::A ? A : B;

@@ -61,21 +61,69 @@ void prefetch_rows_l2(const float* D, std::size_t ldd, int r0, int r1, int qn) {
   }
 }
 
-// Runs body() on a team of nthreads OpenMP threads, or straight on the calling thread when nthreads is 1 and
-// no active parallel region encloses the call; the body's `omp for` loops are then orphaned and run all their
-// iterations on that thread (inside an active region they would bind to the enclosing team, so a team of one
-// is made there as before). Entering a parallel region costs libgomp futex system calls even for a team of
-// one: 1.1-2.3 us per region in this project's KVM guest (900,000 futex calls for 600,000 one-thread regions
-// under strace), a fifth to a third of a vgg-s GEMM at 97 % sparsity (docs/bench/gemm.md, twenty-sixth
-// session).
+// The work-sharing of one team() body: with several threads each loop is an OpenMP `omp for` of the team's
+// region (ending in its implicit barrier unless nowait); serial, it is a plain loop and no OpenMP construct runs
+// at all, so that an engine of one thread may be called from anywhere: inside a caller's parallel region,
+// active or not, or inside one of the caller's own work-sharing loops (where an orphaned `omp for` of ours
+// would bind to the caller's team and share, or skip, its iterations). thread() indexes per-thread buffers.
+class Team {
+ public:
+  explicit Team(bool serial) : serial_(serial) {}
+  int thread() const { return serial_ ? 0 : omp_get_thread_num(); }
+  template <class F>
+  void for_static(long n, F&& f) const {
+    if (serial_) {
+      for (long i = 0; i < n; ++i) f(i);
+      return;
+    }
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; ++i) f(i);
+  }
+  template <class F>
+  void for_dynamic(long n, int chunk, F&& f) const {
+    if (serial_) {
+      for (long i = 0; i < n; ++i) f(i);
+      return;
+    }
+#pragma omp for schedule(dynamic, chunk)
+    for (long i = 0; i < n; ++i) f(i);
+  }
+  template <class F>
+  void for_dynamic_nowait(long n, int chunk, F&& f) const {
+    if (serial_) {
+      for (long i = 0; i < n; ++i) f(i);
+      return;
+    }
+#pragma omp for schedule(dynamic, chunk) nowait
+    for (long i = 0; i < n; ++i) f(i);
+  }
+  /// total += v, atomically in a team of several threads.
+  void accumulate(double& total, double v) const {
+    if (serial_) {
+      total += v;
+      return;
+    }
+#pragma omp atomic
+    total += v;
+  }
+
+ private:
+  bool serial_;
+};
+
+// Runs body(Team) on a team of nthreads OpenMP threads, or straight on the calling thread (Team serial) when
+// nthreads is 1. Entering a parallel region costs libgomp futex system calls even for a team of one: 1.1-1.2 us
+// per empty region in this project's KVM guest, 2.2-2.4 us with a work-sharing loop inside (900,000 futex calls
+// for 600,000 one-thread regions under strace), a third of a vgg-s GEMM at 97 % sparsity (docs/bench/gemm.md,
+// twenty-sixth session).
 template <class Body>
 void team(int nthreads, Body&& body) {
-  if (nthreads <= 1 && !omp_in_parallel()) {
-    body();
+  if (nthreads <= 1) {
+    body(Team(true));
     return;
   }
 #pragma omp parallel num_threads(nthreads)
-  body();
+  body(Team(false));
 }
 
 struct Stored {  // the stored sparse operand
@@ -405,12 +453,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     pack_.resize(std::size_t(R) * LP * n_panels + 16);
     float* dst = pack_base();
     if (trans_d && wide_q == 0) {
-      team(nthreads, [&] {
-#pragma omp for schedule(static)
-        for (int b = 0; b < n_panels; ++b) {
-          const int q0 = b * PW, qn = std::min(PW, Q - q0);
+      team(nthreads, [&](const Team& tm) {
+        tm.for_static(n_panels, [&](long b) {
+          const int q0 = int(b) * PW, qn = std::min(PW, Q - q0);
           tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + std::size_t(b) * R * PW, std::size_t(PW), 0.0f);
-        }
+        });
       });
     } else if (trans_d) {
       // Wide panels: blocks of 64 rows of X by 128 of its columns (in parallel: they write disjoint panel
@@ -418,25 +465,24 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
       // 8-row passes; one transposed store per panel (up to 384 rows of X at once, 1 KiB row stride) took about
       // 4x the 64-float panels' pack (bench-gemm, twenty-fifth session).
       const long n_sb = (PW + QG - 1) / QG, n_r = (R + 127) / 128;
-      team(nthreads, [&] {
-#pragma omp for schedule(static)
-        for (long t = 0; t < long(n_panels) * n_sb * n_r; ++t) {
+      team(nthreads, [&](const Team& tm) {
+        tm.for_static(long(n_panels) * n_sb * n_r, [&](long t) {
           const int b = int(t / (n_sb * n_r)), s0 = int(t / n_r % n_sb) * QG, r0 = int(t % n_r) * 128;
           const int q0 = b * PW, qn = std::min(PW, Q - q0);
-          if (s0 >= qn) continue;
+          if (s0 >= qn) return;
           tstore(X + std::size_t(q0 + s0) * ldx + r0, ldx, std::min(QG, qn - s0), std::min(128, R - r0),
                  dst + std::size_t(b) * R * LP + std::size_t(r0) * LP + s0, std::size_t(LP), 0.0f);
-        }
+        });
       });
     } else {  // rows in parallel (a single wide panel would otherwise be copied by one thread)
-      team(nthreads, [&] {
-#pragma omp for schedule(static)
-        for (int r = 0; r < R; ++r)
+      team(nthreads, [&](const Team& tm) {
+        tm.for_static(R, [&](long r) {
           for (int b = 0; b < n_panels; ++b) {
             const int q0 = b * PW, qn = std::min(PW, Q - q0);
             std::memcpy(dst + std::size_t(b) * R * LP + std::size_t(r) * LP, X + std::size_t(r) * ldx + q0,
                         std::size_t(qn) * sizeof(float));
           }
+        });
       });
     }
     pack_key_ = key;
@@ -473,13 +519,12 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     auto scatter_for = [&](int qn) { return avx512_ && qn > 8 ? detail::scatter_ell_u8_avx512 : scatter_narrow; };
     if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
     stats_.scattered = true;
-    team(nthreads, [&] {
-      std::vector<float>& buf = scatter_out_[std::size_t(omp_get_thread_num())];
+    team(nthreads, [&](const Team& tm) {
+      std::vector<float>& buf = scatter_out_[std::size_t(tm.thread())];
       buf.resize(block * G + 16);
       float* O = first_line(buf.data());
       std::vector<char> has(std::size_t(G), 0);
-#pragma omp for schedule(dynamic, 1)
-      for (long gi = 0; gi < n_groups; ++gi) {
+      tm.for_dynamic(n_groups, 1, [&](long gi) {
         const std::uint32_t b0 = std::uint32_t(gi) * std::uint32_t(G), b1 = std::min(n_bands, b0 + std::uint32_t(G));
         bool write = false;
         for (std::uint32_t b = b0; b < b1; ++b) {
@@ -491,7 +536,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           has[b - b0] = any;
           write |= any || beta_k != 1.0f;  // beta 1: C already holds beta * C + the dense runs
         }
-        if (!write) continue;
+        if (!write) return;
         for (int q0 = 0; q0 < Q; q0 += QS) {
           const int qn = std::min(QS, Q - q0);
           const detail::ScatterEllFn scatter = scatter_for(qn);
@@ -531,7 +576,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
             }
           }
         }
-      }
+      });
     });
     stats_.compute_s = now_s() - t0;
     return;
@@ -541,6 +586,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     // rg_tiles tile columns (the panel's rows of the block stay in L2), every band's tiles of the block are
     // gathered into its C rows: the first block writes C (beta 0) or adds to it, the later ones add.
     stats_.direct_rows = true;
+    stats_.wide_r_blocked = true;
     std::vector<detail::EllTileRef> refs;  // per band in column order: base ascends
     std::vector<std::size_t> roff(std::size_t(n_bands) + 1, 0);
     for (std::uint32_t b = 0; b < n_bands; ++b) {
@@ -552,23 +598,22 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     stats_.r_blocks = n_rb;
     const bool ow = beta_k == 0.0f;
     // One team for all blocks; the barrier that ends each block's `omp for` orders the blocks' additions.
-    team(nthreads, [&] {
+    team(nthreads, [&](const Team& tm) {
       for (int q0 = 0; q0 < Q; q0 += wide_q) {
         const int qn = std::min(wide_q, Q - q0);
         const float* dp = D + std::size_t(q0 / wide_q) * panel_stride;
         for (int rb = 0; rb < n_rb; ++rb) {
           const std::uint32_t tb0 = std::uint32_t(rb * rg_tiles), tb1 = std::min(n_rt, tb0 + std::uint32_t(rg_tiles));
           const bool write = rb == 0 && ow;  // rows without non-zeros in the block are written too
-#pragma omp for schedule(dynamic, 16)
-          for (long b = 0; b < long(n_bands); ++b) {
+          tm.for_dynamic(long(n_bands), 16, [&](long b) {
             const detail::EllTileRef* first = refs.data() + roff[std::size_t(b)];
             const detail::EllTileRef* last = refs.data() + roff[std::size_t(b) + 1];
             const detail::EllTileRef* lo = std::lower_bound(first, last, tb0 * g.tile_cols, base_below);
             const detail::EllTileRef* hi = std::lower_bound(lo, last, tb1 * g.tile_cols, base_below);
-            if (lo == hi && !write) continue;
+            if (lo == hi && !write) return;
             detail::gather_ell_u8_avx512(lo, int(hi - lo), int(g.r_eff(std::uint32_t(b))), alpha, dp, ldd,
                                          c.C + std::size_t(b) * p_tile * c.ldc + q0, std::size_t(c.ldc), qn, write);
-          }
+          });
         }
       }
     });
@@ -626,19 +671,18 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
     double lists_s = 0;
-    team(nthreads, [&] {
-      std::vector<detail::Entry>& ent = group_ent_[std::size_t(omp_get_thread_num())];
+    team(nthreads, [&](const Team& tm) {
+      std::vector<detail::Entry>& ent = group_ent_[std::size_t(tm.thread())];
       std::vector<std::size_t> cursor(n_rt);
       std::vector<std::uint32_t> cnt;
-      std::vector<float>& local = piece_buf_[std::size_t(omp_get_thread_num())];
+      std::vector<float>& local = piece_buf_[std::size_t(tm.thread())];
       if (local.size() < (sp_a ? 0 : std::size_t(piece_rows) * QG)) local.resize(std::size_t(piece_rows) * QG);
       std::vector<float>& big = local;  // the direct row gather's C^T staging (the two paths never mix)
       std::vector<detail::EllTileRef> refs;
       std::vector<std::size_t> roff;
       std::uint32_t lo[kSub], hi[kSub];
       double thread_lists_s = 0;
-#pragma omp for schedule(dynamic, 1) nowait
-      for (long gi = 0; gi < n_groups; ++gi) {
+      tm.for_dynamic_nowait(n_groups, 1, [&](long gi) {
         const double tg = now_s();
         const std::uint32_t b0 = gbounds[std::size_t(gi)], b1 = gbounds[std::size_t(gi) + 1];
         const int p0 = int(b0 * p_tile), p1 = int(std::min<std::int64_t>(P, std::int64_t(b1) * p_tile));
@@ -652,6 +696,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           }
           if (!sp_a && big.size() < std::size_t(p1 - p0) * QG) big.resize(std::size_t(p1 - p0) * QG);
           if (wide_q > 0) {  // C rows, one pass over each ELL row per wide panel
+            assert(Q <= wide_q);  // (several wide panels take the R-blocked loop above)
             for (int q0 = 0; q0 < Q; q0 += wide_q) {
               const int qn = std::min(wide_q, Q - q0);
               for (std::uint32_t b = b0; b < b1; ++b) {
@@ -661,7 +706,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
                                              c.C + std::size_t(pb) * c.ldc + q0, std::size_t(c.ldc), qn, ow);
               }
             }
-            continue;
+            return;
           }
           for (int q0 = 0; q0 < Q; q0 += QG) {
             const int qn = std::min(QG, Q - q0);
@@ -687,7 +732,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
                   tstore(lb, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + c0, std::size_t(c.ldc), beta_k);
               }
           }
-          continue;
+          return;
         }
         const std::size_t need = off[b1] - off[b0] + detail::kEntrySlack;
         if (ent.size() < need) ent.resize(need);
@@ -735,9 +780,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
                      std::size_t(c.ldc), beta_k);
           }
         }
-      }
-#pragma omp atomic
-      lists_s += thread_lists_s;
+      });
+      tm.accumulate(lists_s, thread_lists_s);
     });
     stats_.lists_s = lists_s;
     stats_.compute_s = now_s() - t0;
@@ -752,11 +796,10 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     detail::Entry* e = ent_.data();
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
-    team(nthreads, [&] {
+    team(nthreads, [&](const Team& tm) {
       std::vector<std::size_t> cursor(n_rt);
       std::vector<std::uint32_t> cnt;
-#pragma omp for schedule(dynamic, 4)
-      for (long b = 0; b < long(n_bands); ++b) {
+      tm.for_dynamic(long(n_bands), 4, [&](long b) {
         if (off[b] == off[b + 1]) {  // no sparse tile: empty rows
           const std::uint32_t p0 = std::uint32_t(b) * p_tile, p1 = std::min(std::uint32_t(P), p0 + p_tile);
           std::fill(rb + p0, rb + p1, std::uint32_t(off[b]));
@@ -766,7 +809,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
         } else {
           build_rows(s, std::uint32_t(b), alpha, u8idx, e, off[b], rb, re, cursor);
         }
-      }
+      });
     });
   }
   stats_.lists_s = now_s() - tl;
@@ -783,9 +826,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   std::uint32_t* bounds = bounds_.data();
   const std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
   const detail::Entry* ep = ent_.data();
-  team(nthreads, [&] {
-#pragma omp for schedule(static)
-    for (int p = 0; p < P; ++p) {
+  team(nthreads, [&](const Team& tm) {
+    tm.for_static(P, [&](long p_i) {
+      const int p = int(p_i);
       std::uint32_t* bp = bounds + std::size_t(p) * (nkb + 1);
       std::uint32_t k = rb[p];
       const std::uint32_t end = re[p];
@@ -796,7 +839,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
         bp[b] = k;
       }
       bp[nkb] = end;
-    }
+    });
     std::uint32_t lo[kSub], hi[kSub];
     for (int q0 = 0; q0 < Q; q0 += QG) {
       const int qn = std::min(QG, Q - q0);
@@ -804,8 +847,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
         const bool ow = b == 0 && ow_first;
         prefetch_rows_l2(D + std::size_t(q0 / QG) * panel_stride, ldd, b * KB, std::min(R, (b + 1) * KB),
                          ldd == std::size_t(QG) ? QG : qn);
-#pragma omp for schedule(dynamic, 4)
-        for (int ci = 0; ci < n_chunks; ++ci) {
+        tm.for_dynamic(n_chunks, 4, [&](long ci_i) {
+          const int ci = int(ci_i);
           const int p0 = ci * kSub, rows = std::min(kSub, P - p0);
           bool any = false;
           for (int j = 0; j < rows; ++j) {
@@ -813,16 +856,16 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
             lo[j] = bp[0], hi[j] = bp[1];
             any |= bp[0] != bp[1];
           }
-          if (!any && !ow) continue;
+          if (!any && !ow) return;
           const float* dp = D + std::size_t(q0 / QG) * panel_stride;
           float* out = sp_a ? c.C + std::size_t(p0) * c.ldc + q0 : tmp + std::size_t(p0) * QG;
           gather(lo, hi, ep, rows, dp, ldd, out, sp_a ? std::size_t(c.ldc) : std::size_t(QG), qn, ow);
-        }
+        });
       }
       if (!sp_a) {  // C[q0 + i][p] = tmp[p][i] (+ beta * C): pieces of P in parallel
         const int piece = stream ? kSub : piece_rows, n_pieces = (P + piece - 1) / piece;
-#pragma omp for schedule(static)
-        for (int ci = 0; ci < n_pieces; ++ci) {
+        tm.for_static(n_pieces, [&](long ci_i) {
+          const int ci = int(ci_i);
           const int p0 = ci * piece, rows = std::min(piece, P - p0);
           if (stream)
             detail::transpose_store_stream_avx2(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn,
@@ -830,7 +873,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           else
             tstore(tmp + std::size_t(p0) * QG, std::size_t(QG), rows, qn, c.C + std::size_t(q0) * c.ldc + p0,
                    std::size_t(c.ldc), beta_k);
-        }
+        });
       }
     }
   });

@@ -645,7 +645,7 @@ TEST(TileSparseGemm, Avx512WideRowGatherBitIdenticalToAvx2Direct) {
         TileSparseEngine e2(o);
         o.isa = Isa::Avx512;
         o.rows_kernel = RowsKernel::Auto;
-        o.num_threads = si % 2 == 0 ? 1 : 2;  // row groups split between threads: same C
+        o.num_threads = si % 2 == 0 ? 1 : 2;  // row groups (or, Q > 384, bands) split between threads: same C
         TileSparseEngine e5(o);
         c.C = C2.data();
         e2.run(c);
@@ -674,6 +674,10 @@ TEST(TileSparseGemm, Avx512WideRowGatherBitIdenticalToAvx2Direct) {
 // (non-zeros >= kWideRowsMinReuse x R).
 TEST(TileSparseGemm, WideRowGatherAutoChoice) {
   std::mt19937 rng(68);
+  auto direct_of = [](TileSparseOptions x) {
+    x.rows_kernel = RowsKernel::Direct;
+    return x;
+  };
   TileSparseOptions o;
   o.threshold = 2.0;
   o.dense_if_not_smaller = false;
@@ -681,12 +685,28 @@ TEST(TileSparseGemm, WideRowGatherAutoChoice) {
   o.isa = isas().back();
   const bool w = TileSparseEngine(o).isa_name() == std::string("avx512");
   auto q_of = [&](const Case& cs, const TileSparseOptions& oo) { return check_case(cs, oo, rng).wide_panel_floats; };
-  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 100, 64, 300, 0.9}, o), w ? 64 : 0);
-  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 60, 600, 48, 0.9}, o), w ? 304 : 0);  // two panels
+  TileSparseStats st = check_case(Case{SparseOperand::A, Op::N, Op::N, 100, 64, 300, 0.9}, o, rng);
+  EXPECT_EQ(st.wide_panel_floats, w ? 64 : 0);
+  EXPECT_FALSE(st.wide_r_blocked);  // one panel, one R block: by row groups
+  // Two panels: panel by panel through all bands (each panel of B read once), one R block
+  st = check_case(Case{SparseOperand::A, Op::N, Op::N, 60, 600, 48, 0.9}, o, rng);
+  EXPECT_EQ(st.wide_panel_floats, w ? 304 : 0);
+  EXPECT_EQ(st.wide_r_blocked, w);
+  if (w) {
+    EXPECT_EQ(st.r_blocks, 1);
+  }
+  // ... also when a panel (256 floats x 300 rows, 300 KiB) exceeds the slice (256 KiB) but not 1.25 slices: one
+  // R block (a second would add into C again)
+  st = check_case(Case{SparseOperand::A, Op::N, Op::N, 60, 512, 300, 0.9}, direct_of(o), rng);
+  EXPECT_EQ(st.wide_panel_floats, w ? 256 : 0);
+  EXPECT_EQ(st.wide_r_blocked, w);
+  if (w) {
+    EXPECT_EQ(st.r_blocks, 1);
+  }
   // B of 200 x 512 floats (400 KiB) exceeds 1.25 slices, a 256-float panel (200 KiB) does not: wide with
   // 100 rows of A (about 1300 non-zeros >= 4 x 200), the lists with 10 rows (about 130)
   EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::N, 100, 512, 200, 0.9}, o), w ? 256 : 0);
-  TileSparseStats st = check_case(Case{SparseOperand::A, Op::N, Op::N, 10, 512, 200, 0.9}, o, rng);
+  st = check_case(Case{SparseOperand::A, Op::N, Op::N, 10, 512, 200, 0.9}, o, rng);
   EXPECT_EQ(st.wide_panel_floats, 0);
   EXPECT_FALSE(st.direct_rows);
   TileSparseOptions direct = o;  // forced Direct: wide panels whatever the reuse
@@ -730,6 +750,7 @@ TEST(TileSparseGemm, WideRowGatherAutoChoice) {
   EXPECT_EQ(st.wide_panel_floats, w ? 48 : 0);
   EXPECT_EQ(st.r_blocks, 2);
   EXPECT_EQ(st.direct_rows, w);
+  EXPECT_EQ(st.wide_r_blocked, w);
   EXPECT_FALSE(st.row_gather);
 }
 
@@ -969,31 +990,62 @@ TEST(TileSparseGemm, CompactOrientationAndRunCompacted) {
   for (std::size_t i = 0; i < R.size(); ++i) ASSERT_NEAR(C2[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << i;
 }
 
-// An engine of one thread runs its loops on the calling thread without entering a parallel region (an empty
-// one-thread region costs 1-2 us in libgomp). Called from inside a caller's active parallel region, those
-// loops must still be its own: bound to the caller's team instead, the two callers below would split (or wait
-// at) each other's work-sharing loops.
-TEST(TileSparseGemm, OneThreadEnginesInsideACallersParallelRegion) {
+// An engine of one thread runs its loops on the calling thread as plain loops, with no OpenMP construct (an
+// empty one-thread region costs 1-2 us in libgomp). Called from a caller's OpenMP constructs, those loops must
+// stay its own: as orphaned `omp for` loops they would bind to the caller's team and share (or skip, or wait at)
+// the caller's own work-sharing loops: inside an active region of two threads, inside an inactive region of one
+// (num_threads(1) with a dynamic schedule; sections), and inside an orphaned work-sharing loop outside any
+// region.
+TEST(TileSparseGemm, OneThreadEnginesInsideACallersOpenMpConstructs) {
   const std::vector<Case> cases = {
       {SparseOperand::A, Op::T, Op::T, 640, 40, 480, 0.9},  // train forward: row gather of op(A), R blocks
       {SparseOperand::A, Op::T, Op::T, 48, 40, 480, 0.9},   // train forward, few rows: scatter kernel
       {SparseOperand::A, Op::N, Op::N, 300, 200, 40, 0.9},  // backward-data: wide direct gather, row groups
+      {SparseOperand::A, Op::N, Op::N, 100, 520, 40, 0.9},  // two wide panels: panel by panel, one R block
       {SparseOperand::A, Op::N, Op::N, 200, 24, 300, 0.9},  // backward-weight: direct gather
       {SparseOperand::B, Op::N, Op::N, 40, 300, 200, 0.9},  // row lists, C^T
       {SparseOperand::B, Op::T, Op::N, 200, 300, 40, 0.9},
       {SparseOperand::A, Op::N, Op::T, 120, 70, 2600, 0.9}};  // several R blocks (kSlice256K): row lists + bounds
-  int callers = 0;
+  TileSparseOptions o;
+  o.num_threads = 1;
+  o.gather_slice_bytes = kSlice256K;
+  const int n = int(cases.size());
+  for (int mode = 0; mode < 4; ++mode) {
+    SCOPED_TRACE("caller construct " + std::to_string(mode));
+    std::vector<int> ran(std::size_t(n), 0);
+    auto call = [&](int i) {
+      std::mt19937 rng(100 + unsigned(i));
+      ++ran[std::size_t(i)];
+      check_case(cases[std::size_t(i)], o, rng);
+    };
+    int callers = 0;
+    if (mode == 0) {  // an active region of two threads, each calling its own engines
 #pragma omp parallel num_threads(2) reduction(+ : callers)
-  {
-    callers = omp_get_num_threads() == 2 ? 1 : 0;
-    std::mt19937 rng(100 + unsigned(omp_get_thread_num()));
-    TileSparseOptions o;
-    o.num_threads = 1;
-    o.gather_slice_bytes = kSlice256K;
-    for (int rep = 0; rep < 2; ++rep)
-      for (const Case& cs : cases) check_case(cs, o, rng);
+      {
+        callers = omp_get_num_threads() == 2 ? 1 : 0;
+        std::mt19937 rng(100 + unsigned(omp_get_thread_num()));
+        for (const Case& cs : cases) check_case(cs, o, rng);
+      }
+      EXPECT_EQ(callers, 2);
+      continue;
+    }
+    if (mode == 1) {  // an inactive region (one thread) with a dynamic schedule
+#pragma omp parallel for num_threads(1) schedule(dynamic)
+      for (int i = 0; i < n; ++i) call(i);
+    } else if (mode == 2) {  // sections of a one-thread region
+#pragma omp parallel sections num_threads(1)
+      {
+#pragma omp section
+        for (int i = 0; i < n / 2; ++i) call(i);
+#pragma omp section
+        for (int i = n / 2; i < n; ++i) call(i);
+      }
+    } else {  // an orphaned work-sharing loop, no region
+#pragma omp for schedule(dynamic)
+      for (int i = 0; i < n; ++i) call(i);
+    }
+    for (int i = 0; i < n; ++i) EXPECT_EQ(ran[std::size_t(i)], 1) << "case " << i;
   }
-  EXPECT_EQ(callers, 2);
 }
 
 TEST(TileSparseGemm, FactoryByName) {

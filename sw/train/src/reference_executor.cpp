@@ -2,8 +2,10 @@
 // structure of the CUDA kernels (cuda_ops.cu), including the partial-sum / tree order of the reductions.
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
+#include "spartan/common/aligned.h"
 #include "spartan/common/error.h"
 #include "spartan/train/executor.h"
 
@@ -16,10 +18,11 @@ class HostBuffer final : public Buffer {
   HostBuffer(std::size_t bytes, const void* owner) {
     bytes_ = bytes;
     owner_ = owner;
-    p_ = std::malloc(bytes ? bytes : 1);
+    // 64-byte aligned like the CPU path's buffers (spartan/common/aligned.h): GEMM operands on lines.
+    p_ = ::operator new(bytes ? bytes : 1, std::align_val_t(kCacheLineBytes), std::nothrow);
     if (!p_) throw Error("host reference executor: out of memory allocating " + std::to_string(bytes) + " bytes");
   }
-  ~HostBuffer() override { std::free(p_); }
+  ~HostBuffer() override { ::operator delete(p_, std::align_val_t(kCacheLineBytes)); }
 };
 
 /// The channel reduction as the GPU block does it: kReduceThreads strided partials, then the fixed tree.

@@ -116,8 +116,9 @@ struct TileSparseOptions {
   /// its dense elements is DENSE (dense micro-kernel). false: the threshold alone decides.
   bool dense_if_not_smaller = true;
   Isa isa = Isa::Auto;  ///< Auto: Avx512 when the CPU has AVX-512F, else AVX2+FMA when it has them, else portable
-  /// OpenMP threads for the sparse part; 0 = OpenMP default. With 1 (outside an active parallel region) the
-  /// engine enters no parallel region at all: libgomp's futex calls for a one-thread region cost 1-2 us.
+  /// OpenMP threads for the sparse part; 0 = OpenMP default. With 1 the engine runs no OpenMP construct at all
+  /// (plain loops; it may be called from inside a caller's parallel region or work-sharing loop): libgomp's
+  /// futex calls cost 1.1-2.4 us per one-thread region here.
   int num_threads = 0;
   /// Call-level guard: when the whole operand's density (nnz / elements) is >= threshold, run one sgemm
   /// of the whole call (the calibrated crossover says dense wins on average; mixed tiles would otherwise
@@ -144,7 +145,8 @@ struct TileSparseOptions {
   /// AVX-512 also in wide panels under the conditions of kWideRowsMinReuse. Direct with AVX-512, sparse A
   /// op N, op(B) = B and Q > kDirectRowsMaxQ uses the wide panels whenever R fits one R block and one
   /// panel's rows of B fit 1.25 gather slices, and in R blocks of whole tiles when B's rows are reused
-  /// (kWideRowsMinReuse) but do not fit (last_stats().wide_panel_floats and r_blocks say which ran).
+  /// (kWideRowsMinReuse) but do not fit (last_stats().wide_panel_floats, wide_r_blocked and r_blocks say which
+  /// ran).
   RowsKernel rows_kernel = RowsKernel::Auto;
   /// Out = C^T (sparse B; unless streamed): when C (M x N floats) has at least this many bytes, the row
   /// gathers fill pieces of up to kStoreRunRows rows of S (one L2 buffer) before the transposed store, which
@@ -181,6 +183,8 @@ struct TileSparseStats {
   int wide_panel_floats = 0;       ///< > 0: the direct gather ran the AVX-512 wide kernel, panels of this many floats
   bool row_gather = false;         ///< the sparse part gathered rows of op(A)'s tiles (Orientation::Op, sparse A op T): the
                                    ///< wide gather in R blocks (wide_panel_floats > 0) or the rows kernels
+  bool wide_r_blocked = false;     ///< the wide gather ran panel by panel through all bands (the R-blocked loop:
+                                   ///< op(A)'s tiles, several R blocks, or several wide panels), not by row groups
   int r_blocks = 0;                ///< R blocks of the row gather (0: no row gather; see gather_slice_bytes;
                                    ///< the wide gather's in R blocks are of whole tiles)
   bool store_runs = false;         ///< C^T stored in runs of up to kStoreRunRows (store_runs_min_bytes)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "spartan/common/aligned.h"
 #include "spartan/gemm/gemm.h"
 #include "spartan/train/executor.h"
 
@@ -68,7 +69,7 @@ class GemmRunner {
   bool timing_ = false;
   int repeats_ = 5;
   std::vector<GemmTiming> timings_;
-  std::vector<float> scratch_;
+  AlignedVector<float> scratch_;  ///< C of the extra timed runs: aligned like the layers' own C
   Executor* exec_ = nullptr;
   std::shared_ptr<Buffer> d_scratch_;
 };
