@@ -62,7 +62,7 @@ void prefetch_rows_l2(const float* D, std::size_t ldd, int r0, int r1, int qn) {
 }
 
 // The work-sharing of one team() body: with several threads each loop is an OpenMP `omp for` of the team's
-// region (ending in its implicit barrier unless nowait); serial, it is a plain loop and no OpenMP construct runs
+// region (ending in its implicit barrier); serial, it is a plain loop and no OpenMP construct runs
 // at all, so that an engine of one thread may be called from anywhere: inside a caller's parallel region,
 // active or not, or inside one of the caller's own work-sharing loops (where an orphaned `omp for` of ours
 // would bind to the caller's team and share, or skip, its iterations). thread() indexes per-thread buffers.
@@ -86,15 +86,6 @@ class Team {
       return;
     }
 #pragma omp for schedule(dynamic, chunk)
-    for (long i = 0; i < n; ++i) f(i);
-  }
-  template <class F>
-  void for_dynamic_nowait(long n, int chunk, F&& f) const {
-    if (serial_) {
-      for (long i = 0; i < n; ++i) f(i);
-      return;
-    }
-#pragma omp for schedule(dynamic, chunk) nowait
     for (long i = 0; i < n; ++i) f(i);
   }
   /// total += v, atomically in a team of several threads.
@@ -682,7 +673,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
       std::vector<std::size_t> roff;
       std::uint32_t lo[kSub], hi[kSub];
       double thread_lists_s = 0;
-      tm.for_dynamic_nowait(n_groups, 1, [&](long gi) {
+      tm.for_dynamic(n_groups, 1, [&](long gi) {
         const double tg = now_s();
         const std::uint32_t b0 = gbounds[std::size_t(gi)], b1 = gbounds[std::size_t(gi) + 1];
         const int p0 = int(b0 * p_tile), p1 = int(std::min<std::int64_t>(P, std::int64_t(b1) * p_tile));

@@ -1,6 +1,5 @@
 // Host reference executor: the per-element functions of kernels_hd.h in plain loops, in the iteration
 // structure of the CUDA kernels (cuda_ops.cu), including the partial-sum / tree order of the reductions.
-#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <vector>
