@@ -45,6 +45,7 @@ void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uin
   const int QS = int(ldo);
   float d[kScatterQ];
   for (std::uint32_t lr = 0; lr < re; ++lr) {
+    if (val[std::size_t(lr) * w] == 0.0f) continue;  // an empty row (ELL padding first)
     const float* dr = D + std::size_t(lr) * ldd;
     for (int q = 0; q < QS; ++q) d[q] = q < qn ? alpha * dr[q] : 0.0f;
     const std::uint8_t* ix = idx + std::size_t(lr) * w;
@@ -297,6 +298,9 @@ __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t
                                                               bool tail, float* O, std::size_t ldo) {
   for (std::uint32_t lr = 0; lr < re; ++lr) {
     const float* dr = D + std::size_t(lr) * ldd;
+    const char* pf = scatter_prefetch_address(dr, ldd);
+    for (int i = 0; i < (NV + 1) / 2; ++i) _mm_prefetch(pf + 64 * i, _MM_HINT_T0);
+    if (val[std::size_t(lr) * w] == 0.0f) continue;  // an empty row (ELL padding first): its D row is not read
     __m256 d[NV];
     for (int i = 0; i < NV; ++i)
       d[i] = _mm256_mul_ps(va, (tail && i == NV - 1) ? _mm256_maskload_ps(dr + 8 * i, tail_mask)

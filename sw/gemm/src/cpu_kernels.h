@@ -65,6 +65,18 @@ inline constexpr std::uint32_t kCountedRowMinW = 16;
 
 /// Width (floats along Q) of one pass of the scatter micro-kernel; also the row stride of its output block.
 inline constexpr int kScatterQ = 64;
+/// Stored rows ahead of the scatter kernel's current row whose D row it prefetches (into L1). The kernel
+/// reads one kScatterQ-float piece of each D row per pass, D rows in ascending order: a D in place (a row
+/// stride of Q floats) that is not cached is a strided walk, which the hardware prefetchers alone served at
+/// about half the sequential bandwidth. ResNet-18 conv5_x forward at 97 % (D = W^T, 4608 x 512, read in place,
+/// eight passes): kernel 0.36-0.59 ms without, 0.27-0.31 ms with (16 rows: 0.31-0.33, 64: 0.31); a probe of
+/// the bare strided read of those eight passes, cold: 0.34 ms without, 0.24 ms with 32 (docs/bench/gemm.md,
+/// twenty-seventh session).
+inline constexpr std::size_t kScatterPrefetchRows = 32;
+/// The address kScatterPrefetchRows rows below row `dr` (integer arithmetic: it may lie past D's end).
+inline const char* scatter_prefetch_address(const float* dr, std::size_t ldd) {
+  return reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(dr) + kScatterPrefetchRows * ldd * sizeof(float));
+}
 /// Outer-product ("scatter") micro-kernel over one u8-index ELL tile of the stored sparse operand, for
 /// calls where S is the transpose of the stored matrix (rows of S = stored columns). For every local
 /// stored row lr < re (D row r0 + lr) and every non-zero (lr, col, v) of that row (the row ends at its first
@@ -72,7 +84,10 @@ inline constexpr int kScatterQ = 64;
 ///   O[col][0..qn) += alpha * v * D[r0 + lr][0..qn)
 /// `idx` / `val`: the tile's index and value blocks (re x w each). O is 32-byte aligned with row stride
 /// ldo (a multiple of 8, >= qn rounded up to 8) and whole vectors are accumulated (lanes >= qn receive
-/// v * 0 and must be ignored by the caller); qn <= kScatterQ.
+/// v * 0 and must be ignored by the caller); qn <= kScatterQ; w >= 1 (tiles with non-zeros). Stored rows
+/// without non-zeros are skipped (their D row is not read). The AVX2 and AVX-512 kernels prefetch the D row
+/// kScatterPrefetchRows stored rows ahead of the one they read (a hint: it may point past D's end, it never
+/// faults).
 using ScatterEllFn = void (*)(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w,
                               float alpha, const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
 void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,

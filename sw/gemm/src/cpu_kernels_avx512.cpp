@@ -48,6 +48,9 @@ SPARTAN_AVX512 inline void scatter_block512(const std::uint8_t* idx, const float
                                             __mmask16 tail_mask, float* O, std::size_t ldo) {
   for (std::uint32_t lr = 0; lr < re; ++lr) {
     const float* dr = D + std::size_t(lr) * ldd;
+    const char* pf = scatter_prefetch_address(dr, ldd);
+    for (int i = 0; i < NV; ++i) _mm_prefetch(pf + 64 * i, _MM_HINT_T0);
+    if (val[std::size_t(lr) * w] == 0.0f) continue;  // an empty row (ELL padding first): its D row is not read
     __m512 d[NV];
     for (int i = 0; i < NV; ++i)
       d[i] = _mm512_mul_ps(va, i == NV - 1 ? _mm512_maskz_loadu_ps(tail_mask, dr + 16 * i) : _mm512_loadu_ps(dr + 16 * i));
