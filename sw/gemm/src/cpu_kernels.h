@@ -66,12 +66,12 @@ inline constexpr std::uint32_t kCountedRowMinW = 16;
 /// Width (floats along Q) of one pass of the scatter micro-kernel; also the row stride of its output block.
 inline constexpr int kScatterQ = 64;
 /// Stored rows ahead of the scatter kernel's current row whose D row it prefetches (into L1). The kernel
-/// reads one kScatterQ-float piece of each D row per pass, D rows in ascending order: a D in place (a row
-/// stride of Q floats) that is not cached is a strided walk, which the hardware prefetchers alone served at
-/// about half the sequential bandwidth. ResNet-18 conv5_x forward at 97 % (D = W^T, 4608 x 512, read in place,
-/// eight passes): kernel 0.36-0.59 ms without, 0.27-0.31 ms with (16 rows: 0.31-0.33, 64: 0.31); a probe of
-/// the bare strided read of those eight passes, cold: 0.34 ms without, 0.24 ms with 32 (docs/bench/gemm.md,
-/// twenty-seventh session).
+/// reads one piece of up to kScatterQ floats of each D row per pass, D rows in ascending order, and does
+/// little work per row at high sparsity (1.5 non-zeros per row in the case below), so a D that is not cached
+/// outran the hardware prefetchers. ResNet-18 conv5_x forward at 97 % in bench-gemm (D = the 64-float
+/// panels of W^T packed from W, 4608 x 512, eight passes, evicted between calls by the sgemm and the other
+/// engine's packing): kernel 0.34-0.59 ms without, 0.24-0.31 ms with 32 rows (16: 0.31-0.33, 64: 0.31)
+/// (docs/bench/gemm.md, twenty-seventh session).
 inline constexpr std::size_t kScatterPrefetchRows = 32;
 /// The address kScatterPrefetchRows rows below row `dr` (integer arithmetic: it may lie past D's end).
 inline const char* scatter_prefetch_address(const float* dr, std::size_t ldd) {
@@ -84,7 +84,8 @@ inline const char* scatter_prefetch_address(const float* dr, std::size_t ldd) {
 ///   O[col][0..qn) += alpha * v * D[r0 + lr][0..qn)
 /// `idx` / `val`: the tile's index and value blocks (re x w each). O is 32-byte aligned with row stride
 /// ldo (a multiple of 8, >= qn rounded up to 8) and whole vectors are accumulated (lanes >= qn receive
-/// v * 0 and must be ignored by the caller); qn <= kScatterQ; w >= 1 (tiles with non-zeros). Stored rows
+/// v * 0 and must be ignored by the caller); qn <= kScatterQ; w >= 1 (tiles with non-zeros). (The AVX-512
+/// kernel with qn a multiple of 16 touches only columns [0, qn) of O, unaligned: O may then be C itself.) Stored rows
 /// without non-zeros are skipped (their D row is not read). The AVX2 and AVX-512 kernels prefetch the D row
 /// kScatterPrefetchRows stored rows ahead of the one they read (a hint: it may point past D's end, it never
 /// faults).

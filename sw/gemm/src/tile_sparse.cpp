@@ -508,8 +508,16 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     // idle host, three runs: AVX2 / AVX-512 time 0.83-0.92 at qn = 4 and 8, 0.99-1.07 at qn = 20 and 24,
     // 1.07-1.44 at qn = 12, 32, 40, 56, 60, 64 (docs/bench/gemm.md, twenty-second session).
     auto scatter_for = [&](int qn) { return avx512_ && qn > 8 ? detail::scatter_ell_u8_avx512 : scatter_narrow; };
+    // (below) The kernel adds straight into C's rows for this panel width: one panel (Q <= kScatterQ) of C rows
+    // close together. With C rows of 2 KiB (ResNet-18 conv5_x forward, Q = 512 in eight panels) a panel's 49
+    // rows fell into 8 of L1's 64 sets and the forward at 90 % took 1.2x the block path's time.
+    auto into_c_for = [&](int qn) {
+      return sp_a && beta_k == 0.0f && Q <= QS && c.ldc <= 2 * QS && scatter_for(qn) == detail::scatter_ell_u8_avx512 &&
+             qn % 16 == 0;
+    };
     if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
     stats_.scattered = true;
+    stats_.scatter_into_c = into_c_for(std::min(QS, Q));
     team(nthreads, [&](const Team& tm) {
       std::vector<float>& buf = scatter_out_[std::size_t(tm.thread())];
       buf.resize(block * G + 16);
@@ -532,7 +540,25 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           const int qn = std::min(QS, Q - q0);
           const detail::ScatterEllFn scatter = scatter_for(qn);
           const float* dq = D + std::size_t(q0 / QG) * panel_stride + std::size_t(q0 % QG);
-          std::fill(O, O + block * (b1 - b0), 0.0f);
+          // Out = C with beta 0 and one panel of whole 16-float vectors: the AVX-512 kernel adds straight into
+          // C's rows, zeroed first, and the block's copy into C is saved (each element still receives its
+          // FMAs in the same order from 0, so C is bit-identical). vgg-s b0c2 forward at 97 % (C 784 x 16):
+          // the copy of its 784 16-float rows was 2.0 of the kernel's 6.5 us (docs/bench/gemm.md,
+          // twenty-seventh session).
+          const bool into_c = into_c_for(qn);
+          auto out_block = [&](std::uint32_t b) {
+            return into_c ? c.C + std::size_t(b) * p_tile * c.ldc + q0 : O + block * (b - b0);
+          };
+          const std::size_t ldo = into_c ? std::size_t(c.ldc) : std::size_t(OS);
+          if (!into_c) {
+            std::fill(O, O + block * (b1 - b0), 0.0f);
+          } else if (c.ldc == qn) {  // the group's C rows are contiguous
+            const int p0 = int(b0 * p_tile), p1 = std::min(P, int(b1 * p_tile));
+            std::fill(c.C + std::size_t(p0) * c.ldc, c.C + std::size_t(p1) * c.ldc, 0.0f);
+          } else {
+            for (int p = int(b0 * p_tile), p1 = std::min(P, int(b1 * p_tile)); p < p1; ++p)
+              std::fill(c.C + std::size_t(p) * c.ldc + q0, c.C + std::size_t(p) * c.ldc + q0 + qn, 0.0f);
+          }
           for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
             const std::uint32_t re = g.r_eff(rt);
             for (std::uint32_t b = b0; b < b1; ++b) {
@@ -541,10 +567,10 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
               const std::uint8_t* idx = s.tile_payload(h);
               const float* val =
                   reinterpret_cast<const float*>(idx + format::ell_values_offset(re, h.width, g.tile_cols));
-              scatter(idx, val, re, h.width, alpha, dq + std::size_t(rt) * r_tile * ldd, ldd, qn,
-                      O + block * (b - b0), std::size_t(OS));
+              scatter(idx, val, re, h.width, alpha, dq + std::size_t(rt) * r_tile * ldd, ldd, qn, out_block(b), ldo);
             }
           }
+          if (into_c) continue;
           for (std::uint32_t b = b0; b < b1; ++b) {
             if (!has[b - b0] && beta_k == 1.0f) continue;
             const int p0 = int(b * p_tile), rows = std::min(int(p_tile), P - p0);

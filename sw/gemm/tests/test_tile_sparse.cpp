@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -607,6 +608,56 @@ TEST(TileSparseGemm, Avx512ScatterBitIdenticalToAvx2) {
       EXPECT_TRUE(e2.last_stats().scattered && e5.last_stats().scattered) << M << "x" << N << "x" << K;
       EXPECT_EQ(std::memcmp(C2.data(), C5.data(), C2.size() * sizeof(float)), 0) << M << "x" << N << "x" << K;
     }
+}
+
+// Sparse A op T (the train layout's forward, Y^T = col^T W^T) through the scatter kernel with beta 0: for Q
+// panels of whole 16-float vectors the AVX-512 kernel adds straight into C's rows (zeroed first) instead of an
+// output block copied into C, when Q is one panel (<= 64). C must be bit for bit the AVX2 engine's (block
+// path), with NaN in C before the call gone (beta 0), C's padding columns untouched (ldc > N), one or two
+// threads. Q = N: 16, 32 and 64 (into C), 24 and 40 (masked tails), 80, 128 and 512 (several panels: block path).
+TEST(TileSparseGemm, Avx512ScatterIntoCBitIdenticalToAvx2) {
+  if (TileSparseEngine().isa_name() != "avx512") GTEST_SKIP() << "no AVX-512F on this CPU";
+  std::mt19937 rng(67);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  const int shapes[][3] = {{200, 16, 150}, {70, 32, 300}, {49, 64, 576}, {300, 128, 100},
+                           {49, 512, 400}, {90, 24, 200}, {130, 40, 260}, {60, 80, 300}};
+  for (auto& sh : shapes)
+    for (int threads : {1, 2})
+      for (int pad : {0, 5}) {
+        const int M = sh[0], N = sh[1], K = sh[2], ldc = N + pad;
+        std::vector<float> A(std::size_t(K) * M), B(std::size_t(N) * K);  // A stored K x M, B stored N x K
+        for (auto& x : A) x = p(rng) < 0.95 ? 0.0f : u(rng);
+        for (auto& x : B) x = u(rng);
+        std::vector<float> C0(std::size_t(M) * ldc);
+        for (auto& x : C0) x = std::numeric_limits<float>::quiet_NaN();
+        std::vector<float> C2 = C0, C5 = C0;
+        GemmCall c{Op::T, Op::T, M, N, K, 0.75f, 0.0f, A.data(), M, B.data(), K, nullptr, ldc, SparseOperand::A};
+        TileSparseOptions o;
+        o.num_threads = threads;
+        o.transposed_kernel = TransposedKernel::Scatter;
+        o.isa = Isa::Avx2;
+        TileSparseEngine e2(o);
+        o.isa = Isa::Avx512;
+        TileSparseEngine e5(o);
+        c.C = C2.data();
+        e2.run(c);
+        c.C = C5.data();
+        e5.run(c);
+        const std::string where = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                                  " threads " + std::to_string(threads) + " pad " + std::to_string(pad);
+        ASSERT_TRUE(e2.last_stats().scattered && e5.last_stats().scattered) << where;
+        EXPECT_FALSE(e2.last_stats().scatter_into_c) << where;
+        EXPECT_EQ(e5.last_stats().scatter_into_c, N % 16 == 0 && N <= 64) << where;
+        EXPECT_EQ(std::memcmp(C2.data(), C5.data(), C2.size() * sizeof(float)), 0) << where;
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < ldc; ++j) {
+            const float v = C5[std::size_t(i) * ldc + j];
+            ASSERT_EQ(std::isnan(v), j >= N) << where << " C(" << i << "," << j << ")";
+          }
+        // against OpenBLAS, within the suite's tolerance
+        check_case(Case{SparseOperand::A, Op::T, Op::T, M, N, K, 0.95}, o, rng, 1.0f, 0.0f, pad);
+      }
 }
 
 // Sparse A op N, op(B) = B (the train layout's backward-weight and backward-data calls): with AVX-512 the

@@ -131,8 +131,12 @@ void check_masks_match_bwd_data_operands(Executor* ex) {
     ASSERT_EQ(sp[l].dz_mask_density.size(), 1u);
     EXPECT_DOUBLE_EQ(sp[l].dz_mask_density[0], static_cast<double>(ones) / n) << "layer " << l;
     EXPECT_DOUBLE_EQ(res.sparsity[l].dz_mask_density[0], static_cast<double>(ones) / n) << "layer " << l;
-    if (l == 0) EXPECT_GT(static_cast<double>(ones) / n, 0.99) << "BN backward's output is dense";
-    if (l == 1) EXPECT_LT(static_cast<double>(ones) / n, 0.4) << "behind a 2x2 max-pool at most 1 in 4 is non-zero";
+    if (l == 0) {
+      EXPECT_GT(static_cast<double>(ones) / n, 0.99) << "BN backward's output is dense";
+    }
+    if (l == 1) {
+      EXPECT_LT(static_cast<double>(ones) / n, 0.4) << "behind a 2x2 max-pool at most 1 in 4 is non-zero";
+    }
   }
   EXPECT_EQ(rd.find("it0/L2/dz_mask"), nullptr);
   fs::remove(path);
