@@ -341,36 +341,76 @@ __attribute__((target("avx2,fma"))) void scatter_ell_u8_avx2(const std::uint8_t*
 }
 
 namespace {
-template <int NV, bool TAIL>
+template <int NV, bool TAIL, bool PAIRS>
 __attribute__((target("avx2,fma"))) inline void gather_ell_block(const EllTileRef* t, int nt, int rows, float alpha,
                                                                  const float* D, std::size_t ldd, float* Out,
                                                                  std::size_t ldo, __m256i mask, bool overwrite) {
   constexpr int NA = NV + (TAIL ? 1 : 0);
   constexpr bool PF = NA > 4;  // wide rows: prefetch the D row kPrefetch non-zeros ahead (same tile row)
+  // PAIRS (gather_ell_u8_avx2_pairs, narrow panels only): two accumulator sets, the even and the odd
+  // non-zeros of each tile row, added at the end (cpu_kernels.h).
+  constexpr bool SPLIT = PAIRS && !PF;
   const __m256 va = _mm256_set1_ps(alpha);
   for (int lr = 0; lr < rows; ++lr) {
     __m256 acc[NA];
     for (int i = 0; i < NA; ++i) acc[i] = _mm256_setzero_ps();
     bool any = false;
-    for (int ti = 0; ti < nt; ++ti) {
-      const std::uint32_t w = t[ti].w;
-      const std::uint8_t* ix = t[ti].idx + std::size_t(lr) * w;
-      const float* vv = t[ti].val + std::size_t(lr) * w;
-      const float* Db = D + std::size_t(t[ti].base) * ldd;
-      const std::uint32_t n = w >= kCountedRowMinW ? ell_row_length_avx2(vv, w) : w;
-      for (std::uint32_t j = 0; j < n; ++j) {
-        const float v = vv[j];
-        if (v == 0.0f) break;  // ELL padding ends the row (short tiles; never taken after the count)
-        any = true;
-        if (PF) {
-          const std::uint32_t jp = j + kPrefetch < w ? j + std::uint32_t(kPrefetch) : w - 1;
-          const char* pf = reinterpret_cast<const char*>(Db + std::size_t(ix[jp]) * ldd);
-          for (int l = 0; l < (NA * 32 + 63) / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+    if (SPLIT) {
+      __m256 acc1[NA];
+      for (int i = 0; i < NA; ++i) acc1[i] = _mm256_setzero_ps();
+      for (int ti = 0; ti < nt; ++ti) {
+        const std::uint32_t w = t[ti].w;
+        const std::uint8_t* ix = t[ti].idx + std::size_t(lr) * w;
+        const float* vv = t[ti].val + std::size_t(lr) * w;
+        const float* Db = D + std::size_t(t[ti].base) * ldd;
+        const std::uint32_t n = w >= kCountedRowMinW ? ell_row_length_avx2(vv, w) : w;
+        std::uint32_t j = 0;
+        for (; j + 1 < n; j += 2) {
+          const float v1 = vv[j + 1];
+          if (v1 == 0.0f) break;  // padding from j + 1 on (ELL padding is at the row's end; vv[j]: below)
+          any = true;
+          const __m256 vb0 = _mm256_set1_ps(vv[j]), vb1 = _mm256_set1_ps(v1);
+          const float* d0 = Db + std::size_t(ix[j]) * ldd;
+          const float* d1 = Db + std::size_t(ix[j + 1]) * ldd;
+          for (int i = 0; i < NV; ++i) {
+            acc[i] = _mm256_fmadd_ps(vb0, _mm256_loadu_ps(d0 + 8 * i), acc[i]);
+            acc1[i] = _mm256_fmadd_ps(vb1, _mm256_loadu_ps(d1 + 8 * i), acc1[i]);
+          }
+          if (TAIL) {
+            acc[NV] = _mm256_fmadd_ps(vb0, _mm256_maskload_ps(d0 + 8 * NV, mask), acc[NV]);
+            acc1[NV] = _mm256_fmadd_ps(vb1, _mm256_maskload_ps(d1 + 8 * NV, mask), acc1[NV]);
+          }
         }
-        const __m256 vb = _mm256_set1_ps(v);
-        const float* d = Db + std::size_t(ix[j]) * ldd;
-        for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(vb, _mm256_loadu_ps(d + 8 * i), acc[i]);
-        if (TAIL) acc[NV] = _mm256_fmadd_ps(vb, _mm256_maskload_ps(d + 8 * NV, mask), acc[NV]);
+        if (j < n && vv[j] != 0.0f) {  // an odd count: the last non-zero
+          any = true;
+          const __m256 vb0 = _mm256_set1_ps(vv[j]);
+          const float* d0 = Db + std::size_t(ix[j]) * ldd;
+          for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(vb0, _mm256_loadu_ps(d0 + 8 * i), acc[i]);
+          if (TAIL) acc[NV] = _mm256_fmadd_ps(vb0, _mm256_maskload_ps(d0 + 8 * NV, mask), acc[NV]);
+        }
+      }
+      for (int i = 0; i < NA; ++i) acc[i] = _mm256_add_ps(acc[i], acc1[i]);
+    } else {
+      for (int ti = 0; ti < nt; ++ti) {
+        const std::uint32_t w = t[ti].w;
+        const std::uint8_t* ix = t[ti].idx + std::size_t(lr) * w;
+        const float* vv = t[ti].val + std::size_t(lr) * w;
+        const float* Db = D + std::size_t(t[ti].base) * ldd;
+        const std::uint32_t n = w >= kCountedRowMinW ? ell_row_length_avx2(vv, w) : w;
+        for (std::uint32_t j = 0; j < n; ++j) {
+          const float v = vv[j];
+          if (v == 0.0f) break;  // ELL padding ends the row (short tiles; never taken after the count)
+          any = true;
+          if (PF) {
+            const std::uint32_t jp = j + kPrefetch < w ? j + std::uint32_t(kPrefetch) : w - 1;
+            const char* pf = reinterpret_cast<const char*>(Db + std::size_t(ix[jp]) * ldd);
+            for (int l = 0; l < (NA * 32 + 63) / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+          }
+          const __m256 vb = _mm256_set1_ps(v);
+          const float* d = Db + std::size_t(ix[j]) * ldd;
+          for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(vb, _mm256_loadu_ps(d + 8 * i), acc[i]);
+          if (TAIL) acc[NV] = _mm256_fmadd_ps(vb, _mm256_maskload_ps(d + 8 * NV, mask), acc[NV]);
+        }
       }
     }
     float* out = Out + std::size_t(lr) * ldo;
@@ -387,36 +427,46 @@ __attribute__((target("avx2,fma"))) inline void gather_ell_block(const EllTileRe
   }
 }
 
-template <bool TAIL>
+template <bool TAIL, bool PAIRS>
 __attribute__((target("avx2,fma"))) void gather_ell_nv(int nv, const EllTileRef* t, int nt, int rows, float alpha,
                                                         const float* D, std::size_t ldd, float* Out, std::size_t ldo,
                                                         __m256i mask, bool ow) {
   switch (nv) {
-    case 0: gather_ell_block<0, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
-    case 1: gather_ell_block<1, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
-    case 2: gather_ell_block<2, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
-    case 3: gather_ell_block<3, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
-    case 4: gather_ell_block<4, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
-    case 5: gather_ell_block<5, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
-    case 6: gather_ell_block<6, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
-    case 7: gather_ell_block<7, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
-    default: gather_ell_block<8, TAIL>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 0: gather_ell_block<0, TAIL, PAIRS>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 1: gather_ell_block<1, TAIL, PAIRS>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 2: gather_ell_block<2, TAIL, PAIRS>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 3: gather_ell_block<3, TAIL, PAIRS>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 4: gather_ell_block<4, TAIL, PAIRS>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 5: gather_ell_block<5, TAIL, PAIRS>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 6: gather_ell_block<6, TAIL, PAIRS>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    case 7: gather_ell_block<7, TAIL, PAIRS>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+    default: gather_ell_block<8, TAIL, PAIRS>(t, nt, rows, alpha, D, ldd, Out, ldo, mask, ow); break;
+  }
+}
+
+template <bool PAIRS>
+__attribute__((target("avx2,fma"))) void gather_ell_u8_avx2_impl(const EllTileRef* t, int nt, int rows, float alpha,
+                                                                 const float* D, std::size_t ldd, float* Out,
+                                                                 std::size_t ldo, int qn, bool overwrite) {
+  const int nv = qn / 8, tail = qn % 8;
+  if (tail == 0) {
+    gather_ell_nv<false, PAIRS>(nv, t, nt, rows, alpha, D, ldd, Out, ldo, _mm256_setzero_si256(), overwrite);
+  } else {
+    alignas(32) int m[8];
+    for (int i = 0; i < 8; ++i) m[i] = i < tail ? -1 : 0;
+    gather_ell_nv<true, PAIRS>(nv, t, nt, rows, alpha, D, ldd, Out, ldo,
+                               _mm256_load_si256(reinterpret_cast<const __m256i*>(m)), overwrite);
   }
 }
 }  // namespace
 
-__attribute__((target("avx2,fma"))) void gather_ell_u8_avx2(const EllTileRef* t, int nt, int rows, float alpha,
-                                                            const float* D, std::size_t ldd, float* Out,
-                                                            std::size_t ldo, int qn, bool overwrite) {
-  const int nv = qn / 8, tail = qn % 8;
-  if (tail == 0) {
-    gather_ell_nv<false>(nv, t, nt, rows, alpha, D, ldd, Out, ldo, _mm256_setzero_si256(), overwrite);
-  } else {
-    alignas(32) int m[8];
-    for (int i = 0; i < 8; ++i) m[i] = i < tail ? -1 : 0;
-    gather_ell_nv<true>(nv, t, nt, rows, alpha, D, ldd, Out, ldo, _mm256_load_si256(reinterpret_cast<const __m256i*>(m)),
-                        overwrite);
-  }
+void gather_ell_u8_avx2(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd, float* Out,
+                        std::size_t ldo, int qn, bool overwrite) {
+  gather_ell_u8_avx2_impl<false>(t, nt, rows, alpha, D, ldd, Out, ldo, qn, overwrite);
+}
+void gather_ell_u8_avx2_pairs(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
+                              float* Out, std::size_t ldo, int qn, bool overwrite) {
+  gather_ell_u8_avx2_impl<true>(t, nt, rows, alpha, D, ldd, Out, ldo, qn, overwrite);
 }
 
 __attribute__((target("avx2,fma"))) void gather_avx2(const std::uint32_t* lo, const std::uint32_t* hi,
@@ -455,6 +505,10 @@ void scatter_ell_u8_avx2(const std::uint8_t* idx, const float* val, std::uint32_
 }
 void gather_ell_u8_avx2(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd, float* Out,
                         std::size_t ldo, int qn, bool overwrite) {
+  gather_ell_u8_portable(t, nt, rows, alpha, D, ldd, Out, ldo, qn, overwrite);
+}
+void gather_ell_u8_avx2_pairs(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
+                              float* Out, std::size_t ldo, int qn, bool overwrite) {
   gather_ell_u8_portable(t, nt, rows, alpha, D, ldd, Out, ldo, qn, overwrite);
 }
 #endif

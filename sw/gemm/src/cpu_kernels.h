@@ -55,6 +55,15 @@ void gather_ell_u8_portable(const EllTileRef* t, int nt, int rows, float alpha, 
 /// AVX2 + FMA version; only call when cpu_has_avx2_fma().
 void gather_ell_u8_avx2(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
                         float* Out, std::size_t ldo, int qn, bool overwrite);
+/// gather_ell_u8_avx2 with two accumulator sets for panels of qn <= 32 (the even and the odd non-zeros of
+/// each tile row, added at the end; wider panels as gather_ell_u8_avx2): with one set each non-zero waits
+/// for the previous one's FMAs (4 cycles' latency), and narrow rows of many non-zeros are that chain. The
+/// sum's order differs from gather_ell_u8_avx2 (C may differ in the last bits), so the engine takes it only
+/// where no AVX-512 kernel must match gather_ell_u8_avx2 bit for bit: the stored rows' direct gather with
+/// Q <= kDirectRowsMaxQ. vgg-s backward-weight at 97 %: b0c2 (Q = 16, 23 non-zeros per row) 4.9 -> 4.0 us,
+/// 18 -> 14 us at batch 4; b1c2 (Q = 32, 6 per row) 3.5 -> 3.3 us (docs/bench/gemm.md, twenty-seventh session).
+void gather_ell_u8_avx2_pairs(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
+                              float* Out, std::size_t ldo, int qn, bool overwrite);
 
 /// ELL tiles of at least this width find each row's end up front (compare masks over the row's values) in
 /// the scatter kernels and the direct row gather; narrower ones test each value: with rows of a few

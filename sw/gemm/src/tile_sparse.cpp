@@ -684,7 +684,12 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     // (Entry positions here are relative to a group's list: at most max(one band, kGroupEntries) slots, a band
     // at most p_tile * R <= 65535 * 40960 (one R block of at most 1.25 x 32768 rows: kMaxGatherSliceBytes) of
     // them, so they cannot wrap; check_entry_positions is for the several-R-block path below.)
-    const detail::GatherEllFn gather_ell = avx2_ ? detail::gather_ell_u8_avx2 : detail::gather_ell_u8_portable;
+    // Stored rows of one narrow panel (no AVX-512 kernel to match bit for bit): two accumulator sets.
+    const bool pairs = !op_tiles && Q <= kDirectRowsMaxQ;
+    stats_.gather_pairs = avx2_ && direct && wide_q == 0 && pairs;
+    const detail::GatherEllFn gather_ell = !avx2_ ? detail::gather_ell_u8_portable
+                                           : pairs ? detail::gather_ell_u8_avx2_pairs
+                                                   : detail::gather_ell_u8_avx2;
     std::uint32_t *rb = row_beg_.data(), *re = row_end_.data();
     const std::size_t* off = band_off_.data();
     double lists_s = 0;

@@ -346,6 +346,37 @@ TEST(TileSparseGemm, StoredRowsDirectAndListsMatchReference) {
             }
 }
 
+// The stored rows' direct gather of a narrow Q (<= kDirectRowsMaxQ = 32) sums each row's non-zeros in two
+// accumulator sets (gather_ell_u8_avx2_pairs): rows of odd and even counts, of one non-zero, empty rows,
+// short ELL rows (padding ends them) and wide ones (w >= 16: counted), masked tails (Q = 5, 13, 24 + 3);
+// Q = 33 keeps one set. Against OpenBLAS with alpha / beta and padded strides, sparse A (C rows) and sparse B
+// (C^T), both ISAs. Mutation-checked: dropping a row's odd last non-zero, or the second set, fails here.
+TEST(TileSparseGemm, NarrowDirectGatherPairsMatchReference) {
+  std::mt19937 rng(71);
+  const int shapes[][3] = {{144, 16, 784}, {288, 32, 196}, {60, 5, 300}, {90, 13, 49}, {70, 27, 520}, {50, 33, 300}};
+  for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
+    for (auto& sh : shapes)
+      for (double sparsity : {0.5, 0.9, 0.97})
+        for (Isa isa : isas()) {
+          // Sparse A: Q = N; sparse B (op T, S = its stored rows): Q = M.
+          const int M = sp == SparseOperand::A ? sh[0] : sh[1], N = sp == SparseOperand::A ? sh[1] : sh[0];
+          TileSparseOptions o;
+          o.isa = isa;
+          o.rows_kernel = RowsKernel::Direct;  // (Auto takes the lists for Q = 33 without AVX-512)
+          o.num_threads = sh[0] % 2 == 0 ? 1 : 2;
+          o.threshold = 2.0;
+          o.dense_if_not_smaller = false;
+          o.whole_call_guard = false;
+          const Op ob = sp == SparseOperand::B ? Op::T : Op::N;
+          TileSparseStats st = check_case(Case{sp, Op::N, ob, M, N, sh[2], sparsity}, o, rng, 1.0f, 0.0f, 0);
+          const int Q = sh[1];
+          EXPECT_TRUE(st.direct_rows) << sh[0] << "x" << sh[1] << "x" << sh[2];
+          EXPECT_EQ(st.gather_pairs, isa != Isa::Portable && Q <= kDirectRowsMaxQ) << "Q " << Q << " isa " << int(isa);
+          st = check_case(Case{sp, Op::N, ob, M, N, sh[2], sparsity}, o, rng, -0.75f, 0.5f, 3);
+          EXPECT_EQ(st.gather_pairs, isa != Isa::Portable && Q <= kDirectRowsMaxQ) << "Q " << Q << " isa " << int(isa);
+        }
+}
+
 // Out = C^T written in long runs (store_runs_min_bytes = 0 forces it on these small outputs): the row
 // gathers fill pieces of up to kStoreRunRows rows of S and the transposed store walks eight C rows at a
 // time over a whole piece. P = N > kStoreRunRows (several pieces, the last partial), off the tile grid,

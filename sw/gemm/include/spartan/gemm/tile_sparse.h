@@ -179,6 +179,8 @@ struct TileSparseStats {
   bool dense_pack_reused = false;  ///< ... kept from an earlier call (GemmCall::dense_version matched)
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
+  bool gather_pairs = false;       ///< the stored rows' AVX2 direct gather of a narrow Q (<= kDirectRowsMaxQ)
+                                   ///< summed each row's non-zeros in two sets (even / odd), added at the end
   bool scatter_into_c = false;     ///< ... and added straight into C's rows, no output block (sparse A, beta 0,
                                    ///< AVX-512, Q one panel of whole 16-float vectors, ldc <= 128)
   bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
