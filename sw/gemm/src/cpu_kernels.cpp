@@ -194,6 +194,13 @@ namespace {
 // NV full ymm vectors, plus (when TAIL) one masked vector of `tail` lanes. With few vectors per row the
 // FMA latency (4-5 cycles) would bound one accumulator chain, so narrow blocks keep two accumulator sets
 // (even / odd non-zeros) and add them at the end.
+// acc[0..NV) += v * d[0..8 NV), and with TAIL acc[NV] += v * d[8 NV..) under the tail mask.
+template <int NV, bool TAIL>
+__attribute__((target("avx2,fma"))) inline void fma_row(__m256* acc, __m256 v, const float* d, __m256i mask) {
+  for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(v, _mm256_loadu_ps(d + 8 * i), acc[i]);
+  if (TAIL) acc[NV] = _mm256_fmadd_ps(v, _mm256_maskload_ps(d + 8 * NV, mask), acc[NV]);
+}
+
 template <int NV, bool TAIL>
 __attribute__((target("avx2,fma"))) inline void gather_block(const std::uint32_t* lo, const std::uint32_t* hi,
                                                              const Entry* e, int rows, const float* D, std::size_t ldd,
@@ -215,17 +222,8 @@ __attribute__((target("avx2,fma"))) inline void gather_block(const std::uint32_t
     std::uint32_t k = kb;
     if (TWO) {
       for (; k + 1 < ke; k += 2) {
-        const __m256 v0 = _mm256_set1_ps(e[k].v), v1 = _mm256_set1_ps(e[k + 1].v);
-        const float* d0 = D + std::size_t(e[k].r) * ldd + q0;
-        const float* d1 = D + std::size_t(e[k + 1].r) * ldd + q0;
-        for (int i = 0; i < NV; ++i) {
-          acc[i] = _mm256_fmadd_ps(v0, _mm256_loadu_ps(d0 + 8 * i), acc[i]);
-          acc2[i] = _mm256_fmadd_ps(v1, _mm256_loadu_ps(d1 + 8 * i), acc2[i]);
-        }
-        if (TAIL) {
-          acc[NV] = _mm256_fmadd_ps(v0, _mm256_maskload_ps(d0 + 8 * NV, mask), acc[NV]);
-          acc2[NV] = _mm256_fmadd_ps(v1, _mm256_maskload_ps(d1 + 8 * NV, mask), acc2[NV]);
-        }
+        fma_row<NV, TAIL>(acc, _mm256_set1_ps(e[k].v), D + std::size_t(e[k].r) * ldd + q0, mask);
+        fma_row<NV, TAIL>(acc2, _mm256_set1_ps(e[k + 1].v), D + std::size_t(e[k + 1].r) * ldd + q0, mask);
       }
     }
     for (; k < ke; ++k) {
@@ -369,24 +367,12 @@ __attribute__((target("avx2,fma"))) inline void gather_ell_block(const EllTileRe
           const float v1 = vv[j + 1];
           if (v1 == 0.0f) break;  // padding from j + 1 on (ELL padding is at the row's end; vv[j]: below)
           any = true;
-          const __m256 vb0 = _mm256_set1_ps(vv[j]), vb1 = _mm256_set1_ps(v1);
-          const float* d0 = Db + std::size_t(ix[j]) * ldd;
-          const float* d1 = Db + std::size_t(ix[j + 1]) * ldd;
-          for (int i = 0; i < NV; ++i) {
-            acc[i] = _mm256_fmadd_ps(vb0, _mm256_loadu_ps(d0 + 8 * i), acc[i]);
-            acc1[i] = _mm256_fmadd_ps(vb1, _mm256_loadu_ps(d1 + 8 * i), acc1[i]);
-          }
-          if (TAIL) {
-            acc[NV] = _mm256_fmadd_ps(vb0, _mm256_maskload_ps(d0 + 8 * NV, mask), acc[NV]);
-            acc1[NV] = _mm256_fmadd_ps(vb1, _mm256_maskload_ps(d1 + 8 * NV, mask), acc1[NV]);
-          }
+          fma_row<NV, TAIL>(acc, _mm256_set1_ps(vv[j]), Db + std::size_t(ix[j]) * ldd, mask);
+          fma_row<NV, TAIL>(acc1, _mm256_set1_ps(v1), Db + std::size_t(ix[j + 1]) * ldd, mask);
         }
         if (j < n && vv[j] != 0.0f) {  // an odd count: the last non-zero
           any = true;
-          const __m256 vb0 = _mm256_set1_ps(vv[j]);
-          const float* d0 = Db + std::size_t(ix[j]) * ldd;
-          for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(vb0, _mm256_loadu_ps(d0 + 8 * i), acc[i]);
-          if (TAIL) acc[NV] = _mm256_fmadd_ps(vb0, _mm256_maskload_ps(d0 + 8 * NV, mask), acc[NV]);
+          fma_row<NV, TAIL>(acc, _mm256_set1_ps(vv[j]), Db + std::size_t(ix[j]) * ldd, mask);
         }
       }
       for (int i = 0; i < NA; ++i) acc[i] = _mm256_add_ps(acc[i], acc1[i]);

@@ -16,6 +16,7 @@
 #include <limits>
 #include <random>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "spartan/common/error.h"
@@ -110,6 +111,21 @@ TileSparseStats check_case(const Case& cs, const TileSparseOptions& opt, std::mt
   TileSparseStats st;
   check_case_into(st, cs, opt, rng, alpha, beta, pad);
   return st;
+}
+
+/// Runs call c (C ignored) into C2 on an AVX2 engine and into C5 on an AVX-512 one, options o otherwise;
+/// returns the two engines' stats.
+std::pair<TileSparseStats, TileSparseStats> run_avx2_and_avx512(GemmCall c, TileSparseOptions o, std::vector<float>& C2,
+                                                                std::vector<float>& C5) {
+  o.isa = Isa::Avx2;
+  TileSparseEngine e2(o);
+  o.isa = Isa::Avx512;
+  TileSparseEngine e5(o);
+  c.C = C2.data();
+  e2.run(c);
+  c.C = C5.data();
+  e5.run(c);
+  return {e2.last_stats(), e5.last_stats()};
 }
 
 std::vector<Isa> isas() {
@@ -625,18 +641,11 @@ TEST(TileSparseGemm, Avx512ScatterBitIdenticalToAvx2) {
       std::vector<float> C0(std::size_t(M) * N);
       for (auto& x : C0) x = u(rng);
       std::vector<float> C2 = C0, C5 = C0;
-      GemmCall c{Op::N, Op::N, M, N, K, -1.25f, 0.5f, A.data(), K, B.data(), N, nullptr, N, SparseOperand::B};
+      const GemmCall c{Op::N, Op::N, M, N, K, -1.25f, 0.5f, A.data(), K, B.data(), N, nullptr, N, SparseOperand::B};
       TileSparseOptions o;
       o.num_threads = 1;
-      o.isa = Isa::Avx2;
-      TileSparseEngine e2(o);
-      o.isa = Isa::Avx512;
-      TileSparseEngine e5(o);
-      c.C = C2.data();
-      e2.run(c);
-      c.C = C5.data();
-      e5.run(c);
-      EXPECT_TRUE(e2.last_stats().scattered && e5.last_stats().scattered) << M << "x" << N << "x" << K;
+      const auto [st2, st5] = run_avx2_and_avx512(c, o, C2, C5);
+      EXPECT_TRUE(st2.scattered && st5.scattered) << M << "x" << N << "x" << K;
       EXPECT_EQ(std::memcmp(C2.data(), C5.data(), C2.size() * sizeof(float)), 0) << M << "x" << N << "x" << K;
     }
 }
@@ -663,23 +672,16 @@ TEST(TileSparseGemm, Avx512ScatterIntoCBitIdenticalToAvx2) {
         std::vector<float> C0(std::size_t(M) * ldc);
         for (auto& x : C0) x = std::numeric_limits<float>::quiet_NaN();
         std::vector<float> C2 = C0, C5 = C0;
-        GemmCall c{Op::T, Op::T, M, N, K, 0.75f, 0.0f, A.data(), M, B.data(), K, nullptr, ldc, SparseOperand::A};
+        const GemmCall c{Op::T, Op::T, M, N, K, 0.75f, 0.0f, A.data(), M, B.data(), K, nullptr, ldc, SparseOperand::A};
         TileSparseOptions o;
         o.num_threads = threads;
         o.transposed_kernel = TransposedKernel::Scatter;
-        o.isa = Isa::Avx2;
-        TileSparseEngine e2(o);
-        o.isa = Isa::Avx512;
-        TileSparseEngine e5(o);
-        c.C = C2.data();
-        e2.run(c);
-        c.C = C5.data();
-        e5.run(c);
+        const auto [st2, st5] = run_avx2_and_avx512(c, o, C2, C5);
         const std::string where = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
                                   " threads " + std::to_string(threads) + " pad " + std::to_string(pad);
-        ASSERT_TRUE(e2.last_stats().scattered && e5.last_stats().scattered) << where;
-        EXPECT_FALSE(e2.last_stats().scatter_into_c) << where;
-        EXPECT_EQ(e5.last_stats().scatter_into_c, N % 16 == 0 && N <= 64) << where;
+        ASSERT_TRUE(st2.scattered && st5.scattered) << where;
+        EXPECT_FALSE(st2.scatter_into_c) << where;
+        EXPECT_EQ(st5.scatter_into_c, N % 16 == 0 && N <= 64) << where;
         EXPECT_EQ(std::memcmp(C2.data(), C5.data(), C2.size() * sizeof(float)), 0) << where;
         for (int i = 0; i < M; ++i)
           for (int j = 0; j < ldc; ++j) {
@@ -687,6 +689,7 @@ TEST(TileSparseGemm, Avx512ScatterIntoCBitIdenticalToAvx2) {
             ASSERT_EQ(std::isnan(v), j >= N) << where << " C(" << i << "," << j << ")";
           }
         // against OpenBLAS, within the suite's tolerance
+        o.isa = Isa::Avx512;
         check_case(Case{SparseOperand::A, Op::T, Op::T, M, N, K, 0.95}, o, rng, 1.0f, 0.0f, pad);
       }
 }
