@@ -5,6 +5,7 @@
 #include "cpu_kernels.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -42,6 +43,7 @@ void gather_portable(const std::uint32_t* lo, const std::uint32_t* hi, const Ent
 
 void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
                              const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo) {
+  assert(ldo <= std::size_t(kScatterQ));  // (its whole-row updates: O is a block, never C)
   const int QS = int(ldo);
   float d[kScatterQ];
   for (std::uint32_t lr = 0; lr < re; ++lr) {
@@ -296,8 +298,7 @@ __attribute__((target("avx2,fma"))) inline void scatter_block(const std::uint8_t
                                                               bool tail, float* O, std::size_t ldo) {
   for (std::uint32_t lr = 0; lr < re; ++lr) {
     const float* dr = D + std::size_t(lr) * ldd;
-    const char* pf = scatter_prefetch_address(dr, ldd);
-    for (int i = 0; i < (NV + 1) / 2; ++i) _mm_prefetch(pf + 64 * i, _MM_HINT_T0);
+    for (int i = 0; i < (NV + 1) / 2; ++i) _mm_prefetch(scatter_prefetch_address(dr, ldd, i), _MM_HINT_T0);
     if (val[std::size_t(lr) * w] == 0.0f) continue;  // an empty row (ELL padding first): its D row is not read
     __m256 d[NV];
     for (int i = 0; i < NV; ++i)
@@ -365,7 +366,7 @@ __attribute__((target("avx2,fma"))) inline void gather_ell_block(const EllTileRe
         std::uint32_t j = 0;
         for (; j + 1 < n; j += 2) {
           const float v1 = vv[j + 1];
-          if (v1 == 0.0f) break;  // padding from j + 1 on (ELL padding is at the row's end; vv[j]: below)
+          if (vv[j] == 0.0f || v1 == 0.0f) break;  // the row ends at its first zero (vv[j] non-zero: below)
           any = true;
           fma_row<NV, TAIL>(acc, _mm256_set1_ps(vv[j]), Db + std::size_t(ix[j]) * ldd, mask);
           fma_row<NV, TAIL>(acc1, _mm256_set1_ps(v1), Db + std::size_t(ix[j + 1]) * ldd, mask);

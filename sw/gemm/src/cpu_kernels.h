@@ -82,9 +82,11 @@ inline constexpr int kScatterQ = 64;
 /// engine's packing): kernel 0.34-0.59 ms without, 0.24-0.31 ms with 32 rows (16: 0.31-0.33, 64: 0.31)
 /// (docs/bench/gemm.md, twenty-seventh session).
 inline constexpr std::size_t kScatterPrefetchRows = 32;
-/// The address kScatterPrefetchRows rows below row `dr` (integer arithmetic: it may lie past D's end).
-inline const char* scatter_prefetch_address(const float* dr, std::size_t ldd) {
-  return reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(dr) + kScatterPrefetchRows * ldd * sizeof(float));
+/// The address of cache line `line` of the row kScatterPrefetchRows rows below row `dr` (integer arithmetic
+/// throughout: it may lie past D's end).
+inline const char* scatter_prefetch_address(const float* dr, std::size_t ldd, int line) {
+  return reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(dr) + kScatterPrefetchRows * ldd * sizeof(float) +
+                                       std::uintptr_t(line) * 64);
 }
 /// Outer-product ("scatter") micro-kernel over one u8-index ELL tile of the stored sparse operand, for
 /// calls where S is the transpose of the stored matrix (rows of S = stored columns). For every local

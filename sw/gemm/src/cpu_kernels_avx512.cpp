@@ -48,8 +48,7 @@ SPARTAN_AVX512 inline void scatter_block512(const std::uint8_t* idx, const float
                                             __mmask16 tail_mask, float* O, std::size_t ldo) {
   for (std::uint32_t lr = 0; lr < re; ++lr) {
     const float* dr = D + std::size_t(lr) * ldd;
-    const char* pf = scatter_prefetch_address(dr, ldd);
-    for (int i = 0; i < NV; ++i) _mm_prefetch(pf + 64 * i, _MM_HINT_T0);
+    for (int i = 0; i < NV; ++i) _mm_prefetch(scatter_prefetch_address(dr, ldd, i), _MM_HINT_T0);
     if (val[std::size_t(lr) * w] == 0.0f) continue;  // an empty row (ELL padding first): its D row is not read
     __m512 d[NV];
     for (int i = 0; i < NV; ++i)

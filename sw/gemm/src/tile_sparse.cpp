@@ -512,8 +512,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     // close together. With C rows of 2 KiB (ResNet-18 conv5_x forward, Q = 512 in eight panels) a panel's 49
     // rows fell into 8 of L1's 64 sets and the forward at 90 % took 1.2x the block path's time.
     auto into_c_for = [&](int qn) {
-      return sp_a && beta_k == 0.0f && Q <= QS && c.ldc <= 2 * QS && scatter_for(qn) == detail::scatter_ell_u8_avx512 &&
-             qn % 16 == 0;
+      return avx512_ && sp_a && beta_k == 0.0f && Q <= QS && c.ldc <= 2 * QS &&
+             scatter_for(qn) == detail::scatter_ell_u8_avx512 && qn % 16 == 0;
     };
     if (scatter_out_.size() < std::size_t(nthreads)) scatter_out_.resize(std::size_t(nthreads));
     stats_.scattered = true;
@@ -540,7 +540,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           const int qn = std::min(QS, Q - q0);
           const detail::ScatterEllFn scatter = scatter_for(qn);
           const float* dq = D + std::size_t(q0 / QG) * panel_stride + std::size_t(q0 % QG);
-          // Out = C with beta 0 and one panel of whole 16-float vectors: the AVX-512 kernel adds straight into
+          // Out = C with beta 0 (and no DENSE tiles, whose sgemm runs set beta_k 1) and one panel of whole
+          // 16-float vectors: the AVX-512 kernel adds straight into
           // C's rows, zeroed first, and the block's copy into C is saved (each element still receives its
           // FMAs in the same order from 0, so C is bit-identical). vgg-s b0c2 forward at 97 % (C 784 x 16):
           // the copy of its 784 16-float rows was 2.0 of the kernel's 6.5 us (docs/bench/gemm.md,

@@ -366,7 +366,7 @@ TEST(TileSparseGemm, StoredRowsDirectAndListsMatchReference) {
 // accumulator sets (gather_ell_u8_avx2_pairs): rows of odd and even counts, of one non-zero, empty rows,
 // short ELL rows (padding ends them) and wide ones (w >= 16: counted), masked tails (Q = 5, 13, 24 + 3);
 // Q = 33 keeps one set. Against OpenBLAS with alpha / beta and padded strides, sparse A (C rows) and sparse B
-// (C^T), both ISAs. Mutation-checked: dropping a row's odd last non-zero, or the second set, fails here.
+// (C^T), every ISA, one thread (two at 90 %). Mutation-checked: dropping a row's odd last non-zero, or the second set, fails here.
 TEST(TileSparseGemm, NarrowDirectGatherPairsMatchReference) {
   std::mt19937 rng(71);
   const int shapes[][3] = {{144, 16, 784}, {288, 32, 196}, {60, 5, 300}, {90, 13, 49}, {70, 27, 520}, {50, 33, 300}};
@@ -374,12 +374,13 @@ TEST(TileSparseGemm, NarrowDirectGatherPairsMatchReference) {
     for (auto& sh : shapes)
       for (double sparsity : {0.5, 0.9, 0.97})
         for (Isa isa : isas()) {
+          const int threads = sparsity == 0.9 ? 2 : 1;
           // Sparse A: Q = N; sparse B (op T, S = its stored rows): Q = M.
           const int M = sp == SparseOperand::A ? sh[0] : sh[1], N = sp == SparseOperand::A ? sh[1] : sh[0];
           TileSparseOptions o;
           o.isa = isa;
           o.rows_kernel = RowsKernel::Direct;  // (Auto takes the lists for Q = 33 without AVX-512)
-          o.num_threads = sh[0] % 2 == 0 ? 1 : 2;
+          o.num_threads = threads;
           o.threshold = 2.0;
           o.dense_if_not_smaller = false;
           o.whole_call_guard = false;
@@ -653,15 +654,18 @@ TEST(TileSparseGemm, Avx512ScatterBitIdenticalToAvx2) {
 // Sparse A op T (the train layout's forward, Y^T = col^T W^T) through the scatter kernel with beta 0: for Q
 // panels of whole 16-float vectors the AVX-512 kernel adds straight into C's rows (zeroed first) instead of an
 // output block copied into C, when Q is one panel (<= 64). C must be bit for bit the AVX2 engine's (block
-// path), with NaN in C before the call gone (beta 0), C's padding columns untouched (ldc > N), one or two
-// threads. Q = N: 16, 32 and 64 (into C), 24 and 40 (masked tails), 80, 128 and 512 (several panels: block path).
+// path), with NaN in C before the call gone (beta 0), C's padding columns (ldc > N) and a guard area after its
+// last row untouched, one or two threads. Q = N: 16, 32, 48 and 64 (into C), 24 and 40 (masked tails), 80, 128
+// and 512 (several panels: block path).
 TEST(TileSparseGemm, Avx512ScatterIntoCBitIdenticalToAvx2) {
   if (TileSparseEngine().isa_name() != "avx512") GTEST_SKIP() << "no AVX-512F on this CPU";
   std::mt19937 rng(67);
   std::uniform_real_distribution<float> u(-1, 1);
   std::uniform_real_distribution<double> p(0, 1);
-  const int shapes[][3] = {{200, 16, 150}, {70, 32, 300}, {49, 64, 576}, {300, 128, 100},
+  const int shapes[][3] = {{200, 16, 150}, {70, 32, 300}, {33, 48, 260}, {49, 64, 576}, {300, 128, 100},
                            {49, 512, 400}, {90, 24, 200}, {130, 40, 260}, {60, 80, 300}};
+  constexpr float kSentinel = 1234.5f;  // padding columns and the guard rows after C
+  constexpr int kGuardRows = 3;
   for (auto& sh : shapes)
     for (int threads : {1, 2})
       for (int pad : {0, 5}) {
@@ -669,8 +673,9 @@ TEST(TileSparseGemm, Avx512ScatterIntoCBitIdenticalToAvx2) {
         std::vector<float> A(std::size_t(K) * M), B(std::size_t(N) * K);  // A stored K x M, B stored N x K
         for (auto& x : A) x = p(rng) < 0.95 ? 0.0f : u(rng);
         for (auto& x : B) x = u(rng);
-        std::vector<float> C0(std::size_t(M) * ldc);
-        for (auto& x : C0) x = std::numeric_limits<float>::quiet_NaN();
+        std::vector<float> C0(std::size_t(M + kGuardRows) * ldc, kSentinel);
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < N; ++j) C0[std::size_t(i) * ldc + j] = std::numeric_limits<float>::quiet_NaN();
         std::vector<float> C2 = C0, C5 = C0;
         const GemmCall c{Op::T, Op::T, M, N, K, 0.75f, 0.0f, A.data(), M, B.data(), K, nullptr, ldc, SparseOperand::A};
         TileSparseOptions o;
@@ -683,10 +688,14 @@ TEST(TileSparseGemm, Avx512ScatterIntoCBitIdenticalToAvx2) {
         EXPECT_FALSE(st2.scatter_into_c) << where;
         EXPECT_EQ(st5.scatter_into_c, N % 16 == 0 && N <= 64) << where;
         EXPECT_EQ(std::memcmp(C2.data(), C5.data(), C2.size() * sizeof(float)), 0) << where;
-        for (int i = 0; i < M; ++i)
+        for (int i = 0; i < M + kGuardRows; ++i)
           for (int j = 0; j < ldc; ++j) {
             const float v = C5[std::size_t(i) * ldc + j];
-            ASSERT_EQ(std::isnan(v), j >= N) << where << " C(" << i << "," << j << ")";
+            if (i < M && j < N) {
+              ASSERT_FALSE(std::isnan(v)) << where << " C(" << i << "," << j << ")";
+            } else {
+              ASSERT_EQ(v, kSentinel) << where << " padding or guard (" << i << "," << j << ")";
+            }
           }
         // against OpenBLAS, within the suite's tolerance
         o.isa = Isa::Avx512;

@@ -181,8 +181,9 @@ struct TileSparseStats {
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool gather_pairs = false;       ///< the stored rows' AVX2 direct gather of a narrow Q (<= kDirectRowsMaxQ)
                                    ///< summed each row's non-zeros in two sets (even / odd), added at the end
-  bool scatter_into_c = false;     ///< ... and added straight into C's rows, no output block (sparse A, beta 0,
-                                   ///< AVX-512, Q one panel of whole 16-float vectors, ldc <= 128)
+  bool scatter_into_c = false;     ///< ... and added straight into C's rows, no output block (sparse A, beta 0
+                                   ///< and no DENSE tiles, AVX-512, Q one panel of whole 16-float vectors,
+                                   ///< ldc <= 128)
   bool direct_rows = false;        ///< the sparse part gathered straight from the ELL tiles, no row lists
   int wide_panel_floats = 0;       ///< > 0: the direct gather ran the AVX-512 wide kernel, panels of this many floats
   bool row_gather = false;         ///< the sparse part gathered rows of op(A)'s tiles (Orientation::Op, sparse A op T): the
