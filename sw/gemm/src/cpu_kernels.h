@@ -120,6 +120,13 @@ inline constexpr int kWideGatherQ = 384;
 /// over the same columns. Only call when cpu_has_avx512().
 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
                           float* Out, std::size_t ldo, int qn, bool overwrite);
+/// gather_ell_u8_avx512 over nb consecutive bands of one panel, in one call: band i has the tiles
+/// t[off[i] .. off[i + 1]) and min(band_rows, total_rows - i * band_rows) rows, whose output rows start at
+/// Out + i * band_rows * ldo. (Bands of a few short rows, e.g. vgg-s with 8-row tiles: a call and its
+/// dispatch per band were about a tenth of the GEMM.) Only call when cpu_has_avx512().
+void gather_ell_u8_avx512_bands(const EllTileRef* t, const std::size_t* off, int nb, int band_rows, int total_rows,
+                                float alpha, const float* D, std::size_t ldd, float* Out, std::size_t ldo, int qn,
+                                bool overwrite);
 /// The CPU (and the OS, which must save the AVX-512 state) supports AVX-512F, AVX2 and FMA.
 bool cpu_has_avx512();
 

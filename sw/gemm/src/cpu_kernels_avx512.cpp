@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu_kernels.h"
 
@@ -141,6 +142,30 @@ SPARTAN_AVX512 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, 
 #undef SPARTAN_WIDE_CASE
   }
 }
+SPARTAN_AVX512 void gather_ell_u8_avx512_bands(const EllTileRef* t, const std::size_t* off, int nb, int band_rows,
+                                               int total_rows, float alpha, const float* D, std::size_t ldd, float* Out,
+                                               std::size_t ldo, int qn, bool overwrite) {
+  const int nv = (qn + 15) / 16, tail = qn % 16;
+  assert(nv >= 1 && nv <= kWideGatherQ / 16);
+  const __mmask16 m = tail == 0 ? __mmask16(0xFFFF) : __mmask16((1u << tail) - 1u);
+  auto bands = [&](auto nv_const) {
+    constexpr int NV = decltype(nv_const)::value;
+    for (int i = 0; i < nb; ++i)
+      gather_ell_wide<NV>(t + off[i], int(off[i + 1] - off[i]), std::min(band_rows, total_rows - i * band_rows), alpha,
+                          D, ldd, Out + std::size_t(i) * std::size_t(band_rows) * ldo, ldo, m, overwrite);
+  };
+  switch (nv) {
+#define SPARTAN_WIDE_CASE(N) \
+  case N: bands(std::integral_constant<int, N>{}); break;
+    SPARTAN_WIDE_CASE(1) SPARTAN_WIDE_CASE(2) SPARTAN_WIDE_CASE(3) SPARTAN_WIDE_CASE(4) SPARTAN_WIDE_CASE(5)
+    SPARTAN_WIDE_CASE(6) SPARTAN_WIDE_CASE(7) SPARTAN_WIDE_CASE(8) SPARTAN_WIDE_CASE(9) SPARTAN_WIDE_CASE(10)
+    SPARTAN_WIDE_CASE(11) SPARTAN_WIDE_CASE(12) SPARTAN_WIDE_CASE(13) SPARTAN_WIDE_CASE(14) SPARTAN_WIDE_CASE(15)
+    SPARTAN_WIDE_CASE(16) SPARTAN_WIDE_CASE(17) SPARTAN_WIDE_CASE(18) SPARTAN_WIDE_CASE(19) SPARTAN_WIDE_CASE(20)
+    SPARTAN_WIDE_CASE(21) SPARTAN_WIDE_CASE(22) SPARTAN_WIDE_CASE(23)
+    default: SPARTAN_WIDE_CASE(24)
+#undef SPARTAN_WIDE_CASE
+  }
+}
 #else
 bool cpu_has_avx512() { return false; }
 void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
@@ -151,6 +176,13 @@ void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, co
                           float* Out, std::size_t ldo, int qn, bool overwrite) {
   for (int q0 = 0; q0 < qn; q0 += kGatherQ)  // the portable kernel takes at most kGatherQ columns
     gather_ell_u8_portable(t, nt, rows, alpha, D + q0, ldd, Out + q0, ldo, std::min(kGatherQ, qn - q0), overwrite);
+}
+void gather_ell_u8_avx512_bands(const EllTileRef* t, const std::size_t* off, int nb, int band_rows, int total_rows,
+                                float alpha, const float* D, std::size_t ldd, float* Out, std::size_t ldo, int qn,
+                                bool overwrite) {
+  for (int i = 0; i < nb; ++i)
+    gather_ell_u8_avx512(t + off[i], int(off[i + 1] - off[i]), std::min(band_rows, total_rows - i * band_rows), alpha, D,
+                         ldd, Out + std::size_t(i) * std::size_t(band_rows) * ldo, ldo, qn, overwrite);
 }
 #endif
 

@@ -744,12 +744,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
             assert(Q <= wide_q);  // (several wide panels take the R-blocked loop above)
             for (int q0 = 0; q0 < Q; q0 += wide_q) {
               const int qn = std::min(wide_q, Q - q0);
-              for (std::uint32_t b = b0; b < b1; ++b) {
-                const int pb = int(b * p_tile), nt = int(roff[b - b0 + 1] - roff[b - b0]);
-                detail::gather_ell_u8_avx512(refs.data() + roff[b - b0], nt, int(g.r_eff(b)), alpha,
-                                             D + std::size_t(q0 / wide_q) * panel_stride, ldd,
-                                             c.C + std::size_t(pb) * c.ldc + q0, std::size_t(c.ldc), qn, ow);
-              }
+              detail::gather_ell_u8_avx512_bands(refs.data(), roff.data(), int(b1 - b0), int(p_tile), P - int(b0 * p_tile),
+                                                 alpha, D + std::size_t(q0 / wide_q) * panel_stride, ldd,
+                                                 c.C + std::size_t(b0) * p_tile * c.ldc + q0, std::size_t(c.ldc), qn, ow);
             }
             return;
           }

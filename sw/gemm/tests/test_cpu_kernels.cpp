@@ -141,3 +141,49 @@ TEST(TileSparseKernels, EllRowEndsAvx2MatchesPortable) {
       }
     }
 }
+
+// gather_ell_u8_avx512_bands (the direct row gather over many bands in one call) equals one
+// gather_ell_u8_avx512 call per band bit for bit: bands of 0, 1 or 2 tiles, a last band of fewer rows, output
+// rows past the last band untouched, both overwrite modes, whole and ragged panels.
+TEST(TileSparseKernels, WideGatherBandsMatchesOneCallPerBand) {
+  if (!cpu_has_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int band_rows = 8, nb = 5, total_rows = 4 * band_rows + 3;  // the last band: 3 rows
+  const std::uint32_t w = 6;
+  const std::size_t ldd = 400;
+  std::vector<float> D(std::size_t(512) * ldd);
+  for (float& x : D) x = u(rng);
+  std::vector<EllTile> tiles;
+  std::vector<EllTileRef> refs;
+  std::vector<std::size_t> off{0};
+  for (int b = 0; b < nb; ++b) {
+    const int nt = b % 3;  // 0, 1, 2, 0, 1 tiles
+    for (int k = 0; k < nt; ++k) {
+      std::vector<std::uint32_t> len(static_cast<std::size_t>(band_rows));
+      for (auto& l : len) l = rng() % (w + 1);
+      tiles.push_back(make_tile(rng, std::uint32_t(band_rows), w, len));
+    }
+    off.push_back(off.back() + std::size_t(nt));
+  }
+  for (std::size_t i = 0, k = 0; i + 1 < off.size(); ++i)
+    for (std::size_t j = off[i]; j < off[i + 1]; ++j, ++k)
+      refs.push_back({tiles[k].idx.data(), tiles[k].val.data(), w, std::uint32_t(256 * (j - off[i]))});
+  for (int qn : {16, 40, 64, 384})
+    for (bool ow : {true, false}) {
+      const std::size_t ldo = std::size_t(qn) + 16, rows_out = std::size_t(nb) * band_rows + 2;
+      std::vector<float> Oa(rows_out * ldo), Ob;
+      for (float& x : Oa) x = u(rng);
+      Ob = Oa;
+      gather_ell_u8_avx512_bands(refs.data(), off.data(), nb, band_rows, total_rows, 0.75f, D.data(), ldd, Oa.data(), ldo,
+                                 qn, ow);
+      for (int b = 0; b < nb; ++b)
+        gather_ell_u8_avx512(refs.data() + off[std::size_t(b)], int(off[std::size_t(b) + 1] - off[std::size_t(b)]),
+                             std::min(band_rows, total_rows - b * band_rows), 0.75f, D.data(), ldd,
+                             Ob.data() + std::size_t(b) * band_rows * ldo, ldo, qn, ow);
+      ASSERT_EQ(std::memcmp(Oa.data(), Ob.data(), Oa.size() * sizeof(float)), 0) << "qn " << qn << " ow " << ow;
+      // rows past total_rows were not written by either
+      for (std::size_t r = std::size_t(total_rows); r < rows_out; ++r)
+        for (int q = 0; q < qn; ++q) ASSERT_EQ(Oa[r * ldo + std::size_t(q)], Ob[r * ldo + std::size_t(q)]);
+    }
+}
