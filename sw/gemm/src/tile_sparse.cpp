@@ -246,11 +246,23 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     throw InputError("tile-sparse gemm: compacted operand's tile grid is invalid (tile sides 1..65535, one header per tile)");
   const double t0 = now_s();
   stats_ = TileSparseStats{};
-  const format::TileCounts tc = format::count_tiles(s);
+  // One pass over the headers: the tile counts (format::count_tiles), nnz, and whether every sparse tile is ELL.
+  format::TileCounts tc;
+  bool sparse_all_ell = true;
+  for (const auto& h : s.headers) {
+    stats_.nnz += h.nnz;
+    if (h.nnz == 0) {
+      ++tc.zero;
+    } else if (h.fmt() == TileFormat::Dense) {
+      ++tc.dense;
+    } else {
+      ++tc.sparse;
+      sparse_all_ell &= h.fmt() == TileFormat::Ell;
+    }
+  }
   stats_.tiles_zero = tc.zero;
   stats_.tiles_sparse = tc.sparse;
   stats_.tiles_dense = tc.dense;
-  for (const auto& h : s.headers) stats_.nnz += h.nnz;
   if (c.M == 0 || c.N == 0) return;
   if (c.alpha == 0.0f) {
     // BLAS semantics: with alpha 0 nothing is computed from A or B (0 * Inf or NaN in them must not reach
@@ -307,17 +319,13 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   auto flush = [&](int p0, int p1) {
     for (const auto& [ra, rb] : prev) dense_runs.push_back({p0, p1, ra, rb});
   };
-  bool any_sparse_band = false, all_ell = true;
-  for (std::uint32_t band = 0; band < n_bands; ++band) {
+  // (Without DENSE tiles there are no runs and the scan is skipped.)
+  const bool any_sparse_band = tc.sparse > 0, all_ell = sparse_all_ell;
+  for (std::uint32_t band = 0; band < n_bands && tc.dense > 0; ++band) {
     runs.clear();
     for (std::uint32_t rt = 0; rt < n_rt; ++rt) {
       const TileHeader& h = hdr(band, rt);
-      if (h.nnz == 0) continue;
-      if (h.fmt() != TileFormat::Dense) {
-        any_sparse_band = true;
-        all_ell &= h.fmt() == TileFormat::Ell;
-        continue;
-      }
+      if (h.nnz == 0 || h.fmt() != TileFormat::Dense) continue;
       const int ra = int(rt * r_tile), rb = int(std::min<std::int64_t>(R, std::int64_t(rt + 1) * r_tile));
       if (!runs.empty() && runs.back().second == ra)
         runs.back().second = rb;
