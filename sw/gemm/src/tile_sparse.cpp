@@ -381,8 +381,10 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   }
 
   // Scratch vectors of the loops below (tile references, band offsets, group bounds, list cursors, the scatter's
-  // band flags) are thread_local and kept across calls, as the engine's own buffers are: allocated per call
-  // they were 0.6 us of a 4 us call (vgg-s b2c2 backward-weight at 97 %, rdtsc probe, twenty-eighth session).
+  // band flags) are thread_local and kept across calls: allocated per call they were 0.6 us of a 4 us call
+  // (vgg-s b2c2 backward-weight at 97 %, rdtsc probe, twenty-eighth session). Unlike the engine's buffers they
+  // belong to each OS thread (OpenMP pool threads included), are shared by every engine the thread runs and
+  // live as long as the thread; the largest holds 24 bytes per tile of the largest operand seen.
   // ---- Sparse tiles (loop structure: sw/gemm/README.md). D[r][q] must be contiguous along Q: it is the
   // dense operand as stored (op(B) = B for sparse A, op(A)^T = A for sparse B) or, otherwise, its
   // transpose packed once per call (AVX2 8x8 blocks, parallel).
