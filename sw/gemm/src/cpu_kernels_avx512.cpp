@@ -125,26 +125,10 @@ SPARTAN_AVX512 void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* 
     default: scatter_block512<4>(idx, val, re, w, va, D, ldd, mask, O, ldo); break;
   }
 }
-SPARTAN_AVX512 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, const float* D,
-                                         std::size_t ldd, float* Out, std::size_t ldo, int qn, bool overwrite) {
-  const int nv = (qn + 15) / 16, tail = qn % 16;
-  assert(nv >= 1 && nv <= kWideGatherQ / 16);
-  const __mmask16 m = tail == 0 ? __mmask16(0xFFFF) : __mmask16((1u << tail) - 1u);
-  switch (nv) {
-#define SPARTAN_WIDE_CASE(N) \
-  case N: gather_ell_wide<N>(t, nt, rows, alpha, D, ldd, Out, ldo, m, overwrite); break;
-    SPARTAN_WIDE_CASE(1) SPARTAN_WIDE_CASE(2) SPARTAN_WIDE_CASE(3) SPARTAN_WIDE_CASE(4) SPARTAN_WIDE_CASE(5)
-    SPARTAN_WIDE_CASE(6) SPARTAN_WIDE_CASE(7) SPARTAN_WIDE_CASE(8) SPARTAN_WIDE_CASE(9) SPARTAN_WIDE_CASE(10)
-    SPARTAN_WIDE_CASE(11) SPARTAN_WIDE_CASE(12) SPARTAN_WIDE_CASE(13) SPARTAN_WIDE_CASE(14) SPARTAN_WIDE_CASE(15)
-    SPARTAN_WIDE_CASE(16) SPARTAN_WIDE_CASE(17) SPARTAN_WIDE_CASE(18) SPARTAN_WIDE_CASE(19) SPARTAN_WIDE_CASE(20)
-    SPARTAN_WIDE_CASE(21) SPARTAN_WIDE_CASE(22) SPARTAN_WIDE_CASE(23)
-    default: SPARTAN_WIDE_CASE(24)
-#undef SPARTAN_WIDE_CASE
-  }
-}
-SPARTAN_AVX512 void gather_ell_u8_avx512_bands(const EllTileRef* t, const std::size_t* off, int nb, int band_rows,
-                                               int total_rows, float alpha, const float* D, std::size_t ldd, float* Out,
-                                               std::size_t ldo, int qn, bool overwrite) {
+// The wide gather over nb bands (gather_ell_u8_avx512_bands' contract), the panel width dispatched once.
+SPARTAN_AVX512 inline void wide_gather_bands(const EllTileRef* t, const std::size_t* off, int nb, int band_rows,
+                                             int total_rows, float alpha, const float* D, std::size_t ldd, float* Out,
+                                             std::size_t ldo, int qn, bool overwrite) {
   const int nv = (qn + 15) / 16, tail = qn % 16;
   assert(nv >= 1 && nv <= kWideGatherQ / 16);
   const __mmask16 m = tail == 0 ? __mmask16(0xFFFF) : __mmask16((1u << tail) - 1u);
@@ -165,6 +149,16 @@ SPARTAN_AVX512 void gather_ell_u8_avx512_bands(const EllTileRef* t, const std::s
     default: SPARTAN_WIDE_CASE(24)
 #undef SPARTAN_WIDE_CASE
   }
+}
+SPARTAN_AVX512 void gather_ell_u8_avx512_bands(const EllTileRef* t, const std::size_t* off, int nb, int band_rows,
+                                               int total_rows, float alpha, const float* D, std::size_t ldd, float* Out,
+                                               std::size_t ldo, int qn, bool overwrite) {
+  wide_gather_bands(t, off, nb, band_rows, total_rows, alpha, D, ldd, Out, ldo, qn, overwrite);
+}
+SPARTAN_AVX512 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, const float* D,
+                                         std::size_t ldd, float* Out, std::size_t ldo, int qn, bool overwrite) {
+  const std::size_t off[2] = {0, std::size_t(nt)};  // one band
+  wide_gather_bands(t, off, 1, rows, rows, alpha, D, ldd, Out, ldo, qn, overwrite);
 }
 #else
 bool cpu_has_avx512() { return false; }
