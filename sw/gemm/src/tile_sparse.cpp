@@ -246,19 +246,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     throw InputError("tile-sparse gemm: compacted operand's tile grid is invalid (tile sides 1..65535, one header per tile)");
   const double t0 = now_s();
   stats_ = TileSparseStats{};
-  // One pass over the headers: the tile counts (format::count_tiles), nnz, and whether every sparse tile is ELL.
-  format::TileCounts tc;
-  bool sparse_all_ell = true;
+  const format::TileCounts tc = format::count_tiles(s);
+  bool sparse_all_ell = true;  // every sparse (non-zero, not DENSE) tile is ELL
   for (const auto& h : s.headers) {
     stats_.nnz += h.nnz;
-    if (h.nnz == 0) {
-      ++tc.zero;
-    } else if (h.fmt() == TileFormat::Dense) {
-      ++tc.dense;
-    } else {
-      ++tc.sparse;
-      sparse_all_ell &= h.fmt() == TileFormat::Ell;
-    }
+    sparse_all_ell &= h.nnz == 0 || h.fmt() == TileFormat::Dense || h.fmt() == TileFormat::Ell;
   }
   stats_.tiles_zero = tc.zero;
   stats_.tiles_sparse = tc.sparse;
@@ -682,9 +674,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
                 "one R block of the largest slice must keep a band's u32 entry positions from wrapping");
   stats_.r_blocks = nkb;
   const double tl = now_s();
-  // The direct row gathers (one R block) read the tiles without row lists. With one thread and one panel of
-  // Q (and C rows as the output) they take all bands as one group: the groups' sizes below are for the lists' L2 budget and the
-  // threads' shares, and the per-band slot counts they need were 0.2 us of a 4 us call (vgg-s).
+  // The direct row gathers (one R block) read the tiles without row lists. With one thread, one panel of Q
+  // and C rows as the output they take all bands as one group: the groups' sizes below serve the lists' L2
+  // budget and the threads' shares, and the per-band slot counts they need were 0.2 us of a 4 us call (vgg-s).
   const bool direct = nkb == 1 && (wide_q > 0 || (!trans_s && all_ell && u8idx &&
                                                   (opt_.rows_kernel == RowsKernel::Direct ||
                                                    (opt_.rows_kernel == RowsKernel::Auto && Q <= kDirectRowsMaxQ))));
@@ -704,7 +696,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     constexpr std::size_t kGroupEntries = 16384;
     const std::uint32_t min_bands = std::max<std::uint32_t>(1, std::uint32_t(kSub) / p_tile);
     const std::size_t budget =
-        one_group ? 0 : std::min(kGroupEntries, std::max<std::size_t>(1, band_off_[n_bands] / (2 * std::size_t(nthreads))));
+        one_group ? 0
+                  : std::min(kGroupEntries, std::max<std::size_t>(1, band_off_[n_bands] / (2 * std::size_t(nthreads))));
     thread_local std::vector<std::uint32_t> tl_gbounds;  // (a reference for the team: as tl_refs above)
     std::vector<std::uint32_t>& gbounds = tl_gbounds;
     gbounds.assign(1, 0);
@@ -758,8 +751,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
             assert(Q <= wide_q);  // (several wide panels take the R-blocked loop above)
             for (int q0 = 0; q0 < Q; q0 += wide_q) {
               const int qn = std::min(wide_q, Q - q0);
-              detail::gather_ell_u8_avx512_bands(refs.data(), roff.data(), int(b1 - b0), int(p_tile), P - int(b0 * p_tile),
-                                                 alpha, D + std::size_t(q0 / wide_q) * panel_stride, ldd,
+              detail::gather_ell_u8_avx512_bands(refs.data(), roff.data(), int(b1 - b0), int(p_tile),
+                                                 P - int(b0 * p_tile), alpha,
+                                                 D + std::size_t(q0 / wide_q) * panel_stride, ldd,
                                                  c.C + std::size_t(b0) * p_tile * c.ldc + q0, std::size_t(c.ldc), qn, ow);
             }
             return;
