@@ -8,6 +8,9 @@
 // Results of this machine: docs/bench/gemm.md.
 #include <cblas.h>
 #include <omp.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <boost/program_options.hpp>
@@ -45,6 +48,8 @@ namespace {
 // so this excludes only the time the thread is descheduled by other processes on a loaded machine
 // (it still includes their cache and memory-bandwidth interference).
 bool g_thread_clock = false;
+// --vector-cost: print the machine's gather costs and a kernel ns-per-vector column (gather_vector_ns).
+bool g_vector_cost = false;
 
 double now_s() {
   if (g_thread_clock) {
@@ -86,6 +91,49 @@ double median(std::vector<double> v) {
   const std::size_t n = v.size();
   return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+/// --vector-cost: this core's cost of the row gathers' inner step, in ns per 16-float vector: one vector loaded
+/// from a random row of a `kib` KiB buffer and FMA'd into one of 16 accumulators (rows of 16 vectors = 1 KiB, as
+/// the wide gather's 256-float panels; 100k rows from a fixed LCG, best of 7 passes, steady clock). A 32 KiB
+/// buffer (L1) gives the FMA and load-port floor; a 512 KiB one (in L2, not in L1) the L2 -> L1 transfer floor,
+/// which a row gather (or scatter) pays for every non-zero and 16 output floats whenever the operand whose rows
+/// it reads (or updates) does not fit L1. 0 on a CPU without AVX-512F.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"))) double gather_vector_ns_avx512(int kib) {
+  constexpr int kNV = 16, kRows = 100000;
+  const std::size_t n_rows = std::size_t(kib) * 1024 / (kNV * 64);
+  AlignedVector<float> d(n_rows * kNV * 16);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = 1e-3f * float(i % 7);
+  std::vector<std::uint32_t> ix(kRows);
+  std::uint32_t x = 12345;
+  for (auto& v : ix) x = x * 1103515245u + 12345u, v = std::uint32_t((x >> 8) % n_rows);
+  double best = 1e30;
+  float sink = 0;
+  for (int pass = 0; pass < 7; ++pass) {
+    __m512 acc[kNV];
+#pragma GCC unroll 16
+    for (int i = 0; i < kNV; ++i) acc[i] = _mm512_setzero_ps();
+    const __m512 v = _mm512_set1_ps(1.0001f);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::uint32_t r : ix) {
+      const float* row = d.data() + std::size_t(r) * kNV * 16;
+#pragma GCC unroll 16
+      for (int i = 0; i < kNV; ++i) acc[i] = _mm512_fmadd_ps(v, _mm512_load_ps(row + 16 * i), acc[i]);
+    }
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    alignas(64) float lanes[16];
+    for (int i = 0; i < kNV; ++i) {
+      _mm512_store_ps(lanes, acc[i]);
+      sink += lanes[0];
+    }
+  }
+  if (!(sink == sink)) std::printf(" ");  // keeps the sums (never NaN)
+  return best * 1e9 / (double(kRows) * kNV);
+}
+double gather_vector_ns(int kib) { return __builtin_cpu_supports("avx512f") ? gather_vector_ns_avx512(kib) : 0.0; }
+#else
+double gather_vector_ns(int) { return 0.0; }
+#endif
 
 /// Cost of one measured interval's clock reads, taken off every interval: the median of 31 empty intervals
 /// (two reads back to back). Reading the thread CPU clock is a system call, 1.28 us per read on the benchmark
@@ -151,6 +199,13 @@ std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
   return b;
+}
+
+/// --vector-cost column: kernel ns per non-zero and 16 output floats (nnz x ceil(Q / 16) vector FMAs, Q the output
+/// width per non-zero: N for a sparse A, M for a sparse B); "-" when there are no non-zeros or DENSE tiles.
+std::string ns_per_vector(const TileSparseStats& st, int q, double kernel_s) {
+  if (st.nnz == 0 || st.tiles_dense > 0) return "-";
+  return fmt("%.2f", kernel_s * 1e9 / (double(st.nnz) * double((q + 15) / 16)));
 }
 
 double target_for(double sparsity) { return sparsity >= 0.97 ? 8.0 : sparsity >= 0.9 ? 3.0 : sparsity <= 0.5 ? 1.0 : 0; }
@@ -227,15 +282,18 @@ int run_trace(const std::string& path, TileSparseEngine& engine, TileSparseEngin
     const std::string tiles =
         std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
     const std::string name = "trace:" + L.name;
-    std::printf("%-18s %-10s %5lld %6lld %5lld %5.1f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %9.3f %7.2f %s\n",
+    std::printf("%-18s %-10s %5lld %6lld %5lld %5.1f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %9.3f %7.2f %s",
                 name.c_str(), "fwd", (long long)M, (long long)N, (long long)K, sparsity * 100, tiles.c_str(),
                 t.blas_s * 1e3, t.kernel_s * 1e3, t.ratio_kernel, t.kernel_pack_s * 1e3, t.ratio_kernel_pack,
                 t.compact_s * 1e3, t.ratio_total, "(trace act)");
+    if (g_vector_cost) std::printf("  %s", ns_per_vector(st, int(N), t.kernel_s).c_str());
+    std::printf("\n");
     md << "| " << name << " | fwd | " << M << " | " << N << " | " << K << " | " << fmt("%.1f", sparsity * 100) << " | "
        << tiles << " | " << fmt("%.3f", t.blas_s * 1e3) << " | " << fmt("%.3f", t.kernel_s * 1e3) << " | "
        << fmt("%.2f", t.ratio_kernel) << " | " << fmt("%.3f", t.kernel_pack_s * 1e3) << " | "
        << fmt("%.2f", t.ratio_kernel_pack) << " | " << fmt("%.3f", t.compact_s * 1e3) << " | "
-       << fmt("%.2f", t.ratio_total) << " | trace |\n";
+       << fmt("%.2f", t.ratio_total) << " | trace |" << (g_vector_cost ? " " + ns_per_vector(st, int(N), t.kernel_s) + " |" : "")
+       << "\n";
     ++measured;
   }
   if (measured == 0) throw InputError(path + ": no conv/FC layer with an 'act' tensor");
@@ -284,7 +342,10 @@ int main(int argc, char** argv) {
         "kernel when the sparse operand is read transposed (TileSparseOptions::transposed_kernel): auto (default) | "
         "scatter | gather | row-gather (the train layout's forward: compact op(A) = col^T, then the wide row gather "
         "in R blocks; its compaction reads col transposed, see the compact column)")(
-        "trace", po::value(&trace_path), "also: forward GEMMs with the real activations of this .sptrace");
+        "trace", po::value(&trace_path), "also: forward GEMMs with the real activations of this .sptrace")(
+        "vector-cost", po::bool_switch(&g_vector_cost),
+        "also print this core's cost of one 16-float vector gathered from L1 and from L2 (ns), and per row the "
+        "kernel's ns per non-zero and 16 output floats (ns/vec), to compare against them");
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, desc), vm);
     po::notify(vm);
@@ -382,12 +443,25 @@ int main(int argc, char** argv) {
       std::printf("note: %s\n", note.c_str());
       md << "Note: " << note << "\n\n";
     }
-    std::printf("%-18s %-10s %5s %6s %5s %5s %13s %9s %9s %7s %9s %7s %9s %7s %s\n", "layer", "pass", "M", "N", "K",
+    if (g_vector_cost) {
+      const double l1 = gather_vector_ns(32), l2 = gather_vector_ns(512);
+      if (l1 > 0) {
+        std::printf("vector cost: %.2f ns (L1, 32 KiB) / %.2f ns (L2, 512 KiB) per 16-float vector loaded from a random "
+                    "1 KiB row and FMA'd (16 accumulators)\n", l1, l2);
+        md << "Vector cost (16-float vector from a random 1 KiB row, FMA'd into 16 accumulators): " << fmt("%.2f", l1)
+           << " ns from L1 (32 KiB), " << fmt("%.2f", l2) << " ns from L2 (512 KiB).\n\n";
+      } else {
+        std::printf("vector cost: n/a (no AVX-512F)\n");
+      }
+    }
+    std::printf("%-18s %-10s %5s %6s %5s %5s %13s %9s %9s %7s %9s %7s %9s %7s %s%s\n", "layer", "pass", "M", "N", "K",
                 "sp%", "tiles z/s/d", "blas_ms", "kern_ms", "ratio", "kpack_ms", "r_kpack", "compact", "r_total",
-                "target");
+                "target", g_vector_cost ? "  ns/vec" : "");
     md << "| layer | pass | M | N | K | sparsity % | tiles zero/sparse/dense | OpenBLAS ms | kernel ms | ratio kernel | "
-          "kernel+pack ms | ratio kernel+pack | compact ms | ratio compact+kernel+pack | target (kernel) |\n"
-          "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+          "kernel+pack ms | ratio kernel+pack | compact ms | ratio compact+kernel+pack | target (kernel) |"
+       << (g_vector_cost ? " kernel ns per vector |" : "")
+       << "\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|" << (g_vector_cost ? "---:|" : "")
+       << "\n";
     if (!trace_path.empty()) {
 #ifdef SPARTAN_BENCH_HAVE_TRACE
       run_trace(trace_path, engine, engine_pack, min_time, md);
@@ -456,16 +530,20 @@ int main(int argc, char** argv) {
         }
         const std::string tiles =
             std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
-        std::printf("%-18s %-10s %5d %6d %5d %5.0f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %9.3f %7.2f %s\n",
+        std::printf("%-18s %-10s %5d %6d %5d %5.0f %13s %9.3f %9.3f %7.2f %9.3f %7.2f %9.3f %7.2f %s",
                     s.name.c_str(), bench::pass_name(s.pass), s.M, s.N, s.K, sparsity * 100, tiles.c_str(),
                     t.blas_s * 1e3, t.kernel_s * 1e3, ratio, t.kernel_pack_s * 1e3, t.ratio_kernel_pack,
                     t.compact_s * 1e3, t.ratio_total, verdict.c_str());
+        const std::string nsv = ns_per_vector(st, s.sparse == SparseOperand::A ? s.N : s.M, t.kernel_s);
+        if (g_vector_cost) std::printf("  %s", nsv.c_str());
+        std::printf("\n");
         std::fflush(stdout);
         md << "| " << s.name << " | " << bench::pass_name(s.pass) << " | " << s.M << " | " << s.N << " | " << s.K
            << " | " << fmt("%.0f", sparsity * 100) << " | " << tiles << " | " << fmt("%.3f", t.blas_s * 1e3) << " | "
            << fmt("%.3f", t.kernel_s * 1e3) << " | " << fmt("%.2f", ratio) << " | "
            << fmt("%.3f", t.kernel_pack_s * 1e3) << " | " << fmt("%.2f", t.ratio_kernel_pack) << " | "
-           << fmt("%.3f", t.compact_s * 1e3) << " | " << fmt("%.2f", t.ratio_total) << " | " << verdict << " |\n";
+           << fmt("%.3f", t.compact_s * 1e3) << " | " << fmt("%.2f", t.ratio_total) << " | " << verdict << " |"
+           << (g_vector_cost ? " " + nsv + " |" : "") << "\n";
       }
     }
     std::printf("\ngeometric-mean ratio per sparsity (kernel | kernel+pack | compact+kernel+pack):");
