@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "compact_fast.h"
 #include "cpu_kernels.h"
 #include "row_lists.h"
 #include "spartan/common/error.h"
@@ -205,6 +206,12 @@ format::TiledMatrix TileSparseEngine::compact_operand(const GemmCall& c) const {
   o.dense_if_not_smaller = opt_.dense_if_not_smaller;
   if (compact_orientation(c) == Orientation::Op)  // op(A) = A^T (M x K) of the stored K x M
     return format::compact_transposed(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld), o);
+  // The stored matrix: the same tiles as format::compact(), from AVX-512 loops (compact_fast.h) on an AVX-512 engine.
+  format::TiledMatrix m;
+  const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
+  if (avx512_ && detail::compact_f32_avx512(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld),
+                                            o, nthreads, m))
+    return m;
   return format::compact(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld), o);
 }
 

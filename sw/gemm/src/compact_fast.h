@@ -1,0 +1,29 @@
+// Vectorised compaction of an f32 activation operand into the one tile-sparse format (sw/format), for the
+// CPU engine's compact_operand(). The format's own format::compact() stays the definition (and what the CUDA
+// host code, the compaction-engine model and the RTL scoreboard use); this produces the same headers and
+// payload byte for byte (test TileSparseCompactFast.*), faster.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "spartan/format/tile_format.h"
+
+namespace spartan::gemm::detail {
+
+/// True when this CPU runs compact_f32_avx512 (AVX-512 F, BW and VL).
+bool cpu_has_avx512_bw();
+
+/// format::compact() of the row-major f32 matrix `dense` (rows x cols, row stride ld floats) with options `o`:
+/// the same TiledMatrix (grid, headers, payload, source), computed with AVX-512 loops: per tile row, pass 1
+/// counts each row's non-zeros per tile from a 16-lane zero test (|x| bits != 0: +-0.0 are zero, NaN, Inf and
+/// denormals are not) and a popcount; the tile formats and payload offsets follow as in format::compact();
+/// pass 2 writes each ELL row with in-register compress and masked stores of its values and column indices
+/// (u8 or u16). Tile rows are split over `nthreads` OpenMP threads in both passes (1: no parallel region).
+/// Returns false, leaving `out` untouched, when the CPU lacks AVX-512 F/BW/VL or the call is outside this
+/// path (elements other than F32, or BITMAP tiles): the caller then uses format::compact().
+/// Throws spartan::InputError on options format::compact() rejects (format::check_options).
+bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
+                        const format::CompactOptions& o, int nthreads, format::TiledMatrix& out);
+
+}  // namespace spartan::gemm::detail

@@ -1,0 +1,122 @@
+// compact_f32_avx512 (src/compact_fast.h) against format::compact(), the format's definition: the same grid,
+// headers (as their 16 bytes), payload bytes and source, for random shapes and tile sizes (u8 and u16 column
+// indices, tiles cut by the matrix edge), sparsities 0-100 %, +-0.0 / NaN / Inf / denormal values, thresholds
+// and both DENSE storages, with one and two threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "compact_fast.h"
+#include "spartan/common/error.h"
+#include "spartan/format/tile_format.h"
+
+namespace spartan::gemm::detail {
+namespace {
+
+std::vector<float> random_matrix(std::uint32_t rows, std::size_t ld, double sparsity, std::mt19937& rng) {
+  std::uniform_real_distribution<double> p(0, 1);
+  std::uniform_real_distribution<float> u(-2, 2);
+  const float specials[] = {-0.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(),
+                            -1e-40f};
+  std::vector<float> m(std::size_t(rows) * ld);
+  for (auto& v : m) {
+    if (p(rng) < sparsity) {
+      v = p(rng) < 0.3 ? -0.0f : 0.0f;  // both zeros
+    } else {
+      v = p(rng) < 0.05 ? specials[std::size_t(p(rng) * 6) % 6] : u(rng);
+      if (format::is_zero(v)) v = 1.0f;  // (-0.0 drawn as a "non-zero": keep the sparsity)
+    }
+  }
+  return m;
+}
+
+void expect_same(const format::TiledMatrix& a, const format::TiledMatrix& b, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(a.grid.rows, b.grid.rows);
+  EXPECT_EQ(a.grid.cols, b.grid.cols);
+  EXPECT_EQ(a.grid.tile_rows, b.grid.tile_rows);
+  EXPECT_EQ(a.grid.tile_cols, b.grid.tile_cols);
+  EXPECT_EQ(a.elem, b.elem);
+  EXPECT_EQ(a.sparse_format, b.sparse_format);
+  EXPECT_EQ(a.dense_storage, b.dense_storage);
+  EXPECT_EQ(a.threshold, b.threshold);
+  EXPECT_EQ(a.dense_if_not_smaller, b.dense_if_not_smaller);
+  EXPECT_EQ(a.source, b.source);
+  EXPECT_EQ(a.source_ld, b.source_ld);
+  EXPECT_EQ(a.source_transposed, b.source_transposed);
+  EXPECT_EQ(a.header_bytes(), b.header_bytes());
+  ASSERT_EQ(a.payload.size(), b.payload.size());
+  EXPECT_TRUE(a.payload == b.payload) << "payload bytes differ";
+}
+
+TEST(TileSparseCompactFast, SameTilesAsFormatCompact) {
+  if (!cpu_has_avx512_bw()) GTEST_SKIP() << "no AVX-512 F/BW/VL on this CPU";
+  std::mt19937 rng(11);
+  struct Shape {
+    std::uint32_t rows, cols, pad;
+  };
+  const Shape shapes[] = {{1, 1, 0}, {7, 300, 3}, {8, 256, 0}, {17, 513, 16}, {100, 1000, 5}, {64, 70, 0}, {33, 17, 1}};
+  const std::pair<std::uint32_t, std::uint32_t> tiles[] = {{8, 256}, {32, 32}, {8, 300}, {1, 1}, {3, 17}, {5, 16}};
+  const double sparsities[] = {0.0, 0.5, 0.9, 0.97, 1.0};
+  int cases = 0;
+  for (const Shape& s : shapes)
+    for (const auto& [tr, tc] : tiles)
+      for (double sp : sparsities) {
+        const std::size_t ld = s.cols + s.pad;
+        const std::vector<float> x = random_matrix(s.rows, ld, sp, rng);
+        for (double threshold : {0.3, 0.0, 2.0})
+          for (bool size_rule : {true, false})
+            for (auto storage : {format::DenseStorage::InPlace, format::DenseStorage::Payload}) {
+              format::CompactOptions o;
+              o.tile_rows = tr, o.tile_cols = tc, o.threshold = threshold, o.dense_if_not_smaller = size_rule;
+              o.dense_storage = storage;
+              const format::TiledMatrix ref = format::compact(x.data(), s.rows, s.cols, ld, o);
+              for (int threads : {1, 2}) {
+                format::TiledMatrix fast;
+                ASSERT_TRUE(compact_f32_avx512(x.data(), s.rows, s.cols, ld, o, threads, fast));
+                expect_same(ref, fast,
+                            std::to_string(s.rows) + "x" + std::to_string(s.cols) + " ld " + std::to_string(ld) +
+                                " tiles " + std::to_string(tr) + "x" + std::to_string(tc) + " sparsity " +
+                                std::to_string(sp) + " threshold " + std::to_string(threshold) + " size rule " +
+                                std::to_string(size_rule) + " payload dense " +
+                                std::to_string(storage == format::DenseStorage::Payload) + " threads " +
+                                std::to_string(threads));
+                ++cases;
+                if (::testing::Test::HasFailure()) return;
+              }
+            }
+      }
+  EXPECT_EQ(cases, 7 * 6 * 5 * 3 * 2 * 2 * 2);
+}
+
+TEST(TileSparseCompactFast, OutsideItsPathLeavesTheOutputToFormatCompact) {
+  std::vector<float> x(64, 1.0f);
+  format::CompactOptions o;
+  o.tile_rows = 4, o.tile_cols = 4;
+  o.sparse_format = format::TileFormat::Bitmap;
+  format::TiledMatrix out;
+  out.source_ld = 12345;  // a marker: untouched when the call is declined
+  EXPECT_FALSE(compact_f32_avx512(x.data(), 8, 8, 8, o, 1, out));
+  EXPECT_EQ(out.source_ld, 12345u);
+  EXPECT_TRUE(out.headers.empty());
+}
+
+TEST(TileSparseCompactFast, RejectsWhatFormatCompactRejects) {
+  std::vector<float> x(64, 1.0f);
+  format::CompactOptions o;
+  format::TiledMatrix out;
+  o.tile_rows = 0;
+  EXPECT_THROW(compact_f32_avx512(x.data(), 8, 8, 8, o, 1, out), InputError);
+  o.tile_rows = 4;
+  EXPECT_THROW(compact_f32_avx512(x.data(), 8, 8, 4, o, 1, out), InputError);  // ld < cols
+  o.threshold = std::nan("");
+  EXPECT_THROW(compact_f32_avx512(x.data(), 8, 8, 8, o, 1, out), InputError);
+}
+
+}  // namespace
+}  // namespace spartan::gemm::detail
