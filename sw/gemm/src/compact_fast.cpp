@@ -112,6 +112,31 @@ SPARTAN_AVX512BW void fill_tile_row(const float* dense, std::size_t ld, std::uin
     }
   }
 }
+
+// Pass 1 of the transposed compaction, one source row s (a column of the result) of `rows` elements: cnt[i] +=
+// (s[i] non-zero), 16 lanes at a time.
+SPARTAN_AVX512BW void count_source_row(const float* s, std::uint32_t rows, std::uint32_t* cnt) {
+  const __m512i one = _mm512_set1_epi32(1);
+  std::uint32_t i = 0;
+  for (; i + 16 <= rows; i += 16) {
+    const __mmask16 nz = nonzero16(load16(s + i, 16), 16);
+    __m512i* pc = reinterpret_cast<__m512i*>(cnt + i);
+    _mm512_storeu_si512(pc, _mm512_mask_add_epi32(_mm512_loadu_si512(pc), nz, _mm512_loadu_si512(pc), one));
+  }
+  if (i < rows) {
+    const __mmask16 live = lanes(rows - i), nz = nonzero16(load16(s + i, rows - i), rows - i);
+    const __m512i c = _mm512_maskz_loadu_epi32(live, cnt + i);
+    _mm512_mask_storeu_epi32(cnt + i, live, _mm512_mask_add_epi32(c, nz, c, one));
+  }
+}
+
+// Non-zero lanes of s[i0, i0 + n), n <= 64, as a 64-bit mask (bit k: element i0 + k).
+SPARTAN_AVX512BW inline std::uint64_t nonzero64(const float* s, std::uint32_t n) {
+  std::uint64_t mask = 0;
+  for (std::uint32_t q = 0; q < n; q += 16)
+    mask |= std::uint64_t(nonzero16(load16(s + q, n - q), n - q)) << q;
+  return mask;
+}
 }  // namespace
 
 bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
@@ -159,11 +184,110 @@ bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t co
   out = std::move(m);
   return true;
 }
+
+bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, std::uint32_t stored_cols,
+                                   std::size_t ld, const format::CompactOptions& o, format::TiledMatrix& out) {
+  format::check_options(stored_rows, stored_cols, ld, o);
+  const std::uint32_t rows = stored_cols, cols = stored_rows;  // the result src^T
+  if (o.elem != format::ElemType::F32 || o.sparse_format != format::TileFormat::Ell ||
+      o.dense_storage != format::DenseStorage::InPlace || !cpu_has_avx512_bw())
+    return false;
+  format::TiledMatrix m;
+  m.grid = format::TileGrid{rows, cols, o.tile_rows, o.tile_cols};
+  m.elem = o.elem;
+  m.sparse_format = o.sparse_format;
+  m.dense_storage = o.dense_storage;
+  m.threshold = o.threshold;
+  m.dense_if_not_smaller = o.dense_if_not_smaller;
+  m.source = src;
+  m.source_ld = ld;
+  m.source_transposed = true;
+  const format::TileGrid& g = m.grid;
+  const std::uint32_t TR = g.tile_rows, TC = g.tile_cols, nr = g.tiles_r(), nc = g.tiles_c();
+  m.headers.resize(g.num_tiles());
+  // rc[tj * rows + i]: non-zeros of result row i in tile column tj.
+  std::vector<std::uint32_t> rc(std::size_t(nc) * rows, 0);
+  for (std::uint32_t c = 0; c < cols; ++c)
+    count_source_row(src + std::size_t(c) * ld, rows, rc.data() + std::size_t(c / TC) * rows);
+  std::uint64_t off = 0;
+  for (std::uint32_t ti = 0; ti < nr; ++ti)
+    for (std::uint32_t tj = 0; tj < nc; ++tj) {
+      const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
+      std::uint32_t nnz = 0, width = 0;
+      for (std::uint32_t r = 0; r < re; ++r) {
+        const std::uint32_t rn = rc[std::size_t(tj) * rows + ti * TR + r];
+        nnz += rn;
+        width = std::max(width, rn);
+      }
+      format::TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
+      h.nnz = nnz;
+      if (format::tile_stays_dense(o, re, ce, width, nnz)) {
+        h.format = std::uint8_t(format::TileFormat::Dense);
+      } else {
+        h.format = std::uint8_t(o.sparse_format);
+        h.width = static_cast<std::uint16_t>(width);
+      }
+      off = format::align_up(off, format::kPayloadAlignBytes);
+      h.offset = off;
+      off += format::tile_payload_bytes(h, re, ce, TC, o.elem);
+    }
+  m.payload.assign(format::align_up(off, format::kPayloadAlignBytes), 0);
+  // Pass 2, one tile column at a time: per result row i of a sparse tile, its next index and value slots.
+  const bool u8 = format::index_bytes(TC) == 1;
+  std::vector<std::uint8_t*> idx_at(rows);
+  std::vector<float*> val_at(rows);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> spans;  // result rows of the sparse tiles with non-zeros
+  for (std::uint32_t tj = 0; tj < nc; ++tj) {
+    const std::uint32_t ce = g.c_eff(tj);
+    spans.clear();
+    for (std::uint32_t ti = 0; ti < nr; ++ti) {
+      const format::TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
+      if (h.fmt() == format::TileFormat::Dense || h.nnz == 0) continue;
+      const std::uint32_t re = g.r_eff(ti);
+      if (!spans.empty() && spans.back().second == ti * TR)
+        spans.back().second += re;
+      else
+        spans.emplace_back(ti * TR, ti * TR + re);
+      std::uint8_t* p = m.payload.data() + h.offset;
+      float* vals = reinterpret_cast<float*>(p + format::ell_values_offset(re, h.width, TC));
+      for (std::uint32_t r = 0; r < re; ++r) {
+        idx_at[ti * TR + r] = p + std::size_t(r) * h.width * (u8 ? 1 : 2);
+        val_at[ti * TR + r] = vals + std::size_t(r) * h.width;
+      }
+    }
+    for (std::uint32_t kk = 0; kk < ce; ++kk) {
+      const float* s = src + std::size_t(tj * TC + kk) * ld;
+      for (const auto& [sb, se] : spans)
+        for (std::uint32_t i0 = sb; i0 < se; i0 += 64) {
+          std::uint64_t mask = nonzero64(s + i0, std::min<std::uint32_t>(64, se - i0));
+          while (mask) {
+            const std::uint32_t i = i0 + std::uint32_t(__builtin_ctzll(mask));
+            mask &= mask - 1;
+            if (u8) {
+              *idx_at[i]++ = static_cast<std::uint8_t>(kk);
+            } else {
+              const std::uint16_t k16 = static_cast<std::uint16_t>(kk);
+              std::memcpy(idx_at[i], &k16, 2);
+              idx_at[i] += 2;
+            }
+            std::memcpy(val_at[i]++, s + i, sizeof(float));
+          }
+        }
+    }
+  }
+  out = std::move(m);
+  return true;
+}
 #else
 bool cpu_has_avx512_bw() { return false; }
 bool compact_f32_avx512(const float*, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
                         const format::CompactOptions& o, int, format::TiledMatrix&) {
   format::check_options(rows, cols, ld, o);
+  return false;
+}
+bool compact_transposed_f32_avx512(const float*, std::uint32_t stored_rows, std::uint32_t stored_cols, std::size_t ld,
+                                   const format::CompactOptions& o, format::TiledMatrix&) {
+  format::check_options(stored_rows, stored_cols, ld, o);
   return false;
 }
 #endif

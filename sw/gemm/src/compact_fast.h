@@ -26,4 +26,15 @@ bool cpu_has_avx512_bw();
 bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
                         const format::CompactOptions& o, int nthreads, format::TiledMatrix& out);
 
+/// format::compact_transposed() of the row-major f32 matrix `src` (stored_rows x stored_cols, row stride ld
+/// floats): the tiles of src^T (stored_cols x stored_rows), the same TiledMatrix byte for byte. Both passes read
+/// src row by row as format::compact_transposed() does; pass 1 adds 16 rows' non-zero flags at a time to the
+/// per-row counters, pass 2 finds the non-zeros 64 elements at a time (plain 16-lane loads and zero tests) and
+/// places each in its row's next ELL slot. One thread. Returns false, leaving `out` untouched, when the CPU
+/// lacks AVX-512 F/BW/VL or the call is outside this path (elements other than F32, BITMAP tiles, or DENSE
+/// tiles copied into the payload): the caller then uses format::compact_transposed(). Throws
+/// spartan::InputError on options format::compact_transposed() rejects.
+bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, std::uint32_t stored_cols,
+                                   std::size_t ld, const format::CompactOptions& o, format::TiledMatrix& out);
+
 }  // namespace spartan::gemm::detail

@@ -204,10 +204,15 @@ format::TiledMatrix TileSparseEngine::compact_operand(const GemmCall& c) const {
   o.threshold = opt_.threshold;
   o.sparse_format = opt_.sparse_format;
   o.dense_if_not_smaller = opt_.dense_if_not_smaller;
-  if (compact_orientation(c) == Orientation::Op)  // op(A) = A^T (M x K) of the stored K x M
-    return format::compact_transposed(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld), o);
-  // The stored matrix: the same tiles as format::compact(), from AVX-512 loops (compact_fast.h) on an AVX-512 engine.
+  // The same tiles as format::compact() / compact_transposed(), from AVX-512 loops (compact_fast.h) on an AVX-512
+  // engine.
   format::TiledMatrix m;
+  if (compact_orientation(c) == Orientation::Op) {  // op(A) = A^T (M x K) of the stored K x M
+    if (avx512_ && detail::compact_transposed_f32_avx512(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols),
+                                                         std::size_t(st.ld), o, m))
+      return m;
+    return format::compact_transposed(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld), o);
+  }
   const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
   if (avx512_ && detail::compact_f32_avx512(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld),
                                             o, nthreads, m))

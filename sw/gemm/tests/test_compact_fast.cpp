@@ -1,4 +1,5 @@
-// compact_f32_avx512 (src/compact_fast.h) against format::compact(), the format's definition: the same grid,
+// compact_f32_avx512 and compact_transposed_f32_avx512 (src/compact_fast.h) against format::compact() and
+// format::compact_transposed(), the format's definition: the same grid,
 // headers (as their 16 bytes), payload bytes and source, for random shapes and tile sizes (u8 and u16 column
 // indices, tiles cut by the matrix edge), sparsities 0-100 %, +-0.0 / NaN / Inf / denormal values, thresholds
 // and both DENSE storages, with one and two threads.
@@ -94,6 +95,41 @@ TEST(TileSparseCompactFast, SameTilesAsFormatCompact) {
   EXPECT_EQ(cases, 7 * 6 * 5 * 3 * 2 * 2 * 2);
 }
 
+TEST(TileSparseCompactFast, TransposedSameTilesAsFormatCompactTransposed) {
+  if (!cpu_has_avx512_bw()) GTEST_SKIP() << "no AVX-512 F/BW/VL on this CPU";
+  std::mt19937 rng(12);
+  struct Shape {
+    std::uint32_t rows, cols, pad;  // stored
+  };
+  const Shape shapes[] = {{1, 1, 0}, {300, 7, 3}, {256, 8, 0}, {513, 17, 16}, {1000, 100, 5}, {70, 64, 0}, {17, 33, 1},
+                          {144, 784, 0}};
+  const std::pair<std::uint32_t, std::uint32_t> tiles[] = {{8, 256}, {32, 32}, {8, 300}, {1, 1}, {3, 17}, {5, 16}};
+  const double sparsities[] = {0.0, 0.5, 0.9, 0.97, 1.0};
+  int cases = 0;
+  for (const Shape& s : shapes)
+    for (const auto& [tr, tc] : tiles)
+      for (double sp : sparsities) {
+        const std::size_t ld = s.cols + s.pad;
+        const std::vector<float> x = random_matrix(s.rows, ld, sp, rng);
+        for (double threshold : {0.3, 0.0, 2.0})
+          for (bool size_rule : {true, false}) {
+            format::CompactOptions o;
+            o.tile_rows = tr, o.tile_cols = tc, o.threshold = threshold, o.dense_if_not_smaller = size_rule;
+            const format::TiledMatrix ref = format::compact_transposed(x.data(), s.rows, s.cols, ld, o);
+            format::TiledMatrix fast;
+            ASSERT_TRUE(compact_transposed_f32_avx512(x.data(), s.rows, s.cols, ld, o, fast));
+            expect_same(ref, fast,
+                        "stored " + std::to_string(s.rows) + "x" + std::to_string(s.cols) + " ld " + std::to_string(ld) +
+                            " tiles " + std::to_string(tr) + "x" + std::to_string(tc) + " sparsity " +
+                            std::to_string(sp) + " threshold " + std::to_string(threshold) + " size rule " +
+                            std::to_string(size_rule));
+            ++cases;
+            if (::testing::Test::HasFailure()) return;
+          }
+      }
+  EXPECT_EQ(cases, 8 * 6 * 5 * 3 * 2);
+}
+
 TEST(TileSparseCompactFast, OutsideItsPathLeavesTheOutputToFormatCompact) {
   std::vector<float> x(64, 1.0f);
   format::CompactOptions o;
@@ -102,6 +138,12 @@ TEST(TileSparseCompactFast, OutsideItsPathLeavesTheOutputToFormatCompact) {
   format::TiledMatrix out;
   out.source_ld = 12345;  // a marker: untouched when the call is declined
   EXPECT_FALSE(compact_f32_avx512(x.data(), 8, 8, 8, o, 1, out));
+  EXPECT_EQ(out.source_ld, 12345u);
+  EXPECT_TRUE(out.headers.empty());
+  EXPECT_FALSE(compact_transposed_f32_avx512(x.data(), 8, 8, 8, o, out));  // BITMAP
+  o.sparse_format = format::TileFormat::Ell;
+  o.dense_storage = format::DenseStorage::Payload;  // DENSE tiles copied: format::compact_transposed()
+  EXPECT_FALSE(compact_transposed_f32_avx512(x.data(), 8, 8, 8, o, out));
   EXPECT_EQ(out.source_ld, 12345u);
   EXPECT_TRUE(out.headers.empty());
 }
@@ -114,8 +156,11 @@ TEST(TileSparseCompactFast, RejectsWhatFormatCompactRejects) {
   EXPECT_THROW(compact_f32_avx512(x.data(), 8, 8, 8, o, 1, out), InputError);
   o.tile_rows = 4;
   EXPECT_THROW(compact_f32_avx512(x.data(), 8, 8, 4, o, 1, out), InputError);  // ld < cols
+  EXPECT_THROW(compact_transposed_f32_avx512(x.data(), 8, 8, 4, o, out), InputError);  // ld < stored cols
+  EXPECT_NO_THROW(compact_transposed_f32_avx512(x.data(), 16, 4, 4, o, out));         // 16 x 4 stored, ld 4
   o.threshold = std::nan("");
   EXPECT_THROW(compact_f32_avx512(x.data(), 8, 8, 8, o, 1, out), InputError);
+  EXPECT_THROW(compact_transposed_f32_avx512(x.data(), 8, 8, 8, o, out), InputError);
 }
 
 }  // namespace
