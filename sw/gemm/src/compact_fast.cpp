@@ -137,10 +137,20 @@ SPARTAN_AVX512BW inline std::uint64_t nonzero64(const float* s, std::uint32_t n)
     mask |= std::uint64_t(nonzero16(load16(s + q, n - q), n - q)) << q;
   return mask;
 }
+
+// True when the matrix's density (sum of the headers' nnz over rows x cols) is >= skip_payload_density: the
+// payload is then not written (the expression of the engine's whole-call guard, on the same numbers).
+bool headers_only(const format::TiledMatrix& m, double skip_payload_density) {
+  if (!(skip_payload_density <= 1.0)) return false;
+  std::uint64_t nnz = 0;
+  for (const auto& h : m.headers) nnz += h.nnz;
+  return double(nnz) / (double(m.grid.rows) * double(m.grid.cols)) >= skip_payload_density;
+}
 }  // namespace
 
 bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
-                        const format::CompactOptions& o, int nthreads, format::TiledMatrix& out) {
+                        const format::CompactOptions& o, int nthreads, format::TiledMatrix& out,
+                        double skip_payload_density) {
   format::check_options(rows, cols, ld, o);
   if (o.elem != format::ElemType::F32 || o.sparse_format != format::TileFormat::Ell || !cpu_has_avx512_bw())
     return false;
@@ -179,6 +189,10 @@ bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t co
       h.offset = off;
       off += format::tile_payload_bytes(h, re, ce, g.tile_cols, o.elem);
     }
+  if (headers_only(m, skip_payload_density)) {
+    out = std::move(m);
+    return true;
+  }
   m.payload.assign(format::align_up(off, format::kPayloadAlignBytes), 0);
   for_tile_rows(nr, nthreads, [&](std::uint32_t ti) { fill_tile_row(dense, ld, ti, m); });
   out = std::move(m);
@@ -186,7 +200,8 @@ bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t co
 }
 
 bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, std::uint32_t stored_cols,
-                                   std::size_t ld, const format::CompactOptions& o, format::TiledMatrix& out) {
+                                   std::size_t ld, const format::CompactOptions& o, format::TiledMatrix& out,
+                                   double skip_payload_density) {
   format::check_options(stored_rows, stored_cols, ld, o);
   const std::uint32_t rows = stored_cols, cols = stored_rows;  // the result src^T
   if (o.elem != format::ElemType::F32 || o.sparse_format != format::TileFormat::Ell ||
@@ -231,6 +246,10 @@ bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, 
       h.offset = off;
       off += format::tile_payload_bytes(h, re, ce, TC, o.elem);
     }
+  if (headers_only(m, skip_payload_density)) {
+    out = std::move(m);
+    return true;
+  }
   m.payload.assign(format::align_up(off, format::kPayloadAlignBytes), 0);
   // Pass 2, one tile column at a time: per result row i of a sparse tile, its next index and value slots.
   const bool u8 = format::index_bytes(TC) == 1;
@@ -281,12 +300,12 @@ bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, 
 #else
 bool cpu_has_avx512_bw() { return false; }
 bool compact_f32_avx512(const float*, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
-                        const format::CompactOptions& o, int, format::TiledMatrix&) {
+                        const format::CompactOptions& o, int, format::TiledMatrix&, double) {
   format::check_options(rows, cols, ld, o);
   return false;
 }
 bool compact_transposed_f32_avx512(const float*, std::uint32_t stored_rows, std::uint32_t stored_cols, std::size_t ld,
-                                   const format::CompactOptions& o, format::TiledMatrix&) {
+                                   const format::CompactOptions& o, format::TiledMatrix&, double) {
   format::check_options(stored_rows, stored_cols, ld, o);
   return false;
 }

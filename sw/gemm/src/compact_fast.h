@@ -23,8 +23,12 @@ bool cpu_has_avx512_bw();
 /// Returns false, leaving `out` untouched, when the CPU lacks AVX-512 F/BW/VL or the call is outside this
 /// path (elements other than F32, or BITMAP tiles): the caller then uses format::compact().
 /// Throws spartan::InputError on options format::compact() rejects (format::check_options).
+/// skip_payload_density: when the matrix's density (its nnz / (rows x cols)) is >= this, pass 2 is skipped and
+/// `out` has the headers but an empty payload (for a caller that runs one dense sgemm of the whole call and
+/// wants the tile counts only: the engine's whole-call guard); the default 2 never skips.
 bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
-                        const format::CompactOptions& o, int nthreads, format::TiledMatrix& out);
+                        const format::CompactOptions& o, int nthreads, format::TiledMatrix& out,
+                        double skip_payload_density = 2.0);
 
 /// format::compact_transposed() of the row-major f32 matrix `src` (stored_rows x stored_cols, row stride ld
 /// floats): the tiles of src^T (stored_cols x stored_rows), the same TiledMatrix byte for byte. Both passes read
@@ -33,8 +37,10 @@ bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t co
 /// places each in its row's next ELL slot. One thread. Returns false, leaving `out` untouched, when the CPU
 /// lacks AVX-512 F/BW/VL or the call is outside this path (elements other than F32, BITMAP tiles, or DENSE
 /// tiles copied into the payload): the caller then uses format::compact_transposed(). Throws
-/// spartan::InputError on options format::compact_transposed() rejects.
+/// spartan::InputError on options format::compact_transposed() rejects. skip_payload_density: as for
+/// compact_f32_avx512.
 bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, std::uint32_t stored_cols,
-                                   std::size_t ld, const format::CompactOptions& o, format::TiledMatrix& out);
+                                   std::size_t ld, const format::CompactOptions& o, format::TiledMatrix& out,
+                                   double skip_payload_density = 2.0);
 
 }  // namespace spartan::gemm::detail

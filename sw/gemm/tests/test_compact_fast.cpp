@@ -11,7 +11,10 @@
 #include <random>
 #include <vector>
 
+#include <cblas.h>
+
 #include "compact_fast.h"
+#include "spartan/gemm/tile_sparse.h"
 #include "spartan/common/error.h"
 #include "spartan/format/tile_format.h"
 
@@ -128,6 +131,60 @@ TEST(TileSparseCompactFast, TransposedSameTilesAsFormatCompactTransposed) {
           }
       }
   EXPECT_EQ(cases, 8 * 6 * 5 * 3 * 2);
+}
+
+// An operand the whole-call guard takes: run() compacts it without its payload (headers only), C is the guard's
+// one sgemm (bit for bit cblas_sgemm) and the tile counts are format::compact()'s; below the guard the payload
+// is complete; run_compacted() refuses headers-only tiles when it would have to read them.
+TEST(TileSparseCompactFast, WholeCallGuardCompactsHeadersOnly) {
+  if (!cpu_has_avx512_bw()) GTEST_SKIP() << "no AVX-512 F/BW/VL on this CPU";
+  std::mt19937 rng(13);
+  const int M = 40, N = 24, K = 300;
+  std::vector<float> B(std::size_t(K) * N), C(std::size_t(M) * N), R(std::size_t(M) * N);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& v : B) v = u(rng);
+  for (bool transposed : {false, true}) {
+    SCOPED_TRACE(transposed ? "sparse A op T (forward: transposed compaction)" : "sparse A op N (stored)");
+    // The first half of the stored rows dense, the rest 97 % zeros: density about 0.5 (the guard takes the call),
+    // with ELL tiles in the sparse half.
+    const int rows = transposed ? K : M, lda = transposed ? M : K;
+    std::vector<float> A = random_matrix(std::uint32_t(rows), std::size_t(lda), 0.97, rng);
+    for (std::size_t i = 0; i < std::size_t(rows / 2) * lda; ++i) A[i] = u(rng) + 2.0f;
+    GemmCall c{transposed ? Op::T : Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), lda, B.data(), N, C.data(), N,
+               SparseOperand::A};
+    TileSparseOptions o;  // threshold 0.30, guard at 0.8 x 0.30 = 0.24 <= 0.5
+    o.num_threads = 1;
+    o.transposed_kernel = TransposedKernel::RowGather;  // op T: the transposed compaction
+    TileSparseEngine e(o);
+    e.run(c);
+    cblas_sgemm(CblasRowMajor, transposed ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A.data(), lda,
+                B.data(), N, 0.0f, R.data(), N);
+    EXPECT_TRUE(e.last_stats().full_dense);
+    EXPECT_TRUE(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)) == 0) << "not the guard's one sgemm";
+    format::CompactOptions co;
+    co.tile_rows = o.tile_rows, co.tile_cols = o.tile_cols, co.threshold = o.threshold;
+    const format::TiledMatrix ref = transposed ? format::compact_transposed(A.data(), K, M, lda, co)
+                                               : format::compact(A.data(), M, K, lda, co);
+    const format::TileCounts tc = format::count_tiles(ref);
+    EXPECT_EQ(e.last_stats().tiles_zero, tc.zero);
+    EXPECT_EQ(e.last_stats().tiles_sparse, tc.sparse);
+    EXPECT_EQ(e.last_stats().tiles_dense, tc.dense);
+    ASSERT_GT(tc.sparse, 0u);  // sparse tiles whose payload the guard made unnecessary
+    // The compaction itself: headers only at or above the density given, complete below it.
+    format::TiledMatrix h, full;
+    const double guard = o.guard_fraction * o.threshold;
+    ASSERT_TRUE(transposed ? compact_transposed_f32_avx512(A.data(), K, M, lda, co, h, guard)
+                           : compact_f32_avx512(A.data(), M, K, lda, co, 1, h, guard));
+    EXPECT_TRUE(h.payload.empty());
+    EXPECT_EQ(h.header_bytes(), ref.header_bytes());
+    ASSERT_TRUE(transposed ? compact_transposed_f32_avx512(A.data(), K, M, lda, co, full, 0.6)
+                           : compact_f32_avx512(A.data(), M, K, lda, co, 1, full, 0.6));
+    expect_same(ref, full, "density 0.5 below 0.6: the whole payload");
+    // Headers-only tiles where the guard does not run: refused, nothing computed from them.
+    o.whole_call_guard = false;
+    TileSparseEngine unguarded(o);
+    EXPECT_THROW(unguarded.run_compacted(c, h, unguarded.compact_orientation(c)), InputError);
+  }
 }
 
 TEST(TileSparseCompactFast, OutsideItsPathLeavesTheOutputToFormatCompact) {

@@ -211,7 +211,9 @@ class TileSparseEngine final : public GemmEngine {
  public:
   /// Throws spartan::InputError on bad options (tile size, sparse format, AVX2 forced on a CPU without it).
   explicit TileSparseEngine(const TileSparseOptions& opt = {});
-  /// Compacts the sparse operand (GemmCall::sparse), then computes. sparse == None: plain sgemm.
+  /// Compacts the sparse operand (GemmCall::sparse), then computes. sparse == None: plain sgemm. On an AVX-512
+  /// engine an operand dense enough for the whole-call guard is compacted without its payload (headers only:
+  /// the tile counts of the stats), since the guard's one sgemm reads the call's operands only.
   void run(const GemmCall& call) override;
   std::string name() const override { return "tile-sparse"; }
 
@@ -244,6 +246,9 @@ class TileSparseEngine final : public GemmEngine {
   bool avx2_ = false;    // AVX2 + FMA kernels
   bool avx512_ = false;  // ... and the AVX-512 scatter kernel (implies avx2_)
   TileSparseStats stats_;
+  // compact_operand(), leaving the payload empty (headers only) when the operand's density (nnz / elements)
+  // is >= skip_payload_density and the AVX-512 compaction runs (compact_fast.h); 2 (> any density): never.
+  format::TiledMatrix compact_impl(const GemmCall& call, double skip_payload_density) const;
   // Reused buffers of the sparse part (tile_sparse.cpp): the dense operand transposed when its rows do
   // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
   // output block; per-row entry bounds of the R blocks.
