@@ -48,24 +48,40 @@ SPARTAN_AVX512BW inline __mmask16 nonzero16(__m512i v, std::uint32_t n) {
   return _mm512_mask_test_epi32_mask(lanes(n), v, _mm512_set1_epi32(0x7FFFFFFF));
 }
 
-// Pass 1 of tile row ti: the non-zeros and the widest row of each of its tiles (nnz[tj], width[tj]).
+// Non-zeros of the ce floats at seg.
+SPARTAN_AVX512BW inline std::uint32_t row_count(const float* seg, std::uint32_t ce) {
+  std::uint32_t rn = 0, c = 0;
+  for (; c + 16 <= ce; c += 16) rn += std::uint32_t(_mm_popcnt_u32(nonzero16(load16(seg + c, 16), 16)));
+  if (c < ce) rn += std::uint32_t(_mm_popcnt_u32(nonzero16(load16(seg + c, ce - c), ce - c)));
+  return rn;
+}
+
+// Pass 1 of tile row ti: the non-zeros and the widest row of each of its tiles (nnz[tj], width[tj]), reading each
+// source row front to back. With one tile per tile row the counts stay in registers (through nnz[0] / width[0],
+// each row's update waited for the previous row's store: 1.9x format::compact()'s time on a 784 x 16 operand).
 SPARTAN_AVX512BW void count_tile_row(const float* dense, std::size_t ld, const format::TileGrid& g, std::uint32_t ti,
                                      std::uint32_t* nnz, std::uint32_t* width) {
   const std::uint32_t nc = g.tiles_c(), TC = g.tile_cols, re = g.r_eff(ti);
+  const float* base = dense + std::size_t(ti) * g.tile_rows * ld;
+  if (nc == 1) {
+    std::uint32_t n = 0, w = 0;
+    for (std::uint32_t r = 0; r < re; ++r) {
+      const std::uint32_t rn = row_count(base + std::size_t(r) * ld, g.c_eff(0));
+      n += rn;
+      w = std::max(w, rn);
+    }
+    nnz[0] = n;
+    width[0] = w;
+    return;
+  }
   std::fill(nnz, nnz + nc, 0u);
   std::fill(width, width + nc, 0u);
-  for (std::uint32_t r = 0; r < re; ++r) {
-    const float* row = dense + (std::size_t(ti) * g.tile_rows + r) * ld;
+  for (std::uint32_t r = 0; r < re; ++r)
     for (std::uint32_t tj = 0; tj < nc; ++tj) {
-      const std::uint32_t ce = g.c_eff(tj);
-      const float* seg = row + std::size_t(tj) * TC;
-      std::uint32_t rn = 0, c = 0;
-      for (; c + 16 <= ce; c += 16) rn += std::uint32_t(_mm_popcnt_u32(nonzero16(load16(seg + c, 16), 16)));
-      if (c < ce) rn += std::uint32_t(_mm_popcnt_u32(nonzero16(load16(seg + c, ce - c), ce - c)));
+      const std::uint32_t rn = row_count(base + std::size_t(r) * ld + std::size_t(tj) * TC, g.c_eff(tj));
       nnz[tj] += rn;
       width[tj] = std::max(width[tj], rn);
     }
-  }
 }
 
 // Pass 2 of tile row ti: the payload of its tiles (headers and offsets already final). ELL rows: values and
