@@ -202,9 +202,10 @@ std::string fmt(const char* f, double v) {
 }
 
 /// --vector-cost column: kernel ns per non-zero and 16 output floats (nnz x ceil(Q / 16) vector FMAs, Q the output
-/// width per non-zero: N for a sparse A, M for a sparse B); "-" when there are no non-zeros or DENSE tiles.
+/// width per non-zero: N for a sparse A, M for a sparse B); "-" when there are no non-zeros, DENSE tiles, or the
+/// whole call went to one sgemm (the call-level guard).
 std::string ns_per_vector(const TileSparseStats& st, int q, double kernel_s) {
-  if (st.nnz == 0 || st.tiles_dense > 0) return "-";
+  if (st.nnz == 0 || st.tiles_dense > 0 || st.full_dense) return "-";
   return fmt("%.2f", kernel_s * 1e9 / (double(st.nnz) * double((q + 15) / 16)));
 }
 

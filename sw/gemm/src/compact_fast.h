@@ -14,6 +14,13 @@ namespace spartan::gemm::detail {
 /// True when this CPU runs compact_f32_avx512 (AVX-512 F, BW and VL).
 bool cpu_has_avx512_bw();
 
+/// nnz / (rows x cols) >= density, as one expression: the whole-call guard of TileSparseEngine::run_compacted
+/// and the headers-only compaction below must take the same decision on the same numbers (an operand
+/// compacted without its payload must go to the guard's sgemm). False for rows x cols == 0 (0 / 0).
+inline bool density_at_least(std::uint64_t nnz, std::uint64_t rows, std::uint64_t cols, double density) {
+  return double(nnz) / (double(rows) * double(cols)) >= density;
+}
+
 /// format::compact() of the row-major f32 matrix `dense` (rows x cols, row stride ld floats) with options `o`:
 /// the same TiledMatrix (grid, headers, payload, source), computed with AVX-512 loops: per tile row, pass 1
 /// counts each row's non-zeros per tile from a 16-lane zero test (|x| bits != 0: +-0.0 are zero, NaN, Inf and

@@ -215,7 +215,11 @@ format::TiledMatrix TileSparseEngine::compact_impl(const GemmCall& c, double ski
       return m;
     return format::compact_transposed(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld), o);
   }
-  const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
+  // Threads for operands of 2^18 elements or more (about 25 us of compaction here); below, one OpenMP region
+  // would cost a noticeable part of the call (1-2 us, libgomp).
+  const int nthreads = double(st.rows) * double(st.cols) < double(1 << 18) ? 1
+                       : opt_.num_threads > 0                              ? opt_.num_threads
+                                                                           : omp_get_max_threads();
   if (avx512_ && detail::compact_f32_avx512(st.ptr, std::uint32_t(st.rows), std::uint32_t(st.cols), std::size_t(st.ld),
                                             o, nthreads, m, skip_payload_density))
     return m;
@@ -230,12 +234,13 @@ void TileSparseEngine::run(const GemmCall& c) {
     return;
   }
   const double t0 = now_s();
-  // The whole-call guard's test of run_compacted() (the same expression on the same numbers): an operand that
-  // passes it is compacted for its tile counts only.
-  const TiledMatrix s = compact_impl(c, opt_.whole_call_guard ? opt_.guard_fraction * opt_.threshold : 2.0);
+  // The whole-call guard's test of run_compacted() (detail::density_at_least on the same numbers): an operand
+  // that passes it is compacted for its tile counts only.
+  const TiledMatrix s = compact_impl(c, opt_.whole_call_guard ? guard_density() : 2.0);
   const double t1 = now_s();
   run_compacted(c, s, compact_orientation(c));
   stats_.compact_s = t1 - t0;
+  stats_.compact_headers_only = s.payload.empty() && stats_.tiles_sparse > 0;
 }
 
 void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Orientation o) {
@@ -264,7 +269,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   stats_ = TileSparseStats{};
   const format::TileCounts tc = format::count_tiles(s);
   bool sparse_all_ell = true;  // every sparse (non-zero, not DENSE) tile is ELL
-  bool payload_held = true;    // every sparse tile's payload starts inside the payload area
+  bool payload_held = true;    // every sparse tile's payload starts inside the payload area (not headers only)
   for (const auto& h : s.headers) {
     stats_.nnz += h.nnz;
     const bool sparse = h.nnz != 0 && h.fmt() != TileFormat::Dense;
@@ -283,8 +288,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     stats_.compute_s = now_s() - t0;
     return;
   }
-  const double density = double(stats_.nnz) / (double(st.rows) * double(st.cols));
-  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || (opt_.whole_call_guard && density >= opt_.guard_fraction * opt_.threshold)) {
+  const bool guard = opt_.whole_call_guard && detail::density_at_least(stats_.nnz, std::uint64_t(st.rows),
+                                                                       std::uint64_t(st.cols), guard_density());
+  if (c.K == 0 || (tc.sparse == 0 && tc.zero == 0) || guard) {
     // all DENSE, or dense enough overall (call-level guard), or nothing to sum: one sgemm
     stats_.full_dense = c.K > 0;
     stats_.dense_calls = 1;
@@ -295,7 +301,8 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   }
   // (run() passes the headers alone only for operands the guard above takes.)
   if (!payload_held)
-    throw InputError("tile-sparse gemm: compacted operand's payload does not hold its sparse tiles (headers only?)");
+    throw InputError("tile-sparse gemm: a sparse tile's payload offset lies outside the compacted operand's payload "
+                     "(headers only?)");
   const bool sp_a = c.sparse == SparseOperand::A;
   // S is the stored matrix (bands = tile rows) or its transpose (bands = tile columns).
   const bool trans_s = op_tiles ? false : sp_a ? c.op_a == Op::T : c.op_b == Op::N;

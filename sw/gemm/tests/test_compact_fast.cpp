@@ -160,6 +160,7 @@ TEST(TileSparseCompactFast, WholeCallGuardCompactsHeadersOnly) {
     cblas_sgemm(CblasRowMajor, transposed ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A.data(), lda,
                 B.data(), N, 0.0f, R.data(), N);
     EXPECT_TRUE(e.last_stats().full_dense);
+    EXPECT_TRUE(e.last_stats().compact_headers_only);
     EXPECT_TRUE(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)) == 0) << "not the guard's one sgemm";
     format::CompactOptions co;
     co.tile_rows = o.tile_rows, co.tile_cols = o.tile_cols, co.threshold = o.threshold;
@@ -183,7 +184,73 @@ TEST(TileSparseCompactFast, WholeCallGuardCompactsHeadersOnly) {
     // Headers-only tiles where the guard does not run: refused, nothing computed from them.
     o.whole_call_guard = false;
     TileSparseEngine unguarded(o);
-    EXPECT_THROW(unguarded.run_compacted(c, h, unguarded.compact_orientation(c)), InputError);
+    try {
+      unguarded.run_compacted(c, h, unguarded.compact_orientation(c));
+      ADD_FAILURE() << "headers-only tiles accepted without the guard";
+    } catch (const InputError& err) {
+      EXPECT_NE(std::string(err.what()).find("payload"), std::string::npos) << err.what();
+    }
+    // Without the guard run() compacts the whole payload and computes from the tiles.
+    unguarded.run(c);
+    EXPECT_FALSE(unguarded.last_stats().full_dense);
+    EXPECT_FALSE(unguarded.last_stats().compact_headers_only);
+  }
+}
+
+// At exactly the guard's density (nnz / elements == guard_fraction x threshold, both exact in binary) the guard
+// takes the call (>=) and run() leaves the payload out: the two decisions are one test (density_at_least).
+TEST(TileSparseCompactFast, HeadersOnlyAtExactlyTheGuardDensity) {
+  if (!cpu_has_avx512_bw()) GTEST_SKIP() << "no AVX-512 F/BW/VL on this CPU";
+  const int M = 40, N = 16, K = 300;
+  std::vector<float> B(std::size_t(K) * N, 0.5f), C(std::size_t(M) * N), R(std::size_t(M) * N);
+  for (bool transposed : {false, true}) {
+    SCOPED_TRACE(transposed ? "transposed compaction" : "stored");
+    // op(A) = M x K: rows 0-7 dense (2400), every 16th element of rows 8-39 (600): 3000 = 12000 / 4.
+    std::vector<float> A(std::size_t(M) * K, 0.0f);
+    auto at = [&](int m, int k) -> float& { return transposed ? A[std::size_t(k) * M + m] : A[std::size_t(m) * K + k]; };
+    for (int m = 0; m < M; ++m)
+      for (int k = 0; k < K; ++k)
+        if (m < 8 || (m * K + k) % 16 == 0) at(m, k) = 1.0f + float((m + k) % 5);
+    std::size_t nnz = 0;
+    for (float v : A) nnz += v != 0.0f;
+    ASSERT_EQ(nnz, std::size_t(M) * K / 4);
+    const int lda = transposed ? M : K;
+    GemmCall c{transposed ? Op::T : Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), lda, B.data(), N, C.data(), N,
+               SparseOperand::A};
+    TileSparseOptions o;
+    o.num_threads = 1;
+    o.transposed_kernel = TransposedKernel::RowGather;
+    o.threshold = 0.5;
+    o.guard_fraction = 0.5;  // guard density 0.25 = nnz / elements
+    TileSparseEngine e(o);
+    e.run(c);
+    EXPECT_TRUE(e.last_stats().full_dense);
+    EXPECT_TRUE(e.last_stats().compact_headers_only);
+    EXPECT_GT(e.last_stats().tiles_sparse, 0u);
+    cblas_sgemm(CblasRowMajor, transposed ? CblasTrans : CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A.data(), lda,
+                B.data(), N, 0.0f, R.data(), N);
+    EXPECT_TRUE(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)) == 0);
+    o.guard_fraction = 0.5 + 1.0 / 1024;  // just above: the tiles, with their payload
+    TileSparseEngine above(o);
+    above.run(c);
+    EXPECT_FALSE(above.last_stats().full_dense);
+    EXPECT_FALSE(above.last_stats().compact_headers_only);
+  }
+}
+
+TEST(TileSparseCompactFast, EmptyMatrices) {
+  if (!cpu_has_avx512_bw()) GTEST_SKIP() << "no AVX-512 F/BW/VL on this CPU";
+  std::vector<float> x(8, 1.0f);
+  format::CompactOptions o;
+  o.tile_rows = 4, o.tile_cols = 4;
+  for (auto [rows, cols] : {std::pair<std::uint32_t, std::uint32_t>{0, 8}, {8, 0}, {0, 0}}) {
+    const std::size_t ld = std::max<std::uint32_t>(cols, 1);
+    format::TiledMatrix fast, fast_t;
+    ASSERT_TRUE(compact_f32_avx512(x.data(), rows, cols, ld, o, 1, fast));
+    expect_same(format::compact(x.data(), rows, cols, ld, o), fast, "stored " + std::to_string(rows) + "x" + std::to_string(cols));
+    ASSERT_TRUE(compact_transposed_f32_avx512(x.data(), rows, cols, ld, o, fast_t));
+    expect_same(format::compact_transposed(x.data(), rows, cols, ld, o), fast_t,
+                "transposed " + std::to_string(rows) + "x" + std::to_string(cols));
   }
 }
 

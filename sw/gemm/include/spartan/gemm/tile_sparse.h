@@ -175,6 +175,8 @@ struct TileSparseStats {
   std::size_t nnz = 0;             ///< non-zeros of the sparse operand
   std::size_t dense_calls = 0;     ///< sgemm calls issued for runs of DENSE tiles
   bool full_dense = false;         ///< one sgemm for the whole call (all tiles DENSE, or the call-level guard)
+  bool compact_headers_only = false;  ///< run() compacted the operand without its payload (the guard's sgemm
+                                      ///< reads the call's operands only; see TileSparseEngine::run)
   bool dense_packed = false;       ///< the sparse path used a packed copy of the dense operand
   bool dense_pack_reused = false;  ///< ... kept from an earlier call (GemmCall::dense_version matched)
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
@@ -211,9 +213,11 @@ class TileSparseEngine final : public GemmEngine {
  public:
   /// Throws spartan::InputError on bad options (tile size, sparse format, AVX2 forced on a CPU without it).
   explicit TileSparseEngine(const TileSparseOptions& opt = {});
-  /// Compacts the sparse operand (GemmCall::sparse), then computes. sparse == None: plain sgemm. On an AVX-512
-  /// engine an operand dense enough for the whole-call guard is compacted without its payload (headers only:
-  /// the tile counts of the stats), since the guard's one sgemm reads the call's operands only.
+  /// Compacts the sparse operand (GemmCall::sparse), then computes. sparse == None: plain sgemm. Where the
+  /// vectorised compaction runs (an AVX-512 engine on a CPU with AVX-512 BW/VL, ELL tiles, f32), an operand
+  /// dense enough for the whole-call guard is compacted without its payload (headers only: the tile counts of
+  /// the stats; TileSparseStats::compact_headers_only), since the guard's one sgemm reads the call's operands
+  /// only.
   void run(const GemmCall& call) override;
   std::string name() const override { return "tile-sparse"; }
 
@@ -228,9 +232,11 @@ class TileSparseEngine final : public GemmEngine {
   /// the matching shape. Its DENSE tiles are never read: dense runs use the call's pointer. Pass
   /// compact_orientation(call) with compact_operand(call)'s result; Stored is always accepted (a forward
   /// call then runs the scatter or gather kernel of transposed_kernel's Auto choice without RowGather).
-  /// Throws spartan::InputError when the shapes do not match, `o` is Op for sparse B with op T, or `o`
+  /// Throws spartan::InputError when the shapes do not match, `o` is Op for sparse B with op T, `o`
   /// contradicts the tiles' own record (tiles of format::compact_transposed, source_transposed, given as
-  /// Stored; tiles whose `source` is the call's stored A given as Op).
+  /// Stored; tiles whose `source` is the call's stored A given as Op), or a sparse tile's payload offset lies
+  /// outside the payload (headers-only tiles on a call the whole-call guard does not take). It does not
+  /// check payloads further: format::validate() does, for tiles from elsewhere.
   void run_compacted(const GemmCall& call, const format::TiledMatrix& s, Orientation o = Orientation::Stored);
 
   const TileSparseStats& last_stats() const { return stats_; }
@@ -249,6 +255,8 @@ class TileSparseEngine final : public GemmEngine {
   // compact_operand(), leaving the payload empty (headers only) when the operand's density (nnz / elements)
   // is >= skip_payload_density and the AVX-512 compaction runs (compact_fast.h); 2 (> any density): never.
   format::TiledMatrix compact_impl(const GemmCall& call, double skip_payload_density) const;
+  // The density at or above which the whole-call guard runs one sgemm (guard_fraction x threshold).
+  double guard_density() const { return opt_.guard_fraction * opt_.threshold; }
   // Reused buffers of the sparse part (tile_sparse.cpp): the dense operand transposed when its rows do
   // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
   // output block; per-row entry bounds of the R blocks.
