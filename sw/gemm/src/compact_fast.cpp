@@ -38,9 +38,9 @@ void for_tile_rows(std::uint32_t n, int nthreads, F&& body) {
 inline __mmask16 lanes(std::uint32_t n) { return __mmask16(n >= 16 ? 0xFFFFu : (1u << n) - 1u); }
 
 // load16: the first min(n, 16) floats at x, the other lanes 0; nonzero16: those of the first min(n, 16) lanes
-// whose |x| bits are not 0 (format::is_zero_bits); no arithmetic on the values. Whole chunks are read with plain loads: with masked loads, pass 2 over an operand coming from memory (VGG-16 conv2_2
-// backward-weight's col, 58 MB, 97 % zeros) took 4.8x the time (29.6 against 6.1 M TSC ticks; pass 1 4-5.6 M),
-// Zen 5 host, rdtsc probe.
+// whose |x| bits are not 0 (format::is_zero_bits); no arithmetic on the values. Whole chunks are read with plain
+// loads: with masked loads, pass 2 over an operand coming from memory (VGG-16 conv2_2 backward-weight's col,
+// 58 MB, 97 % zeros) took 4.8x the time (29.6 against 6.1 M TSC ticks; pass 1 4-5.6 M), Zen 5 host, rdtsc probe.
 SPARTAN_AVX512BW inline __m512i load16(const float* x, std::uint32_t n) {
   return n >= 16 ? _mm512_loadu_si512(x) : _mm512_maskz_loadu_epi32(lanes(n), x);
 }

@@ -122,7 +122,8 @@ TEST(TileSparseCompactFast, TransposedSameTilesAsFormatCompactTransposed) {
             format::TiledMatrix fast;
             ASSERT_TRUE(compact_transposed_f32_avx512(x.data(), s.rows, s.cols, ld, o, fast));
             expect_same(ref, fast,
-                        "stored " + std::to_string(s.rows) + "x" + std::to_string(s.cols) + " ld " + std::to_string(ld) +
+                        "stored " + std::to_string(s.rows) + "x" + std::to_string(s.cols) + " ld " +
+                            std::to_string(ld) +
                             " tiles " + std::to_string(tr) + "x" + std::to_string(tc) + " sparsity " +
                             std::to_string(sp) + " threshold " + std::to_string(threshold) + " size rule " +
                             std::to_string(size_rule));
@@ -207,7 +208,9 @@ TEST(TileSparseCompactFast, HeadersOnlyAtExactlyTheGuardDensity) {
     SCOPED_TRACE(transposed ? "transposed compaction" : "stored");
     // op(A) = M x K: rows 0-7 dense (2400), every 16th element of rows 8-39 (600): 3000 = 12000 / 4.
     std::vector<float> A(std::size_t(M) * K, 0.0f);
-    auto at = [&](int m, int k) -> float& { return transposed ? A[std::size_t(k) * M + m] : A[std::size_t(m) * K + k]; };
+    auto at = [&](int m, int k) -> float& {
+      return transposed ? A[std::size_t(k) * M + m] : A[std::size_t(m) * K + k];
+    };
     for (int m = 0; m < M; ++m)
       for (int k = 0; k < K; ++k)
         if (m < 8 || (m * K + k) % 16 == 0) at(m, k) = 1.0f + float((m + k) % 5);
@@ -247,7 +250,8 @@ TEST(TileSparseCompactFast, EmptyMatrices) {
     const std::size_t ld = std::max<std::uint32_t>(cols, 1);
     format::TiledMatrix fast, fast_t;
     ASSERT_TRUE(compact_f32_avx512(x.data(), rows, cols, ld, o, 1, fast));
-    expect_same(format::compact(x.data(), rows, cols, ld, o), fast, "stored " + std::to_string(rows) + "x" + std::to_string(cols));
+    expect_same(format::compact(x.data(), rows, cols, ld, o), fast,
+                "stored " + std::to_string(rows) + "x" + std::to_string(cols));
     ASSERT_TRUE(compact_transposed_f32_avx512(x.data(), rows, cols, ld, o, fast_t));
     expect_same(format::compact_transposed(x.data(), rows, cols, ld, o), fast_t,
                 "transposed " + std::to_string(rows) + "x" + std::to_string(cols));
