@@ -162,14 +162,10 @@ bool headers_only(const format::TiledMatrix& m, double skip_payload_density) {
   for (const auto& h : m.headers) nnz += h.nnz;
   return density_at_least(nnz, m.grid.rows, m.grid.cols, skip_payload_density);
 }
-}  // namespace
 
-bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
-                        const format::CompactOptions& o, int nthreads, format::TiledMatrix& out,
-                        double skip_payload_density) {
-  format::check_options(rows, cols, ld, o);
-  if (o.elem != format::ElemType::F32 || o.sparse_format != format::TileFormat::Ell || !cpu_has_avx512_bw())
-    return false;
+// The matrix-level fields, as format::compact() / compact_transposed() set them (headers sized, payload empty).
+format::TiledMatrix new_matrix(std::uint32_t rows, std::uint32_t cols, const format::CompactOptions& o,
+                               const float* source, std::size_t ld, bool source_transposed) {
   format::TiledMatrix m;
   m.grid = format::TileGrid{rows, cols, o.tile_rows, o.tile_cols};
   m.elem = o.elem;
@@ -177,16 +173,19 @@ bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t co
   m.dense_storage = o.dense_storage;
   m.threshold = o.threshold;
   m.dense_if_not_smaller = o.dense_if_not_smaller;
-  m.source = dense;
+  m.source = source;
   m.source_ld = ld;
+  m.source_transposed = source_transposed;
+  m.headers.resize(m.grid.num_tiles());
+  return m;
+}
+
+// Every tile's format and payload offset, in tile order, from its non-zeros and widest row (nnz[t], width[t],
+// row-major tile order), as format::compact() decides them; returns the payload's size in bytes.
+std::size_t set_headers(format::TiledMatrix& m, const format::CompactOptions& o, const std::vector<std::uint32_t>& nnz,
+                        const std::vector<std::uint32_t>& width) {
   const format::TileGrid& g = m.grid;
   const std::uint32_t nr = g.tiles_r(), nc = g.tiles_c();
-  m.headers.resize(g.num_tiles());
-  std::vector<std::uint32_t> nnz(g.num_tiles()), width(g.num_tiles());
-  for_tile_rows(nr, nthreads, [&](std::uint32_t ti) {
-    count_tile_row(dense, ld, g, ti, nnz.data() + std::size_t(ti) * nc, width.data() + std::size_t(ti) * nc);
-  });
-  // Formats and offsets in tile order, as format::compact() decides them.
   std::uint64_t off = 0;
   for (std::uint32_t ti = 0; ti < nr; ++ti)
     for (std::uint32_t tj = 0; tj < nc; ++tj) {
@@ -205,11 +204,29 @@ bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t co
       h.offset = off;
       off += format::tile_payload_bytes(h, re, ce, g.tile_cols, o.elem);
     }
+  return format::align_up(off, format::kPayloadAlignBytes);
+}
+}  // namespace
+
+bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
+                        const format::CompactOptions& o, int nthreads, format::TiledMatrix& out,
+                        double skip_payload_density) {
+  format::check_options(rows, cols, ld, o);
+  if (o.elem != format::ElemType::F32 || o.sparse_format != format::TileFormat::Ell || !cpu_has_avx512_bw())
+    return false;
+  format::TiledMatrix m = new_matrix(rows, cols, o, dense, ld, false);
+  const format::TileGrid& g = m.grid;
+  const std::uint32_t nr = g.tiles_r(), nc = g.tiles_c();
+  std::vector<std::uint32_t> nnz(g.num_tiles()), width(g.num_tiles());
+  for_tile_rows(nr, nthreads, [&](std::uint32_t ti) {
+    count_tile_row(dense, ld, g, ti, nnz.data() + std::size_t(ti) * nc, width.data() + std::size_t(ti) * nc);
+  });
+  const std::size_t payload_bytes = set_headers(m, o, nnz, width);
   if (headers_only(m, skip_payload_density)) {
     out = std::move(m);
     return true;
   }
-  m.payload.assign(format::align_up(off, format::kPayloadAlignBytes), 0);
+  m.payload.assign(payload_bytes, 0);
   for_tile_rows(nr, nthreads, [&](std::uint32_t ti) { fill_tile_row(dense, ld, ti, m); });
   out = std::move(m);
   return true;
@@ -223,50 +240,29 @@ bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, 
   if (o.elem != format::ElemType::F32 || o.sparse_format != format::TileFormat::Ell ||
       o.dense_storage != format::DenseStorage::InPlace || !cpu_has_avx512_bw())
     return false;
-  format::TiledMatrix m;
-  m.grid = format::TileGrid{rows, cols, o.tile_rows, o.tile_cols};
-  m.elem = o.elem;
-  m.sparse_format = o.sparse_format;
-  m.dense_storage = o.dense_storage;
-  m.threshold = o.threshold;
-  m.dense_if_not_smaller = o.dense_if_not_smaller;
-  m.source = src;
-  m.source_ld = ld;
-  m.source_transposed = true;
+  format::TiledMatrix m = new_matrix(rows, cols, o, src, ld, true);
   const format::TileGrid& g = m.grid;
   const std::uint32_t TR = g.tile_rows, TC = g.tile_cols, nr = g.tiles_r(), nc = g.tiles_c();
-  m.headers.resize(g.num_tiles());
   // rc[tj * rows + i]: non-zeros of result row i in tile column tj.
   std::vector<std::uint32_t> rc(std::size_t(nc) * rows, 0);
   for (std::uint32_t c = 0; c < cols; ++c)
     count_source_row(src + std::size_t(c) * ld, rows, rc.data() + std::size_t(c / TC) * rows);
-  std::uint64_t off = 0;
+  std::vector<std::uint32_t> nnz(g.num_tiles(), 0), width(g.num_tiles(), 0);
   for (std::uint32_t ti = 0; ti < nr; ++ti)
     for (std::uint32_t tj = 0; tj < nc; ++tj) {
-      const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
-      std::uint32_t nnz = 0, width = 0;
-      for (std::uint32_t r = 0; r < re; ++r) {
+      const std::size_t t = std::size_t(ti) * nc + tj;
+      for (std::uint32_t r = 0; r < g.r_eff(ti); ++r) {
         const std::uint32_t rn = rc[std::size_t(tj) * rows + ti * TR + r];
-        nnz += rn;
-        width = std::max(width, rn);
+        nnz[t] += rn;
+        width[t] = std::max(width[t], rn);
       }
-      format::TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
-      h.nnz = nnz;
-      if (format::tile_stays_dense(o, re, ce, width, nnz)) {
-        h.format = std::uint8_t(format::TileFormat::Dense);
-      } else {
-        h.format = std::uint8_t(o.sparse_format);
-        h.width = static_cast<std::uint16_t>(width);
-      }
-      off = format::align_up(off, format::kPayloadAlignBytes);
-      h.offset = off;
-      off += format::tile_payload_bytes(h, re, ce, TC, o.elem);
     }
+  const std::size_t payload_bytes = set_headers(m, o, nnz, width);
   if (headers_only(m, skip_payload_density)) {
     out = std::move(m);
     return true;
   }
-  m.payload.assign(format::align_up(off, format::kPayloadAlignBytes), 0);
+  m.payload.assign(payload_bytes, 0);
   // Pass 2, one tile column at a time: per result row i of a sparse tile, its next index and value slots.
   const bool u8 = format::index_bytes(TC) == 1;
   std::vector<std::uint8_t*> idx_at(rows);
