@@ -163,6 +163,16 @@ struct Timing {
 /// is the same call packing the dense operand itself (dense_version 0). ratio_kernel_pack =
 /// time(OpenBLAS) / time(kernel_pack); ratio_total uses kernel_pack: time(OpenBLAS) / (time(compact) +
 /// time(kernel_pack)), the cost of a call that starts from the dense activation and unpacked weights.
+///
+/// Intervals of at least g_min_interval_s: a function whose call takes less is called n times back to back
+/// within one interval (n from its median of three single-call times, at most kMaxCallsPerInterval) and the
+/// interval divided by n, as Google Benchmark times its iterations. One call per interval of a few us was
+/// biased: the thread CPU clock is a system call here, and the calls that follow one run slower (about 1-2 us
+/// more per interval than the clock's own measured cost), which understated small-call ratios by up to a third
+/// (vgg-s at 97 %; docs/bench/gemm.md, thirtieth session). g_min_interval_s 0: one call per interval.
+constexpr int kMaxCallsPerInterval = 10000;
+double g_min_interval_s = 200e-6;
+
 template <class B, class Cp, class K, class KP>
 Timing time_side_by_side(B&& blas, Cp&& compact, K&& kernel, KP&& kernel_pack, double min_total_s, int min_reps,
                          int max_reps) {
@@ -172,21 +182,29 @@ Timing time_side_by_side(B&& blas, Cp&& compact, K&& kernel, KP&& kernel_pack, d
   kernel_pack();
   kernel();
   const double overhead = clock_overhead_s();
-  auto timed = [&](auto&& f) {
+  auto timed = [&](auto&& f, int n) {
     const double t0 = now_s();
-    f();
-    return std::max(now_s() - t0 - overhead, 1e-9);
+    for (int i = 0; i < n; ++i) f();
+    return std::max((now_s() - t0 - overhead) / n, 1e-9);
   };
+  auto calls_per_interval = [&](auto&& f) {
+    const double t1 = median({timed(f, 1), timed(f, 1), timed(f, 1)});
+    if (!(g_min_interval_s > 0) || t1 >= g_min_interval_s) return 1;
+    return int(std::min<double>(kMaxCallsPerInterval, std::ceil(g_min_interval_s / t1)));
+  };
+  const int nb = calls_per_interval(blas), nc = calls_per_interval(compact), np = calls_per_interval(kernel_pack);
+  // (after kernel_pack, as in the loop below: `kernel` reuses the pack it left)
+  const int nk = calls_per_interval(kernel);
   std::vector<double> tb, tc, tk, tp, rk, rp, rt;
   double total = 0;
   for (int i = 0; i < max_reps && (i < min_reps || total < min_total_s); ++i) {
-    const double db = timed(blas);
-    const double dc = timed(compact);
-    const double dp = timed(kernel_pack);
-    const double dk = timed(kernel);
+    const double db = timed(blas, nb);
+    const double dc = timed(compact, nc);
+    const double dp = timed(kernel_pack, np);
+    const double dk = timed(kernel, nk);
     tb.push_back(db), tc.push_back(dc), tk.push_back(dk), tp.push_back(dp);
     rk.push_back(db / dk), rp.push_back(db / dp), rt.push_back(db / (dc + dp));
-    total += db + dc + dk + dp;
+    total += db * nb + dc * nc + dk * nk + dp * np;
   }
   Timing t;
   t.blas_s = median(tb), t.compact_s = median(tc), t.kernel_s = median(tk), t.kernel_pack_s = median(tp);
@@ -309,7 +327,7 @@ int main(int argc, char** argv) {
     po::options_description desc("bench-gemm options");
     std::string tile = std::to_string(kGemmTileRows) + "x" + std::to_string(kGemmTileCols), fmt_name = "ell", md_path, filter;
     std::string sparsities = "0,0.5,0.7,0.9,0.97";
-    double threshold = kCalibratedThreshold, min_time = 0.2;
+    double threshold = kCalibratedThreshold, min_time = 0.2, min_interval_us = 200;
     int batch = 1, seed = 1, gather_slice_kib = 0;
     bool all_passes = false, calibrate = false, quick = false;
     std::string trace_path, pass_filter, clock_name = "wall", isa_name = "auto", layout_name = "train", tk_name = "auto";
@@ -324,6 +342,10 @@ int main(int argc, char** argv) {
         "filter", po::value(&filter), "only shapes whose name contains this")(
         "pass", po::value(&pass_filter), "only this pass: fwd | bwd-data | bwd-weight")(
         "min-time", po::value(&min_time), "seconds of repetitions per measurement (default 0.2)")(
+        "min-interval-us", po::value(&min_interval_us),
+        "shortest timed interval in us (default 200): a call shorter than this is repeated back to back within "
+        "one clock interval and the interval divided by the count (as Google Benchmark does); 0: one call per "
+        "interval")(
         "quick", po::bool_switch(&quick), "one layer per network")("seed", po::value(&seed), "RNG seed")(
         "md", po::value(&md_path), "also write the table as Markdown to this file (atomic)")(
         "calibrate", po::bool_switch(&calibrate), "run the density-threshold calibration instead")(
@@ -373,6 +395,9 @@ int main(int argc, char** argv) {
     if (!pass_filter.empty() && pass_filter != "fwd" && pass_filter != "bwd-data" && pass_filter != "bwd-weight")
       throw InputError("--pass must be fwd, bwd-data or bwd-weight, got '" + pass_filter + "'");
     if (!(min_time > 0) || !std::isfinite(min_time)) throw InputError("--min-time must be a positive number of seconds");
+    if (!(min_interval_us >= 0) || !(min_interval_us <= 1e6))
+      throw InputError("--min-interval-us must be a number of microseconds in [0, 1e6]");
+    g_min_interval_s = min_interval_us * 1e-6;
     if (!md_path.empty()) check_output_file("--md", md_path);  // before minutes of measurement, not after
     spartan::check_outputs_not_inputs({{"--md", md_path}}, {{"--trace", trace_path}});
     g_thread_clock = clock_name == "thread";
@@ -433,13 +458,17 @@ int main(int argc, char** argv) {
     // dense_version 0 and packs them in every call. Two engines, so that neither evicts the other's pack.
     TileSparseEngine engine(opt), engine_pack(opt);
     const std::string blas_core = openblas_core();
+    const std::string intervals = g_min_interval_s > 0 ? "timed intervals >= " + fmt("%.0f", min_interval_us) +
+                                                             " us (shorter calls repeated within one)"
+                                                       : "one call per timed interval";
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d, %s clock, "
-                "layout %s, gather slice %zu KiB, transposed kernel %s, OpenBLAS core %s\n",
+                "%s, layout %s, gather slice %zu KiB, transposed kernel %s, OpenBLAS core %s\n",
                 opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch,
-                g_thread_clock ? "thread CPU-time" : "wall", layout_name.c_str(), engine.gather_slice_bytes() >> 10,
-                tk_name.c_str(), blas_core.c_str());
+                g_thread_clock ? "thread CPU-time" : "wall", intervals.c_str(), layout_name.c_str(),
+                engine.gather_slice_bytes() >> 10, tk_name.c_str(), blas_core.c_str());
     md << "OpenBLAS core: " << blas_core << "; tile-sparse ISA: " << engine.isa_name() << "; layout: " << layout_name
-       << "; gather slice: " << (engine.gather_slice_bytes() >> 10) << " KiB; transposed kernel: " << tk_name << "\n\n";
+       << "; gather slice: " << (engine.gather_slice_bytes() >> 10) << " KiB; transposed kernel: " << tk_name << "; "
+       << intervals << "\n\n";
     if (const std::string note = baseline_isa_note(blas_core); !note.empty()) {
       std::printf("note: %s\n", note.c_str());
       md << "Note: " << note << "\n\n";
