@@ -167,11 +167,14 @@ struct Timing {
 /// Intervals of at least g_min_interval_s: a function whose call takes less is called n times back to back
 /// within one interval (n from its median of three single-call times, at most kMaxCallsPerInterval) and the
 /// interval divided by n, as Google Benchmark times its iterations. One call per interval of a few us was
-/// biased: the thread CPU clock is a system call here, and the calls that follow one run slower (about 1-2 us
-/// more per interval than the clock's own measured cost), which understated small-call ratios by up to a third
-/// (vgg-s at 97 %; docs/bench/gemm.md, thirtieth session). g_min_interval_s 0: one call per interval.
+/// biased: the thread CPU clock is a system call here, and the calls that follow one run slower (1-5 us more
+/// per interval than the clock's own measured cost), which understated the vgg-s ratios by 6-22 % at 97 %
+/// (docs/bench/gemm.md, thirtieth session). The default, 50 us, takes only such calls (the vgg-s GEMMs, 3-30
+/// us); longer calls keep one per interval, so that a repeated call does not find its operands warmer than a
+/// single one would (a 100-200 us kernel ran up to 20 % faster in pairs). g_min_interval_s 0: one call per
+/// interval.
 constexpr int kMaxCallsPerInterval = 10000;
-double g_min_interval_s = 200e-6;
+double g_min_interval_s = 50e-6;
 
 template <class B, class Cp, class K, class KP>
 Timing time_side_by_side(B&& blas, Cp&& compact, K&& kernel, KP&& kernel_pack, double min_total_s, int min_reps,
@@ -327,7 +330,7 @@ int main(int argc, char** argv) {
     po::options_description desc("bench-gemm options");
     std::string tile = std::to_string(kGemmTileRows) + "x" + std::to_string(kGemmTileCols), fmt_name = "ell", md_path, filter;
     std::string sparsities = "0,0.5,0.7,0.9,0.97";
-    double threshold = kCalibratedThreshold, min_time = 0.2, min_interval_us = 200;
+    double threshold = kCalibratedThreshold, min_time = 0.2, min_interval_us = 50;
     int batch = 1, seed = 1, gather_slice_kib = 0;
     bool all_passes = false, calibrate = false, quick = false;
     std::string trace_path, pass_filter, clock_name = "wall", isa_name = "auto", layout_name = "train", tk_name = "auto";
@@ -343,7 +346,7 @@ int main(int argc, char** argv) {
         "pass", po::value(&pass_filter), "only this pass: fwd | bwd-data | bwd-weight")(
         "min-time", po::value(&min_time), "seconds of repetitions per measurement (default 0.2)")(
         "min-interval-us", po::value(&min_interval_us),
-        "shortest timed interval in us (default 200): a call shorter than this is repeated back to back within "
+        "shortest timed interval in us (default 50): a call shorter than this is repeated back to back within "
         "one clock interval and the interval divided by the count (as Google Benchmark does); 0: one call per "
         "interval")(
         "quick", po::bool_switch(&quick), "one layer per network")("seed", po::value(&seed), "RNG seed")(

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench-gemm --min-interval-us: calls shorter than the interval are repeated back to back within one timed
 # interval. On one small shape (vgg-s b2c2 forward at 97 %, calls of a few to a few tens of us):
-# - the header line and the Markdown name the interval (default 200 us) or "one call per timed interval" (0);
+# - the header line and the Markdown name the interval (default 50 us) or "one call per timed interval" (0);
 # - with 20 ms intervals the run must take at least 7 repetitions x 4 timed functions x 20 ms of CPU time
 #   (so >= 0.5 s of wall time), which one call per interval (about 1 ms in all) cannot;
 # - a negative or non-numeric value exits 2 with a one-line error naming the option.
@@ -15,8 +15,8 @@ run() { OPENBLAS_NUM_THREADS=1 "$bench" --filter vgg-s.b2c2 --pass fwd --sparsit
 
 rm -f "$out" "$md"
 run --md "$md" > "$out"
-grep -q 'timed intervals >= 200 us (shorter calls repeated within one)' "$out" || fail "default: no 200 us in the header"
-grep -q 'timed intervals >= 200 us' "$md" || fail "default: Markdown does not name the interval"
+grep -q 'timed intervals >= 50 us (shorter calls repeated within one)' "$out" || fail "default: no 50 us in the header"
+grep -q 'timed intervals >= 50 us' "$md" || fail "default: Markdown does not name the interval"
 grep -Eq '^vgg-s\.b2c2 +fwd .* 97 ' "$out" || fail "default: no 97 % row"
 
 run --min-interval-us 0 > "$out"
