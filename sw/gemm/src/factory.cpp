@@ -1,5 +1,6 @@
 // Engine factory by name and the threshold calibration (sw/gemm/README.md, "Threshold calibration").
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <random>
 
@@ -40,45 +41,81 @@ const TileSparseStats* last_tile_stats(const GemmEngine& e) {
   return nullptr;
 }
 
-Calibration calibrate_threshold(const TileSparseOptions& base, int M, int N, int K, unsigned seed, int repeats) {
-  if (M <= 0 || N <= 0 || K <= 0 || repeats <= 0) throw InputError("gemm calibrate: sizes and repeats must be > 0");
+double calibration_crossover(const std::vector<double>& density, const std::vector<double>& sparse_s,
+                             const std::vector<double>& dense_s) {
+  if (sparse_s.size() != density.size() || dense_s.size() != density.size())
+    throw InputError("gemm calibrate: density, sparse and dense times differ in length");
+  double t = 1.0;
+  for (std::size_t i = density.size(); i-- > 0;) {
+    if (dense_s[i] > sparse_s[i]) break;
+    t = density[i];
+  }
+  return t;
+}
+
+Calibration calibrate_threshold(const TileSparseOptions& base, int hw, int cout, int ckk, unsigned seed,
+                                int repeats) {
+  if (hw <= 0 || cout <= 0 || ckk <= 0 || repeats <= 0)
+    throw InputError("gemm calibrate: layer sizes and repeats must be > 0");
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1, 1);
   std::uniform_real_distribution<double> p(0, 1);
-  std::vector<float> A(std::size_t(M) * K), B(std::size_t(K) * N), C(std::size_t(M) * N);
-  for (auto& x : A) x = u(rng);
+  // The three training GEMMs of the layer as spartan-train issues them (sw/gemm/bench/shapes.h, layout Train):
+  // stored sparse operands col [ckk x hw] and dY^T [hw x cout], dense W [cout x ckk]; outputs per pass.
+  std::vector<float> col(std::size_t(ckk) * hw), dyt(std::size_t(hw) * cout), w(std::size_t(cout) * ckk);
+  std::vector<float> y(std::size_t(hw) * cout), dcol(std::size_t(hw) * ckk), dw(std::size_t(ckk) * cout);
+  for (auto& x : w) x = u(rng);
+  std::array<GemmCall, 3> calls;
+  GemmCall& fwd = calls[0];  // Y^T[hw x cout] = col^T * W^T
+  fwd.op_a = Op::T, fwd.op_b = Op::T, fwd.M = hw, fwd.N = cout, fwd.K = ckk;
+  fwd.A = col.data(), fwd.lda = hw, fwd.B = w.data(), fwd.ldb = ckk, fwd.C = y.data(), fwd.ldc = cout;
+  GemmCall& bwd_data = calls[1];  // dcol^T[hw x ckk] = dY^T * W
+  bwd_data.M = hw, bwd_data.N = ckk, bwd_data.K = cout;
+  bwd_data.A = dyt.data(), bwd_data.lda = cout, bwd_data.B = w.data(), bwd_data.ldb = ckk;
+  bwd_data.C = dcol.data(), bwd_data.ldc = ckk;
+  GemmCall& bwd_weight = calls[2];  // dW^T[ckk x cout] = col * dY^T (dY^T: the dense operand here)
+  bwd_weight.M = ckk, bwd_weight.N = cout, bwd_weight.K = hw;
+  bwd_weight.A = col.data(), bwd_weight.lda = hw, bwd_weight.B = dyt.data(), bwd_weight.ldb = cout;
+  bwd_weight.C = dw.data(), bwd_weight.ldc = cout;
+  for (auto& c : calls) c.sparse = SparseOperand::A;
+
   Calibration cal;
   TileSparseOptions sparse_opt = base, dense_opt = base;
   sparse_opt.threshold = 2.0;  // every non-zero tile sparse
   sparse_opt.dense_if_not_smaller = false;
-  dense_opt.threshold = 0.0;   // every tile DENSE
+  sparse_opt.whole_call_guard = false;
+  dense_opt.threshold = 0.0;  // every tile DENSE: one sgemm of the whole call
   TileSparseEngine se(sparse_opt), de(dense_opt);
-  GemmCall c;
-  c.M = M, c.N = N, c.K = K, c.A = A.data(), c.lda = K, c.B = B.data(), c.ldb = N, c.C = C.data(), c.ldc = N;
-  c.sparse = SparseOperand::B;
-  for (double d : {0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0}) {
-    for (auto& x : B) x = p(rng) < d ? u(rng) + 2.0f : 0.0f;
-    const format::TiledMatrix ts = se.compact_operand(c), td = de.compact_operand(c);
-    // Interleaved (sparse, dense, sparse, ...) so that both paths see the same machine load; minimum of
-    // each after one warm-up call.
-    double bs = 1e30, bd = 1e30;
-    for (int i = 0; i < repeats + 1; ++i) {
-      se.run_compacted(c, ts, se.compact_orientation(c));
-      de.run_compacted(c, td, de.compact_orientation(c));
-      if (i == 0) continue;
-      bs = std::min(bs, se.last_stats().compute_s);
-      bd = std::min(bd, de.last_stats().compute_s);
+  for (double d : {0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.8, 1.0}) {
+    // col for fwd and bwd-weight, dY^T for bwd-data: both at density d (non-zeros away from 0).
+    for (auto& x : col) x = p(rng) < d ? u(rng) + 2.0f : 0.0f;
+    for (auto& x : dyt) x = p(rng) < d ? u(rng) + 2.0f : 0.0f;
+    double sum_s = 0, sum_d = 0;
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      const GemmCall& c = calls[k];
+      const format::TiledMatrix ts = se.compact_operand(c), td = de.compact_operand(c);
+      const Orientation os = se.compact_orientation(c), od = de.compact_orientation(c);
+      // Interleaved (sparse, dense, sparse, ...) so that both paths see the same machine load; minimum of
+      // each after one warm-up call.
+      double bs = 1e30, bd = 1e30;
+      for (int i = 0; i < repeats + 1; ++i) {
+        se.run_compacted(c, ts, os);
+        de.run_compacted(c, td, od);
+        if (i == 0) continue;
+        bs = std::min(bs, se.last_stats().compute_s);
+        bd = std::min(bd, de.last_stats().compute_s);
+      }
+      cal.pass_sparse_s[k].push_back(bs);
+      cal.pass_dense_s[k].push_back(bd);
+      sum_s += bs, sum_d += bd;
     }
     cal.density.push_back(d);
-    cal.sparse_s.push_back(bs);
-    cal.dense_s.push_back(bd);
+    cal.sparse_s.push_back(sum_s);
+    cal.dense_s.push_back(sum_d);
   }
-  // Crossover: the smallest measured density from which on the dense path is never slower.
-  cal.threshold = 1.0;
-  for (std::size_t i = cal.density.size(); i-- > 0;) {
-    if (cal.dense_s[i] > cal.sparse_s[i]) break;
-    cal.threshold = cal.density[i];
-  }
+  for (std::size_t k = 0; k < 3; ++k)
+    cal.pass_threshold[k] = calibration_crossover(cal.density, cal.pass_sparse_s[k], cal.pass_dense_s[k]);
+  cal.threshold = calibration_crossover(cal.density, cal.sparse_s, cal.dense_s);
   return cal;
 }
 

@@ -1322,3 +1322,50 @@ TEST(TileSparseGemm, LargeOutputsStreamedMatchReference) {
     }
   }
 }
+
+// The calibration's crossover rule: the smallest density from which on the dense path is never slower.
+TEST(Calibration, CrossoverRule) {
+  const std::vector<double> d = {0.1, 0.2, 0.3, 0.4};
+  // Dense slower up to 0.2, never slower from 0.3 on.
+  EXPECT_DOUBLE_EQ(calibration_crossover(d, {1, 2, 3, 4}, {3, 3, 3, 3}), 0.3);
+  // Dense faster at 0.2 but slower again at 0.3: the crossover is after the last density where dense lost.
+  EXPECT_DOUBLE_EQ(calibration_crossover(d, {1, 4, 2, 5}, {3, 3, 3, 3}), 0.4);
+  // Dense never slower: the first density; dense slower at the last density: 1.0 (every tile sparse).
+  EXPECT_DOUBLE_EQ(calibration_crossover(d, {5, 5, 5, 5}, {3, 3, 3, 3}), 0.1);
+  EXPECT_DOUBLE_EQ(calibration_crossover(d, {5, 5, 5, 1}, {3, 3, 3, 3}), 1.0);
+  EXPECT_THROW(calibration_crossover(d, {1, 2, 3}, {3, 3, 3, 3}), spartan::InputError);
+  EXPECT_THROW(calibration_crossover(d, {1, 2, 3, 4}, {3, 3}), spartan::InputError);
+}
+
+// calibrate_threshold on a small layer: every density measured for the three passes, sums consistent with the
+// passes, thresholds consistent with the measured times (the times themselves are machine-dependent).
+TEST(Calibration, SmallLayerIsConsistent) {
+  TileSparseOptions o;
+  o.num_threads = 1;
+  const Calibration cal = calibrate_threshold(o, 96, 16, 72, 3, 1);
+  ASSERT_EQ(cal.density.size(), 15u);
+  EXPECT_DOUBLE_EQ(cal.density.front(), 0.01);
+  EXPECT_DOUBLE_EQ(cal.density.back(), 1.0);
+  ASSERT_TRUE(std::is_sorted(cal.density.begin(), cal.density.end()));
+  ASSERT_EQ(cal.sparse_s.size(), cal.density.size());
+  ASSERT_EQ(cal.dense_s.size(), cal.density.size());
+  for (std::size_t k = 0; k < 3; ++k) {
+    ASSERT_EQ(cal.pass_sparse_s[k].size(), cal.density.size());
+    ASSERT_EQ(cal.pass_dense_s[k].size(), cal.density.size());
+    EXPECT_DOUBLE_EQ(cal.pass_threshold[k],
+                     calibration_crossover(cal.density, cal.pass_sparse_s[k], cal.pass_dense_s[k]));
+  }
+  for (std::size_t i = 0; i < cal.density.size(); ++i) {
+    double s = 0, d = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      EXPECT_GT(cal.pass_sparse_s[k][i], 0.0);
+      EXPECT_GT(cal.pass_dense_s[k][i], 0.0);
+      s += cal.pass_sparse_s[k][i], d += cal.pass_dense_s[k][i];
+    }
+    EXPECT_DOUBLE_EQ(cal.sparse_s[i], s);
+    EXPECT_DOUBLE_EQ(cal.dense_s[i], d);
+  }
+  EXPECT_DOUBLE_EQ(cal.threshold, calibration_crossover(cal.density, cal.sparse_s, cal.dense_s));
+  EXPECT_THROW(calibrate_threshold(o, 0, 16, 72), spartan::InputError);
+  EXPECT_THROW(calibrate_threshold(o, 96, 16, 72, 1, 0), spartan::InputError);
+}

@@ -8,9 +8,9 @@
 // the SGEMM and from DENSE tiles, nothing from zero tiles and the zeros of ELL/BITMAP tiles (skipped).
 // The CPU-kernel choices isa, num_threads, transposed_kernel, rows_kernel and store_runs_min_bytes are
 // ignored (the CUDA kernel has one variant); dense_calls is 1 for the whole-call SGEMM, else 0.
-// The tile kernel's blocks each hold up to 32 rows of P by 128 columns of accumulators: the default 8 x 256
-// tile needs 45,060 bytes of shared memory per block (all GPUs), a 4096-element tile up to 69,636 (fewer
-// rows per block where the GPU allows less, e.g. 64 KiB on sm_75).
+// The tile kernel's blocks each hold up to 32 rows of P by 128 columns of accumulators: an 8 x 256 tile needs
+// 45,060 bytes of shared memory per block (all GPUs), a 4096-element tile such as the default 16 x 256 up to
+// 69,636 (opted in above 48 KiB; fewer rows per block where the GPU allows less, e.g. 64 KiB on sm_75).
 //
 // GemmCall pointers are host pointers (as for the CPU engines) unless GemmCall::device_pointers is set:
 //  - host pointers: each run() copies operands to the device and C back; the tile-sparse engine compacts the

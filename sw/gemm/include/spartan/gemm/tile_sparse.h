@@ -12,6 +12,7 @@
 // tiles op(A) = A^T instead of A (format::compact_transposed: the tiles, not a dense copy; Orientation::Op).
 // Documented in sw/gemm/README.md.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -23,12 +24,18 @@
 namespace spartan::gemm {
 
 /// Density threshold (nnz / tile elements) at or above which a tile is computed by the dense
-/// micro-kernel. Produced by `bench-gemm --calibrate --tile 8x256` (calibrate_threshold below) on the
-/// 2-core x86-64 (AMD EPYC, AVX2) development VM, single thread; table in docs/bench/gemm.md.
-inline constexpr double kCalibratedThreshold = 0.30;
-/// Default tile of the GEMM engines, chosen by bench-gemm (docs/bench/gemm.md): wide tiles amortise the
-/// per-tile-row cost of the sparse path. (The format's own default, 32 x 32, is the hardware line view.)
-inline constexpr std::uint32_t kGemmTileRows = 8;
+/// micro-kernel. Produced by `bench-gemm --calibrate` (calibrate_threshold below: the three training GEMMs
+/// of ResNet-18 conv3_x as spartan-train issues them) on the 2-core x86-64 development VM (AMD Zen 5,
+/// AVX-512 sgemm), single thread, 16 x 256 tiles: 0.35 in every run (fwd and bwd-weight alone 0.40,
+/// bwd-data 0.35); table in docs/bench/gemm.md. (0.30 until the thirty-first session, from a
+/// forward-only calibration in the Caffe layout, which spartan-train does not issue.)
+inline constexpr double kCalibratedThreshold = 0.35;
+/// Default tile of the GEMM engines (CPU and CUDA), chosen by bench-gemm `--tile` on the CPU
+/// (docs/bench/gemm.md, thirtieth and thirty-first sessions: 16 x 256 ahead of 8 x 256 at 90 % sparsity in
+/// eight alternated sweep pairs and at 97 % in seven of eight; 32 x 256 behind 16 x 256): wide tiles amortise
+/// the per-tile-row cost of the sparse path, taller ones halve the bands a call walks. Not measured on a GPU.
+/// (The format's own default, 32 x 32, is the hardware line view.)
+inline constexpr std::uint32_t kGemmTileRows = 16;
 inline constexpr std::uint32_t kGemmTileCols = 256;
 
 /// Instruction set of the sparse micro-kernel.
@@ -296,17 +303,30 @@ std::vector<std::string> engine_names();
 /// nullptr otherwise.
 const TileSparseStats* last_tile_stats(const GemmEngine& engine);
 
-/// Result of the threshold calibration: time per call of the sparse and dense micro-kernel paths at
-/// each density, and the crossover density (smallest density where dense is not slower).
+/// Result of the threshold calibration. Per density: the time of one training step's three GEMMs of the
+/// calibration layer (forward, backward-data, backward-weight; sums) on the sparse and on the dense path,
+/// and each pass's own times; per pass the crossover of that pass alone.
 struct Calibration {
-  std::vector<double> density, sparse_s, dense_s;
-  double threshold = 1.0;
+  std::vector<double> density, sparse_s, dense_s;  ///< sums over the three passes, seconds
+  std::array<std::vector<double>, 3> pass_sparse_s, pass_dense_s;  ///< [fwd, bwd-data, bwd-weight][density]
+  std::array<double, 3> pass_threshold{{1.0, 1.0, 1.0}};  ///< crossover of each pass alone
+  double threshold = 1.0;  ///< crossover of the sums: the calibrated threshold
 };
-/// Measures, on a synthetic forward-conv-like GEMM (activation B of K x N with uniformly random
-/// non-zeros; default shape = ResNet-18 conv3_x at batch 1), the sparse path (threshold > 1) against the
-/// dense path (threshold 0) per density, interleaved, best of `repeats`, and returns the crossover: the
-/// smallest measured density from which on dense is never slower. Deterministic inputs for a seed.
-Calibration calibrate_threshold(const TileSparseOptions& opt, int M = 128, int N = 784, int K = 1152,
+/// The crossover of one path pair: the smallest of `density` (ascending) from which on `dense_s` is never
+/// greater than `sparse_s`; 1.0 when dense is slower at the last density. Throws spartan::InputError on
+/// vectors of different lengths.
+double calibration_crossover(const std::vector<double>& density, const std::vector<double>& sparse_s,
+                             const std::vector<double>& dense_s);
+/// Measures, on the three GEMMs that spartan-train issues for one conv layer (sw/gemm/bench/shapes.h,
+/// layout Train; sparse operand A: fwd Y^T = col^T W^T, bwd-data dcol^T = dY^T W, bwd-weight dW^T = col dY^T;
+/// default layer = ResNet-18 conv3_x at batch 1: hw = 784 output pixels, cout = 128, ckk = 128 x 3 x 3), with
+/// the sparse operand uniformly random at each density, the sparse path (every non-zero tile sparse, no
+/// whole-call guard) against the dense path (every tile DENSE: one sgemm of the whole call), interleaved,
+/// best of `repeats` after one warm-up call each. The dense operand is packed in every call, as in
+/// spartan-train (GemmCall::dense_version 0). The threshold is the crossover of the three passes' summed
+/// times (one training step of the layer); the per-pass crossovers are reported beside it. Deterministic
+/// inputs for a seed. Throws spartan::InputError for sizes or repeats <= 0.
+Calibration calibrate_threshold(const TileSparseOptions& opt, int hw = 784, int cout = 128, int ckk = 1152,
                                 unsigned seed = 1, int repeats = 10);
 
 }  // namespace spartan::gemm
