@@ -707,6 +707,7 @@ def bad_input(r):
     r.case("bench-gemm", "unknown config keys", "--layout foo", ["--layout", "foo"] + one, expect="--layout")
     r.case("bench-gemm", "negative or zero sizes", "--gather-slice-kib -1", ["--gather-slice-kib", "-1"] + one, expect="--gather-slice-kib")
     r.case("bench-gemm", "negative or zero sizes", "--min-interval-us -1", ["--min-interval-us", "-1"] + one, expect="--min-interval-us")
+    r.case("bench-gemm", "NaN/Inf/-0.0 in data", "--guard-fraction nan", ["--guard-fraction", "nan"] + one, expect="--guard-fraction")
     # bench-train: every option is checked before the dataset is loaded and any model trained.
     # The dataset directory does not exist: the error must name the option, not the missing data.
     bt = ["--data", "@D/no-dataset", "--iterations", "1", "--batch", "8", "--threads", "1"]

@@ -346,13 +346,18 @@ int main(int argc, char** argv) {
     std::string tile = std::to_string(kGemmTileRows) + "x" + std::to_string(kGemmTileCols), fmt_name = "ell", md_path, filter;
     std::string sparsities = "0,0.5,0.7,0.9,0.97";
     double threshold = kCalibratedThreshold, min_time = 0.2, min_interval_us = 50;
+    double guard_fraction = TileSparseOptions{}.guard_fraction;
     int batch = 1, seed = 1, gather_slice_kib = 0;
     bool all_passes = false, calibrate = false, quick = false;
     std::string trace_path, pass_filter, clock_name = "wall", isa_name = "auto", layout_name = "train", tk_name = "auto";
+    const std::string guard_help = "whole-call guard: one sgemm of the whole call at operand density >= this x "
+                                   "threshold (default: TileSparseOptions::guard_fraction, " +
+                                   fmt("%.2f", guard_fraction) + ")";
     const std::string tile_help = "tile size RxC (default: the engine default, " + tile + ")";
     desc.add_options()("help,h", "this help")("tile", po::value(&tile), tile_help.c_str())(
         "format", po::value(&fmt_name), "sparse tile format: ell | bitmap")(
         "threshold", po::value(&threshold), "density threshold (default: calibrated constant)")(
+        "guard-fraction", po::value(&guard_fraction), guard_help.c_str())(
         "sparsity", po::value(&sparsities), "comma-separated sparsities (default 0,0.5,0.7,0.9,0.97)")(
         "batch", po::value(&batch),
         "batch size (default 1): multiplies the output pixels HW, i.e. M (fwd, bwd-data) or K (bwd-weight) in the "
@@ -443,6 +448,9 @@ int main(int argc, char** argv) {
     if (!(threshold >= 0) || !std::isfinite(threshold))
       throw InputError("--threshold must be a finite density >= 0, got " + std::to_string(threshold));
     opt.threshold = threshold;
+    if (!(guard_fraction >= 0) || !std::isfinite(guard_fraction))
+      throw InputError("--guard-fraction must be a finite number >= 0, got " + std::to_string(guard_fraction));
+    opt.guard_fraction = guard_fraction;
     if (gather_slice_kib < 0 || std::size_t(gather_slice_kib) > (kMaxGatherSliceBytes >> 10))
       throw InputError("--gather-slice-kib must be 0 (from the L2 size) or 1.." + std::to_string(kMaxGatherSliceBytes >> 10) +
                        ", got " + std::to_string(gather_slice_kib));
@@ -480,9 +488,10 @@ int main(int argc, char** argv) {
     const std::string intervals = g_min_interval_s > 0 ? "timed intervals >= " + fmt("%.0f", min_interval_us) +
                                                              " us (shorter calls repeated within one)"
                                                        : "one call per timed interval";
-    std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f, isa %s, batch %d, %s clock, "
-                "%s, layout %s, gather slice %zu KiB, transposed kernel %s, OpenBLAS core %s\n",
-                opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, engine.isa_name().c_str(), batch,
+    std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f (whole-call guard at %.2f), "
+                "isa %s, batch %d, %s clock, %s, layout %s, gather slice %zu KiB, transposed kernel %s, OpenBLAS core %s\n",
+                opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, opt.guard_fraction * opt.threshold,
+                engine.isa_name().c_str(), batch,
                 g_thread_clock ? "thread CPU-time" : "wall", intervals.c_str(), layout_name.c_str(),
                 engine.gather_slice_bytes() >> 10, tk_name.c_str(), blas_core.c_str());
     md << "OpenBLAS core: " << blas_core << "; tile-sparse ISA: " << engine.isa_name() << "; layout: " << layout_name

@@ -1168,6 +1168,7 @@ TEST(TileSparseGemm, WholeCallGuardRunsOneSgemm) {
   EXPECT_EQ(guarded.last_stats().dense_calls, 1u);
   EXPECT_EQ(guarded.last_stats().tiles_zero, 2u);  // counts are reported either way
   o.threshold = 0.55;  // density 0.5 >= 0.8 * 0.55: still one sgemm; with guard_fraction 1 it is not
+  o.guard_fraction = 0.8;
   TileSparseEngine near(o);
   near.run(c);
   EXPECT_TRUE(near.last_stats().full_dense);

@@ -134,8 +134,13 @@ struct TileSparseOptions {
   /// The guard fires at overall density >= guard_fraction * threshold. Below 1 because at densities near
   /// the crossover the tiles of a uniformly sparse operand split into DENSE and sparse ones, and the mixed
   /// call (fragmented sgemm runs + the sparse path) is slower than either pure path: bench-gemm measured
-  /// ratios 0.61-0.66 at 70 % random sparsity with guard_fraction = 1 and threshold 0.30 (docs/bench/gemm.md).
-  double guard_fraction = 0.8;
+  /// ratios 0.61-0.66 at 70 % random sparsity with guard_fraction = 1 and threshold 0.30, 8 x 256 tiles
+  /// (docs/bench/gemm.md). 0.95 (0.8 until the thirty-first session): the tile densities of a uniformly
+  /// random operand spread by sqrt(d (1 - d) / (TR TC)), 0.007 for 16 x 256 tiles at d = 0.3, so they split only
+  /// within about 3 of those (0.02) below the threshold; with 0.8 every operand of density 0.28-0.35 ran as one
+  /// sgemm although the sparse path was up to 15 % faster there (calibration), and bench-gemm measured 70 %
+  /// random 1.00 -> 1.29-1.31 and the trace's vgg-s conv9-conv13 (71-72 % zeros) 1.00 -> 1.30-1.40.
+  double guard_fraction = 0.95;
   /// Sparse kernel when S is the transpose of the stored operand (forward and backward-data: sparse B with
   /// op N) and all its sparse tiles are ELL with 1-byte indices (tile_cols <= 256): Scatter = outer
   /// products over the stored rows (each non-zero adds alpha * v * D[row] into a per-band output block),
