@@ -181,9 +181,10 @@ struct NzEntry {
 };
 
 constexpr int kQB = 128;  // threads per block = Q columns per block
-/// Most P rows (accumulator rows of kQB floats) one block keeps: 32 rows are 16 KiB of shared memory, so the
-/// default 8 x 256 tile needs 45,060 bytes per block in either orientation (under the 48 KiB that needs no
-/// opt-in; every GPU the build targets has at least 64 KiB).
+/// Most P rows (accumulator rows of kQB floats) one block keeps: 32 rows are 16 KiB of shared memory, so an
+/// 8 x 256 tile needs 45,060 bytes per block in either orientation (under the 48 KiB that needs no opt-in) and
+/// the default 16 x 256 tile 61,444 (as stored: 16 rows) or 69,636 (transposed: 32 rows), opted in by launch();
+/// every GPU the build targets has at least 64 KiB (chunk_rows() takes fewer rows where it must).
 constexpr int kMaxPChunk = 32;
 
 __global__ void tile_sparse_kernel(KParams k) {

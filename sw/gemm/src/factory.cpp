@@ -4,6 +4,7 @@
 #include <chrono>
 #include <random>
 
+#include "spartan/common/aligned.h"
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
 #ifdef SPARTAN_HAVE_CUDA
@@ -62,8 +63,10 @@ Calibration calibrate_threshold(const TileSparseOptions& base, int hw, int cout,
   std::uniform_real_distribution<double> p(0, 1);
   // The three training GEMMs of the layer as spartan-train issues them (sw/gemm/bench/shapes.h, layout Train):
   // stored sparse operands col [ckk x hw] and dY^T [hw x cout], dense W [cout x ckk]; outputs per pass.
-  std::vector<float> col(std::size_t(ckk) * hw), dyt(std::size_t(hw) * cout), w(std::size_t(cout) * ckk);
-  std::vector<float> y(std::size_t(hw) * cout), dcol(std::size_t(hw) * ckk), dw(std::size_t(ckk) * cout);
+  // 64-byte aligned as in spartan-train (spartan/common/aligned.h): a one-panel dense operand (bwd-weight's
+  // dY^T, cout <= 128) is read in place only then, else copied in every call.
+  AlignedVector<float> col(std::size_t(ckk) * hw), dyt(std::size_t(hw) * cout), w(std::size_t(cout) * ckk);
+  AlignedVector<float> y(std::size_t(hw) * cout), dcol(std::size_t(hw) * ckk), dw(std::size_t(ckk) * cout);
   for (auto& x : w) x = u(rng);
   std::array<GemmCall, 3> calls;
   GemmCall& fwd = calls[0];  // Y^T[hw x cout] = col^T * W^T

@@ -26,8 +26,8 @@ namespace spartan::gemm {
 /// Density threshold (nnz / tile elements) at or above which a tile is computed by the dense
 /// micro-kernel. Produced by `bench-gemm --calibrate` (calibrate_threshold below: the three training GEMMs
 /// of ResNet-18 conv3_x as spartan-train issues them) on the 2-core x86-64 development VM (AMD Zen 5,
-/// AVX-512 sgemm), single thread, 16 x 256 tiles: 0.35 in every run (fwd and bwd-weight alone 0.40,
-/// bwd-data 0.35); table in docs/bench/gemm.md. (0.30 until the thirty-first session, from a
+/// AVX-512 sgemm), single thread, 16 x 256 and 8 x 256 tiles: 0.35 in every run (fwd alone 0.40, bwd-data
+/// and bwd-weight 0.35); table in docs/bench/gemm.md. (0.30 until the thirty-first session, from a
 /// forward-only calibration in the Caffe layout, which spartan-train does not issue.)
 inline constexpr double kCalibratedThreshold = 0.35;
 /// Default tile of the GEMM engines (CPU and CUDA), chosen by bench-gemm `--tile` on the CPU
@@ -139,7 +139,7 @@ struct TileSparseOptions {
   /// random operand spread by sqrt(d (1 - d) / (TR TC)), 0.007 for 16 x 256 tiles at d = 0.3, so they split only
   /// within about 3 of those (0.02) below the threshold; with 0.8 every operand of density 0.28-0.35 ran as one
   /// sgemm although the sparse path was up to 15 % faster there (calibration), and bench-gemm measured 70 %
-  /// random 1.00 -> 1.29-1.31 and the trace's vgg-s conv9-conv13 (71-72 % zeros) 1.00 -> 1.30-1.40.
+  /// random 1.00 -> 1.29-1.31 and the trace's vgg-s conv9, conv10, conv12 (71-72 % zeros) 1.00 -> 1.30-1.34.
   double guard_fraction = 0.95;
   /// Sparse kernel when S is the transpose of the stored operand (forward and backward-data: sparse B with
   /// op N) and all its sparse tiles are ELL with 1-byte indices (tile_cols <= 256): Scatter = outer
