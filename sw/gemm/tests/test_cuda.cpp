@@ -355,9 +355,10 @@ TEST(CudaGemm, MultiTileShapesZeroTilesAndWideIndices) {
 }
 
 // The CPU engine's whole-call rule (review finding F5): with the guard on and the sparse operand dense enough
-// (density 0.5 >= 0.95 * 0.3 = 0.285, the default guard fraction with the test's threshold) both engines run one SGEMM, so a zero of the sparse operand times an Inf of the
-// dense one is NaN in both; with the guard off and every tile sparse (threshold 2) both skip the zeros. The
-// NaN / Inf pattern of C and full_dense agree with the CPU tile-sparse engine in every case.
+// (density 0.5 >= 0.95 * 0.3 = 0.285: the default guard fraction with the test's threshold) both engines run
+// one SGEMM, so a zero of the sparse operand times an Inf of the dense one is NaN in both; with the guard off
+// and every tile sparse (threshold 2) both skip the zeros. The NaN / Inf pattern of C and full_dense agree with
+// the CPU tile-sparse engine in every case.
 TEST(CudaGemm, WholeCallGuardAsInTheCpuEngine) {
   SKIP_WITHOUT_USABLE_GPU();
   const int M = 40, N = 70, K = 96;
