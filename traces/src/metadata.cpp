@@ -477,13 +477,25 @@ void check_metadata(const TraceReader& r) {
                                 std::to_string(n) + " output elements / 8))");
     }
   }
-  // 5. Measured GEMM times belong to a captured (iteration, layer).
+  // 5. Measured GEMM times belong to a captured (iteration, layer), at most one entry each (a second entry
+  //    would silently replace the first in a reader).
   const std::vector<GemmTimes> times = read_gemm_times(r);
-  for (std::size_t i = 0; i < times.size(); ++i)
-    if (!captured.count({times[i].iteration, times[i].layer}))
-      meta_fail(r, std::string(keys::kGemmTimes) + "[" + std::to_string(i) + "]",
-                "iteration " + std::to_string(times[i].iteration) + ", layer " + std::to_string(times[i].layer) +
-                    " has no captured act tensor");
+  std::set<std::pair<std::int64_t, std::int64_t>> timed;
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    const std::string at = std::string(keys::kGemmTimes) + "[" + std::to_string(i) + "]";
+    const std::string what = "iteration " + std::to_string(times[i].iteration) + ", layer " + std::to_string(times[i].layer);
+    if (!captured.count({times[i].iteration, times[i].layer})) meta_fail(r, at, what + " has no captured act tensor");
+    if (!timed.emplace(times[i].iteration, times[i].layer).second) meta_fail(r, at, what + " is timed twice");
+  }
+  // 6. Sparsity series: one per layer, and of a layer the metadata describes.
+  const std::vector<LayerSparsity> sparsity = read_sparsity(r);
+  std::set<std::int64_t> series;
+  for (std::size_t i = 0; i < sparsity.size(); ++i) {
+    const std::string at = std::string(keys::kSparsity) + "[" + std::to_string(i) + "].layer";
+    const std::int64_t l = sparsity[i].layer;
+    if (!by_index.count(l)) meta_fail(r, at, "layer " + std::to_string(l) + " is not in __metadata__.layers");
+    if (!series.insert(l).second) meta_fail(r, at, "layer " + std::to_string(l) + " has two sparsity entries");
+  }
 }
 
 }  // namespace spartan::trace

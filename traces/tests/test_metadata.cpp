@@ -297,13 +297,14 @@ TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
     DType dt;
     std::vector<std::int64_t> shape;
   };
-  auto write = [&](const std::vector<T>& tensors, const std::string& times) {
+  auto write = [&](const std::vector<T>& tensors, const std::string& times, const std::string& sparsity = "") {
     TraceWriter w(path);
     for (const auto& [k, v] : std::map<std::string, std::string>{
              {keys::kFormatVersion, kFormatVersion}, {keys::kModel, "m"}, {keys::kDataset, "d"},
              {keys::kDevice, "cpu: t"}, {keys::kSeed, "7"}, {keys::kBatch, "2"}, {keys::kLayers, layers}})
       w.set_metadata(k, v);
     if (!times.empty()) w.set_metadata(keys::kGemmTimes, times);
+    if (!sparsity.empty()) w.set_metadata(keys::kSparsity, sparsity);
     for (const T& t : tensors) {
       std::int64_t n = 1;
       for (auto d : t.shape) n *= d;
@@ -345,6 +346,36 @@ TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.field + " / " + c.phrase);
     write(c.tensors, c.times);
+    {
+      TraceReader r(path);
+      expect_format_error([&] { check_metadata(r); }, c.field, c.phrase);
+    }
+    const auto cli = testutil::run_cli("check '" + path + "'");
+    EXPECT_EQ(cli.rc, 2);
+    EXPECT_EQ(testutil::count_lines(cli.err), 1) << cli.err;
+  }
+  // One gemm_times entry per (iteration, layer), one sparsity series per described layer: a second entry was
+  // accepted and silently replaced the first in the simulator (a new-user review, thirty-second session).
+  std::string time00 = time0;
+  time00.pop_back();
+  time00 += "," + time0.substr(1);
+  const std::string spars0 = R"({"layer":0,"name":"conv1","iterations":[0],"act_density":[0.5]})";
+  const std::string spars9 = R"({"layer":9,"name":"conv9","iterations":[0],"act_density":[0.5]})";
+  struct MetaCase {
+    std::string times, sparsity, field, phrase;
+  };
+  write({act0, mask0, act1}, time0, "[" + spars0 + "]");
+  {
+    TraceReader r(path);
+    EXPECT_NO_THROW(check_metadata(r));
+  }
+  for (const MetaCase& c : {MetaCase{time00, "", "__metadata__.gemm_times[1]", "iteration 0, layer 0 is timed twice"},
+                            MetaCase{time0, "[" + spars0 + "," + spars0 + "]", "__metadata__.sparsity[1].layer",
+                                     "layer 0 has two sparsity entries"},
+                            MetaCase{time0, "[" + spars9 + "]", "__metadata__.sparsity[0].layer",
+                                     "layer 9 is not in __metadata__.layers"}}) {
+    SCOPED_TRACE(c.field + " / " + c.phrase);
+    write({act0, mask0, act1}, c.times, c.sparsity);
     {
       TraceReader r(path);
       expect_format_error([&] { check_metadata(r); }, c.field, c.phrase);

@@ -92,8 +92,10 @@ std::vector<LayerSparsity> read_sparsity(const TraceReader& r);
 /// Validates the metadata of a trace (docs/trace-format.md, section 4): each present key has its type
 /// (format_version known; model/dataset/device non-empty; seed, batch, capture_every decimal integers;
 /// layers, gemm_times, sparsity parse). A file carrying any .sptrace key must carry every required one;
-/// layer indices are unique and increasing and each conv/fc layer's batch dimension equals `batch`
-/// (tensor shapes are checked by their consumers, e.g. the simulator). A plain safetensors file without
+/// layer indices are unique and increasing and each conv/fc layer's batch dimension equals `batch`;
+/// each `act` / `dz_mask` tensor of a described conv/fc layer has that layer's dtype and shape; each
+/// gemm_times entry names a captured (iteration, layer), at most once; each sparsity entry names a layer of
+/// `layers`, at most once. A plain safetensors file without
 /// .sptrace keys passes. Throws spartan::FormatError. Used by `spartan-trace check` and the simulator.
 void check_metadata(const TraceReader& r);
 
