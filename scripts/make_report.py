@@ -131,9 +131,10 @@ def validate(train, sim, area):
     for part in ("profile", "convert"):
         for k in ("sw_ns", "hw_ns", "ratio"):
             need(sim, S, ["overall", part, k], "num")
-    for k in ("mean_layer_ratio", "mean_layer_ratio_relu_inputs"):
-        need(sim, S, ["overall", "profile", k], "num")
-    need(sim, S, ["overall", "profile", "relu_input_layers"], "int")
+    need(sim, S, ["overall", "profile", "mean_layer_ratio"], "num")
+    # null when no replayed layer's input is a ReLU output (no mean over an empty set)
+    if need(sim, S, ["overall", "profile", "relu_input_layers"], "int") > 0:
+        need(sim, S, ["overall", "profile", "mean_layer_ratio_relu_inputs"], "num")
     for i, _ in enumerate(need(sim, S, ["layers"], "nonempty list")):
         for k in ("iteration", "layer"):
             need(sim, S, ["layers", i, k], "int")
@@ -412,7 +413,10 @@ def build(a, train, sim, area, rtl, tmp):
     md.append("## 1. Training (measured)\n")
     acc = train.get("test_accuracy")
     steps = train.get("iterations")
-    last = min(100, steps) if isinstance(steps, int) and steps > 0 else None
+    # spartan-train writes the window (train_loss_steps); older train.json files: its rule, min(100, steps)
+    last = train.get("train_loss_steps")
+    if not (isinstance(last, int) and last > 0):
+        last = min(100, steps) if isinstance(steps, int) and steps > 0 else None
     rows = [["test accuracy", fmt(100 * acc if acc is not None else None, ".2f") + " %",
              f"{train.get('test_images', 'all')} test images"],
             ["final training loss", fmt(train.get("final_loss", train.get("train_loss")), ".4f"),
@@ -465,8 +469,9 @@ def build(a, train, sim, area, rtl, tmp):
     md.append(f"**Profiling-time ratio software / monitor (sum of times): {fmt(pp['ratio'])}x** over {n} layer "
               f"instances (software {fmt(us(pp['sw_ns']))} us, monitor {fmt(us(pp['hw_ns']))} us); the monitor is "
               f"slower on {slower} of the {n}. Mean of the per-layer ratios {fmt(pp['mean_layer_ratio'])}x "
-              f"({fmt(pp['mean_layer_ratio_relu_inputs'])}x over the {pp['relu_input_layers']} whose input is a ReLU "
-              f"output). The Spartan paper reports {PAPER_PROFILE_RATIO}x on average (a mean over layers; real "
+              + (f"({fmt(pp['mean_layer_ratio_relu_inputs'])}x over the {pp['relu_input_layers']} whose input is a "
+                 "ReLU output)" if pp['relu_input_layers'] > 0 else "(no replayed layer's input is a ReLU output)") +
+              f". The Spartan paper reports {PAPER_PROFILE_RATIO}x on average (a mean over layers; real "
               "GPU-class hardware, ImageNet networks).\n")
     split = fixed_split(sl, "profile", "software", "monitor")
     md.append(caveat + (" " + split[1] if split else " stats.json does not split the times into memory and "

@@ -147,6 +147,19 @@ def main():
                 fail(f"tile_kinds.zero = {zero}: report.md lacks {want!r}")
             if unwanted in md2:
                 fail(f"tile_kinds.zero = {zero}: report.md has {unwanted!r}")
+        # No replayed layer whose input is a ReLU output: stats.json's mean over them is null (no mean over an
+        # empty set); the report says so instead of refusing the run or printing a number.
+        t4, s4, a4 = inputs()
+        for L in s4["layers"]:
+            L["relu_input"] = False
+        s4["overall"]["profile"].update(relu_input_layers=0, mean_layer_ratio_relu_inputs=None)
+        run4, out4 = os.path.join(work, "norelu"), os.path.join(work, "report-norelu")
+        write_run(run4, t4, s4, a4)
+        r = run_report(src, run4, out4)
+        if r.returncode != 0:
+            fail(f"no ReLU-input layer: status {r.returncode}: {r.stderr.strip()}")
+        elif "(no replayed layer's input is a ReLU output)" not in open(os.path.join(out4, "report.md")).read():
+            fail("no ReLU-input layer: report.md does not say there is none")
         with open(os.path.join(out, "SENTINEL"), "w") as f:
             f.write("previous report\n")
 
@@ -183,6 +196,9 @@ def main():
              "expected num"),
             ("layers not a list", lambda t, s, a: t.update(layers={"0": 1}), "train.json.layers: expected"),
             ("area units empty", lambda t, s, a: a.update(units=[]), "area.json.units"),
+            ("ReLU-input mean null with such layers",
+             lambda t, s, a: s["overall"]["profile"].update(mean_layer_ratio_relu_inputs=None),
+             "mean_layer_ratio_relu_inputs: expected num"),
             ("not JSON", lambda t, s, a: {"area/area.json": "{"}, "not valid JSON"),
         ]
         for name, mutate, want in cases:

@@ -197,10 +197,11 @@ json Replay::run() {
     out_headers += fmt::kHeaderBytes * L["tiles"].get<std::uint64_t>();
     out_consumer += static_cast<std::uint64_t>(L["consumer"]["l2_bytes"].get<double>());
     out_by_size += hw["engine_tiles"]["dense_by_size"].get<std::uint64_t>();
-    // The overall GEMM ratio needs a positive tile-sparse time on every replayed layer (a 0 ms entry would
-    // keep its layer's dense time in the numerator alone), all measured on one device.
-    if (L["gemm"].contains("dense_ms") && L["gemm"]["tile_sparse_ms"].is_number() &&
-        L["gemm"]["tile_sparse_ms"].get<double>() > 0) {
+    // The overall GEMM ratio needs positive dense and tile-sparse times on every replayed layer (a 0 ms entry,
+    // which a writer records for a pass it did not time, would keep the other time in one sum alone), all
+    // measured on one device.
+    if (L["gemm"].contains("dense_ms") && L["gemm"]["dense_ms"].get<double>() > 0 &&
+        L["gemm"]["tile_sparse_ms"].is_number() && L["gemm"]["tile_sparse_ms"].get<double>() > 0) {
       dense_ms += L["gemm"]["dense_ms"].get<double>();
       sparse_ms += L["gemm"]["tile_sparse_ms"].get<double>();
       const std::string dev = L["gemm"]["device"].get<std::string>();
@@ -259,11 +260,12 @@ json Replay::run() {
   overall["profile"]["mean_layer_ratio"] = layer_docs.empty() ? 0.0 : mean_ratio / double(layer_docs.size());
   // The same over the layers whose input is a ReLU output (the network's input image is not; review F11).
   overall["profile"]["relu_input_layers"] = n_relu;
-  overall["profile"]["mean_layer_ratio_relu_inputs"] = n_relu ? mean_relu / double(n_relu) : 0.0;
+  // null, not 0, when there is no such layer: a mean over an empty set is not a ratio of 0.
+  overall["profile"]["mean_layer_ratio_relu_inputs"] = n_relu ? json(mean_relu / double(n_relu)) : json(nullptr);
   if (have_times && mixed_devices) {
     overall["speedup_unavailable"] = "the GEMM times of the replayed layers come from different devices";
   } else if (!have_times) {
-    overall["speedup_unavailable"] = "the trace lacks positive tile-sparse GEMM times for some layers";
+    overall["speedup_unavailable"] = "the trace lacks positive dense and tile-sparse GEMM times for some layers";
   }
   if (have_times && !mixed_devices && sparse_ms > 0) {
     // The GEMMs alone (sum of the measured times), and, only for GPU-measured times, with the simulated

@@ -415,11 +415,13 @@ json Replay::replay_layer(const trace::TraceKey& key) {
       if (tt.fwd.tile_sparse_ms) {
         const double ts = *tt.fwd.tile_sparse_ms;
         G["tile_sparse_ms"] = ts;
-        // The GEMM alone, both times measured on the trace's device.
-        if (ts > 0) G["speedup_measured"] = tt.fwd.dense_ms / ts;
+        // The GEMM alone, both times measured on the trace's device; a 0 ms time is a pass the writer did
+        // not time (docs/trace-format.md, section 4.2): no ratio.
+        const bool timed = ts > 0 && tt.fwd.dense_ms > 0;
+        if (timed) G["speedup_measured"] = tt.fwd.dense_ms / ts;
         // With the simulated profile and conversion only where the GEMM times come from a GPU: CPU
         // milliseconds plus simulated GPU microseconds would make the units' cost vanish (review F1).
-        if (gemm_times_on_gpu(tt.device)) {
+        if (timed && gemm_times_on_gpu(tt.device)) {
           G["speedup_software"] = layer_speedup(tt.fwd.dense_ms, ts, s_prof.total_ns() + sw_conv.total_ns());
           G["speedup_hardware"] = layer_speedup(tt.fwd.dense_ms, ts, hw_prof.total_ns() + hw_conv.total_ns());
         }

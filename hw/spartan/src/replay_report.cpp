@@ -127,9 +127,14 @@ std::string replay_summary(const json& doc) {
   o << "  profiling:  software " << us(ov["profile"]["sw_ns"].get<double>())
     << " us, hardware (count-table memset + flush + monitor MMIO writes + status read) "
     << us(ov["profile"]["hw_ns"].get<double>()) << " us -> " << f("%.1f", ov["profile"]["ratio"].get<double>())
-    << "x of the total, " << f("%.1f", ov["profile"]["mean_layer_ratio"].get<double>()) << "x mean over layers, "
-    << f("%.1f", ov["profile"]["mean_layer_ratio_relu_inputs"].get<double>()) << "x over the "
-    << ov["profile"]["relu_input_layers"].get<std::size_t>() << " whose input is a ReLU output (Spartan reports 52.5x on average, against profiling kernels on a real GPU at"
+    << "x of the total, " << f("%.1f", ov["profile"]["mean_layer_ratio"].get<double>()) << "x mean over layers, ";
+  // null when no replayed layer's input is a ReLU output (e.g. only the first layer was replayed).
+  if (ov["profile"]["mean_layer_ratio_relu_inputs"].is_number())
+    o << f("%.1f", ov["profile"]["mean_layer_ratio_relu_inputs"].get<double>()) << "x over the "
+      << ov["profile"]["relu_input_layers"].get<std::size_t>() << " whose input is a ReLU output";
+  else
+    o << "no replayed layer's input is a ReLU output";
+  o << " (Spartan reports 52.5x on average, against profiling kernels on a real GPU at"
        " ImageNet scale; these ratios rest on the assumed launch and MMIO costs above)\n";
   o << "  conversion: software " << us(ov["convert"]["sw_ns"].get<double>()) << " us, compaction engine "
     << us(ov["convert"]["hw_ns"].get<double>()) << " us -> " << f("%.1f", ov["convert"]["ratio"].get<double>()) << "x\n";

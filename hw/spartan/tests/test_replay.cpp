@@ -215,6 +215,23 @@ TEST(Replay, F32EllAllLayersAllChecks) {
   });
 }
 
+TEST(Replay, NoReluInputLayerGivesNoMeanOverThem) {
+  // Only layer 0 (the network's input) replayed: the mean over the layers whose input is a ReLU output is a
+  // mean over an empty set, null in stats.json and said so in the summary (it read 0.0x; new-user review).
+  SC_SCENARIO([] {
+    const std::string dir = ::testing::TempDir() + "/replay_no_relu_inputs";
+    std::filesystem::create_directories(dir);
+    auto opt = options(write_trace(dir, tr::DType::F32), dir + "/out");
+    std::filesystem::create_directories(opt.out_dir);
+    opt.layers = {0};
+    const auto doc = run_replay(opt, {});
+    EXPECT_EQ(doc["overall"]["profile"]["relu_input_layers"].get<int>(), 0);
+    EXPECT_TRUE(doc["overall"]["profile"]["mean_layer_ratio_relu_inputs"].is_null());
+    const std::string text = replay_summary(doc);
+    EXPECT_NE(text.find("no replayed layer's input is a ReLU output"), std::string::npos) << text;
+  });
+}
+
 TEST(Replay, LayerSpeedupOnlyForGpuMeasuredGemmTimes) {
   // GEMM times measured on a GPU are combined with the simulated profile and conversion times:
   // dense / (tile-sparse + T_profile + T_convert), per layer and overall.
@@ -246,13 +263,16 @@ TEST(Replay, LayerSpeedupOnlyForGpuMeasuredGemmTimes) {
 TEST(Replay, OverallGemmRatioNeedsPositiveTimesFromOneDevice) {
   // A new-user review: a 0 ms tile-sparse time kept its layer's dense time in the numerator alone (0.96x ->
   // 1.46x), and GEMM times from two devices were summed into one ratio "measured on" the first.
-  for (int variant = 0; variant < 2; ++variant) {  // one replay per process (SC_SCENARIO forks)
+  // Variant 2 (thirty-second session's review): a 0 ms dense time, which a writer records for a pass it did not
+  // time, gave a layer speedup of 0.00 and entered the overall sums.
+  for (int variant = 0; variant < 3; ++variant) {  // one replay per process (SC_SCENARIO forks)
     SC_SCENARIO([variant] {
       const std::string dir = ::testing::TempDir() + "/replay_gemm_overall_" + std::to_string(variant);
       std::filesystem::create_directories(dir);
       const auto path = write_trace(dir, tr::DType::F32, "cpu: test (1 threads)", 0.5, [&](std::vector<tr::GemmTimes>& t) {
         if (variant == 0) t[1].fwd.tile_sparse_ms = 0.0;
-        else t[1].device = "cpu: another host";
+        else if (variant == 1) t[1].device = "cpu: another host";
+        else t[1].fwd.dense_ms = 0.0;
       });
       auto opt = options(path, dir + "/out");
       std::filesystem::create_directories(opt.out_dir);
@@ -260,10 +280,11 @@ TEST(Replay, OverallGemmRatioNeedsPositiveTimesFromOneDevice) {
       const auto doc = run_replay(opt, {});
       EXPECT_FALSE(doc["overall"].contains("speedup")) << doc["overall"].dump();
       const std::string why = doc["overall"].value("speedup_unavailable", std::string());
-      EXPECT_NE(why.find(variant == 0 ? "positive" : "different devices"), std::string::npos) << why;
+      EXPECT_NE(why.find(variant == 1 ? "different devices" : "positive"), std::string::npos) << why;
       EXPECT_NE(replay_summary(doc).find(why), std::string::npos);
-      // The layer itself keeps what it has: a ratio only where its tile-sparse time is positive.
+      // The layer itself keeps what it has: a ratio only where both its times are positive.
       EXPECT_EQ(doc["layers"][1]["gemm"].contains("speedup_measured"), variant == 1);
+      EXPECT_TRUE(doc["layers"][0]["gemm"].contains("speedup_measured"));
     });
   }
 }
