@@ -127,6 +127,8 @@ DataSplit load_split(const std::string& dir, const std::string& prefix, int clas
   if (img.dims[0] != lab.dims[0])
     throw InputError(img_path + ": " + std::to_string(img.dims[0]) + " images but " + lab_path + " has " +
                      std::to_string(lab.dims[0]) + " labels");
+  // An empty split would train nothing, or report a test accuracy of 0 % on 0 images (new-user review).
+  if (img.dims[0] == 0) throw InputError(img_path + ": holds 0 images");
   DataSplit s;
   s.n = static_cast<int>(img.dims[0]);
   s.rows = static_cast<int>(img.dims[1]);

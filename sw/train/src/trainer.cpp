@@ -267,7 +267,8 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
   }
   if (ex) model.from_exec(*ex);
   res.iterations = it;
-  const std::size_t w = std::min<std::size_t>(100, losses.size()), w0 = std::min<std::size_t>(20, losses.size());
+  const std::size_t w = std::min<std::size_t>(kFinalLossSteps, losses.size()),
+                    w0 = std::min<std::size_t>(kFirstLossSteps, losses.size());
   if (w > 0) {
     res.final_train_loss = std::accumulate(losses.end() - static_cast<std::ptrdiff_t>(w), losses.end(), 0.0) / w;
     res.final_train_accuracy = std::accumulate(accs.end() - static_cast<std::ptrdiff_t>(w), accs.end(), 0.0) / w;

@@ -122,6 +122,15 @@ TEST_F(IdxTest, LoadsDatasetPairsAndChecksCounts) {
   EXPECT_EQ(ds.classes, 10);
   write_raw("t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 2, 2, 3});
   EXPECT_THROW(spartan::train::load_idx_dataset(dir_.string()), spartan::InputError);
+  // A split of 0 images (valid headers) is refused: it gave "test acc 0.00% on 0 images".
+  write_raw("t10k-images-idx3-ubyte", idx_bytes({0, 2, 2}, 0));
+  write_raw("t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 0});
+  try {
+    spartan::train::load_idx_dataset(dir_.string());
+    ADD_FAILURE() << "an empty test split was accepted";
+  } catch (const spartan::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("t10k-images-idx3-ubyte: holds 0 images"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(IdxTest, RejectsOutOfRangeLabelNamingFileIndexAndLabel) {

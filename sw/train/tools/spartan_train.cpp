@@ -211,9 +211,12 @@ int run(int argc, char** argv) {
 
   const auto names = gemm_layer_names(*model);
   if (!quiet) {
-    std::printf("\nfinal: %lld steps, train loss %.4f (first steps %.4f), train acc %.2f%%, test acc %.2f%% on %d images\n",
-                static_cast<long long>(res.iterations), res.final_train_loss, res.first_train_loss,
-                100 * res.final_train_accuracy, 100 * res.test_accuracy, res.test_images);
+    const long long last_w = std::min<long long>(kFinalLossSteps, res.iterations),
+                    first_w = std::min<long long>(kFirstLossSteps, res.iterations);
+    std::printf("\nfinal: %lld steps, train loss %.4f and train acc %.2f%% (means over the last %lld steps; the "
+                "first %lld steps' loss %.4f), test acc %.2f%% on %d images\n",
+                static_cast<long long>(res.iterations), res.final_train_loss, 100 * res.final_train_accuracy, last_w,
+                first_w, res.first_train_loss, 100 * res.test_accuracy, res.test_images);
     for (std::size_t e = 0; e < res.epoch_seconds.size(); ++e)
       std::printf("epoch %zu: %.1f s training\n", e + 1, res.epoch_seconds[e]);
     std::printf("\nper-layer activation sparsity over training (mean over steps; first -> last sample):\n");
@@ -238,7 +241,8 @@ int run(int argc, char** argv) {
     j["seed"] = cfg.seed;
     j["batch"] = cfg.batch;
     j["iterations"] = res.iterations;
-    j["train_loss"] = res.final_train_loss;
+    j["train_loss"] = res.final_train_loss;  // mean over the last train_loss_steps steps
+    j["train_loss_steps"] = std::min<std::int64_t>(kFinalLossSteps, res.iterations);
     j["train_accuracy"] = res.final_train_accuracy;
     j["test_accuracy"] = res.test_accuracy;
     j["test_images"] = res.test_images;

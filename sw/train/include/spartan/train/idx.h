@@ -46,7 +46,7 @@ inline constexpr const char* kDefaultFashionMnistDir = "/usr/share/datasets/fash
 
 /// Loads an IDX pair per split from `dir`: {train,t10k}-{images-idx3,labels-idx1}-ubyte, each either
 /// raw or with a `.gz` suffix. Throws IoError when a file is missing, FormatError when malformed, and
-/// InputError when image and label counts differ. Image rows and cols must be in [1, kMaxImageSide] (FormatError). Every label must be < `classes` (10 for Fashion-MNIST and
+/// InputError when image and label counts differ or a split holds 0 images. Image rows and cols must be in [1, kMaxImageSide] (FormatError). Every label must be < `classes` (10 for Fashion-MNIST and
 /// MNIST; 1..256): an out-of-range label throws FormatError naming the labels file, the label's index and value
 /// (byte offset in the decompressed file). The returned `classes` is the given one.
 Dataset load_idx_dataset(const std::string& dir, int classes = 10);

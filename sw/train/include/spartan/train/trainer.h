@@ -84,11 +84,15 @@ class TrainObserver {
   virtual void on_eval(std::int64_t iteration, double test_accuracy) { (void)iteration; (void)test_accuracy; }
 };
 
+/// Windows of the summary losses of TrainResult: the mean over the last kFinalLossSteps steps (smooths the
+/// per-batch noise of SGD) and over the first kFirstLossSteps steps (the starting point it is compared with).
+inline constexpr std::int64_t kFinalLossSteps = 100, kFirstLossSteps = 20;
+
 struct TrainResult {
   std::int64_t iterations = 0;
-  double final_train_loss = 0;      ///< mean loss over the last min(100, steps) steps
+  double final_train_loss = 0;      ///< mean loss over the last min(kFinalLossSteps, steps) steps
   double final_train_accuracy = 0;  ///< same window, on training batches
-  double first_train_loss = 0;      ///< mean loss over the first min(20, steps) steps
+  double first_train_loss = 0;      ///< mean loss over the first min(kFirstLossSteps, steps) steps
   double test_accuracy = 0;         ///< final evaluation
   int test_images = 0;
   std::vector<double> epoch_seconds;  ///< training time (no evaluation) per completed or partial epoch
