@@ -141,6 +141,8 @@ Options parse(const std::vector<std::string>& args) {
     throw spartan::InputError("rtl-check: tile dims must be powers of two from 1 to 256");
   if (o.sampling > 15) throw spartan::InputError("rtl-check: --sampling must be 0..15, got " + std::to_string(o.sampling));
   if (!o.wave.empty() && o.wave_to == 0) throw spartan::InputError("rtl-check: --wave needs --wave-window FROM:TO");
+  if (o.wave.empty() && o.wave_to != 0)  // it was silently ignored (spartan-sim run refuses it too)
+    throw spartan::InputError("rtl-check: --wave-window needs --wave FILE");
   if (!std::isfinite(o.clock_mhz) || o.clock_mhz < 1.0 || o.clock_mhz > 100000.0)
     throw spartan::InputError("rtl-check: --clock-mhz must be a finite clock from 1 to 100000 MHz, got " + spartan::format_g(o.clock_mhz));
   // Outputs are checked now, before any layer runs.

@@ -61,6 +61,13 @@ std::string resolve_gpu_preset(const std::string& s) {
     return s;
   }
   fs::path p = fs::path(preset_dir()) / (s + ".yaml");
+  if (!fs::is_directory(preset_dir()))  // "(known: )" said nothing about why
+    throw spartan::ConfigError(preset_dir(), "--gpu",
+                               std::string("the GPU preset directory does not exist (") +
+                                   (std::getenv("SPARTAN_GPU_CONFIG_DIR") && *std::getenv("SPARTAN_GPU_CONFIG_DIR")
+                                        ? "$SPARTAN_GPU_CONFIG_DIR"
+                                        : "the source tree's sim/configs/gpu") +
+                                   "); give --gpu a YAML path or set SPARTAN_GPU_CONFIG_DIR");
   if (!fs::is_regular_file(p)) {
     std::string known;
     for (auto& n : list_gpu_presets()) known += (known.empty() ? "" : ", ") + n;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <regex>
 
 #include "spartan/common/atomic_file.h"
@@ -147,4 +148,21 @@ TEST(GpuConfig, UnknownPresetNamesKnownOnes) {
     EXPECT_NE(std::string(e.what()).find("v100"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_gpu_config("/nonexistent/x.yaml"), spartan::ConfigError);
+}
+
+TEST(GpuConfig, MissingPresetDirectoryIsNamed) {
+  // $SPARTAN_GPU_CONFIG_DIR pointing nowhere gave "unknown GPU preset 'v100' (known: )" (new-user review).
+  const char* old = std::getenv("SPARTAN_GPU_CONFIG_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("SPARTAN_GPU_CONFIG_DIR", "/nonexistent-spartan-presets", 1);
+  try {
+    resolve_gpu_preset("v100");
+    ADD_FAILURE() << "a missing preset directory was accepted";
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-spartan-presets"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not exist ($SPARTAN_GPU_CONFIG_DIR)"), std::string::npos) << e.what();
+  }
+  if (old) ::setenv("SPARTAN_GPU_CONFIG_DIR", saved.c_str(), 1);
+  else ::unsetenv("SPARTAN_GPU_CONFIG_DIR");
+  EXPECT_NO_THROW(resolve_gpu_preset("v100"));
 }

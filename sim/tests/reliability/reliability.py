@@ -676,6 +676,8 @@ def bad_input(r):
         ("wrong type", "--tile 32x32junk", rc + ["--tile", "32x32junk"], copy_sample),
         ("wrong type", "--sampling 3x", rc + ["--sampling", "3x"], copy_sample),
         ("wrong type", "--wave-window 0:5junk", rc + ["--wave", "@D/w.vcd", "--wave-window", "0:5junk"], copy_sample),
+        # thirty-second session (new-user review): a window without --wave was silently ignored
+        ("unknown config keys", "--wave-window without --wave", rc + ["--wave-window", "0:10"], copy_sample),
     ]
     for cls, name, argv, setup in rc_cases:
         if have_rc:
@@ -708,6 +710,7 @@ def bad_input(r):
     r.case("bench-gemm", "negative or zero sizes", "--gather-slice-kib -1", ["--gather-slice-kib", "-1"] + one, expect="--gather-slice-kib")
     r.case("bench-gemm", "negative or zero sizes", "--min-interval-us -1", ["--min-interval-us", "-1"] + one, expect="--min-interval-us")
     r.case("bench-gemm", "NaN/Inf/-0.0 in data", "--guard-fraction nan", ["--guard-fraction", "nan"] + one, expect="--guard-fraction")
+    r.case("bench-gemm", "negative or zero sizes", "--seed -1", ["--seed", "-1"] + one, expect="--seed")
     # bench-train: every option is checked before the dataset is loaded and any model trained.
     # The dataset directory does not exist: the error must name the option, not the missing data.
     bt = ["--data", "@D/no-dataset", "--iterations", "1", "--batch", "8", "--threads", "1"]

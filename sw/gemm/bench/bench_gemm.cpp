@@ -412,6 +412,7 @@ int main(int argc, char** argv) {
     else
       throw InputError("--format must be ell or bitmap");
     if (batch < 1) throw InputError("--batch must be >= 1");
+    if (seed < 0) throw InputError("--seed must be a non-negative integer, got " + std::to_string(seed));
     if (layout_name != "train" && layout_name != "caffe")
       throw InputError("--layout must be train or caffe, got '" + layout_name + "'");
     const bench::Layout layout = layout_name == "train" ? bench::Layout::Train : bench::Layout::Caffe;
