@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -251,6 +252,22 @@ std::vector<UnitSpec> load_units_txt(const std::string& path) {
   return out;
 }
 
+namespace {
+// What a YAML node is, for "must be a map, not ..." messages.
+std::string yaml_kind(const YAML::Node& n) {
+  if (!n || n.IsNull()) return "empty";
+  if (n.IsScalar()) return "a scalar ('" + n.Scalar().substr(0, 40) + "')";
+  if (n.IsSequence()) return "a list";
+  return "a map";
+}
+
+// A scalar value as a string; null, a list or a map is refused (yaml-cpp would give "null" for `~`).
+std::string yaml_string(const YAML::Node& n, const std::string& file, const std::string& key) {
+  if (!n.IsScalar()) throw ConfigError(file, key, "must be a string, not " + yaml_kind(n));
+  return n.Scalar();
+}
+}  // namespace
+
 std::vector<UnitSpec> load_manifest(const std::string& path) {
   if (fs::path(path).extension() == ".txt") return load_units_txt(path);
   YAML::Node root;
@@ -262,39 +279,65 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
     throw ConfigError(path, "-", std::string("cannot parse: ") + e.what());
   }
   const fs::path base = fs::path(path).parent_path();
-  const YAML::Node units = root["units"];
-  if (!units || !units.IsSequence() || units.size() == 0) throw ConfigError(path, "units", "missing or empty list");
-  std::vector<UnitSpec> out;
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    const YAML::Node u = units[i];
-    const std::string key = "units[" + std::to_string(i) + "]";
-    if (!u.IsMap()) throw ConfigError(path, key, "must be a map");
-    UnitSpec s;
-    try {
+  // Every shape error is a ConfigError naming the key; a yaml-cpp exception left (e.g. a map key that is
+  // itself a list) is turned into one naming the innermost key reached (`where`), never an internal error.
+  std::string where = "-";
+  try {
+    if (!root.IsMap()) throw ConfigError(path, "-", "the manifest must be a map with a 'units' list, not " + yaml_kind(root));
+    for (const auto& kv : root) {
+      const std::string k = yaml_string(kv.first, path, "-");
+      if (k != "units") throw ConfigError(path, k, "unknown key (the manifest has only 'units')");
+    }
+    where = "units";
+    const YAML::Node units = root["units"];
+    if (!units || !units.IsSequence() || units.size() == 0)
+      throw ConfigError(path, "units", "missing or empty list" + (units && !units.IsSequence() ? " (it is " + yaml_kind(units) + ")" : std::string()));
+    std::vector<UnitSpec> out;
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      const YAML::Node u = units[i];
+      const std::string key = "units[" + std::to_string(i) + "]";
+      where = key;
+      if (!u.IsMap()) throw ConfigError(path, key, "must be a map, not " + yaml_kind(u));
+      for (const auto& kv : u) {
+        const std::string k = yaml_string(kv.first, path, key);
+        static const std::set<std::string> known = {"name", "top", "role", "count", "clock", "files", "parameters"};
+        if (!known.count(k))
+          throw ConfigError(path, key + "." + k, "unknown key (known: name, top, role, files, parameters, clock, count)");
+      }
+      UnitSpec s;
       if (!u["top"]) throw ConfigError(path, key + ".top", "missing");
-      s.top = u["top"].as<std::string>();
-      s.name = u["name"] ? u["name"].as<std::string>() : s.top;
-      s.role = role_from(u["role"] ? u["role"].as<std::string>() : "other", path, key + ".role");
-      if (u["count"]) s.count_override = u["count"].as<unsigned>();
-      if (u["clock"]) s.clock = u["clock"].as<std::string>();
+      s.top = yaml_string(u["top"], path, key + ".top");
+      s.name = u["name"] ? yaml_string(u["name"], path, key + ".name") : s.top;
+      s.role = role_from(u["role"] ? yaml_string(u["role"], path, key + ".role") : "other", path, key + ".role");
+      if (u["count"]) {
+        const YAML::Node c = u["count"];
+        if (!c.IsScalar() || !YAML::convert<unsigned>::decode(c, s.count_override))
+          throw ConfigError(path, key + ".count", "must be a whole number from 0 to 4294967295, not " + yaml_kind(c));
+      }
+      if (u["clock"]) s.clock = yaml_string(u["clock"], path, key + ".clock");
+      where = key + ".files";
       if (!u["files"] || !u["files"].IsSequence() || u["files"].size() == 0)
         throw ConfigError(path, key + ".files", "missing or empty list");
       for (const auto& f : u["files"]) {
-        fs::path p = f.as<std::string>();
+        fs::path p = yaml_string(f, path, key + ".files");
         if (p.is_relative()) p = base / p;
         if (!fs::exists(p)) throw ConfigError(path, key + ".files", "file not found: " + p.string());
         s.files.push_back(p.string());
       }
       if (u["parameters"]) {
-        if (!u["parameters"].IsMap()) throw ConfigError(path, key + ".parameters", "must be a map");
-        for (const auto& kv : u["parameters"]) s.parameters[kv.first.as<std::string>()] = kv.second.as<std::string>();
+        if (!u["parameters"].IsMap())
+          throw ConfigError(path, key + ".parameters", "must be a map, not " + yaml_kind(u["parameters"]));
+        for (const auto& kv : u["parameters"]) {
+          const std::string pk = yaml_string(kv.first, path, key + ".parameters");
+          s.parameters[pk] = yaml_string(kv.second, path, key + ".parameters." + pk);
+        }
       }
-    } catch (const YAML::Exception& e) {
-      throw ConfigError(path, key, std::string("bad value: ") + e.what());
+      out.push_back(std::move(s));
     }
-    out.push_back(std::move(s));
+    return out;
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path, where, std::string("bad value: ") + e.what());
   }
-  return out;
 }
 
 std::vector<UnitSpec> default_units(const std::string& rtl_dir) {

@@ -177,3 +177,20 @@ TEST(AreaFlowBadInput, MissingLibertyBadVerilogMissingTool) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;  // the error line only (progress is on stdout)
   EXPECT_FALSE(fs::exists(out));
 }
+
+// A manifest that is not a map (a scalar, /etc/passwd) was an "internal error", exit 1 (new-user review).
+TEST(AreaFlowBadInput, ManifestNotAMap) {
+  if (!tools_present()) GTEST_SKIP() << "yosys/sta missing: the tools are checked before the manifest";
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  spartan::write_file_atomic((tmp.path / "m.yaml").string(), "just a string");
+  std::string err;
+  const std::string base = "--gpu " + kData + "/gpu_test.yaml --out " + out.string() + " --manifest ";
+  for (const std::string& m : {(tmp.path / "m.yaml").string(), std::string("/etc/passwd")}) {
+    EXPECT_EQ(run_area(base + m, tmp.path, err), 2) << m;
+    EXPECT_NE(err.find("must be a map with a 'units' list"), std::string::npos) << err;
+    EXPECT_EQ(err.find("internal error"), std::string::npos) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+}

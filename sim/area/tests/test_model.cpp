@@ -286,6 +286,70 @@ TEST(AreaManifest, UnitsTxtAndYaml) {
   EXPECT_THROW(load_manifest(d + "/nonexistent.yaml"), spartan::ConfigError);
 }
 
+namespace {
+// Writes `text` as a manifest in a temporary directory ("data/" in it becomes the test data's directory) and
+// returns the ConfigError message of load_manifest(), or "" when it was accepted. Any other exception fails
+// the test.
+std::string manifest_error(std::string text, const std::string& ext = ".yaml") {
+  for (auto at = text.find("data/"); at != std::string::npos; at = text.find("data/", at + 1))
+    text.replace(at, 5, std::string(SPARTAN_AREA_DATA) + "/"), at += std::string(SPARTAN_AREA_DATA).size();
+  const std::string p =
+      (std::filesystem::temp_directory_path() / ("spartan-area-manifest-" + std::to_string(::getpid()) + ext)).string();
+  spartan::write_file_atomic(p, text);
+  std::string msg;
+  try {
+    load_manifest(p);
+  } catch (const spartan::ConfigError& e) {
+    msg = e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a ConfigError for '" << text << "': " << e.what();
+    msg = "?";
+  }
+  std::remove(p.c_str());
+  return msg;
+}
+}  // namespace
+
+// A manifest of the wrong shape (a scalar, a list, /etc/passwd) crashed in yaml-cpp's operator[] with an
+// "internal error", exit 1 (new-user review): every shape error is a ConfigError naming the key.
+TEST(AreaManifest, ShapeErrorsNameTheKey) {
+  const std::string ok = "{top: popcount, files: [data/popcount.v]}";
+  EXPECT_EQ(manifest_error("units: [" + ok + "]"), "");
+  EXPECT_NE(manifest_error("just a string").find("must be a map with a 'units' list"), std::string::npos);
+  EXPECT_NE(manifest_error("").find("must be a map"), std::string::npos);
+  EXPECT_NE(manifest_error("- 1\n- 2\n").find("must be a map"), std::string::npos);
+  EXPECT_NE(manifest_error("root:x:0:0:root:/root:/bin/bash\n").find("must be a map"), std::string::npos);
+  EXPECT_NE(manifest_error("units: 3").find("'units'"), std::string::npos);
+  EXPECT_NE(manifest_error("units: {a: 1}").find("'units'"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [3]").find("'units[0]': must be a map"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [" + ok + ", [1]]").find("'units[1]': must be a map"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: [a], files: [data/popcount.v]}]").find("'units[0].top': must be a string"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: ~, files: [data/popcount.v]}]").find("'units[0].top'"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: p, name: {a: 1}, files: [data/popcount.v]}]").find("'units[0].name'"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: p, count: -1, files: [data/popcount.v]}]").find("'units[0].count'"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: p, count: [1], files: [data/popcount.v]}]").find("'units[0].count'"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: p, files: data/popcount.v}]").find("'units[0].files'"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: p, files: [[data/popcount.v]]}]").find("'units[0].files'"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: p, files: [data/popcount.v], parameters: [1]}]").find("'units[0].parameters'"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: p, files: [data/popcount.v], parameters: {W: [1]}}]")
+                .find("'units[0].parameters.W'"), std::string::npos);
+  EXPECT_NE(manifest_error("? [a]\n: 1\n").find("must be a string"), std::string::npos);  // a key that is a list
+}
+
+// Unknown keys were accepted silently (a misspelt `paramters:` synthesised the defaults), while the presets and
+// units.txt refuse them: refused at the root and in a unit, naming the key (JSON manifests too).
+TEST(AreaManifest, UnknownKeysAreRefused) {
+  EXPECT_NE(manifest_error(R"({"units": [{"top": "popcount", "files": ["data/popcount.v"]}], "bogus": 1})", ".json")
+                .find("key 'bogus': unknown key"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: popcount, files: [data/popcount.v], paramters: {W: 8}}]")
+                .find("key 'units[0].paramters': unknown key"), std::string::npos);
+}
+
 TEST(AreaMemories, SramEligibility) {
   MemoryInfo table{"t", 32, 64, 6, 1, 1, true};
   EXPECT_TRUE(table.sram());

@@ -29,12 +29,14 @@ struct UnitSpec {
 };
 
 /// Reads a unit manifest: files ending in .txt go to load_units_txt(), everything else is YAML/JSON.
-/// YAML/JSON format Format (paths relative to the manifest's directory):
+/// YAML/JSON format (paths relative to the manifest's directory):
 ///   units:
 ///     - {name: sparsity_monitor, top: sparsity_monitor, role: monitor, files: [a.v, b.v],
 ///        parameters: {LANES: 8}, clock: clk}
 /// role: monitor (one per L2 slice) | engine (compaction engines per GPU) | other (count: N, default 0).
-/// Throws ConfigError on a missing key, unknown role, or a listed file that does not exist.
+/// Throws ConfigError (one line, naming the key) on a root that is not a map, `units` that is not a
+/// non-empty list, a unit that is not a map, an unknown key (at the root or in a unit), a value of the
+/// wrong type, a missing key, an unknown role, or a listed file that does not exist.
 std::vector<UnitSpec> load_manifest(const std::string& path);
 
 /// Reads the RTL helper's text manifest (rtl/units.txt). Format: '#' comments; "top NAME" starts a unit;
