@@ -188,6 +188,17 @@ void check_tools(const ToolConfig& t) {
                      "\" is not supported (the flow gives and reads OpenSTA times in ns: use a library with time_unit \"1ns\")");
 }
 
+void check_unit_name(const std::string& name, std::set<std::string>& seen, const std::string& file,
+                     const std::string& key) {
+  if (name.empty() || name.size() > 200 || name[0] == '.' || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos)
+    throw ConfigError(file, key, "unit name '" + name +
+                                     "' is not a plain file name (it names the unit's netlist, netlists/<name>.v): "
+                                     "1-200 bytes, no '/', not starting with '.'");
+  if (!seen.insert(name).second)
+    throw ConfigError(file, key, "duplicate unit name '" + name + "' (give the units distinct 'name's)");
+}
+
 namespace {
 UnitRole role_from(const std::string& role, const std::string& file, const std::string& key) {
   if (role == "monitor") return UnitRole::kMonitor;
@@ -201,6 +212,7 @@ std::vector<UnitSpec> load_units_txt(const std::string& path) {
   std::istringstream in(read_file(path));
   const fs::path base = fs::path(path).parent_path();
   std::vector<UnitSpec> out;
+  std::set<std::string> names;
   std::string line;
   std::size_t lineno = 0;
   while (std::getline(in, line)) {
@@ -217,6 +229,7 @@ std::vector<UnitSpec> load_units_txt(const std::string& path) {
       if (rest.size() != 1) throw ConfigError(path, key, "expected 'top NAME'");
       UnitSpec s;
       s.name = s.top = rest[0];
+      check_unit_name(s.name, names, path, key);
       s.role = s.top == "sparsity_monitor" ? UnitRole::kMonitor
                : s.top == "compaction_engine" ? UnitRole::kEngine : UnitRole::kOther;
       out.push_back(s);
@@ -293,6 +306,7 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
     if (!units || !units.IsSequence() || units.size() == 0)
       throw ConfigError(path, "units", "missing or empty list" + (units && !units.IsSequence() ? " (it is " + yaml_kind(units) + ")" : std::string()));
     std::vector<UnitSpec> out;
+    std::set<std::string> names;
     for (std::size_t i = 0; i < units.size(); ++i) {
       const YAML::Node u = units[i];
       const std::string key = "units[" + std::to_string(i) + "]";
@@ -308,6 +322,7 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
       if (!u["top"]) throw ConfigError(path, key + ".top", "missing");
       s.top = yaml_string(u["top"], path, key + ".top");
       s.name = u["name"] ? yaml_string(u["name"], path, key + ".name") : s.top;
+      check_unit_name(s.name, names, path, key + (u["name"] ? ".name" : ".top"));
       s.role = role_from(u["role"] ? yaml_string(u["role"], path, key + ".role") : "other", path, key + ".role");
       if (u["count"]) {
         const YAML::Node c = u["count"];

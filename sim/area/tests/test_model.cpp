@@ -350,6 +350,24 @@ TEST(AreaManifest, UnknownKeysAreRefused) {
                 .find("key 'units[0].paramters': unknown key"), std::string::npos);
 }
 
+// Two units of the same name shared a work directory (with -j 2 a race, a confusing rename error; with -j 1
+// area.md listed the unit twice): refused up front, in YAML/JSON and units.txt manifests (new-user review).
+TEST(AreaManifest, DuplicateAndBadUnitNames) {
+  const std::string u = "{top: popcount, files: [data/popcount.v]}";
+  EXPECT_NE(manifest_error("units: [" + u + ", " + u + "]").find("duplicate unit name 'popcount'"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{name: t, top: popcount, files: [data/popcount.v]}, "
+                           "{name: t, top: fifo, files: [data/fifo.v]}]")
+                .find("key 'units[1].name': duplicate unit name 't'"), std::string::npos);
+  EXPECT_EQ(manifest_error("units: [{name: a, top: popcount, files: [data/popcount.v]}, "
+                           "{name: b, top: popcount, files: [data/popcount.v]}]"), "");
+  EXPECT_NE(manifest_error("top popcount\n  data/popcount.v\ntop popcount\n  data/popcount.v\n", ".txt")
+                .find("key 'line 3': duplicate unit name 'popcount'"), std::string::npos);
+  // The name names the work directory and netlists/<name>.v: no path, nothing hidden.
+  for (const char* bad : {"../x", "a/b", ".", "..", ".hidden", "''"})
+    EXPECT_NE(manifest_error(std::string("units: [{name: ") + bad + ", top: popcount, files: [data/popcount.v]}]")
+                  .find("not a plain file name"), std::string::npos) << bad;
+}
+
 TEST(AreaMemories, SramEligibility) {
   MemoryInfo table{"t", 32, 64, 6, 1, 1, true};
   EXPECT_TRUE(table.sram());

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,15 +37,22 @@ struct UnitSpec {
 /// role: monitor (one per L2 slice) | engine (compaction engines per GPU) | other (count: N, default 0).
 /// Throws ConfigError (one line, naming the key) on a root that is not a map, `units` that is not a
 /// non-empty list, a unit that is not a map, an unknown key (at the root or in a unit), a value of the
-/// wrong type, a missing key, an unknown role, or a listed file that does not exist.
+/// wrong type, a missing key, an unknown role, a listed file that does not exist, and a unit name that is
+/// not a plain file name or is used twice (check_unit_name).
 std::vector<UnitSpec> load_manifest(const std::string& path);
 
 /// Reads the RTL helper's text manifest (rtl/units.txt). Format: '#' comments; "top NAME" starts a unit;
 /// the following indented lines are its files (relative to the manifest's directory, dependency order),
 /// "params K=V K=V ..." (Yosys chparam), and optionally "role monitor|engine|other" and "count N".
 /// Without a role line: top sparsity_monitor -> monitor, compaction_engine -> engine, others -> other.
-/// Throws ConfigError (with the line number) on anything else.
+/// Throws ConfigError (with the line number) on anything else, and on a top listed twice (check_unit_name).
 std::vector<UnitSpec> load_units_txt(const std::string& path);
+
+/// Checks a unit name, which names the unit's work directory and its netlist `netlists/<name>.v`: not
+/// empty, no '/', not starting with '.', at most 200 bytes, and not in `seen` (a name used twice would make
+/// two units share those files); adds it to `seen`. Throws ConfigError(file, key, ...).
+void check_unit_name(const std::string& name, std::set<std::string>& seen, const std::string& file,
+                     const std::string& key);
 
 /// Default units when no manifest exists: sparsity_monitor (monitor) and compaction_engine (engine),
 /// each with every *.v / *.sv file of `rtl_dir`. Throws InputError when rtl_dir has no Verilog.
