@@ -91,8 +91,13 @@ std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const st
   if (macros) ys << "read_verilog -lib " << (wd / "sram_macro.v").string() << "\n";
   for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
   const std::string tag = macros ? "logic_" : "ff_";
-  ys << "hierarchy -check -top " << unit.top << "\n"
-     << "synth -flatten -top " << unit.top << " -run :fine\n";
+  ys << "hierarchy -check -top " << unit.top << "\n";
+  if (macros && unit.clock_given)
+    // The clock the manifest names must be an input of the top (a misspelt one used to give a virtual clock
+    // and silently wrong timing): list the inputs for run_unit's message and stop here, before the synthesis.
+    ys << "tee -q -o " << (wd / "inputs.txt").string() << " select -list " << unit.top << "/i:*\n"
+       << "select -assert-any " << unit.top << "/i:" << unit.clock << "\n";
+  ys << "synth -flatten -top " << unit.top << " -run :fine\n";
   if (macros)
     ys << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n"
        << "chtype -set spartan_sram_macro " << kSramYosysSelect << "\n";
@@ -329,7 +334,14 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
         if (!c.IsScalar() || !YAML::convert<unsigned>::decode(c, s.count_override))
           throw ConfigError(path, key + ".count", "must be a whole number from 0 to 4294967295, not " + yaml_kind(c));
       }
-      if (u["clock"]) s.clock = yaml_string(u["clock"], path, key + ".clock");
+      if (u["clock"]) {
+        s.clock = yaml_string(u["clock"], path, key + ".clock");
+        s.clock_given = true;
+        // It goes into the Yosys and OpenSTA scripts: a plain Verilog identifier only.
+        static const std::regex ident(R"([A-Za-z_][A-Za-z0-9_$]*)");
+        if (!std::regex_match(s.clock, ident))
+          throw ConfigError(path, key + ".clock", "'" + s.clock + "' is not a Verilog port name");
+      }
       where = key + ".files";
       if (!u["files"] || !u["files"].IsSequence() || u["files"].size() == 0)
         throw ConfigError(path, key + ".files", "missing or empty list");
@@ -378,17 +390,38 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   // --- Yosys. Run 1: memories recorded, SRAM-eligible ones as black-box macros -> logic area. If there are
   // none, this run is already the whole design. Run 2 (only then, and only up to ff_memory_limit_bits of
   // SRAM-eligible memory): every memory as flip-flops -> the synthesised area and the netlist timed.
+  // A clock named in the manifest that is not among the top's inputs (the list `hierarchy` left in inputs.txt).
+  auto check_clock_port = [&] {
+    const std::string p = (wd / "inputs.txt").string();
+    if (!unit.clock_given || !fs::exists(p)) return;
+    std::istringstream in(read_file(p));
+    std::string line, inputs;
+    std::size_t n = 0;
+    const std::string prefix = unit.top + "/";
+    for (std::string l; std::getline(in, l);) {
+      if (l.rfind(prefix, 0) != 0) continue;
+      const std::string port = l.substr(prefix.size());
+      if (port == unit.clock) return;
+      if (++n <= 8) inputs += (inputs.empty() ? "" : ", ") + port;
+    }
+    if (n > 8) inputs += ", ...";
+    throw InputError("unit '" + unit.name + "': clock '" + unit.clock + "' is not an input port of " + unit.top +
+                     " (inputs: " + (inputs.empty() ? "none" : inputs) + ")");
+  };
   auto run_yosys = [&](const std::string& script_text, const std::string& what) {
     const std::string script = (wd / (what + ".ys")).string();
     write_file_atomic(script, script_text);
     r.yosys_script += script_text;
     const std::string full = (wd / (what + ".full.log")).string(), out = (wd / (what + ".log")).string();
-    if (run_tool({tools.yosys, "-q", "-l", full, "-s", script}, out) != 0)
+    if (run_tool({tools.yosys, "-q", "-l", full, "-s", script}, out) != 0) {
+      check_clock_port();
       throw InputError("Yosys failed on unit '" + unit.name + "' (top " + unit.top +
                        "): " + first_error(read_if_exists(full) + read_if_exists(out)));
+    }
   };
   write_file_atomic((wd / "sram_macro.v").string(), kSramBlackbox);
   run_yosys(synth_script(unit, tools, lib, wd, true), "logic");
+  check_clock_port();
   r.memories = parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt");
   const YosysStat logic_stat =
       parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top);

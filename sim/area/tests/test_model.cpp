@@ -368,6 +368,24 @@ TEST(AreaManifest, DuplicateAndBadUnitNames) {
                   .find("not a plain file name"), std::string::npos) << bad;
 }
 
+// The clock goes into the Yosys and OpenSTA scripts: a Verilog port name only; naming it marks it as given.
+TEST(AreaManifest, ClockIsAPortName) {
+  EXPECT_NE(manifest_error("units: [{top: popcount, files: [data/popcount.v], clock: 'a b'}]")
+                .find("key 'units[0].clock': 'a b' is not a Verilog port name"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: popcount, files: [data/popcount.v], clock: 'clk]'}]").find("units[0].clock"),
+            std::string::npos);
+  const std::string p = (std::filesystem::temp_directory_path() / ("spartan-area-clk-" + std::to_string(::getpid()) + ".yaml")).string();
+  spartan::write_file_atomic(p, "units: [{top: popcount, files: [" + std::string(SPARTAN_AREA_DATA) +
+                                    "/popcount.v], clock: ck}, {top: fifo, files: [" + SPARTAN_AREA_DATA + "/fifo.v]}]");
+  const auto u = load_manifest(p);
+  std::remove(p.c_str());
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].clock, "ck");
+  EXPECT_TRUE(u[0].clock_given);
+  EXPECT_EQ(u[1].clock, "clk");  // the default: a virtual clock when the top has no such port
+  EXPECT_FALSE(u[1].clock_given);
+}
+
 TEST(AreaMemories, SramEligibility) {
   MemoryInfo table{"t", 32, 64, 6, 1, 1, true};
   EXPECT_TRUE(table.sram());

@@ -27,6 +27,9 @@ struct UnitSpec {
   std::map<std::string, std::string> parameters;  ///< top-level parameter overrides (Yosys chparam)
   std::string clock = "clk";        ///< clock port; a virtual clock is used when the port does not exist
   unsigned count_override = 0;      ///< instances per GPU when role is kOther (0: not counted per GPU)
+  /// The manifest named the clock (`clock:`): it must then be an input port of the top (run_unit refuses
+  /// the unit otherwise, instead of timing it against a virtual clock).
+  bool clock_given = false;
 };
 
 /// Reads a unit manifest: files ending in .txt go to load_units_txt(), everything else is YAML/JSON.
@@ -37,8 +40,8 @@ struct UnitSpec {
 /// role: monitor (one per L2 slice) | engine (compaction engines per GPU) | other (count: N, default 0).
 /// Throws ConfigError (one line, naming the key) on a root that is not a map, `units` that is not a
 /// non-empty list, a unit that is not a map, an unknown key (at the root or in a unit), a value of the
-/// wrong type, a missing key, an unknown role, a listed file that does not exist, and a unit name that is
-/// not a plain file name or is used twice (check_unit_name).
+/// wrong type, a missing key, an unknown role, a clock that is not a Verilog identifier, a listed file
+/// that does not exist, and a unit name that is not a plain file name or is used twice (check_unit_name).
 std::vector<UnitSpec> load_manifest(const std::string& path);
 
 /// Reads the RTL helper's text manifest (rtl/units.txt). Format: '#' comments; "top NAME" starts a unit;
@@ -97,7 +100,8 @@ struct UnitResult {
 };
 
 /// Runs the flow for one unit in `work_dir` (must exist). Throws InputError with the tool's first ERROR
-/// line when Yosys rejects the RTL or OpenSTA cannot link the netlist.
+/// line when Yosys rejects the RTL or OpenSTA cannot link the netlist, and when the unit's clock_given
+/// clock is not an input port of its top (checked right after Yosys's `hierarchy`, before the synthesis).
 UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::string& work_dir);
 
 /// Runs `argv` with stdout+stderr to `log_path`; returns the exit status (127 when it cannot start).
