@@ -15,11 +15,17 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<double> opt_number(const json& obj, const char* key, const std::string& file, const std::string& where) {
+// A --cycles field: a finite number from 0 to kMaxCycleField (whole for `tiles`). 1e308 used to give inf,
+// -nan and a 309-digit latency in area.md with exit 0 (new-user review).
+std::optional<double> opt_number(const json& obj, const char* key, const std::string& file, const std::string& where,
+                                 bool whole = false) {
   if (!obj.contains(key) || obj[key].is_null()) return std::nullopt;
-  if (!obj[key].is_number() || obj[key].get<double>() < 0.0)
-    throw FormatError(file, where + "." + key, 0, "must be a non-negative number", nullptr);
-  return obj[key].get<double>();
+  const double v = obj[key].is_number() ? obj[key].get<double>() : -1.0;
+  if (!obj[key].is_number() || !std::isfinite(v) || v < 0.0 || v > kMaxCycleField)
+    throw FormatError(file, where + "." + key, 0, "must be a number from 0 to 2^53 (9007199254740992)", nullptr);
+  if (whole && v != std::floor(v))
+    throw FormatError(file, where + "." + key, 0, "must be a whole number, not " + spartan::format_g(v), nullptr);
+  return v;
 }
 
 unsigned instances_per_gpu(const UnitSpec& s, const GpuInfo& g) {
@@ -61,7 +67,8 @@ CycleCounts parse_cycle_counts(const std::string& text, const std::string& file)
     if (!u.is_object()) throw FormatError(file, "units." + name, 0, "must be an object", nullptr);
     UnitCycles uc;
     const std::string where = "units." + name;
-    uc.tiles = opt_number(u, "tiles", file, where);
+    uc.tiles = opt_number(u, "tiles", file, where, true);
+    // busy_cycles may be fractional: spartan-sim run --rtl derives the monitor's from simulated time / period.
     uc.busy_cycles = opt_number(u, "busy_cycles", file, where);
     uc.tile_latency_cycles = opt_number(u, "tile_latency_cycles", file, where);
     uc.tile_bytes = opt_number(u, "tile_bytes", file, where);

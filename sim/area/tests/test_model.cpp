@@ -115,6 +115,31 @@ TEST(AreaCycles, ParseAndReject) {
                spartan::FormatError);
 }
 
+// 1e308 in every field gave exit 0 and inf, -nan and a 309-digit latency in area.md (new-user review): every
+// field is a finite number up to 2^53, `tiles` a whole number, and the message names the field.
+TEST(AreaCycles, AbsurdValuesAreRefused) {
+  auto err = [](const std::string& unit) {
+    try {
+      parse_cycle_counts(R"({"units":{"tiny":)" + unit + "}}", "c.json");
+    } catch (const spartan::FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err(R"({"busy_cycles":1e308,"tile_bytes":1e308,"tile_latency_cycles":1e308,"tiles":1e308})")
+                .find("units.tiny.tiles: must be a number from 0 to 2^53"), std::string::npos);
+  for (const char* f : {"tile_bytes", "tile_latency_cycles"}) {
+    const std::string e = err(std::string(R"({"tiles":1,"busy_cycles":4,")") + f + R"(":1e16})");
+    EXPECT_NE(e.find(std::string("units.tiny.") + f + ": must be a number from 0 to 2^53"), std::string::npos) << e;
+  }
+  EXPECT_NE(err(R"({"tiles":1,"busy_cycles":4,"gpu_model_busy_ns":1e300})").find("gpu_model_busy_ns"), std::string::npos);
+  EXPECT_NE(err(R"({"tiles":2.5,"busy_cycles":4})").find("units.tiny.tiles: must be a whole number"), std::string::npos);
+  EXPECT_EQ(err(R"({"tiles":2,"busy_cycles":4.5})"), "");  // spartan-sim's monitor cycles: simulated time / period
+  EXPECT_NE(err(R"({"tiles":-1,"busy_cycles":4})").find("units.tiny.tiles"), std::string::npos);
+  // At the bound and fractional means (latency, bytes per tile: what spartan-sim run --rtl writes) are fine.
+  EXPECT_EQ(err(R"({"tiles":9007199254740992,"busy_cycles":9007199254740992,"tile_latency_cycles":165.2,"tile_bytes":4096.5})"), "");
+}
+
 TEST(AreaReport, Arithmetic) {
   UnitResult u;
   u.spec.name = "mon";

@@ -31,7 +31,12 @@ struct CycleCounts {
   std::map<std::string, UnitCycles> units;
 };
 
-/// Parses the --cycles file. Throws FormatError/ConfigError naming the file and field.
+/// Largest value of a --cycles field (2^53, where doubles stop holding every integer): far above any
+/// simulated count, and small enough that the report's products and quotients stay finite.
+inline constexpr double kMaxCycleField = 9007199254740992.0;
+
+/// Parses the --cycles file. Throws FormatError/ConfigError naming the file and field: every field is a
+/// finite number from 0 to kMaxCycleField, `tiles` a whole number.
 CycleCounts parse_cycle_counts(const std::string& text, const std::string& file);
 
 struct ReportOptions {
