@@ -18,7 +18,9 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
                        (gpu.size() > 4 && gpu.substr(gpu.size() - 4) == ".yml");
   if (is_path) {
     path = gpu;
-    if (!fs::is_regular_file(path)) throw ConfigError(path, "--gpu", "GPU preset file not found");
+    if (!fs::is_regular_file(path))
+      throw ConfigError(path, "--gpu", fs::is_directory(path) ? "is a directory, expected a GPU preset (YAML) file"
+                                                              : "GPU preset file not found");
   } else if (config_dir.empty()) {
     // The simulator's own lookup (SPARTAN_GPU_CONFIG_DIR, else the source tree's sim/configs/gpu compiled
     // in), so `spartan-area --gpu a100` works from any directory, exactly like `spartan-sim --gpu a100`.

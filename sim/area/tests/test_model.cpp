@@ -94,6 +94,22 @@ TEST(AreaGpu, PresetLookupAndNoBuiltinFallback) {
   EXPECT_THROW(load_gpu("/nonexistent/x.yaml", ""), spartan::ConfigError);
 }
 
+// `--gpu /tmp` said "GPU preset file not found" where spartan-sim says it is a directory (new-user review).
+TEST(AreaGpu, DirectoryIsNamedAsSuch) {
+  try {
+    load_gpu(std::filesystem::temp_directory_path().string(), "");
+    ADD_FAILURE() << "a directory was accepted as a preset";
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  try {
+    load_gpu("/nonexistent/gpu.yaml", "");
+    ADD_FAILURE() << "a missing preset was accepted";
+  } catch (const spartan::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("not found"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AreaCycles, ParseAndReject) {
   const CycleCounts c = parse_cycle_counts(
       R"({"source":"x","units":{"m":{"tiles":10,"busy_cycles":40,"tile_latency_cycles":7}}})", "c.json");
