@@ -1,8 +1,6 @@
 // Yosys + OpenSTA flow for spartan-area (see flow.h).
 #include "spartan/area/flow.h"
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -10,17 +8,15 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "spartan/area/cleanup.h"
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
-
-extern char** environ;
 
 namespace spartan::area {
 namespace fs = std::filesystem;
@@ -130,25 +126,8 @@ const char* role_name(UnitRole r) {
   }
 }
 
-int run_tool(const std::vector<std::string>& argv, const std::string& log_path) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return 127;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return 127;
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+int run_tool(const std::vector<std::string>& argv, const std::string& log_path, const std::string& tmpdir) {
+  return run_process(argv, log_path, tmpdir);
 }
 
 void check_tools(const ToolConfig& t) {
@@ -160,9 +139,10 @@ void check_tools(const ToolConfig& t) {
   // Run each tool once with its version switch, so that a wrong binary fails here and not after minutes of
   // synthesis with an empty reason ('--yosys /bin/false'): Yosys prints "Yosys <version>", OpenSTA its version.
   std::error_code ec;
-  std::string dir = (fs::temp_directory_path(ec) / "spartan-area-probe.XXXXXX").string();  // TMPDIR, as the scratch dir
-  if (ec || !mkdtemp(dir.data())) throw IoError("cannot create a scratch directory " + dir + ": " + std::strerror(errno));
-  const std::string log = dir + "/version.log";
+  const fs::path tmp = fs::temp_directory_path(ec);  // TMPDIR, as the scratch dir
+  if (ec) throw IoError("cannot find a directory for temporary files: " + ec.message());
+  const TempDir dir(tmp.string(), "spartan-area-probe.", "spartan-area");
+  const std::string log = dir.path() + "/version.log";
   auto probe = [&](const std::string& exe, const char* flag) {
     const int rc = run_tool({exe, flag}, log);
     std::string out = read_if_exists(log);
@@ -172,7 +152,6 @@ void check_tools(const ToolConfig& t) {
   };
   const auto [yrc, yout] = probe(t.yosys, "-V");
   const auto [src, sout] = probe(t.sta, "-version");
-  fs::remove_all(dir, ec);
   if (yrc != 0 || yout.rfind("Yosys", 0) != 0)
     throw InputError("--yosys " + t.yosys + " is not Yosys: '" + t.yosys + " -V' exited " + std::to_string(yrc) +
                      (yout.empty() ? " with no output" : " printing '" + yout.substr(0, 80) + "'"));
@@ -385,7 +364,10 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   UnitResult r;
   r.spec = unit;
   const fs::path wd = fs::path(work_dir) / unit.name;
-  fs::create_directories(wd);
+  // The tools' TMPDIR (Yosys's yosys-abc-* directories): inside the work directory, so that they go with it
+  // when an interrupt or an error removes it.
+  const std::string tmpdir = (wd / "tmp").string();
+  fs::create_directories(tmpdir);
   const std::string lib = yosys_quote(tools.liberty);
   // --- Yosys. Run 1: memories recorded, SRAM-eligible ones as black-box macros -> logic area. If there are
   // none, this run is already the whole design. Run 2 (only then, and only up to ff_memory_limit_bits of
@@ -413,7 +395,7 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
     write_file_atomic(script, script_text);
     r.yosys_script += script_text;
     const std::string full = (wd / (what + ".full.log")).string(), out = (wd / (what + ".log")).string();
-    if (run_tool({tools.yosys, "-q", "-l", full, "-s", script}, out) != 0) {
+    if (run_tool({tools.yosys, "-q", "-l", full, "-s", script}, out, tmpdir) != 0) {
       check_clock_port();
       throw InputError("Yosys failed on unit '" + unit.name + "' (top " + unit.top +
                        "): " + first_error(read_if_exists(full) + read_if_exists(out)));
@@ -469,7 +451,7 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   r.sta_script = tcl.str();
   write_file_atomic((wd / "sta.tcl").string(), r.sta_script);
   const std::string slog = (wd / "sta.log").string();
-  const int src = run_tool({tools.sta, "-no_init", "-no_splash", "-exit", (wd / "sta.tcl").string()}, slog);
+  const int src = run_tool({tools.sta, "-no_init", "-no_splash", "-exit", (wd / "sta.tcl").string()}, slog, tmpdir);
   const std::string sta_out = read_if_exists(slog);
   const auto p_all = sta_out.find("@@SPARTAN all"), p_r2r = sta_out.find("@@SPARTAN reg2reg"),
              p_end = sta_out.find("@@SPARTAN end");

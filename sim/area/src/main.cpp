@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "spartan/area/cleanup.h"
 #include "spartan/area/flow.h"
 #include "spartan/area/report.h"
 #include "spartan/area/scaling.h"
@@ -30,22 +31,6 @@ using namespace spartan;
 using namespace spartan::area;
 
 namespace {
-
-// A private scratch directory removed on every exit path.
-struct ScratchDir {
-  std::string path;
-  bool keep = false;
-  ScratchDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/spartan-area.XXXXXX";
-    if (!mkdtemp(templ.data())) throw IoError("cannot create a scratch directory under " + templ);
-    path = templ;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!keep) fs::remove_all(path, ec);
-  }
-};
 
 std::vector<int> parse_nodes(const std::string& s) {
   std::vector<int> out{180};
@@ -68,6 +53,8 @@ std::vector<int> parse_nodes(const std::string& s) {
 }
 
 int run(int argc, char** argv) {
+  // Before any thread starts: an interrupt removes the scratch directory and ends the running tools.
+  install_interrupt_cleanup();
   std::string gpu, out, rtl_dir = "rtl", manifest, cycles_file, gpu_dir, mem_model = "sram",
                          nodes = "45,16,7,5", keep_work;
   ToolConfig tools;
@@ -168,7 +155,10 @@ int run(int argc, char** argv) {
   spartan::check_outputs_not_inputs({{"--out", (fs::path(out) / "area.json").string()}, {"--out", (fs::path(out) / "area.md").string()}},
                                     {{"--cycles", cycles_file}, {"--manifest", manifest}, {"--gpu", gpu}});
 
-  ScratchDir scratch;
+  std::error_code tmp_ec;
+  const fs::path tmp_root = fs::temp_directory_path(tmp_ec);  // TMPDIR, else /tmp
+  if (tmp_ec) throw spartan::IoError("cannot find a directory for temporary files: " + tmp_ec.message());
+  const TempDir scratch(tmp_root.string(), "spartan-area.", "scratch directory");
   // Units are independent (own work directory, own Yosys/OpenSTA processes): run up to --jobs at once.
   // Results keep the manifest order; the first failing unit (in manifest order) is the error reported.
   const std::size_t n_jobs = std::max<std::size_t>(
@@ -187,7 +177,7 @@ int run(int argc, char** argv) {
         std::cout << "spartan-area: " << s.name << " (top " << s.top << ", " << s.files.size() << " file(s))" << std::endl;
       }
       try {
-        done[i] = run_unit(s, tools, scratch.path);
+        done[i] = run_unit(s, tools, scratch.path());
       } catch (...) {
         failed[i] = std::current_exception();
         stop = true;
@@ -218,7 +208,7 @@ int run(int argc, char** argv) {
   if (!keep_work.empty()) {
     try {
       fs::create_directories(keep_work);
-      fs::copy(scratch.path, keep_work, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+      fs::copy(scratch.path(), keep_work, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
     } catch (const fs::filesystem_error& e) {
       throw spartan::IoError("--keep-work: cannot copy the scratch directory to " + keep_work + ": " + e.code().message());
     }

@@ -1,10 +1,16 @@
 // Live runs of the Yosys + OpenSTA flow on the small test blocks, and spartan-area's bad-input paths.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "spartan/area/flow.h"
@@ -213,4 +219,77 @@ TEST(AreaFlowLive, ClockNamedInTheManifestMustBeAnInput) {
   }
   UnitSpec ok{"popcount_clk", "popcount", {kData + "/popcount.v"}, UnitRole::kOther, {}, "clk", 0, true};
   EXPECT_TRUE(run_unit(ok, ToolConfig{}, work.path.string()).has_reg2reg);
+}
+
+namespace {
+// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+bool process_gone(const std::string& pid) {
+  std::ifstream st("/proc/" + pid + "/stat");
+  std::string line;
+  if (!std::getline(st, line)) return true;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+}  // namespace
+
+// SIGINT/SIGTERM left the scratch directory (40 MB after a long run), Yosys's yosys-abc-* directories in /tmp and
+// the running tools behind (new-user review). A stand-in Yosys (no real tool needed) records its TMPDIR, makes
+// an ABC-like directory there and waits in a child of its own; spartan-area is then sent the signal.
+TEST(AreaFlowInterrupt, SignalRemovesScratchAndEndsTools) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    TempDir tmp;
+    const fs::path tmpdir = tmp.path / "tmp", mark = tmp.path / "mark";
+    fs::create_directories(tmpdir);
+    fs::create_directories(mark);
+    const std::string yosys = (tmp.path / "yosys").string(), sta = (tmp.path / "sta").string();
+    spartan::write_file_atomic(yosys, "#!/bin/sh\n"
+                                      "if [ \"$1\" = -V ]; then echo 'Yosys 0.23 (stand-in)'; exit 0; fi\n"
+                                      "echo \"$TMPDIR\" > " + mark.string() + "/tmpdir\n"
+                                      "mkdir -p \"$TMPDIR/yosys-abc-test\"\n"
+                                      "sleep 60 & echo $! > " + mark.string() + "/child.tmp\n"
+                                      "mv " + mark.string() + "/child.tmp " + mark.string() + "/child\n"
+                                      "wait\n");
+    spartan::write_file_atomic(sta, "#!/bin/sh\necho 2.0.17\n");
+    fs::permissions(yosys, fs::perms::owner_all);
+    fs::permissions(sta, fs::perms::owner_all);
+    const std::string lib = (tmp.path / "ns.lib").string();
+    spartan::write_file_atomic(lib, "library (x) {\n  time_unit : \"1ns\";\n}\n");
+    const fs::path out = tmp.path / "out";
+    std::vector<std::string> args = {SPARTAN_AREA_BIN, "--gpu", kData + "/gpu_test.yaml", "--manifest",
+                                     kData + "/manifest.yaml", "--out", out.string(), "--yosys", yosys, "--sta", sta,
+                                     "--liberty", lib, "-j", "1"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string tmpenv = "TMPDIR=" + tmpdir.string(), pathenv = "PATH=/usr/bin:/bin";
+    char* envp[] = {tmpenv.data(), pathenv.data(), nullptr};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!fs::exists(mark / "child") && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const bool started = fs::exists(mark / "child");
+    ::kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(started) << "the stand-in Yosys did not start";
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
+    // Yosys's TMPDIR was inside the scratch directory, and nothing is left under TMPDIR or --out.
+    const std::string yosys_tmp = spartan::read_file((mark / "tmpdir").string());
+    EXPECT_EQ(yosys_tmp.rfind((tmpdir / "spartan-area.").string(), 0), 0u) << yosys_tmp;
+    EXPECT_TRUE(fs::is_empty(tmpdir)) << fs::directory_iterator(tmpdir)->path();
+    EXPECT_FALSE(fs::exists(out));
+    // The tool's own child (as ABC is Yosys's) was ended too.
+    std::string child = spartan::read_file((mark / "child").string());
+    while (!child.empty() && child.back() == '\n') child.pop_back();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!process_gone(child) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(process_gone(child)) << "the tool's child " << child << " is still running";
+    if (!process_gone(child)) ::kill(std::stoi(child), SIGKILL);
+  }
 }

@@ -104,7 +104,8 @@ struct UnitResult {
 /// clock is not an input port of its top (checked right after Yosys's `hierarchy`, before the synthesis).
 UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::string& work_dir);
 
-/// Runs `argv` with stdout+stderr to `log_path`; returns the exit status (127 when it cannot start).
-int run_tool(const std::vector<std::string>& argv, const std::string& log_path);
+/// Runs `argv` with stdout+stderr to `log_path` and TMPDIR=`tmpdir` when not empty (run_process, cleanup.h:
+/// an interrupt terminates it); returns the exit status (127 when it cannot start).
+int run_tool(const std::vector<std::string>& argv, const std::string& log_path, const std::string& tmpdir = "");
 
 }  // namespace spartan::area
