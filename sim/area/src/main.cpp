@@ -155,6 +155,22 @@ int run(int argc, char** argv) {
   spartan::check_outputs_not_inputs({{"--out", (fs::path(out) / "area.json").string()}, {"--out", (fs::path(out) / "area.md").string()}},
                                     {{"--cycles", cycles_file}, {"--manifest", manifest}, {"--gpu", gpu}});
 
+  // --keep-work is created now, with the staging directory the copy goes to (so that an unusable DIR, e.g.
+  // under /sys, fails here and not after the synthesis). Both are removed again if the run fails.
+  std::optional<TempDir> keep_created, keep_stage;
+  if (!keep_work.empty()) {
+    std::error_code ec;
+    fs::path first_missing;
+    for (fs::path p = fs::absolute(keep_work, ec); !ec && !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      first_missing = p;
+      if (p == p.parent_path()) break;
+    }
+    fs::create_directories(keep_work, ec);
+    if (!first_missing.empty() && fs::exists(first_missing)) keep_created.emplace(first_missing.string());
+    if (ec || !fs::is_directory(keep_work))
+      throw spartan::IoError("--keep-work: cannot create " + keep_work + (ec ? ": " + ec.message() : std::string()));
+    keep_stage.emplace(keep_work, ".spartan-area-keep.", "--keep-work");
+  }
   std::error_code tmp_ec;
   const fs::path tmp_root = fs::temp_directory_path(tmp_ec);  // TMPDIR, else /tmp
   if (tmp_ec) throw spartan::IoError("cannot find a directory for temporary files: " + tmp_ec.message());
@@ -195,6 +211,17 @@ int run(int argc, char** argv) {
   const nlohmann::json rep = build_report(results, g, cycles, ropt);
   const std::string md = render_markdown(rep);
 
+  // The --keep-work copy, before any output is published: a copy that fails leaves no output. Same-named
+  // entries of an earlier run in DIR are replaced (after the outputs: renames within DIR).
+  std::vector<fs::path> kept;
+  if (keep_stage) {
+    try {
+      fs::copy(scratch.path(), keep_stage->path(), fs::copy_options::recursive);
+      for (const auto& e : fs::directory_iterator(keep_stage->path())) kept.push_back(e.path().filename());
+    } catch (const fs::filesystem_error& e) {
+      throw spartan::IoError("--keep-work: cannot copy the scratch directory to " + keep_work + ": " + e.code().message());
+    }
+  }
   // All results exist: publish them (each file atomically). Filesystem errors left after the checks above
   // (e.g. a directory that refuses new entries although writable) name the option.
   try {
@@ -205,13 +232,17 @@ int run(int argc, char** argv) {
   for (const auto& r : results) write_file_atomic((fs::path(out) / "netlists" / (r.spec.name + ".v")).string(), r.netlist);
   write_file_atomic((fs::path(out) / "area.md").string(), md);
   write_file_atomic((fs::path(out) / "area.json").string(), rep.dump(2) + "\n");
-  if (!keep_work.empty()) {
+  if (keep_stage) {
     try {
-      fs::create_directories(keep_work);
-      fs::copy(scratch.path(), keep_work, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+      for (const auto& name : kept) {
+        fs::remove_all(fs::path(keep_work) / name);
+        fs::rename(fs::path(keep_stage->path()) / name, fs::path(keep_work) / name);
+      }
     } catch (const fs::filesystem_error& e) {
-      throw spartan::IoError("--keep-work: cannot copy the scratch directory to " + keep_work + ": " + e.code().message());
+      throw spartan::IoError("--keep-work: cannot move the copy into " + keep_work + ": " + e.code().message());
     }
+    keep_stage.reset();  // the staging directory, empty now
+    if (keep_created) keep_created->release();
   }
   std::cout << md;
   return 0;

@@ -293,3 +293,33 @@ TEST(AreaFlowInterrupt, SignalRemovesScratchAndEndsTools) {
     if (!process_gone(child)) ::kill(std::stoi(child), SIGKILL);
   }
 }
+
+// `--keep-work /sys/kernel/k` failed (exit 2) only after area.json, area.md and netlists/ were written (new-user
+// review): DIR is now created before the synthesis, and the copy made before the outputs are published.
+TEST(AreaFlowLive, KeepWorkIsAllOrNothing) {
+  if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  const std::string m = tmp.path.string() + "/m.yaml";
+  spartan::write_file_atomic(m, "units: [{name: pc, top: popcount, files: [" + kData + "/popcount.v], parameters: {W: 4}}]\n");
+  const std::string base = "--gpu " + kData + "/gpu_test.yaml --out " + out.string() + " --manifest ";
+  std::string err;
+  // A directory that cannot be made (procfs refuses new entries, also to root, whose access() check passes).
+  EXPECT_EQ(run_area(base + m + " --keep-work /proc/spartan-area-keep-test", tmp.path, err), 2);
+  EXPECT_NE(err.find("--keep-work"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(fs::exists(out));
+  // A failed run removes the DIR it created; a good one fills it (and replaces an earlier run's unit directory).
+  EXPECT_EQ(run_area(base + kData + "/manifest_bad.yaml --keep-work " + (tmp.path / "kw/a").string(), tmp.path, err), 2);
+  EXPECT_FALSE(fs::exists(tmp.path / "kw"));
+  fs::create_directories(tmp.path / "kw2" / "pc");
+  spartan::write_file_atomic((tmp.path / "kw2" / "pc" / "stale.log").string(), "old");
+  ASSERT_EQ(run_area(base + m + " --keep-work " + (tmp.path / "kw2").string(), tmp.path, err), 0) << err;
+  EXPECT_TRUE(fs::exists(out / "area.json"));
+  EXPECT_TRUE(fs::exists(tmp.path / "kw2" / "pc" / "logic.ys"));
+  EXPECT_TRUE(fs::exists(tmp.path / "kw2" / "pc" / "sta.log"));
+  EXPECT_FALSE(fs::exists(tmp.path / "kw2" / "pc" / "stale.log"));
+  std::size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path / "kw2")) entries += e.path().filename() == "pc" ? 1 : 100;
+  EXPECT_EQ(entries, 1u);  // no staging directory left
+}
