@@ -501,6 +501,32 @@ def bad_input(r):
         ("wrong type", "--nodes 45,130 (no SRAM bit cell at 130 nm)", area + ["--nodes", "45,130"], gpu(lambda t: t)),
         ("wrong dtype", "liberty with time_unit 1ps", area + ["--liberty", "@D/ps.lib"],
          lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "ps.lib"), 'library (x) {\n  time_unit : "1ps";\n}\n'))),
+        # new-user review of spartan-area: a scalar manifest was an internal error (exit 1); duplicate names, unknown
+        # keys, a misspelt clock and absurd cycle counts were accepted; --keep-work failed after the outputs
+    ]
+    pc_v = os.path.join(r.src, "sim/area/tests/data/popcount.v")
+
+    def manifest(text):
+        return lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "m.yaml"), text.replace("@V", pc_v)))
+    ar_m = [a if "manifest.yaml" not in a else "@D/m.yaml" for a in area]
+    ar_cases += [
+        ("wrong type", "manifest is a YAML scalar", ar_m, manifest("just a string")),
+        ("wrong type", "manifest is /etc/passwd", [a if "manifest.yaml" not in a else "/etc/passwd" for a in area], gpu(lambda t: t)),
+        ("wrong type", "manifest unit is not a map", ar_m, manifest("units: [3]\n")),
+        ("unknown config keys", "unknown key at the manifest root (JSON)", ar_m,
+         manifest('{"units": [{"top": "popcount", "files": ["@V"]}], "bogus": 1}')),
+        ("unknown config keys", "unknown key in a manifest unit", ar_m,
+         manifest("units: [{top: popcount, files: [@V], paramters: {W: 8}}]\n")),
+        ("overlapping ranges", "two manifest units of the same name", ar_m,
+         manifest("units: [{name: t, top: popcount, files: [@V]}, {name: t, top: popcount, files: [@V]}]\n")),
+        ("wrong type", "manifest clock is not an input port", ar_m,
+         manifest("units: [{top: popcount, files: [@V], clock: clkk}]\n")),
+        ("NaN/Inf/-0.0 in data", "--cycles counts of 1e308", area + ["--cycles", "@D/c.json"],
+         lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "c.json"), '{"units":{"tiny":{"busy_cycles":1e308,'
+                                               '"tile_bytes":1e308,"tile_latency_cycles":1e308,"tiles":1e308}}}'))),
+        ("wrong type", "--gpu is a directory", [a if a != "@D/gpu.yaml" else "@D" for a in area], None),
+        ("unwritable output directory", "--keep-work cannot be created (procfs)",
+         ar_m + ["--keep-work", "/proc/spartan-area-keep"], manifest("units: [{top: popcount, files: [@V], parameters: {W: 4}}]\n")),
     ]
     for cls, name, argv, setup in ar_cases:
         r.case("spartan-area", cls, name, argv, setup)
