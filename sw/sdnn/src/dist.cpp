@@ -4,6 +4,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -14,13 +16,20 @@ namespace spartan::sdnn {
 
 DistEngine::DistEngine(const std::vector<Csr>& w, const Partition& p, int rank, int size, bool use_mpi)
     : rank_(rank), size_(size), mpi_(use_mpi) {
+  if (const char* f = std::getenv("SPARTAN_SDNN_TEST_FAULT")) {
+    if (std::strcmp(f, "drop-halo") == 0) fault_ = Fault::kDropHalo;
+    else if (std::strcmp(f, "drop-fold") == 0) fault_ = Fault::kDropFold;
+    else if (*f) throw InputError(std::string("SPARTAN_SDNN_TEST_FAULT: unknown fault '") + f + "' (expected drop-halo or drop-fold)");
+  }
   if (p.parts != size) throw InputError("partition has " + std::to_string(p.parts) + " parts but the run has " + std::to_string(size) + " ranks");
   if (static_cast<int>(w.size()) != p.layers()) throw InputError("partition has " + std::to_string(p.layers()) + " layers, the network " + std::to_string(w.size()));
   neurons_ = w.empty() ? 0 : w[0].rows;
   plan_.resize(w.size());
   for (std::size_t k = 0; k < w.size(); ++k) {
     const Csr& wk = w[k];
-    if (static_cast<std::int64_t>(p.part[k].size()) != wk.cols) throw InputError("partition layer " + std::to_string(k + 1) + " does not match the network's neuron count");
+    if (static_cast<std::int64_t>(p.part[k].size()) != wk.cols)
+      throw InputError("partition layer " + std::to_string(k + 1) + " has " + std::to_string(p.part[k].size()) + " neurons, the network " +
+                       std::to_string(wk.cols));
     LayerPlan& L = plan_[k];
     const auto& part = p.part[k];
     for (std::int32_t c = 0; c < static_cast<std::int32_t>(wk.cols); ++c)
@@ -250,7 +259,8 @@ void DistEngine::forward(const Csr& features, std::int64_t row0, int batch, cons
     compute_rows(P, P.interior, x, slot_nz, batch, bias[k], ymax, y);
     if (req != MPI_REQUEST_NULL) {
       MPI_Wait(&req, MPI_STATUS_IGNORE);
-      for (std::size_t t = 0; t < P.recv_slot.size(); ++t)
+      // (test fault drop-halo: the first received vector of every layer is lost, as if its message were dropped)
+      for (std::size_t t = fault_ == Fault::kDropHalo ? 1 : 0; t < P.recv_slot.size(); ++t)
         std::copy_n(recvbuf.data() + t * batch, batch, x.data() + static_cast<std::size_t>(P.recv_slot[t]) * batch);
     }
     if (!P.boundary.empty()) {
@@ -330,6 +340,7 @@ void DistEngine::backward(const std::vector<float>& dy_last, float ymax, std::ve
       MPI_Alltoallv(sendbuf.data(), sc.data(), sd.data(), MPI_FLOAT, recvbuf.data(), rc.data(), rd.data(), MPI_FLOAT, MPI_COMM_WORLD);
       counters_.fold_bytes += sendbuf.size() * sizeof(float);
       for (std::size_t t = 0; t < P.send_idx.size(); ++t) {
+        if (fault_ == Fault::kDropFold && t % 50 == 0) continue;  // test fault: 2 % of the partial sums lost
         float* d = nd.data() + static_cast<std::size_t>(P.send_idx[t]) * batch;
         const float* r = recvbuf.data() + t * batch;
         for (int b = 0; b < batch; ++b) d[b] += r[b];

@@ -1,6 +1,7 @@
 // SGD training on the fixed sparsity pattern (see train.h).
 #include "spartan/sdnn/train.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -97,13 +98,15 @@ double Trainer::loss(const LabelledSet& data, std::int64_t row0, int batch, bool
 void Trainer::step() {
   ++steps_;
   const float lr = cfg_.lr;
+  float gmax = 0;  // largest |gradient| of this step (for update_path())
   for (std::size_t k = 0; k < gw_.size(); ++k) {
     auto& v = eng_.plan()[k].values;
-    for (std::size_t e = 0; e < v.size(); ++e) v[e] -= lr * gw_[k][e];
-    for (std::size_t i = 0; i < bias_[k].size(); ++i) bias_[k][i] -= lr * gb_[k][i];
+    for (std::size_t e = 0; e < v.size(); ++e) v[e] -= lr * gw_[k][e], gmax = std::max(gmax, std::fabs(gw_[k][e]));
+    for (std::size_t i = 0; i < bias_[k].size(); ++i) bias_[k][i] -= lr * gb_[k][i], gmax = std::max(gmax, std::fabs(gb_[k][i]));
   }
-  for (std::size_t e = 0; e < head_.size(); ++e) head_[e] -= lr * ghead_[e];
-  for (std::size_t o = 0; o < head_bias_.size(); ++o) head_bias_[o] -= lr * ghead_bias_[o];
+  for (std::size_t e = 0; e < head_.size(); ++e) head_[e] -= lr * ghead_[e], gmax = std::max(gmax, std::fabs(ghead_[e]));
+  for (std::size_t o = 0; o < head_bias_.size(); ++o) head_bias_[o] -= lr * ghead_bias_[o], gmax = std::max(gmax, std::fabs(ghead_bias_[o]));
+  update_path_ += static_cast<double>(lr) * gmax;
 }
 
 double Trainer::accuracy(const LabelledSet& data) {

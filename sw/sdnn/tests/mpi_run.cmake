@@ -1,7 +1,8 @@
 # Distributed check run by CTest: partition the challenge subset for NP ranks (block / random / Zoltan PHG), run
 # `mpirun -np NP spartan-sdnn infer|train --partition ...` and require the run's own checks to pass:
 # predicted (connectivity-1) volume == measured bytes sent, and equality with the single-rank result.
-# Variables: BIN MPIRUN NP DATA WORK MODE (infer | train | rank0_error | empty_features).
+# Variables: BIN MPIRUN NP DATA WORK MODE (infer | train | train_diverging | train_fault_drop-halo |
+# train_fault_drop-fold | rank0_error | empty_features).
 file(MAKE_DIRECTORY ${WORK})
 if(MODE STREQUAL "empty_features")
   # A features file with no images (header `0 1024 0`): the single-process and the distributed run both accept
@@ -27,9 +28,16 @@ elseif(MODE STREQUAL "infer")
   endif()
 else()
   # Training: a generated RadiX-Net body (He init) and a random partition, so that every layer communicates.
+  # train_diverging: generate's default (challenge) init at the default lr 0.05, whose loss diverges: --verify
+  # failed this correct run (parameters 4.0e-5 apart against a fixed 1e-5) and nothing warned of the divergence.
+  # train_fault_*: the engine made wrong on purpose (SPARTAN_SDNN_TEST_FAULT, dist.h): --verify must fail.
   set(LAYERS 4)
   set(METHOD random)
-  execute_process(COMMAND ${BIN} generate --neurons 1024 --layers ${LAYERS} --init he --seed 3 --out ${WORK}/net
+  set(INIT --init he --seed 3)
+  if(MODE STREQUAL "train_diverging")
+    set(INIT "")
+  endif()
+  execute_process(COMMAND ${BIN} generate --neurons 1024 --layers ${LAYERS} ${INIT} --out ${WORK}/net
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "generate failed (${rc}):\n${out}\n${err}")
@@ -77,6 +85,23 @@ elseif(MODE STREQUAL "infer")
   execute_process(COMMAND ${MPI} ${BIN} infer --weights ${DATA} --layers ${LAYERS} --features ${DATA}/sparse-images-1024_subset.mtx.gz
     --bias -0.3 --threads 1 --partition ${WORK}/part.txt ${BATCH_OPT} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   set(NEED "expand volume: predicted .* EQUAL" "verify vs shared-memory inference: categories identical.*OK")
+elseif(MODE STREQUAL "train_diverging")
+  execute_process(COMMAND ${MPI} ${BIN} train --weights ${DATA} --layers ${LAYERS} --train-limit 300 --test-limit 100 --batch 32
+    --threads 1 --verify --partition ${WORK}/part.txt RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT err MATCHES "spartan-sdnn: warning: training diverged at batch [0-9]+ \\(loss")
+    message(FATAL_ERROR "no divergence warning on stderr:\n${out}\n${err}")
+  endif()
+  set(NEED "verify vs single-rank training: .*OK")
+elseif(MODE MATCHES "^train_fault_(.*)$")
+  set(FAULT ${CMAKE_MATCH_1})
+  set(ENV{SPARTAN_SDNN_TEST_FAULT} ${FAULT})
+  execute_process(COMMAND ${MPI} -x SPARTAN_SDNN_TEST_FAULT ${BIN} train --weights ${DATA} --layers ${LAYERS} --train-limit 256 --test-limit 128
+    --batch 32 --lr 0.02 --threads 1 --verify --partition ${WORK}/part.txt RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  unset(ENV{SPARTAN_SDNN_TEST_FAULT})
+  if(NOT rc EQUAL 1 OR NOT out MATCHES "verify vs single-rank training: [^\n]*FAILED")
+    message(FATAL_ERROR "with the ${FAULT} fault --verify must report FAILED and exit 1, got '${rc}':\n${out}\n${err}")
+  endif()
+  return()
 else()
   execute_process(COMMAND ${MPI} ${BIN} train --weights ${DATA} --layers ${LAYERS} --train-limit 256 --test-limit 128 --batch 32 --lr 0.02
     --threads 1 --verify --partition ${WORK}/part.txt RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

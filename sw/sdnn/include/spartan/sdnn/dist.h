@@ -79,6 +79,14 @@ class DistEngine {
 
   const CommCounters& counters() const { return counters_; }
 
+  /// Test hook for the mutation test of `train --verify` (CTest sdnn_mpi_train_verify_catches_*): with the
+  /// environment variable SPARTAN_SDNN_TEST_FAULT set when the engine is built, the engine is deliberately
+  /// wrong in a multi-rank run: `drop-halo` loses the first received vector of every layer's forward expand
+  /// (its slot stays 0), `drop-fold` loses every 50th partial sum of the backward fold (2 %). Unset or empty:
+  /// no fault. Any other value: InputError.
+  enum class Fault { kNone, kDropHalo, kDropFold };
+  Fault fault() const { return fault_; }
+
  private:
   void exchange(int k, bool fold, std::vector<float>& sendbuf, std::vector<float>& recvbuf);
   std::vector<LayerPlan> plan_;
@@ -86,6 +94,7 @@ class DistEngine {
   bool mpi_;
   int batch_ = 0;
   bool keep_ = true;
+  Fault fault_ = Fault::kNone;
   std::int64_t neurons_ = 0;
   std::vector<std::vector<float>> x_;  // per layer: slots x batch
   std::vector<std::vector<float>> y_;  // per layer: local outputs x batch

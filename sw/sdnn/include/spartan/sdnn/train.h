@@ -66,6 +66,10 @@ class Trainer {
   std::int64_t global_nnz(int k) const { return nnz_[static_cast<std::size_t>(k)]; }
   /// SGD steps taken so far.
   std::int64_t steps() const { return steps_; }
+  /// Sum over the SGD steps so far of the largest |update| (lr x |gradient|) of any parameter this rank holds,
+  /// in parameter units: the scale of the rounding differences a run with another summation order can
+  /// accumulate (used by `train --verify`'s tolerance).
+  double update_path() const { return update_path_; }
   /// Parameter access for the finite-difference check: layer k's local values, biases, head.
   std::vector<float>& body_values(int k) { return eng_.plan()[k].values; }
   std::vector<float>& body_bias(int k) { return bias_[k]; }
@@ -83,6 +87,7 @@ class Trainer {
   std::vector<float> ghead_, ghead_bias_;
   std::vector<std::int64_t> nnz_;
   std::int64_t steps_ = 0;
+  double update_path_ = 0;
 };
 
 /// Softmax-regression baseline on the same inputs (dense classes x N weights, same SGD, batch and epochs).
