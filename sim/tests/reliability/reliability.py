@@ -409,7 +409,7 @@ def bad_input(r):
          ["train", "--weights", "@D/w", "--layers", "1", "--data", "@D/none", "--trace", "@D/w/n8-l1.mtx"], weights(good)),
     ]
     # Found by the twelfth session's review of sw/sdnn.
-    part8 = "parts 1 neurons 8 layers 1 method block"
+    part8 = "# spartan-sdnn partition v1\nparts 1 neurons 8 layers 1 method block"
     zeros8 = " ".join(["0"] * 8) + "\n"
 
     def with_partition(text):
@@ -434,7 +434,7 @@ def bad_input(r):
         ("overlapping ranges", "partition with more layer lines than declared", infer + ["--partition", "@D/p.txt"],
          with_partition(part8 + "\n" + zeros8 + zeros8)),
         ("huge dimensions", "partition header neurons 2^62", infer + ["--partition", "@D/p.txt"],
-         with_partition("parts 1 neurons 4611686018427387904 layers 1 method block\n0\n")),
+         with_partition("# spartan-sdnn partition v1\nparts 1 neurons 4611686018427387904 layers 1 method block\n0\n")),
         ("NaN/Inf/-0.0 in data", "weight 1e300 (inf as float)", infer, weights(mm + "8 8 1\n1 1 1e300\n")),
         ("wrong type", "NUL byte inside a weight line", infer, weights(mm + "8 8 2\n1 1 1\x00\n5\n2 3 0.25\n")),
         ("wrong type", "generate --radices 4x", ["generate", "--neurons", "1024", "--layers", "2", "--radices", "4x", "--out", "@D/g"], None),
@@ -451,8 +451,17 @@ def bad_input(r):
         # thirteenth-session new-user review: the error line was followed by the 8-line usage
         ("empty", "no command", [], None),
     ]
+    # fix-sdnn new-user review: a partition file was accepted without its magic line and with any method name
+    sd_cases_expect = [
+        ("wrong type", "partition file without the v1 magic line", infer + ["--partition", "@D/p.txt"],
+         with_partition("# nope\nparts 1 neurons 8 layers 1 method block\n" + zeros8), "partition v1"),
+        ("unknown config keys", "partition method bogus", infer + ["--partition", "@D/p.txt"],
+         with_partition("# spartan-sdnn partition v1\nparts 1 neurons 8 layers 1 method bogus\n" + zeros8), "bogus"),
+    ]
     for cls, name, argv, setup in sd_cases:
         r.case("spartan-sdnn", cls, name, argv, setup)
+    for cls, name, argv, setup, expect in sd_cases_expect:
+        r.case("spartan-sdnn", cls, name, argv, setup, expect=expect)
 
     # spartan-area: GPU preset / manifest / options (checked before any EDA tool runs)
     gpu_yaml = os.path.join(r.src, "sim/area/tests/data/gpu_test.yaml")

@@ -141,11 +141,33 @@ TEST(SdnnPartition, FileRoundTripAndErrors) {
       EXPECT_NE(std::string(e.what()).find("line " + std::to_string(line)), std::string::npos);
     }
   };
-  expect_line("parts 2 neurons 3 layers 1\n0 1 0\n", 1);
-  expect_line("# c\nparts 2 neurons 3 layers 1 method x\n0 1\n", 3);
-  expect_line("parts 2 neurons 3 layers 1 method x\n0 2 1\n", 2);
-  expect_line("parts 2 neurons 3 layers 2 method x\n0 1 1\n", 3);
-  expect_line("parts 2 neurons 3 layers 1 method x\n0 a 1\n", 2);
+  const std::string magic = "# spartan-sdnn partition v1\n";
+  expect_line(magic + "parts 2 neurons 3 layers 1\n0 1 0\n", 2);
+  expect_line(magic + "# c\nparts 2 neurons 3 layers 1 method block\n0 1\n", 4);
+  expect_line(magic + "parts 2 neurons 3 layers 1 method block\n0 2 1\n", 3);
+  expect_line(magic + "parts 2 neurons 3 layers 2 method block\n0 1 1\n", 4);
+  expect_line(magic + "parts 2 neurons 3 layers 1 method block\n0 a 1\n", 3);
+  // New-user review: a file without the magic line, or with an unknown method, was accepted.
+  expect_line("# nope\nparts 2 neurons 3 layers 1 method block\n0 1 0\n", 1);
+  expect_line("parts 2 neurons 3 layers 1 method block\n0 1 0\n", 1);
+  expect_line("", 1);
+  expect_line(magic + "parts 2 neurons 3 layers 1 method bogus\n0 1 0\n", 2);
+  try {
+    const auto bad = tmp_path("bad.txt");
+    std::ofstream(bad) << "# nope\nparts 2 neurons 3 layers 1 method bogus\n0 1 0\n";
+    read_partition(bad);
+    ADD_FAILURE() << "no error without the magic line";
+  } catch (const spartan::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected '# spartan-sdnn partition v1', got '# nope'"), std::string::npos) << e.what();
+  }
+  try {
+    const auto bad = tmp_path("bad.txt");
+    std::ofstream(bad) << magic << "parts 2 neurons 3 layers 1 method bogus\n0 1 0\n";
+    read_partition(bad);
+    ADD_FAILURE() << "no error for method bogus";
+  } catch (const spartan::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown method 'bogus'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SdnnPartition, RankPlansMatchTheModel) {

@@ -144,6 +144,13 @@ Partition read_partition(const std::string& path) {
   std::istringstream in(read_file(path));
   std::string line;
   std::uint64_t ln = 0;
+  // The magic line first: any other file (a comment, a layer file given by mistake) is refused at line 1.
+  static const std::string kMagic = "# spartan-sdnn partition v1";
+  if (!std::getline(in, line)) throw FormatError(path, "header", 1, "empty file, expected '" + kMagic + "'", "line");
+  ++ln;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line != kMagic)
+    throw FormatError(path, "header", 1, "expected '" + kMagic + "', got '" + (line.size() > 60 ? line.substr(0, 60) + "..." : line) + "'", "line");
   auto next = [&](const char* what) {
     do {
       if (!std::getline(in, line)) throw FormatError(path, what, ln + 1, "unexpected end of file", "line");
@@ -159,6 +166,11 @@ Partition read_partition(const std::string& path) {
       p.parts < 1 || p.neurons < 1 || layers < 1)
     throw FormatError(path, "header", ln, "expected 'parts P neurons N layers L method M'", "line");
   if (std::string extra; hs >> extra) throw FormatError(path, "header", ln, "unexpected '" + extra + "' after the method", "line");
+  {
+    const auto names = partitioner_names();
+    if (std::find(names.begin(), names.end(), p.method) == names.end())
+      throw FormatError(path, "header", ln, "unknown method '" + p.method + "' (expected block, random, hypergraph or graph)", "line");
+  }
   // Every layer line holds N part ids of >= 2 characters each: a header claiming more than the file can hold
   // is caught here, before any allocation of N entries.
   const std::size_t bytes = in.str().size();

@@ -49,7 +49,9 @@ std::vector<std::int64_t> expand_volume(const std::vector<Csr>& w, const Partiti
 std::vector<double> layer_imbalance(const std::vector<Csr>& w, const Partition& p);
 
 /// Text file: `# spartan-sdnn partition v1`, then `parts P neurons N layers L method M`, then one line per
-/// layer with N part ids. Written atomically. read_partition throws FormatError (line numbers) on bad files.
+/// layer with N part ids (`#` comment lines may follow the first line). Written atomically. read_partition throws
+/// FormatError (line numbers) on bad files: a first line other than the magic line above, a method that is not
+/// one of partitioner_names(), a malformed header, part ids out of [0, P) or not N per layer, extra content.
 void write_partition(const std::string& path, const Partition& p);
 Partition read_partition(const std::string& path);
 
