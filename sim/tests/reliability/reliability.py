@@ -457,6 +457,9 @@ def bad_input(r):
          with_partition("# nope\nparts 1 neurons 8 layers 1 method block\n" + zeros8), "partition v1"),
         ("unknown config keys", "partition method bogus", infer + ["--partition", "@D/p.txt"],
          with_partition("# spartan-sdnn partition v1\nparts 1 neurons 8 layers 1 method bogus\n" + zeros8), "bogus"),
+        # it said "unknown matrix format" for a missing features file whose name has no .mtx / .tsv
+        ("missing files", "features file missing, name without extension", [a if a != "@D/f.tsv" else "@D/nonexist" for a in infer],
+         weights(good), "no such file"),
     ]
     for cls, name, argv, setup in sd_cases:
         r.case("spartan-sdnn", cls, name, argv, setup)

@@ -296,6 +296,10 @@ Csr read_tsv(const std::string& path, std::int64_t rows, std::int64_t cols) {
 }
 
 Csr read_matrix(const std::string& path, std::int64_t rows, std::int64_t cols) {
+  // Existence before the name: a missing file is "no such file" whatever its extension (it said "unknown matrix
+  // format" for a name without one).
+  if (!std::filesystem::exists(path)) throw IoError("cannot open '" + path + "': no such file");
+  if (std::filesystem::is_directory(path)) throw IoError("cannot open '" + path + "': is a directory, expected a file");
   if (ends_with(path, ".mtx") || ends_with(path, ".mtx.gz") || ends_with(path, ".mm") || ends_with(path, ".mm.gz"))
     return read_matrix_market(path);
   if (ends_with(path, ".tsv") || ends_with(path, ".tsv.gz")) return read_tsv(path, rows, cols);

@@ -153,6 +153,27 @@ TEST(SdnnIo, MatrixMarketDimensionBoundScalesWithNnz) {
 
 TEST(SdnnIo, MissingFileIsIoError) { EXPECT_THROW(read_matrix_market(tmp_path("does-not-exist.mtx")), spartan::IoError); }
 
+// New-user review: `infer --features /nonexist` said "unknown matrix format" (the name has no .mtx / .tsv).
+TEST(SdnnIo, ReadMatrixChecksExistenceBeforeTheName) {
+  for (const std::string name : {"/nonexist", "/nonexist.mtx", "/nonexist.tsv.gz"}) {
+    try {
+      read_matrix(name);
+      ADD_FAILURE() << "no error for " << name;
+    } catch (const spartan::IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("no such file"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(read_matrix(::testing::TempDir()), spartan::IoError);  // a directory
+  const auto other = tmp_path("features.bin");  // an existing file with another name: still the format error
+  std::ofstream(other) << "x";
+  try {
+    read_matrix(other);
+    ADD_FAILURE() << "no error for " << other;
+  } catch (const spartan::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown matrix format"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SdnnIo, TsvTriples) {
   const auto p = write("w.tsv.gz", "1\t2\t0.0625\n3\t1\t-0.3\n\n2\t2\t1\n");
   const Csr a = read_tsv(p, 3, 3);

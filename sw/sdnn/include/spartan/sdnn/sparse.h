@@ -67,6 +67,7 @@ Csr read_matrix_market(const std::string& path);
 Csr read_tsv(const std::string& path, std::int64_t rows = 0, std::int64_t cols = 0);
 
 /// Dispatches on the name: `.mtx`/`.mtx.gz` -> MatrixMarket, `.tsv`/`.tsv.gz` -> TSV (with rows/cols).
+/// Throws IoError ("no such file", "is a directory") before looking at the name, InputError for another name.
 Csr read_matrix(const std::string& path, std::int64_t rows = 0, std::int64_t cols = 0);
 
 /// Finds layer k's weight file in `dir`: the one file named `*-l{k}.mtx[.gz]` or `*-l{k}.tsv[.gz]`
