@@ -344,7 +344,7 @@ std::string find_layer_file(const std::string& dir, int layer) {
   return found.front();
 }
 
-void write_matrix_market(const std::string& path, const Csr& a) {
+std::string matrix_market_bytes(const Csr& a, bool gzip) {
   std::ostringstream os;
   os << "%%MatrixMarket matrix coordinate real general\n" << a.rows << ' ' << a.cols << ' ' << a.nnz() << '\n';
   char buf[64];
@@ -353,28 +353,33 @@ void write_matrix_market(const std::string& path, const Csr& a) {
       std::snprintf(buf, sizeof buf, "%lld %d %.9g\n", static_cast<long long>(r + 1), a.col_idx[k] + 1, static_cast<double>(a.values[k]));
       os << buf;
     }
-  const std::string s = os.str();
-  if (ends_with(path, ".gz")) {
-    AtomicFile f(path);
-    std::string out;
-    // One deflate call in gzip mode (windowBits 15 + 16) into a buffer of deflateBound's size.
-    z_stream zs{};
-    if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw IoError("zlib init failed for '" + path + "'");
-    out.resize(deflateBound(&zs, static_cast<uLong>(s.size())) + 64);
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(s.data()));
-    zs.avail_in = static_cast<uInt>(s.size());
-    zs.next_out = reinterpret_cast<Bytef*>(out.data());
-    zs.avail_out = static_cast<uInt>(out.size());
-    const int rc = deflate(&zs, Z_FINISH);
-    const auto produced = zs.total_out;
-    deflateEnd(&zs);
-    if (rc != Z_STREAM_END) throw IoError("zlib compression failed for '" + path + "'");
-    out.resize(produced);
-    f.write(out);
-    f.commit();
-  } else {
-    write_file_atomic(path, s);
+  std::string s = os.str();
+  if (!gzip) return s;
+  std::string out;
+  // One deflate call in gzip mode (windowBits 15 + 16) into a buffer of deflateBound's size.
+  z_stream zs{};
+  if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw IoError("zlib init failed");
+  out.resize(deflateBound(&zs, static_cast<uLong>(s.size())) + 64);
+  zs.next_in = reinterpret_cast<Bytef*>(s.data());
+  zs.avail_in = static_cast<uInt>(s.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&zs, Z_FINISH);
+  const auto produced = zs.total_out;
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) throw IoError("zlib compression failed");
+  out.resize(produced);
+  return out;
+}
+
+void write_matrix_market(const std::string& path, const Csr& a) {
+  std::string bytes;
+  try {
+    bytes = matrix_market_bytes(a, ends_with(path, ".gz"));
+  } catch (const IoError& e) {
+    throw IoError(std::string(e.what()) + " for '" + path + "'");
   }
+  write_file_atomic(path, bytes);
 }
 
 }  // namespace spartan::sdnn

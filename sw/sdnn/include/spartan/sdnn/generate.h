@@ -9,6 +9,7 @@
 // permutation scrambles the topology (row and column counts are kept).
 #pragma once
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,34 @@ struct RadixNetSpec {
 /// Throws InputError if none exists (e.g. N not a power of two).
 void choose_radix(std::int64_t neurons, int nnz_per_row, std::vector<int>& radices, std::int64_t& block);
 
-/// Generates the layers (neurons x neurons each). Throws InputError on an impossible spec (radices whose
-/// product does not divide N, neurons outside [1, 2^31)).
+/// Generates the layers one at a time (neurons x neurons each), so that a caller that writes each layer out
+/// holds one layer in memory (a 65536-neuron layer: 2^21 non-zeros, ~17 MB as CSR, ~50 MB while built from
+/// triples), not the whole network. The layers are those of generate_radixnet, in order.
+class RadixNetGenerator {
+ public:
+  /// Validates the spec (allocates nothing of size N). Throws InputError on an impossible spec (unknown init,
+  /// radices whose product does not divide N, neurons outside [1, 2^31), layers < 1, permute_every < 0).
+  explicit RadixNetGenerator(const RadixNetSpec& spec);
+  /// Layer layer() + 1 (1-based), then advances. Throws std::logic_error after the last layer; std::bad_alloc
+  /// if the layer does not fit in memory (its size: layer_nnz(layer()) non-zeros).
+  Csr next();
+  /// Number of layers generated so far (0-based index of the next one).
+  int layer() const { return layer_; }
+  bool done() const { return layer_ >= spec_.layers; }
+  /// Non-zeros of 0-based layer l (N x n_p x D).
+  std::int64_t layer_nnz(int l) const;
+
+ private:
+  RadixNetSpec spec_;
+  std::vector<int> radices_;
+  std::vector<std::int64_t> stride_;
+  std::int64_t block_ = 1;
+  std::mt19937_64 rng_;
+  std::vector<std::int32_t> perm_;
+  int layer_ = 0;
+};
+
+/// All layers at once (RadixNetGenerator run to the end). Throws as RadixNetGenerator.
 std::vector<Csr> generate_radixnet(const RadixNetSpec& spec);
 
 /// Counter-based normal deviate (splitmix64 + Box-Muller): the same value for (seed, a, b) everywhere,

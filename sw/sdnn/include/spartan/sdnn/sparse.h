@@ -82,5 +82,8 @@ std::vector<std::vector<std::string>> layer_file_candidates(const std::string& d
 
 /// Writes a CSR as MatrixMarket `coordinate real general` (atomically; gzip if the name ends in .gz).
 void write_matrix_market(const std::string& path, const Csr& a);
+/// The bytes write_matrix_market writes: `%%MatrixMarket matrix coordinate real general`, 1-based entries with
+/// 9 significant digits, gzip-compressed (deflate level 6, one call) when `gzip`. Throws IoError if zlib fails.
+std::string matrix_market_bytes(const Csr& a, bool gzip);
 
 }  // namespace spartan::sdnn
