@@ -17,6 +17,8 @@ void (*g_error_hook)(int) = nullptr;
 int report(const char* tool, const std::function<int()>& body) {
   try {
     return body();
+  } catch (const ReportedError& e) {
+    return e.exit_code();  // printed elsewhere (error.h)
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
     return e.exit_code();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
@@ -18,10 +19,18 @@ int dist_infer_main(const std::string& weights, int layers, const std::string& f
   if (images_per_pass < 1) throw InputError("--batch must be >= 1 (images per forward pass)");
   MpiSession mpi;
   const int rank = mpi.rank(), size = mpi.size();
-  const auto w = load_weights(weights, layers);
-  const auto y0 = load_features(features, w.front().rows);
-  const Partition part = read_partition(partition);
-  DistEngine eng(w, part, rank, size, true);
+  std::vector<Csr> w;
+  Csr y0;
+  Partition part;
+  std::unique_ptr<DistEngine> engine;
+  // Every rank reads the same inputs: an error in them is found by all and printed once (by rank 0).
+  mpi.agree([&] {
+    w = load_weights(weights, layers);
+    y0 = load_features(features, w.front().rows);
+    part = read_partition(partition);
+    engine = std::make_unique<DistEngine>(w, part, rank, size, true);
+  });
+  DistEngine& eng = *engine;
   eng.set_keep_activations(false);
   std::vector<std::vector<float>> b(w.size());
   for (std::size_t k = 0; k < w.size(); ++k) b[k].assign(eng.plan()[k].out.size(), bias);

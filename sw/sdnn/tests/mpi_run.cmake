@@ -2,7 +2,7 @@
 # `mpirun -np NP spartan-sdnn infer|train --partition ...` and require the run's own checks to pass:
 # predicted (connectivity-1) volume == measured bytes sent, and equality with the single-rank result.
 # Variables: BIN MPIRUN NP DATA WORK MODE (infer | train | train_diverging | train_fault_drop-halo |
-# train_fault_drop-fold | rank0_error | empty_features).
+# train_fault_drop-fold | input_errors | rank0_error | empty_features).
 file(MAKE_DIRECTORY ${WORK})
 if(MODE STREQUAL "empty_features")
   # A features file with no images (header `0 1024 0`): the single-process and the distributed run both accept
@@ -10,6 +10,11 @@ if(MODE STREQUAL "empty_features")
   set(LAYERS 2)
   set(METHOD block)
   file(WRITE ${WORK}/empty.mtx "%%MatrixMarket matrix coordinate real general\n0 1024 0\n")
+elseif(MODE STREQUAL "input_errors")
+  # Input errors that every rank finds (or one rank only) before the run: printed once, exit 2, no MPI_Abort
+  # (before: the line once per rank, then MPI_ABORT banners; a neuron-count mismatch gave no numbers).
+  set(LAYERS 4)
+  set(METHOD block)
 elseif(MODE STREQUAL "rank0_error")
   # An error on rank 0 only (the categories file cannot be written: /proc accepts the up-front check as root,
   # then refuses the file) while rank 1 waits in a collective: the job must end with exit 2 and the error
@@ -64,6 +69,29 @@ if(MODE STREQUAL "empty_features")
   endfunction()
   check_empty("single-process" "${rc1}" "${out1}${err1}")
   check_empty("mpirun -np ${NP}" "${rc}" "${out}${err}")
+  return()
+elseif(MODE STREQUAL "input_errors")
+  set(F ${DATA}/sparse-images-1024_subset.mtx.gz)
+  function(expect_one_error what line)
+    execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+    string(REGEX MATCHALL "spartan-sdnn: error:[^\n]*" lines "${err}")
+    list(LENGTH lines n)
+    if(NOT rc EQUAL 2 OR NOT n EQUAL 1 OR err MATCHES "MPI_ABORT" OR NOT err MATCHES "${line}")
+      message(FATAL_ERROR "${what}: expected exit 2 and one line matching '${line}' (no MPI_ABORT), got exit '${rc}', ${n} error lines:\n${err}")
+    endif()
+  endfunction()
+  # the reported case: a 4-layer partition for a 3-layer generated body (train); every rank finds it
+  expect_one_error("train, layer count mismatch" "spartan-sdnn: error: partition has 4 layers, the network 3"
+    ${MPI} ${BIN} train --partition ${WORK}/part.txt --neurons 1024 --layers 3 --train-limit 64 --test-limit 64 --batch 32 --threads 1)
+  expect_one_error("train, neuron count mismatch" "spartan-sdnn: error: partition layer 1 has 1024 neurons, the network 4096"
+    ${MPI} ${BIN} train --partition ${WORK}/part.txt --neurons 4096 --layers 4 --train-limit 64 --test-limit 64 --batch 32 --threads 1)
+  expect_one_error("infer, missing features" "spartan-sdnn: error: cannot open '/nonexistent-sdnn-features': no such file"
+    ${MPI} ${BIN} infer --partition ${WORK}/part.txt --weights ${DATA} --layers 4 --features /nonexistent-sdnn-features --bias -0.3 --threads 1)
+  # an error on rank 1 only (MPMD: rank 1 is given a missing features file): printed by rank 0 with the rank
+  expect_one_error("infer, error on rank 1 only" "spartan-sdnn: error: rank 1: cannot open '/nonexistent-sdnn-features': no such file"
+    ${MPIRUN} --oversubscribe --allow-run-as-root
+    -np 1 ${BIN} infer --partition ${WORK}/part.txt --weights ${DATA} --layers 4 --features ${F} --bias -0.3 --threads 1 :
+    -np 1 ${BIN} infer --partition ${WORK}/part.txt --weights ${DATA} --layers 4 --features /nonexistent-sdnn-features --bias -0.3 --threads 1)
   return()
 elseif(MODE STREQUAL "rank0_error")
   execute_process(COMMAND ${MPI} ${BIN} infer --weights ${DATA} --layers ${LAYERS} --features ${DATA}/sparse-images-1024_subset.mtx.gz

@@ -14,6 +14,7 @@
 #include "spartan/common/error.h"
 #include "spartan/sdnn/dist.h"
 #include "spartan/sdnn/infer.h"
+#include "spartan/sdnn/mpi_session.h"
 
 namespace po = boost::program_options;
 
@@ -42,14 +43,20 @@ int cmd_infer(const std::vector<std::string>& args) {
     throw InputError("--batch applies to distributed runs only (with --partition)");
   if (threads > 0) omp_set_num_threads(threads);
 
-  if (!cats_out.empty()) spartan::check_output_file("--categories-out", cats_out);
-  {
+  const auto check_paths = [&] {
+    if (!cats_out.empty()) spartan::check_output_file("--categories-out", cats_out);
     auto inputs = weight_inputs(weights, layers);
     inputs.emplace_back("--features", features);
     inputs.emplace_back("--partition", partition);
     spartan::check_outputs_not_inputs({{"--categories-out", cats_out}}, inputs);
+  };
+  if (!partition.empty()) {
+    // Under mpirun every rank checks the same paths: an error is printed once, by rank 0 (MpiSession::agree).
+    MpiSession mpi;
+    mpi.agree(check_paths);
+    return dist_infer_main(weights, layers, features, bias, partition, cats_out, batch);
   }
-  if (!partition.empty()) return dist_infer_main(weights, layers, features, bias, partition, cats_out, batch);
+  check_paths();
 
   const auto w = load_weights(weights, layers);
   const auto y0 = load_features(features, w.front().rows);

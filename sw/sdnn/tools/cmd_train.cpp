@@ -145,53 +145,60 @@ int cmd_train(const std::vector<std::string>& args) {
     for (const char* o : {"neurons", "nnz-per-row", "permute-every", "init"})
       if (!vm[o].defaulted()) throw InputError(std::string("--") + o + " applies to the generated body only, not with --weights");
   if (verify && partition.empty()) throw InputError("--verify compares distributed training with one rank: it needs --partition");
-  if (!trace.empty()) spartan::check_output_file("--trace", trace);
-  {
-    auto inputs = weight_inputs(weights, layers);
-    inputs.emplace_back("--partition", partition);
-    for (const char* prefix : {"train", "t10k"})
-      for (const std::string& f : fashion_mnist_files(data, prefix)) inputs.emplace_back("--data", f);
-    spartan::check_outputs_not_inputs({{"--trace", trace}}, inputs);
-  }
   if (threads > 0) omp_set_num_threads(threads);
   cfg.bias_per_neuron = bias_mode == "neuron";
   cfg.seed = seed;
 
-  std::vector<Csr> w;
-  if (!weights.empty()) {
-    w = load_weights(weights, layers);
-  } else {
-    RadixNetSpec spec;
-    spec.neurons = neurons;
-    spec.layers = layers;
-    spec.seed = seed;
-    spec.init = init;
-    spec.permute_every = permute_every;
-    spec.nnz_per_row = nnz_per_row;
-    w = generate_radixnet(spec);
-  }
-  const std::int64_t n = w[0].rows;
-  const auto train = load_fashion_mnist(data, "train", n, train_limit);
-  const auto test = load_fashion_mnist(data, "t10k", n, test_limit);
-  if (cfg.batch > train.features.rows)
-    throw InputError("--batch " + std::to_string(cfg.batch) + " is larger than the " + std::to_string(train.features.rows) +
-                     " training images (see --train-limit)");
-
+  // Distributed: MPI first, so that an error in the inputs (which every rank reads alike) is printed once, by
+  // rank 0, and the job ends with its exit code instead of one line and an MPI_Abort banner per rank.
   std::unique_ptr<MpiSession> mpi;
-  int rank = 0, size = 1;
+  if (!partition.empty()) mpi = std::make_unique<MpiSession>();
+  const int rank = mpi ? mpi->rank() : 0, size = mpi ? mpi->size() : 1;
+  std::vector<Csr> w;
+  LabelledSet train, test;
   Partition part;
-  if (!partition.empty()) {
-    mpi = std::make_unique<MpiSession>();
-    rank = mpi->rank();
-    size = mpi->size();
-    part = read_partition(partition);
-  } else {
-    part.parts = 1;
-    part.neurons = n;
-    part.method = "single";
-    part.part.assign(w.size(), std::vector<std::int32_t>(static_cast<std::size_t>(n), 0));
-  }
-  Trainer tr(w, part, rank, size, mpi != nullptr, cfg);
+  std::unique_ptr<Trainer> trainer;
+  const auto setup = [&] {
+    if (!trace.empty()) spartan::check_output_file("--trace", trace);
+    {
+      auto inputs = weight_inputs(weights, layers);
+      inputs.emplace_back("--partition", partition);
+      for (const char* prefix : {"train", "t10k"})
+        for (const std::string& f : fashion_mnist_files(data, prefix)) inputs.emplace_back("--data", f);
+      spartan::check_outputs_not_inputs({{"--trace", trace}}, inputs);
+    }
+    if (!weights.empty()) {
+      w = load_weights(weights, layers);
+    } else {
+      RadixNetSpec spec;
+      spec.neurons = neurons;
+      spec.layers = layers;
+      spec.seed = seed;
+      spec.init = init;
+      spec.permute_every = permute_every;
+      spec.nnz_per_row = nnz_per_row;
+      w = generate_radixnet(spec);
+    }
+    const std::int64_t nn = w[0].rows;
+    train = load_fashion_mnist(data, "train", nn, train_limit);
+    test = load_fashion_mnist(data, "t10k", nn, test_limit);
+    if (cfg.batch > train.features.rows)
+      throw InputError("--batch " + std::to_string(cfg.batch) + " is larger than the " + std::to_string(train.features.rows) +
+                       " training images (see --train-limit)");
+    if (mpi) {
+      part = read_partition(partition);
+    } else {
+      part.parts = 1;
+      part.neurons = nn;
+      part.method = "single";
+      part.part.assign(w.size(), std::vector<std::int32_t>(static_cast<std::size_t>(nn), 0));
+    }
+    trainer = std::make_unique<Trainer>(w, part, rank, size, mpi != nullptr, cfg);
+  };
+  if (mpi) mpi->agree(setup);
+  else setup();
+  Trainer& tr = *trainer;
+  const std::int64_t n = w[0].rows;
   const bool root = rank == 0;
   if (root)
     std::printf("train: %lld neurons x %d layers (%lld edges), %lld train / %lld test images, batch %d, lr %g, bias per %s, ranks %d\n",

@@ -5,7 +5,7 @@
 namespace spartan {
 
 /// Runs `body` and converts exceptions to one line on stderr and an exit code:
-/// spartan::Error -> its exit_code() (2 for bad input), Boost.Program_options errors -> 2,
+/// spartan::Error -> its exit_code() (2 for bad input; a ReportedError prints nothing), Boost.Program_options errors -> 2,
 /// anything else -> 1 ("internal error"). `tool` prefixes the line, e.g. "spartan-trace: error: ...".
 /// First installs the SIGINT/SIGTERM/SIGHUP handlers that remove AtomicFile temporaries
 /// (install_temp_cleanup_handlers, atomic_file.h).

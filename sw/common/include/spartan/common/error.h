@@ -89,6 +89,13 @@ class IoError : public Error {
   explicit IoError(const std::string& msg) : Error(msg, 2) {}
 };
 
+/// An error whose line another process has already printed (e.g. rank 0 of an MPI job reports an input error
+/// every rank found): run_cli (cli.h) exits with `exit_code` without printing anything.
+class ReportedError : public Error {
+ public:
+  explicit ReportedError(int exit_code) : Error("(reported by another process)", exit_code) {}
+};
+
 /// A number for an error message, "%g" (6 significant digits): std::to_string(1e300) prints 300 digits.
 inline std::string format_g(double v) {
   char buf[32];

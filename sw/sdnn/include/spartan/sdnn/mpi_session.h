@@ -3,15 +3,22 @@
 #include <mpi.h>
 
 #include <exception>
+#include <filesystem>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "spartan/common/cli.h"
+#include "spartan/common/error.h"
 
 namespace spartan::sdnn {
 
 /// Initialises MPI (if not yet) and finalises it on normal exit. Left by an exception with more than one
 /// rank (an error on this rank, e.g. an unwritable output on rank 0 only), it does not finalise: the other
 /// ranks may be blocked in a collective, so it arms run_cli's error hook, which aborts the whole job with
-/// the error's exit code (MPI_Abort) after the error line is printed.
+/// the error's exit code (MPI_Abort) after the error line is printed. An error that every rank has learnt
+/// through agree() is not such a case: the ranks finalise and exit with its code (no MPI_Abort).
 class MpiSession {
  public:
   MpiSession() : unwinding_at_start_(std::uncaught_exceptions()) {
@@ -28,7 +35,7 @@ class MpiSession {
     int fin = 0;
     MPI_Finalized(&fin);
     if (fin) return;
-    if (size_ > 1 && std::uncaught_exceptions() > unwinding_at_start_) {
+    if (size_ > 1 && std::uncaught_exceptions() > unwinding_at_start_ && !agreed_failure()) {
       spartan::set_cli_error_hook(&abort_job);
       return;
     }
@@ -39,7 +46,85 @@ class MpiSession {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
+  /// Runs `setup` (the reading and checking that every rank does alike: input files, partition, plan) on
+  /// every rank, then agrees on the outcome (collective over MPI_COMM_WORLD; every rank must call it). If it
+  /// threw on no rank, returns. Otherwise every rank throws and the job ends cleanly (the ranks finalise, exit
+  /// code = the largest of the errors' codes, 2 for bad input): rank 0 throws the one error line to print,
+  /// the others a ReportedError (nothing printed). The line is rank 0's own error when every failing rank
+  /// had the same one (e.g. a partition that does not match the network: printed once, not once per rank);
+  /// an error found on another rank only is prefixed "rank R: "; different errors are joined with "; ".
+  template <class F>
+  void agree(F&& setup) {
+    std::exception_ptr ep;
+    try {
+      setup();
+    } catch (...) {
+      ep = std::current_exception();
+    }
+    const auto [code, msg] = describe(ep);
+    if (size_ == 1) {
+      if (ep) std::rethrow_exception(ep);
+      return;
+    }
+    int worst = code;
+    MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (worst == 0) return;
+    // Every rank's (code, message) to rank 0.
+    int mine[2] = {code, static_cast<int>(msg.size())};
+    std::vector<int> all(rank_ == 0 ? 2 * static_cast<std::size_t>(size_) : 0);
+    MPI_Gather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
+    std::vector<int> len(static_cast<std::size_t>(size_)), off(static_cast<std::size_t>(size_));
+    int total = 0;
+    if (rank_ == 0)
+      for (int r = 0; r < size_; ++r) {
+        len[static_cast<std::size_t>(r)] = all[2 * static_cast<std::size_t>(r) + 1];
+        off[static_cast<std::size_t>(r)] = total;
+        total += len[static_cast<std::size_t>(r)];
+      }
+    std::string text(static_cast<std::size_t>(total), '\0');
+    MPI_Gatherv(msg.data(), mine[1], MPI_CHAR, text.data(), len.data(), off.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+    agreed_failure() = true;  // this session and any enclosing one finalise instead of aborting
+    if (rank_ != 0) throw ReportedError(worst);
+    std::vector<std::string> seen;
+    std::string line;
+    bool only_own = code != 0;
+    for (int r = 0; r < size_; ++r) {
+      if (all[2 * static_cast<std::size_t>(r)] == 0) continue;
+      const std::string m = text.substr(static_cast<std::size_t>(off[static_cast<std::size_t>(r)]), static_cast<std::size_t>(len[static_cast<std::size_t>(r)]));
+      bool dup = false;
+      for (const auto& s : seen) dup = dup || s == m;
+      if (dup) continue;
+      seen.push_back(m);
+      if (r != 0) only_own = false;
+      line += (line.empty() ? "" : "; ") + (r == 0 ? m : "rank " + std::to_string(r) + ": " + m);
+    }
+    if (only_own && worst == code) std::rethrow_exception(ep);  // printed exactly as in a single-process run
+    throw Error(line, worst);
+  }
+
  private:
+  /// Exit code (0: no error) and one-line message of an exception, as run_cli (cli.h) would report it.
+  static std::pair<int, std::string> describe(const std::exception_ptr& ep) {
+    if (!ep) return {0, std::string()};
+    try {
+      std::rethrow_exception(ep);
+    } catch (const Error& e) {
+      return {e.exit_code() == 0 ? 1 : e.exit_code(), e.what()};
+    } catch (const std::filesystem::filesystem_error& e) {
+      return {2, one_line(e.what())};
+    } catch (const std::bad_alloc&) {
+      return {2, "out of memory"};
+    } catch (const std::exception& e) {
+      return {1, "internal error: " + one_line(e.what())};
+    } catch (...) {
+      return {1, "internal error: unknown exception"};
+    }
+  }
+  /// Set once every rank knows of an error (agree()): the sessions then finalise instead of aborting.
+  static bool& agreed_failure() {
+    static bool agreed = false;
+    return agreed;
+  }
   static void abort_job(int exit_code) { MPI_Abort(MPI_COMM_WORLD, exit_code); }
   int unwinding_at_start_ = 0;
   bool owner_ = false;
