@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "spartan/area/cleanup.h"
@@ -31,6 +32,19 @@ using namespace spartan;
 using namespace spartan::area;
 
 namespace {
+
+/// Marks a unit directory that spartan-area --keep-work wrote; only such a directory is replaced by a later run.
+constexpr const char* kKeepMarker = ".spartan-area-work";
+
+/// Throws IoError if DIR/name exists and is not an earlier --keep-work copy (no kKeepMarker in it).
+void check_keep_entry(const std::string& dir, const std::string& name) {
+  const fs::path p = fs::path(dir) / name;
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(p, ec)) && !fs::exists(p / kKeepMarker, ec))
+    throw spartan::IoError("--keep-work: " + p.string() +
+                           " exists and is not an earlier spartan-area copy; remove it or choose another directory");
+}
+
 
 std::vector<int> parse_nodes(const std::string& s) {
   std::vector<int> out{180};
@@ -170,6 +184,9 @@ int run(int argc, char** argv) {
     if (ec || !fs::is_directory(keep_work))
       throw spartan::IoError("--keep-work: cannot create " + keep_work + (ec ? ": " + ec.message() : std::string()));
     keep_stage.emplace(keep_work, ".spartan-area-keep.", "--keep-work");
+    // A unit's directory replaces only an earlier run's copy (it carries kKeepMarker): --keep-work . must not
+    // delete a user's directory that happens to have a unit's name.
+    for (const auto& s : specs) check_keep_entry(keep_work, s.name);
   }
   std::error_code tmp_ec;
   const fs::path tmp_root = fs::temp_directory_path(tmp_ec);  // TMPDIR, else /tmp
@@ -217,7 +234,11 @@ int run(int argc, char** argv) {
   if (keep_stage) {
     try {
       fs::copy(scratch.path(), keep_stage->path(), fs::copy_options::recursive);
-      for (const auto& e : fs::directory_iterator(keep_stage->path())) kept.push_back(e.path().filename());
+      for (const auto& e : fs::directory_iterator(keep_stage->path())) {
+        kept.push_back(e.path().filename());
+        check_keep_entry(keep_work, kept.back().string());
+        if (e.is_directory()) std::ofstream(e.path() / kKeepMarker) << "spartan-area --keep-work copy\n";
+      }
     } catch (const fs::filesystem_error& e) {
       throw spartan::IoError("--keep-work: cannot copy the scratch directory to " + keep_work + ": " + e.code().message());
     }

@@ -314,7 +314,15 @@ TEST(AreaFlowLive, KeepWorkIsAllOrNothing) {
   EXPECT_FALSE(fs::exists(tmp.path / "kw"));
   fs::create_directories(tmp.path / "kw2" / "pc");
   spartan::write_file_atomic((tmp.path / "kw2" / "pc" / "stale.log").string(), "old");
+  // A directory of a unit's name that no earlier run wrote (no marker) is the user's: refused, left as it is
+  // (a review found `--keep-work .` would have deleted ./<unit>).
+  EXPECT_EQ(run_area(base + m + " --keep-work " + (tmp.path / "kw2").string(), tmp.path, err), 2);
+  EXPECT_NE(err.find("exists and is not an earlier spartan-area copy"), std::string::npos) << err;
+  EXPECT_TRUE(fs::exists(tmp.path / "kw2" / "pc" / "stale.log"));
+  EXPECT_FALSE(fs::exists(out));
+  spartan::write_file_atomic((tmp.path / "kw2" / "pc" / ".spartan-area-work").string(), "earlier run\n");
   ASSERT_EQ(run_area(base + m + " --keep-work " + (tmp.path / "kw2").string(), tmp.path, err), 0) << err;
+  EXPECT_TRUE(fs::exists(tmp.path / "kw2" / "pc" / ".spartan-area-work"));
   EXPECT_TRUE(fs::exists(out / "area.json"));
   EXPECT_TRUE(fs::exists(tmp.path / "kw2" / "pc" / "logic.ys"));
   EXPECT_TRUE(fs::exists(tmp.path / "kw2" / "pc" / "sta.log"));

@@ -522,26 +522,28 @@ def bad_input(r):
         return lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "m.yaml"), text.replace("@V", pc_v)))
     ar_m = [a if "manifest.yaml" not in a else "@D/m.yaml" for a in area]
     ar_cases += [
-        ("wrong type", "manifest is a YAML scalar", ar_m, manifest("just a string")),
-        ("wrong type", "manifest is /etc/passwd", [a if "manifest.yaml" not in a else "/etc/passwd" for a in area], gpu(lambda t: t)),
-        ("wrong type", "manifest unit is not a map", ar_m, manifest("units: [3]\n")),
+        ("wrong type", "manifest is a YAML scalar", ar_m, manifest("just a string"), "not a scalar"),
+        ("wrong type", "manifest is /etc/passwd", [a if "manifest.yaml" not in a else "/etc/passwd" for a in area], gpu(lambda t: t),
+         "the manifest must be a map"),
+        ("wrong type", "manifest unit is not a map", ar_m, manifest("units: [3]\n"), "must be a map"),
         ("unknown config keys", "unknown key at the manifest root (JSON)", ar_m,
-         manifest('{"units": [{"top": "popcount", "files": ["@V"]}], "bogus": 1}')),
+         manifest('{"units": [{"top": "popcount", "files": ["@V"]}], "bogus": 1}'), "key 'bogus': unknown key"),
         ("unknown config keys", "unknown key in a manifest unit", ar_m,
-         manifest("units: [{top: popcount, files: [@V], paramters: {W: 8}}]\n")),
+         manifest("units: [{top: popcount, files: [@V], paramters: {W: 8}}]\n"), "paramters': unknown key"),
         ("overlapping ranges", "two manifest units of the same name", ar_m,
-         manifest("units: [{name: t, top: popcount, files: [@V]}, {name: t, top: popcount, files: [@V]}]\n")),
+         manifest("units: [{name: t, top: popcount, files: [@V]}, {name: t, top: popcount, files: [@V]}]\n"), "duplicate unit name"),
         ("wrong type", "manifest clock is not an input port", ar_m,
-         manifest("units: [{top: popcount, files: [@V], clock: clkk}]\n")),
+         manifest("units: [{top: popcount, files: [@V], clock: clkk}]\n"), "is not an input port"),
         ("NaN/Inf/-0.0 in data", "--cycles counts of 1e308", area + ["--cycles", "@D/c.json"],
          lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "c.json"), '{"units":{"tiny":{"busy_cycles":1e308,'
-                                               '"tile_bytes":1e308,"tile_latency_cycles":1e308,"tiles":1e308}}}'))),
-        ("wrong type", "--gpu is a directory", [a if a != "@D/gpu.yaml" else "@D" for a in area], None),
+                                               '"tile_bytes":1e308,"tile_latency_cycles":1e308,"tiles":1e308}}}')), "2^53"),
+        ("wrong type", "--gpu is a directory", [a if a != "@D/gpu.yaml" else "@D" for a in area], None, "is a directory"),
         ("unwritable output directory", "--keep-work cannot be created (procfs)",
-         ar_m + ["--keep-work", "/proc/spartan-area-keep"], manifest("units: [{top: popcount, files: [@V], parameters: {W: 4}}]\n")),
+         ar_m + ["--keep-work", "/proc/spartan-area-keep"], manifest("units: [{top: popcount, files: [@V], parameters: {W: 4}}]\n"),
+         "--keep-work: cannot create"),
     ]
-    for cls, name, argv, setup in ar_cases:
-        r.case("spartan-area", cls, name, argv, setup)
+    for cls, name, argv, setup, *expect in ar_cases:  # the new-user review's cases name the expected error
+        r.case("spartan-area", cls, name, argv, setup, **({"expect": expect[0]} if expect else {}))
 
     # spartan-sim run (when the trace replay is built) and microbench (when it exists)
     sim = r.tool("spartan-sim")
