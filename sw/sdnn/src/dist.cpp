@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -20,6 +21,9 @@ DistEngine::DistEngine(const std::vector<Csr>& w, const Partition& p, int rank, 
     if (std::strcmp(f, "drop-halo") == 0) fault_ = Fault::kDropHalo;
     else if (std::strcmp(f, "drop-fold") == 0) fault_ = Fault::kDropFold;
     else if (*f) throw InputError(std::string("SPARTAN_SDNN_TEST_FAULT: unknown fault '") + f + "' (expected drop-halo or drop-fold)");
+    // A leaked variable must not corrupt a real run silently.
+    if (fault_ != Fault::kNone && rank == 0 && size > 1)
+      std::fprintf(stderr, "spartan-sdnn: warning: SPARTAN_SDNN_TEST_FAULT=%s: the distributed engine is wrong on purpose (a test hook)\n", f);
   }
   if (p.parts != size) throw InputError("partition has " + std::to_string(p.parts) + " parts but the run has " + std::to_string(size) + " ranks");
   if (static_cast<int>(w.size()) != p.layers()) throw InputError("partition has " + std::to_string(p.layers()) + " layers, the network " + std::to_string(w.size()));

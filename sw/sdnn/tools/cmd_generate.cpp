@@ -103,10 +103,11 @@ int cmd_generate(const std::vector<std::string>& args) {
         f->sync();
         files.push_back(std::move(f));
       } catch (const std::bad_alloc&) {
-        // CSR (8 bytes a non-zero) + the triples it is built from (16) + the text (~26): ~50 bytes a non-zero.
+        // A lower bound: CSR (8 bytes a non-zero) + the triples it is built from (16) + the text (~26); the text's
+        // copies and the deflate buffer come on top.
         const std::int64_t nnz = gen.layer_nnz(k);
         throw Error("out of memory generating layer " + std::to_string(k + 1) + " (" + std::to_string(spec.neurons) + " x " +
-                        std::to_string(spec.neurons) + ", " + std::to_string(nnz) + " non-zeros: about " +
+                        std::to_string(spec.neurons) + ", " + std::to_string(nnz) + " non-zeros: at least about " +
                         std::to_string((nnz * 50 + (1 << 20) - 1) >> 20) + " MiB for the layer and its file)",
                     2);
       }
