@@ -27,7 +27,9 @@ class TempDir {
   explicit TempDir(const std::string& path);
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
+  /// Removes the directory and everything in it, unless release() was called.
   ~TempDir();
+  /// The directory's path.
   const std::string& path() const noexcept { return path_; }
   /// Keeps the directory: neither the destructor nor an interrupt removes it any more.
   void release();

@@ -79,11 +79,11 @@ class DistEngine {
 
   const CommCounters& counters() const { return counters_; }
 
-  /// Test hook for the mutation test of `train --verify` (CTest sdnn_mpi_train_verify_catches_*): with the
+  /// Test hook for the mutation test of `train --verify` (CTests sdnn_mpi_train_fault_drop_halo_np2, sdnn_mpi_train_fault_drop_fold_np2): with the
   /// environment variable SPARTAN_SDNN_TEST_FAULT set when the engine is built, the engine is deliberately
   /// wrong in a multi-rank run: `drop-halo` loses the first received vector of every layer's forward expand
   /// (its slot stays 0), `drop-fold` loses every 50th partial sum of the backward fold (2 %). Unset or empty:
-  /// no fault. Any other value: InputError.
+  /// no fault. Any other value: InputError. An active fault prints a warning on rank 0 of a multi-rank run.
   enum class Fault { kNone, kDropHalo, kDropFold };
   Fault fault() const { return fault_; }
 

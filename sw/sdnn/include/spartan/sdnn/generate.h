@@ -48,6 +48,7 @@ class RadixNetGenerator {
   Csr next();
   /// Number of layers generated so far (0-based index of the next one).
   int layer() const { return layer_; }
+  /// True once every layer of the spec has been generated (next() would throw).
   bool done() const { return layer_ >= spec_.layers; }
   /// Non-zeros of 0-based layer l (N x n_p x D).
   std::int64_t layer_nnz(int l) const;

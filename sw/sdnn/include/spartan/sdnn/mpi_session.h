@@ -48,9 +48,10 @@ class MpiSession {
 
   /// Runs `setup` (the reading and checking that every rank does alike: input files, partition, plan) on
   /// every rank, then agrees on the outcome (collective over MPI_COMM_WORLD; every rank must call it). If it
-  /// threw on no rank, returns. Otherwise every rank throws and the job ends cleanly (the ranks finalise, exit
-  /// code = the largest of the errors' codes, 2 for bad input): rank 0 throws the one error line to print,
-  /// the others a ReportedError (nothing printed). The line is rank 0's own error when every failing rank
+  /// threw on no rank, returns. Otherwise every rank throws and the job ends cleanly (the ranks finalise):
+  /// rank 0 throws the one error line to print, with exit code the largest of the errors' codes (2 for bad
+  /// input), which is the job's; the others a ReportedError with code 0 (nothing printed, and no early
+  /// non-zero exit that would make mpirun kill rank 0 before it prints). The line is rank 0's own error when every failing rank
   /// had the same one (e.g. a partition that does not match the network: printed once, not once per rank);
   /// an error found on another rank only is prefixed "rank R: "; different errors are joined with "; ".
   template <class F>
@@ -84,7 +85,10 @@ class MpiSession {
     std::string text(static_cast<std::size_t>(total), '\0');
     MPI_Gatherv(msg.data(), mine[1], MPI_CHAR, text.data(), len.data(), off.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
     agreed_failure() = true;  // this session and any enclosing one finalise instead of aborting
-    if (rank_ != 0) throw ReportedError(worst);
+    // The other ranks exit 0 (nothing printed): mpirun ends the whole job as soon as one rank exits non-zero,
+    // which killed rank 0 before it printed the line when another rank was faster (seen under load). The
+    // job's exit status is rank 0's.
+    if (rank_ != 0) throw ReportedError(0);
     std::vector<std::string> seen;
     std::string line;
     bool only_own = code != 0;
