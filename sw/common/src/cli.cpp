@@ -17,28 +17,45 @@ void (*g_error_hook)(int) = nullptr;
 int report(const char* tool, const std::function<int()>& body) {
   try {
     return body();
-  } catch (const ReportedError& e) {
-    return e.exit_code();  // printed elsewhere (error.h)
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
-    return e.exit_code();
-  } catch (const boost::program_options::error& e) {
-    std::fprintf(stderr, "%s: error: %s (see --help)\n", tool, one_line(e.what()).c_str());
-    return 2;
-  } catch (const std::filesystem::filesystem_error& e) {
-    // A path the user gave cannot be created or read (e.g. an output directory under a regular file):
-    // bad input, not an internal error (found by the reliability tests, docs/reliability.md).
-    std::fprintf(stderr, "%s: error: %s\n", tool, one_line(e.what()).c_str());
-    return 2;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "%s: error: out of memory\n", tool);
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: internal error: %s\n", tool, one_line(e.what()).c_str());
-    return 1;
+  } catch (...) {
+    const CliFailure f = describe_failure(std::current_exception());
+    if (!f.printed_elsewhere) std::fprintf(stderr, "%s: %s\n", tool, f.line().c_str());
+    return f.exit_code;
   }
 }
 }  // namespace
+
+CliFailure describe_failure(const std::exception_ptr& ep) {
+  CliFailure f;
+  try {
+    std::rethrow_exception(ep);
+  } catch (const ReportedError& e) {
+    f.exit_code = e.exit_code();  // printed elsewhere (error.h)
+    f.printed_elsewhere = true;
+    f.message = e.what();
+  } catch (const Error& e) {
+    f.exit_code = e.exit_code();
+    f.message = e.what();
+  } catch (const boost::program_options::error& e) {
+    f.exit_code = 2;
+    f.message = one_line(e.what()) + " (see --help)";
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave cannot be created or read (e.g. an output directory under a regular file):
+    // bad input, not an internal error (found by the reliability tests, docs/reliability.md).
+    f.exit_code = 2;
+    f.message = one_line(e.what());
+  } catch (const std::bad_alloc&) {
+    f.exit_code = 2;
+    f.message = "out of memory";
+  } catch (const std::exception& e) {
+    f.internal = true;
+    f.message = one_line(e.what());
+  } catch (...) {
+    f.internal = true;
+    f.message = "unknown exception";
+  }
+  return f;
+}
 
 void set_cli_error_hook(void (*hook)(int)) { g_error_hook = hook; }
 

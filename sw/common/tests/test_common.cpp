@@ -1,3 +1,4 @@
+#include <boost/program_options/errors.hpp>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,6 +140,48 @@ TEST(Cli, MapsErrorsToExitCodes) {
   EXPECT_EQ(run_cli("t", []() -> int { throw std::logic_error("bug"); }), 1);
   FormatError e("f.bin", "tensor a", 40, "shape mismatch");
   EXPECT_STREQ(e.what(), "f.bin: tensor a: shape mismatch (byte offset 40)");
+}
+
+// describe_failure is the one mapping that run_cli prints and sdnn::MpiSession::agree reports for all ranks.
+TEST(Cli, DescribeFailureIsTheMappingRunCliPrints) {
+  auto of = [](auto&& thrower) {
+    try {
+      thrower();
+    } catch (...) {
+      return spartan::describe_failure(std::current_exception());
+    }
+    ADD_FAILURE() << "nothing thrown";
+    return spartan::CliFailure{};
+  };
+  const auto input = of([] { throw InputError("no such file: x"); });
+  EXPECT_EQ(input.exit_code, 2);
+  EXPECT_FALSE(input.internal);
+  EXPECT_EQ(input.line(), "error: no such file: x");
+  const auto opt = of([] { throw boost::program_options::unknown_option("--bogus"); });
+  EXPECT_EQ(opt.exit_code, 2);
+  EXPECT_FALSE(opt.internal);
+  EXPECT_NE(opt.message.find("--bogus"), std::string::npos) << opt.message;
+  EXPECT_NE(opt.message.find("(see --help)"), std::string::npos) << opt.message;
+  const auto mem = of([] { throw std::bad_alloc(); });
+  EXPECT_EQ(mem.exit_code, 2);
+  EXPECT_EQ(mem.line(), "error: out of memory");
+  const auto bug = of([] { throw std::logic_error("bad\nstate"); });
+  EXPECT_EQ(bug.exit_code, 1);
+  EXPECT_TRUE(bug.internal);
+  EXPECT_EQ(bug.line(), "internal error: bad\\nstate");
+  const auto other = of([] { throw 42; });
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_EQ(other.line(), "internal error: unknown exception");
+  const auto reported = of([] { throw spartan::ReportedError(3); });
+  EXPECT_EQ(reported.exit_code, 3);
+  EXPECT_TRUE(reported.printed_elsewhere);
+  // run_cli prints exactly line() after the tool's name, and nothing for a ReportedError.
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run_cli("t", []() -> int { throw boost::program_options::unknown_option("--bogus"); }), 2);
+  EXPECT_EQ(run_cli("t", []() -> int { throw spartan::ReportedError(3); }), 3);
+  EXPECT_EQ(run_cli("t", []() -> int { throw 42; }), 1);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "t: " + opt.line() + "\nt: internal error: unknown exception\n");
 }
 
 TEST(Cli, ErrorMessagesAreOneLineWhateverTheNamesTheyQuote) {

@@ -3,8 +3,6 @@
 #include <mpi.h>
 
 #include <exception>
-#include <filesystem>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,22 +105,12 @@ class MpiSession {
   }
 
  private:
-  /// Exit code (0: no error) and one-line message of an exception, as run_cli (cli.h) would report it.
+  /// Exit code (0: no error) and the message an exception would print after "<tool>: error: ", from run_cli's
+  /// own mapping (cli.h, describe_failure); an internal error's message starts with "internal error: ".
   static std::pair<int, std::string> describe(const std::exception_ptr& ep) {
     if (!ep) return {0, std::string()};
-    try {
-      std::rethrow_exception(ep);
-    } catch (const Error& e) {
-      return {e.exit_code() == 0 ? 1 : e.exit_code(), e.what()};
-    } catch (const std::filesystem::filesystem_error& e) {
-      return {2, one_line(e.what())};
-    } catch (const std::bad_alloc&) {
-      return {2, "out of memory"};
-    } catch (const std::exception& e) {
-      return {1, "internal error: " + one_line(e.what())};
-    } catch (...) {
-      return {1, "internal error: unknown exception"};
-    }
+    const CliFailure f = describe_failure(ep);
+    return {f.exit_code == 0 ? 1 : f.exit_code, f.internal ? "internal error: " + f.message : f.message};
   }
   /// Set once every rank knows of an error (agree()): the sessions then finalise instead of aborting.
   static bool& agreed_failure() {
