@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <new>
 #include <atomic>
 #include <sys/types.h>
 #include <unistd.h>
@@ -15,26 +16,44 @@
 namespace spartan {
 
 namespace {
-// Process-wide registry of live temporary paths, read by the signal handler. Fixed size and preallocated
-// so that the handler only reads memory and calls unlink() (async-signal-safe, POSIX.1-2017 2.4.3).
-// A slot is 0 (free), 1 (being filled or cleared) or 2 (live); `pid` keeps a forked child that has not
-// exec'ed yet from unlinking its parent's files.
-constexpr int kTempSlots = 64;
+// Process-wide registry of live temporary paths, read by the signal handler. The slot table is fixed and
+// preallocated, and a slot's path buffer is allocated when the slot is filled (never by the handler), so that
+// the handler only reads memory and calls unlink() (async-signal-safe, POSIX.1-2017 2.4.3). A slot is 0 (free),
+// 1 (being filled or cleared) or 2 (live); `pid` keeps a forked child that has not exec'ed yet from unlinking its
+// parent's files. 16384 slots (384 KiB, untouched pages not resident): spartan-sdnn generate holds one
+// temporary per layer until its final renames, 1920 for the Graph Challenge's deepest network.
+constexpr int kTempSlots = 16384;
 struct TempSlot {
   std::atomic<int> state{0};
   pid_t pid = 0;
-  char path[PATH_MAX] = {};
+  char* path = nullptr;       // owned; kept for reuse when the slot is freed
+  std::size_t capacity = 0;   // bytes of `path`
 };
 TempSlot g_temp_slots[kTempSlots];
+std::atomic<int> g_temp_hint{0};  // where the search for a free slot starts (slots are taken roughly in order)
 
 int register_temp(const std::string& path) {
   if (path.size() >= PATH_MAX) return -1;
-  for (int i = 0; i < kTempSlots; ++i) {
+  const int start = g_temp_hint.load(std::memory_order_relaxed);
+  for (int k = 0; k < kTempSlots; ++k) {
+    const int i = (start + k) % kTempSlots;
     int expected = 0;
     if (g_temp_slots[i].state.compare_exchange_strong(expected, 1)) {
-      std::memcpy(g_temp_slots[i].path, path.c_str(), path.size() + 1);
-      g_temp_slots[i].pid = ::getpid();
-      g_temp_slots[i].state.store(2);
+      TempSlot& s = g_temp_slots[i];
+      if (s.capacity < path.size() + 1) {
+        char* fresh = new (std::nothrow) char[path.size() + 1];
+        if (!fresh) {
+          s.state.store(0);
+          return -1;
+        }
+        delete[] s.path;
+        s.path = fresh;
+        s.capacity = path.size() + 1;
+      }
+      std::memcpy(s.path, path.c_str(), path.size() + 1);
+      s.pid = ::getpid();
+      s.state.store(2);
+      g_temp_hint.store((i + 1) % kTempSlots, std::memory_order_relaxed);
       return i;
     }
   }
@@ -42,7 +61,11 @@ int register_temp(const std::string& path) {
 }
 
 void unregister_temp(int slot) {
-  if (slot >= 0) g_temp_slots[slot].state.store(0);
+  if (slot < 0) return;
+  g_temp_slots[slot].state.store(0);
+  int hint = g_temp_hint.load(std::memory_order_relaxed);
+  while (slot < hint && !g_temp_hint.compare_exchange_weak(hint, slot, std::memory_order_relaxed)) {
+  }
 }
 
 extern "C" void remove_temps_and_reraise(int sig) {

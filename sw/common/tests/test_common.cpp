@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <iterator>
 #include <map>
+#include <vector>
+#include <memory>
 #include <regex>
 #include <string>
 #include <stdexcept>
@@ -126,6 +128,41 @@ TEST(AtomicFile, KilledBySignalLeavesNoTemporary) {
     std::remove(tmp.c_str());
     std::remove(tmp2.c_str());
   }
+}
+
+// spartan-sdnn generate holds one temporary per layer until its final renames (1920 for the Graph Challenge's
+// deepest network): a signal must remove them all, not the first 64 (the registry's old size). Some slots are
+// freed and taken again first (a slot keeps its path buffer), with a longer name than before.
+TEST(AtomicFile, KilledBySignalRemovesThousandsOfTemporaries) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("atomic_many_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  constexpr int kFiles = 2000;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int rc = spartan::run_cli("test", [&] {
+      {
+        std::vector<std::unique_ptr<spartan::AtomicFile>> early;
+        for (int i = 0; i < 100; ++i) early.push_back(std::make_unique<spartan::AtomicFile>((dir / ("e" + std::to_string(i))).string()));
+      }  // destroyed: their slots are free again
+      std::vector<std::unique_ptr<spartan::AtomicFile>> files;
+      for (int i = 0; i < kFiles; ++i) {
+        files.push_back(std::make_unique<spartan::AtomicFile>((dir / ("layer-with-a-longer-name-" + std::to_string(i))).string()));
+        files.back()->write("x");
+        files.back()->sync();
+      }
+      if (std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) != kFiles) ::_exit(10);
+      ::kill(::getpid(), SIGTERM);
+      return 11;  // not reached
+    });
+    ::_exit(rc == 11 ? 12 : 13);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 0);
+  fs::remove_all(dir);
 }
 
 TEST(AtomicFile, UnwritableDirectoryThrowsIoError) {

@@ -46,7 +46,7 @@ class AtomicFile {
 /// file of this process and then re-raise the signal with its default action (so a killed run leaves no
 /// `<path>.tmp.<pid>` behind and still dies of the signal). Signals that are ignored (nohup) or already
 /// handled are left alone. The handler only calls unlink/signal/raise (async-signal-safe); the registry
-/// is a fixed table of 64 paths of up to PATH_MAX bytes (more live files are still removed on normal
+/// is a fixed table of 16384 paths of up to PATH_MAX bytes (more live files are still removed on normal
 /// exit and on exceptions, not on signals). Called by run_cli (cli.h); safe to call more than once.
 void install_temp_cleanup_handlers();
 
