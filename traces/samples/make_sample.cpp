@@ -5,7 +5,14 @@
 //   sptrace_sample OUT.sptrace            the LeNet-5 sample (traces/samples/tiny-lenet5.sptrace, ~50 KB)
 //   sptrace_sample --micro OUT.sptrace    a ~3 KB trace (two small FC layers, one iteration): the seed of
 //                                         the trace-reader fuzzer, small so that each execution is cheap
+//   sptrace_sample --imagenet BATCH DENSITY OUT.sptrace
+//                                         the inputs of 13 ImageNet conv layers of the Spartan paper's networks
+//                                         (AlexNet, VGG-16, ResNet-18 at 224x224; bench-gemm's layers plus VGG-16
+//                                         conv1_1 and conv1_2), one iteration, ReLU-like values at DENSITY (the
+//                                         image into conv1_1: all non-zero): real layer sizes for replaying the
+//                                         units at the paper's scale (docs/reproduce-paper.md)
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -33,8 +40,91 @@ std::vector<float> relu_like(std::size_t n, double density, std::mt19937& rng) {
 }
 }  // namespace
 
+// One conv layer of the ImageNet networks: input [batch, cin, hw, hw], kernel k x k, stride 1, pad k / 2.
+struct ImageNetConv {
+  const char* name;
+  std::int64_t cin, hw, cout, k;
+};
+
+// The layers of sw/gemm/bench/shapes.cpp (torchvision AlexNet, VGG-16, ResNet-18; the input of each is the ReLU
+// output of the layer before it in its network, after pooling where the network pools), plus VGG-16 conv1_2 (the
+// largest) and, first, VGG-16 conv1_1, whose input is the image (the replay counts layer 0's input as no ReLU
+// output: the previous layer's relu_after decides).
+int write_imagenet(std::int64_t batch, double density, const std::string& out) {
+  const ImageNetConv convs[] = {
+      {"vgg16.conv1_1", 3, 224, 64, 3},
+      {"alexnet.conv2", 64, 27, 192, 5},      {"alexnet.conv3", 192, 13, 384, 3}, {"alexnet.conv5", 256, 13, 256, 3},
+      {"vgg16.conv1_2", 64, 224, 64, 3},      {"vgg16.conv2_2", 128, 112, 128, 3}, {"vgg16.conv3_2", 256, 56, 256, 3},
+      {"vgg16.conv4_2", 512, 28, 512, 3},     {"vgg16.conv5_2", 512, 14, 512, 3}, {"resnet18.conv2_x", 64, 56, 64, 3},
+      {"resnet18.conv3_x", 128, 28, 128, 3},  {"resnet18.conv4_x", 256, 14, 256, 3}, {"resnet18.conv5_x", 512, 7, 512, 3},
+  };
+  std::vector<LayerInfo> layers;
+  for (const ImageNetConv& c : convs)
+    layers.push_back(make_conv_layer(static_cast<std::int64_t>(layers.size()), c.name, batch, c.cin, c.hw, c.hw, c.cout,
+                                     c.k, c.k, 1, c.k / 2, true));
+  std::mt19937 rng(20211001);
+  TraceWriter w(out);
+  w.set_metadata(keys::kFormatVersion, kFormatVersion);
+  w.set_metadata(keys::kWriter, "sptrace_sample --imagenet (traces/samples/make_sample.cpp)");
+  w.set_metadata(keys::kModel, "imagenet-conv-layers (AlexNet, VGG-16, ResNet-18 conv layer inputs at 224x224)");
+  w.set_metadata(keys::kDataset, "synthetic (ReLU-like random activations at density " + std::to_string(density) +
+                                     ", not a real run)");
+  w.set_metadata(keys::kDevice, "synthetic: not measured");
+  w.set_metadata(keys::kSeed, "20211001");
+  w.set_metadata(keys::kBatch, std::to_string(batch));
+  w.set_metadata(keys::kCaptureEvery, "1");
+  w.set_metadata(keys::kLayers, layers_to_json(layers));
+  std::vector<GemmTimes> times;
+  std::vector<LayerSparsity> sparsity(layers.size());
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const LayerInfo& L = layers[l];
+    std::size_t n_in = 1, n_out = 1;
+    for (auto d : L.input) n_in *= static_cast<std::size_t>(d);
+    for (auto d : L.output) n_out *= static_cast<std::size_t>(d);
+    const std::vector<float> act = relu_like(n_in, l == 0 ? 1.0 : density, rng);
+    std::size_t nz = 0;
+    for (float x : act) nz += x != 0.0f;
+    const std::string base = "it0/L" + std::to_string(l) + "/";
+    w.add_tensor(base + kinds::kAct, DType::F32, L.input, act.data(), act.size() * sizeof(float));
+    std::vector<std::uint8_t> flags(n_out);
+    std::size_t ones = 0;
+    for (auto& f : flags) ones += (f = unit(rng) < density);
+    const auto packed = pack_bits(flags.data(), flags.size());
+    w.add_tensor(base + kinds::kDzMask, DType::U8, {static_cast<std::int64_t>(packed.size())}, packed.data(), packed.size());
+    LayerSparsity& sp = sparsity[l];
+    sp.layer = L.index, sp.name = L.name;
+    sp.iterations.push_back(0);
+    sp.act_density.push_back(static_cast<double>(nz) / static_cast<double>(n_in));
+    sp.dz_mask_density.push_back(static_cast<double>(ones) / static_cast<double>(n_out));
+    // No GEMM was run: dense times from a made-up 1 TFLOP/s roofline, no tile-sparse time (the replay then
+    // reports no GEMM speedup for these layers).
+    GemmTimes t;
+    t.iteration = 0, t.layer = L.index, t.device = "synthetic: not measured", t.timer = "none";
+    auto ms = [](const GemmShape& g) { return 2.0 * g.M * g.N * g.K / 1e12 * 1e3; };
+    t.fwd = {ms(L.fwd), std::nullopt, std::nullopt};
+    t.bwd_data = {ms(L.bwd_data), std::nullopt, std::nullopt};
+    t.bwd_weight = {ms(L.bwd_weight), std::nullopt, std::nullopt};
+    times.push_back(t);
+  }
+  w.set_metadata(keys::kGemmTimes, gemm_times_to_json(times));
+  w.set_metadata(keys::kSparsity, sparsity_to_json(sparsity));
+  w.finish();
+  return 0;
+}
+
 int main(int argc, char** argv) {
   return spartan::run_cli("sptrace_sample", [&]() -> int {
+    if (argc >= 2 && std::string(argv[1]) == "--imagenet") {
+      if (argc != 5) throw spartan::InputError("usage: sptrace_sample --imagenet BATCH DENSITY OUT.sptrace");
+      char* end = nullptr;
+      const long long batch = std::strtoll(argv[2], &end, 10);
+      if (end == argv[2] || *end) throw spartan::InputError(std::string("BATCH: not an integer: ") + argv[2]);
+      const double density = std::strtod(argv[3], &end);
+      if (end == argv[3] || *end) throw spartan::InputError(std::string("DENSITY: not a number: ") + argv[3]);
+      if (batch < 1 || batch > 64) throw spartan::InputError("BATCH must be 1 .. 64");
+      if (!(density > 0.0 && density <= 1.0)) throw spartan::InputError("DENSITY must be in (0, 1]");
+      return write_imagenet(batch, density, argv[4]);
+    }
     const bool micro = argc == 3 && std::string(argv[1]) == "--micro";
     if (argc != 2 && !micro) throw spartan::InputError("usage: sptrace_sample [--micro] OUT.sptrace");
     const std::int64_t batch = micro ? 1 : 2;
