@@ -46,6 +46,7 @@ double calibration_crossover(const std::vector<double>& density, const std::vect
                              const std::vector<double>& dense_s) {
   if (sparse_s.size() != density.size() || dense_s.size() != density.size())
     throw InputError("gemm calibrate: density, sparse and dense times differ in length");
+  if (density.empty()) throw InputError("gemm calibrate: no densities");
   double t = 1.0;
   for (std::size_t i = density.size(); i-- > 0;) {
     if (dense_s[i] > sparse_s[i]) break;

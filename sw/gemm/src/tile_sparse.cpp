@@ -175,6 +175,14 @@ TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
   if (opt.gather_slice_bytes > kMaxGatherSliceBytes)
     throw InputError("tile-sparse gemm: gather_slice_bytes must be at most " + std::to_string(kMaxGatherSliceBytes >> 10) +
                      " KiB (0: from the L2 size), got " + std::to_string(opt.gather_slice_bytes));
+  if (!(opt.threshold >= 0.0))
+    throw InputError("tile-sparse gemm: threshold must be >= 0 (0: every tile DENSE; > 1: every non-zero tile sparse), got " +
+                     format_g(opt.threshold));
+  if (!(opt.guard_fraction >= 0.0 && opt.guard_fraction < 1e300))
+    throw InputError("tile-sparse gemm: guard_fraction must be a finite number >= 0, got " + format_g(opt.guard_fraction));
+  if (opt.num_threads < 0)
+    throw InputError("tile-sparse gemm: num_threads must be >= 0 (0: the OpenMP default), got " +
+                     std::to_string(opt.num_threads));
   avx512_ = opt.isa == Isa::Avx512 || (opt.isa == Isa::Auto && has512);
   avx2_ = avx512_ || opt.isa == Isa::Avx2 || (opt.isa == Isa::Auto && has);
 }

@@ -610,6 +610,27 @@ TEST(TileSparseGemm, RejectsMismatchedCompactedOperandAndBadOptions) {
   bad = TileSparseOptions{};
   bad.sparse_format = TileFormat::Dense;
   EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError);
+  // Numeric options are checked up front (review finding 86: NaN only failed in run(), negative values were
+  // accepted); 0 and > 1 thresholds are valid (every tile DENSE / every non-zero tile sparse).
+  for (double t : {std::nan(""), -0.1, -std::numeric_limits<double>::infinity()}) {
+    bad = TileSparseOptions{};
+    bad.threshold = t;
+    EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError) << t;
+  }
+  for (double t : {0.0, 1.0, 2.0}) {
+    bad = TileSparseOptions{};
+    bad.threshold = t;
+    EXPECT_NO_THROW(TileSparseEngine{bad}) << t;
+  }
+  for (double g : {-0.5, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    bad = TileSparseOptions{};
+    bad.guard_fraction = g;
+    EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError) << g;
+  }
+  bad = TileSparseOptions{};
+  bad.num_threads = -3;
+  EXPECT_THROW(TileSparseEngine{bad}, spartan::InputError);
+  EXPECT_THROW(calibration_crossover({}, {}, {}), spartan::InputError);
 #if defined(__x86_64__) || defined(__i386__)
   // An ISA the CPU lacks is refused (not silently replaced).
   bad = TileSparseOptions{};

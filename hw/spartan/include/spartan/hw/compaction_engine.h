@@ -57,7 +57,7 @@ struct EngineConfig {
   std::uint32_t line_bytes = 128;           ///< request granularity (L2 line)
   /// Width of the engine's crossbar port, bytes per crossbar cycle in each direction (used by the builder
   /// that attaches the engine, GpuSystem::bind_extra_initiator; 1..4096). 0 = one L2 line plus the
-  /// crossbar's message header (136 B on the presets): one line message per cycle, as the datapath reads
+  /// crossbar's message header (136 B on the presets with 128 B lines, 72 B on r9nano): one line message per cycle, as the datapath reads
   /// and writes one line per cycle (RTL: 1024-bit rd_resp_data / wr_data); a port as wide as an SM's (32 B:
   /// a 128 B line + header in 5 flits) would starve it (review finding F3). An assumption of this design
   /// (not in the area figures); the L2 slices' own crossbar ports keep the preset's width.

@@ -51,7 +51,7 @@ struct MonitorStats {
   std::uint64_t elements_counted = 0;     ///< elements inspected in sampled lines
   std::uint64_t nonzero_counted = 0;      ///< non-zero elements added to counters
   std::uint64_t partial_elements = 0;     ///< elements cut by a request boundary (not counted)
-  std::uint64_t busy_ps = 0;              ///< time the counting pipeline was occupied
+  std::uint64_t busy_ps = 0;              ///< time the accept stage was occupied (what mon% reports; docs/hw-units.md)
   /// Sum over lines of each line's wait because lines arrived faster than lines_per_cycle (line-ps: with
   /// many lines waiting at once it exceeds the elapsed time; not a duration).
   std::uint64_t backpressure_ps = 0;

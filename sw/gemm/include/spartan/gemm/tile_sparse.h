@@ -107,8 +107,9 @@ inline constexpr double kWideRowsMinReuse = 4;
 
 /// Rows of S per transposed store into C for large outputs (TileSparseOptions::store_runs_min_bytes).
 inline constexpr int kStoreRunRows = 512;
-/// Default TileSparseOptions::store_runs_min_bytes: outputs C of at least 2 MiB (four times the 512 KiB L2
-/// of the benchmark machine) are stored in runs; smaller ones lost 10-25 % with runs (docs/bench/gemm.md).
+/// Default TileSparseOptions::store_runs_min_bytes: outputs C of at least 2 MiB are stored in runs; smaller
+/// ones lost 10-25 % with runs (docs/bench/gemm.md). Chosen on the Zen 3 VM with a 512 KiB L2 (four times it);
+/// not re-measured on the Zen 5 host (1 MiB L2), where the other defaults were.
 inline constexpr std::size_t kStoreRunsMinBytes = std::size_t(2) << 20;
 /// Largest TileSparseOptions::gather_slice_bytes (8 MiB: 32768 rows of 64 floats; with one R block of up to 1.25x
 /// that, a band's row-list positions, u32, cannot wrap even for 65535-row tiles).
@@ -164,7 +165,8 @@ struct TileSparseOptions {
   /// gathers fill pieces of up to kStoreRunRows rows of S (one L2 buffer) before the transposed store, which
   /// then writes eight C rows at a time front to back, i.e. runs of up to kStoreRunRows contiguous floats
   /// per C row; smaller outputs go through a 64-row L1 buffer (runs of 64 floats). 0: always pieces.
-  /// Default: kStoreRunsMinBytes (2 MiB, four times L2; measured in docs/bench/gemm.md).
+  /// Default: kStoreRunsMinBytes (2 MiB: four times the L2 of the Zen 3 VM where it was measured,
+  /// docs/bench/gemm.md).
   std::size_t store_runs_min_bytes = kStoreRunsMinBytes;
   /// Bytes of the dense operand's slice (an R block of rows x kGatherQ floats) that the row gather keeps in
   /// L2 while every row of S uses it: R up to 1.25 x gather_slice_bytes / 256 B is one R block (row lists
@@ -223,7 +225,9 @@ struct Entry {
 
 class TileSparseEngine final : public GemmEngine {
  public:
-  /// Throws spartan::InputError on bad options (tile size, sparse format, AVX2 forced on a CPU without it).
+  /// Throws spartan::InputError on bad options: tile size outside 1..65535, a sparse format other than ELL or
+  /// BITMAP, AVX2 or AVX-512 forced on a CPU without it, gather_slice_bytes above kMaxGatherSliceBytes, a NaN or
+  /// negative threshold, a negative or non-finite guard_fraction, negative num_threads.
   explicit TileSparseEngine(const TileSparseOptions& opt = {});
   /// Compacts the sparse operand (GemmCall::sparse), then computes. sparse == None: plain sgemm. Where the
   /// vectorised compaction runs (an AVX-512 engine on a CPU with AVX-512 BW/VL, ELL tiles, f32), an operand
@@ -319,7 +323,7 @@ struct Calibration {
 };
 /// The crossover of one path pair: the smallest of `density` (ascending) from which on `dense_s` is never
 /// greater than `sparse_s`; 1.0 when dense is slower at the last density. Throws spartan::InputError on
-/// vectors of different lengths.
+/// vectors of different lengths or empty ones.
 double calibration_crossover(const std::vector<double>& density, const std::vector<double>& sparse_s,
                              const std::vector<double>& dense_s);
 /// Measures, on the three GEMMs that spartan-train issues for one conv layer (sw/gemm/bench/shapes.h,
