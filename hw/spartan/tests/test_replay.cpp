@@ -321,6 +321,38 @@ TEST(Replay, UnitClocksDefaultToTheL2ClockAndCanBeSlower) {
   EXPECT_GT(slow["convert"]["time_ns"].get<double>(), fast["convert"]["time_ns"].get<double>());
 }
 
+// Both hardware steps include the register latency of the write that starts the unit (review finding 86: the
+// conversion was timed from after the SUBMIT write's latency, so engine.mmio_latency_cycles changed nothing,
+// while monitor.mmio_latency_cycles added one latency to the flush). 10000 extra cycles at the unit clock.
+TEST(Replay, MmioLatencyOfTheStartingWriteIsInBothHardwareSteps) {
+  const std::string dir = ::testing::TempDir() + "/replay_mmio_latency";
+  std::filesystem::create_directories(dir);
+  std::vector<nlohmann::json> docs;
+  for (int lat : {2, 10002}) {
+    const std::string out = dir + "/out" + std::to_string(docs.size());
+    SC_SCENARIO([&] {
+      auto opt = options(write_trace(dir, tr::DType::F32), out);
+      std::filesystem::create_directories(opt.out_dir);
+      opt.iterations = {10};
+      opt.layers = {0};
+      const std::string units = dir + "/units.yaml";
+      std::ofstream(units) << "monitor:\n  mmio_latency_cycles: " << lat << "\nengine:\n  mmio_latency_cycles: " << lat << "\n";
+      load_units_config(units, opt);
+      EXPECT_TRUE(run_replay(opt, {})["checks"]["passed"].get<bool>());
+    });
+    std::ifstream f(out + "/stats.json");
+    ASSERT_TRUE(f.good()) << out;
+    docs.push_back(nlohmann::json::parse(f));
+  }
+  const double cycle_ns = 1e3 / docs[0]["gpu"]["l2_mhz"].get<double>();  // both units at the L2 clock
+  const auto& a = docs[0]["layers"][0]["hardware"];
+  const auto& b = docs[1]["layers"][0]["hardware"];
+  const double flush = b["steps"][1]["time_ns"].get<double>() - a["steps"][1]["time_ns"].get<double>();
+  const double conv = b["convert"]["time_ns"].get<double>() - a["convert"]["time_ns"].get<double>();
+  EXPECT_NEAR(flush, 10000 * cycle_ns, 2 * cycle_ns);
+  EXPECT_NEAR(conv, 10000 * cycle_ns, 2 * cycle_ns);
+}
+
 // The settings record (stats.json options.units) is a units file: with every value changed, written out and
 // loaded back, a run records exactly the changed values (every recorded key is read, into the field it was
 // written from; the reader and the record walk one list, units_settings.h).
