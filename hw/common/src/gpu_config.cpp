@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <utility>
 
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
@@ -27,6 +29,10 @@ bool is_pow2(std::uint64_t v) { return v && !(v & (v - 1)); }
 // Sane ranges checked by validate_gpu_config (documented in docs/gpu-model.md).
 constexpr double kMinClockMhz = 1, kMaxClockMhz = 100000;
 constexpr std::uint32_t kMaxCount = 65536;  // SMs, L2 slices, DRAM channels
+// Latencies and DRAM timings in their clock's cycles: a million cycles is a millisecond at 1 GHz, far beyond
+// any real GPU; larger values overflowed the picosecond arithmetic (review finding 86: 2^32 - 1 crossbar cycles
+// at 1 MHz made a DRAM miss faster than an L2 hit).
+constexpr std::uint32_t kMaxCycles = 1000000;
 constexpr long double kMinL2Bytes = 256.0L, kMaxL2Bytes = 16.0L * 1024 * 1024 * 1024;
 
 void read_timing(ConfigMap m, DramTiming& t) {
@@ -93,7 +99,11 @@ GpuConfig load_gpu_config(const std::string& name_or_path) {
   } catch (const spartan::Error& e) {
     throw spartan::ConfigError(file, "--gpu", e.what());
   }
-  return parse_gpu_config(text, file);
+  GpuConfig c = parse_gpu_config(text, file);
+  // Recorded in the tools' outputs (stats.json gpu.file, microbench gpu_file): absolute, so that two copies of a
+  // preset that keep its name can be told apart.
+  c.file = fs::absolute(file).lexically_normal().string();
+  return c;
 }
 
 GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
@@ -201,9 +211,9 @@ void validate_gpu_config(const GpuConfig& c) {
   if (s.ways == 0 || s.ways > 65535) fail("l2.ways", "must be 1..65535 (the LRU order keeps ways as u16)");
   if (!is_pow2(s.sector_bytes)) fail("l2.sector_bytes", "must be a power of two");
   if (!is_pow2(s.line_bytes)) fail("l2.line_bytes", "must be a power of two");
-  if (s.line_bytes % s.sector_bytes)
-    fail("l2.line_bytes", "line size " + std::to_string(s.line_bytes) + " is not a multiple of the sector size " +
-                              std::to_string(s.sector_bytes));
+  if (s.sector_bytes > s.line_bytes)  // (both powers of two: otherwise the line is a multiple of the sector)
+    fail("l2.sector_bytes", "sector size " + std::to_string(s.sector_bytes) + " is larger than the line size " +
+                                std::to_string(s.line_bytes));
   if (s.line_bytes / s.sector_bytes > 32) fail("l2.sector_bytes", "at most 32 sectors per line");
   if (s.bytes_per_cycle == 0) fail("l2.bytes_per_cycle", "must be > 0");
   // Upper bounds (each entry is allocated per slice at start-up; 10^9 tried to allocate ~8 GB per slice and ended
@@ -275,6 +285,22 @@ void validate_gpu_config(const GpuConfig& c) {
     fail("l2.size_bytes", std::to_string(*c.l2.declared_size_bytes) + " != slices*sets*ways*line_bytes = " +
                               std::to_string(c.l2.size_bytes()));
   if (c.dram.row_bytes > (1u << 20)) fail("dram.row_bytes", "must be <= 1 MiB");
+  {
+    const auto& t = c.dram.timing;
+    const std::pair<const char*, std::uint32_t> cycles[] = {
+        {"sm.issue_interval_cycles", c.sm.issue_interval_cycles},
+        {"crossbar.latency_cycles", c.crossbar.latency_cycles},
+        {"l2.hit_latency_cycles", c.l2.slice.hit_latency_cycles},
+        {"dram.controller_latency_cycles", c.dram.controller_latency_cycles},
+        {"dram.timing.tRCD", t.tRCD}, {"dram.timing.tRP", t.tRP}, {"dram.timing.tRAS", t.tRAS},
+        {"dram.timing.tRC", t.tRC}, {"dram.timing.CL", t.CL}, {"dram.timing.WL", t.WL},
+        {"dram.timing.tCCDL", t.tCCDL}, {"dram.timing.tCCDS", t.tCCDS}, {"dram.timing.tRRD", t.tRRD},
+        {"dram.timing.tWR", t.tWR}, {"dram.timing.tRTP", t.tRTP}, {"dram.timing.tWTR", t.tWTR},
+        {"dram.timing.tRTW", t.tRTW}, {"dram.timing.tBURST", t.tBURST}, {"dram.timing.tREFI", t.tREFI},
+        {"dram.timing.tRFC", t.tRFC}};
+    for (const auto& [key, v] : cycles)
+      if (v > kMaxCycles) fail(key, std::to_string(v) + " cycles: must be <= " + std::to_string(kMaxCycles));
+  }
   if (c.simulation.quantum_ns > 1e6) fail("simulation.quantum_ns", "must be <= 1e6 ns (1 ms)");
 }
 

@@ -94,7 +94,7 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   expect_config_error(with(with(v, "sets", "48"), "size_bytes", ""), "l2.sets", "not a power of two");
   expect_config_error(with(v, "banks_per_group", "0"), "dram.banks_per_group", "zero banks");
   expect_config_error(with(with(v, "sector_bytes", "48"), "size_bytes", ""), "l2.sector_bytes", "power of two");
-  expect_config_error(with(with(v, "line_bytes", "16"), "size_bytes", ""), "l2.line_bytes", "not a multiple of the sector");
+  expect_config_error(with(with(v, "line_bytes", "16"), "size_bytes", ""), "l2.sector_bytes", "larger than the line size");
   expect_config_error(with(v, "size_bytes", "1234"), "l2.size_bytes", "!=");
   // The geometry is checked before the size cross-check (a newcomer's `sets: 96` read as a size mismatch).
   expect_config_error(with(v, "sets", "48"), "l2.sets", "not a power of two");
@@ -133,6 +133,14 @@ TEST(GpuConfig, RejectsOutOfRangeValuesAndDuplicateKeys) {
   expect_config_error(with(v, "mshr_entries", "65537"), "l2.mshr_entries", "1..65536");
   expect_config_error(with(v, "ways", "24\n  writeback_entries: 1000000000"), "l2.writeback_entries", "1..65536");
   expect_config_error(with(v, "max_outstanding_lines", "2000000"), "sm.max_outstanding_lines", "1..1048576");
+  // Review finding 86: latencies of 2^32 - 1 cycles overflowed the picosecond arithmetic (a DRAM miss faster
+  // than an L2 hit); every latency and DRAM timing is at most 10^6 cycles.
+  expect_config_error(with(v, "latency_cycles", "4294967295"), "crossbar.latency_cycles", "must be <= 1000000");
+  expect_config_error(with(v, "hit_latency_cycles", "1000001"), "l2.hit_latency_cycles", "must be <= 1000000");
+  expect_config_error(with(v, "controller_latency_cycles", "4294967295"), "dram.controller_latency_cycles",
+                      "must be <= 1000000");
+  expect_config_error(with(v, "tREFI", "2000000"), "dram.timing.tREFI", "must be <= 1000000");
+  EXPECT_NO_THROW(parse_gpu_config(with(v, "controller_latency_cycles", "1000000"), "test.yaml"));
   EXPECT_NO_THROW(parse_gpu_config(with(with(with(v, "header_bytes", "4096"), "mshr_entries", "65536"),
                                         "max_outstanding_lines", "1048576"), "test.yaml"));
   // The limits themselves are accepted.

@@ -51,6 +51,7 @@ MicrobenchReport run_microbench(GpuSystem& gpu, const MicrobenchOptions& opt) {
   const std::uint32_t line = c.l2.slice.line_bytes;
   MicrobenchReport rep;
   rep.gpu = c.name;
+  rep.gpu_file = c.file;
   rep.peak_bytes_per_s = c.peak_dram_bytes_per_s();
   rep.l2_size_bytes = c.l2.size_bytes();
   std::uint64_t tx = 0;
@@ -147,6 +148,7 @@ nlohmann::json MicrobenchReport::to_json() const {
   nlohmann::json j;
   j["build"] = spartan::build_info_json<nlohmann::json>();
   j["gpu"] = gpu;
+  j["gpu_file"] = gpu_file;
   j["peak_dram_bytes_per_s"] = peak_bytes_per_s;
   j["l2_size_bytes"] = l2_size_bytes;
   for (auto& b : bandwidth)

@@ -1,6 +1,7 @@
 // Calibration microbenchmarks as tests, on the real presets (V100: the Accel-Sim QV100 geometry; R9 Nano).
 // Tolerances are what the model must show: streaming read 85-95% of peak on V100, no bandwidth above
 // peak, hit rate non-increasing with the working set, the L2 knee within +-10% of the L2 size.
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include "child.h"
@@ -43,6 +44,10 @@ void check_sweep(const json& r) {
 
 TEST(Microbench, V100StreamingBandwidthAndLatency) {
   json r = bench("v100", true, true, false);
+  // Provenance: the preset file loaded, as an absolute path (a copied preset keeps its source's name).
+  const std::string file = r["gpu_file"].get<std::string>();
+  EXPECT_TRUE(std::filesystem::path(file).is_absolute()) << file;
+  EXPECT_EQ(std::filesystem::path(file).filename(), "v100.yaml") << file;
   EXPECT_FALSE(r.contains("l2_sweep")) << "the sweep did not run";
   EXPECT_FALSE(r.contains("l2_knee_bytes")) << "the sweep did not run";
   ASSERT_EQ(r["bandwidth"].size(), 3u);

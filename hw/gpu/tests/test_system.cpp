@@ -436,7 +436,7 @@ TEST(SpartanSimMicrobench, BadConfigExitsTwoNamingFileAndKey) {
       {[&] { auto t = good; t.replace(t.find("banks_per_group: 4"), 18, "banks_per_group: 0"); return t; }(),
        "key 'dram.banks_per_group'"},
       {[&] { auto t = good; t.replace(t.find("sector_bytes: 32"), 16, "sector_bytes: 256"); return t; }(),
-       "key 'l2.line_bytes'"},
+       "key 'l2.sector_bytes': sector size 256 is larger than the line size 128"},
       {[&] { auto t = good; t.replace(t.find("tRCD: 12, "), 10, ""); return t; }(), "missing required key"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {

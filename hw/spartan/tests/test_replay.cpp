@@ -433,6 +433,7 @@ TEST(Replay, OutputsRecordTheUnitsSettingsAndThePresetFile) {
     EXPECT_EQ(o["units"]["monitor"]["counter_entries"].get<unsigned>(), MonitorConfig{}.counter_entries);
     const std::string file = docs[i]["gpu"]["file"].get<std::string>();
     EXPECT_EQ(std::filesystem::path(file).filename(), std::filesystem::path(kGpu).filename()) << file;
+    EXPECT_TRUE(std::filesystem::path(file).is_absolute()) << file;
     EXPECT_EQ(docs[i]["build"]["commit"].get<std::string>(), spartan::build_info().commit);  // provenance
     EXPECT_EQ(docs[i]["build"]["build_type"].get<std::string>(), spartan::build_info().build_type);
     EXPECT_NE(summaries[i].find("units: " + units), std::string::npos) << summaries[i];

@@ -98,7 +98,7 @@ struct SimulationConfig {
 
 struct GpuConfig {
   std::string name;
-  std::string file;        ///< where it was loaded from (for messages)
+  std::string file;        ///< where it was loaded from: load_gpu_config makes it absolute (recorded in outputs); parse_gpu_config keeps the given name (messages)
   double die_area_mm2 = 0; ///< for spartan-area's share-of-die figures
   double node_nm = 0;
   ClocksConfig clocks;

@@ -42,6 +42,7 @@ struct SweepPoint {
 
 struct MicrobenchReport {
   std::string gpu;
+  std::string gpu_file;  ///< the preset file it was loaded from (absolute path; GpuConfig::file)
   double peak_bytes_per_s = 0;
   std::uint64_t l2_size_bytes = 0;
   std::vector<BandwidthResult> bandwidth;
