@@ -38,6 +38,13 @@ class CheckFailed(Exception):
     """--compare / --check-sparsity found a difference (one line; exit code 2 from the command line)."""
 
 
+def _name_offset(raw, name):
+    """Byte offset in the file of the first occurrence of `name` as a JSON string in the header `raw` (which
+    starts at byte 8), as the C++ reader reports it (reader.cpp, name_offset); 8 if it is not found."""
+    pos = raw.find(json.dumps(name, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return 8 + (pos if pos >= 0 else 0)
+
+
 class SpTraceError(ValueError):
     """A malformed trace: the message names the file, the tensor and the byte offset."""
 
@@ -131,40 +138,40 @@ class SpTrace:
         for name, e in header.items():
             if name == "__metadata__":
                 if not isinstance(e, dict):
-                    raise SpTraceError(path, name, 8, "__metadata__ must be an object of strings")
+                    raise SpTraceError(path, name, _name_offset(raw, name), "__metadata__ must be an object of strings")
                 for k, v in e.items():
                     if not isinstance(v, str):
-                        raise SpTraceError(path, "__metadata__." + k, 8, "metadata value is not a string")
+                        raise SpTraceError(path, "__metadata__." + k, _name_offset(raw, k), "metadata value is not a string")
                 self.metadata = dict(e)
                 continue
             if not name:
-                raise SpTraceError(path, "header", 8, "empty tensor name")
+                raise SpTraceError(path, "header", _name_offset(raw, name), "empty tensor name")
             if not isinstance(e, dict):
-                raise SpTraceError(path, name, 8, "tensor entry is not an object")
+                raise SpTraceError(path, name, _name_offset(raw, name), "tensor entry is not an object")
             extra = set(e) - {"dtype", "shape", "data_offsets"}
             if extra:
-                raise SpTraceError(path, name, 8, f"unknown field '{sorted(extra)[0]}'")
+                raise SpTraceError(path, name, _name_offset(raw, name), f"unknown field '{sorted(extra)[0]}'")
             dt = e.get("dtype")
             if not isinstance(dt, str):
-                raise SpTraceError(path, name, 8, "missing or non-string 'dtype'")
+                raise SpTraceError(path, name, _name_offset(raw, name), "missing or non-string 'dtype'")
             if dt not in DTYPES:
-                raise SpTraceError(path, name, 8, f"unknown dtype '{dt[:32]}'")
+                raise SpTraceError(path, name, _name_offset(raw, name), f"unknown dtype '{dt[:32]}'")
             shape = e.get("shape")
             if not isinstance(shape, list) or not all(_is_uint(d) and d < 2**63 for d in shape):
-                raise SpTraceError(path, name, 8, "shape entries must be non-negative integers")
+                raise SpTraceError(path, name, _name_offset(raw, name), "shape entries must be non-negative integers")
             nbytes = DTYPES[dt][1]
             for d in shape:
                 nbytes *= d
             if nbytes >= 2**64:
-                raise SpTraceError(path, name, 8, "shape product x dtype size overflows 64 bits")
+                raise SpTraceError(path, name, _name_offset(raw, name), "shape product x dtype size overflows 64 bits")
             off = e.get("data_offsets")
             if not isinstance(off, list) or len(off) != 2:
-                raise SpTraceError(path, name, 8, "'data_offsets' must be [begin, end]")
+                raise SpTraceError(path, name, _name_offset(raw, name), "'data_offsets' must be [begin, end]")
             if not all(_is_uint(o) for o in off):
-                raise SpTraceError(path, name, 8, "'data_offsets' must be non-negative integers")
+                raise SpTraceError(path, name, _name_offset(raw, name), "'data_offsets' must be non-negative integers")
             b, en = off
             if b > en:
-                raise SpTraceError(path, name, 8, f"data_offsets begin {b} > end {en}")
+                raise SpTraceError(path, name, _name_offset(raw, name), f"data_offsets begin {b} > end {en}")
             if en > data_size:
                 raise SpTraceError(path, name, self.data_start + min(b, data_size),
                                    f"data_offsets [{b}, {en}) outside the {data_size}-byte data section")
@@ -174,7 +181,7 @@ class SpTrace:
             self.tensors[name] = {"dtype": dt, "shape": tuple(shape), "begin": b, "end": en}
         version = self.metadata.get("format_version")
         if version is not None and version != FORMAT_VERSION:
-            raise SpTraceError(path, "__metadata__.format_version", 8,
+            raise SpTraceError(path, "__metadata__.format_version", _name_offset(raw, "format_version"),
                                f"unsupported format version '{version[:16]}' (this reader knows {FORMAT_VERSION})")
         cursor, prev = 0, None
         for name, t in sorted(self.tensors.items(), key=lambda kv: (kv[1]["begin"], kv[1]["end"], kv[0])):
