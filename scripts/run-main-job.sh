@@ -50,7 +50,7 @@ fi
 mkdir -p "$RUN"
 # The previous job's outputs, moved aside (replacing the ones kept from the job before it).
 prev=()
-for p in run.sptrace train.json sim area train.log simulate.log area.log report.log; do
+for p in run.sptrace train.json sim scale area train.log simulate.log scale.log area.log report.log; do
   [ -e "$RUN/$p" ] && prev+=("$p")
 done
 if [ ${#prev[@]} -gt 0 ]; then
@@ -63,7 +63,7 @@ if [ -e "$REPORT" ]; then
   echo "make run: the previous report moved to $REPORT.previous/ (a new $REPORT/ is written only if every step succeeds)"
 fi
 step_no=0
-NSTEPS=4
+NSTEPS=5
 step() {  # step NAME CMD...: runs one step, logs to run/NAME.log, stops the job on failure
   local name="$1"; shift
   step_no=$((step_no + 1))
@@ -83,6 +83,19 @@ step train "$BIN/spartan-train" --model "$MODEL" --device "$DEVICE" --seed 1 "${
 # (all layers when empty) of every captured iteration.
 step simulate "$BIN/spartan-sim" run --trace "$RUN/run.sptrace" --gpu "$GPU" --out "$RUN/sim" \
   --rtl ${RTL_LAYERS:+--rtl-layers "$RTL_LAYERS"}
+# The units at ImageNet scale (docs/reproduce-paper.md): synthetic ReLU-like activations of 13 ImageNet conv
+# layers at batch 1 (real sizes, up to 12.8 MB), replayed with the default 32x32 tiles and with 128x128 tiles
+# (whose 64 KiB must fit the engine's read buffer), for the report's section on how the ratios scale.
+scale_step() {
+  mkdir -p "$RUN/scale" &&
+    printf 'engine:\n  read_buffer_bytes: 65536\n' > "$RUN/scale/units-128.yaml" &&
+    "${RUN_SAMPLE:-$(dirname "$BIN")/tests/sptrace_sample}" --imagenet 1 0.3 "$RUN/scale/imagenet-b1.sptrace" &&
+    "$BIN/spartan-sim" run -q --trace "$RUN/scale/imagenet-b1.sptrace" --gpu "$GPU" --out "$RUN/scale/t32" &&
+    "$BIN/spartan-sim" run -q --trace "$RUN/scale/imagenet-b1.sptrace" --gpu "$GPU" --out "$RUN/scale/t128" \
+      --tile 128x128 --units "$RUN/scale/units-128.yaml" &&
+    echo "scale: $RUN/scale/t32/stats.json, $RUN/scale/t128/stats.json"
+}
+step scale scale_step
 # Latency/throughput in area.json from the RTL co-simulation's cycle counts (written by run --rtl).
 step area "$BIN/spartan-area" --gpu "$GPU" --out "$RUN/area" --cycles "$RUN/sim/rtl_cycles.json" "${AREA_ARGS[@]}"
 step report /usr/bin/python3 scripts/make_report.py --run "$RUN" --out "$REPORT" --profile "$PROFILE"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """End-to-end test of the main job: runs scripts/run-main-job.sh with the `tiny` profile (lenet5, 20 steps,
 RTL on one layer, area flow on small blocks) into a scratch directory and checks that report.json carries
-the same numbers as the step outputs it was built from (train.json, sim/stats.json with its rtl section, area.json),
+the same numbers as the step outputs it was built from (train.json, sim/stats.json with its rtl section,
+scale/t32 and scale/t128 stats.json, area.json),
 that the functional checks passed, and that report.md/html and the plots exist.
 Usage: test_main_job.py SOURCE_DIR BUILD_BIN_DIR"""
 import json
@@ -76,6 +77,19 @@ def main():
         cyc = load(f"{run}/sim/rtl_cycles.json")
         if area.get("cycles_source") != cyc.get("source") or not cyc.get("units"):
             fail("area.json did not read run/sim/rtl_cycles.json (cycles_source %r)" % area.get("cycles_source"))
+        # the scale step: both ImageNet-scale replays passed their checks and the report carries their ratios
+        sc = report.get("imagenet_scale")
+        if not sc or len(sc["layers"]) != 13:
+            fail("report.json has no imagenet_scale section of 13 layers")
+        for tile, key in (("t32", "32"), ("t128", "128")):
+            s = load(f"{run}/scale/{tile}/stats.json")
+            if not s["checks"]["passed"]:
+                fail(f"scale/{tile}: functional checks failed")
+            for a, b in zip(sc["layers"], s["layers"]):
+                close(a[f"profile_ratio_{key}"], b["profile_ratio"], f"scale {tile} profiling ratio {b['name']}")
+                close(a[f"convert_ratio_{key}"], b["convert_ratio"], f"scale {tile} conversion ratio {b['name']}")
+        if "## 4b. The units at ImageNet scale" not in md:
+            fail("report.md has no ImageNet-scale section")
         print("e2e: report numbers match train.json, stats.json (incl. rtl) and area.json")
     finally:
         shutil.rmtree(work, ignore_errors=True)
