@@ -9,6 +9,8 @@
 #include <map>
 #include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
 
 #include "sc_test_util.h"
 #include "spartan/common/build_info.h"
@@ -104,6 +106,25 @@ ReplayOptions options(const std::string& trace, const std::string& out) {
   o.tile_cols = 32;
   o.quiet = true;
   return o;
+}
+
+// Replays layer 0 of iteration 10 of the F32 test trace with the --units file `units_yaml` (written to dir) into
+// dir/out<index>; returns the run's stats.json.
+nlohmann::json replay_layer0_with_units(const std::string& dir, int index, const std::string& units_yaml) {
+  const std::string out = dir + "/out" + std::to_string(index);
+  SC_SCENARIO([&] {
+    auto opt = options(write_trace(dir, tr::DType::F32), out);
+    std::filesystem::create_directories(opt.out_dir);
+    opt.iterations = {10};
+    opt.layers = {0};
+    const std::string units = dir + "/units.yaml";
+    std::ofstream(units) << units_yaml;
+    load_units_config(units, opt);
+    EXPECT_TRUE(run_replay(opt, {})["checks"]["passed"].get<bool>());
+  });
+  std::ifstream f(out + "/stats.json");
+  EXPECT_TRUE(f.good()) << out;
+  return f.good() ? nlohmann::json::parse(f) : nlohmann::json();
 }
 
 // Every reported total (profile, convert; software, hardware) is the sum of its steps, component by
@@ -296,20 +317,10 @@ TEST(Replay, UnitClocksDefaultToTheL2ClockAndCanBeSlower) {
   std::filesystem::create_directories(dir);
   std::vector<nlohmann::json> docs;
   for (double mhz : {0.0, 300.0}) {  // the engine at 2/3 of the monitors' clock: the two keys are separate
-    const std::string out = dir + "/out" + std::to_string(docs.size());
-    SC_SCENARIO([&] {
-      auto opt = options(write_trace(dir, tr::DType::F32), out);
-      std::filesystem::create_directories(opt.out_dir);
-      opt.iterations = {10};
-      opt.layers = {0};
-      const std::string units = dir + "/units.yaml";
-      std::ofstream(units) << "monitor:\n  clock_mhz: " << mhz << "\nengine:\n  clock_mhz: " << mhz * 2 / 3 << "\n";
-      load_units_config(units, opt);
-      EXPECT_TRUE(run_replay(opt, {})["checks"]["passed"].get<bool>());
-    });
-    std::ifstream f(out + "/stats.json");
-    ASSERT_TRUE(f.good()) << out;
-    docs.push_back(nlohmann::json::parse(f));
+    std::ostringstream units;
+    units << "monitor:\n  clock_mhz: " << mhz << "\nengine:\n  clock_mhz: " << mhz * 2 / 3 << "\n";
+    docs.push_back(replay_layer0_with_units(dir, int(docs.size()), units.str()));
+    ASSERT_FALSE(docs.back().is_null());
   }
   EXPECT_EQ(docs[0]["gpu"]["monitor_mhz"], docs[0]["gpu"]["l2_mhz"]);
   EXPECT_EQ(docs[0]["gpu"]["engine_mhz"], docs[0]["gpu"]["l2_mhz"]);
@@ -329,20 +340,10 @@ TEST(Replay, MmioLatencyOfTheStartingWriteIsInBothHardwareSteps) {
   std::filesystem::create_directories(dir);
   std::vector<nlohmann::json> docs;
   for (int lat : {2, 10002}) {
-    const std::string out = dir + "/out" + std::to_string(docs.size());
-    SC_SCENARIO([&] {
-      auto opt = options(write_trace(dir, tr::DType::F32), out);
-      std::filesystem::create_directories(opt.out_dir);
-      opt.iterations = {10};
-      opt.layers = {0};
-      const std::string units = dir + "/units.yaml";
-      std::ofstream(units) << "monitor:\n  mmio_latency_cycles: " << lat << "\nengine:\n  mmio_latency_cycles: " << lat << "\n";
-      load_units_config(units, opt);
-      EXPECT_TRUE(run_replay(opt, {})["checks"]["passed"].get<bool>());
-    });
-    std::ifstream f(out + "/stats.json");
-    ASSERT_TRUE(f.good()) << out;
-    docs.push_back(nlohmann::json::parse(f));
+    const std::string n = std::to_string(lat);
+    docs.push_back(replay_layer0_with_units(dir, int(docs.size()),
+                                            "monitor:\n  mmio_latency_cycles: " + n + "\nengine:\n  mmio_latency_cycles: " + n + "\n"));
+    ASSERT_FALSE(docs.back().is_null());
   }
   const double cycle_ns = 1e3 / docs[0]["gpu"]["l2_mhz"].get<double>();  // both units at the L2 clock
   const auto& a = docs[0]["layers"][0]["hardware"];
