@@ -18,9 +18,15 @@ int report(const char* tool, const std::function<int()>& body) {
   try {
     return body();
   } catch (...) {
-    const CliFailure f = describe_failure(std::current_exception());
-    if (!f.printed_elsewhere) std::fprintf(stderr, "%s: %s\n", tool, f.line().c_str());
-    return f.exit_code;
+    try {
+      const CliFailure f = describe_failure(std::current_exception());
+      if (!f.printed_elsewhere)
+        std::fprintf(stderr, "%s: %s%s\n", tool, f.internal ? "internal error: " : "error: ", f.message.c_str());
+      return f.exit_code;
+    } catch (const std::bad_alloc&) {  // describing the failure needs a little memory
+      std::fprintf(stderr, "%s: error: out of memory\n", tool);
+      return 2;
+    }
   }
 }
 }  // namespace
