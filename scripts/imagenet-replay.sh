@@ -3,7 +3,7 @@
 # VGG-16, ResNet-18 at 224x224: real layer sizes, ReLU-like random values at density 0.3) through the V100 model,
 # for batch 1, 4 and 16, tiles 32x32 (the default), 64x64 and 128x128, and the engine with 4 (default) and
 # 16 tile buffers. Writes OUT/imagenet.md (one table row per layer and setting) and each run's stats.json.
-#   scripts/imagenet-replay.sh [BUILD_DIR] [OUT_DIR]      (defaults: build, run/imagenet; about 10 minutes)
+#   scripts/imagenet-replay.sh [BUILD_DIR] [OUT_DIR]      (defaults: build, run/imagenet; about 5 minutes)
 # Results and their reading: docs/reproduce-paper.md, "The units at ImageNet scale".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +26,7 @@ units "$OUT/units-tb16.yaml" 16
 runs=()
 for batch in 1 4 16; do
   trace="$OUT/imagenet-b$batch.sptrace"
-  [ -s "$trace" ] || "$SAMPLE" --imagenet "$batch" "$DENSITY" "$trace"
+  "$SAMPLE" --imagenet "$batch" "$DENSITY" "$trace"  # always rewritten (seconds): no stale trace is replayed
 done
 run() {  # run NAME BATCH TILE UNITS
   local dir="$OUT/$1"

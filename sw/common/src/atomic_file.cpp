@@ -26,7 +26,7 @@ constexpr int kTempSlots = 16384;
 struct TempSlot {
   std::atomic<int> state{0};
   pid_t pid = 0;
-  char* path = nullptr;       // owned; kept for reuse when the slot is freed
+  char* path = nullptr;       // kept for reuse when the slot is freed; never freed (see register_temp)
   std::size_t capacity = 0;   // bytes of `path`
 };
 TempSlot g_temp_slots[kTempSlots];
@@ -46,7 +46,9 @@ int register_temp(const std::string& path) {
           s.state.store(0);
           return -1;
         }
-        delete[] s.path;
+        // The old buffer is not freed: a handler on another thread may have seen this slot live (state 2)
+        // just before it was released and taken again, and still be reading the old path. Growing is rare
+        // (temporaries of one run have paths of similar lengths), so the leak is small.
         s.path = fresh;
         s.capacity = path.size() + 1;
       }

@@ -356,8 +356,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
       throw InputError("cuda tile-sparse gemm: tiles must have 1..4096 elements and sides <= 1024");
     if (opt.sparse_format != format::TileFormat::Ell && opt.sparse_format != format::TileFormat::Bitmap)
       throw InputError("cuda tile-sparse gemm: sparse format must be ELL or BITMAP");
-    if (!(opt.threshold >= 0.0))  // the CPU engine's check (tile_sparse.cpp)
-      throw InputError("cuda tile-sparse gemm: threshold must be >= 0, got " + format_g(opt.threshold));
+    check_threshold_options(opt, "cuda tile-sparse gemm");
     require_gpu();
     // Shared memory per block, checked here (before any compaction or upload) for both band heights: P rows
     // of a band are TR (S as stored) or TC (S transposed).

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cassert>
 #include <chrono>
 #include <cstdint>
@@ -161,6 +162,15 @@ std::size_t default_gather_slice_bytes() {
   return bytes;
 }
 
+void check_threshold_options(const TileSparseOptions& opt, const char* engine) {
+  if (!(opt.threshold >= 0.0))
+    throw InputError(std::string(engine) + ": threshold must be >= 0 (0: every tile DENSE; > 1: every non-zero tile " +
+                     "sparse), got " + format_g(opt.threshold));
+  if (!(opt.guard_fraction >= 0.0 && std::isfinite(opt.guard_fraction)))
+    throw InputError(std::string(engine) + ": guard_fraction must be a finite number >= 0, got " +
+                     format_g(opt.guard_fraction));
+}
+
 TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
   if (opt.tile_rows == 0 || opt.tile_cols == 0 || opt.tile_rows > format::kMaxTileSide ||
       opt.tile_cols > format::kMaxTileSide)
@@ -175,11 +185,7 @@ TileSparseEngine::TileSparseEngine(const TileSparseOptions& opt) : opt_(opt) {
   if (opt.gather_slice_bytes > kMaxGatherSliceBytes)
     throw InputError("tile-sparse gemm: gather_slice_bytes must be at most " + std::to_string(kMaxGatherSliceBytes >> 10) +
                      " KiB (0: from the L2 size), got " + std::to_string(opt.gather_slice_bytes));
-  if (!(opt.threshold >= 0.0))
-    throw InputError("tile-sparse gemm: threshold must be >= 0 (0: every tile DENSE; > 1: every non-zero tile sparse), got " +
-                     format_g(opt.threshold));
-  if (!(opt.guard_fraction >= 0.0 && opt.guard_fraction < 1e300))
-    throw InputError("tile-sparse gemm: guard_fraction must be a finite number >= 0, got " + format_g(opt.guard_fraction));
+  check_threshold_options(opt, "tile-sparse gemm");
   if (opt.num_threads < 0)
     throw InputError("tile-sparse gemm: num_threads must be >= 0 (0: the OpenMP default), got " +
                      std::to_string(opt.num_threads));

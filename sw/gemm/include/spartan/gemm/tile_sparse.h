@@ -176,6 +176,11 @@ struct TileSparseOptions {
   std::size_t gather_slice_bytes = 0;
 };
 
+/// The checks of the density options that both tile-sparse engines (CPU and CUDA) make in their constructors:
+/// throws spartan::InputError, naming `engine`, for a NaN or negative threshold or a guard_fraction that is
+/// negative or not finite (a NaN guard would never fire, a negative one always).
+void check_threshold_options(const TileSparseOptions& opt, const char* engine);
+
 /// The L2 size per core minus 256 KiB, at least 256 KiB (L2 size from sysconf(_SC_LEVEL2_CACHE_SIZE); taken
 /// as 512 KiB when the system does not report it): 256 KiB on the 512 KiB-L2 Zen 3 VM where that slice was
 /// chosen (R blocks of 1024 rows), 768 KiB on the 1 MiB-L2 Zen 5 host, where the backward-weight GEMMs with
@@ -225,7 +230,7 @@ struct Entry {
 
 class TileSparseEngine final : public GemmEngine {
  public:
-  /// Throws spartan::InputError on bad options: tile size outside 1..65535, a sparse format other than ELL or
+  /// Throws spartan::InputError on bad options (check_threshold_options for the numeric ones): tile size outside 1..65535, a sparse format other than ELL or
   /// BITMAP, AVX2 or AVX-512 forced on a CPU without it, gather_slice_bytes above kMaxGatherSliceBytes, a NaN or
   /// negative threshold, a negative or non-finite guard_fraction, negative num_threads.
   explicit TileSparseEngine(const TileSparseOptions& opt = {});
