@@ -17,17 +17,17 @@ namespace spartan {
 
 namespace {
 // Process-wide registry of live temporary paths, read by the signal handler. The slot table is fixed and
-// preallocated, and a slot's path buffer is allocated when the slot is filled (never by the handler), so that
-// the handler only reads memory and calls unlink() (async-signal-safe, POSIX.1-2017 2.4.3). A slot is 0 (free),
-// 1 (being filled or cleared) or 2 (live); `pid` keeps a forked child that has not exec'ed yet from unlinking its
-// parent's files. 16384 slots (384 KiB, untouched pages not resident): spartan-sdnn generate holds one
-// temporary per layer until its final renames, 1920 for the Graph Challenge's deepest network.
+// preallocated, and a slot's path buffer is allocated when the slot is first filled (never by the handler),
+// so that the handler only reads memory and calls unlink() (async-signal-safe, POSIX.1-2017 2.4.3). A slot is
+// 0 (free), 1 (being filled or cleared) or 2 (live); `pid` keeps a forked child that has not exec'ed yet from
+// unlinking its parent's files. 16384 slots (256 KiB, untouched pages not resident; 4 KiB more per slot in
+// use): spartan-sdnn generate holds one temporary per layer until its final renames, 1920 for the Graph
+// Challenge's deepest network.
 constexpr int kTempSlots = 16384;
 struct TempSlot {
   std::atomic<int> state{0};
   pid_t pid = 0;
-  char* path = nullptr;       // kept for reuse when the slot is freed; never freed (see register_temp)
-  std::size_t capacity = 0;   // bytes of `path`
+  char* path = nullptr;  // PATH_MAX bytes from the slot's first use on (see register_temp)
 };
 TempSlot g_temp_slots[kTempSlots];
 std::atomic<int> g_temp_hint{0};  // where the search for a free slot starts (slots are taken roughly in order)
@@ -40,17 +40,15 @@ int register_temp(const std::string& path) {
     int expected = 0;
     if (g_temp_slots[i].state.compare_exchange_strong(expected, 1)) {
       TempSlot& s = g_temp_slots[i];
-      if (s.capacity < path.size() + 1) {
-        char* fresh = new (std::nothrow) char[path.size() + 1];
-        if (!fresh) {
+      if (!s.path) {
+        // PATH_MAX bytes on the slot's first use, kept for every later use: the buffer never moves or grows, so
+        // a handler on another thread that saw the slot live just before it was released and taken again reads
+        // valid memory (a path of the same or the next file, never freed memory), and nothing leaks.
+        s.path = new (std::nothrow) char[PATH_MAX];
+        if (!s.path) {
           s.state.store(0);
           return -1;
         }
-        // The old buffer is not freed: a handler on another thread may have seen this slot live (state 2)
-        // just before it was released and taken again, and still be reading the old path. Growing is rare
-        // (temporaries of one run have paths of similar lengths), so the leak is small.
-        s.path = fresh;
-        s.capacity = path.size() + 1;
       }
       std::memcpy(s.path, path.c_str(), path.size() + 1);
       s.pid = ::getpid();
