@@ -38,6 +38,41 @@ std::vector<float> relu_like(std::size_t n, double density, std::mt19937& rng) {
   }
   return v;
 }
+
+std::size_t elements(const std::vector<std::int64_t>& shape) {
+  std::size_t n = 1;
+  for (auto d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+// The metadata keys every sample writes (the layers' GEMM times and sparsity are added after the tensors).
+void set_sample_metadata(TraceWriter& w, const std::string& writer, const std::string& model,
+                         const std::string& dataset, std::int64_t batch, const std::string& capture_every,
+                         const std::vector<LayerInfo>& layers) {
+  w.set_metadata(keys::kFormatVersion, kFormatVersion);
+  w.set_metadata(keys::kWriter, writer);
+  w.set_metadata(keys::kModel, model);
+  w.set_metadata(keys::kDataset, dataset);
+  w.set_metadata(keys::kDevice, "synthetic: not measured");
+  w.set_metadata(keys::kSeed, "20211001");
+  w.set_metadata(keys::kBatch, std::to_string(batch));
+  w.set_metadata(keys::kCaptureEvery, capture_every);
+  w.set_metadata(keys::kLayers, layers_to_json(layers));
+}
+
+// Writes `base`dz_mask: n_out random flags, each 1 with probability `density`; returns the fraction of ones.
+double add_dz_mask(TraceWriter& w, const std::string& base, std::size_t n_out, double density, std::mt19937& rng) {
+  std::vector<std::uint8_t> flags(n_out);
+  std::size_t ones = 0;
+  for (auto& f : flags) ones += (f = unit(rng) < density);
+  const auto packed = pack_bits(flags.data(), flags.size());
+  w.add_tensor(base + kinds::kDzMask, DType::U8, {static_cast<std::int64_t>(packed.size())}, packed.data(),
+               packed.size());
+  return static_cast<double>(ones) / static_cast<double>(n_out);
+}
+
+// Made-up roofline of a GEMM: 1 TFLOP/s.
+double roofline_ms(const GemmShape& g) { return 2.0 * g.M * g.N * g.K / 1e12 * 1e3; }
 }  // namespace
 
 // One conv layer of the ImageNet networks: input [batch, cin, hw, hw], kernel k x k, stride 1, pad k / 2.
@@ -56,7 +91,8 @@ int write_imagenet(std::int64_t batch, double density, const std::string& out) {
       {"alexnet.conv2", 64, 27, 192, 5},      {"alexnet.conv3", 192, 13, 384, 3}, {"alexnet.conv5", 256, 13, 256, 3},
       {"vgg16.conv1_2", 64, 224, 64, 3},      {"vgg16.conv2_2", 128, 112, 128, 3}, {"vgg16.conv3_2", 256, 56, 256, 3},
       {"vgg16.conv4_2", 512, 28, 512, 3},     {"vgg16.conv5_2", 512, 14, 512, 3}, {"resnet18.conv2_x", 64, 56, 64, 3},
-      {"resnet18.conv3_x", 128, 28, 128, 3},  {"resnet18.conv4_x", 256, 14, 256, 3}, {"resnet18.conv5_x", 512, 7, 512, 3},
+      {"resnet18.conv3_x", 128, 28, 128, 3},  {"resnet18.conv4_x", 256, 14, 256, 3},
+      {"resnet18.conv5_x", 512, 7, 512, 3},
   };
   std::vector<LayerInfo> layers;
   for (const ImageNetConv& c : convs)
@@ -64,46 +100,34 @@ int write_imagenet(std::int64_t batch, double density, const std::string& out) {
                                      c.k, c.k, 1, c.k / 2, true));
   std::mt19937 rng(20211001);
   TraceWriter w(out);
-  w.set_metadata(keys::kFormatVersion, kFormatVersion);
-  w.set_metadata(keys::kWriter, "sptrace_sample --imagenet (traces/samples/make_sample.cpp)");
-  w.set_metadata(keys::kModel, "imagenet-conv-layers (AlexNet, VGG-16, ResNet-18 conv layer inputs at 224x224)");
-  w.set_metadata(keys::kDataset, "synthetic (ReLU-like random activations at density " + std::to_string(density) +
-                                     ", not a real run)");
-  w.set_metadata(keys::kDevice, "synthetic: not measured");
-  w.set_metadata(keys::kSeed, "20211001");
-  w.set_metadata(keys::kBatch, std::to_string(batch));
-  w.set_metadata(keys::kCaptureEvery, "1");
-  w.set_metadata(keys::kLayers, layers_to_json(layers));
+  set_sample_metadata(w, "sptrace_sample --imagenet (traces/samples/make_sample.cpp)",
+                      "imagenet-conv-layers (AlexNet, VGG-16, ResNet-18 conv layer inputs at 224x224)",
+                      "synthetic (ReLU-like random activations at density " + std::to_string(density) +
+                          ", not a real run)",
+                      batch, "1", layers);
   std::vector<GemmTimes> times;
   std::vector<LayerSparsity> sparsity(layers.size());
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const LayerInfo& L = layers[l];
-    std::size_t n_in = 1, n_out = 1;
-    for (auto d : L.input) n_in *= static_cast<std::size_t>(d);
-    for (auto d : L.output) n_out *= static_cast<std::size_t>(d);
+    const std::size_t n_in = elements(L.input);
     const std::vector<float> act = relu_like(n_in, l == 0 ? 1.0 : density, rng);
     std::size_t nz = 0;
     for (float x : act) nz += x != 0.0f;
     const std::string base = "it0/L" + std::to_string(l) + "/";
     w.add_tensor(base + kinds::kAct, DType::F32, L.input, act.data(), act.size() * sizeof(float));
-    std::vector<std::uint8_t> flags(n_out);
-    std::size_t ones = 0;
-    for (auto& f : flags) ones += (f = unit(rng) < density);
-    const auto packed = pack_bits(flags.data(), flags.size());
-    w.add_tensor(base + kinds::kDzMask, DType::U8, {static_cast<std::int64_t>(packed.size())}, packed.data(), packed.size());
+    const double dz_density = add_dz_mask(w, base, elements(L.output), density, rng);
     LayerSparsity& sp = sparsity[l];
     sp.layer = L.index, sp.name = L.name;
     sp.iterations.push_back(0);
     sp.act_density.push_back(static_cast<double>(nz) / static_cast<double>(n_in));
-    sp.dz_mask_density.push_back(static_cast<double>(ones) / static_cast<double>(n_out));
+    sp.dz_mask_density.push_back(dz_density);
     // No GEMM was run: dense times from a made-up 1 TFLOP/s roofline, no tile-sparse time (the replay then
     // reports no GEMM speedup for these layers).
     GemmTimes t;
     t.iteration = 0, t.layer = L.index, t.device = "synthetic: not measured", t.timer = "none";
-    auto ms = [](const GemmShape& g) { return 2.0 * g.M * g.N * g.K / 1e12 * 1e3; };
-    t.fwd = {ms(L.fwd), std::nullopt, std::nullopt};
-    t.bwd_data = {ms(L.bwd_data), std::nullopt, std::nullopt};
-    t.bwd_weight = {ms(L.bwd_weight), std::nullopt, std::nullopt};
+    t.fwd = {roofline_ms(L.fwd), std::nullopt, std::nullopt};
+    t.bwd_data = {roofline_ms(L.bwd_data), std::nullopt, std::nullopt};
+    t.bwd_weight = {roofline_ms(L.bwd_weight), std::nullopt, std::nullopt};
     times.push_back(t);
   }
   w.set_metadata(keys::kGemmTimes, gemm_times_to_json(times));
@@ -145,24 +169,15 @@ int main(int argc, char** argv) {
     std::mt19937 rng(20211001);
 
     TraceWriter w(argv[micro ? 2 : 1]);
-    w.set_metadata(keys::kFormatVersion, kFormatVersion);
-    w.set_metadata(keys::kWriter, "sptrace_sample (traces/samples/make_sample.cpp)");
-    w.set_metadata(keys::kModel, micro ? "micro-mlp" : "lenet5");
-    w.set_metadata(keys::kDataset, "synthetic (ReLU-like random activations, not a real run)");
-    w.set_metadata(keys::kDevice, "synthetic: not measured");
-    w.set_metadata(keys::kSeed, "20211001");
-    w.set_metadata(keys::kBatch, std::to_string(batch));
-    w.set_metadata(keys::kCaptureEvery, "100");
-    w.set_metadata(keys::kLayers, layers_to_json(layers));
+    set_sample_metadata(w, "sptrace_sample (traces/samples/make_sample.cpp)", micro ? "micro-mlp" : "lenet5",
+                        "synthetic (ReLU-like random activations, not a real run)", batch, "100", layers);
 
     std::vector<GemmTimes> times;
     std::vector<LayerSparsity> sparsity(layers.size());
     for (int i = 0; i < n_iterations; ++i) {
       for (std::size_t l = 0; l < layers.size(); ++l) {
         const LayerInfo& L = layers[l];
-        std::size_t n_in = 1, n_out = 1;
-        for (auto d : L.input) n_in *= static_cast<std::size_t>(d);
-        for (auto d : L.output) n_out *= static_cast<std::size_t>(d);
+        const std::size_t n_in = elements(L.input);
         std::vector<float> act = relu_like(n_in, act_density[i][l], rng);
         std::size_t nz = 0;
         for (float x : act) nz += x != 0.0f;
@@ -178,19 +193,12 @@ int main(int argc, char** argv) {
         sp.layer = L.index, sp.name = L.name;
         sp.iterations.push_back(iterations[i]);
         sp.act_density.push_back(static_cast<double>(nz) / static_cast<double>(n_in));
-        if (L.relu_after) {
-          std::vector<std::uint8_t> flags(n_out);
-          std::size_t ones = 0;
-          for (auto& f : flags) ones += (f = unit(rng) < mask_density[i][l]);
-          const auto packed = pack_bits(flags.data(), flags.size());
-          w.add_tensor(base + kinds::kDzMask, DType::U8, {static_cast<std::int64_t>(packed.size())}, packed.data(),
-                       packed.size());
-          sp.dz_mask_density.push_back(static_cast<double>(ones) / static_cast<double>(n_out));
-        }
+        if (L.relu_after)
+          sp.dz_mask_density.push_back(add_dz_mask(w, base, elements(L.output), mask_density[i][l], rng));
         // Made-up roofline: 1 TFLOP/s dense; tile-sparse scales with density plus 20% overhead.
         GemmTimes t;
         t.iteration = iterations[i], t.layer = L.index, t.device = "synthetic: not measured", t.timer = "none";
-        auto ms = [](const GemmShape& g) { return 2.0 * g.M * g.N * g.K / 1e12 * 1e3; };
+        const auto ms = roofline_ms;
         const double d_act = sp.act_density.back();
         const double d_dz = L.relu_after ? sp.dz_mask_density.back() : 1.0;
         t.fwd = {ms(L.fwd), ms(L.fwd) * (0.2 + d_act), std::nullopt};
