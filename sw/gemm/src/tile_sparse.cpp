@@ -214,12 +214,7 @@ format::TiledMatrix TileSparseEngine::compact_operand(const GemmCall& c) const {
 
 format::TiledMatrix TileSparseEngine::compact_impl(const GemmCall& c, double skip_payload_density) const {
   const Stored st = stored_sparse(c);
-  format::CompactOptions o;
-  o.tile_rows = opt_.tile_rows;
-  o.tile_cols = opt_.tile_cols;
-  o.threshold = opt_.threshold;
-  o.sparse_format = opt_.sparse_format;
-  o.dense_if_not_smaller = opt_.dense_if_not_smaller;
+  const format::CompactOptions o = compact_options(opt_);
   // The same tiles as format::compact() / compact_transposed(), from AVX-512 loops (compact_fast.h) on an AVX-512
   // engine.
   format::TiledMatrix m;

@@ -181,6 +181,17 @@ struct TileSparseOptions {
 /// negative or not finite (a NaN guard would never fire, a negative one always).
 void check_threshold_options(const TileSparseOptions& opt, const char* engine);
 
+/// The format::compact() options of an engine's options (tile, threshold, sparse format, size rule).
+inline format::CompactOptions compact_options(const TileSparseOptions& opt) {
+  format::CompactOptions o;
+  o.tile_rows = opt.tile_rows;
+  o.tile_cols = opt.tile_cols;
+  o.threshold = opt.threshold;
+  o.sparse_format = opt.sparse_format;
+  o.dense_if_not_smaller = opt.dense_if_not_smaller;
+  return o;
+}
+
 /// The L2 size per core minus 256 KiB, at least 256 KiB (L2 size from sysconf(_SC_LEVEL2_CACHE_SIZE); taken
 /// as 512 KiB when the system does not report it): 256 KiB on the 512 KiB-L2 Zen 3 VM where that slice was
 /// chosen (R blocks of 1024 rows), 768 KiB on the 1 MiB-L2 Zen 5 host, where the backward-weight GEMMs with
