@@ -4,9 +4,9 @@
 // callee-saved registers, below; elsewhere POSIX ucontext, whose every switch is a system call): each runs until it reaches
 // __syncthreads() or the end of the kernel, then the next one runs. When every thread has stopped, the block
 // is either finished (all ended) or at one barrier (all waiting at their n-th syncthreads()), or the threads
-// disagree: a barrier in divergent code, reported. Even phases run the threads in index order, odd phases in
-// reverse, so a read of another thread's shared-memory write without a barrier between them gives a wrong
-// value in one order or the other. One OS thread and a fixed order: runs are deterministic.
+// disagree: a barrier in divergent code, reported. The threads run in index order or in reverse order,
+// alternating from one barrier interval to the next and from one block to the next, so a read of another
+// thread's shared-memory write without a barrier between them gives a wrong value in one order or the other. One OS thread and a fixed order: runs are deterministic.
 #include "spartan/common/simt.h"
 
 #include <sys/mman.h>
@@ -42,7 +42,9 @@ constexpr std::size_t kFiberStackBytes = 1 << 20;  // ASan's redzones make frame
 constexpr std::size_t kFiberStackBytes = 256 << 10;
 #endif
 
-#if defined(__x86_64__)
+// The switch below "returns" into a new fiber, which a CET shadow stack (-fcf-protection=return) would
+// refuse: such builds take ucontext.
+#if defined(__x86_64__) && !(defined(__CET__) && (__CET__ & 2))
 #define SPARTAN_SIMT_X86_64_SWITCH 1
 #endif
 
@@ -138,14 +140,18 @@ void make_fiber(Fiber& f) {
 #endif
 #if defined(SPARTAN_SIMT_X86_64_SWITCH)
   // From the 16-byte aligned top down: a zero return address for the entry (rsp = 8 mod 16 there, as after a
-  // call), the entry's address for spartan_simt_switch's ret, six callee-saved registers (0), then MXCSR
-  // (0x1F80, its reset value) and the x87 control word (0x037F).
+  // call), the entry's address for spartan_simt_switch's ret, six callee-saved registers (0), then the
+  // caller's MXCSR and x87 control word (rounding and denormal modes as on the launching thread).
   auto top = (reinterpret_cast<std::uintptr_t>(f.stack) + kFiberStackBytes) & ~std::uintptr_t(15);
   auto* w = reinterpret_cast<std::uint64_t*>(top);
   *--w = 0;
   *--w = reinterpret_cast<std::uint64_t>(&spartan_simt_fiber_entry);
   for (int i = 0; i < 6; ++i) *--w = 0;
-  *--w = 0x1F80u | (std::uint64_t(0x037Fu) << 32);
+  std::uint32_t mxcsr = 0;
+  std::uint16_t x87_cw = 0;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(x87_cw));
+  *--w = std::uint64_t(mxcsr) | (std::uint64_t(x87_cw) << 32);
   f.sp = w;
 #else
   if (getcontext(&f.ctx) != 0) throw Error("simt: getcontext failed");
@@ -174,6 +180,7 @@ class SharedMemory {
     }
     data = base_ + page_ + body_ - rounded;
     std::memset(base_ + page_, kSlack, std::size_t(data - (base_ + page_)));
+    std::memset(data + bytes, kSlack, rounded - bytes);  // the rounding after the end
   }
   ~SharedMemory() { munmap(base_, body_ + 2 * page_); }
   SharedMemory(const SharedMemory&) = delete;
@@ -181,6 +188,8 @@ class SharedMemory {
   void poison() { std::memset(data, 0xFF, bytes_); }  // a float NaN in every word
   bool slack_intact() const {
     for (const unsigned char* p = base_ + page_; p < data; ++p)
+      if (*p != kSlack) return false;
+    for (const unsigned char* p = data + bytes_; p < base_ + page_ + body_; ++p)
       if (*p != kSlack) return false;
     return true;
   }
@@ -245,16 +254,26 @@ extern "C" void spartan_simt_fiber_entry() { spartan::simt::fiber_main(); }
 namespace spartan::simt {
 namespace {
 
-// The t-th fiber stack, kept for later launches (grow-only: launches are serialised, and at most 1024
-// stacks are ever needed).
+// The t-th fiber stack: kFiberStackBytes above an inaccessible page (an overflow faults), kept for later
+// launches (grow-only: launches are serialised, and at most 1024 stacks are ever needed; never unmapped).
 char* fiber_stack(unsigned t) {
-  static std::vector<std::unique_ptr<char[]>> pool;
-  while (pool.size() <= t) pool.emplace_back(new char[kFiberStackBytes]);
-  return pool[t].get();
+  static std::vector<char*> pool;
+  static const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  while (pool.size() <= t) {
+    void* m = mmap(nullptr, kFiberStackBytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw Error("simt: could not map a fiber stack");
+    if (mprotect(m, page, PROT_NONE) != 0) {
+      munmap(m, kFiberStackBytes + page);
+      throw Error("simt: could not protect a fiber stack's guard page");
+    }
+    pool.push_back(static_cast<char*>(m) + page);
+  }
+  return pool[t];
 }
 
-// Runs one block of a launch with syncthreads() on fibers; returns an error message or "".
-std::string run_block(Launch& L) {
+// Runs one block of a launch with syncthreads() on fibers (`block_index`: its linear index, which with the
+// barrier interval picks the threads' order); returns an error message or "".
+std::string run_block(Launch& L, std::uint64_t block_index) {
   for (Fiber& f : L.threads) {
     f.syncs = 0;
     f.done = false;
@@ -263,7 +282,7 @@ std::string run_block(Launch& L) {
   const std::size_t n = L.threads.size();
   for (std::uint64_t phase = 0;; ++phase) {
     for (std::size_t i = 0; i < n; ++i) {
-      Fiber& f = L.threads[phase % 2 == 0 ? i : n - 1 - i];
+      Fiber& f = L.threads[(phase + block_index) % 2 == 0 ? i : n - 1 - i];
       if (!f.done) resume(L, f);
     }
     if (L.error) return "";
@@ -337,7 +356,7 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
         shm.poison();
         blockIdx = Dim3{x, y, z};
         if (uses_syncthreads) {
-          const std::string divergent = run_block(L);
+          const std::string divergent = run_block(L, (std::uint64_t(z) * grid.y + y) * grid.x + x);
           if (L.error) std::rethrow_exception(L.error);
           if (!divergent.empty()) throw Error(divergent);
         } else {
@@ -347,7 +366,7 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
           }
         }
         if (!shm.slack_intact())
-          throw Error("simt: block " + block_name(blockIdx) + " wrote before the start of its dynamic shared memory");
+          throw Error("simt: block " + block_name(blockIdx) + " wrote outside its dynamic shared memory");
       }
 }
 

@@ -169,6 +169,9 @@ class CudaTileDev {
   template <class T>
   using Buf = DevBuf<T>;
   explicit CudaTileDev(std::unique_ptr<CudaDenseEngine>& dense) : dense_(dense) {}
+  /// The tile kernel's static shared memory as the runtime reports it (cudaFuncGetAttributes): with the
+  /// dynamic bytes, what decides the opt-in above 48 KiB.
+  void set_static_smem(std::size_t bytes) { smem_static_ = bytes; }
   TileSparseStats run_dense(const GemmCall& c) {
     if (!dense_) dense_ = std::make_unique<CudaDenseEngine>();  // created on first use
     dense_->run(c);
@@ -211,7 +214,7 @@ class CudaTileDev {
   /// time. alpha == 0: only the scaling (BLAS semantics: A and B are not read, so Inf or NaN in them cannot
   /// make 0 * Inf = NaN in C).
   void launch(const GemmCall& c, const KParams& k, const cudak::TileLaunch& L, TileSparseStats& st) {
-    if (L.smem + cudak::kTileKernelStaticSmemBytes > 48 * 1024)
+    if (L.smem + smem_static_ > 48 * 1024)
       check(cudaFuncSetAttribute(tile_sparse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L.smem)),
             "cudaFuncSetAttribute");
     Events ev;
@@ -225,6 +228,7 @@ class CudaTileDev {
 
  private:
   std::unique_ptr<CudaDenseEngine>& dense_;
+  std::size_t smem_static_ = 0;
   DevScratch hdr_, sizes_, offsets_, payload_, scan_temp_;
 };
 
@@ -241,6 +245,7 @@ class CudaTileSparseEngine final : public GemmEngine, public StatsHolder {
     cudaFuncAttributes fa{};
     check(cudaFuncGetAttributes(&fa, tile_sparse_kernel), "cudaFuncGetAttributes");
     // rowstart[]: the opt-in limit covers static + dynamic.
+    dev_.set_static_smem(fa.sharedSizeBytes);
     chunk_[0] = cudak::chunk_rows(opt, int(opt.tile_rows), smem_max, fa.sharedSizeBytes);
     chunk_[1] = cudak::chunk_rows(opt, int(opt.tile_cols), smem_max, fa.sharedSizeBytes);
   }

@@ -21,6 +21,7 @@
 #include "spartan/gemm/cuda.h"
 
 namespace spartan::gemm::cudak {
+inline namespace SPARTAN_SIMT_ABI {  // as cuda_tile_kernels.h
 
 /// Computes call `c` with the tile-sparse kernels on `dev` (options `opt`, `chunk` as for plan_call) and
 /// writes what it did to `stats`. Throws spartan::InputError on inconsistent shapes (validate_shape) and
@@ -68,4 +69,5 @@ void run_tile_sparse_call(const GemmCall& c, const TileSparseOptions& opt, const
   C.to_host(c.C);
 }
 
+}  // inline namespace SPARTAN_SIMT_ABI
 }  // namespace spartan::gemm::cudak

@@ -27,6 +27,7 @@
 #include "tile_compact_hd.h"
 
 namespace spartan::gemm::cudak {
+inline namespace SPARTAN_SIMT_ABI {  // nvcc's and the host emulation's symbols differ (simt.h)
 
 SPARTAN_SIMT_NAMES
 
@@ -91,10 +92,13 @@ struct NzEntry {
 };
 
 constexpr int kQB = 128;  // threads per block = Q columns per block
-/// Most P rows (accumulator rows of kQB floats) one block keeps: 32 rows are 16 KiB of shared memory, so an
-/// 8 x 256 tile needs 45,060 bytes per block in either orientation (under the 48 KiB that needs no opt-in) and
-/// the default 16 x 256 tile 61,444 (as stored: 16 rows) or 69,636 (transposed: 32 rows), opted in by launch();
-/// every GPU the build targets has at least 64 KiB (chunk_rows() takes fewer rows where it must).
+/// Most P rows (accumulator rows of kQB floats) one block keeps: 32 rows are 16 KiB of shared memory. Shared
+/// memory per block, smem_bytes() + the static rowstart[] (4,100 bytes in the source; the compiled kernel
+/// reports its own figure, cudaFuncGetAttributes): an 8 x 256 tile 28,672 + 4,100 = 32,772 bytes as stored
+/// (bands of 8 rows) and 40,960 + 4,100 = 45,060 transposed (chunks of 32 rows), under the 48 KiB that needs
+/// no opt-in; the default 16 x 256 tile 57,344 + 4,100 = 61,444 as stored and 65,536 + 4,100 = 69,636
+/// transposed, opted in by the engine's launch. chunk_rows() takes fewer rows where a GPU allows less (sm_75:
+/// 64 KiB, 16 rows for the transposed 16 x 256 tile).
 constexpr int kMaxPChunk = 32;
 
 SPARTAN_KERNEL void tile_sparse_kernel(KParams k) {
@@ -355,4 +359,5 @@ inline hd::CompactGeom compact_geom(const float* s, const format::TileGrid& grid
                          grid.tiles_c(), opt.threshold, std::uint8_t(opt.sparse_format), opt.dense_if_not_smaller};
 }
 
+}  // inline namespace SPARTAN_SIMT_ABI
 }  // namespace spartan::gemm::cudak

@@ -63,9 +63,12 @@ class SimtTileDev {
     const std::uint64_t tiles = grid.num_tiles();
     if (tiles > std::uint64_t(0x7FFFFFFF)) throw InputError("cuda tile-sparse gemm: too many tiles for one scan");
     const auto t0 = std::chrono::steady_clock::now();
-    hdr_.assign(tiles, format::TileHeader{});
-    sizes_.assign(tiles, 0);
-    offsets_.assign(tiles, 0);
+    // Scratch as the GPU's (DevScratch) holds it: uninitialised, here all 0xFF bytes, so that the kernels must
+    // write every header, size and offset they read; the payload area zeroed, as the engine's memset does.
+    hdr_.resize(tiles);
+    std::memset(static_cast<void*>(hdr_.data()), 0xFF, tiles * sizeof(format::TileHeader));
+    sizes_.assign(tiles, ~std::uint64_t(0));
+    offsets_.assign(tiles, ~std::uint64_t(0));
     payload_.assign(tiles * hd::max_tile_payload_bytes(grid.tile_rows, grid.tile_cols), 0);
     const unsigned threads = 128, blocks = unsigned((tiles + threads - 1) / threads);
     format::TileHeader* hdr = hdr_.data();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda_engine_cases.h"
+#include "cuda_tile_kernels.h"
 #include "simt_engines.h"
 #include "spartan/common/error.h"
 #include "spartan/common/simt.h"
@@ -93,6 +94,27 @@ TEST(Simt, BarrierOrdersSharedMemoryAcrossTheBlocksThreads) {
   EXPECT_EQ(dims[5], 2u);
 }
 
+// Without the barrier the same kernel reads slots not yet written (the NaN fill) or already negated: the
+// emulation's thread orders (index order, reverse order, alternating per block) expose the missing barrier.
+TEST(Simt, AMissingBarrierGivesWrongValues) {
+  const unsigned n = 32, blocks = 2;
+  std::vector<int> out(n * blocks, 0);
+  auto racy = [&] {
+    SPARTAN_DYNAMIC_SHARED(int, slot);
+    const unsigned t = threadIdx.x, b = blockIdx.x;
+    slot[t] = int(1000 * b + t);
+    // (no barrier)
+    out[b * n + t] = slot[(t + 1) % n] + slot[(t + n - 1) % n];
+  };
+  simt::launch({blocks, 1, 1}, {n, 1, 1}, n * sizeof(int), true, racy);
+  for (unsigned b = 0; b < blocks; ++b) {
+    unsigned wrong = 0;
+    for (unsigned t = 0; t < n; ++t)
+      wrong += out[b * n + t] != int(1000 * b + (t + 1) % n) + int(1000 * b + (t + n - 1) % n);
+    EXPECT_GE(wrong, n - 1) << "block " << b;  // all but the last thread to run read an unwritten slot
+  }
+}
+
 TEST(Simt, ABarrierInDivergentCodeIsReportedNotHung) {
   // Threads 0-4 leave before the barrier the others wait at.
   auto early_exit = [] {
@@ -157,7 +179,7 @@ TEST(Simt, SharedMemoryOutOfBoundsIsCaught) {
     simt::launch({3, 1, 1}, {8, 1, 1}, 100 * sizeof(float), true, below);
     FAIL() << "no error";
   } catch (const spartan::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("wrote before the start of its dynamic shared memory"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("wrote outside its dynamic shared memory"), std::string::npos)
         << e.what();
   }
   // Within bounds: fine, in every block.
@@ -167,7 +189,13 @@ TEST(Simt, SharedMemoryOutOfBoundsIsCaught) {
     sh[99 - threadIdx.x] = 2.0f;
   };
   EXPECT_NO_THROW(simt::launch({3, 1, 1}, {8, 1, 1}, 100 * sizeof(float), true, inside));
-  // Past the end: the process faults.
+  // Into the 16-byte rounding after the end (25 floats: 100 bytes, rounded to 112): reported after the block.
+  auto rounding = [] {
+    SPARTAN_DYNAMIC_SHARED(float, sh);
+    if (threadIdx.x == 2) sh[26] = 1.0f;
+  };
+  EXPECT_THROW(simt::launch({1, 1, 1}, {8, 1, 1}, 25 * sizeof(float), true, rounding), spartan::Error);
+  // Past the end: the process faults (any death: a plain SIGSEGV, or AddressSanitizer's report of it).
   auto past = [] {
     SPARTAN_DYNAMIC_SHARED(float, sh);
     if (threadIdx.x == 7) sh[100] = 1.0f;
@@ -184,6 +212,9 @@ TEST(Simt, BadLaunchesAndMisuseThrow) {
   EXPECT_THROW(simt::launch({1, 1, 1}, {1, 1, 65}, 0, false, nothing), spartan::InputError);     // blockDim.z
   EXPECT_THROW(simt::launch({0, 1, 1}, {32, 1, 1}, 0, false, nothing), spartan::InputError);
   EXPECT_THROW(simt::syncthreads(), std::logic_error);  // outside a launch
+  EXPECT_THROW(simt::dynamic_shared(), std::logic_error);
+  EXPECT_THROW(simt::launch({1, 1, 1}, {2, 1, 1}, 0, true, [&] { simt::launch({1, 1, 1}, {1, 1, 1}, 0, false, nothing); }),
+               std::logic_error);  // from inside a kernel
   EXPECT_THROW(simt::launch({1, 1, 1}, {4, 1, 1}, 0, false, [] { SPARTAN_SYNCTHREADS(); }), std::logic_error);
   // A kernel's exception reaches the caller, and the next launch works.
   EXPECT_THROW(simt::launch({2, 1, 1}, {8, 1, 1}, 0, true,
@@ -224,9 +255,20 @@ std::vector<float> run_once(GemmEngine& e, SparseOperand sp, Op oa, Op ob, int M
 
 // "Each output element is summed in the same order whatever the chunking" (cuda_tile_kernels.h): a GPU with
 // less shared memory per block gets fewer P rows per block (more blocks on gridDim.z) and must give the same
-// bits. 8 x 256 tiles: 32 rows per block with sm_90's 227 KiB; with 32 KiB, 8 rows (bands of 8, S as stored)
-// and 4 rows (bands of 256, S transposed: 64 chunks). DENSE, ELL / BITMAP and zero tiles all take part.
+// bits. 8 x 256 tiles: with sm_90's 227 KiB, 8 rows per block (bands of 8, S as stored) and 32 (bands of 256,
+// S transposed: 8 chunks); with 32 KiB, 4 and 4 (2 and 64 chunks). DENSE, ELL / BITMAP and zero tiles all
+// take part.
 TEST(CudaTileSimt, FewerRowsPerBlockGiveTheSameBits) {
+  {
+    TileSparseOptions o;
+    o.tile_rows = 8;
+    o.tile_cols = 256;
+    const std::size_t st = cudak::kTileKernelStaticSmemBytes;
+    EXPECT_EQ(cudak::chunk_rows(o, 8, kSm90SharedMemoryPerBlockOptinBytes, st), 8);
+    EXPECT_EQ(cudak::chunk_rows(o, 256, kSm90SharedMemoryPerBlockOptinBytes, st), 32);
+    EXPECT_EQ(cudak::chunk_rows(o, 8, 32 * 1024, st), 4);  // 8 rows: 28,672 + 4,100 = 32,772 > 32,768
+    EXPECT_EQ(cudak::chunk_rows(o, 256, 32 * 1024, st), 4);
+  }
   for (TileFormat f : {TileFormat::Ell, TileFormat::Bitmap})
     for (SparseOperand sp : {SparseOperand::A, SparseOperand::B})
       for (Op op : {Op::N, Op::T}) {

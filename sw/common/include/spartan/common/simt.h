@@ -19,18 +19,20 @@
 // into the namespace; nvcc: nothing, they are built in).
 //
 // Host emulation (one OS thread, a fixed order: deterministic). Between two barriers each thread runs in turn,
-// in index order in even phases and in reverse order in odd ones, so that a thread reading another's
-// shared-memory write without a barrier between them sees a wrong value in one of the two orders. Checked
+// in index order or in reverse order, alternating from one barrier interval to the next and from one block
+// to the next (so each interval of a kernel runs both ways over a grid of two or more blocks): a thread
+// reading another's shared-memory write without a barrier between them then sees a wrong value (the NaN
+// fill, or a stale one) in one of the two orders. Checked
 // (launch() throws spartan::Error when a kernel breaks them):
 //  - every thread of a block reaches the same __syncthreads() calls: a barrier in divergent code (threads
 //    leaving the kernel while others wait at a barrier, or waiting at different counts) is reported with the
 //    block index;
 //  - dynamic shared memory is filled with 0xFF bytes (a float NaN) before each block, so a kernel that reads
 //    shared memory it did not write in that block gives NaN rather than the previous block's values;
-//  - it lies between two inaccessible pages with its end against the upper one: an access past its end
-//    faults (the process dies with SIGSEGV, as a GPU run would report an illegal address), a write below its
-//    start is reported after the block (the slack there, under one page, is checked), and an access further
-//    below faults.
+//  - it lies between two inaccessible pages, its 16-byte-rounded end against the upper one: an access past
+//    the rounding faults (the process dies with SIGSEGV, as a GPU run would report an illegal address), a
+//    write into the rounding or below the start is reported after the block (that slack, under one page, is
+//    checked), and an access further below faults.
 // SPARTAN_SHARED arrays are function-local statics on the host: blocks run one after another and launch()
 // serialises whole launches (a process-wide lock), so they behave as one block's shared memory, but they are
 // not poisoned between blocks.
@@ -42,6 +44,11 @@
 
 #ifdef __CUDACC__
 
+// Kernels and the code around them go in `inline namespace SPARTAN_SIMT_ABI { ... }`: the nvcc build and the
+// host emulation of one header then have different symbols (nvcc's host launch stub of a __global__ function
+// carries the kernel's own name; a library holding both builds would otherwise link the stub where the host
+// emulation calls the kernel).
+#define SPARTAN_SIMT_ABI cuda_device
 #define SPARTAN_KERNEL __global__
 #define SPARTAN_SYNCTHREADS() __syncthreads()
 #define SPARTAN_SHARED __shared__
@@ -69,6 +76,7 @@ extern thread_local Dim3 threadIdx, blockIdx, blockDim, gridDim;
 /// block. Throws std::logic_error outside launch().
 void syncthreads();
 /// The block's dynamic shared memory (launch()'s dynamic_shared_bytes; 0xFF-filled before each block).
+/// Throws std::logic_error outside launch().
 void* dynamic_shared();
 
 inline int popc(unsigned x) { return __builtin_popcount(x); }
@@ -86,6 +94,7 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
 
 }  // namespace spartan::simt
 
+#define SPARTAN_SIMT_ABI host_emulation
 #define SPARTAN_KERNEL inline
 #define SPARTAN_SYNCTHREADS() ::spartan::simt::syncthreads()
 #define SPARTAN_SHARED static
