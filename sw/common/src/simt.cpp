@@ -95,6 +95,8 @@ struct Fiber {
   char* stack = nullptr;  // kFiberStackBytes from the stack pool
   Dim3 idx;
   std::uint64_t syncs = 0;  // syncthreads() calls in the current block
+  const char* site_file = nullptr;  // where it waits (SPARTAN_SYNCTHREADS' __FILE__ / __LINE__; null: unknown)
+  int site_line = 0;
   bool done = false;
 };
 
@@ -196,7 +198,7 @@ class SharedMemory {
   unsigned char* data = nullptr;
 
  private:
-  static constexpr unsigned char kSlack = 0xA5;
+  static constexpr unsigned char kSlack = 0xFF;  // read as a float: NaN, as the poisoned memory
   std::size_t bytes_, page_ = 0, body_ = 0;
   unsigned char* base_ = nullptr;
 };
@@ -276,6 +278,8 @@ char* fiber_stack(unsigned t) {
 std::string run_block(Launch& L, std::uint64_t block_index) {
   for (Fiber& f : L.threads) {
     f.syncs = 0;
+    f.site_file = nullptr;
+    f.site_line = 0;
     f.done = false;
     make_fiber(f);
   }
@@ -289,17 +293,24 @@ std::string run_block(Launch& L, std::uint64_t block_index) {
     std::size_t ended = 0;
     for (const Fiber& f : L.threads) ended += f.done;
     if (ended == n) return "";
-    bool same = ended == 0;
-    for (const Fiber& f : L.threads) same = same && f.syncs == L.threads[0].syncs;
-    if (!same)
-      return "simt: the threads of block " + block_name(blockIdx) +
-             " reached different __syncthreads() calls (a barrier in divergent code)";
+    if (ended != 0)
+      return "simt: in block " + block_name(blockIdx) +
+             " some threads ended while others wait at a __syncthreads() (a barrier in divergent code)";
+    // All wait at their syncs-th barrier (each ran to its next one): at the same call site?
+    const Fiber& f0 = L.threads[0];
+    for (const Fiber& f : L.threads)
+      if (f.site_line != f0.site_line || (f.site_file != f0.site_file && f.site_file && f0.site_file &&
+                                          std::strcmp(f.site_file, f0.site_file) != 0))
+        return "simt: the threads of block " + block_name(blockIdx) + " wait at different __syncthreads() calls (" +
+               (f0.site_file ? f0.site_file : "?") + ":" + std::to_string(f0.site_line) + " and " +
+               (f.site_file ? f.site_file : "?") + ":" + std::to_string(f.site_line) +
+               "; a barrier in divergent code)";
   }
 }
 
 }  // namespace
 
-void syncthreads() {
+void syncthreads(const char* file, int line) {
   Launch* L = t_launch;
   if (L == nullptr || L->current == nullptr) {
     if (L != nullptr && !L->fibers)
@@ -308,6 +319,8 @@ void syncthreads() {
   }
   Fiber& f = *L->current;
   ++f.syncs;
+  f.site_file = file;
+  f.site_line = line;
   yield_to_scheduler(*L, f, false);
 }
 
@@ -359,9 +372,10 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
           const std::string divergent = run_block(L, (std::uint64_t(z) * grid.y + y) * grid.x + x);
           if (L.error) std::rethrow_exception(L.error);
           if (!divergent.empty()) throw Error(divergent);
-        } else {
-          for (unsigned t = 0; t < unsigned(threads); ++t) {
-            threadIdx = thread_index(t);
+        } else {  // index order in even blocks, reverse order in odd ones
+          const bool reverse = ((std::uint64_t(z) * grid.y + y) * grid.x + x) % 2 == 1;
+          for (unsigned i = 0; i < unsigned(threads); ++i) {
+            threadIdx = thread_index(reverse ? unsigned(threads) - 1 - i : i);
             kernel();
           }
         }

@@ -194,8 +194,7 @@ class CudaTileDev {
     Events ev;
     check(cudaEventRecord(ev.a), "cudaEventRecord");
     check(cudaMemsetAsync(payload, 0, payload_bound), "cudaMemsetAsync");
-    const int threads = 128;
-    const unsigned blocks = unsigned((tiles + threads - 1) / threads);
+    const unsigned threads = cudak::kCompactThreads, blocks = cudak::compact_blocks(tiles);
     compact_count_kernel<<<blocks, threads>>>(g, tiles, hdr, sizes);
     check(cudaGetLastError(), "compact_count_kernel launch");
     check(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, sizes, offsets, int(tiles)), "cub ExclusiveSum");
@@ -219,7 +218,7 @@ class CudaTileDev {
             "cudaFuncSetAttribute");
     Events ev;
     check(cudaEventRecord(ev.a), "cudaEventRecord");
-    scale_kernel<<<L.scale_blocks, 256>>>(k.C, c.M, c.N, c.ldc, c.beta);
+    scale_kernel<<<L.scale_blocks, cudak::kScaleThreads>>>(k.C, c.M, c.N, c.ldc, c.beta);
     if (k.alpha != 0.0f) tile_sparse_kernel<<<dim3(L.bands, L.q_blocks, L.p_chunks), cudak::kQB, L.smem>>>(k);
     check(cudaGetLastError(), "tile_sparse_kernel launch");
     check(cudaEventRecord(ev.b), "cudaEventRecord");

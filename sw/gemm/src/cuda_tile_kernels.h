@@ -329,7 +329,13 @@ inline bool whole_call_dense(const GemmCall& c, const TileSparseOptions& opt, co
          (opt.whole_call_guard && density >= opt.guard_fraction * opt.threshold);
 }
 
-/// The shape of a call's two launches: scale_kernel<<<scale_blocks, 256>>> and (alpha != 0)
+/// Threads per block of scale_kernel and of the two device-compaction kernels (one thread per tile).
+constexpr unsigned kScaleThreads = 256, kCompactThreads = 128;
+
+/// Blocks of the device-compaction kernels for `tiles` tiles.
+inline unsigned compact_blocks(std::uint64_t tiles) { return unsigned((tiles + kCompactThreads - 1) / kCompactThreads); }
+
+/// The shape of a call's two launches: scale_kernel<<<scale_blocks, kScaleThreads>>> and (alpha != 0)
 /// tile_sparse_kernel<<<(bands, q_blocks, p_chunks), kQB, smem>>>.
 struct TileLaunch {
   unsigned scale_blocks = 0, bands = 0, q_blocks = 0, p_chunks = 0;
@@ -348,7 +354,7 @@ inline TileLaunch tile_launch(const GemmCall& c, const KParams& k, int n_bands, 
   L.q_blocks = unsigned(q_blocks);
   L.bands = unsigned(n_bands);
   const std::size_t mn = std::size_t(c.M) * c.N;
-  L.scale_blocks = unsigned(std::min<std::size_t>((mn + 255) / 256, 65535));
+  L.scale_blocks = unsigned(std::min<std::size_t>((mn + kScaleThreads - 1) / kScaleThreads, 65535));
   return L;
 }
 

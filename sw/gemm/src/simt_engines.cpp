@@ -70,7 +70,7 @@ class SimtTileDev {
     sizes_.assign(tiles, ~std::uint64_t(0));
     offsets_.assign(tiles, ~std::uint64_t(0));
     payload_.assign(tiles * hd::max_tile_payload_bytes(grid.tile_rows, grid.tile_cols), 0);
-    const unsigned threads = 128, blocks = unsigned((tiles + threads - 1) / threads);
+    const unsigned threads = cudak::kCompactThreads, blocks = cudak::compact_blocks(tiles);
     format::TileHeader* hdr = hdr_.data();
     std::uint64_t* sizes = sizes_.data();
     const std::uint64_t* offsets = offsets_.data();
@@ -87,7 +87,7 @@ class SimtTileDev {
   }
   void launch(const GemmCall& c, const KParams& k, const cudak::TileLaunch& L, TileSparseStats& st) {
     const auto t0 = std::chrono::steady_clock::now();
-    simt::launch({L.scale_blocks, 1, 1}, {256, 1, 1}, 0, false,
+    simt::launch({L.scale_blocks, 1, 1}, {cudak::kScaleThreads, 1, 1}, 0, false,
                  [&] { cudak::scale_kernel(k.C, c.M, c.N, c.ldc, c.beta); });
     if (k.alpha != 0.0f)
       simt::launch({L.bands, L.q_blocks, L.p_chunks}, {unsigned(cudak::kQB), 1, 1}, L.smem, true,

@@ -125,7 +125,7 @@ TEST(Simt, ABarrierInDivergentCodeIsReportedNotHung) {
     simt::launch({2, 1, 1}, {32, 1, 1}, 0, true, early_exit);
     FAIL() << "no error";
   } catch (const spartan::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("different __syncthreads()"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("some threads ended while others wait"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("block (0,0,0)"), std::string::npos) << e.what();
   }
   // Odd threads wait twice, even ones once (the counts differ at the end of the block).
@@ -134,6 +134,21 @@ TEST(Simt, ABarrierInDivergentCodeIsReportedNotHung) {
     if (threadIdx.x % 2) SPARTAN_SYNCTHREADS();
   };
   EXPECT_THROW(simt::launch({1, 1, 1}, {16, 1, 1}, 0, true, uneven), spartan::Error);
+  // As many barriers each, but at different calls (the two branches' own __syncthreads()).
+  auto two_sites = [] {
+    if (threadIdx.x < 4) {
+      SPARTAN_SYNCTHREADS();
+    } else {
+      SPARTAN_SYNCTHREADS();
+    }
+  };
+  try {
+    simt::launch({1, 1, 1}, {16, 1, 1}, 0, true, two_sites);
+    FAIL() << "no error";
+  } catch (const spartan::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("wait at different __syncthreads() calls (" __FILE__ ":"), std::string::npos)
+        << e.what();
+  }
   // A uniform early return (the whole block, before any barrier) is fine, as in CUDA.
   std::vector<int> ran(4, 0);
   auto uniform = [&] {
@@ -143,6 +158,15 @@ TEST(Simt, ABarrierInDivergentCodeIsReportedNotHung) {
   };
   EXPECT_NO_THROW(simt::launch({4, 1, 1}, {16, 1, 1}, 0, true, uniform));
   EXPECT_EQ(ran, (std::vector<int>{1, 0, 1, 0}));
+}
+
+// Without barriers, even blocks run their threads in index order and odd blocks in reverse order.
+TEST(Simt, LaunchesWithoutBarriersAlternateTheThreadOrder) {
+  std::vector<std::vector<unsigned>> order(3);
+  simt::launch({3, 1, 1}, {4, 1, 1}, 0, false, [&] { order[blockIdx.x].push_back(threadIdx.x); });
+  EXPECT_EQ(order[0], (std::vector<unsigned>{0, 1, 2, 3}));
+  EXPECT_EQ(order[1], (std::vector<unsigned>{3, 2, 1, 0}));
+  EXPECT_EQ(order[2], (std::vector<unsigned>{0, 1, 2, 3}));
 }
 
 TEST(Simt, SharedMemoryIsPoisonedBeforeEachBlock) {
@@ -157,12 +181,12 @@ TEST(Simt, SharedMemoryIsPoisonedBeforeEachBlock) {
   simt::launch({2, 1, 1}, {8, 1, 1}, 8 * sizeof(float), true, k);
   EXPECT_EQ(seen[0], 1.0f);
   EXPECT_TRUE(std::isnan(seen[1])) << seen[1];
-  // The same without barriers (serial threads).
+  // The same without barriers (serial threads; block 1 runs them in reverse order, so thread 0 reads last).
   std::vector<float> serial(2, 0.0f);
   auto s = [&] {
     SPARTAN_DYNAMIC_SHARED(float, sh);
     if (blockIdx.x == 0) sh[threadIdx.x] = 2.0f;
-    if (threadIdx.x == 7) serial[blockIdx.x] = sh[3];
+    if (threadIdx.x == (blockIdx.x == 0 ? 7u : 0u)) serial[blockIdx.x] = sh[3];
   };
   simt::launch({2, 1, 1}, {8, 1, 1}, 8 * sizeof(float), false, s);
   EXPECT_EQ(serial[0], 2.0f);
@@ -189,6 +213,15 @@ TEST(Simt, SharedMemoryOutOfBoundsIsCaught) {
     sh[99 - threadIdx.x] = 2.0f;
   };
   EXPECT_NO_THROW(simt::launch({3, 1, 1}, {8, 1, 1}, 100 * sizeof(float), true, inside));
+  // Reads of the slack below the start and of the rounding after the end give NaN (not a plausible value).
+  std::vector<float> slack(2, 0.0f);
+  auto reads = [&] {
+    SPARTAN_DYNAMIC_SHARED(float, sh);
+    if (threadIdx.x == 0) slack[0] = sh[-1], slack[1] = sh[25];
+  };
+  simt::launch({1, 1, 1}, {8, 1, 1}, 25 * sizeof(float), true, reads);
+  EXPECT_TRUE(std::isnan(slack[0])) << slack[0];
+  EXPECT_TRUE(std::isnan(slack[1])) << slack[1];
   // Into the 16-byte rounding after the end (25 floats: 100 bytes, rounded to 112): reported after the block.
   auto rounding = [] {
     SPARTAN_DYNAMIC_SHARED(float, sh);

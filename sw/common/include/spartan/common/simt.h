@@ -1,41 +1,58 @@
 // One source for a CUDA kernel and its host emulation. A kernel written with the macros below compiles as a
 // CUDA __global__ function under nvcc and as a plain inline host function under the host compiler, where
 // spartan::simt::launch() runs it as CUDA would: every block of the grid, every thread of a block as a fiber
-// on the calling thread, __syncthreads() a barrier of the block's threads, shared memory one buffer per block. So the
-// CUDA engines' exact kernel code is tested on machines without a GPU (sw/gemm/tests/test_cuda_simt.cpp):
-// its indexing, its barriers and its shared-memory use, under AddressSanitizer too. It does not model warps,
-// timing, memory ordering without a barrier, or float contraction (nvcc fuses a * b + c into an FMA by
-// default, the host compiler here does not): results agree with the GPU's within rounding, not bit for bit.
+// on the calling thread, __syncthreads() a barrier of the block's threads, shared memory one buffer per block.
+// So a kernel's exact code is tested on machines without a GPU: its indexing, its barriers and its
+// shared-memory use, under AddressSanitizer too. First user: the CUDA tile-sparse GEMM
+// (sw/gemm/src/cuda_tile_kernels.h, simt_engines.cpp; tests in sw/gemm/tests/test_cuda_simt.cpp, which also
+// hold this emulator's own tests). The host build never compiles the kernel for a device: keep building it
+// with nvcc too (code the host accepts, std:: calls or exceptions in a kernel, nvcc rejects).
 //
-// In a kernel (namespace scope, or a function of one):
+// Writing a kernel (in a header included by the .cu file and by a host .cpp file):
+//   namespace mine {
+//   inline namespace SPARTAN_SIMT_ABI {       // required: nvcc's launch stub and the host function of one
+//   SPARTAN_SIMT_NAMES                        // kernel must not share a symbol (see below)
 //   SPARTAN_KERNEL void k(Params p) {                   // __global__ under nvcc
-//     SPARTAN_DYNAMIC_SHARED(float, smem);              // extern __shared__ float smem[]
-//     SPARTAN_SHARED unsigned counts[64];               // __shared__ (host: one static array, see below)
+//     SPARTAN_DYNAMIC_SHARED(float, smem);              // extern __shared__ float smem[] (one buffer, 16-byte
+//                                                       // aligned; carve several arrays out of it by hand)
+//     SPARTAN_SHARED unsigned counts[64];               // __shared__ (host: a static array, see below)
 //     ... threadIdx.x, blockIdx.y, blockDim.x, gridDim.z ...
 //     SPARTAN_SYNCTHREADS();                            // __syncthreads()
-//     simt::popc(x), simt::ffs(x)                       // __popc, __ffs
+//     simt::popc(x), simt::ffs(x)                       // __popc, __ffs (device-only under nvcc)
 //   }
-// with SPARTAN_SIMT_NAMES at namespace scope before it (host: brings threadIdx, blockIdx, blockDim and gridDim
-// into the namespace; nvcc: nothing, they are built in).
+//   }}
+// and launch it with k<<<grid, block, smem>>>(p) in the .cu file, and on the host with
+//   simt::launch({gx, gy, gz}, {bx, by, bz}, smem, uses_syncthreads, [&] { k(p); });
+// (Dim3 is an aggregate: unsigned values, unused dimensions 1). Not provided: atomics, warp functions
+// (__shfl*, __ballot_sync, __syncwarp), __syncthreads_count / _and / _or, cooperative groups, streams, device
+// math intrinsics, a __device__ helper macro (SPARTAN_HD makes nvcc build a host version too), and any limit
+// on dynamic shared memory (the engine checks its own, e.g. the 48 KiB opt-in).
 //
-// Host emulation (one OS thread, a fixed order: deterministic). Between two barriers each thread runs in turn,
-// in index order or in reverse order, alternating from one barrier interval to the next and from one block
-// to the next (so each interval of a kernel runs both ways over a grid of two or more blocks): a thread
-// reading another's shared-memory write without a barrier between them then sees a wrong value (the NaN
-// fill, or a stale one) in one of the two orders. Checked
-// (launch() throws spartan::Error when a kernel breaks them):
-//  - every thread of a block reaches the same __syncthreads() calls: a barrier in divergent code (threads
-//    leaving the kernel while others wait at a barrier, or waiting at different counts) is reported with the
-//    block index;
+// Host emulation (one OS thread, a fixed order: deterministic; threads switch only at barriers, so races
+// between threads that no barrier separates are exposed only through the order below, and races between
+// blocks never: blocks run one after another, x fastest). Between two barriers each thread runs in turn, in
+// index order or in reverse order, alternating from one barrier interval to the next and from one block to
+// the next; launches without barriers alternate per block. Over a grid of two or more blocks each interval
+// thus runs both ways, and a thread reading another's shared-memory write without a barrier between them sees
+// a wrong value (the NaN fill, or a stale value) in one of the two orders; a one-block launch runs each
+// interval one way only. Checked (launch() throws spartan::Error when a kernel breaks them):
+//  - barriers in divergent code: threads that end while others wait at a barrier, or that wait at different
+//    SPARTAN_SYNCTHREADS() call sites (file and line), are reported with the block index;
 //  - dynamic shared memory is filled with 0xFF bytes (a float NaN) before each block, so a kernel that reads
 //    shared memory it did not write in that block gives NaN rather than the previous block's values;
 //  - it lies between two inaccessible pages, its 16-byte-rounded end against the upper one: an access past
-//    the rounding faults (the process dies with SIGSEGV, as a GPU run would report an illegal address), a
-//    write into the rounding or below the start is reported after the block (that slack, under one page, is
-//    checked), and an access further below faults.
+//    the rounding faults (the process dies with SIGSEGV, as a GPU run would report an illegal address); the
+//    rounding and the slack below the start (under one page) hold 0xFF bytes, so a read there gives NaN and a
+//    write there is reported after the block (unless it wrote 0xFF bytes); an access further below faults.
 // SPARTAN_SHARED arrays are function-local statics on the host: blocks run one after another and launch()
-// serialises whole launches (a process-wide lock), so they behave as one block's shared memory, but they are
-// not poisoned between blocks.
+// serialises whole launches (a process-wide lock), so they behave as one block's shared memory, but they
+// start zeroed and keep their values across blocks and launches (CUDA's are uninitialised): initialise them.
+// Floating point: whether a * b + c is fused depends on the compilers' settings (nvcc fuses by default, unless
+// built with --fmad=false; the host build, for baseline x86-64 without FMA, does not), so results agree with
+// a GPU's within rounding unless both sides are kept from fusing. Cost: a plain call per thread per block
+// without barriers; with barriers a few stack switches per thread per interval (test_gemm_simt takes about 12 s on
+// one core; builds with CET shadow stacks use ucontext, a system call per switch, several times
+// slower).
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -72,9 +89,11 @@ struct Dim3 {
 /// The calling emulated thread's indices (valid inside a kernel run by launch()).
 extern thread_local Dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-/// __syncthreads(): waits until every thread of the block has called it the same number of times in this
-/// block. Throws std::logic_error outside launch().
-void syncthreads();
+/// __syncthreads(): waits until every thread of the block has reached a barrier; they must all wait at the
+/// same call (`file`, `line`: SPARTAN_SYNCTHREADS passes __FILE__ and __LINE__; null / 0 for calls without
+/// them, which compare equal among themselves), else launch() reports a barrier in divergent code. Throws
+/// std::logic_error outside launch() or in a launch without uses_syncthreads.
+void syncthreads(const char* file = nullptr, int line = 0);
 /// The block's dynamic shared memory (launch()'s dynamic_shared_bytes; 0xFF-filled before each block).
 /// Throws std::logic_error outside launch().
 void* dynamic_shared();
@@ -96,7 +115,7 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
 
 #define SPARTAN_SIMT_ABI host_emulation
 #define SPARTAN_KERNEL inline
-#define SPARTAN_SYNCTHREADS() ::spartan::simt::syncthreads()
+#define SPARTAN_SYNCTHREADS() ::spartan::simt::syncthreads(__FILE__, __LINE__)
 #define SPARTAN_SHARED static
 #define SPARTAN_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::spartan::simt::dynamic_shared())
 #define SPARTAN_SIMT_NAMES          \
