@@ -1,12 +1,13 @@
 // Host emulation of a CUDA launch (spartan/common/simt.h).
 //
 // A block's threads are fibers on the calling thread (on x86-64 a switch of the stack pointer and the
-// callee-saved registers, below; elsewhere POSIX ucontext, whose every switch is a system call): each runs until it reaches
-// __syncthreads() or the end of the kernel, then the next one runs. When every thread has stopped, the block
-// is either finished (all ended) or at one barrier (all waiting at their n-th syncthreads()), or the threads
-// disagree: a barrier in divergent code, reported. The threads run in index order or in reverse order,
+// callee-saved registers, below; elsewhere POSIX ucontext, whose every switch is a system call): each runs
+// until it reaches __syncthreads() or the end of the kernel, then the next one runs. When every thread has
+// stopped, the block is either finished (all ended) or at one barrier (all waiting at the same call), or the
+// threads disagree: a barrier in divergent code, reported. The threads run in index order or in reverse order,
 // alternating from one barrier interval to the next and from one block to the next, so a read of another
-// thread's shared-memory write without a barrier between them gives a wrong value in one order or the other. One OS thread and a fixed order: runs are deterministic.
+// thread's shared-memory write without a barrier between them gives a wrong value in one order or the other.
+// One OS thread and a fixed order: runs are deterministic.
 #include "spartan/common/simt.h"
 
 #include <sys/mman.h>
@@ -16,7 +17,6 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -52,7 +52,7 @@ constexpr std::size_t kFiberStackBytes = 256 << 10;
 // spartan_simt_switch(save, load): pushes the System V callee-saved registers (rbp, rbx, r12-r15) and the
 // MXCSR / x87 control words on the current stack, stores the stack pointer in *save, loads `load` as the
 // stack pointer and pops the same from there. A new fiber's stack is laid out so that the first switch to
-// it "returns" into spartan_simt_fiber_entry (make_fiber_stack).
+// it "returns" into spartan_simt_fiber_entry (make_fiber).
 extern "C" void spartan_simt_switch(void** save, void* load);
 extern "C" void spartan_simt_fiber_entry();
 asm(R"(
@@ -94,7 +94,6 @@ struct Fiber {
 #endif
   char* stack = nullptr;  // kFiberStackBytes from the stack pool
   Dim3 idx;
-  std::uint64_t syncs = 0;  // syncthreads() calls in the current block
   const char* site_file = nullptr;  // where it waits (SPARTAN_SYNCTHREADS' __FILE__ / __LINE__; null: unknown)
   int site_line = 0;
   bool done = false;
@@ -164,9 +163,10 @@ void make_fiber(Fiber& f) {
 #endif
 }
 
-// A block's dynamic shared memory between two inaccessible pages, its end against the upper one (16-byte
-// aligned, as CUDA's), so that an access past its end faults at once; the slack below its start (under one
-// page) holds a pattern that slack_intact() checks after each block, and below that the lower page faults.
+// A block's dynamic shared memory between two inaccessible pages, its 16-byte-rounded end against the upper
+// one (16-byte aligned, as CUDA's), so that an access past the rounding faults at once; the rounding and the
+// slack below its start (under one page) hold 0xFF bytes that slack_intact() checks after each block, and
+// below that the lower page faults.
 class SharedMemory {
  public:
   explicit SharedMemory(std::size_t bytes) : bytes_(bytes) {
@@ -273,11 +273,18 @@ char* fiber_stack(unsigned t) {
   return pool[t];
 }
 
+// Whether two waiting fibers are at the same syncthreads() call (calls without a site compare equal only
+// among themselves).
+bool same_site(const Fiber& a, const Fiber& b) {
+  if (a.site_line != b.site_line) return false;
+  if (a.site_file == nullptr || b.site_file == nullptr) return a.site_file == b.site_file;
+  return a.site_file == b.site_file || std::strcmp(a.site_file, b.site_file) == 0;
+}
+
 // Runs one block of a launch with syncthreads() on fibers (`block_index`: its linear index, which with the
 // barrier interval picks the threads' order); returns an error message or "".
 std::string run_block(Launch& L, std::uint64_t block_index) {
   for (Fiber& f : L.threads) {
-    f.syncs = 0;
     f.site_file = nullptr;
     f.site_line = 0;
     f.done = false;
@@ -296,11 +303,10 @@ std::string run_block(Launch& L, std::uint64_t block_index) {
     if (ended != 0)
       return "simt: in block " + block_name(blockIdx) +
              " some threads ended while others wait at a __syncthreads() (a barrier in divergent code)";
-    // All wait at their syncs-th barrier (each ran to its next one): at the same call site?
+    // Each waits at its next barrier: all at the same call?
     const Fiber& f0 = L.threads[0];
     for (const Fiber& f : L.threads)
-      if (f.site_line != f0.site_line || (f.site_file != f0.site_file && f.site_file && f0.site_file &&
-                                          std::strcmp(f.site_file, f0.site_file) != 0))
+      if (!same_site(f, f0))
         return "simt: the threads of block " + block_name(blockIdx) + " wait at different __syncthreads() calls (" +
                (f0.site_file ? f0.site_file : "?") + ":" + std::to_string(f0.site_line) + " and " +
                (f.site_file ? f.site_file : "?") + ":" + std::to_string(f.site_line) +
@@ -318,7 +324,6 @@ void syncthreads(const char* file, int line) {
     throw std::logic_error("simt: syncthreads() outside a kernel launch");
   }
   Fiber& f = *L->current;
-  ++f.syncs;
   f.site_file = file;
   f.site_line = line;
   yield_to_scheduler(*L, f, false);
@@ -368,12 +373,13 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
       for (unsigned x = 0; x < grid.x; ++x) {
         shm.poison();
         blockIdx = Dim3{x, y, z};
+        const std::uint64_t linear = (std::uint64_t(z) * grid.y + y) * grid.x + x;
         if (uses_syncthreads) {
-          const std::string divergent = run_block(L, (std::uint64_t(z) * grid.y + y) * grid.x + x);
+          const std::string divergent = run_block(L, linear);
           if (L.error) std::rethrow_exception(L.error);
           if (!divergent.empty()) throw Error(divergent);
         } else {  // index order in even blocks, reverse order in odd ones
-          const bool reverse = ((std::uint64_t(z) * grid.y + y) * grid.x + x) % 2 == 1;
+          const bool reverse = linear % 2 == 1;
           for (unsigned i = 0; i < unsigned(threads); ++i) {
             threadIdx = thread_index(reverse ? unsigned(threads) - 1 - i : i);
             kernel();

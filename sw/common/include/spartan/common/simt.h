@@ -50,8 +50,8 @@
 // Floating point: whether a * b + c is fused depends on the compilers' settings (nvcc fuses by default, unless
 // built with --fmad=false; the host build, for baseline x86-64 without FMA, does not), so results agree with
 // a GPU's within rounding unless both sides are kept from fusing. Cost: a plain call per thread per block
-// without barriers; with barriers a few stack switches per thread per interval (test_gemm_simt takes about 12 s on
-// one core; builds with CET shadow stacks use ucontext, a system call per switch, several times
+// without barriers; with barriers a few stack switches per thread per interval (test_gemm_simt takes about
+// 12 s on one core; builds with CET shadow stacks use ucontext, a system call per switch: several times
 // slower).
 #pragma once
 #include <cstddef>
@@ -106,8 +106,13 @@ inline int ffs(unsigned x) { return __builtin_ffs(int(x)); }
 /// grid has finished. `uses_syncthreads` false: the kernel promises not to call syncthreads() (it throws
 /// std::logic_error if it does), and each block's threads run one after another as plain calls (faster).
 /// Throws spartan::InputError for a block or grid outside CUDA's limits (1..1024 threads, blockDim.z <= 64;
-/// gridDim 1..2^31-1 x 1..65535 x 1..65535); spartan::Error when a block's threads reached different barriers; rethrows the first
-/// exception a kernel thread threw. Launches are serialised process-wide.
+/// gridDim 1..2^31-1 x 1..65535 x 1..65535); spartan::Error when a block's threads reached different barriers
+/// or a block wrote outside its dynamic shared memory; std::logic_error when called from a kernel; rethrows
+/// the first exception a kernel thread threw. After an error the block's other threads are abandoned where
+/// they stopped (their locals' destructors do not run). Each thread of a launch with barriers has a stack of
+/// 256 KiB (1 MiB under AddressSanitizer) above an inaccessible page, so an overflow faults; fibers start with
+/// the caller's MXCSR and x87 control word (rounding and denormal modes). Launches are serialised
+/// process-wide.
 void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_syncthreads,
             const std::function<void()>& kernel);
 
