@@ -14,6 +14,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -103,6 +104,7 @@ struct Launch {
   const std::function<void()>* kernel = nullptr;
   bool fibers = false;  // false: a launch without syncthreads()
   unsigned char* shared = nullptr;
+  bool shared_taken = false;  // dynamic_shared() was called in the current block
   std::vector<Fiber> threads;
   Fiber* current = nullptr;
 #if defined(SPARTAN_SIMT_X86_64_SWITCH)
@@ -188,17 +190,20 @@ class SharedMemory {
   SharedMemory(const SharedMemory&) = delete;
   SharedMemory& operator=(const SharedMemory&) = delete;
   void poison() { std::memset(data, 0xFF, bytes_); }  // a float NaN in every word
-  bool slack_intact() const {
-    for (const unsigned char* p = base_ + page_; p < data; ++p)
-      if (*p != kSlack) return false;
-    for (const unsigned char* p = data + bytes_; p < base_ + page_ + body_; ++p)
-      if (*p != kSlack) return false;
-    return true;
-  }
+  bool slack_intact() const { return all_slack(base_ + page_, data) && all_slack(data + bytes_, base_ + page_ + body_); }
   unsigned char* data = nullptr;
 
  private:
   static constexpr unsigned char kSlack = 0xFF;  // read as a float: NaN, as the poisoned memory
+  static bool all_slack(const unsigned char* p, const unsigned char* end) {
+    static const std::vector<unsigned char> slack(4096, kSlack);
+    while (p < end) {
+      const std::size_t n = std::min<std::size_t>(std::size_t(end - p), slack.size());
+      if (std::memcmp(p, slack.data(), n) != 0) return false;
+      p += n;
+    }
+    return true;
+  }
   std::size_t bytes_, page_ = 0, body_ = 0;
   unsigned char* base_ = nullptr;
 };
@@ -331,6 +336,7 @@ void syncthreads(const char* file, int line) {
 
 void* dynamic_shared() {
   if (t_launch == nullptr) throw std::logic_error("simt: dynamic_shared() outside a kernel launch");
+  t_launch->shared_taken = true;
   return t_launch->shared;
 }
 
@@ -368,10 +374,12 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
       threadIdx = blockIdx = blockDim = gridDim = Dim3{};
     }
   } leave;
+  // Dynamic shared memory is poisoned before the first block and, after each block that took it
+  // (dynamic_shared()), checked and poisoned again; blocks that never take it cannot reach it.
+  shm.poison();
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
-        shm.poison();
         blockIdx = Dim3{x, y, z};
         const std::uint64_t linear = (std::uint64_t(z) * grid.y + y) * grid.x + x;
         if (uses_syncthreads) {
@@ -385,8 +393,12 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
             kernel();
           }
         }
-        if (!shm.slack_intact())
-          throw Error("simt: block " + block_name(blockIdx) + " wrote outside its dynamic shared memory");
+        if (L.shared_taken) {
+          if (!shm.slack_intact())
+            throw Error("simt: block " + block_name(blockIdx) + " wrote outside its dynamic shared memory");
+          shm.poison();
+          L.shared_taken = false;
+        }
       }
 }
 

@@ -6,6 +6,7 @@
 
 #include "spartan/common/aligned.h"
 #include "spartan/common/error.h"
+#include "spartan/gemm/simt.h"
 #include "spartan/gemm/tile_sparse.h"
 #ifdef SPARTAN_HAVE_CUDA
 #include "spartan/gemm/cuda.h"
@@ -36,6 +37,7 @@ std::unique_ptr<GemmEngine> make_engine(const std::string& name, const TileSpars
 
 const TileSparseStats* last_tile_stats(const GemmEngine& e) {
   if (auto* t = dynamic_cast<const TileSparseEngine*>(&e)) return &t->last_stats();
+  if (const TileSparseStats* s = simt_last_tile_stats(e)) return s;
 #ifdef SPARTAN_HAVE_CUDA
   if (const TileSparseStats* s = cuda_last_tile_stats(e)) return s;
 #endif

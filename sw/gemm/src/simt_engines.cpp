@@ -1,5 +1,5 @@
-// The CUDA tile-sparse engine on the host (simt_engines.h).
-#include "simt_engines.h"
+// The CUDA tile-sparse engine on the host (spartan/gemm/simt.h).
+#include "spartan/gemm/simt.h"
 
 #include <chrono>
 #include <cstring>

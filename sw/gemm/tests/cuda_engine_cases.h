@@ -1,6 +1,6 @@
 // The CUDA engines' test cases, written once against a backend: the GPU (test_cuda.cpp, where a usable GPU
 // exists) and the host emulation of the same driver and kernels (test_cuda_simt.cpp, everywhere; see
-// src/simt_engines.h). Each binary instantiates CudaEngineCases with its backend.
+// spartan/gemm/simt.h). Each binary instantiates CudaEngineCases with its backend.
 #pragma once
 #include <gtest/gtest.h>
 

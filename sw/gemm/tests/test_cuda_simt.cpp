@@ -1,5 +1,5 @@
 // The CUDA engines' kernels and host driver on the host emulation of CUDA launches (spartan/common/simt.h,
-// src/simt_engines.h): the shared cases of cuda_engine_cases.cpp, which a GPU runs in test_cuda.cpp, here on
+// spartan/gemm/simt.h): the shared cases of cuda_engine_cases.cpp, which a GPU runs in test_cuda.cpp, here on
 // every machine; the emulator's own rules; and what the emulation can check that a GPU run would not show
 // (the P-row chunking's independence of shared memory, shared-memory limits of smaller GPUs).
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 
 #include "cuda_engine_cases.h"
 #include "cuda_tile_kernels.h"
-#include "simt_engines.h"
+#include "spartan/gemm/simt.h"
 #include "spartan/common/error.h"
 #include "spartan/common/simt.h"
 

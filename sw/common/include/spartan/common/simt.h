@@ -19,14 +19,16 @@
 //     ... threadIdx.x, blockIdx.y, blockDim.x, gridDim.z ...
 //     SPARTAN_SYNCTHREADS();                            // __syncthreads()
 //     simt::popc(x), simt::ffs(x)                       // __popc, __ffs (device-only under nvcc)
+//     simt::atomic_add(&counter, v)                     // atomicAdd (returns the old value)
 //   }
+//   SPARTAN_DEVICE float helper(...);                   // a __device__ function called from kernels
 //   }}
 // and launch it with k<<<grid, block, smem>>>(p) in the .cu file, and on the host with
 //   simt::launch({gx, gy, gz}, {bx, by, bz}, smem, uses_syncthreads, [&] { k(p); });
-// (Dim3 is an aggregate: unsigned values, unused dimensions 1). Not provided: atomics, warp functions
-// (__shfl*, __ballot_sync, __syncwarp), __syncthreads_count / _and / _or, cooperative groups, streams, device
-// math intrinsics, a __device__ helper macro (SPARTAN_HD makes nvcc build a host version too), and any limit
-// on dynamic shared memory (the engine checks its own, e.g. the 48 KiB opt-in).
+// (Dim3 is an aggregate: unsigned values, unused dimensions 1). Not provided: atomics other than atomic_add,
+// warp functions (__shfl*, __ballot_sync, __syncwarp), __syncthreads_count / _and / _or, cooperative groups,
+// streams, device math intrinsics, and any limit on dynamic shared memory (the engine checks its own, e.g. the
+// 48 KiB opt-in). Second user: the training path's CUDA executor (sw/train/src/cuda_ops_kernels.h).
 //
 // Host emulation (one OS thread, a fixed order: deterministic; threads switch only at barriers, so races
 // between threads that no barrier separates are exposed only through the order below, and races between
@@ -44,9 +46,14 @@
 //    the rounding faults (the process dies with SIGSEGV, as a GPU run would report an illegal address); the
 //    rounding and the slack below the start (under one page) hold 0xFF bytes, so a read there gives NaN and a
 //    write there is reported after the block (unless it wrote 0xFF bytes); an access further below faults.
+//    (Both hold for every block that calls dynamic_shared(), as SPARTAN_DYNAMIC_SHARED does; the fill and the
+//    check are skipped after blocks that never took the pointer, which cannot reach the memory.)
 // SPARTAN_SHARED arrays are function-local statics on the host: blocks run one after another and launch()
 // serialises whole launches (a process-wide lock), so they behave as one block's shared memory, but they
 // start zeroed and keep their values across blocks and launches (CUDA's are uninitialised): initialise them.
+// Atomics: atomic_add runs in the emulation's fixed thread order (threads run one at a time, so a plain
+// read-modify-write is atomic there): integer sums are exact as on a GPU, but a float or double atomic sum is
+// deterministic here and not on a GPU, whose order varies from run to run.
 // Floating point: whether a * b + c is fused depends on the compilers' settings (nvcc fuses by default, unless
 // built with --fmad=false; the host build, for baseline x86-64 without FMA, does not), so results agree with
 // a GPU's within rounding unless both sides are kept from fusing. Cost: a plain call per thread per block
@@ -71,10 +78,16 @@
 #define SPARTAN_SHARED __shared__
 #define SPARTAN_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
 #define SPARTAN_SIMT_NAMES
+#define SPARTAN_DEVICE __device__ inline
 
 namespace spartan::simt {
 __device__ inline int popc(unsigned x) { return __popc(x); }
 __device__ inline int ffs(unsigned x) { return __ffs(int(x)); }
+/// atomicAdd for the types CUDA has it for (int, unsigned, unsigned long long, float, double on sm_60+).
+template <class T>
+__device__ inline T atomic_add(T* p, T v) {
+  return atomicAdd(p, v);
+}
 }  // namespace spartan::simt
 
 #else
@@ -100,6 +113,14 @@ void* dynamic_shared();
 
 inline int popc(unsigned x) { return __builtin_popcount(x); }
 inline int ffs(unsigned x) { return __builtin_ffs(int(x)); }
+/// atomicAdd: adds v to *p and returns the old value. The emulated threads run one at a time on one OS thread
+/// and launches are serialised, so a plain read-modify-write is atomic here (see the header on float sums).
+template <class T>
+inline T atomic_add(T* p, T v) {
+  const T old = *p;
+  *p = old + v;
+  return old;
+}
 
 /// Runs `kernel` as the CUDA launch kernel<<<grid, block, dynamic_shared_bytes>>>: blocks one after another
 /// (x fastest, then y, then z), the block's threads as fibers between barriers (see above). Returns when the
@@ -120,6 +141,7 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
 
 #define SPARTAN_SIMT_ABI host_emulation
 #define SPARTAN_KERNEL inline
+#define SPARTAN_DEVICE inline
 #define SPARTAN_SYNCTHREADS() ::spartan::simt::syncthreads(__FILE__, __LINE__)
 #define SPARTAN_SHARED static
 #define SPARTAN_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::spartan::simt::dynamic_shared())

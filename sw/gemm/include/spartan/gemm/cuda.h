@@ -23,7 +23,7 @@
 // compute_s is the device time of the GEMM kernels only (CUDA events), excluding transfers and compaction.
 // All work is issued on the legacy default stream; run() returns after the GEMM has finished.
 // The tile-sparse engine's kernels and host steps (src/cuda_tile_kernels.h, src/cuda_tile_driver.h) also run
-// on the host, without a GPU, under spartan::simt (src/simt_engines.h; tests/test_cuda_simt.cpp).
+// on the host, without a GPU, under spartan::simt (spartan/gemm/simt.h; tests/test_cuda_simt.cpp).
 #pragma once
 #include <cstddef>
 #include <memory>

@@ -324,7 +324,8 @@ std::unique_ptr<GemmEngine> make_engine(const std::string& name, const TileSpars
 /// Names make_engine accepts in this build.
 std::vector<std::string> engine_names();
 
-/// Tile counts / nnz / times of an engine's last call, when it is a tile-sparse engine (CPU or CUDA);
+/// Tile counts / nnz / times of an engine's last call, when it is a tile-sparse engine (CPU, CUDA or its host
+/// emulation, spartan/gemm/simt.h) or a CUDA dense engine (compute_s only);
 /// nullptr otherwise.
 const TileSparseStats* last_tile_stats(const GemmEngine& engine);
 

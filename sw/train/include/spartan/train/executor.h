@@ -1,13 +1,16 @@
 // Executors of the device-resident training path. With Context::exec set, every layer keeps its tensors and
 // parameters in the executor's buffers and runs its non-GEMM work as executor operations; the GEMMs go through
-// the GemmRunner with GemmCall::device_pointers = Executor::device_pointers(). Two executors:
+// the GemmRunner with GemmCall::device_pointers = Executor::device_pointers(). Three executors:
 //  - "cuda" (make_cuda_executor, builds with SPARTAN_HAVE_CUDA): buffers in GPU memory (cudaMalloc), operations
-//    are the CUDA kernels of sw/train/src/cuda_ops.cu; everything is issued on the legacy default stream, and
-//    every download is a synchronous cudaMemcpy that waits for the work before it.
+//    are the CUDA kernels of sw/train/src/cuda_ops_kernels.h; everything is issued on the legacy default
+//    stream, and every download is a synchronous cudaMemcpy that waits for the work before it.
+//  - "cuda (simt)" (make_simt_executor, every build): the same kernels with the same launch shapes
+//    (sw/train/src/kernel_executor.h), run on the host by the CUDA emulation of spartan/common/simt.h. It tests
+//    the kernels' code on machines without a GPU (test_train_simt).
 //  - "host-reference" (make_reference_executor): host buffers, the same per-element functions
-//    (spartan/train/kernels_hd.h) in plain loops. It exists to test, on machines without a GPU, everything of
-//    the device path except the kernels' launch loops: test_train_kernels runs the models through it and
-//    compares with the CPU path.
+//    (spartan/train/kernels_hd.h) in plain loops, in the kernels' reduction order. test_train_kernels runs the
+//    models through it and compares with the CPU path; test_train_simt checks that the emulated kernels give
+//    its results bit for bit.
 // Pointers passed to the operations are executor buffer pointers (device pointers for "cuda"), never host
 // memory, except where a parameter says `host`.
 #pragma once
@@ -92,5 +95,12 @@ std::unique_ptr<Executor> make_reference_executor();
 /// CUDA executor on device 0. Throws spartan::InputError when the build has no CUDA support or no GPU is
 /// usable.
 std::unique_ptr<Executor> make_cuda_executor();
+/// "cuda (simt)": the CUDA executor's kernels and launch shapes run on the host by the emulation of
+/// spartan/common/simt.h, host memory standing for device memory (buffers 0xFF-filled: NaN until written).
+/// device_pointers() is true: pair it with the CUDA engines' host emulations (spartan/gemm/cuda.h,
+/// make_simt_dense_engine / make_simt_tile_sparse_engine). Built in every configuration, for tests; slow (each
+/// element a call, each reduction thread a fiber). Operations throw spartan::Error when a kernel breaks the
+/// emulation's checks (barriers in divergent code, launch limits), naming the kernel.
+std::unique_ptr<Executor> make_simt_executor();
 
 }  // namespace spartan::train

@@ -1,8 +1,10 @@
-// The CUDA tile-sparse engine run on the host: its driver (cuda_tile_driver.h) and its kernels
-// (cuda_tile_kernels.h) as the CUDA engine runs them, with host memory standing for device memory, OpenBLAS for
+// The CUDA tile-sparse engine run on the host: its driver (src/cuda_tile_driver.h) and its kernels
+// (src/cuda_tile_kernels.h) as the CUDA engine runs them, with host memory standing for device memory, OpenBLAS for
 // cuBLAS, std::exclusive_scan for CUB, and spartan::simt::launch (spartan/common/simt.h) for the launches.
-// Built in every configuration, with or without nvcc, for the tests (tests/test_cuda_simt.cpp): the emulation
-// checks the kernels' indexing, barriers, shared-memory use and results on machines without a GPU. Its
+// Built in every configuration, with or without nvcc, for the tests (tests/test_cuda_simt.cpp; the training
+// path's emulated CUDA executor pairs with them in sw/train/tests/test_simt_train.cpp): the emulation checks
+// the kernels' indexing, barriers, shared-memory use and results on machines without a GPU. Not in
+// engine_names() / make_engine(); gemm::last_tile_stats() returns their stats. Their
 // compute_s / compact_s are host wall time of the emulation, not a model of a GPU's.
 #pragma once
 #include <memory>
