@@ -377,29 +377,32 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
   // Dynamic shared memory is poisoned before the first block and, after each block that took it
   // (dynamic_shared()), checked and poisoned again; blocks that never take it cannot reach it.
   shm.poison();
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        blockIdx = Dim3{x, y, z};
-        const std::uint64_t linear = (std::uint64_t(z) * grid.y + y) * grid.x + x;
-        if (uses_syncthreads) {
-          const std::string divergent = run_block(L, linear);
-          if (L.error) std::rethrow_exception(L.error);
-          if (!divergent.empty()) throw Error(divergent);
-        } else {  // index order in even blocks, reverse order in odd ones
-          const bool reverse = linear % 2 == 1;
-          for (unsigned i = 0; i < unsigned(threads); ++i) {
-            threadIdx = thread_index(reverse ? unsigned(threads) - 1 - i : i);
-            kernel();
-          }
-        }
-        if (L.shared_taken) {
-          if (!shm.slack_intact())
-            throw Error("simt: block " + block_name(blockIdx) + " wrote outside its dynamic shared memory");
-          shm.poison();
-          L.shared_taken = false;
-        }
+  // Blocks in index order in even-numbered launches, in reverse order in odd ones (a count over the process,
+  // under `serial`): a kernel whose blocks depend on one another's writes gives different results.
+  static std::uint64_t launches = 0;
+  const bool blocks_reversed = launches++ % 2 == 1;
+  const std::uint64_t plane = std::uint64_t(grid.x) * grid.y, blocks = plane * grid.z;
+  for (std::uint64_t k = 0; k < blocks; ++k) {
+    const std::uint64_t linear = blocks_reversed ? blocks - 1 - k : k;
+    blockIdx = Dim3{unsigned(linear % grid.x), unsigned(linear % plane / grid.x), unsigned(linear / plane)};
+    if (uses_syncthreads) {
+      const std::string divergent = run_block(L, linear);
+      if (L.error) std::rethrow_exception(L.error);
+      if (!divergent.empty()) throw Error(divergent);
+    } else {  // index order in even blocks, reverse order in odd ones
+      const bool reverse = linear % 2 == 1;
+      for (unsigned i = 0; i < unsigned(threads); ++i) {
+        threadIdx = thread_index(reverse ? unsigned(threads) - 1 - i : i);
+        kernel();
       }
+    }
+    if (L.shared_taken) {
+      if (!shm.slack_intact())
+        throw Error("simt: block " + block_name(blockIdx) + " wrote outside its dynamic shared memory");
+      shm.poison();
+      L.shared_taken = false;
+    }
+  }
 }
 
 }  // namespace spartan::simt

@@ -4,6 +4,7 @@
 // (the P-row chunking's independence of shared memory, shared-memory limits of smaller GPUs).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -167,6 +168,38 @@ TEST(Simt, LaunchesWithoutBarriersAlternateTheThreadOrder) {
   EXPECT_EQ(order[0], (std::vector<unsigned>{0, 1, 2, 3}));
   EXPECT_EQ(order[1], (std::vector<unsigned>{3, 2, 1, 0}));
   EXPECT_EQ(order[2], (std::vector<unsigned>{0, 1, 2, 3}));
+}
+
+// Blocks run in index order in one launch and in reverse order in the next, over a 3-D grid: every block once,
+// and a kernel whose blocks depend on one another gives different results in two consecutive launches.
+TEST(Simt, ConsecutiveLaunchesRunTheBlocksInOppositeOrders) {
+  const simt::Dim3 grid{3, 2, 2};
+  std::vector<unsigned> first, second;
+  for (std::vector<unsigned>* order : {&first, &second})
+    simt::launch(grid, {2, 1, 1}, 0, false, [&] {
+      if (threadIdx.x == 0) order->push_back((blockIdx.z * grid.y + blockIdx.y) * grid.x + blockIdx.x);
+    });
+  ASSERT_EQ(first.size(), 12u);
+  std::vector<unsigned> reversed(first.rbegin(), first.rend());
+  EXPECT_EQ(second, reversed);
+  std::vector<unsigned> sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  for (unsigned b = 0; b < 12; ++b) EXPECT_EQ(sorted[b], b);
+  EXPECT_TRUE(first == sorted || reversed == sorted) << "blocks neither in index order nor reversed";
+
+  // The same barrier-free kernel twice: block b adds its predecessor's value (a dependence between blocks, which
+  // a GPU does not order) and every block writes the same last element (a write-write race).
+  std::vector<int> chain[2];
+  for (auto& out : chain) {
+    out.assign(9, 0);
+    simt::launch({8, 1, 1}, {1, 1, 1}, 0, false, [&] {
+      const unsigned b = blockIdx.x;
+      out[b] = 1 + (b > 0 ? out[b - 1] : 0);
+      out[8] = int(b);
+    });
+  }
+  EXPECT_NE(chain[0], chain[1]);
+  EXPECT_NE(chain[0][8], chain[1][8]);
 }
 
 TEST(Simt, SharedMemoryIsPoisonedBeforeEachBlock) {

@@ -31,8 +31,12 @@
 // 48 KiB opt-in). Second user: the training path's CUDA executor (sw/train/src/cuda_ops_kernels.h).
 //
 // Host emulation (one OS thread, a fixed order: deterministic; threads switch only at barriers, so races
-// between threads that no barrier separates are exposed only through the order below, and races between
-// blocks never: blocks run one after another, x fastest). Between two barriers each thread runs in turn, in
+// between threads that no barrier separates are exposed only through the orders below). Blocks run one after
+// another, in index order (x fastest, then y, then z) in the process's even-numbered launches and in reverse
+// order in its odd-numbered ones: a kernel whose blocks read one another's writes, or write the same element,
+// gives results that change from one launch to the next (a block cannot wait for another on a GPU either).
+// Not exposed: a read-modify-write of one element by two blocks without an atomic (blocks never overlap here,
+// so no update is lost). Between two barriers each thread runs in turn, in
 // index order or in reverse order, alternating from one barrier interval to the next and from one block to
 // the next; launches without barriers alternate per block. Over a grid of two or more blocks each interval
 // thus runs both ways, and a thread reading another's shared-memory write without a barrier between them sees
@@ -123,7 +127,8 @@ inline T atomic_add(T* p, T v) {
 }
 
 /// Runs `kernel` as the CUDA launch kernel<<<grid, block, dynamic_shared_bytes>>>: blocks one after another
-/// (x fastest, then y, then z), the block's threads as fibers between barriers (see above). Returns when the
+/// (x fastest, then y, then z; reversed in every other launch), the block's threads as fibers between barriers
+/// (see above). Returns when the
 /// grid has finished. `uses_syncthreads` false: the kernel promises not to call syncthreads() (it throws
 /// std::logic_error if it does), and each block's threads run one after another as plain calls (faster).
 /// Throws spartan::InputError for a block or grid outside CUDA's limits (1..1024 threads, blockDim.z <= 64;
