@@ -224,6 +224,15 @@ TEST(Simt, SharedMemoryIsPoisonedBeforeEachBlock) {
   simt::launch({2, 1, 1}, {8, 1, 1}, 8 * sizeof(float), false, s);
   EXPECT_EQ(serial[0], 2.0f);
   EXPECT_TRUE(std::isnan(serial[1])) << serial[1];
+  // The first block too (a fresh mapping would read 0): one-block launches, in both block-order parities.
+  for (int launch = 0; launch < 2; ++launch) {
+    float first = 0.0f;
+    simt::launch({1, 1, 1}, {1, 1, 1}, 4 * sizeof(float), false, [&] {
+      SPARTAN_DYNAMIC_SHARED(float, sh);
+      first = sh[2];
+    });
+    EXPECT_TRUE(std::isnan(first)) << "launch " << launch << ": " << first;
+  }
 }
 
 TEST(Simt, SharedMemoryOutOfBoundsIsCaught) {
@@ -246,6 +255,12 @@ TEST(Simt, SharedMemoryOutOfBoundsIsCaught) {
     sh[99 - threadIdx.x] = 2.0f;
   };
   EXPECT_NO_THROW(simt::launch({3, 1, 1}, {8, 1, 1}, 100 * sizeof(float), true, inside));
+  // A launch without dynamic shared memory: a block that takes the pointer and writes below it is reported.
+  auto none = [] {
+    SPARTAN_DYNAMIC_SHARED(float, sh);
+    if (threadIdx.x == 1 && blockIdx.x == 1) sh[-2] = 1.0f;
+  };
+  EXPECT_THROW(simt::launch({3, 1, 1}, {4, 1, 1}, 0, false, none), spartan::Error);
   // Reads of the slack below the start and of the rounding after the end give NaN (not a plausible value).
   std::vector<float> slack(2, 0.0f);
   auto reads = [&] {

@@ -15,6 +15,10 @@
 #include "spartan/train/kernels_hd.h"
 
 namespace spartan::train::cudaops {
+// Everything here and in kernel_executor.h is in the inline namespace: the nvcc and host builds of this header
+// live in one library, and code naming a kernel must name the kernel of its own build.
+inline namespace SPARTAN_SIMT_ABI {
+SPARTAN_SIMT_NAMES
 
 /// Threads per block of the element-wise kernels and of count_zeros (a power of two: count_zeros' tree).
 inline constexpr int kThreads = 256;
@@ -25,9 +29,6 @@ inline unsigned blocks_for(std::int64_t n) {
 }
 /// Blocks of count_zeros: blocks_for(n), at most 1024 (one atomic add per block).
 inline unsigned count_zeros_blocks(std::int64_t n) { return std::min(blocks_for(n), 1024u); }
-
-inline namespace SPARTAN_SIMT_ABI {
-SPARTAN_SIMT_NAMES
 
 #define SPARTAN_GRID_LOOP(i, n)                                                             \
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \

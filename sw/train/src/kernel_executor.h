@@ -1,7 +1,9 @@
 // The training path's kernel executor (executor.h), templated on where its kernels run: the CUDA executor
 // (cuda_ops.cu: device memory, <<<>>> launches) and its host emulation (simt_executor.cpp: host memory,
 // spartan::simt::launch) issue the same kernels (cuda_ops_kernels.h) with the same launch shapes, so the
-// emulation tests the GPU path's indexing, reductions and launch arithmetic on machines without a GPU.
+// emulation tests the GPU path's kernels (indexing, grid-stride loops, reduction trees and barriers) on machines
+// without a GPU. `uses_syncthreads` is for the emulation (the GPU ignores it): true for every kernel that
+// reaches SPARTAN_SYNCTHREADS(), else the emulation throws.
 //
 // Dev provides (all errors as spartan::Error):
 //   std::string name() const;
@@ -22,6 +24,7 @@
 #include "spartan/train/executor.h"
 
 namespace spartan::train::cudaops {
+inline namespace SPARTAN_SIMT_ABI {  // each build's executor names its own build's kernels (cuda_ops_kernels.h)
 
 template <class Dev>
 class KernelExecutor final : public Executor {
@@ -164,4 +167,5 @@ class KernelExecutor final : public Executor {
   std::shared_ptr<Buffer> loss_, hit_, count_;
 };
 
+}  // namespace SPARTAN_SIMT_ABI
 }  // namespace spartan::train::cudaops

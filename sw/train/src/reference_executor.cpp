@@ -1,5 +1,7 @@
 // Host reference executor: the per-element functions of kernels_hd.h in plain loops, in the iteration
-// structure of the CUDA kernels (cuda_ops.cu), including the partial-sum / tree order of the reductions.
+// structure of the CUDA kernels (cuda_ops_kernels.h), including the partial-sum / tree order of the reductions.
+// Its loops are written independently of the kernels' grid-stride loops and shared-memory trees, so that
+// test_train_simt's bit-for-bit comparison checks the kernels' own code.
 #include <cstring>
 #include <new>
 #include <vector>

@@ -2,6 +2,7 @@
 // memory standing for device memory and spartan::simt::launch (spartan/common/simt.h) for the launches.
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 #include "kernel_executor.h"
@@ -40,8 +41,10 @@ class SimtDev {
   void upload(void* dst, const void* host, std::size_t bytes) { std::memcpy(dst, host, bytes); }
   void download(void* host, const void* src, std::size_t bytes) { std::memcpy(host, src, bytes); }
   void fill_zero(void* dst, std::size_t bytes) { std::memset(dst, 0, bytes); }
-  /// Errors of the emulation (a block or grid outside CUDA's limits, a barrier in divergent code) are
-  /// rethrown with the kernel's name in front.
+  /// Errors of the emulation are rethrown as spartan::Error with the kernel's name in front: a block or grid
+  /// outside CUDA's limits or a barrier in divergent code keep their exit code; a misuse the emulation
+  /// reports as std::logic_error (a barrier in a kernel launched with uses_syncthreads false) is an internal
+  /// error (exit code 1).
   template <class... P, class... A>
   void launch(const char* what, unsigned grid, unsigned block, bool uses_syncthreads, void (*kernel)(P...),
               A... args) {
@@ -49,6 +52,8 @@ class SimtDev {
       simt::launch({grid, 1, 1}, {block, 1, 1}, 0, uses_syncthreads, [&] { kernel(args...); });
     } catch (const Error& e) {
       throw Error(std::string(what) + " kernel (simt): " + e.what(), e.exit_code());
+    } catch (const std::logic_error& e) {
+      throw Error(std::string(what) + " kernel (simt): " + e.what(), 1);
     }
   }
 };

@@ -97,8 +97,8 @@ void compare_with_cpu(const DevicePath& device, const std::string& model_name, i
                       double rel, int iterations, int test_images) {
   set_num_threads(1);
   const Dataset& data = test_data();
-  auto cpu_engine = spartan::gemm::make_engine("dense");
-  const RunResult cpu = run(data, model_name, batch, iterations, *cpu_engine, *cpu_engine, nullptr, test_images);
+  auto cpu_engine = spartan::gemm::make_engine("dense"), cpu_dense = spartan::gemm::make_engine("dense");
+  const RunResult cpu = run(data, model_name, batch, iterations, *cpu_engine, *cpu_dense, nullptr, test_images);
   auto engine = device.engine(cuda_engine);
   auto dense = device.engine("cuda-dense");
   auto ex = device.executor();

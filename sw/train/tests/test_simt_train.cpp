@@ -7,14 +7,19 @@
 //    does not have;
 //  - against the CPU path with the emulated CUDA tile-sparse engine (device compaction of the activations), with
 //    the tolerances of the GPU test (device_train_cases.h);
+//  - the element-wise kernels' grid-stride loops on small grids (training tensors take one pass) against their
+//    full grids, and the launch arithmetic;
 //  - the executor's own operations: count_zeros over grids of 1 to 1024 blocks, NaN-filled fresh buffers.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
+#include "cuda_ops_kernels.h"
 #include "device_train_cases.h"
+#include "spartan/common/simt.h"
 #include "spartan/gemm/simt.h"
 #include "spartan/gemm/tile_sparse.h"
 #include "spartan/train/executor.h"
@@ -141,4 +146,76 @@ TEST(SimtExecutor, FreshBuffersAreNaNAndDevicePointers) {
   ex->fill_zero(buf->ptr(), 64 * sizeof(float));
   EXPECT_EQ(ex->count_zeros(buf->as<float>(), 64), 64u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buf->ptr()) % 256, 0u);
+}
+
+// The launch arithmetic: ceil(n / 256) blocks, at least 1, at most 2^20 (the grid-stride loop covers the rest).
+TEST(SimtExecutor, LaunchArithmetic) {
+  using namespace spartan::train::cudaops;
+  EXPECT_EQ(blocks_for(0), 1u);
+  EXPECT_EQ(blocks_for(1), 1u);
+  EXPECT_EQ(blocks_for(256), 1u);
+  EXPECT_EQ(blocks_for(257), 2u);
+  EXPECT_EQ(blocks_for(std::int64_t(256) << 20), 1u << 20);
+  EXPECT_EQ(blocks_for((std::int64_t(256) << 20) + 1), 1u << 20);
+  EXPECT_EQ(blocks_for(std::int64_t(1) << 40), 1u << 20);
+  EXPECT_EQ(count_zeros_blocks(256 * 1024), 1024u);
+  EXPECT_EQ(count_zeros_blocks(256 * 1024 + 1), 1024u);
+  EXPECT_EQ(count_zeros_blocks(1000), 4u);
+}
+
+// Training tensors fit the grids of blocks_for() with one element per thread, so the grid-stride loops of the
+// element-wise kernels never take a second pass there. Here kernels run on grids of 1 and 3 blocks (many passes
+// per thread, a partial last pass) and must give their full grid's bits.
+TEST(SimtExecutor, GridStrideLoopsOnSmallGridsGiveTheFullGridsBits) {
+  using namespace spartan::train::cudaops;
+  namespace simt = spartan::simt;
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = rng() % 3 == 0 ? 0.0f : u(rng);
+    return v;
+  };
+  // Each case runs `kernel(grid)` into fresh NaN-filled outputs and returns them, concatenated as bits.
+  auto check = [&](const char* what, unsigned full_grid, const std::function<std::vector<float>(unsigned)>& run) {
+    const std::vector<float> full = run(full_grid);
+    ASSERT_FALSE(full.empty());
+    for (float v : full) ASSERT_FALSE(std::isnan(v)) << what << ": an output left unwritten on the full grid";
+    for (unsigned grid : {1u, 3u}) {
+      const std::vector<float> small = run(grid);
+      ASSERT_EQ(small.size(), full.size());
+      EXPECT_EQ(std::memcmp(small.data(), full.data(), full.size() * sizeof(float)), 0) << what << ", grid " << grid;
+    }
+  };
+  const hd::ConvGeom g{8, 4, 13, 11, 3, 2, 1, 7, 6};  // N C H W k stride pad OH OW: every output > 768 elements
+  const std::vector<float> x = random(std::size_t(g.n) * g.c * g.h * g.w);
+  check("im2col", blocks_for(g.np() * g.kdim()), [&](unsigned grid) {
+    std::vector<float> col(std::size_t(g.np()) * g.kdim(), std::nanf(""));
+    simt::launch({grid, 1, 1}, {kThreads, 1, 1}, 0, false, [&] { im2col_kernel(x.data(), g, col.data()); });
+    return col;
+  });
+  const std::vector<float> dcolt = random(std::size_t(g.np()) * g.kdim());
+  const std::int64_t xn = std::int64_t(x.size());
+  check("col2im", blocks_for(xn), [&](unsigned grid) {
+    std::vector<float> dx(x.size(), std::nanf(""));
+    simt::launch({grid, 1, 1}, {kThreads, 1, 1}, 0, false, [&] { col2im_kernel(dcolt.data(), g, dx.data(), xn); });
+    return dx;
+  });
+  check("relu_fwd", blocks_for(xn), [&](unsigned grid) {
+    std::vector<float> y(x.size(), std::nanf(""));
+    simt::launch({grid, 1, 1}, {kThreads, 1, 1}, 0, false, [&] { relu_fwd_kernel(x.data(), y.data(), xn); });
+    return y;
+  });
+  const int planes = g.n * g.c, k = 3, st = 2, oh = (g.h - k) / st + 1, ow = (g.w - k) / st + 1;
+  const std::int64_t pooled = std::int64_t(planes) * oh * ow;
+  check("maxpool_fwd", blocks_for(pooled), [&](unsigned grid) {
+    std::vector<float> y(std::size_t(pooled), std::nanf(""));
+    std::vector<std::int32_t> argmax(std::size_t(pooled), -7);
+    simt::launch({grid, 1, 1}, {kThreads, 1, 1}, 0, false, [&] {
+      maxpool_fwd_kernel(x.data(), g.h, g.w, k, st, oh, ow, y.data(), argmax.data(), pooled);
+    });
+    for (std::int32_t a : argmax) y.push_back(float(a));  // compared too
+    return y;
+  });
+  EXPECT_GT(pooled, 3 * kThreads);  // so that a grid of 3 blocks also takes a second pass
 }

@@ -50,8 +50,8 @@
 //    the rounding faults (the process dies with SIGSEGV, as a GPU run would report an illegal address); the
 //    rounding and the slack below the start (under one page) hold 0xFF bytes, so a read there gives NaN and a
 //    write there is reported after the block (unless it wrote 0xFF bytes); an access further below faults.
-//    (Both hold for every block that calls dynamic_shared(), as SPARTAN_DYNAMIC_SHARED does; the fill and the
-//    check are skipped after blocks that never took the pointer, which cannot reach the memory.)
+//    (In a launch with no dynamic shared memory, the slack is checked only after blocks that called
+//    dynamic_shared(), as SPARTAN_DYNAMIC_SHARED does.)
 // SPARTAN_SHARED arrays are function-local statics on the host: blocks run one after another and launch()
 // serialises whole launches (a process-wide lock), so they behave as one block's shared memory, but they
 // start zeroed and keep their values across blocks and launches (CUDA's are uninitialised): initialise them.
@@ -67,6 +67,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <type_traits>
 
 #include "spartan/common/hd.h"
 
@@ -119,8 +120,13 @@ inline int popc(unsigned x) { return __builtin_popcount(x); }
 inline int ffs(unsigned x) { return __builtin_ffs(int(x)); }
 /// atomicAdd: adds v to *p and returns the old value. The emulated threads run one at a time on one OS thread
 /// and launches are serialised, so a plain read-modify-write is atomic here (see the header on float sums).
+/// Only CUDA's atomicAdd types are accepted, so that code that builds here builds under nvcc
+/// (std::uint64_t is unsigned long on Linux: use unsigned long long).
 template <class T>
 inline T atomic_add(T* p, T v) {
+  static_assert(std::is_same_v<T, int> || std::is_same_v<T, unsigned> || std::is_same_v<T, unsigned long long> ||
+                    std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "simt::atomic_add: CUDA's atomicAdd takes int, unsigned, unsigned long long, float or double");
   const T old = *p;
   *p = old + v;
   return old;

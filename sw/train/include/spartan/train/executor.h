@@ -97,10 +97,11 @@ std::unique_ptr<Executor> make_reference_executor();
 std::unique_ptr<Executor> make_cuda_executor();
 /// "cuda (simt)": the CUDA executor's kernels and launch shapes run on the host by the emulation of
 /// spartan/common/simt.h, host memory standing for device memory (buffers 0xFF-filled: NaN until written).
-/// device_pointers() is true: pair it with the CUDA engines' host emulations (spartan/gemm/cuda.h,
+/// device_pointers() is true: pair it with the CUDA engines' host emulations (spartan/gemm/simt.h,
 /// make_simt_dense_engine / make_simt_tile_sparse_engine). Built in every configuration, for tests; slow (each
-/// element a call, each reduction thread a fiber). Operations throw spartan::Error when a kernel breaks the
-/// emulation's checks (barriers in divergent code, launch limits), naming the kernel.
+/// element a call, each reduction thread a fiber). Operations throw spartan::Error naming the kernel when a
+/// kernel breaks the emulation's checks (barriers in divergent code, launch limits; a barrier in a launch
+/// without uses_syncthreads: exit code 1).
 std::unique_ptr<Executor> make_simt_executor();
 
 }  // namespace spartan::train

@@ -1,7 +1,8 @@
-// Per-element / per-output functions of the training engine's non-GEMM work, written once and run in two
-// places: the CUDA kernels of the device-resident path (sw/train/src/cuda_ops.cu, thin loops over these, built
-// with --fmad=false so that the GPU does the same float operations in the same order) and the host "reference
-// executor" (make_reference_executor(), declared in spartan/train/executor.h), which the unit test
+// Per-element / per-output functions of the training engine's non-GEMM work, written once and run in three
+// places: the CUDA kernels of the device-resident path (sw/train/src/cuda_ops_kernels.h, thin loops over these,
+// built with --fmad=false so that the GPU does the same float operations in the same order), the same kernels
+// under the host emulation of CUDA (make_simt_executor()), and the host "reference executor"
+// (make_reference_executor(); both declared in spartan/train/executor.h), which the unit test
 // test_train_kernels compares with the CPU layers (layer.h) on random data. The host side is built with
 // -ffp-contract=off (sw/train/CMakeLists.txt) so that the compiler fuses no multiply-adds there either. Marked __host__ __device__ (SPARTAN_HD) under nvcc, plain inline functions
 // otherwise; no allocation, no exceptions, no std:: calls that device code lacks.
