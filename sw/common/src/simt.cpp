@@ -105,6 +105,7 @@ struct Launch {
   bool fibers = false;  // false: a launch without syncthreads()
   unsigned char* shared = nullptr;
   bool shared_taken = false;  // dynamic_shared() was called in the current block
+  std::vector<const void*> statics_filled;  // SPARTAN_SHARED_ARRAY arrays filled in the current block
   std::vector<Fiber> threads;
   Fiber* current = nullptr;
 #if defined(SPARTAN_SIMT_X86_64_SWITCH)
@@ -288,6 +289,11 @@ bool same_site(const Fiber& a, const Fiber& b) {
 
 // Runs one block of a launch with syncthreads() on fibers (`block_index`: its linear index, which with the
 // barrier interval picks the threads' order); returns an error message or "".
+/// "file:line" of the barrier a fiber waits at.
+std::string site_name(const Fiber& f) {
+  return std::string(f.site_file ? f.site_file : "?") + ":" + std::to_string(f.site_line);
+}
+
 std::string run_block(Launch& L, std::uint64_t block_index) {
   for (Fiber& f : L.threads) {
     f.site_file = nullptr;
@@ -305,17 +311,19 @@ std::string run_block(Launch& L, std::uint64_t block_index) {
     std::size_t ended = 0;
     for (const Fiber& f : L.threads) ended += f.done;
     if (ended == n) return "";
-    if (ended != 0)
-      return "simt: in block " + block_name(blockIdx) +
-             " some threads ended while others wait at a __syncthreads() (a barrier in divergent code)";
+    if (ended != 0) {
+      const Fiber* waiting = nullptr;
+      for (const Fiber& f : L.threads)
+        if (!f.done && waiting == nullptr) waiting = &f;
+      return "simt: in block " + block_name(blockIdx) + " some threads ended while others wait at the __syncthreads() at " +
+             site_name(*waiting) + " (a barrier in divergent code)";
+    }
     // Each waits at its next barrier: all at the same call?
     const Fiber& f0 = L.threads[0];
     for (const Fiber& f : L.threads)
       if (!same_site(f, f0))
         return "simt: the threads of block " + block_name(blockIdx) + " wait at different __syncthreads() calls (" +
-               (f0.site_file ? f0.site_file : "?") + ":" + std::to_string(f0.site_line) + " and " +
-               (f.site_file ? f.site_file : "?") + ":" + std::to_string(f.site_line) +
-               "; a barrier in divergent code)";
+               site_name(f0) + " and " + site_name(f) + "; a barrier in divergent code)";
   }
 }
 
@@ -324,14 +332,24 @@ std::string run_block(Launch& L, std::uint64_t block_index) {
 void syncthreads(const char* file, int line) {
   Launch* L = t_launch;
   if (L == nullptr || L->current == nullptr) {
+    const std::string at = std::string(file ? file : "?") + ":" + std::to_string(line);
     if (L != nullptr && !L->fibers)
-      throw std::logic_error("simt: syncthreads() in a kernel launched with uses_syncthreads = false");
-    throw std::logic_error("simt: syncthreads() outside a kernel launch");
+      throw std::logic_error("simt: syncthreads() at " + at + " in a kernel launched with uses_syncthreads = false");
+    throw std::logic_error("simt: syncthreads() at " + at + " outside a kernel launch");
   }
   Fiber& f = *L->current;
   f.site_file = file;
   f.site_line = line;
   yield_to_scheduler(*L, f, false);
+}
+
+void static_shared(void* array, std::size_t bytes) {
+  Launch* L = t_launch;
+  if (L == nullptr) throw std::logic_error("simt: a SPARTAN_SHARED_ARRAY outside a kernel launch");
+  for (const void* p : L->statics_filled)
+    if (p == array) return;
+  std::memset(array, 0xFF, bytes);
+  L->statics_filled.push_back(array);
 }
 
 void* dynamic_shared() {
@@ -350,7 +368,7 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
     throw InputError("simt: grid (" + std::to_string(grid.x) + "," + std::to_string(grid.y) + "," +
                      std::to_string(grid.z) + ") outside CUDA's limits (1..2^31-1, 1..65535, 1..65535)");
   if (t_launch != nullptr) throw std::logic_error("simt: launch() from inside a kernel");
-  static std::mutex serial;  // SPARTAN_SHARED statics belong to one launch at a time
+  static std::mutex serial;  // SPARTAN_SHARED_ARRAY statics belong to one launch at a time
   std::lock_guard<std::mutex> one_launch(serial);
   SharedMemory shm(dynamic_shared_bytes);
   Launch L;
@@ -387,10 +405,11 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
   for (std::uint64_t k = 0; k < blocks; ++k) {
     const std::uint64_t linear = blocks_reversed ? blocks - 1 - k : k;
     blockIdx = Dim3{unsigned(linear % grid.x), unsigned(linear % plane / grid.x), unsigned(linear / plane)};
+    L.statics_filled.clear();
     if (uses_syncthreads) {
       const std::string divergent = run_block(L, linear);
       if (L.error) std::rethrow_exception(L.error);
-      if (!divergent.empty()) throw Error(divergent);
+      if (!divergent.empty()) throw Error(divergent, 1);
     } else {  // index order in even blocks, reverse order in odd ones
       const bool reverse = linear % 2 == 1;
       for (unsigned i = 0; i < unsigned(threads); ++i) {
@@ -400,7 +419,7 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
     }
     if (dynamic_shared_bytes > 0 || L.shared_taken) {
       if (!shm.slack_intact())
-        throw Error("simt: block " + block_name(blockIdx) + " wrote outside its dynamic shared memory");
+        throw Error("simt: block " + block_name(blockIdx) + " wrote outside its dynamic shared memory", 1);
       shm.poison();
       L.shared_taken = false;
     }

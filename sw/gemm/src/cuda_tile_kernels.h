@@ -106,7 +106,7 @@ SPARTAN_KERNEL void tile_sparse_kernel(KParams k) {
   float* acc = smem;                                // [p_chunk][kQB]
   float* stile = acc + k.p_chunk * kQB;             // [TR * TC] staged DENSE tile
   NzEntry* ent = reinterpret_cast<NzEntry*>(stile + k.TR * k.TC);  // [TR * TC]
-  SPARTAN_SHARED unsigned rowstart[kRowstartWords];
+  SPARTAN_SHARED_ARRAY(unsigned, rowstart, kRowstartWords);
   const int tid = threadIdx.x, q = blockIdx.y * kQB + tid, band = blockIdx.x;
   const int p0 = band * k.p_tile, prows = imin(k.p_tile, k.P - p0);
   const int c0 = int(blockIdx.z) * k.p_chunk;  // this block's first row within the band

@@ -117,17 +117,23 @@ TEST(Simt, AMissingBarrierGivesWrongValues) {
 }
 
 TEST(Simt, ABarrierInDivergentCodeIsReportedNotHung) {
-  // Threads 0-4 leave before the barrier the others wait at.
+  // In block 1, threads 0-4 leave before the barrier the others wait at (reported in either block order).
   auto early_exit = [] {
-    if (threadIdx.x < 5) return;
+    if (blockIdx.x == 1 && threadIdx.x < 5) return;
     SPARTAN_SYNCTHREADS();
   };
-  try {
-    simt::launch({2, 1, 1}, {32, 1, 1}, 0, true, early_exit);
-    FAIL() << "no error";
-  } catch (const spartan::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("some threads ended while others wait"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("block (0,0,0)"), std::string::npos) << e.what();
+  for (int launch = 0; launch < 2; ++launch) {
+    try {
+      simt::launch({2, 1, 1}, {32, 1, 1}, 0, true, early_exit);
+      FAIL() << "no error";
+    } catch (const spartan::Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("some threads ended while others wait at the __syncthreads() at " __FILE__ ":"),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find("block (1,0,0)"), std::string::npos) << what;
+      EXPECT_EQ(e.exit_code(), 1);  // a kernel bug, not bad input
+    }
   }
   // Odd threads wait twice, even ones once (the counts differ at the end of the block).
   auto uneven = [] {
@@ -224,6 +230,28 @@ TEST(Simt, SharedMemoryIsPoisonedBeforeEachBlock) {
   simt::launch({2, 1, 1}, {8, 1, 1}, 8 * sizeof(float), false, s);
   EXPECT_EQ(serial[0], 2.0f);
   EXPECT_TRUE(std::isnan(serial[1])) << serial[1];
+  // SPARTAN_SHARED_ARRAY (a static on the host, zero at first and kept across blocks) is filled the same way:
+  // block 0 writes it, and every block reads an element before anyone of its own block wrote it.
+  std::vector<double> before(3, 0.0), after(3, 0.0);
+  std::vector<unsigned long long> count_seen(3, 0);
+  auto st = [&] {
+    SPARTAN_SHARED_ARRAY(double, part, 4);
+    SPARTAN_SHARED_ARRAY(unsigned long long, counts, 4);
+    if (threadIdx.x == 0) before[blockIdx.x] = part[1], count_seen[blockIdx.x] = counts[2];
+    SPARTAN_SYNCTHREADS();
+    if (blockIdx.x == 0) part[threadIdx.x] = 5.0, counts[threadIdx.x] = 7;
+    SPARTAN_SYNCTHREADS();
+    if (threadIdx.x == 0) after[blockIdx.x] = part[1];
+  };
+  for (int launch = 0; launch < 2; ++launch) {  // both block orders
+    simt::launch({3, 1, 1}, {4, 1, 1}, 0, true, st);
+    for (int b = 0; b < 3; ++b) {
+      EXPECT_TRUE(std::isnan(before[b])) << "launch " << launch << " block " << b << ": " << before[b];
+      EXPECT_EQ(count_seen[b], ~0ull) << "launch " << launch << " block " << b;
+    }
+    EXPECT_EQ(after[0], 5.0);
+    EXPECT_TRUE(std::isnan(after[1]) && std::isnan(after[2])) << after[1] << " " << after[2];
+  }
   // The first block too (a fresh mapping would read 0): one-block launches, in both block-order parities.
   for (int launch = 0; launch < 2; ++launch) {
     float first = 0.0f;
@@ -296,7 +324,13 @@ TEST(Simt, BadLaunchesAndMisuseThrow) {
   EXPECT_THROW(simt::dynamic_shared(), std::logic_error);
   EXPECT_THROW(simt::launch({1, 1, 1}, {2, 1, 1}, 0, true, [&] { simt::launch({1, 1, 1}, {1, 1, 1}, 0, false, nothing); }),
                std::logic_error);  // from inside a kernel
-  EXPECT_THROW(simt::launch({1, 1, 1}, {4, 1, 1}, 0, false, [] { SPARTAN_SYNCTHREADS(); }), std::logic_error);
+  try {  // a barrier in a launch without uses_syncthreads: named with its file:line
+    simt::launch({1, 1, 1}, {4, 1, 1}, 0, false, [] { SPARTAN_SYNCTHREADS(); });
+    ADD_FAILURE() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("syncthreads() at " __FILE__ ":"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(simt::static_shared(nullptr, 0), std::logic_error);  // outside a launch
   // A kernel's exception reaches the caller, and the next launch works.
   EXPECT_THROW(simt::launch({2, 1, 1}, {8, 1, 1}, 0, true,
                             [] {

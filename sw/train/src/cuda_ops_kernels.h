@@ -101,7 +101,7 @@ SPARTAN_DEVICE double block_channel_reduce(double* part, hd::RedOp op, const flo
 }
 
 SPARTAN_KERNEL void channel_sum_kernel(const float* a, int n, int channels, int per, float* out) {
-  SPARTAN_SHARED double part[hd::kReduceThreads];
+  SPARTAN_SHARED_ARRAY(double, part, hd::kReduceThreads);
   const int c = int(blockIdx.x);
   const double s = block_channel_reduce(part, hd::RedOp::Sum, a, nullptr, 0.0, c, channels, per, std::int64_t(n) * per);
   if (threadIdx.x == 0) out[c] = static_cast<float>(s);
@@ -110,7 +110,7 @@ SPARTAN_KERNEL void channel_sum_kernel(const float* a, int n, int channels, int 
 SPARTAN_KERNEL void bn_stats_kernel(const float* x, int n, int channels, int per, float* running_mean,
                                     float* running_var, int training, float momentum, float eps, float* inv_std,
                                     double* mean_out) {
-  SPARTAN_SHARED double part[hd::kReduceThreads];
+  SPARTAN_SHARED_ARRAY(double, part, hd::kReduceThreads);
   const int c = int(blockIdx.x);
   const std::int64_t m = std::int64_t(n) * per;
   double mean, var;
@@ -140,7 +140,7 @@ SPARTAN_KERNEL void bn_norm_kernel(const float* x, int channels, int per, const 
 
 SPARTAN_KERNEL void bn_bwd_sums_kernel(const float* dy, const float* xhat, int n, int channels, int per, double* sums,
                                        float* dgamma, float* dbeta) {
-  SPARTAN_SHARED double part[hd::kReduceThreads];
+  SPARTAN_SHARED_ARRAY(double, part, hd::kReduceThreads);
   const int c = int(blockIdx.x);
   const std::int64_t m = std::int64_t(n) * per;
   const double sdy = block_channel_reduce(part, hd::RedOp::Sum, dy, nullptr, 0.0, c, channels, per, m);
@@ -170,7 +170,7 @@ SPARTAN_KERNEL void softmax_kernel(const float* z, const std::int32_t* labels, i
 /// Zeros of p[0..n): per-thread counts over the grid-stride loop, a block tree of kThreads, one atomic add per
 /// block into *out (which the caller zeroed).
 SPARTAN_KERNEL void count_zeros_kernel(const float* p, std::int64_t n, unsigned long long* out) {
-  SPARTAN_SHARED unsigned long long part[kThreads];
+  SPARTAN_SHARED_ARRAY(unsigned long long, part, kThreads);
   unsigned long long z = 0;
   SPARTAN_GRID_LOOP(i, n) z += hd::is_zero(p[i]);
   part[threadIdx.x] = z;

@@ -13,6 +13,8 @@
 //   void fill_zero(void* dst, std::size_t bytes);                          // bytes > 0
 //   template <class... P, class... A>
 //   void launch(const char* what, unsigned grid, unsigned block, bool uses_syncthreads, void (*kernel)(P...), A... args);
+//     // kernel<<<grid, block>>>(args...): 1-D grids and blocks, no dynamic shared memory (the training kernels
+//     // need neither; SPARTAN_SHARED_ARRAY gives a kernel fixed-size shared memory)
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -15,7 +15,7 @@
 //   SPARTAN_KERNEL void k(Params p) {                   // __global__ under nvcc
 //     SPARTAN_DYNAMIC_SHARED(float, smem);              // extern __shared__ float smem[] (one buffer, 16-byte
 //                                                       // aligned; carve several arrays out of it by hand)
-//     SPARTAN_SHARED unsigned counts[64];               // __shared__ (host: a static array, see below)
+//     SPARTAN_SHARED_ARRAY(unsigned, counts, 64);       // __shared__ unsigned counts[64] (host: see below)
 //     ... threadIdx.x, blockIdx.y, blockDim.x, gridDim.z ...
 //     SPARTAN_SYNCTHREADS();                            // __syncthreads()
 //     simt::popc(x), simt::ffs(x)                       // __popc, __ffs (device-only under nvcc)
@@ -40,21 +40,24 @@
 // index order or in reverse order, alternating from one barrier interval to the next and from one block to
 // the next; launches without barriers alternate per block. Over a grid of two or more blocks each interval
 // thus runs both ways, and a thread reading another's shared-memory write without a barrier between them sees
-// a wrong value (the NaN fill, or a stale value) in one of the two orders; a one-block launch runs each
-// interval one way only. Checked (launch() throws spartan::Error when a kernel breaks them):
+// a wrong value (the 0xFF fill below, or a stale value) in one of the two orders; a one-block launch runs
+// each interval one way only. Such a wrong value is not reported by itself: it shows in the kernel's results.
+// Checked (launch() throws spartan::Error, exit_code() 1, when a kernel breaks them):
 //  - barriers in divergent code: threads that end while others wait at a barrier, or that wait at different
-//    SPARTAN_SYNCTHREADS() call sites (file and line), are reported with the block index;
-//  - dynamic shared memory is filled with 0xFF bytes (a float NaN) before each block, so a kernel that reads
-//    shared memory it did not write in that block gives NaN rather than the previous block's values;
+//    SPARTAN_SYNCTHREADS() call sites, are reported with the block index and the barriers' file:line;
+//  - shared memory, dynamic and SPARTAN_SHARED_ARRAY, is filled with 0xFF bytes (a float or double NaN, an
+//    all-ones integer) before each block, so a kernel that reads shared memory it did not write in that block
+//    gives NaN rather than zeros or the previous block's values;
 //  - it lies between two inaccessible pages, its 16-byte-rounded end against the upper one: an access past
 //    the rounding faults (the process dies with SIGSEGV, as a GPU run would report an illegal address); the
 //    rounding and the slack below the start (under one page) hold 0xFF bytes, so a read there gives NaN and a
 //    write there is reported after the block (unless it wrote 0xFF bytes); an access further below faults.
 //    (In a launch with no dynamic shared memory, the slack is checked only after blocks that called
 //    dynamic_shared(), as SPARTAN_DYNAMIC_SHARED does.)
-// SPARTAN_SHARED arrays are function-local statics on the host: blocks run one after another and launch()
-// serialises whole launches (a process-wide lock), so they behave as one block's shared memory, but they
-// start zeroed and keep their values across blocks and launches (CUDA's are uninitialised): initialise them.
+// SPARTAN_SHARED_ARRAY arrays are function-local statics on the host: blocks run one after another and
+// launch() serialises whole launches (a process-wide lock), so they behave as one block's shared memory; the
+// first thread of a block to reach the declaration fills the array (static_shared()); threads that reach it
+// later in the same block leave it as it is.
 // Atomics: atomic_add runs in the emulation's fixed thread order (threads run one at a time, so a plain
 // read-modify-write is atomic there): integer sums are exact as on a GPU, but a float or double atomic sum is
 // deterministic here and not on a GPU, whose order varies from run to run.
@@ -80,7 +83,7 @@
 #define SPARTAN_SIMT_ABI cuda_device
 #define SPARTAN_KERNEL __global__
 #define SPARTAN_SYNCTHREADS() __syncthreads()
-#define SPARTAN_SHARED __shared__
+#define SPARTAN_SHARED_ARRAY(T, name, n) __shared__ T name[n]
 #define SPARTAN_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
 #define SPARTAN_SIMT_NAMES
 #define SPARTAN_DEVICE __device__ inline
@@ -112,6 +115,9 @@ extern thread_local Dim3 threadIdx, blockIdx, blockDim, gridDim;
 /// them, which compare equal among themselves), else launch() reports a barrier in divergent code. Throws
 /// std::logic_error outside launch() or in a launch without uses_syncthreads.
 void syncthreads(const char* file = nullptr, int line = 0);
+/// SPARTAN_SHARED_ARRAY's host side: fills `array` (`bytes`) with 0xFF bytes the first time a thread of the
+/// current block reaches it, then never again in that block. Throws std::logic_error outside launch().
+void static_shared(void* array, std::size_t bytes);
 /// The block's dynamic shared memory (launch()'s dynamic_shared_bytes; 0xFF-filled before each block).
 /// Throws std::logic_error outside launch().
 void* dynamic_shared();
@@ -138,8 +144,9 @@ inline T atomic_add(T* p, T v) {
 /// grid has finished. `uses_syncthreads` false: the kernel promises not to call syncthreads() (it throws
 /// std::logic_error if it does), and each block's threads run one after another as plain calls (faster).
 /// Throws spartan::InputError for a block or grid outside CUDA's limits (1..1024 threads, blockDim.z <= 64;
-/// gridDim 1..2^31-1 x 1..65535 x 1..65535); spartan::Error when a block's threads reached different barriers
-/// or a block wrote outside its dynamic shared memory; std::logic_error when called from a kernel; rethrows
+/// gridDim 1..2^31-1 x 1..65535 x 1..65535); spartan::Error (exit_code() 1: a kernel bug) when a block's
+/// threads reached different barriers or a block wrote outside its dynamic shared memory; std::logic_error when
+/// called from a kernel or when a kernel of a launch without uses_syncthreads reaches a barrier; rethrows
 /// the first exception a kernel thread threw. After an error the block's other threads are abandoned where
 /// they stopped (their locals' destructors do not run). Each thread of a launch with barriers has a stack of
 /// 256 KiB (1 MiB under AddressSanitizer) above an inaccessible page, so an overflow faults; fibers start with
@@ -154,7 +161,9 @@ void launch(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes, bool uses_s
 #define SPARTAN_KERNEL inline
 #define SPARTAN_DEVICE inline
 #define SPARTAN_SYNCTHREADS() ::spartan::simt::syncthreads(__FILE__, __LINE__)
-#define SPARTAN_SHARED static
+#define SPARTAN_SHARED_ARRAY(T, name, n) \
+  static T name[n];                       \
+  ::spartan::simt::static_shared(name, sizeof(name))
 #define SPARTAN_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::spartan::simt::dynamic_shared())
 #define SPARTAN_SIMT_NAMES          \
   using ::spartan::simt::threadIdx; \

@@ -100,8 +100,8 @@ std::unique_ptr<Executor> make_cuda_executor();
 /// device_pointers() is true: pair it with the CUDA engines' host emulations (spartan/gemm/simt.h,
 /// make_simt_dense_engine / make_simt_tile_sparse_engine). Built in every configuration, for tests; slow (each
 /// element a call, each reduction thread a fiber). Operations throw spartan::Error naming the kernel when a
-/// kernel breaks the emulation's checks (barriers in divergent code, launch limits; a barrier in a launch
-/// without uses_syncthreads: exit code 1).
+/// kernel breaks the emulation's checks (barriers in divergent code, a barrier in a launch without
+/// uses_syncthreads: exit_code() 1; launch limits: 2).
 std::unique_ptr<Executor> make_simt_executor();
 
 }  // namespace spartan::train
