@@ -287,13 +287,13 @@ bool same_site(const Fiber& a, const Fiber& b) {
   return a.site_file == b.site_file || std::strcmp(a.site_file, b.site_file) == 0;
 }
 
-// Runs one block of a launch with syncthreads() on fibers (`block_index`: its linear index, which with the
-// barrier interval picks the threads' order); returns an error message or "".
-/// "file:line" of the barrier a fiber waits at.
+// "file:line" of the barrier a fiber waits at.
 std::string site_name(const Fiber& f) {
   return std::string(f.site_file ? f.site_file : "?") + ":" + std::to_string(f.site_line);
 }
 
+// Runs one block of a launch with syncthreads() on fibers (`block_index`: its linear index, which with the
+// barrier interval picks the threads' order); returns an error message or "".
 std::string run_block(Launch& L, std::uint64_t block_index) {
   for (Fiber& f : L.threads) {
     f.site_file = nullptr;
