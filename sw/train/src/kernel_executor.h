@@ -114,7 +114,7 @@ class KernelExecutor final : public Executor {
                 running_mean, running_var, training ? 1 : 0, momentum, eps, inv_std, mean_scratch);
     const std::int64_t total = std::int64_t(n) * channels * per;
     dev_.launch("bn_norm", blocks_for(total), kThreads, false, bn_norm_kernel, x, channels, per, gamma, beta,
-                static_cast<const double*>(mean_scratch), static_cast<const float*>(inv_std), y, xhat, total);
+                mean_scratch, inv_std, y, xhat, total);
   }
   void bn_bwd(const float* dy, const float* xhat, const float* gamma, const float* inv_std, int n, int channels, int per,
               bool training, float* dx, float* dgamma, float* dbeta, double* sums) override {
@@ -123,8 +123,7 @@ class KernelExecutor final : public Executor {
                 per, sums, dgamma, dbeta);
     const std::int64_t total = std::int64_t(n) * channels * per;
     dev_.launch("bn_bwd_elem", blocks_for(total), kThreads, false, bn_bwd_elem_kernel, dy, xhat, gamma, inv_std,
-                channels, per, double(std::int64_t(n) * per), static_cast<const double*>(sums), training ? 1 : 0, dx,
-                total);
+                channels, per, double(std::int64_t(n) * per), sums, training ? 1 : 0, dx, total);
   }
   double softmax_xent(const float* logits, const std::int32_t* labels, int n, int k, float* dlogits,
                       int* correct) override {
