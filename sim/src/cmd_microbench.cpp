@@ -1,5 +1,5 @@
 // spartan-sim microbench: calibration microbenchmarks of the GPU memory-hierarchy model
-// (streaming read/write/copy bandwidth, pointer-chase latency, L2 footprint sweep). See docs/gpu-model.md.
+// (streaming read/write/copy and random-read bandwidth, pointer-chase latency, L2 footprint sweep). See docs/gpu-model.md.
 #include <cstdio>
 #include <optional>
 #include <sstream>
@@ -27,7 +27,7 @@ int microbench_main(const std::vector<std::string>& args) {
       "gpu", po::value(&gpu_name)->default_value("v100"), "GPU preset name (<name>.yaml in $SPARTAN_GPU_CONFIG_DIR, else in the source tree's sim/configs/gpu) or YAML path")(
       "out", po::value(&out), "write the report as JSON to this file (atomically)")(
       "stats", po::value(&stats_out), "write every component's statistics as JSON to this file")(
-      "only", po::value(&only), "run only one group: stream, chase or sweep");
+      "only", po::value(&only), "run only one group: stream (read, write, copy, random read), chase or sweep");
   po::variables_map vm;
   if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
   spartan::hw::gpu::MicrobenchOptions opt;

@@ -45,6 +45,7 @@ void read_timing(ConfigMap m, DramTiming& t) {
   t.tCCDL = m.u32("tCCDL");
   t.tCCDS = m.u32("tCCDS");
   t.tRRD = m.u32("tRRD");
+  t.tFAW = m.u32("tFAW");
   t.tWR = m.u32("tWR");
   t.tRTP = m.u32("tRTP");
   t.tWTR = m.u32("tWTR");
@@ -252,6 +253,8 @@ void validate_gpu_config(const GpuConfig& c) {
   if (t.tRC < t.tRAS + t.tRP) fail("dram.timing.tRC", "tRC must be >= tRAS + tRP");
   if (t.tRAS < t.tRCD) fail("dram.timing.tRAS", "tRAS must be >= tRCD");
   if (t.tCCDL < t.tCCDS) fail("dram.timing.tCCDL", "tCCDL must be >= tCCDS");
+  if (t.tFAW && t.tFAW < t.tRRD)
+    fail("dram.timing.tFAW", "tFAW must be 0 (not modelled) or >= tRRD");
   if (t.tREFI && t.tRFC >= t.tREFI) fail("dram.timing.tRFC", "tRFC must be < tREFI");
   if (t.tREFI && t.tRFC < t.tREFI) {
     // Between two refreshes a row must be able to open, serve a column and close again before the next REF
@@ -294,7 +297,7 @@ void validate_gpu_config(const GpuConfig& c) {
         {"dram.controller_latency_cycles", c.dram.controller_latency_cycles},
         {"dram.timing.tRCD", t.tRCD}, {"dram.timing.tRP", t.tRP}, {"dram.timing.tRAS", t.tRAS},
         {"dram.timing.tRC", t.tRC}, {"dram.timing.CL", t.CL}, {"dram.timing.WL", t.WL},
-        {"dram.timing.tCCDL", t.tCCDL}, {"dram.timing.tCCDS", t.tCCDS}, {"dram.timing.tRRD", t.tRRD},
+        {"dram.timing.tCCDL", t.tCCDL}, {"dram.timing.tCCDS", t.tCCDS}, {"dram.timing.tRRD", t.tRRD}, {"dram.timing.tFAW", t.tFAW},
         {"dram.timing.tWR", t.tWR}, {"dram.timing.tRTP", t.tRTP}, {"dram.timing.tWTR", t.tWTR},
         {"dram.timing.tRTW", t.tRTW}, {"dram.timing.tBURST", t.tBURST}, {"dram.timing.tREFI", t.tREFI},
         {"dram.timing.tRFC", t.tRFC}};

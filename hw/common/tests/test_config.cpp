@@ -83,7 +83,7 @@ TEST(GpuConfig, LeadingZerosMisspeltKeysAndTimingsWithoutDefaults) {
   } catch (const spartan::ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).find("misspelt"), std::string::npos) << e.what();
   }
-  for (const char* k : {"tRTP", "tWTR", "tRTW", "tREFI", "tRFC"})
+  for (const char* k : {"tRTP", "tWTR", "tRTW", "tFAW", "tREFI", "tRFC"})
     expect_config_error(with(v, k, ""), std::string("dram.timing.") + k, "missing required key");
   // tRFC may be left out when refresh is off; a lone 0 is not a leading zero.
   EXPECT_EQ(parse_gpu_config(with(with(v, "tREFI", "0"), "tRFC", ""), "test.yaml").dram.timing.tRFC, 0u);
@@ -101,6 +101,8 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   // A tab in the indentation is named (yaml-cpp says only "end of map not found").
   expect_config_error(with(v, "ways", "24\n\tmshr_entries: 4"), "<yaml>", "tab");
   expect_config_error(with(v, "tRC", "20"), "dram.timing.tRC", "tRAS + tRP");
+  expect_config_error(with(v, "tFAW", "2"), "dram.timing.tFAW", "0 (not modelled) or >= tRRD");  // tRRD 3
+  EXPECT_EQ(parse_gpu_config(with(v, "tFAW", "0"), "test.yaml").dram.timing.tFAW, 0u);  // off, explicitly
   expect_config_error(with(v, "tRFC", "3315"), "dram.timing.tRFC", "tRFC must be < tREFI");
   // V100 timings: a row cycle with a write is 3 + 40 + 2 + 12 + 2 + 1 + 10 + 3 + 2 + 3 + 12 = 90 cycles.
   expect_config_error(with(v, "tRFC", "3200"), "dram.timing.tREFI", "no room for a row cycle between refreshes");

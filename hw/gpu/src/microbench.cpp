@@ -15,7 +15,7 @@ namespace {
 
 // Disjoint regions so that one benchmark never sees another's data in L2.
 constexpr std::uint64_t kReadBase = 1ull << 32, kWriteBase = 2ull << 32, kCopyBase = 3ull << 32,
-                        kChaseBase = 5ull << 32, kSweepBase = 6ull << 32;
+                        kChaseBase = 5ull << 32, kSweepBase = 6ull << 32, kRandomBase = 1ull << 40;
 
 template <class Make>
 KernelResult run_all(GpuSystem& gpu, Make make) {
@@ -88,6 +88,16 @@ MicrobenchReport run_microbench(GpuSystem& gpu, const MicrobenchOptions& opt) {
     });
     tx += k.requests;
     bw("copy", 2 * bytes, k.start_ps, gpu.flush_l2());
+
+    // Random sector reads over 64 x L2: each SM its share of opt.random_requests, all independent.
+    const std::uint32_t sector = c.l2.slice.sector_bytes;
+    const std::uint64_t region = 64 * rep.l2_size_bytes, per_sm = std::max<std::uint64_t>(1, opt.random_requests / gpu.num_sms());
+    gpu.flush_l2();
+    k = run_all(gpu, [&](std::uint32_t i, std::uint32_t) {
+      return std::make_unique<RandomReadSource>(kRandomBase, region, sector, per_sm, i, 7);
+    });
+    tx += k.requests;
+    bw("random_read", k.requests * sector, k.start_ps, k.end_ps);
   }
 
   if (opt.chase) {

@@ -56,6 +56,23 @@ bool CopySource::next(MemRequest& r) {
   return true;
 }
 
+RandomReadSource::RandomReadSource(std::uint64_t base, std::uint64_t bytes, std::uint32_t request_bytes,
+                                   std::uint64_t requests, std::uint32_t sm, std::uint64_t seed)
+    : base_(base), slots_(std::max<std::uint64_t>(1, bytes / request_bytes)), left_(requests),
+      state_(seed * 0x9E3779B97F4A7C15ull + sm + 1), request_bytes_(request_bytes) {}
+
+bool RandomReadSource::next(MemRequest& r) {
+  if (left_ == 0) return false;
+  --left_;
+  // splitmix64: a fixed, portable sequence (std:: distributions are not specified bit for bit across libraries).
+  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  r = MemRequest{base_ + (z % slots_) * request_bytes_, request_bytes_, false, nullptr, false, false};
+  return true;
+}
+
 bool PointerChaseSource::next(MemRequest& r) {
   if (done_ >= steps_) return false;
   if (!first_) {

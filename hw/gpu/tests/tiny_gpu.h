@@ -15,7 +15,7 @@ inline std::string tiny_gpu_yaml(unsigned sms = 1) {
          "     hit_latency_cycles: 20, bytes_per_cycle: 64, mshr_entries: 4}\n"
          "dram: {kind: HBM2, channels: 1, bank_groups: 4, banks_per_group: 4, bus_bytes: 16, burst_length: 2,\n"
          "       data_rate: 2, row_bytes: 1024, controller_latency_cycles: 10,\n"
-         "       timing: {tRCD: 12, tRP: 12, tRAS: 28, tRC: 40, CL: 12, WL: 2, tCCDL: 2, tCCDS: 1, tRRD: 3,\n"
+         "       timing: {tRCD: 12, tRP: 12, tRAS: 28, tRC: 40, CL: 12, WL: 2, tCCDL: 2, tCCDS: 1, tRRD: 3, tFAW: 13,\n"
          "                tWR: 10, tRTP: 3, tWTR: 4, tRTW: 4, tBURST: 1, tREFI: 0}}\n";
 }
 

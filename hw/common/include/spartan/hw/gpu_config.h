@@ -66,6 +66,8 @@ struct L2Config {
 struct DramTiming {
   std::uint32_t tRCD = 12, tRP = 12, tRAS = 28, tRC = 40, CL = 12, WL = 2;
   std::uint32_t tCCDL = 2, tCCDS = 1, tRRD = 3, tWR = 10, tRTP = 3, tWTR = 4, tRTW = 4;
+  /// Four-activate window: at most four ACTs per channel in any tFAW (JESD235 / JESD79-4); 0 = not modelled.
+  std::uint32_t tFAW = 0;
   std::uint32_t tBURST = 1;     ///< data-bus cycles per burst (burst_length / data_rate)
   std::uint32_t tREFI = 3315;   ///< refresh interval (0 disables refresh)
   std::uint32_t tRFC = 221;     ///< all-bank refresh time

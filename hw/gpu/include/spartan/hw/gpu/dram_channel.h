@@ -15,7 +15,7 @@
 //     WL + tBURST + tWR (write);
 //   - otherwise a new interval, inserted in the first gap that holds it with every bank constraint: PRE
 //     of the row open there (not before its earliest PRE), tRP, ACT (tRC after the bank's previous ACT,
-//     tRRD on the channel's ACT calendar, outside refresh), tRCD, the column, and its own earliest PRE +
+//     tRRD and tFAW on the channel's ACT window (act_window.h), outside refresh), tRCD, the column, and its own earliest PRE +
 //     tRP and tRC before the next interval's ACT (if that interval has the same row, its ACT moves
 //     earlier instead: one ACT, no PRE). After the last interval it always fits: for requests in time
 //     order this is exactly an open-page bank state machine.
@@ -35,26 +35,27 @@
 // after it only move the ACT later; they peek the column calendars, so this one has the same horizon
 // caveat: a review found a stream, arrivals 15-30 us out of order plus requests 5-65 us old, where a
 // bank-group calendar's skipped slide changed one column by a tCCD_L slot, as the shortcut above does in
-// such streams), and without the peek when the bank's last such failed peek showed the ACT calendar taken
+// such streams), and without the peek when the bank's last such failed peek showed no valid ACT time (ACT window)
 // from the gap's earliest ACT to at least the next interval's (BankHead::act_full_lo/hi): exact, since the
-// calendar only fills up and its horizon start only rises.
+// window only gains ACTs and its floor only rises.
 //
-// Shared resources (data bus, ACT rate, per-bank-group column rate) are slot calendars (reservation.h),
-// correct for out-of-order reservations. Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
-// tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
+// Shared resources are correct for out-of-order reservations: the data bus and the per-bank-group column rate are
+// slot calendars (reservation.h), the ACTs an exact ActWindow (tRRD, tFAW). Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
+// tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tFAW, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
 // channel; rows close at refresh, and every bank is precharged tRP before it: a column whose tRTP / write
 // recovery, or an ACT whose tRAS, would not end tRP before the REF waits for the refresh's end), and the bus
 // turnarounds tRTW/tWTR (+ CL) under a write-drain policy: posted writes wait in the controller's write queue and are drained in episodes of `write_drain_bursts`
 // (watermark-based write mode as in Ramulator, Kim et al. CAL 2015, and DRAMSim3; Stuecheli et al., ISCA
 // 2010), so one read->write + write->read turnaround is paid per episode while reads are also served,
 // none in a pure write or read stream. This is an amortised cost: the episode's writes keep their own
-// (time-ordered) bus slots. Not modelled: tFAW, power-down, per-bank refresh.
+// (time-ordered) bus slots. Not modelled: power-down, per-bank refresh, tRRD_S / tRRD_L.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "spartan/hw/address_map.h"
+#include "spartan/hw/gpu/act_window.h"
 #include "spartan/hw/gpu_config.h"
 #include "spartan/hw/reservation.h"
 #include "spartan/hw/stats.h"
@@ -66,6 +67,7 @@ struct DramStats {
   std::uint64_t read_bytes = 0, write_bytes = 0;
   std::uint64_t row_hits = 0, row_misses = 0, row_conflicts = 0;  ///< per burst (column command)
   std::uint64_t activates = 0, precharges = 0, refresh_stalls = 0;
+  std::uint64_t faw_limited_acts = 0;           ///< ACTs exactly tFAW after the fourth ACT before them
   std::uint64_t late_row_hits = 0;              ///< row hits whose data left after the row's recorded PRE
   std::uint64_t history_clamps = 0;             ///< bursts older than their bank's kept row history
   std::uint64_t bus_busy_ps = 0;                ///< data-bus occupancy (utilisation = busy / elapsed)
@@ -119,10 +121,10 @@ class DramChannel {
     std::uint32_t head = 0;  ///< ring index of the oldest interval
     std::uint16_t n = 0;     ///< intervals kept
     bool dropped = false;    ///< older intervals were dropped (requests before the oldest are clamped)
-    /// A stretch [lo, hi) of the channel's ACT calendar found without a free slot outside refresh (a gap
-    /// check's peek_act(lo) returned hi): it stays so (the calendar only fills up), so a later gap check of
+    /// A stretch [lo, hi) of the channel's ACT window found without a valid ACT time outside refresh (a gap
+    /// check's peek_act(lo) returned hi): it stays so (the window only gains ACTs), so a later gap check of
     /// this bank whose earliest ACT lies in it and whose next interval opens by `hi` cannot fit and needs no
-    /// peek. Cleared by rebase() (the calendar is emptied).
+    /// peek. Cleared by rebase() (the window is emptied).
     ps_t act_full_lo = 0, act_full_hi = 0;
   };
   struct Bank {
@@ -171,8 +173,8 @@ class DramChannel {
     open_len_ = ref_base_ != ~ps_t(0) && tREFI_ > tRFC_ ? tREFI_ - tRFC_ : 0;
     return phase;
   }
-  /// Earliest ACT at or after `t` that tRRD and refresh allow, and its slot (not reserved).
-  SlotCalendar::Slot peek_act(ps_t t);
+  /// Earliest ACT at or after `t` that tRRD, tFAW and refresh allow (not booked).
+  ps_t peek_act(ps_t t);
   /// Earliest column command at or after `ready` in bank group `bg` and its bus slot (not reserved).
   Column peek_column(ps_t ready, std::uint32_t bg, bool write);
   /// The slots of a column command: its tCCD_L slot (cmd.start = command time) and its data's bus slot.
@@ -241,7 +243,7 @@ class DramChannel {
   std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
   std::vector<ps_t> bg_last_;          ///< per bank group: latest column command taken
   SlotCalendar bus_;                   ///< data bus: one burst per max(tBURST, tCCD_S)
-  SlotCalendar acts_;                  ///< ACT commands: one per tRRD
+  ActWindow acts_;                     ///< ACT commands: tRRD apart, at most four per tFAW (act_window.h)
   DramStats stats_;
 };
 

@@ -1,5 +1,6 @@
 // Calibration microbenchmarks of the GPU model (what `spartan-sim microbench` prints and the tests check):
-// streaming read / write / copy bandwidth against the DRAM peak, pointer-chase latency (L2 hit and DRAM)
+// streaming read / write / copy bandwidth against the DRAM peak, random sector reads (bound by the DRAM's ACT
+// constraints: tRRD, tFAW, tRC), pointer-chase latency (L2 hit and DRAM)
 // in core cycles, and the L2 footprint sweep (hit rate vs working set, whose knee should sit at the L2 size).
 #pragma once
 #include <cstdint>
@@ -14,6 +15,8 @@ namespace spartan::hw::gpu {
 
 struct MicrobenchOptions {
   double stream_l2_multiple = 8;  ///< streaming footprint = this x L2 size (at least 16 MiB)
+  /// random_read: reads of one L2 sector each, over 64 x the L2 size (nearly every one a DRAM row miss)
+  std::uint64_t random_requests = 1u << 18;
   std::vector<double> sweep_fractions = {0.25, 0.5, 0.75, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0};
   std::uint32_t sweep_passes = 2;   ///< measured passes after one warm-up pass
   std::uint64_t chase_steps = 1024;
@@ -21,8 +24,9 @@ struct MicrobenchOptions {
 };
 
 struct BandwidthResult {
-  std::string kernel;           ///< "stream_read", "stream_write", "copy"
-  std::uint64_t bytes = 0;      ///< bytes moved to/from DRAM by the kernel (copy: read + written)
+  std::string kernel;           ///< "stream_read", "stream_write", "copy", "random_read"
+  std::uint64_t bytes = 0;      ///< bytes moved to/from DRAM by the kernel (copy: read + written; random_read: the
+                                ///< sectors requested)
   double seconds = 0;           ///< simulated, first issue -> last DRAM write done
   double bytes_per_s = 0, peak_bytes_per_s = 0;
   double fraction_of_peak() const { return peak_bytes_per_s > 0 ? bytes_per_s / peak_bytes_per_s : 0; }

@@ -52,6 +52,23 @@ class CopySource : public RequestSource {
   std::vector<std::uint8_t> buf_;
 };
 
+/// Random reads: `requests` independent reads of `request_bytes` each, at addresses drawn uniformly from the
+/// `request_bytes`-aligned slots of [base, base + bytes) (a gather / GUPS-like access: nearly every one opens a
+/// DRAM row, so the channel's ACT constraints, tRRD / tFAW / tRC, bound it). Deterministic in (seed, sm).
+class RandomReadSource : public RequestSource {
+ public:
+  /// `request_bytes` > 0 and a divisor of the L2 line (the preset's sector, so that no read crosses a line);
+  /// `bytes` >= request_bytes; `base` request_bytes-aligned.
+  RandomReadSource(std::uint64_t base, std::uint64_t bytes, std::uint32_t request_bytes, std::uint64_t requests,
+                   std::uint32_t sm, std::uint64_t seed);
+  /// Next read (independent); false after `requests`.
+  bool next(MemRequest& r) override;
+
+ private:
+  std::uint64_t base_, slots_, left_, state_;
+  std::uint32_t request_bytes_;
+};
+
 /// Pointer chase: reads the 8-byte little-endian pointer at `start`, then the pointer at the address it
 /// holds, ... `steps` dependent reads. The chain must have been written into memory beforehand.
 class PointerChaseSource : public RequestSource {
