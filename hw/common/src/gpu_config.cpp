@@ -182,6 +182,7 @@ GpuConfig parse_gpu_config(const std::string& text, const std::string& file) {
     d.capacity_bytes = m.u64("capacity_bytes", 0);
     d.write_drain_bursts = m.u32("write_drain_bursts", d.write_drain_bursts);
     if (d.write_drain_bursts == 0) m.fail("write_drain_bursts", "must be > 0");
+    d.pseudo_channels = m.u32("pseudo_channels", d.pseudo_channels);
     read_timing(m.child("timing"), d.timing);
     m.finish();
   }
@@ -238,6 +239,8 @@ void validate_gpu_config(const GpuConfig& c) {
   if (!is_pow2(d.banks_per_group)) fail("dram.banks_per_group", "must be a power of two (bank XOR row permutation)");
   if (std::uint64_t(d.bank_groups) * d.banks_per_group > 1024)
     fail("dram.bank_groups", "bank_groups x banks_per_group must be at most 1024 banks per channel");
+  if (d.pseudo_channels == 0 || d.banks() % d.pseudo_channels)
+    fail("dram.pseudo_channels", "must be > 0 and divide the banks per channel (" + std::to_string(d.banks()) + ")");
   if (d.bus_bytes == 0) fail("dram.bus_bytes", "must be > 0");
   if (d.burst_length == 0) fail("dram.burst_length", "must be > 0");
   if (d.data_rate == 0) fail("dram.data_rate", "must be > 0");
@@ -297,7 +300,8 @@ void validate_gpu_config(const GpuConfig& c) {
         {"dram.controller_latency_cycles", c.dram.controller_latency_cycles},
         {"dram.timing.tRCD", t.tRCD}, {"dram.timing.tRP", t.tRP}, {"dram.timing.tRAS", t.tRAS},
         {"dram.timing.tRC", t.tRC}, {"dram.timing.CL", t.CL}, {"dram.timing.WL", t.WL},
-        {"dram.timing.tCCDL", t.tCCDL}, {"dram.timing.tCCDS", t.tCCDS}, {"dram.timing.tRRD", t.tRRD}, {"dram.timing.tFAW", t.tFAW},
+        {"dram.timing.tCCDL", t.tCCDL}, {"dram.timing.tCCDS", t.tCCDS}, {"dram.timing.tRRD", t.tRRD},
+        {"dram.timing.tFAW", t.tFAW},
         {"dram.timing.tWR", t.tWR}, {"dram.timing.tRTP", t.tRTP}, {"dram.timing.tWTR", t.tWTR},
         {"dram.timing.tRTW", t.tRTW}, {"dram.timing.tBURST", t.tBURST}, {"dram.timing.tREFI", t.tREFI},
         {"dram.timing.tRFC", t.tRFC}};

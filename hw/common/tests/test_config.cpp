@@ -103,6 +103,9 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   expect_config_error(with(v, "tRC", "20"), "dram.timing.tRC", "tRAS + tRP");
   expect_config_error(with(v, "tFAW", "2"), "dram.timing.tFAW", "0 (not modelled) or >= tRRD");  // tRRD 3
   EXPECT_EQ(parse_gpu_config(with(v, "tFAW", "0"), "test.yaml").dram.timing.tFAW, 0u);  // off, explicitly
+  expect_config_error(with(v, "pseudo_channels", "3"), "dram.pseudo_channels", "divide the banks per channel (16)");
+  expect_config_error(with(v, "pseudo_channels", "0"), "dram.pseudo_channels", "must be > 0");
+  EXPECT_EQ(parse_gpu_config(with(v, "pseudo_channels", ""), "test.yaml").dram.pseudo_channels, 1u);  // optional
   expect_config_error(with(v, "tRFC", "3315"), "dram.timing.tRFC", "tRFC must be < tREFI");
   // V100 timings: a row cycle with a write is 3 + 40 + 2 + 12 + 2 + 1 + 10 + 3 + 2 + 3 + 12 = 90 cycles.
   expect_config_error(with(v, "tRFC", "3200"), "dram.timing.tREFI", "no room for a row cycle between refreshes");

@@ -12,7 +12,7 @@ void DramStats::register_with(StatsGroup& g) const {
       .counter("row_conflicts", row_conflicts, "column commands needing PRE+ACT (other row open)")
       .counter("activates", activates).counter("precharges", precharges)
       .counter("refresh_stalls", refresh_stalls, "commands delayed by an all-bank refresh")
-      .counter("faw_limited_acts", faw_limited_acts, "ACTs the four-activate window (tFAW) delayed to its end")
+      .counter("faw_delayed_acts", faw_delayed_acts, "ACTs the four-activate window (tFAW) moved later")
       .counter("late_row_hits", late_row_hits, "row hits served after their row's recorded PRE (FR-FCFS)")
       .counter("history_clamps", history_clamps, "bursts older than their bank's kept row history")
       .counter("bus_busy_ps", bus_busy_ps)
@@ -27,10 +27,10 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
       bg_cols_(c.bank_groups, SlotCalendar(clk.cycles_to_ps(c.timing.tCCDL), 1, 1u << 13)),
       bg_last_(c.bank_groups, 0),
       bus_(clk.cycles_to_ps(std::max(c.timing.tBURST, c.timing.tCCDS))),  // column-to-column across bank groups
-      // ACTs older than 2^15 ACT slots behind the latest are forgotten (the old tRRD calendar's horizon).
-      acts_(clk.cycles_to_ps(c.timing.tRRD), clk.cycles_to_ps(c.timing.tFAW),
-            ps_t(1u << 15) * std::max({clk.cycles_to_ps(c.timing.tRRD), clk.cycles_to_ps(c.timing.tFAW) / 4,
-                                       clk.cycles_to_ps(c.timing.tBURST)})) {
+      pseudo_channels_(std::max<std::uint32_t>(1, c.pseudo_channels)),
+      acts_(pseudo_channels_, SlotCalendar(clk.cycles_to_ps(c.timing.tRRD))),
+      // 2^13 tFAW bins: a horizon as long as the tRRD calendar's 2^15 bins for tFAW ~ 4 tRRD.
+      faws_(c.timing.tFAW ? pseudo_channels_ : 0, SlotCalendar(clk.cycles_to_ps(c.timing.tFAW), 4, 1u << 13)) {
   const auto& t = c.timing;
   auto ps = [&](std::uint32_t cyc) { return clk.cycles_to_ps(cyc); };
   tRCD_ = ps(t.tRCD), tRP_ = ps(t.tRP), tRAS_ = ps(t.tRAS), tRC_ = ps(t.tRC), CL_ = ps(t.CL), WL_ = ps(t.WL);
@@ -48,17 +48,30 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
 
 void DramChannel::rebase(ps_t origin) {
   bus_.rebase(origin);
-  acts_.clear(origin);
+  for (auto& a : acts_) a.rebase(origin);
+  for (auto& f : faws_) f.rebase(origin);
   for (auto& c : bg_cols_) c.rebase(origin);
   drain_left_ = 0;
   reads_since_drain_ = 0;
   for (auto& h : heads_) h.act_full_lo = h.act_full_hi = 0;
 }
 
-ps_t DramChannel::peek_act(ps_t t) {
-  ps_t a = acts_.earliest(after_refresh(t));  // tRRD, tFAW
-  while (after_refresh(a) != a) a = acts_.earliest(after_refresh(a));
-  return a;
+DramChannel::ActSlot DramChannel::peek_act(ps_t t, std::uint32_t pc) {
+  SlotCalendar& rrd = acts_[pc];
+  bool moved = false;
+  for (;;) {
+    SlotCalendar::Slot a = rrd.peek_slot(after_refresh(t));  // tRRD
+    while (after_refresh(a.start) != a.start) a = rrd.peek_slot(after_refresh(a.start));
+    if (faws_.empty()) return {a, {}, a.start, false};
+    const SlotCalendar::Slot f = faws_[pc].peek_slot(a.start);  // at most four per tFAW bin
+    if (f.start == a.start) {
+      // The last peeks of both calendars are the slots to take (take() needs no other peek since); the tRRD
+      // one was found at a.start, where the loop ends.
+      return {a, f, a.start, moved};
+    }
+    moved = true;
+    t = f.start;
+  }
 }
 
 // The first data start ds such that the command at ds - lat is at or after `from`, outside refresh, on a free
@@ -231,25 +244,27 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
       continue;
     }
     // An ACT at or after J's cannot fit this gap, and the peek and the checks below only move `act` later:
-    // when the ACT window is known to hold no valid time from `act` to J's ACT (BankHead::act_full_lo/hi), or the peek
+    // when the ACT calendar is known to be taken from `act` to J's ACT (BankHead::act_full_lo/hi), or the peek
     // lands at or after J's ACT, go on to J as above (the same shortcut; it skips the peek, or the refresh fit
     // checks and their column peeks).
     if (shortcuts_ && J && act >= h.act_full_lo && J->act <= h.act_full_hi) {
       ++i;
       continue;
     }
-    const ps_t act_peeked = peek_act(act);
-    if (shortcuts_ && J && act_peeked >= J->act) {
-      h.act_full_lo = act, h.act_full_hi = act_peeked;
+    const std::uint32_t pc = bank % pseudo_channels_;
+    ActSlot act_slot = peek_act(act, pc);
+    if (shortcuts_ && J && act_slot.start >= J->act) {
+      h.act_full_lo = act, h.act_full_hi = act_slot.start;
       ++i;
       continue;
     }
-    act = act_peeked;
+    act = act_slot.start;
     ps_t closes = next_refresh(act);
     // The row must be precharged tRP before the refresh that closes it: tRAS after the ACT at the earliest, and
     // after its column (column_before). Otherwise the ACT moves after that refresh.
     while ((closes != ~ps_t(0) && act + tRAS_ + tRP_ > closes) || !column_before(act + tRCD_, bg, write, closes)) {
-      act = peek_act(closes);
+      act_slot = peek_act(closes, pc);
+      act = act_slot.start;
       closes = next_refresh(act);
     }
     if (open && act >= I->closes) open = false;  // moved past the refresh, which closed I: a miss, no PRE
@@ -270,7 +285,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
       ++i;
       continue;
     }
-    if (acts_.add(act)) ++stats_.faw_limited_acts;  // the time peek_act found free
+    take_act(act_slot, pc);  // the slots peek_act found free at `act`
     k = commit_column(act + tRCD_, bg, write);
     r = open ? RowResult::Conflict : RowResult::Miss;
     // Precharges = intervals followed by another one before their refresh.
@@ -278,7 +293,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
     if (merge) {
       J->act = act;
       J->min_pre = std::max(J->min_pre, pre_after(k, write));
-      // J's ACT moved earlier (no new ACT counted; its old time stays booked in the ACT window: conservative).
+      // J's ACT moved earlier (no new ACT counted; its old slot stays taken on the ACT calendar).
       stats_.precharges += std::uint64_t(std::max(0, int(open) - had));
       break;
     }

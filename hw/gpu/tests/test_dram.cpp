@@ -120,6 +120,63 @@ TEST(DramChannel, ActivatesAreSpacedByTrrd) {
   EXPECT_GE(b - a, cyc(d.timing.tRRD));
 }
 
+// Eight row misses to eight banks at once: without tFAW the ACTs go out one per tRRD slot; with it the fifth waits
+// for the next tFAW bin (four ACTs per bin of tFAW), and the channel counts the ACTs it moved.
+TEST(DramChannel, FourActivateWindowDelaysTheFifthActivate) {
+  auto run = [](std::uint32_t tfaw, std::vector<ps_t>* ends) {
+    DramConfig d = v100_like(false);
+    d.timing.tFAW = tfaw;
+    DramChannel ch(d, kClk, 0, 1);
+    for (std::uint32_t k = 0; k < 8; ++k)
+      ends->push_back(ch.burst(0, {0, k % 4, k / 4, 1, 0}, false));  // a different bank each
+    return ch.stats();
+  };
+  std::vector<ps_t> off, on;
+  const DramStats s_off = run(0, &off), s_on = run(20, &on);
+  EXPECT_EQ(s_off.activates, 8u);
+  EXPECT_EQ(s_on.activates, 8u);
+  EXPECT_EQ(s_off.faw_delayed_acts, 0u);
+  EXPECT_EQ(s_on.faw_delayed_acts, 4u);  // ACTs 5-8: the first tFAW bin holds four
+  // Data = ACT + tRCD + CL + burst here (every burst to its own bank, bank groups alternating), so the ends are
+  // spaced like the ACTs.
+  EXPECT_EQ(off[4] - off[0], 4 * cyc(3));
+  EXPECT_EQ(on[3] - on[0], 3 * cyc(3));  // the first four are not delayed
+  EXPECT_GE(on[4] - on[0], cyc(20));     // the fifth: the next tFAW bin
+  EXPECT_LT(on[4] - on[0], cyc(20) + cyc(3));
+}
+
+// A request that reaches the channel late (temporal decoupling) is charged the ACT budget of its own time: four
+// ACTs at 100-109 cycles fill the tFAW bin [100, 120) (v100 tRRD 3, tFAW 20), so a late request at 105 goes to
+// 120, although the tRRD calendar has a free slot at 111.
+TEST(DramChannel, LateRequestFindsItsTfawBinFull) {
+  DramConfig d = v100_like(false);
+  d.timing.tFAW = 20;
+  DramChannel ch(d, kClk, 0, 1);
+  for (std::uint32_t k = 0; k < 4; ++k) ch.burst(kClk.cycles_to_ps(100 + 3 * k), {0, k, 0, 1, 0}, false);
+  const ps_t end = ch.burst(kClk.cycles_to_ps(105), {0, 0, 1, 1, 0}, false);
+  const ps_t act = end - cyc(d.timing.tRCD) - cyc(d.timing.CL) - cyc(d.timing.tBURST);
+  EXPECT_EQ(act, 6 * cyc(20));  // the start of the next tFAW bin, [120, 140)
+  EXPECT_EQ(ch.stats().faw_delayed_acts, 1u);
+}
+
+// tRRD and tFAW apply per pseudo-channel (bank k in pseudo-channel k % 2): two ACTs at once in different
+// pseudo-channels go out together, in the same one tRRD apart; eight ACTs spread over both fill no tFAW bin.
+TEST(DramChannel, ActConstraintsApplyPerPseudoChannel) {
+  DramConfig d = v100_like(false);
+  d.timing.tFAW = 20;
+  d.pseudo_channels = 2;
+  DramChannel ch(d, kClk, 0, 1);
+  const ps_t a = ch.burst(0, {0, 0, 0, 1, 0}, false);  // flat bank 0: pseudo-channel 0
+  const ps_t b = ch.burst(0, {0, 1, 1, 1, 0}, false);  // flat bank 5: pseudo-channel 1, same ACT time
+  const ps_t c = ch.burst(0, {0, 2, 0, 1, 0}, false);  // flat bank 8: pseudo-channel 0 again
+  EXPECT_LE(b - a, cyc(d.timing.tBURST));  // only the next bus slot (other bank group), not tRRD
+  EXPECT_GE(c - a, cyc(d.timing.tRRD));
+  DramChannel ch2(d, kClk, 0, 1);
+  for (std::uint32_t k = 0; k < 8; ++k) ch2.burst(0, {0, k / 4, k % 4, 1, 0}, false);  // four per pseudo-channel
+  EXPECT_EQ(ch2.stats().faw_delayed_acts, 0u);
+  EXPECT_EQ(ch2.stats().activates, 8u);
+}
+
 TEST(DramChannel, RefreshDelaysCommandsAndClosesRows) {
   DramConfig d = v100_like(true);
   DramChannel ch(d, kClk, 0, 1);  // channel 0: refresh windows start at multiples of tREFI
@@ -308,7 +365,7 @@ TEST(DramChannel, BurstsMatchesOneCallPerBurst) {
 }
 
 // The gap shortcuts (a gap passed over without peeking, or after an ACT peek that lands past the next
-// interval, or on a bank's remembered stretch of taken ACT slots) change no result as long as no request is
+// interval, or on a bank's remembered stretch of taken ACT slots, tRRD and tFAW) change no result as long as no request is
 // more than half a calendar horizon older than the newest peek (the caveat in dram_channel.h: a skipped peek
 // slides no horizon; the bank-group calendars' half horizon is ~9.6 us at 850 MHz). The same request streams
 // through a channel with them and one without: saturated and light load, reads and writes, few or many rows
@@ -322,6 +379,8 @@ TEST(DramChannel, GapShortcutsChangeNoResult) {
     const std::uint32_t rows = 1 + std::uint32_t(meta() % 16), write_one_in = 1 + std::uint32_t(meta() % 6);
     DramConfig d = v100_like(stream % 6 != 5);
     d.channels = 4;
+    d.timing.tFAW = stream % 2 ? 13 + 7 * std::uint32_t(stream % 3) : 0;  // the window binding or not
+    d.pseudo_channels = stream % 4 == 1 ? 2 : 1;
     const std::uint32_t ch = std::uint32_t(meta() % 4);
     DramChannel fast(d, kClk, ch, 4), full(d, kClk, ch, 4);
     full.set_gap_shortcuts(false);

@@ -66,7 +66,8 @@ struct L2Config {
 struct DramTiming {
   std::uint32_t tRCD = 12, tRP = 12, tRAS = 28, tRC = 40, CL = 12, WL = 2;
   std::uint32_t tCCDL = 2, tCCDS = 1, tRRD = 3, tWR = 10, tRTP = 3, tWTR = 4, tRTW = 4;
-  /// Four-activate window: at most four ACTs per channel in any tFAW (JESD235 / JESD79-4); 0 = not modelled.
+  /// Four-activate window: at most four ACTs per pseudo-channel in any tFAW (JESD235 / JESD79-4; the model: four
+  /// per tFAW calendar bin); 0 = not modelled.
   std::uint32_t tFAW = 0;
   std::uint32_t tBURST = 1;     ///< data-bus cycles per burst (burst_length / data_rate)
   std::uint32_t tREFI = 3315;   ///< refresh interval (0 disables refresh)
@@ -88,6 +89,10 @@ struct DramConfig {
   /// bus cycles: tWTR runs to the next read command, its data come CL later) is paid per this many write
   /// bursts when reads are also being served. ASSUMPTION-level parameter (presets: docs/gpu-model.md).
   std::uint32_t write_drain_bursts = 32;
+  /// ACT-constraint domains per channel: tRRD and tFAW apply within each (JESD235 HBM2: "counted individually
+  /// per pseudo channel"; or several physical channels behind one modelled controller). Bank k belongs to
+  /// domain k % pseudo_channels. Must divide banks(). Optional key, default 1 (the whole channel).
+  std::uint32_t pseudo_channels = 1;
   std::uint64_t capacity_bytes = 0;    ///< informational (backing store is sparse)
   DramTiming timing;
   std::uint32_t burst_bytes() const { return bus_bytes * burst_length; }

@@ -272,8 +272,8 @@ class alignas(64) BandwidthCalendar {
   std::uint64_t* stale_counter_ = nullptr;  ///< an owner's count of requests older than the horizon
 };
 
-/// Unit-capacity slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a
-/// channel: one per tRRD). Like BandwidthCalendar, correct for out-of-time-order reservations: a slot is
+/// Slots of a command/data resource (a DRAM data bus: one burst per tBURST; ACTs of a pseudo-channel: one per
+/// tRRD, and four per tFAW with per_slot 4). Like BandwidthCalendar, correct for out-of-time-order reservations: a slot is
 /// granted in the first bin at or after t with free capacity; full bins are skipped 64 at a time.
 /// Bins are `slot_ps` wide with `per_slot` units each; the horizon is `bins` slots (power of two); older
 /// requests are charged at its start.

@@ -15,9 +15,9 @@
 //     WL + tBURST + tWR (write);
 //   - otherwise a new interval, inserted in the first gap that holds it with every bank constraint: PRE
 //     of the row open there (not before its earliest PRE), tRP, ACT (tRC after the bank's previous ACT,
-//     tRRD and tFAW on the channel's ACT window (act_window.h), outside refresh), tRCD, the column, and its own earliest PRE +
-//     tRP and tRC before the next interval's ACT (if that interval has the same row, its ACT moves
-//     earlier instead: one ACT, no PRE). After the last interval it always fits: for requests in time
+//     tRRD and tFAW on the ACT calendars of the bank's pseudo-channel, outside refresh), tRCD, the column,
+//     and its own earliest PRE + tRP and tRC before the next interval's ACT (if that interval has the same
+//     row, its ACT moves earlier instead: one ACT, no PRE). After the last interval it always fits: for requests in time
 //     order this is exactly an open-page bank state machine.
 // Approximation: committed intervals never move (their bursts' times were already returned). A hit whose
 // column slot (bus contention) lands after its row's recorded PRE is still served in that row; a real
@@ -35,13 +35,19 @@
 // after it only move the ACT later; they peek the column calendars, so this one has the same horizon
 // caveat: a review found a stream, arrivals 15-30 us out of order plus requests 5-65 us old, where a
 // bank-group calendar's skipped slide changed one column by a tCCD_L slot, as the shortcut above does in
-// such streams), and without the peek when the bank's last such failed peek showed no valid ACT time (ACT window)
+// such streams), and without the peek when the bank's last such failed peek showed the ACT calendar taken
 // from the gap's earliest ACT to at least the next interval's (BankHead::act_full_lo/hi): exact, since the
-// window only gains ACTs and its floor only rises.
+// calendar only fills up and its horizon start only rises.
 //
-// Shared resources are correct for out-of-order reservations: the data bus and the per-bank-group column rate are
-// slot calendars (reservation.h), the ACTs an exact ActWindow (tRRD, tFAW). Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP,
-// tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tFAW, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
+// Shared resources (data bus, ACT rate, four-activate window, per-bank-group column rate) are slot calendars
+// (reservation.h), correct for out-of-order reservations. The ACT constraints apply per pseudo-channel
+// (DramConfig::pseudo_channels; bank k belongs to pseudo-channel k % pseudo_channels, JESD235 "counted per
+// pseudo channel"): tRRD as one ACT per tRRD bin, tFAW as at most four ACTs per tFAW bin. Fixed bins keep the
+// rates over a window right but let two ACTs in adjacent bins be closer than tRRD (and up to eight ACTs fall in
+// one tFAW span across a bin boundary); an exact two-sided spacing was tried (thirty-sixth session) and made
+// ACTs much later than an in-order controller would, because requests reach the channel out of time order and a
+// late one only fits where two booked ACTs are 2 x tRRD apart (docs/gpu-model.md, "Four-activate window").
+// Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP, tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tFAW, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
 // channel; rows close at refresh, and every bank is precharged tRP before it: a column whose tRTP / write
 // recovery, or an ACT whose tRAS, would not end tRP before the REF waits for the refresh's end), and the bus
 // turnarounds tRTW/tWTR (+ CL) under a write-drain policy: posted writes wait in the controller's write queue and are drained in episodes of `write_drain_bursts`
@@ -55,7 +61,6 @@
 #include <vector>
 
 #include "spartan/hw/address_map.h"
-#include "spartan/hw/gpu/act_window.h"
 #include "spartan/hw/gpu_config.h"
 #include "spartan/hw/reservation.h"
 #include "spartan/hw/stats.h"
@@ -67,7 +72,7 @@ struct DramStats {
   std::uint64_t read_bytes = 0, write_bytes = 0;
   std::uint64_t row_hits = 0, row_misses = 0, row_conflicts = 0;  ///< per burst (column command)
   std::uint64_t activates = 0, precharges = 0, refresh_stalls = 0;
-  std::uint64_t faw_limited_acts = 0;           ///< ACTs exactly tFAW after the fourth ACT before them
+  std::uint64_t faw_delayed_acts = 0;           ///< ACTs the four-activate window moved later (its bin was full)
   std::uint64_t late_row_hits = 0;              ///< row hits whose data left after the row's recorded PRE
   std::uint64_t history_clamps = 0;             ///< bursts older than their bank's kept row history
   std::uint64_t bus_busy_ps = 0;                ///< data-bus occupancy (utilisation = busy / elapsed)
@@ -121,10 +126,10 @@ class DramChannel {
     std::uint32_t head = 0;  ///< ring index of the oldest interval
     std::uint16_t n = 0;     ///< intervals kept
     bool dropped = false;    ///< older intervals were dropped (requests before the oldest are clamped)
-    /// A stretch [lo, hi) of the channel's ACT window found without a valid ACT time outside refresh (a gap
-    /// check's peek_act(lo) returned hi): it stays so (the window only gains ACTs), so a later gap check of
-    /// this bank whose earliest ACT lies in it and whose next interval opens by `hi` cannot fit and needs no
-    /// peek. Cleared by rebase() (the window is emptied).
+    /// A stretch [lo, hi) of the bank's pseudo-channel ACT calendars found without a free slot outside refresh
+    /// (a gap check's peek_act(lo) returned hi): it stays so (the calendars only fill up), so a later gap check
+    /// of this bank whose earliest ACT lies in it and whose next interval opens by `hi` cannot fit and needs no
+    /// peek. Cleared by rebase() (the calendars are emptied).
     ps_t act_full_lo = 0, act_full_hi = 0;
   };
   struct Bank {
@@ -173,8 +178,20 @@ class DramChannel {
     open_len_ = ref_base_ != ~ps_t(0) && tREFI_ > tRFC_ ? tREFI_ - tRFC_ : 0;
     return phase;
   }
-  /// Earliest ACT at or after `t` that tRRD, tFAW and refresh allow (not booked).
-  ps_t peek_act(ps_t t);
+  /// An ACT time and its slots on the tRRD and tFAW calendars of one pseudo-channel (not reserved).
+  struct ActSlot {
+    SlotCalendar::Slot rrd, faw;
+    ps_t start;       ///< the ACT time
+    bool faw_moved;   ///< the tFAW calendar moved the search later
+  };
+  /// Earliest ACT at or after `t` in pseudo-channel `pc` that tRRD, tFAW and refresh allow (not reserved).
+  ActSlot peek_act(ps_t t, std::uint32_t pc);
+  /// Books an ACT that peek_act(.., pc) returned, with no other peek on pc's ACT calendars since.
+  void take_act(const ActSlot& s, std::uint32_t pc) {
+    acts_[pc].take(s.rrd);
+    if (!faws_.empty()) faws_[pc].take(s.faw);
+    if (s.faw_moved) ++stats_.faw_delayed_acts;
+  }
   /// Earliest column command at or after `ready` in bank group `bg` and its bus slot (not reserved).
   Column peek_column(ps_t ready, std::uint32_t bg, bool write);
   /// The slots of a column command: its tCCD_L slot (cmd.start = command time) and its data's bus slot.
@@ -243,7 +260,9 @@ class DramChannel {
   std::vector<SlotCalendar> bg_cols_;  ///< per bank group: one column command per tCCD_L
   std::vector<ps_t> bg_last_;          ///< per bank group: latest column command taken
   SlotCalendar bus_;                   ///< data bus: one burst per max(tBURST, tCCD_S)
-  ActWindow acts_;                     ///< ACT commands: tRRD apart, at most four per tFAW (act_window.h)
+  std::uint32_t pseudo_channels_;      ///< DramConfig::pseudo_channels (ACT constraint domains)
+  std::vector<SlotCalendar> acts_;     ///< per pseudo-channel: ACT commands, one per tRRD bin
+  std::vector<SlotCalendar> faws_;     ///< per pseudo-channel: at most four ACTs per tFAW bin (empty: tFAW 0)
   DramStats stats_;
 };
 
