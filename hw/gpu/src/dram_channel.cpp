@@ -12,12 +12,22 @@ void DramStats::register_with(StatsGroup& g) const {
       .counter("row_conflicts", row_conflicts, "column commands needing PRE+ACT (other row open)")
       .counter("activates", activates).counter("precharges", precharges)
       .counter("refresh_stalls", refresh_stalls, "commands delayed by an all-bank refresh")
-      .counter("faw_delayed_acts", faw_delayed_acts, "ACTs the four-activate window (tFAW) moved later")
+      .counter("faw_delayed_acts", faw_delayed_acts, "ACT bookings the four-activate window (tFAW) moved later")
       .counter("late_row_hits", late_row_hits, "row hits served after their row's recorded PRE (FR-FCFS)")
       .counter("history_clamps", history_clamps, "bursts older than their bank's kept row history")
       .counter("bus_busy_ps", bus_busy_ps)
       .histogram("read_latency", read_latency_ps, "ps", "controller arrival -> last data beat");
 }
+
+namespace {
+// Bins of the tFAW calendar: at least 2^13, and a horizon at least as long as the tRRD calendar's 2^15 bins (a
+// second review: with tFAW = tRRD, 2^13 bins reached back 4x less, and a request 20 us late was clamped).
+std::uint32_t faw_bins(std::uint32_t trrd, std::uint32_t tfaw) {
+  std::uint32_t bins = 1u << 13;
+  while (bins < (1u << 15) && std::uint64_t(bins) * tfaw < (std::uint64_t(1) << 15) * trrd) bins <<= 1;
+  return bins;
+}
+}  // namespace
 
 DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint32_t ch, std::uint32_t channels)
     : banks_per_group_(c.banks_per_group),
@@ -29,8 +39,8 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
       bus_(clk.cycles_to_ps(std::max(c.timing.tBURST, c.timing.tCCDS))),  // column-to-column across bank groups
       pseudo_channels_(std::max<std::uint32_t>(1, c.pseudo_channels)),
       acts_(pseudo_channels_, SlotCalendar(clk.cycles_to_ps(c.timing.tRRD))),
-      // 2^13 tFAW bins: a horizon as long as the tRRD calendar's 2^15 bins for tFAW ~ 4 tRRD.
-      faws_(c.timing.tFAW ? pseudo_channels_ : 0, SlotCalendar(clk.cycles_to_ps(c.timing.tFAW), 4, 1u << 13)) {
+      faws_(c.timing.tFAW ? pseudo_channels_ : 0,
+            SlotCalendar(clk.cycles_to_ps(c.timing.tFAW), 4, faw_bins(c.timing.tRRD, c.timing.tFAW))) {
   const auto& t = c.timing;
   auto ps = [&](std::uint32_t cyc) { return clk.cycles_to_ps(cyc); };
   tRCD_ = ps(t.tRCD), tRP_ = ps(t.tRP), tRAS_ = ps(t.tRAS), tRC_ = ps(t.tRC), CL_ = ps(t.CL), WL_ = ps(t.WL);

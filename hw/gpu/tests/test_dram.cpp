@@ -141,8 +141,12 @@ TEST(DramChannel, FourActivateWindowDelaysTheFifthActivate) {
   // spaced like the ACTs.
   EXPECT_EQ(off[4] - off[0], 4 * cyc(3));
   EXPECT_EQ(on[3] - on[0], 3 * cyc(3));  // the first four are not delayed
-  EXPECT_GE(on[4] - on[0], cyc(20));     // the fifth: the next tFAW bin
-  EXPECT_LT(on[4] - on[0], cyc(20) + cyc(3));
+  EXPECT_EQ(on[4] - on[0], cyc(20));     // the fifth: the start of the next tFAW bin
+  // The sixth to eighth take the next free tRRD slots (bins 7-9: 21, 24, 27 cycles), in the same tFAW bin. (21 is
+  // one cycle after 20: two ACTs in adjacent tRRD bins, the fixed-bin approximation, docs/gpu-model.md.)
+  EXPECT_EQ(on[5] - on[0], 7 * cyc(3));
+  EXPECT_EQ(on[6] - on[0], 8 * cyc(3));
+  EXPECT_EQ(on[7] - on[0], 9 * cyc(3));
 }
 
 // A request that reaches the channel late (temporal decoupling) is charged the ACT budget of its own time: four
@@ -403,6 +407,7 @@ TEST(DramChannel, GapShortcutsChangeNoResult) {
     EXPECT_EQ(x.row_misses, y.row_misses) << "stream " << stream;
     EXPECT_EQ(x.row_conflicts, y.row_conflicts) << "stream " << stream;
     EXPECT_EQ(x.activates, y.activates) << "stream " << stream;
+    EXPECT_EQ(x.faw_delayed_acts, y.faw_delayed_acts) << "stream " << stream;
     EXPECT_EQ(x.precharges, y.precharges) << "stream " << stream;
     EXPECT_EQ(x.refresh_stalls, y.refresh_stalls) << "stream " << stream;
     EXPECT_EQ(x.late_row_hits, y.late_row_hits) << "stream " << stream;

@@ -22,7 +22,7 @@
 // old bins eagerly (what the first version did; test_reservation.cpp compares the two).
 //
 // Host-cache layout (twentieth session): a GPU model holds hundreds of calendars (4 per crossbar port
-// pair, 6 per DRAM channel) and touches a few of them per line transaction, so each one's state is cold
+// pair, 5 + 2 x pseudo_channels per DRAM channel) and touches a few of them per line transaction, so each one's state is cold
 // in the host's L1 by the time it is used again. Each calendar therefore keeps what a reservation reads of
 // it in its first 64-byte line (alignas(64)): the ring pointer, horizon, origin and search hints (a
 // SlotCalendar's second line holds only the unit counts of slots with more than one unit); its constants

@@ -72,7 +72,7 @@ struct DramStats {
   std::uint64_t read_bytes = 0, write_bytes = 0;
   std::uint64_t row_hits = 0, row_misses = 0, row_conflicts = 0;  ///< per burst (column command)
   std::uint64_t activates = 0, precharges = 0, refresh_stalls = 0;
-  std::uint64_t faw_delayed_acts = 0;           ///< ACTs the four-activate window moved later (its bin was full)
+  std::uint64_t faw_delayed_acts = 0;           ///< ACT bookings the four-activate window moved later (bin full)
   std::uint64_t late_row_hits = 0;              ///< row hits whose data left after the row's recorded PRE
   std::uint64_t history_clamps = 0;             ///< bursts older than their bank's kept row history
   std::uint64_t bus_busy_ps = 0;                ///< data-bus occupancy (utilisation = busy / elapsed)
