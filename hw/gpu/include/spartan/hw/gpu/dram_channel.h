@@ -17,8 +17,8 @@
 //     of the row open there (not before its earliest PRE), tRP, ACT (tRC after the bank's previous ACT,
 //     tRRD and tFAW on the ACT calendars of the bank's pseudo-channel, outside refresh), tRCD, the column,
 //     and its own earliest PRE + tRP and tRC before the next interval's ACT (if that interval has the same
-//     row, its ACT moves earlier instead: one ACT, no PRE). After the last interval it always fits: for requests in time
-//     order this is exactly an open-page bank state machine.
+//     row, its ACT moves earlier instead: one ACT, no PRE). After the last interval it always fits: for
+//     requests in time order this is exactly an open-page bank state machine.
 // Approximation: committed intervals never move (their bursts' times were already returned). A hit whose
 // column slot (bus contention) lands after its row's recorded PRE is still served in that row; a real
 // FR-FCFS controller (Rixner et al., ISCA 2000; the default in DRAMSim3 and Ramulator) would have
@@ -47,9 +47,10 @@
 // one tFAW span across a bin boundary); an exact two-sided spacing was tried (thirty-sixth session) and made
 // ACTs much later than an in-order controller would, because requests reach the channel out of time order and a
 // late one only fits where two booked ACTs are 2 x tRRD apart (docs/gpu-model.md, "Four-activate window").
-// Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP, tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tFAW, tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per
-// channel; rows close at refresh, and every bank is precharged tRP before it: a column whose tRTP / write
-// recovery, or an ACT whose tRAS, would not end tRP before the REF waits for the refresh's end), and the bus
+// Constraints modelled (JESD235 names, DRAM cycles): tRCD, tRP, tRAS, tRC, CL, WL, tCCD_L/tCCD_S, tRRD, tFAW,
+// tWR, tRTP, tBURST, tREFI/tRFC (all-bank refresh, staggered per channel; rows close at refresh, and every
+// bank is precharged tRP before it: a column whose tRTP / write recovery, or an ACT whose tRAS, would not end
+// tRP before the REF waits for the refresh's end), and the bus
 // turnarounds tRTW/tWTR (+ CL) under a write-drain policy: posted writes wait in the controller's write queue and are drained in episodes of `write_drain_bursts`
 // (watermark-based write mode as in Ramulator, Kim et al. CAL 2015, and DRAMSim3; Stuecheli et al., ISCA
 // 2010), so one read->write + write->read turnaround is paid per episode while reads are also served,
