@@ -72,12 +72,12 @@ DramChannel::ActSlot DramChannel::peek_act(ps_t t, std::uint32_t pc) {
   for (;;) {
     SlotCalendar::Slot a = rrd.peek_slot(after_refresh(t));  // tRRD
     while (after_refresh(a.start) != a.start) a = rrd.peek_slot(after_refresh(a.start));
-    if (faws_.empty()) return {a, {}, a.start, false};
+    if (faws_.empty()) return {a, {}, false};
     const SlotCalendar::Slot f = faws_[pc].peek_slot(a.start);  // at most four per tFAW bin
     if (f.start == a.start) {
       // The last peeks of both calendars are the slots to take (take() needs no other peek since); the tRRD
       // one was found at a.start, where the loop ends.
-      return {a, f, a.start, moved};
+      return {a, f, moved};
     }
     moved = true;
     t = f.start;
@@ -263,18 +263,18 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
     }
     const std::uint32_t pc = bank % pseudo_channels_;
     ActSlot act_slot = peek_act(act, pc);
-    if (shortcuts_ && J && act_slot.start >= J->act) {
-      h.act_full_lo = act, h.act_full_hi = act_slot.start;
+    if (shortcuts_ && J && act_slot.start() >= J->act) {
+      h.act_full_lo = act, h.act_full_hi = act_slot.start();
       ++i;
       continue;
     }
-    act = act_slot.start;
+    act = act_slot.start();
     ps_t closes = next_refresh(act);
     // The row must be precharged tRP before the refresh that closes it: tRAS after the ACT at the earliest, and
     // after its column (column_before). Otherwise the ACT moves after that refresh.
     while ((closes != ~ps_t(0) && act + tRAS_ + tRP_ > closes) || !column_before(act + tRCD_, bg, write, closes)) {
       act_slot = peek_act(closes, pc);
-      act = act_slot.start;
+      act = act_slot.start();
       closes = next_refresh(act);
     }
     if (open && act >= I->closes) open = false;  // moved past the refresh, which closed I: a miss, no PRE

@@ -369,10 +369,10 @@ TEST(DramChannel, BurstsMatchesOneCallPerBurst) {
 }
 
 // The gap shortcuts (a gap passed over without peeking, or after an ACT peek that lands past the next
-// interval, or on a bank's remembered stretch of taken ACT slots, tRRD and tFAW) change no result as long as no request is
-// more than half a calendar horizon older than the newest peek (the caveat in dram_channel.h: a skipped peek
-// slides no horizon; the bank-group calendars' half horizon is ~9.6 us at 850 MHz). The same request streams
-// through a channel with them and one without: saturated and light load, reads and writes, few or many rows
+// interval, or on a bank's remembered stretch of taken ACT slots, tRRD and tFAW) change no result as long as no
+// request is more than half a calendar horizon older than the newest peek (the caveat in dram_channel.h: a
+// skipped peek slides no horizon; the bank-group calendars' half horizon is ~9.6 us at 850 MHz). The same request
+// streams through a channel with them and one without: saturated and light load, reads and writes, few or many rows
 // per bank, arrivals up to 8 us out of order, refresh on and off, several channels' refresh phases.
 TEST(DramChannel, GapShortcutsChangeNoResult) {
   std::uint64_t merges_seen = 0;

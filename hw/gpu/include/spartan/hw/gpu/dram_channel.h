@@ -181,9 +181,9 @@ class DramChannel {
   }
   /// An ACT time and its slots on the tRRD and tFAW calendars of one pseudo-channel (not reserved).
   struct ActSlot {
-    SlotCalendar::Slot rrd, faw;
-    ps_t start;       ///< the ACT time
-    bool faw_moved;   ///< the tFAW calendar moved the search later
+    SlotCalendar::Slot rrd, faw;  ///< faw: unused when tFAW is 0
+    bool faw_moved;               ///< the tFAW calendar moved the search later
+    ps_t start() const { return rrd.start; }  ///< the ACT time (the tFAW slot starts there too)
   };
   /// Earliest ACT at or after `t` in pseudo-channel `pc` that tRRD, tFAW and refresh allow (not reserved).
   ActSlot peek_act(ps_t t, std::uint32_t pc);
