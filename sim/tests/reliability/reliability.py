@@ -357,6 +357,7 @@ def bad_input(r):
         ("overlapping ranges", "index beyond size", infer, weights(mm + "8 8 1\n9 1 1\n")),
         ("NaN/Inf/-0.0 in data", "NaN weight", infer, weights(mm + "8 8 1\n1 1 nan\n")),
         ("NaN/Inf/-0.0 in data", "Inf weight", infer, weights(mm + "8 8 1\n1 1 inf\n")),
+        ("wrong type", "hexadecimal float weight", infer, weights(mm + "8 8 1\n1 1 0x10\n")),
         ("NaN/Inf/-0.0 in data", "NaN feature (TSV)", infer, weights(good, "1\t1\tnan\n")),
         ("NaN/Inf/-0.0 in data", "--bias nan", [a if a != "-0.3" else "nan" for a in infer], weights(good)),
         ("negative or zero sizes", "--layers 0", [a if a != "1" else "0" for a in infer], weights(good)),

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "spartan/common/error.h"
 
@@ -12,9 +13,29 @@ namespace spartan::sdnn {
 std::vector<Csr> load_weights(const std::string& dir, int layers) {
   if (layers < 1) throw InputError("--layers must be >= 1, got " + std::to_string(layers));
   std::vector<Csr> w(static_cast<std::size_t>(layers));
+  std::vector<std::string> files(static_cast<std::size_t>(layers));
+  std::vector<bool> inferred(static_cast<std::size_t>(layers));
+  // A TSV layer file has no header: its size is inferred from its largest indices. A layer is N x N, so a TSV
+  // layer takes N from the largest index of any layer (a MatrixMarket layer's stated N, else the largest row
+  // or column index of the TSV layers): a neuron with no outgoing edge in one layer (an empty last row) made
+  // that layer (N - 1) x N and was refused (thirty-seventh session's review). A neuron with no edge in any layer
+  // cannot be seen in TSV files (use MatrixMarket, whose header states N).
+  std::int64_t n_tsv = 0;
   for (int k = 0; k < layers; ++k) {
-    const std::string f = find_layer_file(dir, k + 1);
-    w[k] = read_matrix(f);
+    files[k] = find_layer_file(dir, k + 1);
+    w[k] = read_matrix(files[k]);
+    const std::string& f = files[k];
+    inferred[k] = f.size() >= 4 && (f.compare(f.size() - 4, 4, ".tsv") == 0 || (f.size() >= 7 && f.compare(f.size() - 7, 7, ".tsv.gz") == 0));
+    n_tsv = std::max({n_tsv, w[k].rows, w[k].cols});
+  }
+  for (int k = 0; k < layers; ++k)
+    if (!inferred[k]) n_tsv = w[k].rows;  // a stated size wins (and is checked below)
+  for (int k = 0; k < layers; ++k) {
+    const std::string& f = files[k];
+    if (inferred[k] && w[k].rows <= n_tsv && w[k].cols <= n_tsv) {
+      w[k].row_ptr.resize(static_cast<std::size_t>(n_tsv) + 1, w[k].row_ptr.back());
+      w[k].rows = w[k].cols = n_tsv;
+    }
     if (w[k].rows != w[k].cols) throw InputError(f + ": weight matrix is " + std::to_string(w[k].rows) + " x " + std::to_string(w[k].cols) + ", expected square");
     if (k > 0 && w[k].rows != w[0].rows) throw InputError(f + ": layer has " + std::to_string(w[k].rows) + " neurons, layer 1 has " + std::to_string(w[0].rows));
   }
@@ -147,6 +168,24 @@ std::vector<std::int64_t> categories(const Csr& y) {
   for (std::int64_t r = 0; r < y.rows; ++r)
     if (y.row_ptr[r + 1] > y.row_ptr[r]) c.push_back(r);
   return c;
+}
+
+double max_abs_difference(const Csr& a, const Csr& b) {
+  if (a.rows != b.rows || a.cols != b.cols) throw InputError("max_abs_difference: shapes differ");
+  std::vector<double> row(static_cast<std::size_t>(a.cols), 0.0);
+  double m = 0;
+  for (std::int64_t r = 0; r < a.rows; ++r) {
+    for (auto q = a.row_ptr[r]; q < a.row_ptr[r + 1]; ++q) row[static_cast<std::size_t>(a.col_idx[q])] += a.values[q];
+    for (auto q = b.row_ptr[r]; q < b.row_ptr[r + 1]; ++q) row[static_cast<std::size_t>(b.col_idx[q])] -= b.values[q];
+    for (const Csr* x : {&a, &b})
+      for (auto q = x->row_ptr[r]; q < x->row_ptr[r + 1]; ++q) {
+        double& v = row[static_cast<std::size_t>(x->col_idx[q])];
+        const double d = std::fabs(v);
+        if (d > m || std::isnan(d)) m = d;  // a NaN difference makes (and keeps) the result NaN: no check passes it
+        v = 0.0;
+      }
+  }
+  return m;
 }
 
 std::int64_t total_edges(const std::vector<Csr>& weights) {

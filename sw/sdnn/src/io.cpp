@@ -2,6 +2,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -105,6 +106,10 @@ bool parse_float(const char*& p, float& v) {
   // finite in float too: 1e300 would narrow to inf
   if (end == p || (*end != 0 && *end != ' ' && *end != '\t') || !std::isfinite(x) || std::fabs(x) > std::numeric_limits<float>::max())
     return false;
+  // Decimal only (MatrixMarket's and the Graph Challenge TSV's real numbers): strtod also reads hexadecimal
+  // floats ("0x10" = 16), which no such file holds (thirty-seventh session's review).
+  for (const char* c = p; c < end; ++c)
+    if (!std::isdigit(static_cast<unsigned char>(*c)) && *c != '+' && *c != '-' && *c != '.' && *c != 'e' && *c != 'E') return false;
   v = static_cast<float>(x);
   p = end;
   return true;

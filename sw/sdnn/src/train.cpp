@@ -127,6 +127,7 @@ EpochStats Trainer::epoch(const LabelledSet& train, const LabelledSet& test) {
   for (std::int64_t r = 0; r < train.features.rows; r += cfg_.batch) {
     int c = 0;
     const double l = loss(train, r, cfg_.batch, true, &c);
+    s.batch_update_path.push_back(update_path_);
     step();
     s.batch_loss.push_back(l);
     sum += l;

@@ -14,6 +14,7 @@
 #include "spartan/common/error.h"
 #include "spartan/sdnn/graphblas_ref.h"
 #include "spartan/sdnn/infer.h"
+#include "test_tmp_dir.h"
 
 using namespace spartan::sdnn;
 
@@ -83,6 +84,55 @@ TEST(SdnnInfer, StructuralBiasMatchesDenseReference) {
       }
   }
   EXPECT_THROW(layer_forward(y, csr_from_triples(n + 1, n, {}), 0.0f), spartan::InputError);
+}
+
+// A TSV layer has no header: it is N x N with N the largest index of any layer, so a neuron without outgoing
+// edges in one layer (its empty last row) does not make that layer (N - 1) x N (review of the thirty-seventh
+// session: refused as "15 x 16, expected square"). A MatrixMarket layer's stated N wins; a TSV index beyond it
+// is an error.
+TEST(SdnnInfer, TsvLayersAreSquareWithTheNetworksNeuronCount) {
+  namespace fs = std::filesystem;
+  const fs::path dir = spartan::sdnn::testing::tmp_path("sdnn_infer_", "tsv_layers");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "n4-l1.tsv") << "1\t4\t1\n2\t1\t1\n3\t2\t1\n";  // row 4 empty: max row 3, max column 4
+  std::ofstream(dir / "n4-l2.tsv") << "1\t1\t1\n2\t2\t1\n";          // rows and columns 3, 4 empty here
+  std::ofstream(dir / "n4-l3.tsv") << "4\t3\t2\n";
+  const auto w = load_weights(dir.string(), 3);
+  ASSERT_EQ(w.size(), 3u);
+  for (const auto& l : w) {
+    EXPECT_EQ(l.rows, 4);
+    EXPECT_EQ(l.cols, 4);
+    EXPECT_EQ(l.row_ptr.size(), 5u);
+  }
+  EXPECT_EQ(w[0].nnz(), 3);
+  EXPECT_EQ(w[0].row_ptr[4], w[0].row_ptr[3]);  // the padded row is empty
+  EXPECT_EQ(w[1].nnz(), 2);
+  // A MatrixMarket layer states N = 6: the TSV layers take it.
+  std::ofstream(dir / "n4-l4.mtx") << "%%MatrixMarket matrix coordinate real general\n6 6 1\n6 6 1\n";
+  const auto w6 = load_weights(dir.string(), 4);
+  for (const auto& l : w6) EXPECT_EQ(l.rows, 6);
+  // ... and one of N = 3 is smaller than the TSV layers' index 4: an error, not a silent cut.
+  fs::remove(dir / "n4-l4.mtx");
+  std::ofstream(dir / "n4-l4.mtx") << "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 1\n";
+  EXPECT_THROW(load_weights(dir.string(), 4), spartan::InputError);
+}
+
+// The distributed run's verification compares results whose structures may differ (a lost halo vector drops or
+// adds activations): an entry stored in one matrix only counts with its whole value, and a NaN is never hidden.
+TEST(SdnnInfer, MaxAbsDifferenceCountsEntriesOfEitherStructure) {
+  const Csr a = csr_from_triples(2, 4, {{0, 1, 2.0f}, {1, 0, 1.0f}, {1, 3, 5.0f}});
+  EXPECT_EQ(max_abs_difference(a, a), 0.0);
+  const Csr b = csr_from_triples(2, 4, {{0, 1, 2.25f}, {1, 0, 1.0f}, {1, 3, 5.0f}});
+  EXPECT_DOUBLE_EQ(max_abs_difference(a, b), 0.25);
+  const Csr missing = csr_from_triples(2, 4, {{0, 1, 2.0f}, {1, 0, 1.0f}});  // a's 5.0 not stored
+  EXPECT_DOUBLE_EQ(max_abs_difference(a, missing), 5.0);
+  EXPECT_DOUBLE_EQ(max_abs_difference(missing, a), 5.0);
+  const Csr extra = csr_from_triples(2, 4, {{0, 1, 2.0f}, {0, 2, 7.0f}, {1, 0, 1.0f}, {1, 3, 5.0f}});
+  EXPECT_DOUBLE_EQ(max_abs_difference(a, extra), 7.0);
+  const Csr nan = csr_from_triples(2, 4, {{0, 1, std::nanf("")}, {1, 0, 1.0f}, {1, 3, 50.0f}});
+  EXPECT_TRUE(std::isnan(max_abs_difference(a, nan)));
+  EXPECT_THROW(max_abs_difference(a, csr_from_triples(3, 4, {})), spartan::InputError);
 }
 
 TEST(SdnnInfer, CliBadInputExitsTwo) {

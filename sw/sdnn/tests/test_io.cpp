@@ -125,6 +125,8 @@ TEST(SdnnIo, MatrixMarketErrorsNameFileAndLine) {
       {"e_nosize.mtx", hdr + "% only comments\n", 3, "missing size"},
       {"e_malformed.mtx", hdr + "2 2 2\n1 1 1\n1 2 abc\n", 4, "malformed"},
       {"e_short.mtx", hdr + "2 2 2\n1 1 1\n2\n", 4, "malformed"},
+      // hexadecimal floats, which strtod reads (thirty-seventh session's review: "0x10" was read as 16)
+      {"e_hexfloat.mtx", hdr + "2 2 2\n1 1 1\n2 2 0x10\n", 4, "malformed"},
       {"e_trailing.mtx", hdr + "2 2 1\n1 1 1 9\n", 3, "trailing"},
       {"e_range.mtx", hdr + "2 2 2\n1 1 1\n3 1 1\n", 4, "out of range"},
       {"e_zero.mtx", hdr + "2 2 1\n0 1 1\n", 3, "out of range"},

@@ -154,6 +154,11 @@ TEST(SdnnPartition, FileRoundTripAndErrors) {
   expect_line(magic + "parts 2 neurons 3 layers 1 method block\n0 2 1\n", 3);
   expect_line(magic + "parts 2 neurons 3 layers 2 method block\n0 1 1\n", 4);
   expect_line(magic + "parts 2 neurons 3 layers 1 method block\n0 a 1\n", 3);
+  // Part ids are plain decimal digits, as written (thirty-seventh session's review: "+0" and "-0" passed).
+  expect_line(magic + "parts 2 neurons 3 layers 1 method block\n0 +0 1\n", 3);
+  expect_line(magic + "parts 2 neurons 3 layers 1 method block\n0 -0 1\n", 3);
+  expect_line(magic + "parts 2 neurons 3 layers 1 method block\n0 1e0 1\n", 3);
+  expect_line(magic + "parts 2 neurons 3 layers 1 method block\n0 99999999999999999999 1\n", 3);
   // New-user review: a file without the magic line, or with an unknown method, was accepted.
   expect_line("# nope\nparts 2 neurons 3 layers 1 method block\n0 1 0\n", 1);
   expect_line("parts 2 neurons 3 layers 1 method block\n0 1 0\n", 1);

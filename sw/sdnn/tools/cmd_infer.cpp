@@ -56,6 +56,7 @@ int cmd_infer(const std::vector<std::string>& args) {
     mpi.agree(check_paths);
     return dist_infer_main(weights, layers, features, bias, partition, cats_out, batch);
   }
+  refuse_ranks_without_partition("infer");
   check_paths();
 
   const auto w = load_weights(weights, layers);
@@ -64,10 +65,10 @@ int cmd_infer(const std::vector<std::string>& args) {
   const Csr y = infer(y0, w, bias);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto cats = categories(y);
-  std::printf("categories: %zu of %lld images\n", cats.size(), static_cast<long long>(y0.rows));
   std::string list;
   for (auto c : cats) list += std::to_string(c + 1) + "\n";
-  if (!cats_out.empty()) write_file_atomic(cats_out, list);
+  if (!cats_out.empty()) write_file_atomic(cats_out, list);  // before the report: a failed write prints no results
+  std::printf("categories: %zu of %lld images\n", cats.size(), static_cast<long long>(y0.rows));
   std::printf("category rows (1-based):");
   for (auto c : cats) std::printf(" %lld", static_cast<long long>(c + 1));
   std::printf("\n");

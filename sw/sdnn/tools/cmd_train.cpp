@@ -91,6 +91,13 @@ double verify_tolerance(std::int64_t neurons, double update_path, double max_par
   return 8.0 * kEps * static_cast<double>(neurons) * update_path + 2.0 * kEps * max_param;
 }
 
+/// Relative tolerance of a batch loss in `train --verify`: 1e-3, plus the parameter bound's 8 x eps x N x the
+/// update path up to that batch. The loss drifts with the parameters: on a 4 x 1024 He body over one epoch of
+/// Fashion-MNIST (938 batches, 2 ranks) the 1- and 2-rank losses drifted apart steadily, 7e-4 by batch 300 and
+/// 3.3e-3 by batch 938 (update path 8.25, parameter bound 8.1e-3), and the fixed 1e-3 bound that was here failed
+/// that correct run (thirty-seventh session's review). Early batches keep the 1e-3 bound.
+double loss_tolerance(std::int64_t neurons, double update_path) { return 1e-3 + verify_tolerance(neurons, update_path, 0.0); }
+
 /// Rank 0's warning (stderr, once) when the training loss diverges: a non-finite batch loss, or one above
 /// kDivergenceFactor x the first batch's. Returns true if it warned.
 constexpr double kDivergenceFactor = 10.0;
@@ -155,6 +162,7 @@ int cmd_train(const std::vector<std::string>& args) {
   // rank 0, and the job ends with its exit code instead of one line and an MPI_Abort banner per rank.
   std::unique_ptr<MpiSession> mpi;
   if (!partition.empty()) mpi = std::make_unique<MpiSession>();
+  else refuse_ranks_without_partition("train");
   const int rank = mpi ? mpi->rank() : 0, size = mpi ? mpi->size() : 1;
   std::vector<Csr> w;
   LabelledSet train, test;
@@ -226,8 +234,8 @@ int cmd_train(const std::vector<std::string>& args) {
   if (mpi && verify) dist_params = gather_params(tr, n, size);
   if (mpi) {
     const auto& c = tr.engine().counters();
-    unsigned long long mine[2] = {c.expand_bytes, c.fold_bytes}, tot[2] = {0, 0};
-    MPI_Reduce(mine, tot, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    unsigned long long mine[3] = {c.expand_bytes, c.fold_bytes, c.allreduce_bytes}, tot[3] = {0, 0, 0};
+    MPI_Reduce(mine, tot, 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (root) {
       unsigned long long entries = 0;
       for (auto v : expand_volume(w, part)) entries += static_cast<unsigned long long>(v);
@@ -236,6 +244,9 @@ int cmd_train(const std::vector<std::string>& args) {
                   static_cast<unsigned long long>(c.forward_images), tot[0], pf == tot[0] ? "EQUAL" : "MISMATCH");
       std::printf("fold volume: predicted %llu bytes (connectivity-1 %llu x %llu images x 4), measured %llu: %s\n", pb, entries,
                   static_cast<unsigned long long>(c.backward_images), tot[1], pb == tot[1] ? "EQUAL" : "MISMATCH");
+      std::printf("all-reduce (softmax logits, and per-layer bias gradients with --bias-mode layer; not in the connectivity-1 volume): %llu bytes contributed "
+                  "(sum over ranks of the arrays reduced; the bytes on the wire depend on MPI's all-reduce algorithm)\n",
+                  tot[2]);
       if (pf != tot[0] || pb != tot[1]) rc = 1;
       if (verify) {
         Partition one;
@@ -243,14 +254,21 @@ int cmd_train(const std::vector<std::string>& args) {
         one.neurons = n;
         one.part.assign(w.size(), std::vector<std::int32_t>(static_cast<std::size_t>(n), 0));
         Trainer ref(w, one, 0, 1, false, cfg);
-        std::vector<double> rcurve;
+        std::vector<double> rcurve, rpath;
         for (int e = 0; e < epochs; ++e) {
           const auto s = ref.epoch(train, test);
           rcurve.insert(rcurve.end(), s.batch_loss.begin(), s.batch_loss.end());
+          rpath.insert(rpath.end(), s.batch_update_path.begin(), s.batch_update_path.end());
         }
-        double maxrel = 0;
-        for (std::size_t i = 0; i < curve.size() && i < rcurve.size(); ++i)
-          maxrel = std::max(maxrel, std::fabs(curve[i] - rcurve[i]) / std::max(1e-6, std::fabs(rcurve[i])));
+        // Batch losses: relative difference within loss_tolerance() of that batch's update path. The worst batch is
+        // the one closest to its tolerance (the ratio is printed).
+        double maxrel = 0, loss_ratio = 0, loss_tol_at_worst = loss_tolerance(n, 0.0);
+        for (std::size_t i = 0; i < curve.size() && i < rcurve.size(); ++i) {
+          const double rel = std::fabs(curve[i] - rcurve[i]) / std::max(1e-6, std::fabs(rcurve[i]));
+          const double lt = loss_tolerance(n, rpath[i]);
+          maxrel = std::max(maxrel, rel);
+          if (rel / lt > loss_ratio || std::isnan(rel)) loss_ratio = rel / lt, loss_tol_at_worst = lt;
+        }
         // The parameters themselves: the loss alone hardly moves when a fold bug loses a few neurons' gradients
         // (twelfth-session review: dropping half the backward signal below the top layer changed it by 4e-3).
         const Params ref_params = gather_params(ref, n, 1);
@@ -268,13 +286,15 @@ int cmd_train(const std::vector<std::string>& args) {
             maxref = std::max(maxref, std::fabs(double(ref_params.val[e])));
           }
         const double tol = verify_tolerance(n, ref.update_path(), maxref);
-        const bool ok = finite && curve.size() == rcurve.size() && maxrel <= 1e-3 && same_keys && maxdiff <= tol;
+        const bool ok = finite && curve.size() == rcurve.size() && loss_ratio <= 1.0 && same_keys && maxdiff <= tol;
         if (!finite)
           std::fprintf(stderr, "spartan-sdnn: verify: non-finite losses, parameters or updates: the runs are not comparable\n");
-        std::printf("verify vs single-rank training: %zu batch losses, max relative difference %.3g; %zu parameters "
+        std::printf("verify vs single-rank training: %zu batch losses, max relative difference %.3g (worst batch at %.0f %% of its "
+                    "tolerance %.3g = 1e-3 + 8 x eps x N x its update path); %zu parameters "
                     "(weights, biases, head) %s, max |diff| %.3g (tolerance %.3g = 8 x eps x %lld neurons x update path %.3g): %s\n",
-                    curve.size(), maxrel, ref_params.val.size(), same_keys ? "at the same places" : "at DIFFERENT places", maxdiff,
-                    tol, static_cast<long long>(n), ref.update_path(), ok ? "OK" : "FAILED");
+                    curve.size(), maxrel, 100.0 * loss_ratio, loss_tol_at_worst, ref_params.val.size(),
+                    same_keys ? "at the same places" : "at DIFFERENT places", maxdiff, tol, static_cast<long long>(n), ref.update_path(),
+                    ok ? "OK" : "FAILED");
         if (!ok) rc = 1;
         // A diverging run is chaotic: a rounding difference can move it onto another path (seen: batch losses
         // 22.93 vs 22.90 after 33 steps at batch 8), so a failure there need not be a distribution bug.

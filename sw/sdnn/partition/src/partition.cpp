@@ -181,12 +181,15 @@ Partition read_partition(const std::string& path) {
     std::istringstream ls(line);
     std::vector<std::int32_t> part;
     part.reserve(static_cast<std::size_t>(p.neurons));
-    long long x = 0;
-    while (ls >> x) {
-      if (x < 0 || x >= p.parts) throw FormatError(path, "layer " + std::to_string(k + 1), ln, "part id " + std::to_string(x) + " out of range [0, " + std::to_string(p.parts) + ")", "line");
+    // Part ids as write_partition writes them: decimal digits only ("+0", "-0" or "1e0" are malformed).
+    std::string tok;
+    while (ls >> tok) {
+      if (tok.size() > 10 || tok.find_first_not_of("0123456789") != std::string::npos)
+        throw FormatError(path, "layer " + std::to_string(k + 1), ln, "malformed part id '" + (tok.size() > 20 ? tok.substr(0, 20) + "..." : tok) + "'", "line");
+      const long long x = std::stoll(tok);
+      if (x >= p.parts) throw FormatError(path, "layer " + std::to_string(k + 1), ln, "part id " + std::to_string(x) + " out of range [0, " + std::to_string(p.parts) + ")", "line");
       part.push_back(static_cast<std::int32_t>(x));
     }
-    if (!ls.eof()) throw FormatError(path, "layer " + std::to_string(k + 1), ln, "malformed part id", "line");
     if (static_cast<std::int64_t>(part.size()) != p.neurons)
       throw FormatError(path, "layer " + std::to_string(k + 1), ln, "expected " + std::to_string(p.neurons) + " part ids, got " + std::to_string(part.size()), "line");
     p.part.push_back(std::move(part));

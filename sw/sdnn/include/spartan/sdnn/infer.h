@@ -12,8 +12,9 @@
 
 namespace spartan::sdnn {
 
-/// Loads layers 1..layers from `dir` (see find_layer_file). Throws IoError/FormatError; InputError if a
-/// layer is not square or the layers disagree in size.
+/// Loads layers 1..layers from `dir` (see find_layer_file). A TSV layer (no header) is N x N with N the
+/// largest index of any layer (or a MatrixMarket layer's stated size). Throws IoError/FormatError; InputError
+/// if a layer is not square or the layers disagree in size.
 std::vector<Csr> load_weights(const std::string& dir, int layers);
 
 /// Reads the input features (images x neurons). `neurons` > 0 fixes the column count for TSV input.
@@ -31,6 +32,11 @@ Csr infer(const Csr& y0, const std::vector<Csr>& weights, float bias, float ymax
 
 /// 0-based rows of y with at least one stored non-zero (the Graph Challenge "categories").
 std::vector<std::int64_t> categories(const Csr& y);
+
+/// Largest |a_ij - b_ij| over every entry stored in either matrix (an entry stored in one only counts as its
+/// |value|), so that two results with different structures still get a meaningful difference. Duplicate
+/// entries of one row are summed, as a CSR product would. Throws InputError if the shapes differ.
+double max_abs_difference(const Csr& a, const Csr& b);
 
 /// Total edges (sum of nnz over the layers): throughput is images * edges / seconds.
 std::int64_t total_edges(const std::vector<Csr>& weights);

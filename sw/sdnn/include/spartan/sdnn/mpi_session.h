@@ -2,6 +2,8 @@
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <utility>
@@ -11,6 +13,23 @@
 #include "spartan/common/error.h"
 
 namespace spartan::sdnn {
+
+/// Throws when this process is one of several ranks started by mpirun (Open MPI's OMPI_COMM_WORLD_SIZE, or
+/// PMI_SIZE / PMIX_SIZE of other launchers, above 1) although `command` runs single-process (no --partition):
+/// each rank would run the whole job and print it again (fresh-eyes review, thirty-seventh session). Rank 0
+/// throws the one InputError line; the other ranks a ReportedError with exit code 2 (nothing printed).
+inline void refuse_ranks_without_partition(const char* command) {
+  long ranks = 1, rank = 0;
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* e = std::getenv(v)) ranks = std::max(ranks, std::strtol(e, nullptr, 10));
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* e = std::getenv(v)) rank = std::max(rank, std::strtol(e, nullptr, 10));
+  if (ranks <= 1) return;
+  if (rank != 0) throw ReportedError(2);
+  throw InputError(std::string(command) + " runs under mpirun with " + std::to_string(ranks) +
+                   " ranks but without --partition, so every rank would run the whole job: give --partition FILE (from spartan-sdnn "
+                   "partition --parts " + std::to_string(ranks) + ") or run it without mpirun");
+}
 
 /// Initialises MPI (if not yet) and finalises it on normal exit. Left by an exception with more than one
 /// rank (an error on this rank, e.g. an unwritable output on rank 0 only), it does not finalise: the other

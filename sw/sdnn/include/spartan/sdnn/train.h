@@ -42,6 +42,9 @@ struct TrainConfig {
 struct EpochStats {
   double mean_loss = 0, train_acc = 0, test_acc = 0, seconds = 0;
   std::vector<double> batch_loss;
+  /// Per batch, update_path() when its loss was computed (before its step): the scale of the rounding drift its
+  /// loss may carry (`train --verify`).
+  std::vector<double> batch_update_path;
 };
 
 class Trainer {
