@@ -30,18 +30,20 @@ struct Host : sc_core::sc_module {
 };
 }  // namespace
 
+hw::EngineConfig EngineLockstep::tlm_config(const EngineLockstepConfig& c) {
+  hw::EngineConfig e;
+  e.clock_mhz = c.clock_mhz;
+  e.tile_buffers = c.tile_buffers;
+  return e;
+}
+
 struct EngineLockstep::Impl {
   EngineLockstepConfig cfg;
   hw::CompactionEngine tlm;
   hw::FlatMemory mem;
   Host host;
   EngineRtl rtl;
-  static hw::EngineConfig engine_cfg(const EngineLockstepConfig& c) {
-    hw::EngineConfig e;
-    e.clock_mhz = c.clock_mhz;
-    e.tile_buffers = c.tile_buffers;
-    return e;
-  }
+  static hw::EngineConfig engine_cfg(const EngineLockstepConfig& c) { return EngineLockstep::tlm_config(c); }
   static hw::FlatMemoryConfig mem_cfg(const EngineLockstepConfig& c) {
     hw::FlatMemoryConfig m;
     const double ps = 1.0e6 / c.clock_mhz;

@@ -33,6 +33,13 @@ tlm::tlm_response_status access(tlm_utils::simple_initiator_socket<Host>& s, boo
 }
 }  // namespace
 
+hw::MonitorConfig MonitorLockstep::tlm_config(double clock_mhz) {
+  hw::MonitorConfig c;
+  c.clock_mhz = clock_mhz;
+  c.flush_outstanding = kMonitorFlushOutstanding;
+  return c;
+}
+
 struct MonitorLockstep::Impl {
   double clock_mhz;  ///< the units' clock (first: initialised before the models)
   hw::SparsityMonitor tlm;
@@ -42,7 +49,7 @@ struct MonitorLockstep::Impl {
   std::uint64_t job = 0;
   Impl(const std::string& name, double mhz)
       : clock_mhz(mhz),
-        tlm((name + "_tlm").c_str(), [mhz] { hw::MonitorConfig c; c.clock_mhz = mhz; c.flush_outstanding = kMonitorFlushOutstanding; return c; }()),
+        tlm((name + "_tlm").c_str(), MonitorLockstep::tlm_config(mhz)),
         rtl((name + "_rtl").c_str(), [mhz] { MonitorRtlScConfig c; c.clock_mhz = mhz; return c; }()),
         tlm_mem((name + "_tlm_mem").c_str(), mem_cfg()),
         rtl_mem((name + "_rtl_mem").c_str(), mem_cfg()),
@@ -99,6 +106,14 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
   bad += I.both(true, mon::region_reg(0, mon::R_CT_BASE_LO), static_cast<std::uint32_t>(ct));
   bad += I.both(true, mon::region_reg(0, mon::R_CT_BASE_HI), static_cast<std::uint32_t>(ct >> 32));
   bad += I.both(true, mon::region_reg(0, mon::R_CFG), 1u | (m.dtype << mon::R_CFG_DTYPE_LSB));
+  {
+    // Both must have taken the region (CFG.EN read back set): two models that refuse it alike (e.g. more tiles
+    // than counters) would otherwise agree on a flush that counted nothing. A refusal counts as a mismatch.
+    std::uint32_t tcfg = 0, rcfg = 0;
+    access(I.host.tlm_mmio, false, mon::region_reg(0, mon::R_CFG), tcfg);
+    access(I.host.rtl_mmio, false, mon::region_reg(0, mon::R_CFG), rcfg);
+    bad += !(tcfg & 1u) || !(rcfg & 1u);
+  }
   bad += I.both(true, mon::SAMPLE_SHIFT, sample_shift);
   bad += I.both(true, mon::CTRL, 0x3);  // ENABLE + CLEAR
   // let the RTL finish its counter clear before the producer starts (the TLM clear is instantaneous)

@@ -57,11 +57,16 @@ struct Host : sc_core::sc_module {
   void run() {
     std::mt19937_64 rng(2024);
     const double period_ps = rtl_mon->period().to_seconds() * 1e12;
-    for (unsigned round = 0; round < 3; ++round) {
-      // random regions, programmed identically into both monitors
-      const unsigned nreg = 1 + rng() % 3;
+    for (unsigned round = 0; round < 4; ++round) {
+      // random regions, programmed identically into both monitors; round 3: one region of zeros only (+0.0 and
+      // -0.0), whose flush ends on the scan, not on an atomic add (the TLM missed the RTL's 4-cycle tail there)
+      const bool all_zero = round == 3;
+      const unsigned nreg = all_zero ? 1 : 1 + rng() % 3;
       std::vector<test_ref> gs;
       std::uint32_t off = 0;
+      // The previous round's regions off first: a still enabled one whose counter range overlaps a new region's
+      // makes both models refuse the new one (round 3's region was refused so, and its flush scanned nothing).
+      for (unsigned r = 0; r < 3; ++r) both(true, mon::region_reg(r, mon::R_CFG), 0);
       for (unsigned r = 0; r < nreg; ++r) {
         test_ref g;
         g.dtype = rng() % 3;
@@ -84,9 +89,13 @@ struct Host : sc_core::sc_module {
         both(true, mon::region_reg(r, mon::R_CNT_OFFSET), g.cnt_offset);
         both(true, mon::region_reg(r, mon::R_CT_BASE_LO), static_cast<std::uint32_t>(g.ct_base));
         both(true, mon::region_reg(r, mon::R_CFG), 1u | (g.dtype << 4));
+        // Both must have accepted the region (CFG.EN set): two models that refuse it alike would otherwise
+        // "agree" on a flush that scans nothing.
+        std::uint32_t tcfg = 0, rcfg = 0;
+        both(false, mon::region_reg(r, mon::R_CFG), 0, &tcfg, &rcfg);
+        EXPECT_TRUE((tcfg & 1u) && (rcfg & 1u)) << "round " << round << " region " << r << " not enabled";
         gs.push_back(g);
       }
-      for (unsigned r = nreg; r < 3; ++r) both(true, mon::region_reg(r, mon::R_CFG), 0);
       both(true, mon::SAMPLE_SHIFT, round == 2 ? 1 : 0);
       both(true, mon::CTRL, 0x3);  // ENABLE + CLEAR
       rtl_mon->drain(sc_core::sc_time_stamp());
@@ -99,10 +108,13 @@ struct Host : sc_core::sc_module {
       std::uint64_t requests = 0;
       for (const auto& g : gs) {
         std::vector<std::uint8_t> m(g.size());
-        const double dens = (rng() % 100) / 100.0;
+        const double dens = all_zero ? 0.0 : (rng() % 100) / 100.0;
         for (std::size_t i = 0; i < m.size(); i += g.eb()) {
+          // Zeros: +0.0, or 0x80008000 (a denormal for F32, -0.0 for F16 / BF16); round 3 uses -0.0 of every
+          // type, so that its count table is all zero.
+          const std::uint32_t other_zero = !all_zero ? 0x80008000u : g.eb() == 4 ? 0x80000000u : 0x8000u;
           std::uint32_t x = (rng() % 1000) < dens * 1000 ? static_cast<std::uint32_t>(rng()) | 1u
-                                                          : ((rng() & 1) ? 0x80008000u : 0u);
+                                                          : ((rng() & 1) ? other_zero : 0u);
           std::memcpy(&m[i], &x, g.eb());
         }
         for (std::uint64_t a = g.base; a < g.base + g.size(); ++requests) {
@@ -161,6 +173,7 @@ struct Host : sc_core::sc_module {
       // Calibrated timing (docs/hw-units.md "Calibration from the RTL"): within 5 %, also with sampling.
       EXPECT_NEAR(double(rtl_fc) / tlm_fc, 1.0, 0.05) << "flush cycles, round " << round;
       EXPECT_NEAR(rtl_count_cycles / tlm_count_cycles, 1.0, 0.05) << "counting cycles, round " << round;
+      if (all_zero) EXPECT_EQ(tlm_fc, rtl_fc) << "flush of an all-zero count table";
     }
     sc_core::sc_stop();
   }

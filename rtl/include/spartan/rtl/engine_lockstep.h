@@ -13,6 +13,7 @@
 
 #include <systemc>
 
+#include "spartan/hw/compaction_engine.h"
 #include "spartan/hw/regmap.h"
 #include "spartan/rtl/engine_rtl.h"
 
@@ -69,6 +70,10 @@ class EngineLockstep {
   /// Elaborates the TLM engine and its memory (call before sc_start).
   EngineLockstep(const std::string& name, const EngineLockstepConfig& cfg = {});
   ~EngineLockstep();
+  /// The configuration of the TLM engine the RTL is compared with: the RTL's parameters (the EngineConfig
+  /// defaults), at `cfg`'s clock and tile buffers. A replay whose engine differs in a field the RTL implements
+  /// is not the model this lockstep validates (`spartan-sim run --rtl` refuses it).
+  static hw::EngineConfig tlm_config(const EngineLockstepConfig& cfg);
   /// Runs `d` on both (source matrix and count table copied from `read`); call from an SC_THREAD.
   EngineLockstepResult run(const hw::regmap::Descriptor& d, const Reader& read);
   /// Bytes the RTL wrote in the last run, by address.

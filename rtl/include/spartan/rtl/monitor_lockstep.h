@@ -11,6 +11,8 @@
 
 #include <systemc>
 
+#include "spartan/hw/sparsity_monitor.h"
+
 namespace spartan::rtl {
 
 /// One monitored matrix (a region): raw element bytes, row-major with the given row pitch.
@@ -36,6 +38,10 @@ class MonitorLockstep {
   /// Elaborates a TLM monitor, the RTL monitor and one functional memory each (call before sc_start).
   MonitorLockstep(const std::string& name, double clock_mhz);
   ~MonitorLockstep();
+  /// The configuration of the TLM monitor the RTL is compared with: the RTL's parameters (CAPACITY,
+  /// one line and one flush group per cycle, its flush window) at `clock_mhz`. A replay whose monitors differ in
+  /// a field the RTL implements is not the model this lockstep validates (`spartan-sim run --rtl` refuses it).
+  static hw::MonitorConfig tlm_config(double clock_mhz);
   /// Programs region 0 of both for `m` (sampling shift s), clears, writes the matrix line by line (one
   /// request offered per cycle), flushes both and compares. Call from an SC_THREAD.
   LockstepResult run(const LockstepMatrix& m, unsigned sample_shift = 0);
