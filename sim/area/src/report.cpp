@@ -52,13 +52,28 @@ std::string fmt_g(double v) {
 
 CycleCounts parse_cycle_counts(const std::string& text, const std::string& file) {
   json j;
+  // A key given twice in one object: nlohmann::json keeps the last silently (thirty-seventh session's review:
+  // a duplicate "units" was accepted); refused, naming the key.
+  std::vector<std::vector<std::string>> keys;  // the keys of each object being parsed, innermost last
+  std::string duplicate;
+  const json::parser_callback_t cb = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) keys.emplace_back();
+    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (ev == json::parse_event_t::key && !keys.empty()) {
+      const std::string k = parsed.get<std::string>();
+      if (std::find(keys.back().begin(), keys.back().end(), k) != keys.back().end() && duplicate.empty()) duplicate = k;
+      keys.back().push_back(k);
+    }
+    return true;
+  };
   try {
-    j = json::parse(text);
+    j = json::parse(text, cb);
   } catch (const json::parse_error& e) {
     throw FormatError(file, "", e.byte, "not valid JSON");
   } catch (const json::exception& e) {  // e.g. out_of_range: a number literal beyond double
     throw FormatError(file, "", 0, std::string("not valid JSON: ") + e.what());
   }
+  if (!duplicate.empty()) throw FormatError(file, duplicate, 0, "key given twice in one object", nullptr);
   if (!j.is_object() || !j.contains("units") || !j["units"].is_object())
     throw FormatError(file, "units", 0, "missing object 'units'", nullptr);
   CycleCounts c;
@@ -67,6 +82,12 @@ CycleCounts parse_cycle_counts(const std::string& text, const std::string& file)
     if (!u.is_object()) throw FormatError(file, "units." + name, 0, "must be an object", nullptr);
     UnitCycles uc;
     const std::string where = "units." + name;
+    // Unknown fields are refused: a misspelt "tile_latency_cycles" was ignored and the report said "not available".
+    static const char* const kFields[] = {"tiles", "busy_cycles", "tile_latency_cycles", "tile_bytes", "gpu_model_busy_ns"};
+    for (const auto& [key, v] : u.items())
+      if (std::find_if(std::begin(kFields), std::end(kFields), [&k = key](const char* f) { return k == f; }) == std::end(kFields))
+        throw FormatError(file, where + "." + key, 0,
+                          "unknown field (expected tiles, busy_cycles, tile_latency_cycles, tile_bytes, gpu_model_busy_ns)", nullptr);
     uc.tiles = opt_number(u, "tiles", file, where, true);
     // busy_cycles may be fractional: spartan-sim run --rtl derives the monitor's from simulated time / period.
     uc.busy_cycles = opt_number(u, "busy_cycles", file, where);

@@ -129,6 +129,19 @@ TEST(AreaCycles, ParseAndReject) {
   EXPECT_THROW(parse_cycle_counts(R"({"units":{"e":{"gpu_model_busy_ns":125}}})", "c.json"), spartan::FormatError);
   EXPECT_THROW(parse_cycle_counts(R"({"units":{"e":{"tiles":1,"busy_cycles":4,"gpu_model_busy_ns":0}}})", "c.json"),
                spartan::FormatError);
+  // A misspelt field was ignored (the report said "not available"), a duplicate key kept its last value
+  // (thirty-seventh session's review): both refused, naming the key.
+  auto expect_error = [](const char* text, const char* needle) {
+    try {
+      parse_cycle_counts(text, "c.json");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const spartan::FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error(R"({"units":{"m":{"tiles":10,"busy_cycles":40,"tile_latency_cycle":7}}})", "units.m.tile_latency_cycle: unknown field");
+  expect_error(R"({"units":{"m":{"tiles":10,"busy_cycles":40}},"units":{"n":{"tiles":1,"busy_cycles":1}}})", "units: key given twice");
+  expect_error(R"({"units":{"m":{"tiles":10,"busy_cycles":40,"tiles":11}}})", "tiles: key given twice");
 }
 
 // 1e308 in every field gave exit 0 and inf, -nan and a 309-digit latency in area.md (new-user review): every
