@@ -2,7 +2,10 @@
 #include "spartan/rtl/monitor_lockstep.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -40,8 +43,25 @@ hw::MonitorConfig MonitorLockstep::tlm_config(double clock_mhz) {
   return c;
 }
 
+enum class Fault { kNone, kCount, kFlushCycles };
+
+/// Test hook for the negative controls of the scoreboard (CTests rtl.rtlcheck.fault_*): with the environment
+/// variable SPARTAN_RTL_TEST_FAULT set to `count` the RTL's first count word is read off by one, with
+/// `flush-cycles` its flush 100 cycles slower, so that the checks built on this lockstep must fail.
+Fault fault_from_env() {
+  const char* f = std::getenv("SPARTAN_RTL_TEST_FAULT");
+  if (!f || !*f) return Fault::kNone;
+  Fault r = Fault::kNone;
+  if (std::strcmp(f, "count") == 0) r = Fault::kCount;
+  else if (std::strcmp(f, "flush-cycles") == 0) r = Fault::kFlushCycles;
+  else throw std::invalid_argument(std::string("SPARTAN_RTL_TEST_FAULT: unknown fault '") + f + "' (expected count or flush-cycles)");
+  std::fprintf(stderr, "warning: SPARTAN_RTL_TEST_FAULT=%s: the monitor lockstep is wrong on purpose (a test hook)\n", f);
+  return r;
+}
+
 struct MonitorLockstep::Impl {
   double clock_mhz;  ///< the units' clock (first: initialised before the models)
+  Fault fault = fault_from_env();
   hw::SparsityMonitor tlm;
   MonitorRtlSc rtl;
   hw::FlatMemory tlm_mem, rtl_mem;
@@ -140,7 +160,8 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
     a = end;
   }
   res.rtl_count_cycles = (sc_core::sc_time_stamp() + d - t0) / T;
-  res.tlm_count_cycles = double(I.tlm.stats().busy_ps - busy0) / (T.to_seconds() * 1e12);
+  res.tlm_count_cycles = (I.tlm.last_accept() - t0) / T + 1.0;  // up to and including the last request's acceptance
+  (void)busy0;
   sc_core::wait(d + T * 8.0);  // both pipelines drained (latency: TLM 3, RTL 4 cycles)
   const sc_core::sc_time drained = I.rtl.drain(sc_core::sc_time_stamp());
   if (drained > sc_core::sc_time_stamp()) sc_core::wait(drained - sc_core::sc_time_stamp());
@@ -163,8 +184,10 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
     std::uint32_t x = 0, y = 0;
     I.tlm_mem.read_bytes(ct + 4 * t, &x, 4);
     I.rtl_mem.read_bytes(ct + 4 * t, &y, 4);
+    if (t == 0 && I.fault == Fault::kCount) y ^= 1u;  // test hook: the RTL's first count off by one
     res.count_mismatches += x != y;
   }
+  if (I.fault == Fault::kFlushCycles) res.rtl_flush_cycles += 100;  // test hook: the RTL's flush 100 cycles slower
   res.register_mismatches = bad;
   (void)eb;
   res.rtl_cycles_total = I.rtl.pins().cycle() - rtl_c0;

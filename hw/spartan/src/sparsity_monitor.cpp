@@ -73,6 +73,7 @@ void SparsityMonitor::observe_write(std::uint64_t addr, const std::uint8_t* data
       const double lpc = std::max<std::uint32_t>(1, m.cfg_.lines_per_cycle);
       const sc_time t_acc = std::max(when, m.input_free_);
       if (t_acc > when) m.stats_.backpressure_ps += (t_acc - when).value();
+      m.last_accept_ = t_acc;
       sc_time free = t_acc + m.clock_.cycles(1.0 / lpc);
       if (cost > 0) {
         const sc_time t_c = std::max(t_acc, m.count_free_);
