@@ -165,6 +165,17 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
   sc_core::wait(d + T * 8.0);  // both pipelines drained (latency: TLM 3, RTL 4 cycles)
   const sc_core::sc_time drained = I.rtl.drain(sc_core::sc_time_stamp());
   if (drained > sc_core::sc_time_stamp()) sc_core::wait(drained - sc_core::sc_time_stamp());
+  // Every write either model makes during the flush must fall in the count table (the scoreboard compares the
+  // table only; the engine lockstep already checks its writes so).
+  const std::uint64_t table_bytes = 4 * ((std::uint64_t(m.rows) + m.tile_rows - 1) / m.tile_rows) *
+                                    ((std::uint64_t(m.cols) + m.tile_cols - 1) / m.tile_cols);
+  // The atomic adds write whole 32 B groups of the table (byte-enabled): the table's groups are the bounds.
+  const std::uint64_t lo = ct & ~std::uint64_t(31), hi = (ct + table_bytes + 31) & ~std::uint64_t(31);
+  auto stray = [&res, lo, hi](std::uint64_t a, const std::uint8_t*, std::uint32_t n, const sc_core::sc_time&) {
+    if (a < lo || a + n > hi) ++res.stray_writes;
+  };
+  I.tlm_mem.set_write_hook(stray);
+  I.rtl_mem.set_write_hook(stray);
   bad += I.both(true, mon::FLUSH, 1);
   const sc_core::sc_time rtl_done = I.rtl.drain(sc_core::sc_time_stamp());
   if (I.tlm.flush_busy()) sc_core::wait(I.tlm.flush_done_event());
@@ -189,6 +200,8 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
   }
   if (I.fault == Fault::kFlushCycles) res.rtl_flush_cycles += 100;  // test hook: the RTL's flush 100 cycles slower
   res.register_mismatches = bad;
+  I.tlm_mem.set_write_hook(nullptr);
+  I.rtl_mem.set_write_hook(nullptr);
   (void)eb;
   res.rtl_cycles_total = I.rtl.pins().cycle() - rtl_c0;
   res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

@@ -248,7 +248,7 @@ class RtlExtension : public spartan::hw::RunExtension {
     // (thirty-seventh session's review: +66.67 % passed with exit 0 and "checks: all passed").
     const bool timing_ok = spartan::rtl::cycles_within_tolerance(r.tlm_count_cycles, r.rtl_count_cycles) &&
                            spartan::rtl::cycles_within_tolerance(r.tlm_flush_cycles, r.rtl_flush_cycles);
-    const std::uint64_t mism = r.count_mismatches + r.register_mismatches + (timing_ok ? 0 : 1);
+    const std::uint64_t mism = r.count_mismatches + r.register_mismatches + r.stray_writes + (timing_ok ? 0 : 1);
     off_timing_ += !timing_ok;
     mismatches_ += mism;
     const double tlm = r.tlm_count_cycles + r.tlm_flush_cycles, rtl = r.rtl_count_cycles + r.rtl_flush_cycles;
@@ -256,7 +256,7 @@ class RtlExtension : public spartan::hw::RunExtension {
     max_dev_ = std::max(max_dev_, std::fabs(dev));
     json rec = {{"iteration", L.value("iteration", rl.iteration)}, {"layer", layer}, {"name", L.value("name", std::string())},
                 {"unit", "monitor"}, {"mismatches", mism}, {"count_mismatches", r.count_mismatches},
-                {"register_mismatches", r.register_mismatches}, {"tiles", r.tiles}, {"requests", r.requests},
+                {"register_mismatches", r.register_mismatches}, {"stray_writes", r.stray_writes}, {"tiles", r.tiles}, {"requests", r.requests},
                 {"rtl_cycles", static_cast<std::uint64_t>(std::llround(rtl))},
                 {"tlm_cycles", static_cast<std::uint64_t>(std::llround(tlm))}, {"cycle_deviation_percent", dev},
                 {"counting_cycles", {{"rtl", r.rtl_count_cycles}, {"tlm", r.tlm_count_cycles},

@@ -245,7 +245,7 @@ struct Runner : sc_core::sc_module {
       r.tiles = res.tiles;
       r.requests = res.requests;
       r.count_mismatches = res.count_mismatches;
-      r.register_mismatches = res.register_mismatches;
+      r.register_mismatches = res.register_mismatches + res.stray_writes;
       r.tlm_count = res.tlm_count_cycles;
       r.rtl_count = res.rtl_count_cycles;
       r.tlm_flush = res.tlm_flush_cycles;

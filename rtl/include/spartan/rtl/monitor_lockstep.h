@@ -27,6 +27,7 @@ struct LockstepResult {
   std::uint64_t tiles = 0, requests = 0;
   std::uint64_t count_mismatches = 0;     ///< tiles whose flushed counts differ (must be 0)
   std::uint64_t register_mismatches = 0;  ///< statistics registers / MMIO responses that differ (must be 0)
+  std::uint64_t stray_writes = 0;         ///< memory writes of either model outside the job's count table (must be 0)
   double tlm_count_cycles = 0, rtl_count_cycles = 0;  ///< cycles to take the whole request stream
   std::uint32_t tlm_flush_cycles = 0, rtl_flush_cycles = 0;
   std::uint64_t rtl_cycles_total = 0;     ///< RTL clock cycles simulated for this job (MMIO, counting, flush)
