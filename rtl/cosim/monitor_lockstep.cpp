@@ -142,7 +142,6 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
 
   const sc_core::sc_time t0 = sc_core::sc_time_stamp();
   const sc_core::sc_time T = I.rtl.period();
-  const std::uint64_t busy0 = I.tlm.stats().busy_ps;
   sc_core::sc_time d = sc_core::SC_ZERO_TIME;
   std::vector<std::uint8_t> line(128);
   for (std::uint64_t a = 0; a < size; ++res.requests) {
@@ -161,7 +160,6 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
   }
   res.rtl_count_cycles = (sc_core::sc_time_stamp() + d - t0) / T;
   res.tlm_count_cycles = (I.tlm.last_accept() - t0) / T + 1.0;  // up to and including the last request's acceptance
-  (void)busy0;
   sc_core::wait(d + T * 8.0);  // both pipelines drained (latency: TLM 3, RTL 4 cycles)
   const sc_core::sc_time drained = I.rtl.drain(sc_core::sc_time_stamp());
   if (drained > sc_core::sc_time_stamp()) sc_core::wait(drained - sc_core::sc_time_stamp());

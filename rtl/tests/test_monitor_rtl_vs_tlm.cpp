@@ -104,7 +104,6 @@ struct Host : sc_core::sc_module {
       // the producer writes every region line by line, back to back (one request per cycle offered)
       const sc_core::sc_time t0 = sc_core::sc_time_stamp();
       sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-      const std::uint64_t tlm_busy0 = tlm_mon->stats().busy_ps;
       std::uint64_t requests = 0;
       for (const auto& g : gs) {
         std::vector<std::uint8_t> m(g.size());
@@ -134,7 +133,6 @@ struct Host : sc_core::sc_module {
       const double rtl_count_cycles = (sc_core::sc_time_stamp() + d - t0).to_seconds() * 1e12 / period_ps;
       // Both timed to the last request's acceptance, inclusive (SparsityMonitor::last_accept()).
       const double tlm_count_cycles = (tlm_mon->last_accept() - t0).to_seconds() * 1e12 / period_ps + 1.0;
-      (void)tlm_busy0;
       wait(d);
       wait(rtl_mon->period() * 8.0);  // pipelines drained (TLM latency 3, RTL 4)
       rtl_mon->drain(sc_core::sc_time_stamp());
