@@ -90,32 +90,29 @@ Options parse(const std::vector<std::string>& args) {
     };
     // Plain decimal numbers only: stoll / stoul / stod skip leading blanks and take a sign ("+3", " 1"), and
     // stod reads "0x10" as 16 (thirty-seventh session's review).
-    auto plain = [&a](const std::string& v, bool fraction) -> const std::string& {
+    // `expected`: the error message's description of a valid value.
+    auto plain = [&a](const std::string& v, bool fraction, const std::string& expected) -> const std::string& {
       const char* ok = fraction ? "0123456789.eE" : "0123456789";
       if (v.empty() || v.find_first_not_of(ok) != std::string::npos || !std::isdigit(static_cast<unsigned char>(v[0])))
-        throw spartan::InputError("rtl-check: bad value for " + a + ": '" + v + "'");
+        throw spartan::InputError("rtl-check: " + a + ": expected " + expected + ", got '" + v + "'");
       return v;
     };
     if (a == "--trace" && !o.trace.empty()) throw spartan::InputError("rtl-check: --trace given twice");
     try {
       if (a == "--trace") o.trace = val();
       else if (a == "--iteration") {
-        const std::string& v = plain(val(), false);
-        std::size_t pos = 0;
-        o.iteration = std::stoll(v, &pos);
-        if (pos != v.size() || o.iteration < 0)
-          throw spartan::InputError("rtl-check: --iteration: expected a captured iteration >= 0, got '" + v + "'");
+        o.iteration = std::stoll(plain(val(), false, "a captured iteration >= 0"));
       } else if (a == "--layers") {
         const std::string& v = val();
         if (v.empty()) throw spartan::InputError("rtl-check: --layers: empty list");
         std::stringstream ss(v);
         std::string t;
-        if (v.back() == ',') throw spartan::InputError("rtl-check: --layers: expected a comma-separated list of layer numbers >= 0, got '" + v + "'");
+        const std::string list = "a comma-separated list of layer numbers >= 0";
+        if (v.back() == ',') throw spartan::InputError("rtl-check: --layers: expected " + list + ", got '" + v + "'");
         while (std::getline(ss, t, ',')) {
-          std::size_t pos = 0;
-          const long long l = std::stoll(plain(t, false), &pos);
-          if (pos != t.size() || l < 0)
-            throw spartan::InputError("rtl-check: --layers: expected a comma-separated list of layer numbers >= 0, got '" + v + "'");
+          if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
+            throw spartan::InputError("rtl-check: --layers: expected " + list + ", got '" + v + "'");
+          const long long l = std::stoll(t);
           if (!o.layers.insert(l).second)
             throw spartan::InputError("rtl-check: --layers: " + std::to_string(l) + " is listed twice in '" + v + "'");
         }
@@ -126,17 +123,14 @@ Options parse(const std::vector<std::string>& args) {
         o.tr = ts.rows;
         o.tc = ts.cols;
       } else if (a == "--sampling") {
-        const std::string& v = val();
-        std::size_t pos = 0;
-        if (v.find('-') != std::string::npos) throw spartan::InputError("rtl-check: --sampling must be 0..15, got " + v);
-        o.sampling = static_cast<unsigned>(std::stoul(plain(v, false), &pos));
-        if (pos != v.size()) throw spartan::InputError("rtl-check: --sampling must be 0..15, got " + v);
+        o.sampling = static_cast<unsigned>(std::stoul(plain(val(), false, "a sampling shift 0..15")));
       }
       else if (a == "--clock-mhz") {
-        const std::string& v = plain(val(), true);
+        const std::string& v = plain(val(), true, "a clock in MHz, 1..100000");
         std::size_t pos = 0;
         o.clock_mhz = std::stod(v, &pos);
-        if (pos != v.size()) throw spartan::InputError("rtl-check: bad value for --clock-mhz: '" + v + "'");
+        if (pos != v.size())  // "1.5.5", "1e"
+          throw spartan::InputError("rtl-check: --clock-mhz: expected a clock in MHz, 1..100000, got '" + v + "'");
       }
       else if (a == "--wave") o.wave = val();
       else if (a == "--wave-window") {
