@@ -12,6 +12,7 @@
 #include "spartan/hw/flat_memory.h"
 #include "spartan/hw/mmio.h"
 #include "spartan/rtl/engine_rtl.h"
+#include "test_fault.h"
 
 namespace spartan::rtl {
 
@@ -28,6 +29,16 @@ struct Host : sc_core::sc_module {
     return v;
   }
 };
+
+using detail::TestFault;
+
+/// The engine's faults of the scoreboard's test hook (test_fault.h); a monitor fault leaves it correct.
+TestFault engine_fault() {
+  const TestFault f = detail::test_fault_from_env();
+  if (f != TestFault::kEnginePayload && f != TestFault::kEngineCycles) return TestFault::kNone;
+  detail::warn_test_fault("engine");
+  return f;
+}
 }  // namespace
 
 hw::EngineConfig EngineLockstep::tlm_config(const EngineLockstepConfig& c) {
@@ -39,6 +50,7 @@ hw::EngineConfig EngineLockstep::tlm_config(const EngineLockstepConfig& c) {
 
 struct EngineLockstep::Impl {
   EngineLockstepConfig cfg;
+  TestFault fault = engine_fault();
   hw::CompactionEngine tlm;
   hw::FlatMemory mem;
   Host host;
@@ -109,6 +121,11 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
     hdr_cmp = 16 * j.headers_written;
   }
   // RTL: same descriptor, lines served from the same memory contents (source and count table).
+  if (I.fault == TestFault::kEnginePayload)  // test hook: the RTL's first payload byte with bit 0 flipped
+    I.rtl.set_write_tap([out = d.out_base](std::uint64_t line, std::uint8_t* data, const std::uint64_t strb[2]) {
+      const unsigned i = out & 127u;
+      if (line == (out & ~std::uint64_t(127)) && ((strb[i >> 6] >> (i & 63)) & 1u)) data[i] ^= 1u;
+    });
   const auto t0 = std::chrono::steady_clock::now();
   const EngineRtlResult r = I.rtl.run(d, [&](std::uint64_t a, std::uint8_t* dst) { I.mem.read_bytes(a, dst, 128); });
   res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -116,6 +133,7 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   res.rtl_status = r.status;
   res.rtl_out_bytes = r.out_bytes;
   res.rtl_cycles = r.job_cycles;
+  if (I.fault == TestFault::kEngineCycles) res.rtl_cycles += r.job_cycles / 5 + 3;  // test hook: outside the tolerance
   res.rtl_cycles_simulated = r.rtl_cycles;
   res.tiles = tiles;
   res.rtl_tiles_compacted = r.tiles_compacted;

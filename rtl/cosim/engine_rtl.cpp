@@ -26,7 +26,8 @@ struct Driver {
 
   template <class Model>
   EngineRtlResult run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
-                      std::uint64_t max_cycles, WrittenLines& written, const EngineRtl::LineFault& fault);
+                      std::uint64_t max_cycles, WrittenLines& written, const EngineRtl::LineFault& fault,
+                      const EngineRtl::WriteTap& tap);
 };
 }  // namespace
 
@@ -49,13 +50,14 @@ EngineRtl::~EngineRtl() = default;
 
 EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader& read_line, std::uint64_t max_cycles) {
   written_.clear();
-  return impl_->m1 ? impl_->drv.run(*impl_->m1, d, read_line, max_cycles, written_, fault_)
-                   : impl_->drv.run(*impl_->m2, d, read_line, max_cycles, written_, fault_);
+  return impl_->m1 ? impl_->drv.run(*impl_->m1, d, read_line, max_cycles, written_, fault_, tap_)
+                   : impl_->drv.run(*impl_->m2, d, read_line, max_cycles, written_, fault_, tap_);
 }
 
 template <class Model>
 EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
-                            std::uint64_t max_cycles, WrittenLines& written, const EngineRtl::LineFault& fault) {
+                            std::uint64_t max_cycles, WrittenLines& written, const EngineRtl::LineFault& fault,
+                            const EngineRtl::WriteTap& tap) {
   auto& I = *this;
   auto& t = *m.top;
   EngineRtlResult res;
@@ -99,6 +101,7 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
       std::uint64_t strb[2];
       m.take_write(bytes, strb);
       const bool err = fault && fault(t.wr_addr & ~std::uint64_t(127), true);
+      if (tap) tap(t.wr_addr & ~std::uint64_t(127), bytes, strb);
       if (!err) written.write(t.wr_addr, bytes, strb);
       I.wresp.push_back({I.cycle + I.wr_lat, err});
     }

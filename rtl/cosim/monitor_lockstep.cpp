@@ -2,10 +2,6 @@
 #include "spartan/rtl/monitor_lockstep.h"
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <stdexcept>
 
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -16,6 +12,7 @@
 #include "spartan/hw/sparsity_monitor.h"
 #include "spartan/rtl/monitor_rtl_sc.h"
 #include "spartan/hw/payload.h"
+#include "test_fault.h"
 
 namespace spartan::rtl {
 
@@ -43,25 +40,19 @@ hw::MonitorConfig MonitorLockstep::tlm_config(double clock_mhz) {
   return c;
 }
 
-enum class Fault { kNone, kCount, kFlushCycles };
+using detail::TestFault;
 
-/// Test hook for the negative controls of the scoreboard (CTests rtl.rtlcheck.fault_*): with the environment
-/// variable SPARTAN_RTL_TEST_FAULT set to `count` the RTL's first count word is read off by one, with
-/// `flush-cycles` its flush 100 cycles slower, so that the checks built on this lockstep must fail.
-Fault fault_from_env() {
-  const char* f = std::getenv("SPARTAN_RTL_TEST_FAULT");
-  if (!f || !*f) return Fault::kNone;
-  Fault r = Fault::kNone;
-  if (std::strcmp(f, "count") == 0) r = Fault::kCount;
-  else if (std::strcmp(f, "flush-cycles") == 0) r = Fault::kFlushCycles;
-  else throw std::invalid_argument(std::string("SPARTAN_RTL_TEST_FAULT: unknown fault '") + f + "' (expected count or flush-cycles)");
-  std::fprintf(stderr, "warning: SPARTAN_RTL_TEST_FAULT=%s: the monitor lockstep is wrong on purpose (a test hook)\n", f);
-  return r;
+/// The monitor's faults of the scoreboard's test hook (test_fault.h); an engine fault leaves it correct.
+TestFault monitor_fault() {
+  const TestFault f = detail::test_fault_from_env();
+  if (f != TestFault::kCount && f != TestFault::kFlushCycles) return TestFault::kNone;
+  detail::warn_test_fault("monitor");
+  return f;
 }
 
 struct MonitorLockstep::Impl {
   double clock_mhz;  ///< the units' clock (first: initialised before the models)
-  Fault fault = fault_from_env();
+  TestFault fault = monitor_fault();
   hw::SparsityMonitor tlm;
   MonitorRtlSc rtl;
   hw::FlatMemory tlm_mem, rtl_mem;
@@ -193,10 +184,10 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
     std::uint32_t x = 0, y = 0;
     I.tlm_mem.read_bytes(ct + 4 * t, &x, 4);
     I.rtl_mem.read_bytes(ct + 4 * t, &y, 4);
-    if (t == 0 && I.fault == Fault::kCount) y ^= 1u;  // test hook: the RTL's first count off by one
+    if (t == 0 && I.fault == TestFault::kCount) y ^= 1u;  // test hook: the RTL's first count off by one
     res.count_mismatches += x != y;
   }
-  if (I.fault == Fault::kFlushCycles) res.rtl_flush_cycles += 100;  // test hook: the RTL's flush 100 cycles slower
+  if (I.fault == TestFault::kFlushCycles) res.rtl_flush_cycles += 100;  // test hook: the RTL's flush 100 cycles slower
   res.register_mismatches = bad;
   I.tlm_mem.set_write_hook(nullptr);
   I.rtl_mem.set_write_hook(nullptr);

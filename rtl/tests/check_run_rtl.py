@@ -1,9 +1,45 @@
 """Checks the "rtl" section that `spartan-sim run --rtl` adds to stats.json.
 
 usage: check_run_rtl.py STATS_JSON [LAYER ...]   (LAYERs: the only layer indices expected; default: all replayed)
+       check_run_rtl.py --engine-fault payload|cycles STATS_JSON
+         (a run under SPARTAN_RTL_TEST_FAULT=engine-payload / engine-cycles: the engine scoreboard must have
+          failed every job the fault touches, and only those; the monitor's records must be clean)
 """
 import json
 import sys
+
+
+def check_engine_fault(kind, path):
+    doc = json.load(open(path))
+    rtl = doc["rtl"]
+    mon = [j for j in rtl["layers"] if j["unit"] == "monitor"]
+    eng = [j for j in rtl["layers"] if j["unit"] == "engine"]
+    assert mon and eng and len(mon) == len(eng), (len(mon), len(eng))
+    assert all(j["mismatches"] == 0 and j["timing_within_tolerance"] for j in mon), mon
+    assert not doc["checks"]["passed"]
+    if kind == "payload":
+        # bit 0 of the first payload byte: one byte differs from the lockstep TLM's and one from the replay's
+        hit = [j for j in eng if j["payload_bytes"] > 0]
+        assert hit, "no engine job with payload: the fault cannot show"
+        for j in eng:
+            want = 2 if j["payload_bytes"] > 0 else 0
+            assert j["mismatches"] == want and j["replay_mismatches"] == want // 2, j
+            assert j["timing_within_tolerance"], j
+        assert rtl["mismatches"] == 2 * len(hit) and rtl["layers_outside_cycle_tolerance"] == 0, rtl["mismatches"]
+        print("engine-payload fault caught in", len(hit), "of", len(eng), "jobs (the others have no payload)")
+    elif kind == "cycles":
+        for j in eng:
+            assert not j["timing_within_tolerance"] and j["mismatches"] == 1 and j["replay_mismatches"] == 0, j
+            assert j["cycle_deviation_percent"] > 5.0, j
+        assert rtl["layers_outside_cycle_tolerance"] == len(eng) and rtl["mismatches"] == len(eng), rtl
+        print("engine-cycles fault caught in all", len(eng), "jobs")
+    else:
+        raise SystemExit("unknown --engine-fault " + kind)
+
+
+if sys.argv[1] == "--engine-fault":
+    check_engine_fault(sys.argv[2], sys.argv[3])
+    sys.exit(0)
 
 doc = json.load(open(sys.argv[1]))
 rtl = doc["rtl"]

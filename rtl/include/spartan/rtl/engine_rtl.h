@@ -99,12 +99,18 @@ class EngineRtl {
   /// rd_resp_err / wr_resp_err (a failed write is not recorded in written()); none by default.
   using LineFault = std::function<bool(std::uint64_t line_addr, bool is_write)>;
   void set_line_fault(LineFault f) { fault_ = std::move(f); }
+  /// Write tap: called with every line write the RTL issues (128 B-aligned `line_addr`, its 128 data bytes,
+  /// `strb` bit i: byte i written) before it is recorded in written(); it may alter `data` (the scoreboard's
+  /// negative controls, rtl/cosim/test_fault.h). None by default.
+  using WriteTap = std::function<void(std::uint64_t line_addr, std::uint8_t* data, const std::uint64_t strb[2])>;
+  void set_write_tap(WriteTap f) { tap_ = std::move(f); }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   WrittenLines written_;
   LineFault fault_;
+  WriteTap tap_;
 };
 
 }  // namespace spartan::rtl
