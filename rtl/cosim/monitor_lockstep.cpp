@@ -2,6 +2,10 @@
 #include "spartan/rtl/monitor_lockstep.h"
 
 #include <chrono>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
 
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -95,7 +99,8 @@ void MonitorLockstep::wave(const std::string& path, std::uint64_t from, std::uin
   impl_->rtl.pins().open_wave(path, c0 + from, c0 + to, 1e6 / impl_->clock_mhz);
 }
 
-LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shift) {
+LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shift, LockstepStimulus stimulus,
+                                     std::uint64_t seed) {
   auto& I = *impl_;
   LockstepResult res;
   const auto wall0 = std::chrono::steady_clock::now();
@@ -135,9 +140,19 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
   const sc_core::sc_time T = I.rtl.period();
   sc_core::sc_time d = sc_core::SC_ZERO_TIME;
   std::vector<std::uint8_t> line(128);
-  for (std::uint64_t a = 0; a < size; ++res.requests) {
-    const std::uint64_t end = std::min<std::uint64_t>(((base + a) & ~127ull) + 128 - base, size);
-    const auto len = static_cast<std::uint32_t>(end - a);
+  // The requests, as (offset, length) in the region: lines (or sectors) of the address space, cut at its ends.
+  const std::uint64_t unit = stimulus == LockstepStimulus::kLines ? 128 : 32;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> reqs;
+  for (std::uint64_t a = 0; a < size;) {
+    const std::uint64_t end = std::min<std::uint64_t>(((base + a) & ~(unit - 1)) + unit - base, size);
+    reqs.emplace_back(a, static_cast<std::uint32_t>(end - a));
+    a = end;
+  }
+  if (stimulus == LockstepStimulus::kShuffledSectors) {  // Fisher-Yates on mt19937_64: the same order everywhere
+    std::mt19937_64 rng(seed);
+    for (std::size_t i = reqs.size(); i > 1; --i) std::swap(reqs[i - 1], reqs[rng() % i]);
+  }
+  for (const auto& [a, len] : reqs) {
     const sc_core::sc_time when = t0 + T * static_cast<double>(res.requests);
     I.tlm.observe_write(base + a, m.data + a, len, when);
     tlm::tlm_generic_payload p;
@@ -147,7 +162,7 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
     if (d > dl) dl = d;
     I.host.rtl_wr->b_transport(p, dl);
     d = dl;
-    a = end;
+    ++res.requests;
   }
   res.rtl_count_cycles = (sc_core::sc_time_stamp() + d - t0) / T;
   res.tlm_count_cycles = (I.tlm.last_accept() - t0) / T + 1.0;  // up to and including the last request's acceptance

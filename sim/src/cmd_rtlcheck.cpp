@@ -5,7 +5,8 @@
 // It needs the TLM units in the build (without them it refuses to run, exit 2).
 //
 //   spartan-sim rtl-check --trace FILE [--iteration N] [--layers 1,3] [--tile 32x32] [--sampling S]
-//                         [--clock-mhz F] [--wave FILE --wave-window FROM:TO] [--out FILE.json] [--quiet]
+//                         [--clock-mhz F] [--stimulus lines|sectors] [--seed N]
+//                         [--wave FILE --wave-window FROM:TO] [--out FILE.json] [--quiet]
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -46,6 +47,9 @@ struct Options {
   std::uint32_t tr = 32, tc = 32;
   unsigned sampling = 0;
   double clock_mhz = 1000.0;
+  bool sectors = false;     ///< --stimulus sectors: 32 B sectors in a seeded random order (else lines in order)
+  std::uint64_t seed = 1;   ///< --seed: the sector order (layer i uses seed + i)
+  bool seed_given = false;
   std::uint64_t wave_from = 0, wave_to = 0;
   bool quiet = false;
 };
@@ -75,6 +79,9 @@ const char* kHelp =
     "  --tile RxC            tile size, powers of two <= 256 (default 32x32)\n"
     "  --sampling S          monitor sampling shift 0..15 (default 0)\n"
     "  --clock-mhz F         unit clock in MHz, 1..100000 (default 1000)\n"
+    "  --stimulus S          the write-request stream: lines (128 B lines in address order, default) or sectors\n"
+    "                        (32 B sectors in a seeded random order: many SMs' writes interleaved at a slice)\n"
+    "  --seed N              the sector order with --stimulus sectors (layer i: N + i; default 1)\n"
     "  --wave FILE           write a VCD of the RTL ...\n"
     "  --wave-window A:B     ... for RTL cycles [A, B) only (counted from the first layer; required with --wave)\n"
     "  --out FILE.json       write the per-layer results, the options and the build as JSON (atomically)\n"
@@ -132,6 +139,15 @@ Options parse(const std::vector<std::string>& args) {
         if (pos != v.size())  // "1.5.5", "1e"
           throw spartan::InputError("rtl-check: --clock-mhz: expected a clock in MHz, 1..100000, got '" + v + "'");
       }
+      else if (a == "--stimulus") {
+        const std::string& v = val();
+        if (v != "lines" && v != "sectors")
+          throw spartan::InputError("rtl-check: --stimulus: expected lines or sectors, got '" + v + "'");
+        o.sectors = v == "sectors";
+      } else if (a == "--seed") {
+        o.seed = std::stoull(plain(val(), false, "a seed >= 0"));
+        o.seed_given = true;
+      }
       else if (a == "--wave") o.wave = val();
       else if (a == "--wave-window") {
         const std::string& v = val();
@@ -152,6 +168,7 @@ Options parse(const std::vector<std::string>& args) {
   if (!spartan::hw::regmap::tile_dim_valid(o.tr) || !spartan::hw::regmap::tile_dim_valid(o.tc))
     throw spartan::InputError("rtl-check: tile dims must be powers of two from 1 to 256");
   if (o.sampling > 15) throw spartan::InputError("rtl-check: --sampling must be 0..15, got " + std::to_string(o.sampling));
+  if (o.seed_given && !o.sectors) throw spartan::InputError("rtl-check: --seed needs --stimulus sectors");
   if (!o.wave.empty() && o.wave_to == 0) throw spartan::InputError("rtl-check: --wave needs --wave-window FROM:TO");
   if (o.wave.empty() && o.wave_to != 0)  // it was silently ignored (spartan-sim run refuses it too)
     throw spartan::InputError("rtl-check: --wave-window needs --wave FILE");
@@ -222,7 +239,8 @@ struct Runner : sc_core::sc_module {
     SC_THREAD(run);
   }
   void run() {
-    for (auto& L : layers) {
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      Layer& L = layers[i];
       spartan::rtl::LockstepMatrix m;
       m.data = L.bytes.data();
       m.rows = L.rows;
@@ -231,7 +249,10 @@ struct Runner : sc_core::sc_module {
       m.row_pitch_bytes = L.cols * (L.dtype == 0 ? 4 : 2);
       m.tile_rows = opt.tr;
       m.tile_cols = opt.tc;
-      const auto res = lockstep.run(m, opt.sampling);
+      const auto res = lockstep.run(m, opt.sampling,
+                                    opt.sectors ? spartan::rtl::LockstepStimulus::kShuffledSectors
+                                                : spartan::rtl::LockstepStimulus::kLines,
+                                    opt.seed + i);
       Row r;
       r.name = L.name;
       r.rows = L.rows;
@@ -325,7 +346,8 @@ int rtl_check(const std::vector<std::string>& args) {
     nlohmann::json j = {{"trace", o.trace},
                         {"iteration", iteration},
                         {"options", {{"tile_rows", o.tr}, {"tile_cols", o.tc}, {"sampling_shift", o.sampling},
-                                     {"clock_mhz", o.clock_mhz}}},
+                                     {"clock_mhz", o.clock_mhz}, {"stimulus", o.sectors ? "sectors" : "lines"},
+                                     {"seed", o.sectors ? nlohmann::json(o.seed) : nlohmann::json(nullptr)}}},
                         {"mismatches", bad},
                         {"layers_outside_cycle_tolerance", off_timing},
                         {"layers", std::move(jl)},

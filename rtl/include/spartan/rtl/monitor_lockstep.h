@@ -23,6 +23,16 @@ struct LockstepMatrix {
   std::uint32_t tile_rows = 32, tile_cols = 32;
 };
 
+/// The write-request stream both models see (one request offered per cycle, in the order below).
+enum class LockstepStimulus {
+  /// Whole 128 B lines (partial at the region's ends) in address order: one producer streaming the tensor.
+  kLines,
+  /// 32 B sectors (the L2's write granularity, docs/gpu-model.md) in a seeded random order: the writes of many
+  /// SMs interleaved at an L2 slice. Counts must not depend on the order; the counting cost per request does
+  /// (one row segment per request, but 4x the requests).
+  kShuffledSectors,
+};
+
 struct LockstepResult {
   std::uint64_t tiles = 0, requests = 0;
   std::uint64_t count_mismatches = 0;     ///< tiles whose flushed counts differ (must be 0)
@@ -43,9 +53,11 @@ class MonitorLockstep {
   /// one line and one flush group per cycle, its flush window) at `clock_mhz`. A replay whose monitors differ in
   /// a field the RTL implements is not the model this lockstep validates (`spartan-sim run --rtl` refuses it).
   static hw::MonitorConfig tlm_config(double clock_mhz);
-  /// Programs region 0 of both for `m` (sampling shift s), clears, writes the matrix line by line (one
-  /// request offered per cycle), flushes both and compares. Call from an SC_THREAD.
-  LockstepResult run(const LockstepMatrix& m, unsigned sample_shift = 0);
+  /// Programs region 0 of both for `m` (sampling shift s), clears, writes the matrix as `stimulus` says (one
+  /// request offered per cycle; `seed` orders the shuffled sectors), flushes both and compares. Call from an
+  /// SC_THREAD.
+  LockstepResult run(const LockstepMatrix& m, unsigned sample_shift = 0,
+                     LockstepStimulus stimulus = LockstepStimulus::kLines, std::uint64_t seed = 1);
   /// VCD of RTL cycles [from, to) counted from the first run (call before the first run).
   void wave(const std::string& path, std::uint64_t from, std::uint64_t to);
 
