@@ -94,8 +94,31 @@ void install_temp_cleanup_handlers() {
   });
 }
 
-AtomicFile::AtomicFile(const std::string& path) : path_(path) {
-  tmp_ = path + ".tmp." + std::to_string(::getpid());
+std::string resolve_output_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  std::error_code ec;
+  fs::file_status st = fs::symlink_status(p, ec);
+  for (int hops = 0; fs::is_symlink(st); ++hops) {
+    if (hops == 40) throw IoError(path + ": too many levels of symbolic links");
+    const fs::path t = fs::read_symlink(p, ec);
+    if (ec) throw IoError(path + ": cannot read symbolic link: " + ec.message());
+    p = t.is_absolute() ? t : p.parent_path() / t;
+    st = fs::symlink_status(p, ec);
+  }
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    const char* kind = fs::is_directory(st) ? "a directory"
+                       : fs::is_character_file(st) || fs::is_block_file(st) ? "a device"
+                       : fs::is_fifo(st) ? "a FIFO"
+                       : fs::is_socket(st) ? "a socket" : "not a regular file";
+    throw IoError(path + (p.string() == path ? "" : " (-> " + p.string() + ")") + ": is " + kind +
+                  "; outputs are written to a temporary file and renamed over the target, which would replace it");
+  }
+  return p.string();
+}
+
+AtomicFile::AtomicFile(const std::string& path) : path_(path), target_(resolve_output_file(path)) {
+  tmp_ = target_ + ".tmp." + std::to_string(::getpid());
   slot_ = register_temp(tmp_);  // before creating the file: a signal in between unlinks nothing
   fp_ = std::fopen(tmp_.c_str(), "wb");
   if (!fp_) {
@@ -129,7 +152,7 @@ void AtomicFile::sync() {
 void AtomicFile::commit() {
   if (committed_) throw IoError(path_ + ": commit twice");
   sync();
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+  if (std::rename(tmp_.c_str(), target_.c_str()) != 0)
     throw IoError(path_ + ": cannot rename temporary file: " + std::strerror(errno));
   committed_ = true;
   unregister_temp(slot_);

@@ -9,6 +9,7 @@
 
 #include <boost/program_options/value_semantic.hpp>
 
+#include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
 
 namespace spartan {
@@ -76,9 +77,16 @@ void check_output_file(const std::string& option, const std::string& path) {
   namespace fs = std::filesystem;
   if (path.empty()) throw InputError(option + ": empty output path");
   check_output_not_directory(option, path);
+  // A device, FIFO or socket would be replaced by the rename (AtomicFile); a link is followed to its target.
+  std::string target;
+  try {
+    target = resolve_output_file(path);
+  } catch (const IoError& e) {
+    throw InputError(option + ": " + e.what());
+  }
   std::error_code ec;
   // The writers (AtomicFile, VCD) create no directories: the file's directory must exist and be writable.
-  const fs::path parent = fs::path(path).parent_path();
+  const fs::path parent = fs::path(target).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
   const fs::file_status st = fs::status(dir, ec);
   if (!fs::exists(st)) throw IoError(option + ": " + path + ": directory '" + dir + "' does not exist");

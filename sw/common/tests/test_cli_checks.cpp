@@ -109,6 +109,13 @@ TEST(CliChecks, OutputFileAndDistinctOutputs) {
   EXPECT_THROW(check_output_file("--out", (dir / "adir").string()), InputError);
   EXPECT_THROW(check_output_file("--out", (dir / "blocker" / "x.json").string()), IoError);
   EXPECT_THROW(check_output_file("--out", (dir / "missing" / "x.json").string()), IoError);
+  // a device would be replaced by the atomic rename: refused up front, naming the option
+  try {
+    check_output_file("--out-json", "/dev/null");
+    ADD_FAILURE() << "/dev/null accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--out-json: /dev/null: is a device", 0), 0u) << e.what();
+  }
   EXPECT_NO_THROW(check_distinct_outputs({{"--a", (dir / "a").string()}, {"--b", (dir / "b").string()}, {"--c", ""}, {"--d", ""}}));
   EXPECT_THROW(check_distinct_outputs({{"--a", (dir / "x").string()}, {"--b", (dir / "adir" / ".." / "x").string()}}), InputError);
   fs::remove_all(dir);

@@ -1,5 +1,6 @@
 #include <boost/program_options/errors.hpp>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,6 +169,59 @@ TEST(AtomicFile, KilledBySignalRemovesThousandsOfTemporaries) {
 TEST(AtomicFile, UnwritableDirectoryThrowsIoError) {
   EXPECT_THROW(AtomicFile("/nonexistent-dir-spartan/x.bin"), IoError);
   EXPECT_THROW(read_file("/nonexistent-dir-spartan/x.bin"), IoError);
+}
+
+// The rename that makes an output atomic would replace a device, FIFO or socket with a plain file (as root,
+// `--out-json /dev/null` replaced /dev/null; thirty-eighth session's review): such targets are refused before
+// anything is written, and a symbolic link is followed, so the link stays and its target gets the contents.
+TEST(AtomicFile, FollowsLinksAndRefusesNonRegularTargets) {
+  fs::path dir = fs::temp_directory_path() / ("spartan_common_links_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  const fs::path real = dir / "sub" / "real.json", link = dir / "link.json", link2 = dir / "link2.json";
+  write_file_atomic(real.string(), "old");
+  fs::create_symlink(fs::path("sub") / "real.json", link);  // relative, resolved against the link's directory
+  fs::create_symlink(link, link2);                           // a chain of two
+  write_file_atomic(link2.string(), "new");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link2)));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_EQ(read_file(real.string()), "new");
+  EXPECT_EQ(resolve_output_file(link2.string()), (dir / "sub" / "real.json").string());
+  // a dangling link: its target is created, the link stays
+  const fs::path dangling = dir / "dangling.json";
+  fs::create_symlink(fs::path("sub") / "later.json", dangling);
+  write_file_atomic(dangling.string(), "x");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dangling)));
+  EXPECT_EQ(read_file((dir / "sub" / "later.json").string()), "x");
+  // a FIFO (and a link to it): refused, still a FIFO, no temporary left
+  const fs::path fifo = dir / "fifo", fifo_link = dir / "fifo_link";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_symlink(fifo, fifo_link);
+  for (const fs::path& p : {fifo, fifo_link}) {
+    try {
+      AtomicFile f(p.string());
+      ADD_FAILURE() << p << " accepted";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("is a FIFO"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(fs::is_fifo(fs::status(fifo)));
+  // a character device (not written: the check comes before the temporary file is created)
+  EXPECT_THROW(resolve_output_file("/dev/null"), IoError);
+  EXPECT_THROW(write_file_atomic("/dev/null", "x"), IoError);
+  EXPECT_TRUE(fs::is_character_file(fs::status("/dev/null")));
+  EXPECT_THROW(resolve_output_file(dir.string()), IoError);  // a directory
+  // a link loop
+  fs::create_symlink(dir / "loop_b", dir / "loop_a");
+  fs::create_symlink(dir / "loop_a", dir / "loop_b");
+  EXPECT_THROW(write_file_atomic((dir / "loop_a").string(), "x"), IoError);
+  std::size_t entries = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+    ++entries;
+  }
+  EXPECT_EQ(entries, 10u);  // sub, real, later, link, link2, dangling, fifo, fifo_link, loop_a, loop_b
+  fs::remove_all(dir);
 }
 
 TEST(Cli, MapsErrorsToExitCodes) {

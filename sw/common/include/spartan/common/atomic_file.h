@@ -9,9 +9,17 @@
 
 namespace spartan {
 
+/// The file an output to `path` replaces: `path` itself, or, if it is a symbolic link, the file the link
+/// chain ends at (so the link stays a link and its target gets the contents, as an editor's save does). Throws
+/// IoError if that file exists but is not a regular file (a device such as /dev/null, a FIFO, a socket, a
+/// directory: renaming over it would replace it with a plain file; thirty-eighth session's review) or the chain
+/// has more than 40 links.
+std::string resolve_output_file(const std::string& path);
+
 class AtomicFile {
  public:
-  /// Opens the temporary file. Throws IoError if the directory is missing or not writable.
+  /// Opens the temporary file beside resolve_output_file(path). Throws IoError if that fails (see there) or
+  /// the directory is missing or not writable.
   explicit AtomicFile(const std::string& path);
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -31,11 +39,11 @@ class AtomicFile {
   /// sync() if not done yet, then renames the temporary file to the target. Throws IoError on failure.
   void commit();
 
-  const std::string& path() const noexcept { return path_; }
+  const std::string& path() const noexcept { return path_; }  ///< as given (a link stays a link)
   const std::string& temp_path() const noexcept { return tmp_; }
 
  private:
-  std::string path_, tmp_;
+  std::string path_, target_, tmp_;  // as given; the file renamed over (resolve_output_file); the temporary
   std::FILE* fp_ = nullptr;
   std::size_t size_ = 0;
   bool committed_ = false;
