@@ -255,7 +255,12 @@ void validate_gpu_config(const GpuConfig& c) {
     fail("dram.timing.tBURST", "must equal burst_length / data_rate");
   if (t.tRC < t.tRAS + t.tRP) fail("dram.timing.tRC", "tRC must be >= tRAS + tRP");
   if (t.tRAS < t.tRCD) fail("dram.timing.tRAS", "tRAS must be >= tRCD");
-  if (t.tCCDL < t.tCCDS) fail("dram.timing.tCCDL", "tCCDL must be >= tCCDS");
+  // The ACT and column calendars time one command per slot of these lengths: 0 would make them 1 ps slots
+  // spanning a few ns, which older requests overran (clamped silently; thirty-eighth session's review: v100
+  // copy 85 -> 63 % with tCCDL = tCCDS = 0). Accel-Sim's CCDL=0 (no bank groups) is tCCDL = tCCDS here.
+  if (t.tRRD == 0) fail("dram.timing.tRRD", "must be >= 1 cycle (one ACT per cycle at most)");
+  if (t.tCCDS == 0) fail("dram.timing.tCCDS", "must be >= 1 cycle (one column command per cycle at most)");
+  if (t.tCCDL < t.tCCDS) fail("dram.timing.tCCDL", "tCCDL must be >= tCCDS (no bank-group penalty: tCCDL = tCCDS)");
   if (t.tFAW && t.tFAW < t.tRRD)
     fail("dram.timing.tFAW", "tFAW must be 0 (not modelled) or >= tRRD");
   if (t.tREFI && t.tRFC >= t.tREFI) fail("dram.timing.tRFC", "tRFC must be < tREFI");

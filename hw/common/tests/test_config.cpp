@@ -103,6 +103,10 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   expect_config_error(with(v, "tRC", "20"), "dram.timing.tRC", "tRAS + tRP");
   expect_config_error(with(v, "tFAW", "2"), "dram.timing.tFAW", "0 (not modelled) or >= tRRD");  // tRRD 3
   EXPECT_EQ(parse_gpu_config(with(v, "tFAW", "0"), "test.yaml").dram.timing.tFAW, 0u);  // off, explicitly
+  // 0-cycle slots made the ACT / column calendars 1 ps long and overrun silently (thirty-eighth session's review)
+  expect_config_error(with(with(v, "tRRD", "0"), "tFAW", "0"), "dram.timing.tRRD", "must be >= 1 cycle");
+  expect_config_error(with(with(v, "tCCDS", "0"), "tCCDL", "0"), "dram.timing.tCCDS", "must be >= 1 cycle");
+  expect_config_error(with(v, "tCCDL", "0"), "dram.timing.tCCDL", "tCCDL must be >= tCCDS");
   expect_config_error(with(v, "pseudo_channels", "3"), "dram.pseudo_channels", "divide the banks per channel (16)");
   expect_config_error(with(v, "pseudo_channels", "0"), "dram.pseudo_channels", "must be > 0");
   EXPECT_EQ(parse_gpu_config(with(v, "pseudo_channels", ""), "test.yaml").dram.pseudo_channels, 1u);  // optional
