@@ -114,6 +114,8 @@ json time_json(const GemmTime& t) {
   json j = {{"dense_ms", t.dense_ms}};
   j["tile_sparse_ms"] = t.tile_sparse_ms ? json(*t.tile_sparse_ms) : json(nullptr);
   if (t.compact_ms) j["compact_ms"] = *t.compact_ms;
+  if (t.operand_density) j["operand_density"] = *t.operand_density;
+  if (!t.path.empty()) j["path"] = t.path;
   return j;
 }
 
@@ -291,6 +293,16 @@ std::vector<GemmTimes> gemm_times_from_json(const std::string& text, const std::
       dst->dense_ms = to_ms(field(g, "dense_ms", c, p), c, p + "dense_ms");
       dst->tile_sparse_ms = opt_ms(g, "tile_sparse_ms", c, p);
       dst->compact_ms = opt_ms(g, "compact_ms", c, p);
+      if (const auto d = g.find("operand_density"); d != g.end() && !d->is_null()) {
+        if (!d->is_number() || !(d->get<double>() >= 0.0 && d->get<double>() <= 1.0))
+          c.fail(p + "operand_density", "must be a number in [0, 1]");
+        dst->operand_density = d->get<double>();
+      }
+      if (const auto q = g.find("path"); q != g.end() && !q->is_null()) {
+        if (!q->is_string() || (q->get<std::string>() != "tiles" && q->get<std::string>() != "one-sgemm"))
+          c.fail(p + "path", "must be \"tiles\" or \"one-sgemm\"");
+        dst->path = q->get<std::string>();
+      }
     }
     out.push_back(std::move(t));
     ++c.entry;

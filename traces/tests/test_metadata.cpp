@@ -47,7 +47,14 @@ TEST(TraceMetadata, JsonRoundTrip) {
   t.fwd = {0.5, 0.25, 0.125};
   t.bwd_data = {0.75, std::nullopt, std::nullopt};
   t.bwd_weight = {1.0, 0.5, std::nullopt};
+  t.fwd.operand_density = 0.3, t.fwd.path = "tiles";
+  t.bwd_weight.operand_density = 0.6, t.bwd_weight.path = "one-sgemm";
   const auto tb = gemm_times_from_json(gemm_times_to_json({t}), "f");
+  EXPECT_EQ(tb[0].fwd.operand_density, 0.3);
+  EXPECT_EQ(tb[0].fwd.path, "tiles");
+  EXPECT_EQ(tb[0].bwd_weight.path, "one-sgemm");
+  EXPECT_FALSE(tb[0].bwd_data.operand_density);  // not recorded: absent, as in traces before 2026-12-05
+  EXPECT_EQ(tb[0].bwd_data.path, "");
   ASSERT_EQ(tb.size(), 1u);
   EXPECT_EQ(tb[0].device, t.device);
   EXPECT_EQ(tb[0].fwd.tile_sparse_ms, 0.25);
@@ -96,6 +103,12 @@ TEST(TraceMetadata, SchemaErrorsNameTheField) {
   expect_format_error([&] { gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"cpu","timer":"steady_clock",
       "fwd":{"dense_ms":-1},"bwd_data":{"dense_ms":1},"bwd_weight":{"dense_ms":1}}])", "f"); },
                       "__metadata__.gemm_times[0].fwd.dense_ms", "non-negative");
+  expect_format_error([&] { gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"cpu","timer":"steady_clock",
+      "fwd":{"dense_ms":1,"operand_density":1.5},"bwd_data":{"dense_ms":1},"bwd_weight":{"dense_ms":1}}])", "f"); },
+                      "__metadata__.gemm_times[0].fwd.operand_density", "[0, 1]");
+  expect_format_error([&] { gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"cpu","timer":"steady_clock",
+      "fwd":{"dense_ms":1},"bwd_data":{"dense_ms":1,"path":"sparse"},"bwd_weight":{"dense_ms":1}}])", "f"); },
+                      "__metadata__.gemm_times[0].bwd_data.path", "one-sgemm");
   // fuzz finding: a number literal beyond double range is json::out_of_range, not a parse_error
   expect_format_error([&] { gemm_times_from_json(R"([{"iteration":0,"layer":0,"device":"cpu","timer":"steady_clock",
       "fwd":{"dense_ms":6.4e408},"bwd_data":{"dense_ms":1},"bwd_weight":{"dense_ms":1}}])", "f"); },

@@ -418,6 +418,9 @@ json Replay::replay_layer(const trace::TraceKey& key) {
       if (tt.fwd.tile_sparse_ms) {
         const double ts = *tt.fwd.tile_sparse_ms;
         G["tile_sparse_ms"] = ts;
+        // which code that time is (tiles or one sgemm) and the operand's density, where the trace records them
+        if (!tt.fwd.path.empty()) G["tile_sparse_path"] = tt.fwd.path;
+        if (tt.fwd.operand_density) G["operand_density"] = *tt.fwd.operand_density;
         // The GEMM alone, both times measured on the trace's device; a 0 ms time is a pass the writer did
         // not time (docs/trace-format.md, section 4.2): no ratio.
         const bool timed = ts > 0 && tt.fwd.dense_ms > 0;

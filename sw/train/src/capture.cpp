@@ -117,7 +117,9 @@ void TraceCapture::on_capture(std::int64_t iteration, Model& model, const std::v
     if (t.tile_sparse) {
       gt.tile_sparse_ms = t.tile_kernel_ms;
       gt.compact_ms = t.tile_compact_ms;
+      gt.path = t.tile_full_dense ? "one-sgemm" : "tiles";
     }
+    gt.operand_density = 1.0 - t.operand_sparsity;
   }
   times_.insert(times_.end(), rec.begin(), rec.end());
   ++captures_;

@@ -121,6 +121,7 @@ void GemmRunner::run(int layer, GemmPass pass, const gemm::GemmCall& call) {
     if (const gemm::TileSparseStats* st = gemm::last_tile_stats(*engine_)) {
       kernel.push_back(st->compute_s * 1e3);
       compact.push_back(st->compact_s * 1e3);
+      t.tile_full_dense = st->full_dense;  // the same operand every repeat: the same path
     }
   }
   if (separate_dense) t.dense_ms = minimum(dms);

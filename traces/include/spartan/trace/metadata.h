@@ -51,9 +51,18 @@ LayerInfo make_fc_layer(std::int64_t index, const std::string& name, std::int64_
 
 /// Time of one GEMM (section 4.2), milliseconds.
 struct GemmTime {
+  GemmTime(double dense = 0.0, std::optional<double> tile_sparse = std::nullopt,
+           std::optional<double> compact = std::nullopt)
+      : dense_ms(dense), tile_sparse_ms(tile_sparse), compact_ms(compact) {}
   double dense_ms = 0.0;
   std::optional<double> tile_sparse_ms;  ///< absent: tile-sparse GEMM not run
   std::optional<double> compact_ms;      ///< software dense-to-sparse conversion, if measured
+  /// Density (non-zero fraction) of the operand the tile-sparse GEMM treats as sparse, if recorded.
+  std::optional<double> operand_density;
+  /// Which code ran as `tile_sparse_ms`, if recorded: "tiles" (the tile-sparse kernels) or "one-sgemm" (the
+  /// whole call as one dense sgemm: every tile DENSE, or the density above the call-level guard; then
+  /// tile_sparse_ms is a dense GEMM's time and compact_ms only the tile count). Empty: not recorded.
+  std::string path;
 };
 
 /// Measured times of one captured (iteration, layer).

@@ -27,6 +27,9 @@ struct GemmTiming {
   bool tile_sparse = false;  ///< the engine is a tile-sparse one: the two fields below are valid
   double tile_kernel_ms = -1;   ///< tile-sparse compute alone (operand already compacted)
   double tile_compact_ms = -1;  ///< dense-to-tile-sparse conversion of the sparse operand
+  /// The tile-sparse engine ran the call as one dense sgemm (TileSparseStats::full_dense: every tile DENSE, or
+  /// the operand's density above the call-level guard): tile_kernel_ms is then a dense GEMM's time.
+  bool tile_full_dense = false;
   bool device_timer = false;    ///< times are device times (CUDA events of a CUDA engine), not host wall clock
   double operand_sparsity = 0;  ///< zero fraction of the operand marked sparse
 };
