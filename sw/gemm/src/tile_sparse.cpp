@@ -425,7 +425,15 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   stats_.out_streamed = stream;
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
   const detail::TransposeStoreFn tstore = avx2_ ? detail::transpose_store_avx2 : detail::transpose_store_portable;
-  const int nthreads = opt_.num_threads > 0 ? opt_.num_threads : omp_get_max_threads();
+  // A call with little sparse work runs on the calling thread: waking the OpenMP pool (passive wait, as the tools
+  // run) costs tens of microseconds, more than such a call takes alone. vgg-s batch 16 with 2 threads, thirty-
+  // eighth session: its fc GEMMs (16 x 256 x 256 at density 0.24-0.27, 0.3 M multiply-adds) ran 1.5-4.3x faster
+  // than the sgemm on one thread and 0.07-0.78x on two. Below 2^20 multiply-adds (nnz x the dense operand's
+  // width, about 20-50 us on one thread) one thread.
+  constexpr double kMinParallelFma = double(1 << 20);
+  const int nthreads = double(stats_.nnz) * double(sp_a ? c.N : c.M) < kMinParallelFma ? 1
+                       : opt_.num_threads > 0                                            ? opt_.num_threads
+                                                                                         : omp_get_max_threads();
   const float* X = sp_a ? c.B : c.A;  // dense operand as stored
   const std::size_t ldx = std::size_t(sp_a ? c.ldb : c.lda);
   const bool trans_d = sp_a ? c.op_b == Op::T : c.op_a == Op::N;  // D = X^T
