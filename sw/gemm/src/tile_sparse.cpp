@@ -426,10 +426,10 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
   const detail::TransposeStoreFn tstore = avx2_ ? detail::transpose_store_avx2 : detail::transpose_store_portable;
   // A call with little sparse work runs on the calling thread: waking the OpenMP pool (passive wait, as the tools
-  // run) costs tens of microseconds, more than such a call takes alone. vgg-s batch 16 with 2 threads, thirty-
-  // eighth session: its fc GEMMs (16 x 256 x 256 at density 0.24-0.27, 0.3 M multiply-adds) ran 1.5-4.3x faster
-  // than the sgemm on one thread and 0.07-0.78x on two. Below 2^20 multiply-adds (nnz x the dense operand's
-  // width, about 20-50 us on one thread) one thread.
+  // run) costs tens of microseconds, more than such a call takes alone. vgg-s batch 16, thirty-eighth session:
+  // its tile-path fc GEMMs (e.g. 16 x 256 x 256 at density 0.24-0.27, 0.3 M multiply-adds) ran 0.07-0.69x the
+  // sgemm on two threads, 0.54-3.9x with this rule (0.54-4.9x on one thread). Below 2^20 multiply-adds (nnz x
+  // the dense operand's width) one thread.
   constexpr double kMinParallelFma = double(1 << 20);
   const int nthreads = double(stats_.nnz) * double(sp_a ? c.N : c.M) < kMinParallelFma ? 1
                        : opt_.num_threads > 0                                            ? opt_.num_threads
