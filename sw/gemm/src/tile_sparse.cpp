@@ -428,9 +428,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // A call with little sparse work runs on the calling thread: waking the OpenMP pool (passive wait, as the tools
   // run) costs tens of microseconds, more than such a call takes alone. vgg-s batch 16, thirty-eighth session:
   // its tile-path fc GEMMs (e.g. 16 x 256 x 256 at density 0.24-0.27, 0.3 M multiply-adds) ran 0.07-0.69x the
-  // sgemm on two threads, 0.54-3.9x with this rule (0.54-4.9x on one thread). Below 2^20 multiply-adds (nnz x
-  // the dense operand's width) one thread.
-  constexpr double kMinParallelFma = double(1 << 20);
+  // sgemm on two threads, 0.53-3.9x with this rule (0.54-4.9x on one thread); its conv9-conv13 (144 x 64 x 576
+  // at density 0.30, 1.6 M multiply-adds: 51 us on one thread, 77 us on two) 0.72-0.81x, with it 1.13-1.18x
+  // (backward-weight 1.14-1.21 -> 1.66-1.85x). Below 2^22 multiply-adds (nnz x the dense operand's width, about
+  // 130 us on one thread here) one thread.
+  constexpr double kMinParallelFma = double(1 << 22);
   const int nthreads = double(stats_.nnz) * double(sp_a ? c.N : c.M) < kMinParallelFma ? 1
                        : opt_.num_threads > 0                                            ? opt_.num_threads
                                                                                          : omp_get_max_threads();
