@@ -15,9 +15,16 @@ namespace spartan::train {
 namespace {
 
 std::vector<std::uint8_t> read_all(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  // A directory made the stream throw out of the reader ("internal error", exit 1; review finding), a FIFO
+  // would block: only regular files (or links to them) are data.
+  if (fs::exists(st) && !fs::is_regular_file(st)) throw IoError(path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path + ": cannot open");
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw IoError(path + ": read error");
   return bytes;
 }
 
@@ -29,12 +36,26 @@ std::vector<std::uint8_t> gunzip(const std::string& path, const std::vector<std:
   zs.avail_in = static_cast<uInt>(in.size());
   std::vector<std::uint8_t> buf(1 << 20);
   int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
+  for (;;) {
+    if (rc == Z_STREAM_END) {
+      // gzip allows several members back to back (`cat a.gz b.gz`); anything else after the stream is not data
+      // the header describes (zlib stopped there silently; review finding).
+      if (zs.avail_in == 0) break;
+      if (zs.avail_in < 2 || zs.next_in[0] != 0x1f || zs.next_in[1] != 0x8b) {
+        const std::uint64_t at = in.size() - zs.avail_in;
+        const std::uint64_t extra = zs.avail_in;
+        inflateEnd(&zs);
+        throw FormatError(path, "gzip", at, std::to_string(extra) + " bytes after the end of the gzip stream",
+                          "compressed byte offset");
+      }
+      inflateReset(&zs);
+      rc = Z_OK;
+    }
     zs.next_out = buf.data();
     zs.avail_out = static_cast<uInt>(buf.size());
     rc = inflate(&zs, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) {
-      const std::uint64_t at = zs.total_in;
+      const std::uint64_t at = in.size() - zs.avail_in;
       inflateEnd(&zs);
       throw FormatError(path, "gzip", at,
                         rc == Z_BUF_ERROR ? "truncated gzip stream" : "corrupt gzip stream (zlib code " +
@@ -43,7 +64,7 @@ std::vector<std::uint8_t> gunzip(const std::string& path, const std::vector<std:
     }
     out.insert(out.end(), buf.data(), buf.data() + (buf.size() - zs.avail_out));
     if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
-      const std::uint64_t at = zs.total_in;
+      const std::uint64_t at = in.size() - zs.avail_in;
       inflateEnd(&zs);
       throw FormatError(path, "gzip", at, "truncated gzip stream", "compressed byte offset");
     }
@@ -86,6 +107,10 @@ IdxArray read_idx(const std::string& path) {
     throw FormatError(path, "data", bytes.size(),
                       "truncated: header declares " + std::to_string(count) + " elements, file holds " +
                           std::to_string(bytes.size() - header));
+  if (bytes.size() - header > count)  // a file of another shape, or two files joined (review finding)
+    throw FormatError(path, "data", header + count,
+                      std::to_string(bytes.size() - header - count) + " bytes after the " + std::to_string(count) +
+                          " elements the header declares");
   a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header),
                 bytes.begin() + static_cast<std::ptrdiff_t>(header + count));
   return a;
@@ -100,10 +125,11 @@ std::array<std::string, 2> split_stems(const std::string& prefix) {
 
 std::string find_file(const std::string& dir, const std::string& stem) {
   namespace fs = std::filesystem;
-  for (const std::string& name : {stem + ".gz", stem}) {
-    const fs::path p = fs::path(dir) / name;
+  const fs::path gz = fs::path(dir) / (stem + ".gz"), raw = fs::path(dir) / stem;
+  if (fs::exists(gz) && fs::exists(raw))  // which one was read was not said (review finding)
+    std::fprintf(stderr, "spartan-train: note: both %s and %s exist; reading %s\n", gz.c_str(), raw.c_str(), gz.c_str());
+  for (const fs::path& p : {gz, raw})
     if (fs::exists(p)) return p.string();
-  }
   throw IoError(dir + ": missing IDX file " + stem + "[.gz]");
 }
 

@@ -103,6 +103,50 @@ TEST_F(IdxTest, TruncatedGzipStream) {
   EXPECT_THROW(read_idx(write_raw("z2.gz", gz)), spartan::FormatError);
 }
 
+// Bytes the header does not describe are refused (they were read silently: thirty-eighth session's review), in
+// a raw file and after a gzip stream; a gzip file of several members (`cat a.gz b.gz`) is one stream of data.
+TEST_F(IdxTest, TrailingBytesAreRefusedMultiMemberGzipIsRead) {
+  auto raw = idx_bytes({4, 2}, 8);
+  raw.push_back(0);
+  try {
+    read_idx(write_raw("r.idx", raw));
+    FAIL() << "no throw";
+  } catch (const spartan::FormatError& e) {
+    EXPECT_EQ(e.offset(), 4u + 8u + 8u);
+    EXPECT_NE(std::string(e.what()).find("1 bytes after the 8 elements"), std::string::npos) << e.what();
+  }
+  const auto full = idx_bytes({4, 2}, 8);
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::vector<std::uint8_t> gz = slurp(write_gz("z.gz", full));
+  const std::size_t stream_bytes = gz.size();
+  auto garbage = gz;
+  garbage.insert(garbage.end(), {'x', 'y', 'z'});
+  try {
+    read_idx(write_raw("g.gz", garbage));
+    FAIL() << "no throw";
+  } catch (const spartan::FormatError& e) {
+    EXPECT_EQ(e.offset(), stream_bytes);
+    EXPECT_NE(std::string(e.what()).find("3 bytes after the end of the gzip stream"), std::string::npos) << e.what();
+  }
+  // two members: the header and the first data bytes, then the rest
+  const std::vector<std::uint8_t> a(full.begin(), full.begin() + 13), b(full.begin() + 13, full.end());
+  std::vector<std::uint8_t> two = slurp(write_gz("a.gz", a));
+  const auto second = slurp(write_gz("b.gz", b));
+  two.insert(two.end(), second.begin(), second.end());
+  const auto arr = read_idx(write_raw("two.gz", two));
+  EXPECT_EQ(arr.dims, (std::vector<std::uint32_t>{4, 2}));
+  EXPECT_EQ(arr.data, std::vector<std::uint8_t>(full.begin() + 12, full.end()));
+}
+
+// A directory (or FIFO) where a data file is expected: an IoError (exit 2), not the stream's exception (exit 1).
+TEST_F(IdxTest, NonRegularFileIsIoError) {
+  fs::create_directories(dir_ / "d.idx");
+  EXPECT_THROW(read_idx((dir_ / "d.idx").string()), spartan::IoError);
+}
+
 TEST_F(IdxTest, MissingFileIsIoError) {
   EXPECT_THROW(read_idx((dir_ / "nope").string()), spartan::IoError);
   EXPECT_THROW(spartan::train::load_idx_dataset(dir_.string()), spartan::IoError);
