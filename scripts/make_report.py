@@ -422,10 +422,13 @@ def build(a, train, sim, area, rtl, tmp):
             ["final training loss", fmt(train.get("final_loss", train.get("train_loss")), ".4f"),
              f"mean over the last {last} SGD steps" if last else "mean of the last steps"],
             ["training wall time of the last epoch (s)", fmt(get(train, "epoch_seconds", -1), ".1f"),
-             dev + " (a partial epoch when stopped by --iterations)"]]
+             dev + " (a partial epoch when stopped by --iterations); capture steps included" +
+             (f", {get(train, 'epoch_capture_seconds', -1):.1f} s of it (GEMMs timed on both engines, trace written)"
+              if isinstance(get(train, "epoch_capture_seconds", -1), (int, float)) else "")]]
     md.append(md_table(["quantity", "value", "source / note"], rows) + "\n")
     doc["training"] = {k: train.get(k) for k in ("model", "dataset", "device", "iterations", "batch", "gemm",
-                                                   "test_accuracy", "final_loss", "train_loss", "epoch_seconds")}
+                                                   "test_accuracy", "final_loss", "train_loss", "epoch_seconds",
+                                                   "epoch_capture_seconds")}
 
     # 2. sparsity per layer over iterations (from the training run's own measurement)
     md.append("## 2. Activation sparsity per layer over training (measured)\n")

@@ -43,7 +43,7 @@ def layer(it, l, name, dens, with_gemm=True):
 def inputs():
     train = {"model": "vgg-s", "dataset": "fashion-mnist", "device": "cpu: test", "iterations": 10, "batch": 8,
              "gemm": "tile-sparse", "test_accuracy": 0.5, "test_images": 100, "train_loss": 1.5,
-             "epoch_seconds": [1.0],
+             "epoch_seconds": [1.0], "epoch_capture_seconds": [0.25],
              "layers": [{"layer": 0, "name": "conv1", "iterations": [0, 5], "act_density": [0.5, 0.4]},
                         {"layer": 1, "name": "fc1", "iterations": [0, 5], "act_density": [0.25, 0.2]}]}
     layers = [layer(0, 0, "conv1", 0.5), layer(0, 1, "fc1", 0.25, with_gemm=False)]
@@ -104,7 +104,8 @@ def main():
             for want in ("Every check passed", "ratio software / monitor (sum of times): 1.06x",
                          "These ratios rest on the assumed launch and MMIO costs", "kernel launch 3000 ns",
                          "the monitor is slower on 0 of the 2", "mean over the last 10 SGD steps",
-                         "**forward** tile-sparse GEMM", "CAPACITY=64", "**assumed**", "0 all-zero tiles"):
+                         "**forward** tile-sparse GEMM", "CAPACITY=64", "**assumed**", "0 all-zero tiles",
+                         "capture steps included, 0.2 s of it"):
                 if want not in md:
                     fail(f"report.md lacks {want!r}")
             # As whole tokens: the report quotes the run's path, and mkdtemp's random suffix may read "-x..."

@@ -189,7 +189,7 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
   for (int epoch = 0; epoch < cfg.epochs && it < total; ++epoch) {
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), shuffle_rng);
-    double epoch_train_s = 0;
+    double epoch_train_s = 0, epoch_capture_s = 0;
     for (std::int64_t b = 0; b < per_epoch && it < total; ++b, ++it) {
       const auto t0 = std::chrono::steady_clock::now();
       bool capture = false;
@@ -242,7 +242,9 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
         sgd_step_exec(*ex, params, lr, cfg.momentum, cfg.weight_decay);
       else
         sgd_step(params, lr, cfg.momentum, cfg.weight_decay);
-      epoch_train_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      epoch_train_s += step_s;
+      if (capture) epoch_capture_s += step_s;
       losses.push_back(loss);
       accs.push_back(static_cast<double>(correct) / cfg.batch);
 
@@ -264,6 +266,7 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
       for (TrainObserver* o : observers) o->on_iteration(info);
     }
     res.epoch_seconds.push_back(epoch_train_s);
+    res.epoch_capture_seconds.push_back(epoch_capture_s);
   }
   if (ex) model.from_exec(*ex);
   res.iterations = it;

@@ -218,7 +218,8 @@ int run(int argc, char** argv) {
                 static_cast<long long>(res.iterations), res.final_train_loss, 100 * res.final_train_accuracy, last_w,
                 first_w, res.first_train_loss, 100 * res.test_accuracy, res.test_images);
     for (std::size_t e = 0; e < res.epoch_seconds.size(); ++e)
-      std::printf("epoch %zu: %.1f s training\n", e + 1, res.epoch_seconds[e]);
+      std::printf("epoch %zu: %.1f s training (%.1f s of it in capture steps)\n", e + 1, res.epoch_seconds[e],
+                  e < res.epoch_capture_seconds.size() ? res.epoch_capture_seconds[e] : 0.0);
     std::printf("\nper-layer activation sparsity over training (mean over steps; first -> last sample):\n");
     std::printf("  %-3s %-7s %-24s %10s %18s %14s\n", "L", "name", "layer", "act-sparse", "first->last", "dz-mask-sparse");
     for (const LayerSparsity& s : res.sparsity) {
@@ -247,6 +248,7 @@ int run(int argc, char** argv) {
     j["test_accuracy"] = res.test_accuracy;
     j["test_images"] = res.test_images;
     j["epoch_seconds"] = res.epoch_seconds;
+    j["epoch_capture_seconds"] = res.epoch_capture_seconds;  // of epoch_seconds: the capture steps
     nlohmann::json hist = nlohmann::json::array();
     for (const auto& [it, acc] : res.test_history) hist.push_back({{"iteration", it}, {"test_accuracy", acc}});
     j["test_history"] = hist;

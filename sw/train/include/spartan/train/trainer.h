@@ -95,7 +95,10 @@ struct TrainResult {
   double first_train_loss = 0;      ///< mean loss over the first min(kFirstLossSteps, steps) steps
   double test_accuracy = 0;         ///< final evaluation
   int test_images = 0;
-  std::vector<double> epoch_seconds;  ///< training time (no evaluation) per completed or partial epoch
+  std::vector<double> epoch_seconds;  ///< training time (no evaluation) per completed or partial epoch, capture steps included
+  /// Of epoch_seconds, the wall time of the epoch's capture steps (their training work, the GEMM timing
+  /// repeats on the dense reference and the engine, and the observers' writes): 0 without a capture.
+  std::vector<double> epoch_capture_seconds;
   std::vector<std::pair<std::int64_t, double>> test_history;
   std::vector<LayerSparsity> sparsity;
 };
