@@ -285,7 +285,11 @@ std::vector<GemmTimes> gemm_times_from_json(const std::string& text, const std::
     t.iteration = get_int(o, "iteration", c);
     t.layer = get_int(o, "layer", c);
     t.device = get_str(o, "device", c);
+    if (t.device.empty()) c.fail("device", "must not be empty");
     t.timer = get_str(o, "timer", c);
+    if (t.timer != "cuda-events" && t.timer != "steady_clock" && t.timer != "none")
+      c.fail("timer", "must be \"cuda-events\", \"steady_clock\" or \"none\" (not measured), got \"" +
+                          t.timer.substr(0, 32) + "\"");
     for (auto [name, dst] : {std::pair<const char*, GemmTime*>{"fwd", &t.fwd}, {"bwd_data", &t.bwd_data},
                              {"bwd_weight", &t.bwd_weight}}) {
       const json& g = field(o, name, c);
@@ -323,6 +327,9 @@ std::vector<LayerSparsity> sparsity_from_json(const std::string& text, const std
     for (const json& i : its) {
       if (!i.is_number_integer() || i.get<std::int64_t>() < 0)
         c.fail("iterations", "must be an array of non-negative integers");
+      if (!s.iterations.empty() && i.get<std::int64_t>() <= s.iterations.back())
+        c.fail("iterations", "must increase strictly (" + std::to_string(s.iterations.back()) + " then " +
+                                 std::to_string(i.get<std::int64_t>()) + ")");
       s.iterations.push_back(i.get<std::int64_t>());
     }
     s.act_density = get_fractions(o, "act_density", c);
@@ -426,8 +433,9 @@ void check_metadata(const TraceReader& r) {
   if (const std::string* v = find_meta(r, keys::kSeed)) meta_seed(r, *v);
   std::int64_t batch = 0;  // `batch`: found by the reliability tests (issue 12)
   if (const std::string* v = find_meta(r, keys::kBatch)) batch = meta_int(r, keys::kBatch, *v, false, 1);
+  std::int64_t capture_every = 0;
   if (const std::string* v = find_meta(r, keys::kCaptureEvery))
-    (void)meta_int(r, keys::kCaptureEvery, *v, false, 1);
+    capture_every = meta_int(r, keys::kCaptureEvery, *v, false, 1);
   const std::vector<LayerInfo> layers = read_layers(r);
   (void)read_gemm_times(r);
   (void)read_sparsity(r);
@@ -487,7 +495,20 @@ void check_metadata(const TraceReader& r) {
       if (t.shape != want)
         tensor_fail(t.name, "shape " + shape_text(t.shape) + ", expected " + shape_text(want) + " (ceil(" +
                                 std::to_string(n) + " output elements / 8))");
+      // section 3: the bits past the n-th of the last byte are 0 (a reader counting ones would count them)
+      if (n % 8 != 0) {
+        const TensorView v = r.view(t.name);
+        const std::uint8_t last = v.data[v.bytes - 1];
+        if (last >> (n % 8))
+          tensor_fail(t.name, "bits past the " + std::to_string(n) + " mask elements are set in its last byte");
+      }
     }
+  }
+  // (A dz_mask is optional: a writer may capture activations only; `masked` is not required to cover them.)
+  for (const auto& [it, layer] : captured) {
+    if (capture_every > 0 && it % capture_every != 0)
+      meta_fail(r, keys::kCaptureEvery, "iteration " + std::to_string(it) + " is captured but is not a multiple of " +
+                                            std::to_string(capture_every));
   }
   // 5. Measured GEMM times belong to a captured (iteration, layer), at most one entry each (a second entry
   //    would silently replace the first in a reader).
@@ -507,6 +528,15 @@ void check_metadata(const TraceReader& r) {
     const std::int64_t l = sparsity[i].layer;
     if (!by_index.count(l)) meta_fail(r, at, "layer " + std::to_string(l) + " is not in __metadata__.layers");
     if (!series.insert(l).second) meta_fail(r, at, "layer " + std::to_string(l) + " has two sparsity entries");
+    const LayerInfo& li = *by_index.at(l);
+    const std::string base = std::string(keys::kSparsity) + "[" + std::to_string(i) + "].";
+    if (sparsity[i].name != li.name)
+      meta_fail(r, base + "name", "\"" + sparsity[i].name.substr(0, 32) + "\" differs from layer " + std::to_string(l) +
+                                      "'s name \"" + li.name.substr(0, 32) + "\"");
+    // dz_mask_density exactly for the layers with a ReLU after them (section 4.3)
+    if ((li.type == "conv" || li.type == "fc") && li.relu_after != !sparsity[i].dz_mask_density.empty())
+      meta_fail(r, base + "dz_mask_density", li.relu_after ? "missing for a layer with relu_after true"
+                                                           : "given for a layer without a ReLU after it");
   }
 }
 

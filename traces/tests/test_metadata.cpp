@@ -372,7 +372,7 @@ TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
   std::string time00 = time0;
   time00.pop_back();
   time00 += "," + time0.substr(1);
-  const std::string spars0 = R"({"layer":0,"name":"conv1","iterations":[0],"act_density":[0.5]})";
+  const std::string spars0 = R"({"layer":0,"name":"conv1","iterations":[0],"act_density":[0.5],"dz_mask_density":[0.4]})";
   const std::string spars9 = R"({"layer":9,"name":"conv9","iterations":[0],"act_density":[0.5]})";
   struct MetaCase {
     std::string times, sparsity, field, phrase;
@@ -386,7 +386,22 @@ TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
                             MetaCase{time0, "[" + spars0 + "," + spars0 + "]", "__metadata__.sparsity[1].layer",
                                      "layer 0 has two sparsity entries"},
                             MetaCase{time0, "[" + spars9 + "]", "__metadata__.sparsity[0].layer",
-                                     "layer 9 is not in __metadata__.layers"}}) {
+                                     "layer 9 is not in __metadata__.layers"},
+                            // thirty-eighth session's review: these passed `check`
+                            MetaCase{time0, R"([{"layer":0,"name":"convX","iterations":[0],"act_density":[0.5],"dz_mask_density":[0.4]}])",
+                                     "__metadata__.sparsity[0].name", "differs from layer 0's name \"conv1\""},
+                            MetaCase{time0, R"([{"layer":0,"name":"conv1","iterations":[0],"act_density":[0.5]}])",
+                                     "__metadata__.sparsity[0].dz_mask_density", "missing for a layer with relu_after true"},
+                            MetaCase{time0, R"([{"layer":1,"name":"fc1","iterations":[0],"act_density":[0.5],"dz_mask_density":[0.4]}])",
+                                     "__metadata__.sparsity[0].dz_mask_density", "given for a layer without a ReLU"},
+                            MetaCase{time0, R"([{"layer":0,"name":"conv1","iterations":[5,5],"act_density":[0.5,0.5],"dz_mask_density":[0.4,0.4]}])",
+                                     "__metadata__.sparsity[0].iterations", "must increase strictly (5 then 5)"},
+                            MetaCase{R"([{"iteration":0,"layer":0,"device":"cpu: t","timer":"sundial",)"
+                                     R"("fwd":{"dense_ms":1},"bwd_data":{"dense_ms":0},"bwd_weight":{"dense_ms":1}}])",
+                                     "", "__metadata__.gemm_times[0].timer", "got \"sundial\""},
+                            MetaCase{R"([{"iteration":0,"layer":0,"device":"","timer":"steady_clock",)"
+                                     R"("fwd":{"dense_ms":1},"bwd_data":{"dense_ms":0},"bwd_weight":{"dense_ms":1}}])",
+                                     "", "__metadata__.gemm_times[0].device", "must not be empty"}}) {
     SCOPED_TRACE(c.field + " / " + c.phrase);
     write({act0, mask0, act1}, c.times, c.sparsity);
     {
@@ -427,6 +442,44 @@ TEST(TraceMetadata, CheckTensorsAgainstTheirLayer) {
                                     R"("fwd":{"dense_ms":1e308},"bwd_data":{"dense_ms":1},"bwd_weight":{"dense_ms":1}}])", "f"),
                FormatError);
   std::remove(path.c_str());
+}
+
+// Thirty-eighth session's review: a dz_mask with bits set past its n elements, and captured iterations that
+// are not multiples of capture_every, passed `spartan-trace check`.
+TEST(TraceMetadata, CheckMaskTailBitsAndCaptureEvery) {
+  const std::string path = testutil::temp_path("meta_tail.sptrace");
+  // fc1: input [2,6], output [2,5] = 10 elements -> dz_mask [2]: bits 2..7 of the second byte must be 0
+  const std::string layers = layers_to_json({make_fc_layer(0, "fc1", 2, 6, 5, true)});
+  auto write = [&](std::uint8_t last, const std::string& every, std::int64_t it) {
+    TraceWriter w(path);
+    for (const auto& [k, v] : std::map<std::string, std::string>{
+             {keys::kFormatVersion, kFormatVersion}, {keys::kModel, "m"}, {keys::kDataset, "d"},
+             {keys::kDevice, "cpu: t"}, {keys::kSeed, "7"}, {keys::kBatch, "2"}, {keys::kLayers, layers},
+             {keys::kCaptureEvery, every}})
+      w.set_metadata(k, v);
+    const std::vector<float> act(12, 1.0f);
+    const std::string base = "it" + std::to_string(it) + "/L0/";
+    w.add_tensor(base + "act", DType::F32, {2, 6}, act.data(), act.size() * sizeof(float));
+    const std::uint8_t mask[2] = {0xff, last};
+    w.add_tensor(base + "dz_mask", DType::U8, {2}, mask, 2);
+    w.finish();
+  };
+  write(0x03, "10", 20);  // the 2 valid bits set, the rest 0; iteration 20 of every 10
+  {
+    TraceReader r(path);
+    EXPECT_NO_THROW(check_metadata(r));
+  }
+  write(0x07, "10", 20);  // bit 2 set: the 11th element of 10
+  {
+    TraceReader r(path);
+    expect_format_error([&] { check_metadata(r); }, "tensor it20/L0/dz_mask", "bits past the 10 mask elements");
+  }
+  write(0x03, "10", 25);
+  {
+    TraceReader r(path);
+    expect_format_error([&] { check_metadata(r); }, "__metadata__.capture_every",
+                        "iteration 25 is captured but is not a multiple of 10");
+  }
 }
 
 }  // namespace

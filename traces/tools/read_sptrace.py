@@ -219,6 +219,9 @@ class SpTrace:
         if a.dtype != np.uint8 or a.size != (n + 7) // 8:
             raise SpTraceError(self.path, name, self.data_start + self.tensors[name]["begin"],
                                f"not a U8 bit-packed mask of {n} elements")
+        if n % 8 and int(a.reshape(-1)[-1]) >> (n % 8):  # section 3: the bits past the n-th are 0
+            raise SpTraceError(self.path, name, self.data_start + self.tensors[name]["end"] - 1,
+                               f"bits past the {n} mask elements are set in its last byte")
         return np.unpackbits(a.reshape(-1), bitorder="little")[:n]
 
     def keys(self):

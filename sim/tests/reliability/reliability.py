@@ -777,7 +777,7 @@ def strip_json(x, drop):
     return x
 
 
-TIMING_KEYS = {"gemm_times", "time_per_epoch_s", "epoch_seconds", "seconds", "wall_s", "elapsed_s", "time_s",
+TIMING_KEYS = {"gemm_times", "time_per_epoch_s", "epoch_seconds", "epoch_capture_seconds", "seconds", "wall_s", "elapsed_s", "time_s",
                "ms", "dense_ms", "tile_sparse_ms", "host", "date", "timestamp"}
 
 
@@ -876,6 +876,7 @@ def memory_growth(r):
     sample = os.path.join(r.src, "traces/samples/tiny-lenet5.sptrace")
     hdr, data = read_safetensors(sample)
     its = sorted({int(k.split("/")[0][2:]) for k in hdr if k.startswith("it")})
+    every = int(hdr["__metadata__"].get("capture_every", "1"))
     # A long trace: the sample's iterations repeated (renumbered), N and 2N copies.
     def longer(copies, path):
         h = {"__metadata__": dict(hdr["__metadata__"])}
@@ -885,7 +886,8 @@ def memory_growth(r):
                 if k == "__metadata__":
                     continue
                 it, rest = k.split("/", 1)
-                new_it = int(it[2:]) + c * (max(its) + 1) * 10
+                # renumbered on the sample's capture grid (spartan-trace check: multiples of capture_every)
+                new_it = int(it[2:]) + c * (max(its) + every)
                 b0, b1 = v["data_offsets"]
                 h[f"it{new_it}/{rest}"] = {"dtype": v["dtype"], "shape": v["shape"],
                                            "data_offsets": [len(blob), len(blob) + b1 - b0]}
