@@ -2,6 +2,7 @@
 //   spartan-trace info FILE [--tensors]   summary: tensors, dtypes, shapes, density of `act`, metadata
 //   spartan-trace check FILE              validate; prints "ok" (exit 0) or one error line (exit 2)
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -33,11 +34,12 @@ const char* kUsage =
     "  -h, --help             this help\n"
     "  --version              print the version and the trace format version\n";
 
-// Fraction of elements that are not +-0 (NaN, Inf and denormals count as non-zero).
+// Fraction of elements that are not +-0 (NaN, Inf and denormals count as non-zero); NaN for an empty tensor
+// (0 / 0: printed "empty", not a density of 0).
 double density(const TensorView& v) {
   const std::size_t es = dtype_size(v.info->dtype);
   const std::size_t n = es ? v.bytes / es : 0;
-  if (n == 0) return 0.0;
+  if (n == 0) return std::nan("");
   std::size_t nz = 0;
   const bool is_float = v.info->dtype == DType::F32 || v.info->dtype == DType::F16 ||
                         v.info->dtype == DType::BF16 || v.info->dtype == DType::F64;
@@ -130,7 +132,11 @@ int cmd_info(const std::string& file, bool list_tensors) {
       std::printf("  %10lld", static_cast<long long>(it));
       for (auto l : act_layers) {
         const std::string name = TraceKey{it, l, kinds::kAct}.name();
-        if (r.find(name)) std::printf("  %6.4f", density(r.view(name)));
+        if (r.find(name)) {
+          const double d = density(r.view(name));
+          if (std::isnan(d)) std::printf("  %6s", "empty");
+          else std::printf("  %6.4f", d);
+        }
         else std::printf("  %6s", "-");
       }
       std::printf("\n");

@@ -58,27 +58,27 @@ void read_timing(ConfigMap m, DramTiming& t) {
 
 }  // namespace
 
-std::string resolve_gpu_preset(const std::string& s) {
+std::string resolve_gpu_preset(const std::string& s, const std::string& option) {
   bool is_path = s.find('/') != std::string::npos || (s.size() > 5 && s.substr(s.size() - 5) == ".yaml") ||
                  (s.size() > 4 && s.substr(s.size() - 4) == ".yml");
   if (is_path) {
     if (!fs::is_regular_file(s))
-      throw spartan::ConfigError(s, "--gpu", fs::is_directory(s) ? "is a directory, expected a GPU config (YAML) file"
+      throw spartan::ConfigError(s, option, fs::is_directory(s) ? "is a directory, expected a GPU config (YAML) file"
                                                                  : "no such GPU config file");
     return s;
   }
   fs::path p = fs::path(preset_dir()) / (s + ".yaml");
   if (!fs::is_directory(preset_dir()))  // "(known: )" said nothing about why
-    throw spartan::ConfigError(preset_dir(), "--gpu",
+    throw spartan::ConfigError(preset_dir(), option,
                                std::string("the GPU preset directory does not exist (") +
                                    (std::getenv("SPARTAN_GPU_CONFIG_DIR") && *std::getenv("SPARTAN_GPU_CONFIG_DIR")
                                         ? "$SPARTAN_GPU_CONFIG_DIR"
                                         : "the source tree's sim/configs/gpu") +
-                                   "); give --gpu a YAML path or set SPARTAN_GPU_CONFIG_DIR");
+                                   "); give " + option + " a YAML path or set SPARTAN_GPU_CONFIG_DIR");
   if (!fs::is_regular_file(p)) {
     std::string known;
     for (auto& n : list_gpu_presets()) known += (known.empty() ? "" : ", ") + n;
-    throw spartan::ConfigError(p.string(), "--gpu", "unknown GPU preset '" + s + "' (known: " + known + ")");
+    throw spartan::ConfigError(p.string(), option, "unknown GPU preset '" + s + "' (known: " + known + ")");
   }
   return p.string();
 }
@@ -92,13 +92,13 @@ std::vector<std::string> list_gpu_presets() {
   return out;
 }
 
-GpuConfig load_gpu_config(const std::string& name_or_path) {
-  std::string file = resolve_gpu_preset(name_or_path);
+GpuConfig load_gpu_config(const std::string& name_or_path, const std::string& option) {
+  std::string file = resolve_gpu_preset(name_or_path, option);
   std::string text;
   try {
     text = spartan::read_file(file);
   } catch (const spartan::Error& e) {
-    throw spartan::ConfigError(file, "--gpu", e.what());
+    throw spartan::ConfigError(file, option, e.what());
   }
   GpuConfig c = parse_gpu_config(text, file);
   // Recorded in the tools' outputs (stats.json gpu.file, microbench gpu_file): absolute, so that two copies of a

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
         throw spartan::InputError(std::string("l2_multiple must be a number in (0, 1024], got '") + argv[2] + "'");
     }
     if (argc > 3) spartan::check_output_file("stats.json", argv[3]);
-    auto g = GpuSystem::from_preset(preset);
+    auto g = std::make_unique<GpuSystem>(load_gpu_config(preset, "preset (first argument)"));
     const auto& c = g->config();
     std::uint64_t bytes = std::uint64_t(mult * double(c.l2.size_bytes())) / c.l2.slice.line_bytes * c.l2.slice.line_bytes;
     std::printf("preset %s: %u SMs, %u L2 slices, %u DRAM channels; streaming %.1f MiB read then write\n",

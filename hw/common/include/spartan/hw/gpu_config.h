@@ -129,13 +129,14 @@ struct GpuConfig {
 /// (relative to the current directory); anything else is a preset name, looked up as DIR/<name>.yaml where
 /// DIR is $SPARTAN_GPU_CONFIG_DIR if set and non-empty, else the source tree's sim/configs/gpu compiled in
 /// (hw/common/CMakeLists.txt). No fallback from one directory to the other. Throws ConfigError if no such
-/// preset/file exists (naming the presets found in DIR). Key reference: docs/gpu-model.md.
-std::string resolve_gpu_preset(const std::string& name_or_path);
+/// preset/file exists (naming the presets found in DIR; `option`, the command-line option or argument that
+/// gave it, is the error's key). Key reference: docs/gpu-model.md.
+std::string resolve_gpu_preset(const std::string& name_or_path, const std::string& option = "--gpu");
 /// Names (file stems) of the *.yaml files in the preset directory, as resolve_gpu_preset chooses it (sorted;
 /// empty if the directory cannot be read).
 std::vector<std::string> list_gpu_presets();
 /// Reads, parses and validates a preset. ConfigError on unknown/missing keys or impossible geometry.
-GpuConfig load_gpu_config(const std::string& name_or_path);
+GpuConfig load_gpu_config(const std::string& name_or_path, const std::string& option = "--gpu");
 /// Same, from YAML text; `file` labels errors.
 GpuConfig parse_gpu_config(const std::string& yaml_text, const std::string& file);
 /// Geometry/timing checks (sets/line/sector powers of two, line multiple of sector, non-zero banks and
