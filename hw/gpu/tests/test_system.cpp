@@ -337,7 +337,9 @@ TEST(GpuSystem, AfterReadsWaitsForEveryEarlierReadDependentOnlyForTheLast) {
   const double dep = s["dependent"]["duration"].get<double>(), all = s["after_reads"]["duration"].get<double>();
   ASSERT_GT(cold, hit + 10'000) << s;  // X missed, Y and V hit
   EXPECT_LT(dep, cold + 0.9 * hit) << s;  // V overlapped X's miss (it waited only for Y: ~2 hits)
-  EXPECT_GE(all, cold + 0.9 * hit) << s;  // V waited for X
+  // V waited for X: X's miss as it went in this kernel (the DRAM rows X's first run left open can make it
+  // faster than the first kernel's `cold`), then V's hit
+  EXPECT_GE(all, s["after_reads"]["max"].get<double>() + 0.9 * hit) << s;
 }
 
 TEST(GpuSystem, ContentionSlowsAStreamAndRunsAreDeterministic) {

@@ -8,9 +8,12 @@
 // the IPOLY hashing of Accel-Sim/GPGPU-Sim (Rau, ISCA 1991) but not the same function (this project's choice).
 //
 // DRAM: slices_per_channel = S / channels consecutive slices share channel slice / slices_per_channel.
-// The channel-local address is split, low to high, into burst offset | bank group | column | bank | row,
-// so consecutive bursts alternate bank groups (tCCD_S, not tCCD_L, paces a stream) and a stream stays in
-// one row of each bank for row_bytes * bank_groups bytes. The bank index is XORed with the low row bits
+// The channel-local address is split, low to high, into burst offset | burst within the L2 line (low column
+// bits) | bank group | rest of the column | bank | row: an L2 line's sectors are consecutive columns of one row
+// of one bank (one ACT per line, as Accel-Sim's QV100 map), consecutive lines alternate bank groups (tCCD_S, not
+// tCCD_L, paces a stream), and a stream stays in one row of each bank for row_bytes * bank_groups bytes. (Until
+// the thirty-eighth session the burst itself was below the bank group: a line's four sectors opened four rows,
+// 3.8 ACTs per random 128 B read on v100; docs/gpu-model.md "Address mapping".) The bank index is XORed with the low row bits
 // (permutation-based interleaving, Zhang et al., MICRO 2000) to spread row conflicts.
 #pragma once
 #include <cstdint>
@@ -64,10 +67,12 @@ class AddressMap {
     std::uint64_t x = burst_.div(ch_local);
     DramAddress d{};
     d.channel = ch;
+    const std::uint32_t col_low = std::uint32_t(bursts_per_line_.mod(x));  // the burst within its L2 line
+    x = bursts_per_line_.div(x);
     d.bank_group = std::uint32_t(bank_groups_.mod(x));
     x = bank_groups_.div(x);
-    d.column = std::uint32_t(bursts_per_row_.mod(x));
-    x = bursts_per_row_.div(x);
+    d.column = std::uint32_t(lines_per_row_.mod(x)) * std::uint32_t(bursts_per_line_.d) + col_low;
+    x = lines_per_row_.div(x);
     std::uint32_t bank = std::uint32_t(banks_per_group_.mod(x));
     x = banks_per_group_.div(x);
     d.row = std::uint32_t(x);
@@ -80,10 +85,18 @@ class AddressMap {
   /// to_dram(slice, next_local), without the full decode.
   DramAddress next_burst(const DramAddress& d, std::uint32_t slice, std::uint64_t prev_local,
                          std::uint64_t next_local) const noexcept {
-    if (d.bank_group + 1 < bank_groups_.d && interleave_.div(prev_local) == interleave_.div(next_local)) {
-      DramAddress n = d;
-      ++n.bank_group;
-      return n;
+    if (interleave_.div(prev_local) == interleave_.div(next_local)) {
+      if (bursts_per_line_.mod(d.column) + 1 < bursts_per_line_.d) {  // the next burst of the same line
+        DramAddress n = d;
+        ++n.column;
+        return n;
+      }
+      if (d.bank_group + 1 < bank_groups_.d) {  // the first burst of the next line: the next bank group
+        DramAddress n = d;
+        ++n.bank_group;
+        n.column -= std::uint32_t(bursts_per_line_.d) - 1;
+        return n;
+      }
     }
     return to_dram(slice, next_local);
   }
@@ -94,7 +107,7 @@ class AddressMap {
 
  private:
   static std::uint64_t fold(std::uint64_t g) noexcept { return g ^ (g >> 5) ^ (g >> 11) ^ (g >> 17); }
-  FastDiv interleave_, slices_, spc_, burst_, bank_groups_, banks_per_group_, bursts_per_row_;
+  FastDiv interleave_, slices_, spc_, burst_, bank_groups_, banks_per_group_, bursts_per_line_, lines_per_row_;
   bool xor_hash_;
 };
 
