@@ -65,6 +65,31 @@ TEST_P(AddressMapP, NextBurstEqualsFullDecode) {
     }
 }
 
+// An L2 line's bursts are consecutive columns of one row of one bank (one ACT per line), and consecutive lines
+// of a slice's share alternate bank groups (thirty-eighth session: a line's four sectors were in four bank groups,
+// so a random line miss opened four rows).
+TEST_P(AddressMapP, LineBurstsShareOneRowConsecutiveLinesAlternateBankGroups) {
+  auto [s, ch, hash] = GetParam();
+  GpuConfig c = small(s, ch, hash);
+  AddressMap m(c);
+  const std::uint32_t line = c.l2.slice.line_bytes, b = c.dram.burst_bytes();
+  ASSERT_GT(line / b, 1u);  // the default geometry has several bursts per line: the property is not vacuous
+  for (std::uint32_t slice = 0; slice < std::uint32_t(s); slice += 7)
+    for (std::uint64_t local = 0; local < (1ull << 18); local += line) {
+      const auto first = m.to_dram(slice, local);
+      for (std::uint32_t k = 1; k < line / b; ++k) {
+        const auto d = m.to_dram(slice, local + k * b);
+        ASSERT_EQ(std::make_tuple(d.bank_group, d.bank, d.row, d.column),
+                  std::make_tuple(first.bank_group, first.bank, first.row, first.column + k))
+            << "slice " << slice << " local " << local << " burst " << k;
+      }
+      if ((local + line) % c.l2.interleave_bytes != 0) {  // the next line of the same interleave chunk
+        const auto next = m.to_dram(slice, local + line);
+        EXPECT_EQ(next.bank_group, (first.bank_group + 1) % c.dram.bank_groups) << local;
+      }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Geometries, AddressMapP,
                          ::testing::Values(std::make_tuple(64, 32, std::string("rotate_xor")),
                                            std::make_tuple(64, 32, std::string("modulo")),
