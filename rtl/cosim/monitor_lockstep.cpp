@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -100,7 +102,7 @@ void MonitorLockstep::wave(const std::string& path, std::uint64_t from, std::uin
 }
 
 LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shift, LockstepStimulus stimulus,
-                                     std::uint64_t seed) {
+                                     std::uint64_t seed, const std::vector<LockstepRequest>& given) {
   auto& I = *impl_;
   LockstepResult res;
   const auto wall0 = std::chrono::steady_clock::now();
@@ -143,7 +145,15 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
   // The requests, as (offset, length) in the region: lines (or sectors) of the address space, cut at its ends.
   const std::uint64_t unit = stimulus == LockstepStimulus::kLines ? 128 : 32;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> reqs;
-  for (std::uint64_t a = 0; a < size;) {
+  if (stimulus == LockstepStimulus::kGiven) {
+    for (const LockstepRequest& q : given) {
+      if (q.len == 0 || q.offset + q.len > size || ((base + q.offset) & ~127ull) != ((base + q.offset + q.len - 1) & ~127ull))
+        throw std::invalid_argument("monitor lockstep: a given request (offset " + std::to_string(q.offset) + ", " +
+                                    std::to_string(q.len) + " bytes) is not inside the region and one line");
+      reqs.emplace_back(q.offset, q.len);
+    }
+  }
+  for (std::uint64_t a = 0; stimulus != LockstepStimulus::kGiven && a < size;) {
     const std::uint64_t end = std::min<std::uint64_t>(((base + a) & ~(unit - 1)) + unit - base, size);
     reqs.emplace_back(a, static_cast<std::uint32_t>(end - a));
     a = end;

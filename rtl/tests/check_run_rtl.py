@@ -57,6 +57,9 @@ for j in layers:
         assert k in j, k
     assert j["unit"] == "monitor" and j["mismatches"] == 0 and j["rtl_cycles"] > 0 and j["tlm_cycles"] > 0
     assert j["requests"] > 0 and j["tiles"] > 0
+    # the lockstep replayed the write requests the replay's monitors counted, each byte of the activation once
+    lay = next(L for L in doc["layers"] if (L["iteration"], L["layer"]) == (j["iteration"], j["layer"]))
+    assert j["stimulus"] == "replay" and j["stimulus_bytes"] == lay["dense_bytes"], (j, lay["dense_bytes"])
     dev = max(dev, abs(j["cycle_deviation_percent"]))
 assert abs(rtl["max_abs_cycle_deviation_percent_by_unit"]["monitor"] - dev) < 1e-9
 # the engine job of every checked layer re-run on the engine RTL: byte-exact, bytes actually compared

@@ -28,6 +28,7 @@
 // checked layer; VCD).
 #if defined(SPARTAN_HAVE_REPLAY) && __has_include("spartan/rtl/monitor_lockstep.h")
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -212,6 +213,14 @@ class RtlExtension : public spartan::hw::RunExtension {
                                 "settings, use a preset with 128 B L2 lines, or run without --rtl)");
     runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz, ctx.engine ? ctx.engine->config().clock_mhz : mhz, tile_buffers);
     if (opts_[2].given) runner_->lockstep.wave(opts_[2].value, from, to);
+    // The write requests the replay's slices deliver to their monitors while counting: the lockstep replays the
+    // ones into the checked region, in the order they arrived (thirty-eighth session; before, it streamed the
+    // region as whole lines in address order, a stream the replay never produced).
+    for (spartan::hw::SparsityMonitor* mon : ctx.monitors)
+      mon->add_line_observer([this, mon](std::uint32_t slice, std::uint64_t addr, const std::uint8_t*, std::uint32_t len,
+                                         const sc_core::sc_time& when) {
+        if (mon->enabled() && len > 0) stream_.push_back({when, slice, stream_.size(), addr, len});
+      });
     if (ctx.engine)
       ctx.engine->add_job_observer([this](const spartan::hw::EngineJob& j, bool done) {
         if (!done) return;
@@ -219,7 +228,10 @@ class RtlExtension : public spartan::hw::RunExtension {
         have_job_ = true;
       });
   }
-  void layer_begin(const spartan::hw::ReplayLayer&) override { have_job_ = false; }
+  void layer_begin(const spartan::hw::ReplayLayer&) override {
+    have_job_ = false;
+    stream_.clear();
+  }
 
   void layer_end(const spartan::hw::ReplayLayer& rl, json& L) override {
     const std::int64_t layer = L.value("layer", rl.layer);
@@ -242,8 +254,28 @@ class RtlExtension : public spartan::hw::RunExtension {
     std::vector<std::uint8_t> bytes(std::size_t(m.rows) * m.row_pitch_bytes);
     ctx_.gpu->backing_store().read(base, bytes.data(), bytes.size());
     m.data = bytes.data();
+    // The replay's request stream into the region, in arrival order (ties: slice, then call order), each request
+    // clipped to the region. The lockstep's region starts on a line, so the requests keep their place in their
+    // lines only if the replay's region does too; otherwise (never with the replay's allocator) whole lines.
+    std::vector<spartan::rtl::LockstepRequest> given;
+    std::uint64_t given_bytes = 0;
+    const std::uint64_t size = std::uint64_t(m.rows) * m.row_pitch_bytes;
+    const bool replay_stream = base % 128 == 0;
+    if (replay_stream) {
+      std::stable_sort(stream_.begin(), stream_.end(), [](const Req& a, const Req& b) {
+        return std::tie(a.when, a.slice, a.seq) < std::tie(b.when, b.slice, b.seq);
+      });
+      for (const Req& q : stream_) {
+        const std::uint64_t lo = std::max(q.addr, base), hi = std::min(q.addr + q.len, base + size);
+        if (lo < hi) {
+          given.push_back({lo - base, static_cast<std::uint32_t>(hi - lo)});
+          given_bytes += hi - lo;
+        }
+      }
+    }
+    const auto stimulus = replay_stream ? spartan::rtl::LockstepStimulus::kGiven : spartan::rtl::LockstepStimulus::kLines;
     spartan::rtl::LockstepResult r;
-    runner_->run_now([&] { r = runner_->lockstep.run(m, shift); });
+    runner_->run_now([&] { r = runner_->lockstep.run(m, shift, stimulus, 1, given); });
     // Counting and flush cycles within the calibration tolerance, or the layer fails as a mismatch does
     // (thirty-seventh session's review: +66.67 % passed with exit 0 and "checks: all passed").
     const bool timing_ok = spartan::rtl::cycles_within_tolerance(r.tlm_count_cycles, r.rtl_count_cycles) &&
@@ -257,6 +289,7 @@ class RtlExtension : public spartan::hw::RunExtension {
     json rec = {{"iteration", L.value("iteration", rl.iteration)}, {"layer", layer}, {"name", L.value("name", std::string())},
                 {"unit", "monitor"}, {"mismatches", mism}, {"count_mismatches", r.count_mismatches},
                 {"register_mismatches", r.register_mismatches}, {"stray_writes", r.stray_writes}, {"tiles", r.tiles}, {"requests", r.requests},
+                {"stimulus", replay_stream ? "replay" : "lines"}, {"stimulus_bytes", replay_stream ? given_bytes : size},
                 {"rtl_cycles", static_cast<std::uint64_t>(std::llround(rtl))},
                 {"tlm_cycles", static_cast<std::uint64_t>(std::llround(tlm))}, {"cycle_deviation_percent", dev},
                 {"counting_cycles", {{"rtl", r.rtl_count_cycles}, {"tlm", r.tlm_count_cycles},
@@ -378,6 +411,14 @@ class RtlExtension : public spartan::hw::RunExtension {
   spartan::hw::EngineJob job_;
   bool have_job_ = false;
   json records_ = json::array();
+  struct Req {  // one write request a monitor saw while enabled
+    sc_core::sc_time when;
+    std::uint32_t slice;
+    std::size_t seq;
+    std::uint64_t addr;
+    std::uint32_t len;
+  };
+  std::vector<Req> stream_;  // this layer's, all slices
 };
 
 const spartan::hw::RunExtensionRegistration kRtlExtension([] { return std::make_unique<RtlExtension>(); });

@@ -31,6 +31,15 @@ enum class LockstepStimulus {
   /// SMs interleaved at an L2 slice. Counts must not depend on the order; the counting cost per request does
   /// (one row segment per request, but 4x the requests).
   kShuffledSectors,
+  /// The requests given to run() (`given`), in their order: e.g. the writes the replay's L2 slices delivered
+  /// to their monitors (`spartan-sim run --rtl`).
+  kGiven,
+};
+
+/// One write request of a given stream: `len` bytes at byte `offset` of the region (inside one 128 B line).
+struct LockstepRequest {
+  std::uint64_t offset = 0;
+  std::uint32_t len = 0;
 };
 
 struct LockstepResult {
@@ -56,8 +65,11 @@ class MonitorLockstep {
   /// Programs region 0 of both for `m` (sampling shift s), clears, writes the matrix as `stimulus` says (one
   /// request offered per cycle; `seed` orders the shuffled sectors), flushes both and compares. Call from an
   /// SC_THREAD.
+  /// With kGiven, `given` holds the requests (each inside the region and inside one line; std::invalid_argument
+  /// otherwise); it is ignored for the other stimuli.
   LockstepResult run(const LockstepMatrix& m, unsigned sample_shift = 0,
-                     LockstepStimulus stimulus = LockstepStimulus::kLines, std::uint64_t seed = 1);
+                     LockstepStimulus stimulus = LockstepStimulus::kLines, std::uint64_t seed = 1,
+                     const std::vector<LockstepRequest>& given = {});
   /// VCD of RTL cycles [from, to) counted from the first run (call before the first run).
   void wave(const std::string& path, std::uint64_t from, std::uint64_t to);
 

@@ -103,6 +103,8 @@ class SparsityMonitor : public sc_core::sc_module {
   MonitorStats& stats() { return stats_; }
   const UnitClock& clock() const { return clock_; }
   bool flush_busy() const { return flush_busy_; }
+  /// CTRL.ENABLE is set: write requests are being counted (an observer can tell the counted ones apart).
+  bool enabled() const { return (ctrl_ & (1u << regmap::monitor::CTRL_ENABLE_BIT)) != 0; }
   /// Notified when a flush completes.
   const sc_core::sc_event& flush_done_event() const { return flush_done_ev_; }
   /// Absolute time the last flush completed.
