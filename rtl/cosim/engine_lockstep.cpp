@@ -29,17 +29,9 @@ struct Host : sc_core::sc_module {
     return v;
   }
 };
+}  // namespace
 
 using detail::TestFault;
-
-/// The engine's faults of the scoreboard's test hook (test_fault.h); a monitor fault leaves it correct.
-TestFault engine_fault() {
-  const TestFault f = detail::test_fault_from_env();
-  if (f != TestFault::kEnginePayload && f != TestFault::kEngineCycles) return TestFault::kNone;
-  detail::warn_test_fault("engine");
-  return f;
-}
-}  // namespace
 
 hw::EngineConfig EngineLockstep::tlm_config(const EngineLockstepConfig& c) {
   hw::EngineConfig e;
@@ -50,7 +42,7 @@ hw::EngineConfig EngineLockstep::tlm_config(const EngineLockstepConfig& c) {
 
 struct EngineLockstep::Impl {
   EngineLockstepConfig cfg;
-  TestFault fault = engine_fault();
+  TestFault fault = detail::test_fault_for("engine", {TestFault::kEnginePayload, TestFault::kEngineCycles});
   hw::CompactionEngine tlm;
   hw::FlatMemory mem;
   Host host;

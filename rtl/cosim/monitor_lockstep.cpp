@@ -48,17 +48,9 @@ hw::MonitorConfig MonitorLockstep::tlm_config(double clock_mhz) {
 
 using detail::TestFault;
 
-/// The monitor's faults of the scoreboard's test hook (test_fault.h); an engine fault leaves it correct.
-TestFault monitor_fault() {
-  const TestFault f = detail::test_fault_from_env();
-  if (f != TestFault::kCount && f != TestFault::kFlushCycles) return TestFault::kNone;
-  detail::warn_test_fault("monitor");
-  return f;
-}
-
 struct MonitorLockstep::Impl {
   double clock_mhz;  ///< the units' clock (first: initialised before the models)
-  TestFault fault = monitor_fault();
+  TestFault fault = detail::test_fault_for("monitor", {TestFault::kCount, TestFault::kFlushCycles});
   hw::SparsityMonitor tlm;
   MonitorRtlSc rtl;
   hw::FlatMemory tlm_mem, rtl_mem;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -33,10 +34,17 @@ inline TestFault test_fault_from_env() {
                               "' (expected count, flush-cycles, engine-payload or engine-cycles)");
 }
 
-/// The warning a lockstep prints (once per construction) when the fault is its own.
-inline void warn_test_fault(const char* unit) {
-  std::fprintf(stderr, "warning: SPARTAN_RTL_TEST_FAULT=%s: the %s lockstep is wrong on purpose (a test hook)\n",
-               std::getenv("SPARTAN_RTL_TEST_FAULT"), unit);
+/// The fault for one lockstep (`unit` "monitor" or "engine"): the environment's if it is one of `mine` (with a
+/// warning on stderr that the lockstep is wrong on purpose), else kNone.
+inline TestFault test_fault_for(const char* unit, std::initializer_list<TestFault> mine) {
+  const TestFault f = test_fault_from_env();
+  for (const TestFault m : mine)
+    if (f == m) {
+      std::fprintf(stderr, "warning: SPARTAN_RTL_TEST_FAULT=%s: the %s lockstep is wrong on purpose (a test hook)\n",
+                   std::getenv("SPARTAN_RTL_TEST_FAULT"), unit);
+      return f;
+    }
+  return TestFault::kNone;
 }
 
 }  // namespace spartan::rtl::detail
