@@ -504,7 +504,8 @@ void check_metadata(const TraceReader& r) {
       }
     }
   }
-  // (A dz_mask is optional: a writer may capture activations only; `masked` is not required to cover them.)
+  // Every captured iteration on the capture_every grid (section 4). (A dz_mask is optional: a writer may capture
+  // activations only, so a ReLU layer's act without its dz_mask is not an error.)
   for (const auto& [it, layer] : captured) {
     if (capture_every > 0 && it % capture_every != 0)
       meta_fail(r, keys::kCaptureEvery, "iteration " + std::to_string(it) + " is captured but is not a multiple of " +
