@@ -296,6 +296,11 @@ void validate_gpu_config(const GpuConfig& c) {
     fail("l2.size_bytes", std::to_string(*c.l2.declared_size_bytes) + " != slices*sets*ways*line_bytes = " +
                               std::to_string(c.l2.size_bytes()));
   if (c.dram.row_bytes > (1u << 20)) fail("dram.row_bytes", "must be <= 1 MiB");
+  // The address map puts an L2 line's bursts in consecutive columns of one row (address_map.h): a row holds
+  // whole lines (a row shorter than a line divided by zero lines per row).
+  if (c.l2.slice.line_bytes > c.dram.burst_bytes() && c.dram.row_bytes % c.l2.slice.line_bytes)
+    fail("dram.row_bytes", "must be a multiple of l2.line_bytes (" + std::to_string(c.l2.slice.line_bytes) +
+                               "): a line's bursts lie in one DRAM row");
   {
     const auto& t = c.dram.timing;
     const std::pair<const char*, std::uint32_t> cycles[] = {

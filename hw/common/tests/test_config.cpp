@@ -107,6 +107,8 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   expect_config_error(with(with(v, "tRRD", "0"), "tFAW", "0"), "dram.timing.tRRD", "must be >= 1 cycle");
   expect_config_error(with(with(v, "tCCDS", "0"), "tCCDL", "0"), "dram.timing.tCCDS", "must be >= 1 cycle");
   expect_config_error(with(v, "tCCDL", "0"), "dram.timing.tCCDL", "tCCDL must be >= tCCDS");
+  // a row shorter than an L2 line cannot hold the line's bursts (the address map divided by 0 lines per row)
+  expect_config_error(with(with(v, "row_bytes", "64"), "size_bytes", ""), "dram.row_bytes", "multiple of l2.line_bytes (128)");
   expect_config_error(with(v, "pseudo_channels", "3"), "dram.pseudo_channels", "divide the banks per channel (16)");
   expect_config_error(with(v, "pseudo_channels", "0"), "dram.pseudo_channels", "must be > 0");
   EXPECT_EQ(parse_gpu_config(with(v, "pseudo_channels", ""), "test.yaml").dram.pseudo_channels, 1u);  // optional
