@@ -193,7 +193,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
 }
 
 [[gnu::always_inline]] inline ps_t DramChannel::burst_inline(ps_t t, const DramAddress& a, bool write,
-                                                             RowResult* result) {
+                                                             RowResult* result, int* served) {
   const std::uint32_t bank = a.flat_bank(banks_per_group_);
   Bank& b = banks_[bank];
   BankHead& h = heads_[bank];
@@ -228,6 +228,7 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
         if (need > deadline) ++stats_.late_row_hits;
         I->min_pre = std::max(I->min_pre, need);
         r = RowResult::Hit;
+        if (served) *served = i;
         break;
       }
     }
@@ -305,11 +306,13 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
       J->min_pre = std::max(J->min_pre, pre_after(k, write));
       // J's ACT moved earlier (no new ACT counted; its old slot stays taken on the ACT calendar).
       stats_.precharges += std::uint64_t(std::max(0, int(open) - had));
+      if (served) *served = i + 1;
       break;
     }
     ++stats_.activates;
     stats_.precharges += std::uint64_t(std::max(0, int(open) + int(J && J->act < closes) - had));
-    insert(b, h, i + 1, RowInterval{act, std::max(act + tRAS_, pre_after(k, write)), closes, a.row});
+    const int at_pos = insert(b, h, i + 1, RowInterval{act, std::max(act + tRAS_, pre_after(k, write)), closes, a.row});
+    if (served) *served = at_pos;
     break;
   }
   if (r == RowResult::Hit) ++stats_.row_hits;
@@ -320,12 +323,58 @@ DramChannel::Column DramChannel::peek_column(ps_t ready, std::uint32_t bg, bool 
 }
 
 ps_t DramChannel::burst(ps_t t, const DramAddress& a, bool write, RowResult* result) {
-  return burst_inline(t, a, write, result);
+  return burst_inline(t, a, write, result, nullptr);
+}
+
+// The next burst of a line to the row its previous burst was just served in (same bank, same arrival time `t`):
+// a row hit in that interval (logical index `served`) when the hit test of burst_inline passes there. burst_inline
+// would reach the same interval and the same column: every interval and gap before it failed for the previous
+// burst, and the calendars and bounds their tests read only fill up or rise since (the horizon caveat of the
+// gap shortcuts aside: dram_channel.h). Not so after the first write of a drain episode: its turnaround's idle
+// bus can fail a hit that the next write passes, so bursts() does not take this after one (a test stream found
+// it). Returns false, changing nothing, when the test fails or the bank's history was clamped (then
+// burst_inline decides). Callgrind, bench_hw_gpu v100 2: bursts() 418 -> 356 M instructions (thirty-ninth
+// session), every preset's stats identical.
+[[gnu::always_inline]] inline bool DramChannel::hit_in_served_row(ps_t t, const DramAddress& a, bool write, int served,
+                                                                  ps_t* end) {
+  const std::uint32_t bank = a.flat_bank(banks_per_group_);
+  Bank& b = banks_[bank];
+  BankHead& h = heads_[bank];
+  const ps_t t0 = t;
+  t = after_refresh(t);
+  if (h.dropped && t < at(b, h, 0).act) return false;  // burst_inline clamps it
+  RowInterval& I = at(b, h, served);
+  if (I.row != a.row || t >= I.closes) return false;
+  const int n = int(h.n);
+  const RowInterval* J = served + 1 < n ? &at(b, h, served + 1) : nullptr;
+  const ps_t deadline = J && J->act < I.closes ? J->act - tRP_ : I.closes;
+  const ps_t ready = std::max(t, I.act + tRCD_);
+  if (!(t < deadline) || !column_before(ready, a.bank_group, write, I.closes)) return false;
+  if (t != t0) ++stats_.refresh_stalls;
+  const Column k = commit_column(ready, a.bank_group, write);
+  const ps_t need = pre_after(k, write);
+  if (need > deadline) ++stats_.late_row_hits;
+  I.min_pre = std::max(I.min_pre, need);
+  ++stats_.row_hits;
+  *end = k.data + tBURST_;
+  return true;
 }
 
 ps_t DramChannel::bursts(ps_t t, const DramAddress* a, std::size_t n, bool write) {
   ps_t end = t;
-  for (std::size_t i = 0; i < n; ++i) end = std::max(end, burst_inline(t, a[i], write, nullptr));
+  int served = -1;
+  for (std::size_t i = 0; i < n; ++i) {
+    ps_t e;
+    if (served >= 0 && shortcuts_ && a[i].bank_group == a[i - 1].bank_group && a[i].bank == a[i - 1].bank &&
+        a[i].row == a[i - 1].row && hit_in_served_row(t, a[i], write, served, &e)) {
+      end = std::max(end, e);
+      continue;
+    }
+    served = -1;
+    const bool turned = turnaround(write) != 0;
+    end = std::max(end, burst_inline(t, a[i], write, nullptr, &served));
+    if (turned) served = -1;
+  }
   return end;
 }
 

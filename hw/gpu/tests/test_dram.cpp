@@ -345,8 +345,9 @@ TEST(DramChannel, BurstsMatchesOneCallPerBurst) {
     DramAddress a[6];
     const std::uint32_t bank = std::uint32_t(rng() % d.banks_per_group), row = std::uint32_t(rng() % 4);
     const std::uint32_t bg0 = std::uint32_t(rng() % d.bank_groups), col = std::uint32_t(rng() % 32);
-    for (std::uint32_t i = 0; i < n; ++i)
-      a[i] = DramAddress{0, (bg0 + i) % d.bank_groups, bank, row, col};
+    for (std::uint32_t i = 0; i < n; ++i)  // every other request: one bank, consecutive columns (one row)
+      a[i] = k % 2 ? DramAddress{0, bg0, bank, row, (col + i) % 32}
+                   : DramAddress{0, (bg0 + i) % d.bank_groups, bank, row, col};
     ps_t want = t;
     for (std::uint32_t i = 0; i < n; ++i) want = std::max(want, one.burst(t, a[i], write));
     ASSERT_EQ(many.bursts(t, a, n, write), want) << "request " << k;
@@ -398,7 +399,11 @@ TEST(DramChannel, GapShortcutsChangeNoResult) {
       DramAddress a[4];
       const std::uint32_t bank = std::uint32_t(rng() % d.banks_per_group), row = std::uint32_t(rng() % rows);
       const std::uint32_t bg0 = std::uint32_t(rng() % d.bank_groups), col = std::uint32_t(rng() % 32);
-      for (std::uint32_t i = 0; i < n; ++i) a[i] = DramAddress{ch, (bg0 + i) % d.bank_groups, bank, row, col};
+      // Odd streams: a line's bursts in one bank, consecutive columns (the simulator's map, and what bursts()'
+      // same-row shortcut takes); even streams: one bank group each.
+      for (std::uint32_t i = 0; i < n; ++i)
+        a[i] = stream % 2 ? DramAddress{ch, bg0, bank, row, (col + i) % 32}
+                          : DramAddress{ch, (bg0 + i) % d.bank_groups, bank, row, col};
       ASSERT_EQ(fast.bursts(t, a, n, write), full.bursts(t, a, n, write)) << "stream " << stream << " request " << k;
     }
     const DramStats& x = fast.stats();

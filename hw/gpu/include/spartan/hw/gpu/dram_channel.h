@@ -99,7 +99,8 @@ class DramChannel {
   ps_t burst(ps_t t_ps, const DramAddress& a, bool write, RowResult* result = nullptr);
   /// The bursts `a[0..n)`, all arriving at `t_ps`, in that order: the same as calling burst(t_ps, a[i],
   /// write) for i = 0..n-1 (same timing, state and stats), in one call (a line's sector bursts; the burst
-  /// code is inlined into the loop). Returns the latest end of a data beat, or `t_ps` when n == 0.
+  /// code is inlined into the loop; a burst to the row the previous one was served in tries that row first,
+  /// exact under the gap shortcuts' caveat below). Returns the latest end of a data beat, or `t_ps` when n == 0.
   ps_t bursts(ps_t t_ps, const DramAddress* a, std::size_t n, bool write);
   /// An idle channel at `origin` (after a refresh that closed every row): the command and bus calendars
   /// count slots from `origin` (SlotCalendar::rebase) and no write-drain episode is open, so what follows
@@ -140,11 +141,11 @@ class DramChannel {
     return b.iv[(h.head + std::uint32_t(j)) & (kRowHistory - 1)];
   }
   /// Inserts `x` at logical position `pos` (0..n); when full, the oldest interval is dropped first (or `x`
-  /// itself when it would be the oldest).
-  static void insert(Bank& b, BankHead& h, int pos, const RowInterval& x) {
+  /// itself when it would be the oldest). Returns the logical position `x` now has (-1: dropped).
+  static int insert(Bank& b, BankHead& h, int pos, const RowInterval& x) {
     if (h.n == kRowHistory) {
       h.dropped = true;
-      if (pos == 0) return;
+      if (pos == 0) return -1;
       h.head = (h.head + 1) & (kRowHistory - 1);
       --h.n;
       --pos;
@@ -152,6 +153,7 @@ class DramChannel {
     for (int j = int(h.n); j > pos; --j) at(b, h, j) = at(b, h, j - 1);
     at(b, h, pos) = x;
     ++h.n;
+    return pos;
   }
   struct Column {
     ps_t cmd, data;  ///< column command time and the start of its data on the bus
@@ -221,8 +223,12 @@ class DramChannel {
     if (std::max({ready, bg_last_[bg] + tCCDL_, bus_next}) + turnaround(write) < limit) return true;
     return peek_column(ready, bg, write).cmd < limit;
   }
-  /// burst() itself, always inlined into burst() and bursts().
-  ps_t burst_inline(ps_t t_ps, const DramAddress& a, bool write, RowResult* result);
+  /// burst() itself, always inlined into burst() and bursts(). *served (when given): the logical index of the
+  /// row interval that served the burst (-1 when none is kept: a full history dropped it).
+  ps_t burst_inline(ps_t t_ps, const DramAddress& a, bool write, RowResult* result, int* served);
+  /// bursts()' shortcut for a line's next burst to the row interval `served` that served the previous one
+  /// (same arrival, bank and row): a row hit there, as burst_inline would find, or false with nothing changed.
+  bool hit_in_served_row(ps_t t_ps, const DramAddress& a, bool write, int served, ps_t* end);
   /// Reserves the column command and data slot peek_column(ready, bg) returned (plus a bus turnaround).
   Column commit_column(ps_t ready, std::uint32_t bg, bool write);
   /// commit_column for the first write of a drain episode: the data after `idle` free bus slots, taken idle.
