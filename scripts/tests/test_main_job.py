@@ -90,6 +90,9 @@ def main():
                 close(a[f"convert_ratio_{key}"], b["convert_ratio"], f"scale {tile} conversion ratio {b['name']}")
         if "## 4b. The units at ImageNet scale" not in md:
             fail("report.md has no ImageNet-scale section")
+        # the tiny profile synthesises test blocks: the report must not present them as the units
+        if "**Not the Spartan units**" not in md or "sim/area/tests/data/manifest.yaml" not in md:
+            fail("report.md does not say that the tiny profile's area is of test blocks")
         print("e2e: report numbers match train.json, stats.json (incl. rtl) and area.json")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -82,6 +82,37 @@ def write_run(d, train, stats, area, raw=None):
     for rel, obj in (("train.json", train), ("sim/stats.json", stats), ("area/area.json", area)):
         with open(os.path.join(d, rel), "w") as f:
             f.write(raw[rel] if raw and rel in raw else json.dumps(obj))
+    for rel, text in (raw or {}).items():  # further files (the scale step's)
+        if isinstance(rel, str) and rel.startswith("scale/"):
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            with open(os.path.join(d, rel), "w") as f:
+                f.write(text)
+
+
+def write_trace_header(path, metadata):
+    """A trace file with only its safetensors header (what make_report.py reads of it)."""
+    hdr = json.dumps({"__metadata__": metadata}).encode()
+    with open(path, "wb") as f:
+        f.write(len(hdr).to_bytes(8, "little") + hdr)
+
+
+def gemm_times(dense_ms=1.0):
+    def pas(path):
+        return {"dense_ms": dense_ms, "tile_sparse_ms": 0.5, "compact_ms": 0.1, "path": path}
+    return [{"iteration": 0, "layer": l, "device": "cpu: test", "fwd": pas("tiles"), "bwd_data": pas("one-sgemm"),
+             "bwd_weight": pas("tiles")} for l in (0, 1)]
+
+
+def scale_run(tile, tiles):
+    """An ImageNet-scale replay's stats.json (make run's scale step) with two layers."""
+    def L(name, relu, mb, sw, hw):
+        st = lambda t: {"time_ns": t, "overhead_ns": 0.0}
+        return {"name": name, "relu_input": relu, "tiles": tiles, "dense_bytes": mb * 1e6, "density": 0.3,
+                "software": {"profile": st(sw), "convert": st(2 * sw)}, "hardware": {"profile": st(hw), "convert": st(hw)},
+                "profile_ratio": sw / hw, "convert_ratio": 2 * sw / hw}
+    return {"checks": {"passed": True}, "gpu": {"preset": "v100", "sms": 2}, "options": {"tile": tile},
+            "trace": {"path": "/elsewhere/imagenet-b1.sptrace"},
+            "layers": [L("vgg16.conv1_1", False, 0.6, 4000.0, 4000.0), L("vgg16.conv1_2", True, 12.8, 28000.0, 6000.0)]}
 
 
 def run_report(src, run, out):
@@ -105,7 +136,7 @@ def main():
                          "These ratios rest on the assumed launch and MMIO costs", "kernel launch 3000 ns",
                          "the monitor is slower on 0 of the 2", "mean over the last 10 SGD steps",
                          "**forward** tile-sparse GEMM", "CAPACITY=64", "**assumed**", "0 all-zero tiles",
-                         "capture steps included, 0.2 s of it"):
+                         "capture steps included, 0.25 s of it"):
                 if want not in md:
                     fail(f"report.md lacks {want!r}")
             # As whole tokens: the report quotes the run's path, and mkdtemp's random suffix may read "-x..."
@@ -161,6 +192,40 @@ def main():
             fail(f"no ReLU-input layer: status {r.returncode}: {r.stderr.strip()}")
         elif "(no replayed layer's input is a ReLU output)" not in open(os.path.join(out4, "report.md")).read():
             fail("no ReLU-input layer: report.md does not say there is none")
+        # The trace's gemm_times: the pass table counts how each call ran; a pass without its dense time is
+        # not summed as 0 ms (it was), the table is left out with the reason.
+        for dense, want in ((1.0, "| backward data | 0 / 2 |"), (None, "bwd_data has no dense_ms")):
+            t5, s5, a5 = inputs()
+            run5, out5 = os.path.join(work, f"trace{dense}"), os.path.join(work, f"report-trace{dense}")
+            write_run(run5, t5, s5, a5)
+            g = gemm_times()
+            if dense is None:
+                del g[1]["bwd_data"]["dense_ms"]
+            write_trace_header(os.path.join(run5, "run.sptrace"), {"model": "vgg-s", "gemm_times": json.dumps(g)})
+            r = run_report(src, run5, out5)
+            if r.returncode != 0:
+                fail(f"trace gemm_times (dense {dense}): status {r.returncode}: {r.stderr.strip()}")
+            elif want not in open(os.path.join(out5, "report.md")).read():
+                fail(f"trace gemm_times (dense {dense}): report.md lacks {want!r}")
+        # Section 4b from the scale step's two replays: batch read from the synthetic trace, the layers with fewer
+        # 128x128 tiles than SMs named as a baseline effect.
+        t6, s6, a6 = inputs()
+        run6, out6 = os.path.join(work, "scale"), os.path.join(work, "report-scale")
+        write_run(run6, t6, s6, a6)
+        for t, tile, tiles in (("t32", "32x32", 16), ("t128", "128x128", 1)):
+            os.makedirs(os.path.join(run6, "scale", t))
+            with open(os.path.join(run6, "scale", t, "stats.json"), "w") as f:
+                json.dump(scale_run(tile, tiles), f)
+        write_trace_header(os.path.join(run6, "scale", "imagenet-b1.sptrace"), {"batch": "1"})
+        r = run_report(src, run6, out6)
+        if r.returncode != 0:
+            fail(f"scale section: status {r.returncode}: {r.stderr.strip()}")
+        else:
+            md6 = open(os.path.join(out6, "report.md")).read()
+            for want in ("224x224, batch 1;", "density 0.30;", "2 of the 2 layers have fewer tiles than the 2 SMs",
+                         "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 |"):
+                if want not in md6:
+                    fail(f"scale section: report.md lacks {want!r}")
         with open(os.path.join(out, "SENTINEL"), "w") as f:
             f.write("previous report\n")
 
@@ -171,6 +236,11 @@ def main():
         def nan_time(t, s, a):
             s["layers"][0]["hardware"]["profile"]["time_ns"] = float("nan")
             return {"sim/stats.json": json.dumps(s)}  # json.dumps writes the NaN literal
+
+        def negative_time(t, s, a):
+            s["layers"][0]["hardware"]["profile"]["time_ns"] = -10.0
+            s["layers"][0]["profile_ratio"] = 3500.0 / -10.0
+            return None
 
         def inf_ratio(t, s, a):
             s["overall"]["profile"]["ratio"] = float("inf")
@@ -201,6 +271,53 @@ def main():
              lambda t, s, a: s["overall"]["profile"].update(mean_layer_ratio_relu_inputs=None),
              "mean_layer_ratio_relu_inputs: expected num"),
             ("not JSON", lambda t, s, a: {"area/area.json": "{"}, "not valid JSON"),
+            # figures printed beside each other must agree (fourteenth review of the report, thirty-ninth session)
+            ("a layer's checks failed", lambda t, s, a: s["layers"][1]["checks"].update(passed=False),
+             "layers[1] (it0/L1).checks.passed is false"),
+            ("overall ratio not its times'", lambda t, s, a: s["overall"]["profile"].update(ratio=52.5),
+             "overall.profile.ratio: 52.5 but sw_ns / hw_ns"),
+            ("overall sum not the layers'", lambda t, s, a: s["overall"]["convert"].update(sw_ns=1e9),
+             "overall.convert.sw_ns: 1000000000.0 but the layers' times sum"),
+            ("layer ratio not its times'", lambda t, s, a: s["layers"][0].update(profile_ratio=3.0),
+             "layers[0] (it0/L0).profile_ratio: 3.0 but its times give"),
+            ("mean of layer ratios", lambda t, s, a: s["overall"]["profile"].update(mean_layer_ratio=2.0),
+             "mean_layer_ratio: 2.0 is not the mean"),
+            ("accuracy in percent", lambda t, s, a: t.update(test_accuracy=41.8), "not a fraction in [0, 1]"),
+            ("negative time", negative_time, "times must be > 0"),
+            ("RTL cycles a string", lambda t, s, a: s["rtl"]["layers"][0].update(rtl_cycles="abc"),
+             "rtl.layers[0].rtl_cycles: expected num"),
+            ("RTL 37 % off without a mismatch", lambda t, s, a: s["rtl"]["layers"][0].update(
+                rtl_cycles=137, cycle_deviation_percent=37.0), "outside the cycle tolerance"),
+            ("RTL deviation not its cycles'", lambda t, s, a: s["rtl"]["layers"][0].update(cycle_deviation_percent=3.0),
+             "cycle_deviation_percent: 3.0 but its cycles give"),
+            ("ReLU-input count", lambda t, s, a: s["overall"]["profile"].update(relu_input_layers=0),
+             "relu_input_layers: 0 but 1 layers have relu_input"),
+            ("GEMM speedup not its times'", lambda t, s, a: s["layers"][0]["gemm"].update(speedup_measured=5.0),
+             "gemm.speedup_measured: 5.0 but dense_ms / tile_sparse_ms"),
+            ("GEMM time alone", lambda t, s, a: s["layers"][0]["gemm"].pop("dense_ms"),
+             "gemm has tile_sparse_ms without the other time"),
+        ]
+        # the scale step's files, refused as the others: (name, mutate(t32 stats, t128 stats), error substring)
+        def scale_case(mutate):
+            def f(t, s, a):
+                runs = {"t32": scale_run("32x32", 16), "t128": scale_run("128x128", 1)}
+                mutate(runs)
+                return {"scale/" + k + "/stats.json": json.dumps(v) for k, v in runs.items()}
+            return f
+
+        def nan_scale(runs):
+            runs["t128"]["layers"][1]["hardware"]["profile"]["time_ns"] = float("nan")
+
+        cases += [
+            ("scale NaN", scale_case(nan_scale), "not a finite number"),
+            ("scale other GPU", scale_case(lambda r: r["t128"]["gpu"].update(preset="h100")), "not the main replay's"),
+            ("scale other tile", scale_case(lambda r: r["t128"]["options"].update(tile="64x64")),
+             "tile 64x64, not 128x128"),
+            ("scale failed checks", scale_case(lambda r: r["t32"]["checks"].update(passed=False)),
+             "functional checks failed"),
+            ("scale ratio not its times'", scale_case(lambda r: r["t32"]["layers"][0].update(profile_ratio=9.0)),
+             "profile_ratio: not its times' ratio"),
+            ("scale other layers", scale_case(lambda r: r["t128"]["layers"].pop()), "not the layers of"),
         ]
         for name, mutate, want in cases:
             t, s, a = copy.deepcopy(inputs())

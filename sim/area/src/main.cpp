@@ -225,7 +225,10 @@ int run(int argc, char** argv) {
     if (e) std::rethrow_exception(e);
   std::vector<UnitResult> results;
   for (auto& r : done) results.push_back(std::move(*r));
-  const nlohmann::json rep = build_report(results, g, cycles, ropt);
+  nlohmann::json rep = build_report(results, g, cycles, ropt);
+  // Which units were synthesised: the manifest's absolute path, or the RTL directory's Verilog files.
+  rep["manifest"] = manifest.empty() ? "none: every Verilog file of " + fs::absolute(rtl_dir).lexically_normal().string()
+                                     : fs::absolute(manifest).lexically_normal().string();
   const std::string md = render_markdown(rep);
 
   // The --keep-work copy, before any output is published: a copy that fails leaves no output. Same-named

@@ -327,7 +327,8 @@ std::string render_markdown(const json& r) {
      << " L2 slices (= monitors), " << g["compaction_engines"].get<unsigned>() << " compaction engine(s)"
      << (g["compaction_engines_assumed"].get<bool>() ? " (assumed: not given with --engines)" : "")
      << ", L2 clock " << fmt(g["l2_clock_mhz"].get<double>(), 0) << " MHz. Source: " << g["source"].get<std::string>()
-     << ".\n\nTotals count memories as **" << r["memory_model"]["total_uses"].get<std::string>()
+     << ".\n\n" << (r.contains("manifest") ? "Units: " + r["manifest"].get<std::string>() + ".\n\n" : std::string())
+     << "Totals count memories as **" << r["memory_model"]["total_uses"].get<std::string>()
      << "** (SRAM array efficiency " << fmt(r["memory_model"]["sram_array_efficiency"].get<double>(), 2) << ").\n\n";
   md << "## 180 nm synthesis\n\n| unit | role | cells | synthesised area um^2 | logic um^2 | memory bits (SRAM-eligible) | "
         "register-array bits (kept as FF) | memory as FF um^2 | memory as SRAM um^2 | critical path ns | fmax MHz | stages |\n"

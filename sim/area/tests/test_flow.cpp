@@ -145,6 +145,8 @@ TEST(AreaFlowLive, ExecutableWritesReport) {
   ASSERT_EQ(rc, 0) << err;
   const auto rep = nlohmann::json::parse(spartan::read_file((out / "area.json").string()));
   ASSERT_EQ(rep["units"].size(), 3u);
+  // The manifest read, as an absolute path (a report tells test blocks from the Spartan units by it).
+  EXPECT_EQ(rep["manifest"].get<std::string>(), fs::absolute(kData + "/manifest.yaml").lexically_normal().string());
   EXPECT_EQ(rep["units"][0]["instances_per_gpu"].get<unsigned>(), 4u);  // monitor: one per L2 slice
   EXPECT_EQ(rep["units"][1]["instances_per_gpu"].get<unsigned>(), 2u);  // --engines 2
   EXPECT_EQ(rep["units"][2]["instances_per_gpu"].get<unsigned>(), 2u);  // manifest count
