@@ -10,6 +10,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -99,9 +100,12 @@ struct DevScratch {
   T* get(std::size_t count) {
     const std::size_t want = count * sizeof(T) > 0 ? count * sizeof(T) : 1;
     if (want > bytes) {
-      if (p) check(cudaFree(p), "cudaFree");
+      // Forget the old block before checking its free: a sticky error after a device fault would otherwise
+      // throw with p still set, and the destructor would free it a second time.
+      void* old = p;
       p = nullptr;
       bytes = 0;
+      if (old) check(cudaFree(old), "cudaFree");
       check(cudaMalloc(&p, want), "cudaMalloc");
       bytes = want;
     }
@@ -213,15 +217,27 @@ class CudaTileDev {
   /// time. alpha == 0: only the scaling (BLAS semantics: A and B are not read, so Inf or NaN in them cannot
   /// make 0 * Inf = NaN in C).
   void launch(const GemmCall& c, const KParams& k, const cudak::TileLaunch& L, TileSparseStats& st) {
-    if (L.smem + smem_static_ > 48 * 1024)
-      check(cudaFuncSetAttribute(tile_sparse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L.smem)),
-            "cudaFuncSetAttribute");
     Events ev;
-    check(cudaEventRecord(ev.a), "cudaEventRecord");
-    scale_kernel<<<L.scale_blocks, cudak::kScaleThreads>>>(k.C, c.M, c.N, c.ldc, c.beta);
-    if (k.alpha != 0.0f) tile_sparse_kernel<<<dim3(L.bands, L.q_blocks, L.p_chunks), cudak::kQB, L.smem>>>(k);
-    check(cudaGetLastError(), "tile_sparse_kernel launch");
-    check(cudaEventRecord(ev.b), "cudaEventRecord");
+    {
+      // The kernel's dynamic shared-memory limit is a process-wide attribute: set and launch under one lock, so
+      // that an engine of another tile shape on another host thread cannot lower it in between.
+      static std::mutex attribute_mutex;
+      std::lock_guard<std::mutex> lock(attribute_mutex);
+      if (L.smem + smem_static_ > 48 * 1024)
+        check(cudaFuncSetAttribute(tile_sparse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L.smem)),
+              "cudaFuncSetAttribute");
+      check(cudaEventRecord(ev.a), "cudaEventRecord");
+      scale_kernel<<<L.scale_blocks, cudak::kScaleThreads>>>(k.C, c.M, c.N, c.ldc, c.beta);
+      check(cudaGetLastError(), "scale_kernel launch");
+      if (k.alpha != 0.0f) {
+        tile_sparse_kernel<<<dim3(L.bands, L.q_blocks, L.p_chunks), cudak::kQB, L.smem>>>(k);
+        check(cudaGetLastError(), "tile_sparse_kernel launch");
+      }
+      check(cudaEventRecord(ev.b), "cudaEventRecord");
+    }
+    // A fault while the kernels ran (an illegal address, ...) surfaces at the synchronisation: name them.
+    if (const cudaError_t e = cudaEventSynchronize(ev.b); e != cudaSuccess)
+      check(e, k.alpha != 0.0f ? "scale_kernel + tile_sparse_kernel execution" : "scale_kernel execution");
     st.compute_s = ev.seconds();
   }
 
@@ -317,6 +333,8 @@ double cusparse_spmm_seconds(const float* A, const float* B, float* C, int M, in
   const std::size_t nnz = std::size_t(row_ptr[N]);
   DevBuf<int> rp(row_ptr.data(), row_ptr.size()), ci(col.data(), col.size());
   DevBuf<float> vv(val.data(), val.size()), Ad(A, std::size_t(M) * K), Cd(std::size_t(M) * N);
+  // beta is 0 below; zeroed anyway, so that no uninitialised device memory can reach the caller's C.
+  if (Cd.n) check(cudaMemset(Cd.p, 0, Cd.n * sizeof(float)), "cudaMemset (C)");
   // The handle and descriptors are released on every path (a failing call below throws).
   struct Handle {
     cusparseHandle_t h = nullptr;
