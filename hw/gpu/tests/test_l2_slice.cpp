@@ -306,3 +306,42 @@ TEST(L2Slice, FlushWaitsForWritebacksPostedBeforeIt) {
   EXPECT_GT(s["wb_end"].get<ps_t>(), s["now"].get<ps_t>()) << s.dump();  // still in flight at the flush
   EXPECT_GE(s["done"].get<ps_t>(), s["wb_end"].get<ps_t>());
 }
+
+// A dirty victim's write-back reads its sectors out of the data array (GPGPU-Sim's data port charges an
+// eviction its modified bytes): a hit that arrives right behind the evicting miss waits for the miss's own
+// booking and then the write-back's, 32 + 32 cycles with a 4 B/cycle array, against 32 behind a clean victim.
+// DRAM is made slow (controller 200 cycles) so that the hit is the faster of the two probe requests.
+TEST(L2Slice, DirtyWritebackOccupiesTheDataArray) {
+  auto hit_behind_eviction = [](bool dirty) {  // one GpuSystem per process: each variant in its own child
+    return run_in_child([dirty] {
+      std::string yaml = tiny_gpu_yaml();
+      for (auto [from, to] : {std::pair<std::string, std::string>{"bytes_per_cycle: 64", "bytes_per_cycle: 4"},
+                              {"controller_latency_cycles: 10", "controller_latency_cycles: 200"}})
+        yaml.replace(yaml.find(from), from.size(), to);
+      GpuSystem g(spartan::hw::parse_gpu_config(yaml, "tiny-slow-array.yaml"));
+      std::uint8_t line[128];
+      std::memset(line, 0x5a, sizeof line);
+      // A and B resident in set 0 (written: dirty; read: clean), then a miss in set 1 whose DRAM round trip
+      // outlasts every array booking before it: the probe finds the array idle in both variants.
+      ListSource setup(dirty ? std::vector<MemRequest>{wr(kA, line), wr(kB, line), rd(kA + 128)}
+                             : std::vector<MemRequest>{rd(kA), rd(kB), rd(kA + 128)});
+      g.run({&setup});
+      // C misses and evicts A (the LRU way of set 0); the hit on B is issued right behind it.
+      ListSource probe({rd(kC), rd(kB, 128, false)});
+      auto k = g.run({&probe});
+      json j = l2_stats(g);
+      return json{{"hit_ps", k.latency_ps.min()}, {"miss_ps", k.latency_ps.max()}, {"writebacks", j["writebacks"]},
+                  {"read_hits", j["read_hits"]}};
+    });
+  };
+  const json dirty = hit_behind_eviction(true), clean = hit_behind_eviction(false);
+  EXPECT_EQ(dirty["writebacks"], 1);
+  EXPECT_EQ(clean["writebacks"], 0);
+  EXPECT_EQ(dirty["read_hits"], 1);
+  EXPECT_EQ(clean["read_hits"], 1);
+  EXPECT_GT(clean["miss_ps"].get<double>(), 200'000);  // the slow DRAM: the min latency is the hit's
+  EXPECT_GT(dirty["miss_ps"].get<double>(), dirty["hit_ps"].get<double>());
+  // 128 B at 4 B per 1 GHz cycle: 32 cycles = 32 000 ps more behind the dirty victim.
+  EXPECT_NEAR(dirty["hit_ps"].get<double>() - clean["hit_ps"].get<double>(), 32'000, 2'000)
+      << "dirty " << dirty.dump() << ", clean " << clean.dump();
+}

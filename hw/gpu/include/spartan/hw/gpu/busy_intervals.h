@@ -15,7 +15,10 @@ namespace spartan::hw::gpu {
 /// busy-until register an L2 hit waited +156 core cycles behind another initiator's requests in a fresh-eyes
 /// review's probe, sixteenth session). A request older than every kept interval, once older ones were dropped,
 /// is placed from the oldest kept interval on, as by the register (the dropped bookings are not known): so a
-/// backlog deeper than N in time order is still timed exactly as by the register.
+/// backlog deeper than N in time order is still timed exactly as by the register. A booking queued right behind
+/// the latest one extends it in place (one busy stretch, the same union of busy time; thirty-ninth session:
+/// every preset's bench_hw_gpu stats identical to separate intervals), so that a queue keeps its latest start
+/// early and later requests stay on the in-order path.
 template <std::uint32_t N>
 class BusyIntervals {
   static_assert(N >= 2 && (N & (N - 1)) == 0, "N must be a power of two");
@@ -25,6 +28,10 @@ class BusyIntervals {
   ps_t book(ps_t t, ps_t d) {
     if (n_ == 0 || t >= start(n_ - 1)) {  // time order
       const ps_t st = n_ ? std::max(t, end(n_ - 1)) : t;
+      if (n_ && st == end(n_ - 1)) {  // queued right behind the latest booking: one busy stretch, extended
+        iv_[(head_ + n_ - 1) & (N - 1)].end = st + d;
+        return st;
+      }
       insert(n_, st, st + d);
       return st;
     }

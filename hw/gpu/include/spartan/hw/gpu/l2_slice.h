@@ -23,7 +23,13 @@
 //    trip to every small store (a software kernel's 4-byte count writes) that real L2s do not.
 //  - a dirty victim is written back as a posted write through a write-back buffer of writeback_entries:
 //    the requester does not wait for DRAM, but when every entry is still draining the request stalls
-//    until one frees (this is what throttles a write stream to the DRAM bandwidth).
+//    until one frees (this is what throttles a write stream to the DRAM bandwidth). Reading its dirty
+//    sectors out occupies the data array for ceil(dirty bytes / bytes_per_cycle) cycles after the request's
+//    own booking, which delays later requests, not this write-back (GPGPU-Sim's L2 data port charges an
+//    eviction its modified bytes; thirty-ninth session). Fills are not charged: GPGPU-Sim writes them through
+//    a separate fill port, and here requests already book the array before their misses go out, so fills
+//    could only bunch through DRAM reordering (a fill port of bytes_per_cycle, tried, moved the streams'
+//    end times by at most 0.05 %; docs/gpu-model.md).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -139,6 +145,7 @@ class L2Slice : public sc_core::sc_module {
   ps_t fetch(std::uint64_t line_local, std::uint32_t mask, ps_t t);  // returns fill time
   int victim(std::uint32_t set, ps_t t, int first_invalid);
   ps_t evict(Line& l, ps_t t);  // returns when the writeback (if any) is done in DRAM
+  void book_writeback_read(const Line& l, ps_t t);  // a dirty line's sectors read out of the data array at t
 
   const AddressMap& map_;
   std::uint32_t index_, sets_, ways_, line_bytes_, sector_bytes_, spl_, bytes_per_cycle_;
