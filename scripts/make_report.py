@@ -267,21 +267,32 @@ def consistency(train, sim):
                                   f"{100 * (r - t) / t:.4g}: inconsistent")
 
 
-def read_trace_gemm(path, sim):
-    """Forward/backward GEMM and compaction times (ms) of the replayed (iteration, layer) pairs from the trace's
-    safetensors header; (dict keyed by (iteration, layer), None) or (None, reason)."""
+def trace_metadata(path):
+    """The `__metadata__` object of a trace's safetensors header: (dict, None) or (None, reason)."""
     try:
         with open(path, "rb") as f:
             n = struct.unpack("<Q", f.read(8))[0]
             if n > (1 << 28):
                 return None, f"{path}: header too large"
             meta = json.loads(f.read(n)).get("__metadata__", {})
-        gt = meta.get("gemm_times")
-        gt = json.loads(gt) if isinstance(gt, str) else gt
-        if not isinstance(gt, list):
-            return None, f"{path} has no gemm_times"
     except (OSError, struct.error, ValueError, AttributeError) as e:
         return None, f"{path} not readable ({e.__class__.__name__})"
+    return (meta, None) if isinstance(meta, dict) else (None, f"{path}: __metadata__ is not an object")
+
+
+def read_trace_gemm(path, sim):
+    """Forward/backward GEMM and compaction times (ms) of the replayed (iteration, layer) pairs from the trace's
+    safetensors header; (dict keyed by (iteration, layer), None) or (None, reason)."""
+    meta, why = trace_metadata(path)
+    if meta is None:
+        return None, why
+    try:
+        gt = meta.get("gemm_times")
+        gt = json.loads(gt) if isinstance(gt, str) else gt
+    except ValueError as e:
+        return None, f"{path} not readable ({e.__class__.__name__})"
+    if not isinstance(gt, list):
+        return None, f"{path} has no gemm_times"
     if meta.get("model") not in (None, get(sim, "trace", "model")):
         return None, f"{path} is from model '{meta.get('model')}', not the replayed one"
     want = {(L["iteration"], L["layer"]) for L in sim["layers"]}
@@ -804,7 +815,7 @@ def scale_section(a, gpu, md, doc, model, sl):
             raise ReportError(f"{paths['t128']}: layer {name} has another size than in {paths['t32']}")
     # batch and density from the synthetic trace's header (sptrace_sample --imagenet writes both), else unknown
     tr = get(runs["t32"], "trace", "path")
-    meta = trace_metadata(os.path.join(a.run, "scale", os.path.basename(tr))) if isinstance(tr, str) else None
+    meta = trace_metadata(os.path.join(a.run, "scale", os.path.basename(tr)))[0] if isinstance(tr, str) else None
     batch = get(meta, "batch") if meta else None
     relu_dens = [L["density"] for L in runs["t32"]["layers"] if L["relu_input"]]
     dens = (f"{fmt(min(relu_dens), '.2f')}-{fmt(max(relu_dens), '.2f')}" if relu_dens and
@@ -853,19 +864,6 @@ def scale_section(a, gpu, md, doc, model, sl):
              "and 16: `scripts/imagenet-replay.sh` and docs/reproduce-paper.md.\n")
     md.append(text)
     doc["imagenet_scale"] = {"batch": batch, "density_relu_inputs": relu_dens, "sms": sms, "layers": out}
-
-
-def trace_metadata(path):
-    """The `__metadata__` object of a trace's safetensors header, or None if it cannot be read."""
-    try:
-        with open(path, "rb") as f:
-            n = struct.unpack("<Q", f.read(8))[0]
-            if n > (1 << 28):
-                return None
-            meta = json.loads(f.read(n)).get("__metadata__")
-        return meta if isinstance(meta, dict) else None
-    except (OSError, struct.error, ValueError, AttributeError):
-        return None
 
 
 def area_section(area, sim, tmp, profile):
