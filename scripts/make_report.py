@@ -879,7 +879,8 @@ def area_section(area, sim, tmp, profile):
         logic, sram = a180.get("logic_um2"), a180.get("memory_sram_um2")
         name = u.get("name") + (f" (sub-block of {engine}, in its area)" if sub(u) else "")
         untimed = get(u, "timing_180nm", "memory_paths_timed", default=True) is False
-        rows.append([name, u.get("role"), fmt(u.get("cells"), "d"), fmt(logic, ".0f"), fmt(sram, ".0f"),
+        rows.append([name, u.get("role"), fmt(u.get("cells"), "d"), fmt(logic, ".0f"), fmt(a180.get("logic_kge"), ".4g"),
+                     fmt(sram, ".0f"),
                      ("<= " if untimed else "") + fmt(get(u, "timing_180nm", "fmax_mhz"), ".1f"),
                      fmt(u.get("instances_per_gpu"), "d")])
         if not sub(u):
@@ -896,11 +897,16 @@ def area_section(area, sim, tmp, profile):
     else:
         out.append("area.json does not name the manifest it synthesised (spartan-area predates `manifest`).\n")
     out.append(md_table(["unit", "role", "cells (memories as flip-flops)" if any(
-        u.get("memories_synthesised_as_ff") for u in units) else "cells", "logic at 180 nm (um^2)",
+        u.get("memories_synthesised_as_ff") for u in units) else "cells", "logic at 180 nm (um^2)", "logic (kGE)",
         "memory as SRAM (um^2)", "fmax at 180 nm (MHz)", "instances per GPU"], rows) + "\n")
+    ge = get(area, "synthesis", "gate_equivalent")
+    if isinstance(ge, dict) and is_num(ge.get("area_um2")):
+        out.append(f"kGE: thousands of gate equivalents, 1 GE = {ge.get('cell')} ({fmt(ge['area_um2'], 'g')} um^2), the "
+                   "liberty's smallest two-input NAND; gate counts compare across libraries, where um^2 carry this "
+                   "library's cell density (docs/area.md).\n")
     if any(u.get("memories_synthesised_as_ff") for u in units) and get(area, "memory_model", "total_uses") == "sram":
         out.append("The cell counts are of the synthesised netlists, memories as flip-flops; the areas and totals "
-                   "price the memories as SRAM (column 5) instead.\n")
+                   "price the memories as SRAM (column 6) instead.\n")
     two = [u.get("name") for u in units if is_num(u.get("sram_bits_two_port")) and u["sram_bits_two_port"] > 0
            or is_num(u.get("sram_bits_async_read")) and u["sram_bits_async_read"] > 0]
     if two:

@@ -68,10 +68,11 @@ def inputs():
                     "die_area_mm2": 815.0, "compaction_engines": 1, "compaction_engines_assumed": True},
             "units": [{"name": "sparsity_monitor", "role": "monitor", "cells": 10, "instances_per_gpu": 2,
                        "parameter_overrides": {"CAPACITY": "64"},
-                       "area_180nm": {"logic_um2": 1000.0, "memory_sram_um2": None},
+                       "area_180nm": {"logic_um2": 1000.0, "logic_kge": 1000.0 / 24000.0, "memory_sram_um2": None},
                        "timing_180nm": {"fmax_mhz": 40.0}, "latency": {"available": False}}],
             "gpu_totals": [{"node_nm": 16, "per_gpu_mm2": 0.1, "share_of_die_percent": 0.01}],
-            "memory_model": {"total_uses": "sram"}}
+            "memory_model": {"total_uses": "sram"},
+            "synthesis": {"gate_equivalent": {"cell": "NAND2X1", "area_um2": 24.0}}}
     return train, stats, area
 
 
@@ -136,7 +137,7 @@ def main():
                          "These ratios rest on the assumed launch and MMIO costs", "kernel launch 3000 ns",
                          "the monitor is slower on 0 of the 2", "mean over the last 10 SGD steps",
                          "**forward** tile-sparse GEMM", "CAPACITY=64", "**assumed**", "0 all-zero tiles",
-                         "capture steps included, 0.25 s of it"):
+                         "capture steps included, 0.25 s of it", "| 1000 | 0.04167 |", "1 GE = NAND2X1 (24 um^2)"):
                 if want not in md:
                     fail(f"report.md lacks {want!r}")
             # As whole tokens: the report quotes the run's path, and mkdtemp's random suffix may read "-x..."

@@ -126,6 +126,7 @@ int run(int argc, char** argv) {
 
   // Everything that can be checked before the (slow) tools run.
   check_tools(tools);
+  ropt.nand2 = find_nand2_cell(read_file(tools.liberty));  // readable: check_tools read it
   GpuInfo g = load_gpu(gpu, gpu_dir);
   // Every node the report scales to needs its SRAM bit cell when memories count as SRAM (the GPU's node too,
   // for its share of the die): a missing figure used to fail after the whole synthesis.

@@ -1,6 +1,8 @@
 // Parsers for Yosys `stat`/`dump` and OpenSTA `report_checks` text (see parse.h).
 #include "spartan/area/parse.h"
 
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <regex>
 #include <sstream>
@@ -246,6 +248,80 @@ std::vector<StaPath> parse_sta_paths(const std::string& text, const std::string&
   }
   if (in_path) close_missing(start_line);
   return out;
+}
+
+namespace {
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// find_nand2_cell's name rule (parse.h).
+bool is_nand2_name(const std::string& name) {
+  std::string n;
+  for (char c : name) n += char(std::tolower(static_cast<unsigned char>(c)));
+  for (std::size_t p = n.find("nand2"); p != std::string::npos; p = n.find("nand2", p + 1)) {
+    if (p != 0 && n[p - 1] != '_') continue;
+    const std::size_t q = p + 5;
+    if (q == n.size() || n[q] == 'x' || n[q] == '_' || std::isdigit(static_cast<unsigned char>(n[q]))) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::optional<LibertyCell> find_nand2_cell(const std::string& lib) {
+  std::optional<LibertyCell> best;
+  const std::size_t n = lib.size();
+  std::size_t i = 0;
+  int depth = 0;
+  int cell_depth = -1;  // the brace depth inside the current cell group (-1: not in one)
+  std::string cell;
+  auto skip_space = [&] {
+    while (i < n && (std::isspace(static_cast<unsigned char>(lib[i])) || lib[i] == '\\')) ++i;
+  };
+  while (i < n) {
+    const char c = lib[i];
+    if (c == '/' && i + 1 < n && lib[i + 1] == '*') {  // comment
+      const std::size_t e = lib.find("*/", i + 2);
+      i = e == std::string::npos ? n : e + 2;
+    } else if (c == '"') {  // quoted string (may hold braces)
+      const std::size_t e = lib.find('"', i + 1);
+      i = e == std::string::npos ? n : e + 1;
+    } else if (c == '{') {
+      ++depth, ++i;
+    } else if (c == '}') {
+      if (depth == cell_depth) cell_depth = -1;
+      --depth, ++i;
+    } else if (is_ident_char(c) && (i == 0 || !is_ident_char(lib[i - 1]))) {
+      const std::size_t s = i;
+      while (i < n && is_ident_char(lib[i])) ++i;
+      const std::string word = lib.substr(s, i - s);
+      if (word == "cell" && cell_depth < 0) {
+        skip_space();
+        if (i >= n || lib[i] != '(') continue;
+        const std::size_t close = lib.find(')', i);
+        if (close == std::string::npos) break;
+        std::string name = lib.substr(i + 1, close - i - 1);
+        const auto a = name.find_first_not_of(" \t\"");
+        const auto b = name.find_last_not_of(" \t\"");
+        name = a == std::string::npos ? std::string() : name.substr(a, b - a + 1);
+        i = close + 1;
+        skip_space();
+        if (i < n && lib[i] == '{') cell = name, cell_depth = depth + 1;  // the brace itself is counted above
+      } else if (word == "area" && depth == cell_depth && is_nand2_name(cell)) {
+        skip_space();
+        if (i >= n || lib[i] != ':') continue;
+        ++i;
+        skip_space();
+        const char* start = lib.c_str() + i;
+        char* end = nullptr;
+        const double area = std::strtod(start, &end);
+        if (end == start) continue;
+        i += std::size_t(end - start);
+        if (std::isfinite(area) && area > 0.0 && (!best || area < best->area)) best = LibertyCell{cell, area};
+      }
+    } else {
+      ++i;
+    }
+  }
+  return best;
 }
 
 }  // namespace spartan::area

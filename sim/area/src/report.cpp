@@ -117,6 +117,11 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
                       {"abc", opt.abc_buffering ? "delay target = STA clock, buffer -N 10, upsize, dnsize"
                                                 : "plain abc -liberty (no buffering, no sizing)"},
                       {"area_unit", "um^2 per instance (liberty area unit of OSU 0.18 um)"}};
+  // Gate equivalents: technology-independent gate counts (1 GE = the liberty's smallest two-input NAND).
+  rep["synthesis"]["gate_equivalent"] =
+      opt.nand2 ? json{{"cell", opt.nand2->name}, {"area_um2", opt.nand2->area},
+                       {"definition", "1 GE = the area of the liberty's smallest two-input NAND cell"}}
+                : json(nullptr);
   rep["memory_model"] = {
       {"total_uses", sram ? "sram" : "flip_flops"},
       {"sram_array_efficiency", kSramArrayEfficiency},
@@ -183,6 +188,7 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
     ju["register_array_bits"] = reg_bits;   // inferred memories that stay flip-flops
     ju["area_180nm"] = {{"synthesised_um2", u.ff_synthesised ? json(synth_area) : json(nullptr)},
                         {"logic_um2", logic},
+                        {"logic_kge", opt.nand2 ? json(logic / opt.nand2->area / 1000.0) : json(nullptr)},
                         {"memory_ff_um2", u.ff_synthesised ? json(mem_ff) : json(nullptr)},
                         {"memory_sram_um2", sram_area_um2(mem_bits, kBaseNodeNm)}};
     ju["memories_synthesised_as_ff"] = u.ff_synthesised;
@@ -330,20 +336,31 @@ std::string render_markdown(const json& r) {
      << ".\n\n" << (r.contains("manifest") ? "Units: " + r["manifest"].get<std::string>() + ".\n\n" : std::string())
      << "Totals count memories as **" << r["memory_model"]["total_uses"].get<std::string>()
      << "** (SRAM array efficiency " << fmt(r["memory_model"]["sram_array_efficiency"].get<double>(), 2) << ").\n\n";
-  md << "## 180 nm synthesis\n\n| unit | role | cells | synthesised area um^2 | logic um^2 | memory bits (SRAM-eligible) | "
+  md << "## 180 nm synthesis\n\n| unit | role | cells | synthesised area um^2 | logic um^2 | logic kGE | memory bits (SRAM-eligible) | "
         "register-array bits (kept as FF) | memory as FF um^2 | memory as SRAM um^2 | critical path ns | fmax MHz | stages |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   auto num0 = [](const json& v) { return v.is_null() ? std::string("not synthesised") : fmt(v.get<double>(), 0); };
   for (const auto& u : r["units"]) {
     const auto& a = u["area_180nm"];
     const auto& t = u["timing_180nm"];
     md << "| " << u["name"].get<std::string>() << " | " << u["role"].get<std::string>() << " | "
        << u["cells"].get<std::uint64_t>() << " | " << num0(a["synthesised_um2"]) << " | "
-       << fmt(a["logic_um2"].get<double>(), 0) << " | " << fmt(u["memory_bits"].get<double>(), 0) << " | "
+       << fmt(a["logic_um2"].get<double>(), 0) << " | "
+       << (a.value("logic_kge", json()).is_number() ? fmt_g(a["logic_kge"].get<double>()) : std::string("-")) << " | "
+       << fmt(u["memory_bits"].get<double>(), 0) << " | "
        << fmt(u["register_array_bits"].get<double>(), 0) << " | "
        << num0(a["memory_ff_um2"]) << " | " << fmt(a["memory_sram_um2"].get<double>(), 0) << " | "
        << fmt(t["critical_path_ns"].get<double>(), 3) << " | " << fmt(t["fmax_mhz"].get<double>(), 1) << " | "
        << t["logic_stages"].get<unsigned>() << " |\n";
+  }
+  {
+    const json& ge = r["synthesis"].value("gate_equivalent", json());
+    if (ge.is_object())
+      md << "\nlogic kGE: logic area in thousands of gate equivalents, 1 GE = " << ge["cell"].get<std::string>() << " ("
+         << fmt_g(ge["area_um2"].get<double>()) << " um^2), the liberty's smallest two-input NAND: gate counts compare "
+            "across libraries and nodes, where the um^2 carry this library's cell density (docs/area.md).\n";
+    else
+      md << "\nlogic kGE: not available (the liberty has no cell named as a two-input NAND, e.g. NAND2X1; docs/area.md).\n";
   }
   for (const auto& u : r["units"]) {
     if (!u.contains("parameter_overrides") || u["parameter_overrides"].empty()) continue;

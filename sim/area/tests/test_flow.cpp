@@ -150,6 +150,10 @@ TEST(AreaFlowLive, ExecutableWritesReport) {
   EXPECT_EQ(rep["units"][0]["instances_per_gpu"].get<unsigned>(), 4u);  // monitor: one per L2 slice
   EXPECT_EQ(rep["units"][1]["instances_per_gpu"].get<unsigned>(), 2u);  // --engines 2
   EXPECT_EQ(rep["units"][2]["instances_per_gpu"].get<unsigned>(), 2u);  // manifest count
+  // Gate equivalents from the default liberty's NAND2X1 (24 um^2).
+  EXPECT_EQ(rep["synthesis"]["gate_equivalent"]["cell"].get<std::string>(), "NAND2X1");
+  for (const auto& u : rep["units"])
+    EXPECT_NEAR(u["area_180nm"]["logic_kge"].get<double>(), u["area_180nm"]["logic_um2"].get<double>() / 24000.0, 1e-12);
   EXPECT_EQ(rep["units"][2]["memory_bits"].get<double>(), 16.0 * 12.0);
   EXPECT_TRUE(rep["units"][0]["latency"]["available"].get<bool>());
   EXPECT_NEAR(rep["units"][0]["latency"]["tile_latency_ns"].get<double>(), 6.0 / 1.447, 1e-9);  // 6 cycles at the 1447 MHz L2 clock

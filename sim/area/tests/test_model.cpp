@@ -218,6 +218,20 @@ TEST(AreaReport, Arithmetic) {
   EXPECT_NE(render_markdown(r).find("2048 of their bits have separate read and write ports"), std::string::npos);
   EXPECT_NE(render_markdown(r).find("2048 are read asynchronously"), std::string::npos);
   EXPECT_DOUBLE_EQ(ju["area_180nm"]["logic_um2"].get<double>(), 6000.0);
+  // Without a NAND2 reference no gate count; with one, logic area / its area.
+  EXPECT_TRUE(ju["area_180nm"]["logic_kge"].is_null());
+  EXPECT_TRUE(r["synthesis"]["gate_equivalent"].is_null());
+  EXPECT_NE(render_markdown(r).find("logic kGE: not available"), std::string::npos);
+  {
+    ReportOptions og = o;
+    og.nand2 = LibertyCell{"NAND2X1", 24.0};
+    const auto rg = build_report({u}, g, cyc, og);
+    EXPECT_DOUBLE_EQ(rg["units"][0]["area_180nm"]["logic_kge"].get<double>(), 6000.0 / 24.0 / 1000.0);
+    EXPECT_EQ(rg["synthesis"]["gate_equivalent"]["cell"].get<std::string>(), "NAND2X1");
+    const std::string mdg = render_markdown(rg);
+    EXPECT_NE(mdg.find("| 6000 | 0.25 |"), std::string::npos) << mdg;  // logic um^2, then 250 GE = 0.25 kGE
+    EXPECT_NE(mdg.find("1 GE = NAND2X1 (24 um^2)"), std::string::npos) << mdg;
+  }
   const auto& n7 = ju["scaled"][1];
   ASSERT_EQ(n7["node_nm"].get<int>(), 7);
   const double logic7 = 6000.0 / 320.0, mem7 = 2048 * 0.027 / kSramArrayEfficiency;

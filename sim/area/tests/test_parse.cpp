@@ -1,6 +1,8 @@
 // Parsing of recorded Yosys `stat`/`dump` and OpenSTA `report_checks` output (tests/data/README.md).
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "spartan/area/parse.h"
 #include "spartan/common/atomic_file.h"
 #include "spartan/common/error.h"
@@ -117,4 +119,49 @@ TEST(AreaStaReport, Malformed) {
   EXPECT_THROW(parse_sta_paths("Startpoint: a (input port)\nEndpoint: b\n   7.0 slack (MET)\n", "noarr"),
                spartan::FormatError);
   EXPECT_THROW(parse_sta_paths("Startpoint: a (input port)\nEndpoint: b\n", "truncated"), spartan::FormatError);
+}
+
+// The gate-equivalent reference: the smallest two-input NAND, by name, with comments and strings skipped.
+TEST(AreaLiberty, FindsTheSmallestTwoInputNand) {
+  const std::string lib = R"lib(library (t) {
+  time_unit : "1ns";
+  /* cell (NAND2X0) { area : 1; } -- a comment, not a cell */
+  cell (INVX1) { area : 16; }
+  cell (NAND2B) { area : 3; }        /* an inverted input: not a plain NAND2 */
+  cell (XNAND2X1) { area : 2; }      /* nand2 inside another name */
+  cell ( "NAND2X2" ) {
+    area : 32;
+    pin (Y) { function : "(!(A B))"; }
+  }
+  cell (NAND2X1) {
+    cell_footprint : "nand2 { area : 4 }";
+    pin (A) { capacitance : 0.01; }
+    area : 24;
+  }
+  cell (NAND3X1) { area : 5; }
+}
+)lib";
+  const auto c = find_nand2_cell(lib);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->name, "NAND2X1");
+  EXPECT_DOUBLE_EQ(c->area, 24.0);
+  // Other naming styles.
+  EXPECT_EQ(find_nand2_cell("cell (NAND2_X1) { area : 0.798; }")->name, "NAND2_X1");
+  EXPECT_EQ(find_nand2_cell("cell (\"sky130_fd_sc_hd__nand2_1\") {\n area : 3.75;\n}")->name, "sky130_fd_sc_hd__nand2_1");
+  // No two-input NAND, or one without a usable area: none.
+  EXPECT_FALSE(find_nand2_cell("cell (ND2D1) { area : 1.0; }").has_value());
+  EXPECT_FALSE(find_nand2_cell("cell (NAND2X1) { pin (A) { area : 3; } }").has_value());
+  EXPECT_FALSE(find_nand2_cell("cell (NAND2X1) { area : 0; }").has_value());
+  EXPECT_FALSE(find_nand2_cell("").has_value());
+  EXPECT_FALSE(find_nand2_cell("cell (NAND2X1").has_value());  // truncated
+}
+
+// The library the flow uses by default (installed by the set-up script with qflow).
+TEST(AreaLiberty, Osu018Nand2) {
+  const std::string path = "/usr/share/qflow/tech/osu018/osu018_stdcells.lib";
+  if (!std::ifstream(path)) GTEST_SKIP() << path << " not installed";
+  const auto c = find_nand2_cell(spartan::read_file(path));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->name, "NAND2X1");
+  EXPECT_DOUBLE_EQ(c->area, 24.0);
 }

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,5 +67,20 @@ struct StaPath {
 /// Returns an empty vector when the report says "No paths found." Throws FormatError when a path
 /// block lacks its arrival, required or slack line.
 std::vector<StaPath> parse_sta_paths(const std::string& text, const std::string& report_name);
+
+/// A standard cell of a liberty library and its area (the library's area unit: um^2 for OSU 0.18 um).
+struct LibertyCell {
+  std::string name;
+  double area = 0.0;
+};
+
+/// The gate-equivalent reference of a liberty: its smallest-area two-input NAND (1 GE, the usual unit of gate
+/// counts, which compare across libraries where um^2 carry each library's density). A cell counts as a two-input
+/// NAND by its name, case-insensitively: `nand2` at the start or after `_`, followed by the end, `x`, `_` or a
+/// digit (NAND2X1 in OSU, NAND2_X1 in Nangate, sky130_fd_sc_hd__nand2_1), so NAND2B (an inverted input) does not.
+/// `cell (NAME) { area : A; ... }` groups are read with comments and quoted strings skipped; only an `area`
+/// attribute directly in the cell group counts. Returns nullopt when the library has no such cell with a positive
+/// finite area (e.g. TSMC-style ND2D1 names).
+std::optional<LibertyCell> find_nand2_cell(const std::string& liberty_text);
 
 }  // namespace spartan::area

@@ -45,6 +45,9 @@ struct ReportOptions {
   double clock_ns = 10.0;
   std::string liberty;
   bool abc_buffering = true;
+  /// The liberty's gate-equivalent reference (find_nand2_cell): units[].area_180nm.logic_kge = logic area /
+  /// its area / 1000; without one the gate counts are null and area.md says why.
+  std::optional<LibertyCell> nand2;
 };
 
 /// Builds the JSON report (all numbers; areas in um^2 per instance, mm^2 per GPU).
