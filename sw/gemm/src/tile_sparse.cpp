@@ -13,6 +13,9 @@
 #include <cblas.h>
 #include <omp.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -109,6 +112,29 @@ class Team {
 // per empty region in this project's KVM guest, 2.2-2.4 us with a work-sharing loop inside (900,000 futex calls
 // for 600,000 one-thread regions under strace), a third of a vgg-s GEMM at 97 % sparsity (docs/bench/gemm.md,
 // twenty-sixth session).
+// Clears MXCSR.DAZ (denormals-are-zero, bit 6) on this thread for its scope and restores it after. The kernels'
+// float tests for ELL padding and empty rows (v == 0.0f, _CMP_NEQ_UQ) are exact only with denormals taken as
+// they are: with DAZ on (start-up code of -ffast-math / -Ofast programs sets it) a stored denormal activation
+// compared equal to 0 and the kernels dropped the rest of its ELL row (fortieth session's review: C = 0 for an
+// expected 10, every ISA). The format's own zero test is on the bits (format::is_zero).
+class DenormalsAsIs {
+ public:
+#if defined(__x86_64__) || defined(__i386__)
+  DenormalsAsIs() : saved_(_mm_getcsr()) {
+    if (saved_ & kDaz) _mm_setcsr(saved_ & ~kDaz);
+  }
+  ~DenormalsAsIs() {
+    if (saved_ & kDaz) _mm_setcsr(saved_);
+  }
+  DenormalsAsIs(const DenormalsAsIs&) = delete;
+  DenormalsAsIs& operator=(const DenormalsAsIs&) = delete;
+
+ private:
+  static constexpr unsigned kDaz = 0x40;
+  unsigned saved_;
+#endif
+};
+
 template <class Body>
 void team(int nthreads, Body&& body) {
   if (nthreads <= 1) {
@@ -116,7 +142,10 @@ void team(int nthreads, Body&& body) {
     return;
   }
 #pragma omp parallel num_threads(nthreads)
-  body(Team(false));
+  {
+    const DenormalsAsIs daz_off;  // each worker's own MXCSR (the calling thread's is cleared by run_compacted)
+    body(Team(false));
+  }
 }
 
 struct Stored {  // the stored sparse operand
@@ -254,6 +283,29 @@ void TileSparseEngine::run(const GemmCall& c) {
 
 void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Orientation o) {
   validate(c);
+  const DenormalsAsIs daz_off;
+  if (c.alpha != 0.0f && c.alpha != 1.0f && c.alpha != -1.0f && c.M > 0 && c.N > 0) {
+    // alpha * (sum of products), as BLAS: the row lists and the scatter kernels fold alpha into each product's
+    // sparse or dense factor, which can overflow, underflow or turn 0 * Inf into NaN where the scaled sum does
+    // not (alpha 4: 2e38 * 0.25 gave Inf for 2e38; fortieth session's review). alpha 1 and -1 fold exactly
+    // (training uses 1); other values run with alpha 1 into a scratch C and are scaled here.
+    GemmCall u = c;
+    u.alpha = 1.0f;
+    u.beta = 0.0f;
+    std::vector<float> t(std::size_t(c.M) * std::size_t(c.N));
+    u.C = t.data();
+    u.ldc = c.N;
+    run_compacted(u, s, o);
+    for (int i = 0; i < c.M; ++i) {
+      float* ci = c.C + std::size_t(i) * std::size_t(c.ldc);
+      const float* ti = t.data() + std::size_t(i) * std::size_t(c.N);
+      if (c.beta == 0.0f)  // C is not read (BLAS): a NaN there does not survive
+        for (int j = 0; j < c.N; ++j) ci[j] = c.alpha * ti[j];
+      else
+        for (int j = 0; j < c.N; ++j) ci[j] = c.alpha * ti[j] + c.beta * ci[j];
+    }
+    return;
+  }
   if (c.sparse == SparseOperand::None) throw InputError("tile-sparse gemm: run_compacted needs a sparse operand");
   if (o == Orientation::Op && c.sparse == SparseOperand::B && c.op_b == Op::T)
     throw InputError("tile-sparse gemm: run_compacted: Orientation::Op is for a sparse A (or an op N sparse B)");

@@ -1391,3 +1391,108 @@ TEST(Calibration, SmallLayerIsConsistent) {
   EXPECT_THROW(calibrate_threshold(o, 0, 16, 72), spartan::InputError);
   EXPECT_THROW(calibrate_threshold(o, 96, 16, 72, 1, 0), spartan::InputError);
 }
+
+// alpha scales the sum of products, as in BLAS: folded into one factor of each product (row lists, scatter
+// kernels) it overflowed, underflowed or made 0 * Inf where the scaled sum is finite (fortieth session's review).
+TEST(TileSparseGemm, AlphaIsAppliedToTheSum) {
+  struct Case {
+    float s, d, alpha, want;  // sparse value, dense value, alpha, exact C
+  };
+  const Case cases[] = {{2e38f, 0.25f, 4.0f, 2e38f},                                   // alpha * s overflows
+                        {1e-30f, 1e30f, 1e-20f, 1e-20f},                               // alpha * s underflows to 0
+                        {std::numeric_limits<float>::denorm_min(), INFINITY, 0.5f, INFINITY},  // 0 * Inf
+                        {3.0f, 2.0f, 2.5f, 15.0f}};
+  struct Path {
+    SparseOperand sp;
+    TransposedKernel tk;
+    RowsKernel rk;
+  };
+  const Path paths[] = {{SparseOperand::B, TransposedKernel::Gather, RowsKernel::Auto},
+                        {SparseOperand::B, TransposedKernel::Scatter, RowsKernel::Auto},
+                        {SparseOperand::A, TransposedKernel::Auto, RowsKernel::Direct},
+                        {SparseOperand::A, TransposedKernel::Auto, RowsKernel::Lists}};
+  for (const Case& k : cases)
+    for (const Path& pa : paths)
+      for (float beta : {0.0f, 1.0f})
+        for (Isa isa : isas()) {
+          const int M = 16, N = 64, K = 160;
+          // One product per C row/column pair on the diagonal band: C(i, j) = alpha * s * d for j == i, else 0.
+          std::vector<float> A(std::size_t(M) * K, 0.0f), B(std::size_t(K) * N, 0.0f), C(std::size_t(M) * N);
+          for (int i = 0; i < M; ++i) {
+            (pa.sp == SparseOperand::A ? A : B)[pa.sp == SparseOperand::A ? std::size_t(i) * K + i : std::size_t(i) * N + i] = k.s;
+            (pa.sp == SparseOperand::A ? B : A)[pa.sp == SparseOperand::A ? std::size_t(i) * N + i : std::size_t(i) * K + i] = k.d;
+          }
+          for (std::size_t i = 0; i < C.size(); ++i) C[i] = beta == 0.0f ? NAN : 1.0f;
+          GemmCall c{Op::N, Op::N, M, N, K, k.alpha, beta, A.data(), K, B.data(), N, C.data(), N, pa.sp};
+          TileSparseOptions o;
+          o.threshold = 2.0;  // every non-zero tile sparse
+          o.dense_if_not_smaller = false;
+          o.whole_call_guard = false;
+          o.transposed_kernel = pa.tk;
+          o.rows_kernel = pa.rk;
+          o.isa = isa;
+          o.num_threads = 1;
+          TileSparseEngine e(o);
+          e.run(c);
+          for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j) {
+              const float base = beta == 0.0f ? 0.0f : 1.0f;
+              const float want = i == j ? k.want + base : base;
+              const float got = C[std::size_t(i) * N + j];
+              if (std::isinf(want))
+                ASSERT_EQ(got, want) << "i=" << i << " j=" << j << " alpha=" << k.alpha << " sp=" << int(pa.sp);
+              else
+                ASSERT_NEAR(got, want, 1e-6f * std::fabs(want)) << "i=" << i << " j=" << j << " alpha=" << k.alpha
+                                                                << " sp=" << int(pa.sp) << " tk=" << int(pa.tk);
+            }
+        }
+}
+
+// With MXCSR.DAZ set (start-up code of -ffast-math programs), a denormal compares equal to 0: the kernels took a
+// stored denormal activation for ELL padding and dropped the rest of its row (C = 0 for an expected 10, every
+// ISA; fortieth session's review). The engine clears DAZ for the call on every thread and restores it after.
+TEST(TileSparseGemm, DenormalsAreNotPaddingUnderDaz) {
+#if defined(__x86_64__) || defined(__i386__)
+  const int M = 4, N = 16, K = 256;
+  std::vector<float> A(std::size_t(M) * K, 0.0f), B(std::size_t(K) * N, 1.0f);
+  for (int i = 0; i < M; ++i) {
+    A[std::size_t(i) * K] = std::numeric_limits<float>::denorm_min();  // the row's first non-zero
+    for (int k = 10; k < 20; ++k) A[std::size_t(i) * K + k] = 1.0f;     // ten ordinary ones after it
+  }
+  for (int threads : {1, 2}) {
+    unsigned saved[2] = {0, 0};
+#pragma omp parallel num_threads(2)
+    {
+      const int t = omp_get_thread_num();
+      if (t < 2) saved[t] = _mm_getcsr();
+      _mm_setcsr(_mm_getcsr() | 0x40u);  // DAZ on every thread of the pool
+    }
+    for (Isa isa : isas())
+      for (RowsKernel rk : {RowsKernel::Lists, RowsKernel::Direct})
+        for (int sp = 0; sp < 2; ++sp) {
+          std::vector<float> C(std::size_t(M) * N, -1.0f);
+          GemmCall c;
+          if (sp == 0) {  // C[M x N] = A * B, sparse A
+            c = GemmCall{Op::N, Op::N, M, N, K, 1.0f, 0.0f, A.data(), K, B.data(), N, C.data(), N, SparseOperand::A};
+          } else {  // C^T[N x M] = B^T * A^T, sparse B = A stored M x K, op T
+            c = GemmCall{Op::T, Op::T, N, M, K, 1.0f, 0.0f, B.data(), N, A.data(), K, C.data(), M, SparseOperand::B};
+          }
+          TileSparseOptions o;
+          o.isa = isa;
+          o.rows_kernel = rk;
+          o.num_threads = threads;
+          TileSparseEngine e(o);
+          e.run(c);
+          ASSERT_EQ(C[0], 10.0f) << "isa=" << e.isa_name() << " rk=" << int(rk) << " sp=" << sp << " threads=" << threads;
+          EXPECT_TRUE(_mm_getcsr() & 0x40u) << "the caller's DAZ was not restored";
+        }
+#pragma omp parallel num_threads(2)
+    {
+      const int t = omp_get_thread_num();
+      if (t < 2) _mm_setcsr(saved[t]);
+    }
+  }
+#else
+  GTEST_SKIP() << "MXCSR is x86 only";
+#endif
+}

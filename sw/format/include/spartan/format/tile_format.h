@@ -710,7 +710,8 @@ inline TiledMatrix compact_transposed(const float* dense, std::uint32_t rows, st
 }
 
 
-/// Writes the dense matrix back (row-major, ld in elements >= cols): bit-exact inverse of compact().
+/// Writes the dense matrix back (row-major, ld in elements >= cols): the inverse of compact(), bit-exact except
+/// that a -0.0 stored in an ELL/BITMAP tile (a zero, not stored) comes back as +0.0 (see the header).
 /// In-place DENSE tiles are read from m.source. `out` may be m.source itself (with ld == m.source_ld): the
 /// in-place DENSE tiles are then left as they are and the other tiles rewritten from the payload. Any other
 /// overlap of `out` with the source is not detected and gives wrong DENSE tiles. Throws

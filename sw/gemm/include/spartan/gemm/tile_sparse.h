@@ -10,6 +10,10 @@
 // micro-kernel when its rows are not contiguous along the output, and, for sparse A with op T under
 // TransposedKernel::RowGather (Auto: the train layout's larger forward GEMMs on AVX-512), the compaction
 // tiles op(A) = A^T instead of A (format::compact_transposed: the tiles, not a dense copy; Orientation::Op).
+// alpha: 1 and -1 are folded into the products (exact); any other non-zero alpha runs the call with alpha 1 into
+// a scratch M x N buffer and scales that, so that C = alpha * (sum of products) as in BLAS (a folded alpha
+// overflowed or underflowed products whose scaled sum is finite). The kernels run with MXCSR.DAZ cleared on
+// their threads (restored after): with DAZ a denormal activation was taken for ELL padding.
 // Documented in sw/gemm/README.md.
 #pragma once
 #include <array>
@@ -45,7 +49,7 @@ inline constexpr std::uint32_t kGemmTileCols = 256;
 /// twenty-second session: its 16-float version was no faster). The scatter kernel's C is bit-identical to
 /// Avx2's; the wide gather's is bit-identical to the AVX2 direct gather (RowsKernel::Direct), but an Avx2
 /// engine with RowsKernel::Auto takes the row lists there for Q > kDirectRowsMaxQ, which fold alpha into each
-/// value: the two engines' C may then differ in the last bit (alpha != 1). Auto's choice of Avx512 was
+/// value: the two engines' C may then differ in the last bit (alpha -1). Auto's choice of Avx512 was
 /// measured on AMD Zen 5 only.
 enum class Isa { Auto, Avx2, Portable, Avx512 };
 /// Sparse kernel for S = transpose of the stored operand (TileSparseOptions::transposed_kernel).
