@@ -90,7 +90,10 @@ MonitorLockstep::~MonitorLockstep() = default;
 
 void MonitorLockstep::wave(const std::string& path, std::uint64_t from, std::uint64_t to) {
   const std::uint64_t c0 = impl_->rtl.pins().cycle();
-  impl_->rtl.pins().open_wave(path, c0 + from, c0 + to, 1e6 / impl_->clock_mhz);
+  // Saturated: a window end near 2^64 ("to the end") wrapped below c0 and dumped nothing (new-user review).
+  const std::uint64_t max = ~std::uint64_t(0);
+  auto at = [&](std::uint64_t k) { return k > max - c0 ? max : c0 + k; };
+  impl_->rtl.pins().open_wave(path, at(from), at(to), 1e6 / impl_->clock_mhz);
 }
 
 LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shift, LockstepStimulus stimulus,

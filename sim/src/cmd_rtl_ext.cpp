@@ -131,30 +131,13 @@ class RtlExtension : public spartan::hw::RunExtension {
 
   void attach(spartan::hw::ReplayContext& ctx) override {
     if (!opts_[0].given) throw spartan::InputError("--rtl-layers/--wave/--wave-window need --rtl");
-    if (opts_[1].given) {
-      if (opts_[1].value.empty()) throw spartan::InputError("--rtl-layers: empty list");
-      std::stringstream ss(opts_[1].value);
-      std::string t;
-      while (std::getline(ss, t, ',')) {
-        std::size_t pos = 0;
-        long long v = -1;
-        try {
-          v = std::stoll(t, &pos);
-        } catch (const std::exception&) {
-          pos = 0;
-        }
-        if (t.empty() || pos != t.size() || v < 0)
-          throw spartan::InputError("--rtl-layers: expected a comma-separated list of layer indices, got '" + opts_[1].value + "'");
-        layers_.insert(v);
+    if (opts_[1].given)  // the strict list parser of --layers (" 1", "+1", "1,1" and "1," refused)
+      for (std::uint64_t v : spartan::parse_decimal_list(opts_[1].value, "--rtl-layers")) {
+        if (v > std::uint64_t(INT64_MAX)) throw spartan::InputError("--rtl-layers: " + std::to_string(v) + " is beyond 2^63 - 1");
+        layers_.insert(std::int64_t(v));
       }
-    }
-    unsigned long long from = 0, to = 0;
-    if (opts_[3].given) {
-      char extra = 0;
-      if (opts_[3].value.find('-') != std::string::npos ||
-          std::sscanf(opts_[3].value.c_str(), "%llu:%llu%c", &from, &to, &extra) != 2 || to <= from)
-        throw spartan::InputError("--wave-window: expected FROM:TO with FROM < TO, got '" + opts_[3].value + "'");
-    }
+    std::uint64_t from = 0, to = 0;
+    if (opts_[3].given) std::tie(from, to) = spartan::parse_decimal_range(opts_[3].value, "--wave-window");
     if (opts_[2].given != opts_[3].given) throw spartan::InputError("--wave and --wave-window go together");
     if (opts_[2].given) spartan::check_output_file("--wave", opts_[2].value);
     // Every --rtl-layers entry must be a replayed layer (a subset of --layers / of the captured layers).

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -93,6 +94,8 @@ Options parse(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     auto val = [&]() -> const std::string& {
       if (i + 1 >= args.size()) throw spartan::InputError("rtl-check: option " + a + " needs a value");
+      if (args[i + 1].empty())  // `--out "$UNSET"` is not "no --out" (as every tool's check_parsed_options)
+        throw spartan::InputError("rtl-check: " + a + ": empty value (an unset shell variable?); leave the option out instead");
       return args[++i];
     };
     // Plain decimal numbers only: stoll / stoul / stod skip leading blanks and take a sign ("+3", " 1"), and
@@ -110,20 +113,10 @@ Options parse(const std::vector<std::string>& args) {
       else if (a == "--iteration") {
         o.iteration = std::stoll(plain(val(), false, "a captured iteration >= 0"));
       } else if (a == "--layers") {
-        const std::string& v = val();
-        if (v.empty()) throw spartan::InputError("rtl-check: --layers: empty list");
-        std::stringstream ss(v);
-        std::string t;
-        const std::string list = "a comma-separated list of layer numbers >= 0";
-        if (v.back() == ',') throw spartan::InputError("rtl-check: --layers: expected " + list + ", got '" + v + "'");
-        while (std::getline(ss, t, ',')) {
-          if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-            throw spartan::InputError("rtl-check: --layers: expected " + list + ", got '" + v + "'");
-          const long long l = std::stoll(t);
-          if (!o.layers.insert(l).second)
-            throw spartan::InputError("rtl-check: --layers: " + std::to_string(l) + " is listed twice in '" + v + "'");
+        for (std::uint64_t l : spartan::parse_decimal_list(val(), "rtl-check: --layers")) {
+          if (l > std::uint64_t(INT64_MAX)) throw spartan::InputError("rtl-check: --layers: " + std::to_string(l) + " is beyond 2^63 - 1");
+          o.layers.insert(std::int64_t(l));
         }
-        if (o.layers.empty()) throw spartan::InputError("rtl-check: --layers: empty list");
       } else if (a == "--tile") {
         const std::string& v = val();
         const auto ts = spartan::format::parse_tile_size(v, "rtl-check: --tile");  // "32x32junk" was accepted
@@ -150,13 +143,7 @@ Options parse(const std::vector<std::string>& args) {
       }
       else if (a == "--wave") o.wave = val();
       else if (a == "--wave-window") {
-        const std::string& v = val();
-        unsigned long long f = 0, t = 0;
-        char extra = 0;
-        if (v.find('-') != std::string::npos || std::sscanf(v.c_str(), "%llu:%llu%c", &f, &t, &extra) != 2 || t <= f)
-          throw spartan::InputError("rtl-check: --wave-window wants FROM:TO with FROM < TO, got " + v);
-        o.wave_from = f;
-        o.wave_to = t;
+        std::tie(o.wave_from, o.wave_to) = spartan::parse_decimal_range(val(), "rtl-check: --wave-window");
       } else if (a == "--out") o.out = val();
       else if (a == "--quiet") o.quiet = true;
       else throw spartan::InputError("rtl-check: unknown option " + a + " (see --help)");

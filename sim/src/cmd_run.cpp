@@ -27,27 +27,13 @@ namespace {
 
 #if defined(SPARTAN_HAVE_REPLAY)
 
+// Iteration / layer lists: the one strict parser (spartan-sim rtl-check and run --rtl-layers use it too).
 std::vector<std::int64_t> parse_list(const std::string& opt, const std::string& text) {
   std::vector<std::int64_t> v;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t pos = 0;
-    long long x = -1;
-    try {
-      x = std::stoll(item, &pos);
-    } catch (const std::exception&) {
-      pos = 0;
-    }
-    if (item.empty() || pos != item.size() || x < 0)
-      throw spartan::InputError(opt + ": expected a comma-separated list of non-negative integers, got '" + text + "'");
-    if (std::find(v.begin(), v.end(), x) != v.end())
-      throw spartan::InputError(opt + ": " + std::to_string(x) + " is listed twice in '" + text + "'");
-    v.push_back(x);
+  for (std::uint64_t x : spartan::parse_decimal_list(text, opt)) {
+    if (x > std::uint64_t(INT64_MAX)) throw spartan::InputError(opt + ": " + std::to_string(x) + " is beyond 2^63 - 1");
+    v.push_back(std::int64_t(x));
   }
-  if (v.empty()) throw spartan::InputError(opt + ": empty list");
-  if (text.back() == ',')  // getline yields no item after a trailing comma: "0," must not read as "0"
-    throw spartan::InputError(opt + ": expected a comma-separated list of non-negative integers, got '" + text + "'");
   return v;
 }
 
@@ -66,7 +52,7 @@ int run_main(const std::vector<std::string>& args) {
       "format", po::value(&format)->default_value("ell"), "sparse tile format: ell or bitmap")(
       "tile", po::value(&tile)->default_value("32x32"), "tile size ROWSxCOLS (powers of two, 1..256); ROWS*COLS*element bytes must fit the engine's read_buffer_bytes "
       "(--units engine.read_buffer_bytes, default 16384: at most 64x64 F32 or 64x128 F16)")(
-      "threshold", po::value(&opt.threshold)->default_value(0.5), "density at or above which a tile stays DENSE")(
+      "threshold", po::value(&opt.threshold)->default_value(0.5), "density at or above which a tile stays DENSE (0 to 65536; above 1 none does)")(
       "no-size-rule", po::bool_switch(&no_size_rule),
       "let a sparse tile be larger than its dense bytes (default: such a tile stays DENSE, docs/tile-format.md)")(
       "sampling", po::value(&opt.sampling)->default_value(0), "monitor sampling shift s: count 1 of 2^s lines (0..15)")(
@@ -113,8 +99,10 @@ int run_main(const std::vector<std::string>& args) {
     opt.tile_cols = ts.cols;
   }
   opt.size_rule = !no_size_rule;
+  // Above 1 no tile is dense enough to stay DENSE; 65536 is the range of the engine's 32-bit Q16.16 threshold register.
   if (!(opt.threshold >= 0.0) || opt.threshold > 65536.0)
-    throw spartan::InputError("--threshold: expected a density >= 0, got " + std::to_string(opt.threshold));
+    throw spartan::InputError("--threshold: expected a density from 0 to 65536 (above 1: no tile is kept dense), got " +
+                              spartan::format_g(opt.threshold));
   if (opt.sampling > 15) throw spartan::InputError("--sampling: expected 0..15, got " + std::to_string(opt.sampling));
   // Given but empty is an error, not "all" (as spartan-area --nodes ""): an unset shell variable would
   // otherwise replay every layer without a word.

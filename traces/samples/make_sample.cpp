@@ -138,8 +138,29 @@ int write_imagenet(std::int64_t batch, double density, const std::string& out) {
 
 int main(int argc, char** argv) {
   return spartan::run_cli("sptrace_sample", [&]() -> int {
+    const char* const usage =
+        "usage: sptrace_sample [--micro] OUT.sptrace\n"
+        "       sptrace_sample --imagenet BATCH DENSITY OUT.sptrace\n"
+        "  writes the committed sample trace (traces/samples/README.md): lenet5-shaped, two iterations; --micro: the\n"
+        "  ~2 KB fuzz seed; --imagenet: 13 ImageNet conv layers' inputs at BATCH (1..64) and DENSITY (0..1]\n";
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--help" || a == "-h") {
+        std::fputs(usage, stdout);
+        return 0;
+      }
+    }
+    // An option that is not one of ours, or an output path that looks like one (a typo of --micro would
+    // otherwise become the name of the file written).
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (!a.empty() && a[0] == '-' && a != "--micro" && a != "--imagenet")
+        throw spartan::InputError("unknown option '" + a + "' (see --help)");
+      if (a.empty()) throw spartan::InputError("empty argument (see --help)");
+    }
     if (argc >= 2 && std::string(argv[1]) == "--imagenet") {
-      if (argc != 5) throw spartan::InputError("usage: sptrace_sample --imagenet BATCH DENSITY OUT.sptrace");
+      if (argc != 5 || argv[4][0] == '-')
+        throw spartan::InputError("usage: sptrace_sample --imagenet BATCH DENSITY OUT.sptrace (see --help)");
       char* end = nullptr;
       const long long batch = std::strtoll(argv[2], &end, 10);
       if (end == argv[2] || *end) throw spartan::InputError(std::string("BATCH: not an integer: ") + argv[2]);
@@ -150,7 +171,8 @@ int main(int argc, char** argv) {
       return write_imagenet(batch, density, argv[4]);
     }
     const bool micro = argc == 3 && std::string(argv[1]) == "--micro";
-    if (argc != 2 && !micro) throw spartan::InputError("usage: sptrace_sample [--micro] OUT.sptrace");
+    if ((argc != 2 && !micro) || argv[micro ? 2 : 1][0] == '-')
+      throw spartan::InputError("usage: sptrace_sample [--micro] OUT.sptrace (see --help)");
     const std::int64_t batch = micro ? 1 : 2;
     const std::vector<LayerInfo> layers =
         micro ? std::vector<LayerInfo>{make_fc_layer(0, "fc1", batch, 16, 8, true),

@@ -167,6 +167,29 @@ int run(int argc, char** argv) {
       throw spartan::IoError(std::string("--keep-work: ") + e.what());
     }
   }
+  if (!keep_work.empty()) {
+    // The unit directories go into --keep-work after the outputs are written, replacing what has a unit's name:
+    // with --keep-work = --out a unit named area.json or netlists replaced the outputs, and a --out inside
+    // KEEP/<unit> was deleted (exit 0 both times; thirty-ninth session's new-user review). Refused before the run.
+    auto canon = [](const std::string& p) {
+      std::error_code ec;
+      const fs::path a = fs::absolute(p, ec);
+      const fs::path c = fs::weakly_canonical(a, ec);
+      return ec ? a.lexically_normal() : c;
+    };
+    auto within = [](const fs::path& inner, const fs::path& outer) {  // inner == outer or below it
+      const fs::path rel = inner.lexically_relative(outer);
+      return !rel.empty() && *rel.begin() != "..";
+    };
+    const fs::path co = canon(out), ck = canon(keep_work);
+    if (ck == co || ck == co / "netlists")
+      throw InputError("--keep-work " + keep_work + " is the output directory (--out " + out +
+                       "): its unit directories would replace the outputs; choose another directory");
+    for (const auto& s : specs)
+      if (within(co, ck / s.name))
+        throw InputError("--out " + out + " lies in " + (fs::path(keep_work) / s.name).string() + ", where --keep-work puts unit '" +
+                         s.name + "' (replacing what is there); choose another --out or --keep-work");
+  }
   spartan::check_outputs_not_inputs({{"--out", (fs::path(out) / "area.json").string()}, {"--out", (fs::path(out) / "area.md").string()}},
                                     {{"--cycles", cycles_file}, {"--manifest", manifest}, {"--gpu", gpu}});
 

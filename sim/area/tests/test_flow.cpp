@@ -315,6 +315,20 @@ TEST(AreaFlowLive, KeepWorkIsAllOrNothing) {
   EXPECT_NE(err.find("--keep-work"), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_FALSE(fs::exists(out));
+  // --keep-work as the output directory (its unit directories replaced area.json / netlists: exit 0 with the
+  // outputs gone), or an --out inside KEEP/<unit> (deleted after it was written): refused before the run.
+  EXPECT_EQ(run_area(base + m + " --keep-work " + out.string(), tmp.path, err), 2);
+  EXPECT_NE(err.find("is the output directory"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(run_area(base + m + " --keep-work " + (out / "netlists").string(), tmp.path, err), 2);
+  EXPECT_FALSE(fs::exists(out));
+  {
+    const fs::path kw = tmp.path / "kw0", inner = kw / "pc" / "res";
+    const std::string b2 = "--gpu " + kData + "/gpu_test.yaml --out " + inner.string() + " --manifest ";
+    EXPECT_EQ(run_area(b2 + m + " --keep-work " + kw.string(), tmp.path, err), 2);
+    EXPECT_NE(err.find("where --keep-work puts unit 'pc'"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(kw));
+  }
   // A failed run removes the DIR it created; a good one fills it (and replaces an earlier run's unit directory).
   EXPECT_EQ(run_area(base + kData + "/manifest_bad.yaml --keep-work " + (tmp.path / "kw/a").string(), tmp.path, err), 2);
   EXPECT_FALSE(fs::exists(tmp.path / "kw"));

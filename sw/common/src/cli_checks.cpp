@@ -49,6 +49,11 @@ void check_parsed_options(const po::parsed_options& parsed) {
       const std::string tok = opt.original_tokens.empty() ? (opt.value.empty() ? "" : opt.value[0]) : opt.original_tokens[0];
       throw InputError("unexpected argument '" + tok + "' (this command takes no positional arguments; see --help)");
     }
+    // An empty value (`--trace ''`, `--out "$UNSET"`) is refused for every option: taken as "not given" it made
+    // some tools skip an output without a word while others refused it (thirty-ninth session's new-user review).
+    for (const auto& v : opt.value)
+      if (v.empty())
+        throw InputError("--" + opt.string_key + ": empty value (an unset shell variable?); leave the option out instead");
     if (!parsed.description) continue;
     const po::option_description* d = parsed.description->find_nothrow(opt.string_key, false);
     if (!d) continue;
@@ -132,6 +137,47 @@ void check_outputs_not_inputs(const std::vector<std::pair<std::string, std::stri
                          " (refusing to overwrite a file this run reads)");
     }
   }
+}
+
+std::uint64_t parse_decimal_u64(const std::string& text, const std::string& what, const std::string& expected) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw InputError(what + ": expected " + expected + ", got '" + text + "'");
+  std::uint64_t v = 0;
+  for (char c : text) {
+    const std::uint64_t d = std::uint64_t(c - '0');
+    if (v > (~std::uint64_t(0) - d) / 10) throw InputError(what + ": '" + text + "' is beyond 2^64 - 1");
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+std::vector<std::uint64_t> parse_decimal_list(const std::string& text, const std::string& what) {
+  const std::string expected = "a comma-separated list of whole numbers >= 0 (decimal digits only)";
+  if (text.empty()) throw InputError(what + ": empty list");
+  std::vector<std::uint64_t> v;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw InputError(what + ": expected " + expected + ", got '" + text + "'");
+    const std::uint64_t x = parse_decimal_u64(item, what, expected + " (in '" + text + "')");
+    for (std::uint64_t y : v)
+      if (y == x) throw InputError(what + ": " + std::to_string(x) + " is listed twice in '" + text + "'");
+    v.push_back(x);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return v;
+}
+
+std::pair<std::uint64_t, std::uint64_t> parse_decimal_range(const std::string& text, const std::string& what) {
+  const std::string expected = "FROM:TO, two whole numbers (decimal digits only) with FROM < TO";
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) throw InputError(what + ": expected " + expected + ", got '" + text + "'");
+  const std::uint64_t from = parse_decimal_u64(text.substr(0, colon), what, expected + " (in '" + text + "')");
+  const std::uint64_t to = parse_decimal_u64(text.substr(colon + 1), what, expected + " (in '" + text + "')");
+  if (from >= to) throw InputError(what + ": expected " + expected + ", got '" + text + "' (FROM >= TO)");
+  return {from, to};
 }
 
 }  // namespace spartan

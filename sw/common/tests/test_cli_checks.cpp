@@ -52,6 +52,26 @@ TEST(CliChecks, RejectsPositionalArguments) {
   }
 }
 
+// An empty value is refused for every option type (an unset shell variable), in both spellings; an option
+// without a value (a switch) is not affected.
+TEST(CliChecks, RejectsEmptyValues) {
+  std::string out;
+  int i = 0;
+  bool q = false;
+  po::options_description desc;
+  desc.add_options()("out", po::value(&out))("i", po::value(&i))("quiet", po::bool_switch(&q));
+  EXPECT_NO_THROW(check_parsed_options(parse({"--out", "x.json", "--quiet"}, desc)));
+  // (`--out=` Boost.Program_options refuses itself.)
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--out", ""}, {"--i", ""}, {"--quiet", "--out", ""}}) {
+    try {
+      check_parsed_options(parse(args, desc));
+      FAIL() << "no throw for " << args[0];
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("empty value"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CliChecks, ParseOptionsOrHelp) {
   // Both overloads: --help short-circuits before the required check (prints, returns false); otherwise
   // notify runs (required options enforced, values stored) and the checks of check_parsed_options apply.
@@ -145,4 +165,24 @@ TEST(CliChecks, OutputsNotInputs) {
   // A missing output file that would be a missing input is no conflict (nothing is read from it).
   EXPECT_NO_THROW(check_outputs_not_inputs({{"--out", (dir / "missing.yaml").string()}}, inputs));
   fs::remove_all(dir);
+}
+
+// The strict decimal parsers of the list and window options (spartan-sim run, rtl-check): digits only.
+TEST(CliChecks, DecimalListsAndRanges) {
+  EXPECT_EQ(parse_decimal_u64("0", "--x", "n"), 0u);
+  EXPECT_EQ(parse_decimal_u64("18446744073709551615", "--x", "n"), ~std::uint64_t(0));
+  for (const char* bad : {"", " 1", "+1", "-0", "1e3", "0x10", "1 ", "1.0", "18446744073709551616", "99999999999999999999"})
+    EXPECT_THROW(parse_decimal_u64(bad, "--x", "n"), InputError) << bad;
+  EXPECT_EQ(parse_decimal_list("3,0,12", "--layers"), (std::vector<std::uint64_t>{3, 0, 12}));
+  for (const char* bad : {"", ",", "1,", ",1", "1,,2", "1,1", "1, 2", "+1", "a,b"})
+    EXPECT_THROW(parse_decimal_list(bad, "--layers"), InputError) << bad;
+  EXPECT_EQ(parse_decimal_range("100:200", "--w"), (std::pair<std::uint64_t, std::uint64_t>{100, 200}));
+  EXPECT_EQ(parse_decimal_range("0:18446744073709551615", "--w").second, ~std::uint64_t(0));
+  for (const char* bad : {"", "5:5", "9:3", "1:", ":2", "0x0:10", "0:1e3", "-1:5", "0:99999999999999999999", "1:2:3"})
+    EXPECT_THROW(parse_decimal_range(bad, "--w"), InputError) << bad;
+  try {
+    parse_decimal_list("1,1", "--layers");
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("1 is listed twice"), std::string::npos) << e.what();
+  }
 }

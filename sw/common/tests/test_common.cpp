@@ -279,6 +279,13 @@ TEST(Cli, ErrorMessagesAreOneLineWhateverTheNamesTheyQuote) {
   // A tensor name read from a file may hold control characters: the message escapes them.
   FormatError e("f.bin", std::string("tensor a\nb\tc\x1b[31m\x7f\xc3\xa9"), 8, "bad\r");
   EXPECT_STREQ(e.what(), "f.bin: tensor a\\nb\\tc\\x1b[31m\\x7f\xc3\xa9: bad\\r (byte offset 8)");
+  // Well-formed UTF-8 is kept (2, 3 and 4 bytes); bytes that are not (binary content quoted from a gzip file, a
+  // truncated sequence, an overlong form, a surrogate) are escaped like control characters (new-user review).
+  EXPECT_EQ(one_line("\xe2\x82\xac \xf0\x9f\x98\x80"), "\xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(one_line("\x1f\x8b\x08\xfd"), "\\x1f\\x8b\\x08\\xfd");
+  EXPECT_EQ(one_line("a\xc3"), "a\\xc3");                  // truncated at the end
+  EXPECT_EQ(one_line("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(one_line("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
   // Errors from outside the project's types (a filesystem error quoting a path) are escaped when printed.
   testing::internal::CaptureStderr();
   EXPECT_EQ(run_cli("t", []() -> int { throw std::filesystem::filesystem_error("cannot", "dir\nx", std::error_code()); }), 2);

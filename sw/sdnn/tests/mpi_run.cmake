@@ -22,7 +22,8 @@ elseif(MODE STREQUAL "rank0_error")
   set(LAYERS 2)
   set(METHOD block)
 elseif(MODE STREQUAL "no_partition")
-  # infer / train under mpirun without --partition: every rank would run the whole job (and print it again)
+  # infer / train under mpirun without --partition: every rank would run the whole job (and print it again);
+  # partition under mpirun at all
   set(LAYERS 2)
   set(METHOD block)
 elseif(MODE STREQUAL "infer")
@@ -175,6 +176,14 @@ elseif(MODE STREQUAL "no_partition")
       message(FATAL_ERROR "${cmd} under mpirun without --partition: expected exit 2, one error line and no results, got '${rc}', ${n} lines:\n${out}\n${err}")
     endif()
   endforeach()
+  # partition always runs on one process: under mpirun every rank wrote the same --out (new-user review).
+  execute_process(COMMAND ${MPI} ${BIN} partition --weights ${DATA} --layers ${LAYERS} --parts 2 --method block
+                  --out ${WORK}/np.txt RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  string(REGEX MATCHALL "spartan-sdnn: error:[^\n]*" lines "${err}")
+  list(LENGTH lines n)
+  if(NOT rc EQUAL 2 OR NOT n EQUAL 1 OR NOT err MATCHES "partition runs on one process, not under mpirun" OR EXISTS ${WORK}/np.txt)
+    message(FATAL_ERROR "partition under mpirun: expected exit 2, one error line and no --out, got '${rc}', ${n} lines:\n${out}\n${err}")
+  endif()
   return()
 elseif(MODE STREQUAL "train_diverging")
   execute_process(COMMAND ${MPI} ${BIN} train --weights ${DATA} --layers ${LAYERS} --train-limit 300 --test-limit 100 --batch 32

@@ -10,6 +10,7 @@
 #include "spartan/common/error.h"
 #include "spartan/sdnn/infer.h"
 #include "spartan/sdnn/partition.h"
+#include "spartan/sdnn/mpi_session.h"
 
 namespace po = boost::program_options;
 
@@ -28,6 +29,7 @@ int cmd_partition(const std::vector<std::string>& args) {
       "imbalance", po::value(&tol)->default_value(0.05, "0.05"), "allowed per-layer load imbalance, 0..1 (0.05 = 5%)");
   po::variables_map vm;
   if (!spartan::parse_options_or_help(args, desc, vm)) return 0;
+  refuse_ranks_for_serial_command("partition");
   if (!std::isfinite(tol) || tol < 0 || tol > 1)
     throw InputError("--imbalance must be a finite tolerance from 0 to 1 (0.05 = 5%), got " + std::to_string(tol));
   spartan::check_output_file("--out", out);

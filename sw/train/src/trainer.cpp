@@ -207,7 +207,7 @@ TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const Tra
         const Tensor z = model.forward(x, ctx);
         loss = softmax_cross_entropy(z, labels.data(), dz, &correct);
       }
-      if (!std::isfinite(loss)) throw Error("training diverged at iteration " + std::to_string(it) + " (loss " + std::to_string(loss) + "); lower --lr", 1);
+      if (!std::isfinite(loss)) throw Error("training diverged at iteration " + std::to_string(it) + " (loss " + std::to_string(loss) + "); lower --lr", 2);
       ctx.keep_bwd_operand_mask = capture;
       model.backward(dz, ctx);
       ctx.keep_bwd_operand_mask = false;

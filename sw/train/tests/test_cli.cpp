@@ -144,6 +144,26 @@ TEST_F(Cli, BadDataExit2AndNoTrace) {
   for (const auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
 }
 
+// A learning rate that makes the loss non-finite: one line naming --lr, exit 2 (it was 1, which --help does not
+// list), no trace or JSON written; an empty output path is refused, not taken as "no trace" (new-user review).
+TEST_F(Cli, DivergedTrainingAndEmptyOutputsExit2) {
+  const fs::path d = dir_ / "data";
+  if (!make_subset(d, 64, 16)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  const fs::path trace = dir_ / "div.sptrace", js = dir_ / "div.json";
+  RunResult r = run("--model lenet5 --data " + d.string() + " --batch 8 --iterations 4 --threads 1 --quiet --lr 1e30 --trace " +
+                    trace.string() + " --out-json " + js.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("training diverged"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(trace));
+  EXPECT_FALSE(fs::exists(js));
+  for (const std::string opt : {"--trace", "--out-json"}) {
+    r = run("--model lenet5 --data " + d.string() + " --batch 8 --iterations 2 --threads 1 --quiet " + opt + " ''");
+    EXPECT_EQ(r.code, 2) << opt << ": " << r.err;
+    EXPECT_NE(r.err.find(opt.substr(2) + ": empty value"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(Cli, ShortRunWritesAValidTrace) {
   const fs::path d = dir_ / "data";
   if (!make_subset(d, 256, 64)) GTEST_SKIP() << "Fashion-MNIST not installed";

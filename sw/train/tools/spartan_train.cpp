@@ -124,7 +124,7 @@ int run(int argc, char** argv) {
   spartan::check_parsed_options(parsed);
   po::store(parsed, vm);
   if (vm.count("help")) {
-    std::cout << opts << "\nExit status: 0 on success, 2 on bad options or bad input data.\n";
+    std::cout << opts << "\nExit status: 0 on success, 2 on bad options or bad input data, and when the loss stops being finite (training\ndiverged: lower --lr; no trace or JSON is written).\n";
     return 0;
   }
   po::notify(vm);

@@ -70,7 +70,8 @@ class MonitorLockstep {
   LockstepResult run(const LockstepMatrix& m, unsigned sample_shift = 0,
                      LockstepStimulus stimulus = LockstepStimulus::kLines, std::uint64_t seed = 1,
                      const std::vector<LockstepRequest>& given = {});
-  /// VCD of RTL cycles [from, to) counted from the first run (call before the first run).
+  /// VCD of RTL cycles [from, to) counted from the first run (call before the first run); a window past the last
+  /// cycle run (up to 2^64 - 1) dumps to the end.
   void wave(const std::string& path, std::uint64_t from, std::uint64_t to);
 
  private:

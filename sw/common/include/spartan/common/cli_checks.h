@@ -17,8 +17,9 @@ namespace spartan {
 constexpr std::int64_t kMaxThreads = 1024;
 
 /// Checks a parsed command line before it is stored: throws InputError for a positional argument (none of the
-/// tools takes one) and for a value starting with '-' given to an option of unsigned type (Boost.Program_options
-/// would otherwise wrap "-1" to 2^32-1 or 2^64-1).
+/// tools takes one), for an empty value of any option (`--out ''`: an unset shell variable, not "not given"),
+/// and for a value starting with '-' given to an option of unsigned type (Boost.Program_options would otherwise
+/// wrap "-1" to 2^32-1 or 2^64-1).
 void check_parsed_options(const boost::program_options::parsed_options& parsed);
 
 /// Parses argv[1..argc) against `opts` (check_parsed_options, then store). With --help/-h (an option named
@@ -54,5 +55,17 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
 /// Empty paths are ignored; inputs that do not exist are skipped (their own check reports them).
 void check_outputs_not_inputs(const std::vector<std::pair<std::string, std::string>>& outputs,
                               const std::vector<std::pair<std::string, std::string>>& inputs);
+
+/// Parses a plain decimal whole number: digits only (no sign, blank, exponent or "0x": stoll and sscanf take
+/// " 1", "+1" and "-0", stod takes "1e3" and "0x10"), at most 2^64 - 1. Throws InputError
+/// "`what`: expected `expected`, got 'text'", or "... is beyond 2^64 - 1".
+std::uint64_t parse_decimal_u64(const std::string& text, const std::string& what, const std::string& expected);
+
+/// A comma-separated list of parse_decimal_u64 values (layer or iteration numbers): not empty, no empty item
+/// (so no trailing comma), no value twice. Throws InputError naming `what` and the whole text.
+std::vector<std::uint64_t> parse_decimal_list(const std::string& text, const std::string& what);
+
+/// FROM:TO, two parse_decimal_u64 values with FROM < TO (a cycle window). Throws InputError naming `what`.
+std::pair<std::uint64_t, std::uint64_t> parse_decimal_range(const std::string& text, const std::string& what);
 
 }  // namespace spartan

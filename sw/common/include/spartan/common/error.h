@@ -10,12 +10,37 @@ namespace spartan {
 
 /// `msg` with every ASCII control character (a newline, a tab, ESC, DEL...) written as a C escape (`\n`,
 /// `\t`, `\x1b`): an error message quotes names from the user's files (a tensor name may hold a newline), and
-/// the CLIs promise one line on stderr. Bytes >= 0x80 (UTF-8) are kept.
+/// the CLIs promise one line on stderr. Well-formed UTF-8 sequences (a non-ASCII file name) are kept; every
+/// other byte >= 0x80 (binary content quoted from a file, e.g. gzip bytes) is escaped as `\xNN` too.
 inline std::string one_line(const std::string& msg) {
   std::string out;
   out.reserve(msg.size());
-  for (unsigned char c : msg) {
-    if (c >= 0x20 && c != 0x7f) {
+  const std::size_t n = msg.size();
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(msg[i]); };
+  // Length of the well-formed UTF-8 sequence at i (RFC 3629: no overlong forms, surrogates or > U+10FFFF), or 0.
+  auto utf8_len = [&](std::size_t i) -> std::size_t {
+    const unsigned char c = byte(i);
+    std::size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else return 0;
+    if (i + len > n || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+    for (std::size_t k = 2; k < len; ++k)
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+    return len;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char c = byte(i);
+    if (c >= 0x80) {
+      if (const std::size_t len = utf8_len(i)) {
+        out.append(msg, i, len);
+        i += len - 1;
+        continue;
+      }
+    }
+    if (c >= 0x20 && c < 0x7f) {
       out += char(c);
     } else if (c == '\n') {
       out += "\\n";

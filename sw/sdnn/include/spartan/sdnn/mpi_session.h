@@ -14,21 +14,37 @@
 
 namespace spartan::sdnn {
 
-/// Throws when this process is one of several ranks started by mpirun (Open MPI's OMPI_COMM_WORLD_SIZE, or
-/// PMI_SIZE / PMIX_SIZE of other launchers, above 1) although `command` runs single-process (no --partition):
-/// each rank would run the whole job and print it again (fresh-eyes review, thirty-seventh session). Rank 0
-/// throws the one InputError line; the other ranks a ReportedError with exit code 2 (nothing printed).
-inline void refuse_ranks_without_partition(const char* command) {
+/// The launcher's world size and this process's rank from its environment (Open MPI's OMPI_COMM_WORLD_SIZE /
+/// _RANK, or PMI_* / PMIX_* of other launchers); 1 and 0 outside mpirun.
+inline std::pair<long, long> launcher_ranks() {
   long ranks = 1, rank = 0;
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
     if (const char* e = std::getenv(v)) ranks = std::max(ranks, std::strtol(e, nullptr, 10));
   for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
     if (const char* e = std::getenv(v)) rank = std::max(rank, std::strtol(e, nullptr, 10));
+  return {ranks, rank};
+}
+
+/// Throws when this process is one of several ranks started by mpirun although `command` runs single-process (no
+/// --partition): each rank would run the whole job and print it again (fresh-eyes review, thirty-seventh session).
+/// Rank 0 throws the one InputError line; the other ranks a ReportedError with exit code 2 (nothing printed).
+inline void refuse_ranks_without_partition(const char* command) {
+  const auto [ranks, rank] = launcher_ranks();
   if (ranks <= 1) return;
   if (rank != 0) throw ReportedError(2);
   throw InputError(std::string(command) + " runs under mpirun with " + std::to_string(ranks) +
                    " ranks but without --partition, so every rank would run the whole job: give --partition FILE (from spartan-sdnn "
                    "partition --parts " + std::to_string(ranks) + ") or run it without mpirun");
+}
+
+/// The same for a command that always runs on one process (`partition`: every rank computed the same partition
+/// and wrote the same --out; new-user review, fortieth session).
+inline void refuse_ranks_for_serial_command(const char* command) {
+  const auto [ranks, rank] = launcher_ranks();
+  if (ranks <= 1) return;
+  if (rank != 0) throw ReportedError(2);
+  throw InputError(std::string(command) + " runs on one process, not under mpirun (here " + std::to_string(ranks) +
+                   " ranks would each compute and write the same result): run it without mpirun");
 }
 
 /// Initialises MPI (if not yet) and finalises it on normal exit. Left by an exception with more than one

@@ -104,7 +104,8 @@ struct TrainResult {
 };
 
 /// Trains `model` on `data.train` and evaluates on `data.test`. Deterministic for a seed and thread
-/// count. Throws spartan::InputError on an impossible configuration (batch < 1 or > training set, ...).
+/// count. Throws spartan::InputError on an impossible configuration (batch < 1 or > training set, ...) and
+/// spartan::Error (exit code 2) when the training loss is not finite (diverged: the learning rate is too high).
 TrainResult train(Model& model, const Dataset& data, GemmRunner& gemm, const TrainConfig& cfg,
                   const std::vector<TrainObserver*>& observers = {});
 
