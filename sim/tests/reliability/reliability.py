@@ -307,6 +307,9 @@ def bad_input(r):
         ("wrong dtype", "--trace-dtype f8", ["--trace-dtype", "f8"], ds(lambda d: None)),
         ("unwritable output directory", "--trace under a regular file", ["--trace", "@D/blocker/t.sptrace"], ds(lambda d: write(os.path.join(d, "blocker"), b"x"))),
         ("unwritable output directory", "--out-json under a regular file", ["--out-json", "@D/blocker/m.json"], ds(lambda d: write(os.path.join(d, "blocker"), b"x"))),
+        # fortieth session (new-user review): an empty path was taken as "no trace", exit 0
+        ("empty", "--trace ''", ["--trace", ""], ds(lambda d: None)),
+        ("empty", "--out-json ''", ["--out-json", ""], ds(lambda d: None)),
         # issue 12 follow-up (new-user findings)
         ("huge dimensions", "--threads 100000", ["--threads", "100000"], ds(lambda d: None)),
         ("negative or zero sizes", "--threads 0", ["--threads", "0"], ds(lambda d: None)),
@@ -681,6 +684,8 @@ def bad_input(r):
         ("unwritable output directory", "--out is an existing directory", [a if a != "@D/mb.json" else "@D/adir2" for a in mb],
          lambda d: (preset(lambda t: t)(d), os.makedirs(os.path.join(d, "adir2")))),
         ("wrong type", "extra positional argument", mb + ["extra"], preset(lambda t: t)),
+        # fortieth session (new-user review): taken as "no --stats", exit 0
+        ("empty", "--stats ''", mb + ["--stats", ""], preset(lambda t: t)),
         # fourteenth-session newcomer review: octal, a V100 default for a missing timing, a misspelt required key
         ("wrong type", "l2.ways 024 (leading zero, was read as octal 20)", mb, preset(sub("  ways: 24", "  ways: 024"))),
         ("missing files", "dram.timing.tRTP left out (took a V100 cycle count)", mb,
@@ -719,6 +724,11 @@ def bad_input(r):
         ("wrong type", "--wave-window 0:5junk", rc + ["--wave", "@D/w.vcd", "--wave-window", "0:5junk"], copy_sample),
         # thirty-second session (new-user review): a window without --wave was silently ignored
         ("unknown config keys", "--wave-window without --wave", rc + ["--wave-window", "0:10"], copy_sample),
+        # fortieth session (new-user review): an empty --out was taken as "no --out" (exit 0, nothing written);
+        # a window end beyond 2^64 saturated, one near 2^64 wrapped (empty VCD, exit 0)
+        ("empty", "--out ''", rc + ["--out", ""], copy_sample),
+        ("huge dimensions", "--wave-window 0:99999999999999999999", rc + ["--wave", "@D/w.vcd", "--wave-window", "0:99999999999999999999"], copy_sample),
+        ("wrong type", "--layers +1", rc + ["--layers", "+1"], copy_sample),
     ]
     for cls, name, argv, setup in rc_cases:
         if have_rc:
