@@ -170,7 +170,7 @@ int run(int argc, char** argv) {
   if (!keep_work.empty()) {
     // The unit directories go into --keep-work after the outputs are written, replacing what has a unit's name:
     // with --keep-work = --out a unit named area.json or netlists replaced the outputs, and a --out inside
-    // KEEP/<unit> was deleted (exit 0 both times; thirty-ninth session's new-user review). Refused before the run.
+    // KEEP/<unit> was deleted (exit 0 both times; fortieth session's new-user review). Refused before the run.
     auto canon = [](const std::string& p) {
       std::error_code ec;
       const fs::path a = fs::absolute(p, ec);

@@ -50,7 +50,7 @@ void check_parsed_options(const po::parsed_options& parsed) {
       throw InputError("unexpected argument '" + tok + "' (this command takes no positional arguments; see --help)");
     }
     // An empty value (`--trace ''`, `--out "$UNSET"`) is refused for every option: taken as "not given" it made
-    // some tools skip an output without a word while others refused it (thirty-ninth session's new-user review).
+    // some tools skip an output without a word while others refused it (fortieth session's new-user review).
     for (const auto& v : opt.value)
       if (v.empty())
         throw InputError("--" + opt.string_key + ": empty value (an unset shell variable?); leave the option out instead");

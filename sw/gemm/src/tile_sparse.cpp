@@ -107,11 +107,6 @@ class Team {
   bool serial_;
 };
 
-// Runs body(Team) on a team of nthreads OpenMP threads, or straight on the calling thread (Team serial) when
-// nthreads is 1. Entering a parallel region costs libgomp futex system calls even for a team of one: 1.1-1.2 us
-// per empty region in this project's KVM guest, 2.2-2.4 us with a work-sharing loop inside (900,000 futex calls
-// for 600,000 one-thread regions under strace), a third of a vgg-s GEMM at 97 % sparsity (docs/bench/gemm.md,
-// twenty-sixth session).
 // Clears MXCSR.DAZ (denormals-are-zero, bit 6) on this thread for its scope and restores it after. The kernels'
 // float tests for ELL padding and empty rows (v == 0.0f, _CMP_NEQ_UQ) are exact only with denormals taken as
 // they are: with DAZ on (start-up code of -ffast-math / -Ofast programs sets it) a stored denormal activation
@@ -135,6 +130,11 @@ class DenormalsAsIs {
 #endif
 };
 
+// Runs body(Team) on a team of nthreads OpenMP threads, or straight on the calling thread (Team serial) when
+// nthreads is 1. Entering a parallel region costs libgomp futex system calls even for a team of one: 1.1-1.2 us
+// per empty region in this project's KVM guest, 2.2-2.4 us with a work-sharing loop inside (900,000 futex calls
+// for 600,000 one-thread regions under strace), a third of a vgg-s GEMM at 97 % sparsity (docs/bench/gemm.md,
+// twenty-sixth session).
 template <class Body>
 void team(int nthreads, Body&& body) {
   if (nthreads <= 1) {
