@@ -174,8 +174,13 @@ int run(int argc, char** argv) {
     auto canon = [](const std::string& p) {
       std::error_code ec;
       const fs::path a = fs::absolute(p, ec);
-      const fs::path c = fs::weakly_canonical(a, ec);
-      return ec ? a.lexically_normal() : c;
+      fs::path c = fs::weakly_canonical(a, ec);
+      if (ec) c = a.lexically_normal();
+      // weakly_canonical keeps a trailing "/" (or "/.") of a path that does not exist yet, and "r/" != "r" as
+      // paths: `--keep-work r/` with a new --out r passed the check below (second review).
+      c = c.lexically_normal();
+      while (!c.has_filename() && c.has_relative_path()) c = c.parent_path();
+      return c;
     };
     auto within = [](const fs::path& inner, const fs::path& outer) {  // inner == outer or below it
       const fs::path rel = inner.lexically_relative(outer);

@@ -273,36 +273,55 @@ std::optional<LibertyCell> find_nand2_cell(const std::string& lib) {
   int depth = 0;
   int cell_depth = -1;  // the brace depth inside the current cell group (-1: not in one)
   std::string cell;
+  // Past a quoted string starting at i (a backslash escapes the next character, as in `"A\"B"`).
+  auto skip_string = [&] {
+    for (++i; i < n && lib[i] != '"'; ++i)
+      if (lib[i] == '\\') ++i;
+    if (i < n) ++i;
+  };
+  // Past blanks, line continuations and /* */ comments (which may sit between any two tokens).
   auto skip_space = [&] {
-    while (i < n && (std::isspace(static_cast<unsigned char>(lib[i])) || lib[i] == '\\')) ++i;
+    for (;;) {
+      while (i < n && (std::isspace(static_cast<unsigned char>(lib[i])) || lib[i] == '\\')) ++i;
+      if (i + 1 < n && lib[i] == '/' && lib[i + 1] == '*') {
+        const std::size_t e = lib.find("*/", i + 2);
+        i = e == std::string::npos ? n : e + 2;
+        continue;
+      }
+      return;
+    }
   };
   while (i < n) {
     const char c = lib[i];
-    if (c == '/' && i + 1 < n && lib[i + 1] == '*') {  // comment
-      const std::size_t e = lib.find("*/", i + 2);
-      i = e == std::string::npos ? n : e + 2;
+    if (c == '/' && i + 1 < n && lib[i + 1] == '*') {
+      skip_space();
     } else if (c == '"') {  // quoted string (may hold braces)
-      const std::size_t e = lib.find('"', i + 1);
-      i = e == std::string::npos ? n : e + 1;
+      skip_string();
     } else if (c == '{') {
       ++depth, ++i;
     } else if (c == '}') {
       if (depth == cell_depth) cell_depth = -1;
       --depth, ++i;
-    } else if (is_ident_char(c) && (i == 0 || !is_ident_char(lib[i - 1]))) {
+    } else if (is_ident_char(c)) {
       const std::size_t s = i;
       while (i < n && is_ident_char(lib[i])) ++i;
       const std::string word = lib.substr(s, i - s);
       if (word == "cell" && cell_depth < 0) {
         skip_space();
         if (i >= n || lib[i] != '(') continue;
-        const std::size_t close = lib.find(')', i);
-        if (close == std::string::npos) break;
-        std::string name = lib.substr(i + 1, close - i - 1);
-        const auto a = name.find_first_not_of(" \t\"");
-        const auto b = name.find_last_not_of(" \t\"");
-        name = a == std::string::npos ? std::string() : name.substr(a, b - a + 1);
-        i = close + 1;
+        ++i;
+        skip_space();
+        std::string name;
+        if (i < n && lib[i] == '"') {
+          const std::size_t q = i;
+          skip_string();
+          name = lib.substr(q + 1, i > q + 1 ? i - q - 2 : 0);
+        } else {
+          while (i < n && !std::isspace(static_cast<unsigned char>(lib[i])) && lib[i] != ')' && lib[i] != '/') name += lib[i++];
+        }
+        skip_space();
+        if (i >= n || lib[i] != ')') continue;
+        ++i;
         skip_space();
         if (i < n && lib[i] == '{') cell = name, cell_depth = depth + 1;  // the brace itself is counted above
       } else if (word == "area" && depth == cell_depth && is_nand2_name(cell)) {
@@ -310,11 +329,14 @@ std::optional<LibertyCell> find_nand2_cell(const std::string& lib) {
         if (i >= n || lib[i] != ':') continue;
         ++i;
         skip_space();
+        const bool quoted = i < n && lib[i] == '"';  // area : "24"; (accepted by Yosys and OpenSTA)
+        if (quoted) ++i;
         const char* start = lib.c_str() + i;
         char* end = nullptr;
         const double area = std::strtod(start, &end);
         if (end == start) continue;
         i += std::size_t(end - start);
+        if (quoted && i < n && lib[i] == '"') ++i;
         if (std::isfinite(area) && area > 0.0 && (!best || area < best->area)) best = LibertyCell{cell, area};
       }
     } else {

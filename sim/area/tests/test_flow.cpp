@@ -322,6 +322,12 @@ TEST(AreaFlowLive, KeepWorkIsAllOrNothing) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_EQ(run_area(base + m + " --keep-work " + (out / "netlists").string(), tmp.path, err), 2);
   EXPECT_FALSE(fs::exists(out));
+  // The same spelt with a trailing "/" or "/." (a new --out: weakly_canonical kept the slash and the check passed).
+  for (const std::string& k : {out.string() + "/", out.string() + "/.", (out / "netlists").string() + "/"}) {
+    EXPECT_EQ(run_area(base + m + " --keep-work " + k, tmp.path, err), 2) << k;
+    EXPECT_NE(err.find("is the output directory"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(out));
+  }
   {
     const fs::path kw = tmp.path / "kw0", inner = kw / "pc" / "res";
     const std::string b2 = "--gpu " + kData + "/gpu_test.yaml --out " + inner.string() + " --manifest ";

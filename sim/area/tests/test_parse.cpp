@@ -154,6 +154,18 @@ TEST(AreaLiberty, FindsTheSmallestTwoInputNand) {
   EXPECT_FALSE(find_nand2_cell("cell (NAND2X1) { area : 0; }").has_value());
   EXPECT_FALSE(find_nand2_cell("").has_value());
   EXPECT_FALSE(find_nand2_cell("cell (NAND2X1").has_value());  // truncated
+  // Comments between any two tokens, a quoted area, an escaped quote in a string (second review: each of these
+  // lost NAND2X1 and silently took the larger NAND2X2 as the reference).
+  const std::string x2 = "cell (NAND2X2) { area : 40; }\n";
+  for (const std::string& c : {std::string("cell /* c */ (NAND2X1) { area : 24; }"), std::string("cell (NAND2X1) /* c */ { area : 24; }"),
+                               std::string("cell (NAND2X1) { area /* um2 */ : 24; }"), std::string("cell (NAND2X1) { area : /* um2 */ 24; }"),
+                               std::string("cell (NAND2X1) { area : \"24\"; }"), std::string("cell (NAND2X1 /* x */) { area : 24; }"),
+                               std::string("cell (NAND2X1) { function : \"A\\\"B {\"; area : 24; }")}) {
+    const auto r = find_nand2_cell(x2 + c);
+    ASSERT_TRUE(r.has_value()) << c;
+    EXPECT_EQ(r->name, "NAND2X1") << c;
+    EXPECT_DOUBLE_EQ(r->area, 24.0) << c;
+  }
 }
 
 // The library the flow uses by default (installed by the set-up script with qflow).

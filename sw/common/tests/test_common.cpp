@@ -286,6 +286,10 @@ TEST(Cli, ErrorMessagesAreOneLineWhateverTheNamesTheyQuote) {
   EXPECT_EQ(one_line("a\xc3"), "a\\xc3");                  // truncated at the end
   EXPECT_EQ(one_line("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
   EXPECT_EQ(one_line("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
+  // Well-formed but line-breaking or reordering: NEL, CSI, U+2028/2029, a bidi override (second review).
+  EXPECT_EQ(one_line("a\xc2\x85" "b\xc2\x9b" "c\xe2\x80\xa8" "d\xe2\x80\xa9" "e\xe2\x80\xae" "f"),
+            "a\\xc2\\x85b\\xc2\\x9bc\\xe2\\x80\\xa8d\\xe2\\x80\\xa9e\\xe2\\x80\\xaef");
+  EXPECT_EQ(one_line("\xc2\xa0\xe2\x80\x94"), "\xc2\xa0\xe2\x80\x94");  // NBSP and an em dash are kept
   // Errors from outside the project's types (a filesystem error quoting a path) are escaped when printed.
   testing::internal::CaptureStderr();
   EXPECT_EQ(run_cli("t", []() -> int { throw std::filesystem::filesystem_error("cannot", "dir\nx", std::error_code()); }), 2);

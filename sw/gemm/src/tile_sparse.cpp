@@ -118,8 +118,8 @@ class DenormalsAsIs {
   DenormalsAsIs() : saved_(_mm_getcsr()) {
     if (saved_ & kDaz) _mm_setcsr(saved_ & ~kDaz);
   }
-  ~DenormalsAsIs() {
-    if (saved_ & kDaz) _mm_setcsr(saved_);
+  ~DenormalsAsIs() {  // sets DAZ again and nothing else: the exception flags the call raised stay (second review)
+    if (saved_ & kDaz) _mm_setcsr(_mm_getcsr() | kDaz);
   }
   DenormalsAsIs(const DenormalsAsIs&) = delete;
   DenormalsAsIs& operator=(const DenormalsAsIs&) = delete;

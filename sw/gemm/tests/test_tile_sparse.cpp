@@ -1486,6 +1486,21 @@ TEST(TileSparseGemm, DenormalsAreNotPaddingUnderDaz) {
           ASSERT_EQ(C[0], 10.0f) << "isa=" << e.isa_name() << " rk=" << int(rk) << " sp=" << sp << " threads=" << threads;
           EXPECT_TRUE(_mm_getcsr() & 0x40u) << "the caller's DAZ was not restored";
         }
+    if (threads == 1) {  // Only DAZ is restored: an exception flag the call raised (overflow, 0x8) stays set, as without
+                         // DAZ (one thread: the product is computed on the calling thread, whose flags these are).
+      _mm_setcsr(_mm_getcsr() & ~0x3fu);
+      std::vector<float> a(std::size_t(M) * K, 0.0f), b(std::size_t(K) * N, 0.0f), cc(std::size_t(M) * N);
+      a[0] = 1e30f;
+      b[0] = 1e30f;  // the one product overflows
+      GemmCall c{Op::N, Op::N, M, N, K, 1.0f, 0.0f, a.data(), K, b.data(), N, cc.data(), N, SparseOperand::A};
+      TileSparseOptions o;
+      o.num_threads = threads;
+      TileSparseEngine e(o);
+      e.run(c);
+      EXPECT_TRUE(std::isinf(cc[0]));
+      EXPECT_TRUE(_mm_getcsr() & 0x8u) << "the overflow flag of the call was cleared";
+      EXPECT_TRUE(_mm_getcsr() & 0x40u);
+    }
 #pragma omp parallel num_threads(2)
     {
       const int t = omp_get_thread_num();

@@ -10,8 +10,9 @@ namespace spartan {
 
 /// `msg` with every ASCII control character (a newline, a tab, ESC, DEL...) written as a C escape (`\n`,
 /// `\t`, `\x1b`): an error message quotes names from the user's files (a tensor name may hold a newline), and
-/// the CLIs promise one line on stderr. Well-formed UTF-8 sequences (a non-ASCII file name) are kept; every
-/// other byte >= 0x80 (binary content quoted from a file, e.g. gzip bytes) is escaped as `\xNN` too.
+/// the CLIs promise one line on stderr. Well-formed UTF-8 sequences (a non-ASCII file name) are kept, except the
+/// C1 controls, U+2028/U+2029 and the bidi controls, which are escaped byte by byte as `\xNN`, like every other
+/// byte >= 0x80 (binary content quoted from a file, e.g. gzip bytes).
 inline std::string one_line(const std::string& msg) {
   std::string out;
   out.reserve(msg.size());
@@ -35,7 +36,22 @@ inline std::string one_line(const std::string& msg) {
     const unsigned char c = byte(i);
     if (c >= 0x80) {
       if (const std::size_t len = utf8_len(i)) {
-        out.append(msg, i, len);
+        std::uint32_t cp = c & (0xFFu >> (len + 1));
+        for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (byte(i + k) & 0x3Fu);
+        // Characters that end or reorder a line in a terminal or a splitlines(): C1 controls (U+0085 NEL, U+009B
+        // CSI), the line and paragraph separators, bidi embeddings/overrides/isolates: escaped like C0 controls.
+        const bool control = cp <= 0x9F || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
+                             (cp >= 0x2066 && cp <= 0x2069);
+        if (!control) {
+          out.append(msg, i, len);
+          i += len - 1;
+          continue;
+        }
+        for (std::size_t k = 0; k < len; ++k) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(byte(i + k)));
+          out += buf;
+        }
         i += len - 1;
         continue;
       }
