@@ -128,6 +128,19 @@ std::pair<TileSparseStats, TileSparseStats> run_avx2_and_avx512(GemmCall c, Tile
   return {e2.last_stats(), e5.last_stats()};
 }
 
+// Options that keep every non-zero tile sparse (no DENSE tile, whole-call guard as given), on one thread, with
+// the given kernels: for tests that must reach the sparse kernels.
+TileSparseOptions all_sparse(TransposedKernel tk, RowsKernel rk, Isa isa) {
+  TileSparseOptions o;
+  o.threshold = 2.0;
+  o.dense_if_not_smaller = false;
+  o.transposed_kernel = tk;
+  o.rows_kernel = rk;
+  o.isa = isa;
+  o.num_threads = 1;
+  return o;
+}
+
 std::vector<Isa> isas() {
   std::vector<Isa> v = {Isa::Portable};
   const std::string best = TileSparseEngine().isa_name();
@@ -509,15 +522,9 @@ TEST(TileSparseGemm, AlphaZeroReadsNeitherOperand) {
         for (std::size_t i = 0; i < X.size(); ++i) X[i] = i % 2 ? INFINITY : NAN;
         for (std::size_t i = 0; i < C.size(); ++i) C[i] = beta == 0.0f ? NAN : float(i % 7);
         GemmCall c{Op::N, Op::N, M, N, K, 0.0f, beta, A.data(), K, B.data(), N, C.data(), N, pa.sp};
-        TileSparseOptions o;
+        TileSparseOptions o = all_sparse(pa.tk, pa.rk, isa);
         o.tile_rows = 8;
         o.tile_cols = 32;
-        o.threshold = 2.0;  // every non-zero tile sparse
-        o.dense_if_not_smaller = false;
-        o.transposed_kernel = pa.tk;
-        o.rows_kernel = pa.rk;
-        o.isa = isa;
-        o.num_threads = 1;
         TileSparseEngine e(o);
         e.run(c);
         EXPECT_GT(e.last_stats().tiles_sparse, 0u);
@@ -1424,14 +1431,8 @@ TEST(TileSparseGemm, AlphaIsAppliedToTheSum) {
           }
           for (std::size_t i = 0; i < C.size(); ++i) C[i] = beta == 0.0f ? NAN : 1.0f;
           GemmCall c{Op::N, Op::N, M, N, K, k.alpha, beta, A.data(), K, B.data(), N, C.data(), N, pa.sp};
-          TileSparseOptions o;
-          o.threshold = 2.0;  // every non-zero tile sparse
-          o.dense_if_not_smaller = false;
+          TileSparseOptions o = all_sparse(pa.tk, pa.rk, isa);
           o.whole_call_guard = false;
-          o.transposed_kernel = pa.tk;
-          o.rows_kernel = pa.rk;
-          o.isa = isa;
-          o.num_threads = 1;
           TileSparseEngine e(o);
           e.run(c);
           for (int i = 0; i < M; ++i)
