@@ -94,8 +94,7 @@ Options parse(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     auto val = [&]() -> const std::string& {
       if (i + 1 >= args.size()) throw spartan::InputError("rtl-check: option " + a + " needs a value");
-      if (args[i + 1].empty())  // `--out "$UNSET"` is not "no --out" (as every tool's check_parsed_options)
-        throw spartan::InputError("rtl-check: " + a + ": empty value (an unset shell variable?); leave the option out instead");
+      spartan::check_value_not_empty("rtl-check: " + a, args[i + 1]);  // as every tool's check_parsed_options
       return args[++i];
     };
     // Plain decimal numbers only: stoll / stoul / stod skip leading blanks and take a sign ("+3", " 1"), and

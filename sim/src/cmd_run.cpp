@@ -104,13 +104,9 @@ int run_main(const std::vector<std::string>& args) {
     throw spartan::InputError("--threshold: expected a density from 0 to 65536 (above 1: no tile is kept dense), got " +
                               spartan::format_g(opt.threshold));
   if (opt.sampling > 15) throw spartan::InputError("--sampling: expected 0..15, got " + std::to_string(opt.sampling));
-  // Given but empty is an error, not "all" (as spartan-area --nodes ""): an unset shell variable would
-  // otherwise replay every layer without a word.
-  if (vm.count("iterations") && iterations.empty()) throw spartan::InputError("--iterations: empty list");
-  if (vm.count("layers") && layers.empty()) throw spartan::InputError("--layers: empty list");
+  // (An empty list or path is refused by check_parsed_options, like every empty value.)
   if (!iterations.empty()) opt.iterations = parse_list("--iterations", iterations);
   if (!layers.empty()) opt.layers = parse_list("--layers", layers);
-  if (vm.count("units") && units.empty()) throw spartan::InputError("--units: empty path");
   if (!units.empty()) spartan::hw::load_units_config(units, opt);
   if (!std::filesystem::exists(opt.trace_path)) throw spartan::IoError("--trace: cannot open '" + opt.trace_path + "'");
   // Checked now, created only when the results are written (a rejected input leaves no empty --out).

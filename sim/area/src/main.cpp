@@ -171,22 +171,11 @@ int run(int argc, char** argv) {
     // The unit directories go into --keep-work after the outputs are written, replacing what has a unit's name:
     // with --keep-work = --out a unit named area.json or netlists replaced the outputs, and a --out inside
     // KEEP/<unit> was deleted (exit 0 both times; fortieth session's new-user review). Refused before the run.
-    auto canon = [](const std::string& p) {
-      std::error_code ec;
-      const fs::path a = fs::absolute(p, ec);
-      fs::path c = fs::weakly_canonical(a, ec);
-      if (ec) c = a.lexically_normal();
-      // weakly_canonical keeps a trailing "/" (or "/.") of a path that does not exist yet, and "r/" != "r" as
-      // paths: `--keep-work r/` with a new --out r passed the check below (second review).
-      c = c.lexically_normal();
-      while (!c.has_filename() && c.has_relative_path()) c = c.parent_path();
-      return c;
-    };
     auto within = [](const fs::path& inner, const fs::path& outer) {  // inner == outer or below it
       const fs::path rel = inner.lexically_relative(outer);
       return !rel.empty() && *rel.begin() != "..";
     };
-    const fs::path co = canon(out), ck = canon(keep_work);
+    const fs::path co = spartan::comparable_path(out), ck = spartan::comparable_path(keep_work);
     if (ck == co || ck == co / "netlists")
       throw InputError("--keep-work " + keep_work + " is the output directory (--out " + out +
                        "): its unit directories would replace the outputs; choose another directory");

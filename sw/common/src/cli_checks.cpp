@@ -49,11 +49,7 @@ void check_parsed_options(const po::parsed_options& parsed) {
       const std::string tok = opt.original_tokens.empty() ? (opt.value.empty() ? "" : opt.value[0]) : opt.original_tokens[0];
       throw InputError("unexpected argument '" + tok + "' (this command takes no positional arguments; see --help)");
     }
-    // An empty value (`--trace ''`, `--out "$UNSET"`) is refused for every option: taken as "not given" it made
-    // some tools skip an output without a word while others refused it (fortieth session's new-user review).
-    for (const auto& v : opt.value)
-      if (v.empty())
-        throw InputError("--" + opt.string_key + ": empty value (an unset shell variable?); leave the option out instead");
+    for (const auto& v : opt.value) check_value_not_empty("--" + opt.string_key, v);  // every option
     if (!parsed.description) continue;
     const po::option_description* d = parsed.description->find_nothrow(opt.string_key, false);
     if (!d) continue;
@@ -100,14 +96,27 @@ void check_output_file(const std::string& option, const std::string& path) {
     throw IoError(option + ": " + path + ": cannot write in directory '" + dir + "': " + std::strerror(errno));
 }
 
+std::filesystem::path comparable_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path a = fs::absolute(path, ec);
+  fs::path c = ec ? fs::path(path) : fs::weakly_canonical(a, ec);
+  if (ec) c = a;
+  c = c.lexically_normal();
+  while (!c.has_filename() && c.has_relative_path()) c = c.parent_path();
+  return c;
+}
+
+void check_value_not_empty(const std::string& option, const std::string& value) {
+  if (value.empty()) throw InputError(option + ": empty value (an unset shell variable?); leave the option out instead");
+}
+
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
   namespace fs = std::filesystem;
   std::vector<std::pair<std::string, fs::path>> seen;
   for (const auto& [option, path] : outputs) {
     if (path.empty()) continue;
-    std::error_code ec;
-    fs::path canon = fs::weakly_canonical(fs::absolute(path, ec), ec);
-    if (ec) canon = fs::absolute(path).lexically_normal();
+    const fs::path canon = comparable_path(path);
     for (const auto& [other, p] : seen)
       if (p == canon)
         throw InputError(other + " and " + option + " name the same output file '" + path + "'");
@@ -118,19 +127,14 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
 void check_outputs_not_inputs(const std::vector<std::pair<std::string, std::string>>& outputs,
                               const std::vector<std::pair<std::string, std::string>>& inputs) {
   namespace fs = std::filesystem;
-  auto canon = [](const std::string& p) {
-    std::error_code ec;
-    fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
-    return ec ? fs::absolute(p).lexically_normal() : c;
-  };
   for (const auto& [in_opt, in_path] : inputs) {
     if (in_path.empty()) continue;
     std::error_code ec;
     if (!fs::exists(in_path, ec)) continue;
-    const fs::path ci = canon(in_path);
+    const fs::path ci = comparable_path(in_path);
     for (const auto& [out_opt, out_path] : outputs) {
       if (out_path.empty()) continue;
-      bool same = canon(out_path) == ci;
+      bool same = comparable_path(out_path) == ci;
       if (!same && fs::exists(out_path, ec)) same = fs::equivalent(out_path, in_path, ec) && !ec;
       if (same)
         throw InputError(out_opt + ": '" + out_path + "' is the input of " + in_opt +

@@ -186,3 +186,16 @@ TEST(CliChecks, DecimalListsAndRanges) {
     EXPECT_NE(std::string(e.what()).find("1 is listed twice"), std::string::npos) << e.what();
   }
 }
+
+// One comparable form for every spelling of a path (the output checks and spartan-area's --keep-work check).
+TEST(CliChecks, ComparablePath) {
+  const fs::path dir = fs::temp_directory_path() / ("spartan_cmp_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "sub");
+  const fs::path want = comparable_path((dir / "new").string());
+  for (const std::string& p : {(dir / "new").string() + "/", (dir / "new").string() + "/.", (dir / "sub" / ".." / "new").string()})
+    EXPECT_EQ(comparable_path(p), want) << p;
+  EXPECT_EQ(comparable_path((dir / "sub").string() + "/"), comparable_path((dir / "sub").string()));
+  EXPECT_TRUE(comparable_path("x").is_absolute());
+  EXPECT_EQ(comparable_path("/"), fs::path("/"));
+  fs::remove_all(dir);
+}

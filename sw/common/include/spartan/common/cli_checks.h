@@ -2,6 +2,7 @@
 // docs/reliability.md): every bad value is rejected before the long work starts, with one clear line.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,16 @@ void check_output_not_directory(const std::string& option, const std::string& pa
 /// existing directory, and its directory exists and is writable (AtomicFile creates no directories).
 /// Throws InputError (empty path, existing directory) or IoError, naming the option and the path.
 void check_output_file(const std::string& option, const std::string& path);
+
+/// `path` in a form two spellings of one file or directory compare equal in: absolute, symbolic links of its
+/// existing part resolved (std::filesystem::weakly_canonical), "." and ".." folded, and no trailing separator
+/// ("r/" and "r/." are "r": weakly_canonical keeps them for a path that does not exist yet). Never throws: if
+/// the resolution fails, the lexically normal absolute path.
+std::filesystem::path comparable_path(const std::string& path);
+
+/// An explicitly given empty `value` of `option` (`--out "$UNSET"`): throws InputError "<option>: empty value
+/// ...". Taken as "not given" it made tools skip an output without a word (fortieth session's new-user review).
+void check_value_not_empty(const std::string& option, const std::string& value);
 
 /// Throws InputError when two of the given (option, path) outputs name the same file (compared as
 /// weakly-canonical absolute paths). Empty paths (output not requested) are ignored.
