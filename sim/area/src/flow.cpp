@@ -34,10 +34,20 @@ std::string first_error(const std::string& log) {
   return last.empty() ? std::string("the tool printed nothing") : last;
 }
 
-// Yosys identifiers in scripts: plain names are fine; escape anything else.
+// A path as one word of a Yosys command: in double quotes when it holds blanks (script_path() has refused
+// the characters that would end the word or the command there).
 std::string yosys_quote(const std::string& path) {
-  if (path.find_first_of(" \t\"") == std::string::npos) return path;
+  if (path.find_first_of(" \t") == std::string::npos) return path;
   return "\"" + path + "\"";
+}
+
+// A Verilog constant that `chparam -set` takes as one word: a decimal, based (8'hFF, 'sd5) or real number, or a
+// quoted string of printable characters other than '"', '\', ';' and '#'.
+bool is_verilog_constant(const std::string& v) {
+  static const std::regex re(
+      R"re([+-]?[0-9][0-9_]*|([0-9][0-9_]*)?'[sS]?[bBoOdDhH][0-9a-fA-FxXzZ?_]+|)re"
+      R"re([+-]?[0-9][0-9_]*(\.[0-9][0-9_]*)?([eE][+-]?[0-9]+)?|"[^"\\;#\x00-\x1f\x7f]*")re");
+  return std::regex_match(v, re);
 }
 
 // Black box standing for an SRAM macro: same parameters and ports as Yosys's $mem_v2 cell (Yosys 0.23).
@@ -84,24 +94,29 @@ std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const st
                          bool macros) {
   std::ostringstream ys;
   for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
-  if (macros) ys << "read_verilog -lib " << (wd / "sram_macro.v").string() << "\n";
+  if (macros) ys << "read_verilog -lib " << yosys_quote((wd / "sram_macro.v").string()) << "\n";
   for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
   const std::string tag = macros ? "logic_" : "ff_";
   ys << "hierarchy -check -top " << unit.top << "\n";
   if (macros && unit.clock_given)
     // The clock the manifest names must be an input of the top (a misspelt one used to give a virtual clock
     // and silently wrong timing): list the inputs for run_unit's message and stop here, before the synthesis.
-    ys << "tee -q -o " << (wd / "inputs.txt").string() << " select -list " << unit.top << "/i:*\n"
+    ys << "tee -q -o " << yosys_quote((wd / "inputs.txt").string()) << " select -list " << unit.top << "/i:*\n"
        << "select -assert-any " << unit.top << "/i:" << unit.clock << "\n";
   ys << "synth -flatten -top " << unit.top << " -run :fine\n";
   if (macros)
-    ys << "tee -q -o " << (wd / "memories.txt").string() << " dump t:$mem_v2\n"
+    // The memories as recorded: on a copy of the design whose undefined mux inputs are folded (`we ? addr : x`
+    // is then `addr`), so that a read and a write port on the same address show the same signal (a
+    // single-port array); the synthesis goes on with the design as it was.
+    ys << "design -save spartan_pre_dump\nopt_expr -mux_undef\nopt_clean\n"
+       << "tee -q -o " << yosys_quote((wd / "memories.txt").string()) << " dump t:$mem_v2\n"
+       << "design -load spartan_pre_dump\n"
        << "chtype -set spartan_sram_macro " << kSramYosysSelect << "\n";
   ys << "synth -flatten -top " << unit.top << " -run fine:\n"
      << "dfflibmap -liberty " << lib << "\n"
      << abc_command(tools, lib) << "\n"
      << "opt_clean\n"
-     << "tee -q -o " << (wd / (tag + "stat.txt")).string() << " stat -liberty " << lib << "\n";
+     << "tee -q -o " << yosys_quote((wd / (tag + "stat.txt")).string()) << " stat -liberty " << lib << "\n";
   if (macros) {
     ys << "setparam";
     for (const char* p : kMemParams) ys << " -unset " << p;
@@ -110,7 +125,7 @@ std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const st
   // Netlist for OpenSTA, after the area was taken: its Verilog reader takes no `assign` with
   // concatenations, so wire-to-wire connections become buffers (a few BUFX2 on port nets).
   ys << "opt_clean -purge\nsetundef -zero\nsplitnets -ports\ninsbuf -buf " << tools.buffer_cell << "\nopt_clean\n"
-     << "write_verilog -noattr -noexpr " << (wd / (tag + "netlist.v")).string() << "\n";
+     << "write_verilog -noattr -noexpr " << yosys_quote((wd / (tag + "netlist.v")).string()) << "\n";
   return ys.str();
 }
 
@@ -130,7 +145,7 @@ int run_tool(const std::vector<std::string>& argv, const std::string& log_path, 
   return run_process(argv, log_path, tmpdir);
 }
 
-void check_tools(const ToolConfig& t) {
+ToolVersions check_tools(const ToolConfig& t) {
   if (access(t.yosys.c_str(), X_OK) != 0) throw InputError("yosys not found or not executable: " + t.yosys);
   if (access(t.sta.c_str(), X_OK) != 0) throw InputError("OpenSTA (sta) not found or not executable: " + t.sta);
   if (access(t.liberty.c_str(), R_OK) != 0 || fs::is_directory(t.liberty))
@@ -170,20 +185,55 @@ void check_tools(const ToolConfig& t) {
   if (std::stod(m[1].str()) != 1.0 || m[2].str() != "ns")
     throw InputError("liberty " + t.liberty + ": time_unit \"" + m[1].str() + m[2].str() +
                      "\" is not supported (the flow gives and reads OpenSTA times in ns: use a library with time_unit \"1ns\")");
+  auto first_line = [](const std::string& text) { return text.substr(0, text.find('\n')); };
+  return {first_line(yout), first_line(sout)};
+}
+
+bool is_verilog_identifier(const std::string& s) {
+  static const std::regex ident(R"([A-Za-z_][A-Za-z0-9_$]*)");
+  return std::regex_match(s, ident);
+}
+
+void check_script_path(const std::string& path, const std::string& what) {
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f || ch == '"' || ch == '\\' || ch == '{' || ch == '}' || ch == ';' || ch == '#')
+      throw InputError(what + " '" + path + "': the path has a character the Yosys and OpenSTA scripts cannot quote " +
+                       "(a control character, '\"', '\\', '{', '}', ';' or '#'); rename or move it");
+  }
 }
 
 void check_unit_name(const std::string& name, std::set<std::string>& seen, const std::string& file,
                      const std::string& key) {
-  if (name.empty() || name.size() > 200 || name[0] == '.' || name.find('/') != std::string::npos ||
-      name.find('\0') != std::string::npos)
+  static const std::regex plain(R"([A-Za-z0-9_+-][A-Za-z0-9_.+-]*)");
+  if (name.size() > 200 || !std::regex_match(name, plain))
     throw ConfigError(file, key, "unit name '" + name +
                                      "' is not a plain file name (it names the unit's netlist, netlists/<name>.v): "
-                                     "1-200 bytes, no '/', not starting with '.'");
+                                     "1-200 letters, digits, '_', '-', '+' or '.', not starting with '.'");
   if (!seen.insert(name).second)
     throw ConfigError(file, key, "duplicate unit name '" + name + "' (give the units distinct 'name's)");
 }
 
 namespace {
+// A top-level parameter override goes into the Yosys script as `chparam -set NAME VALUE TOP`: a value with a
+// newline or ';' ran further Yosys commands, a shell command among them (forty-first session's review).
+void check_parameter(const std::string& name, const std::string& value, const std::string& file, const std::string& key) {
+  if (!is_verilog_identifier(name)) throw ConfigError(file, key, "parameter name '" + name + "' is not a Verilog identifier");
+  if (!is_verilog_constant(value))
+    throw ConfigError(file, key, "parameter " + name + ": '" + value +
+                                     "' is not a Verilog constant (a number such as 16, 8'hFF or 1.5, or a \"string\")");
+}
+
+// A listed Verilog source: a regular file whose path the scripts can carry.
+void check_manifest_file(const std::string& p, const std::string& file, const std::string& key) {
+  if (!fs::is_regular_file(p)) throw ConfigError(file, key, "not a regular file: " + p);
+  try {
+    check_script_path(p, "file");
+  } catch (const InputError& e) {
+    throw ConfigError(file, key, e.what());
+  }
+}
+
 UnitRole role_from(const std::string& role, const std::string& file, const std::string& key) {
   if (role == "monitor") return UnitRole::kMonitor;
   if (role == "engine") return UnitRole::kEngine;
@@ -213,6 +263,7 @@ std::vector<UnitSpec> load_units_txt(const std::string& path) {
       if (rest.size() != 1) throw ConfigError(path, key, "expected 'top NAME'");
       UnitSpec s;
       s.name = s.top = rest[0];
+      if (!is_verilog_identifier(s.top)) throw ConfigError(path, key, "top '" + s.top + "' is not a Verilog module name");
       check_unit_name(s.name, names, path, key);
       s.role = s.top == "sparsity_monitor" ? UnitRole::kMonitor
                : s.top == "compaction_engine" ? UnitRole::kEngine : UnitRole::kOther;
@@ -226,20 +277,26 @@ std::vector<UnitSpec> load_units_txt(const std::string& path) {
         const auto eq = kv.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
           throw ConfigError(path, key, "parameter '" + kv + "' is not NAME=VALUE");
-        s.parameters[kv.substr(0, eq)] = kv.substr(eq + 1);
+        check_parameter(kv.substr(0, eq), kv.substr(eq + 1), path, key);
+        if (!s.parameters.emplace(kv.substr(0, eq), kv.substr(eq + 1)).second)
+          throw ConfigError(path, key, "parameter '" + kv.substr(0, eq) + "' given twice");
       }
     } else if (word == "role") {
       if (rest.size() != 1) throw ConfigError(path, key, "expected 'role monitor|engine|other'");
       s.role = role_from(rest[0], path, key);
     } else if (word == "count") {
-      if (rest.size() != 1 || rest[0].find_first_not_of("0123456789") != std::string::npos)
-        throw ConfigError(path, key, "expected 'count N'");
-      s.count_override = static_cast<unsigned>(std::stoul(rest[0]));
+      // (The YAML manifest's range: a larger count used to wrap to another number, or end in "internal error".)
+      if (rest.size() != 1 || rest[0].empty() || rest[0].size() > 10 ||
+          rest[0].find_first_not_of("0123456789") != std::string::npos || std::stoull(rest[0]) > 0xFFFFFFFFull)
+        throw ConfigError(path, key, "expected 'count N' with N a whole number from 0 to 4294967295");
+      s.count_override = static_cast<unsigned>(std::stoull(rest[0]));
     } else {
       if (!rest.empty()) throw ConfigError(path, key, "unknown directive '" + word + "'");
       fs::path p = word;
       if (p.is_relative()) p = base / p;
+      p = fs::absolute(p).lexically_normal();  // (the scripts kept by --keep-work run from anywhere)
       if (!fs::exists(p)) throw ConfigError(path, key, "file not found: " + p.string());
+      check_manifest_file(p.string(), path, key);
       s.files.push_back(p.string());
     }
   }
@@ -266,6 +323,8 @@ std::string yaml_string(const YAML::Node& n, const std::string& file, const std:
 }  // namespace
 
 std::vector<UnitSpec> load_manifest(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw ConfigError(path, "-", "is a directory, not a manifest file");
   if (fs::path(path).extension() == ".txt") return load_units_txt(path);
   YAML::Node root;
   try {
@@ -285,6 +344,8 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
       const std::string k = yaml_string(kv.first, path, "-");
       if (k != "units") throw ConfigError(path, k, "unknown key (the manifest has only 'units')");
     }
+    // yaml-cpp keeps the first of two equal keys and drops the other without a word.
+    if (root.size() > 1) throw ConfigError(path, "units", "key given twice");
     where = "units";
     const YAML::Node units = root["units"];
     if (!units || !units.IsSequence() || units.size() == 0)
@@ -296,15 +357,19 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
       const std::string key = "units[" + std::to_string(i) + "]";
       where = key;
       if (!u.IsMap()) throw ConfigError(path, key, "must be a map, not " + yaml_kind(u));
+      std::set<std::string> seen;
       for (const auto& kv : u) {
         const std::string k = yaml_string(kv.first, path, key);
         static const std::set<std::string> known = {"name", "top", "role", "count", "clock", "files", "parameters"};
         if (!known.count(k))
           throw ConfigError(path, key + "." + k, "unknown key (known: name, top, role, files, parameters, clock, count)");
+        if (!seen.insert(k).second) throw ConfigError(path, key + "." + k, "key given twice");
       }
       UnitSpec s;
       if (!u["top"]) throw ConfigError(path, key + ".top", "missing");
       s.top = yaml_string(u["top"], path, key + ".top");
+      if (!is_verilog_identifier(s.top))
+        throw ConfigError(path, key + ".top", "'" + s.top + "' is not a Verilog module name");
       s.name = u["name"] ? yaml_string(u["name"], path, key + ".name") : s.top;
       check_unit_name(s.name, names, path, key + (u["name"] ? ".name" : ".top"));
       s.role = role_from(u["role"] ? yaml_string(u["role"], path, key + ".role") : "other", path, key + ".role");
@@ -317,8 +382,7 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
         s.clock = yaml_string(u["clock"], path, key + ".clock");
         s.clock_given = true;
         // It goes into the Yosys and OpenSTA scripts: a plain Verilog identifier only.
-        static const std::regex ident(R"([A-Za-z_][A-Za-z0-9_$]*)");
-        if (!std::regex_match(s.clock, ident))
+        if (!is_verilog_identifier(s.clock))
           throw ConfigError(path, key + ".clock", "'" + s.clock + "' is not a Verilog port name");
       }
       where = key + ".files";
@@ -327,7 +391,9 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
       for (const auto& f : u["files"]) {
         fs::path p = yaml_string(f, path, key + ".files");
         if (p.is_relative()) p = base / p;
+        p = fs::absolute(p).lexically_normal();  // (the scripts kept by --keep-work run from anywhere)
         if (!fs::exists(p)) throw ConfigError(path, key + ".files", "file not found: " + p.string());
+        check_manifest_file(p.string(), path, key + ".files");
         s.files.push_back(p.string());
       }
       if (u["parameters"]) {
@@ -335,7 +401,9 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
           throw ConfigError(path, key + ".parameters", "must be a map, not " + yaml_kind(u["parameters"]));
         for (const auto& kv : u["parameters"]) {
           const std::string pk = yaml_string(kv.first, path, key + ".parameters");
-          s.parameters[pk] = yaml_string(kv.second, path, key + ".parameters." + pk);
+          const std::string pv = yaml_string(kv.second, path, key + ".parameters." + pk);
+          check_parameter(pk, pv, path, key + ".parameters." + pk);
+          if (!s.parameters.emplace(pk, pv).second) throw ConfigError(path, key + ".parameters." + pk, "key given twice");
         }
       }
       out.push_back(std::move(s));
@@ -366,6 +434,9 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   const fs::path wd = fs::path(work_dir) / unit.name;
   // The tools' TMPDIR (Yosys's yosys-abc-* directories): inside the work directory, so that they go with it
   // when an interrupt or an error removes it.
+  // Paths go into the scripts as words (Yosys) or in braces (OpenSTA).
+  check_script_path(wd.string(), "scratch directory (from TMPDIR)");
+  check_script_path(tools.liberty, "--liberty");
   const std::string tmpdir = (wd / "tmp").string();
   fs::create_directories(tmpdir);
   const std::string lib = yosys_quote(tools.liberty);
@@ -407,7 +478,12 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   r.memories = parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt");
   const YosysStat logic_stat =
       parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top);
-  if (!logic_stat.has_area) throw InputError("Yosys reported no chip area for '" + unit.name + "' (liberty without areas?)");
+  // Yosys prints no chip area when no cell has one: a unit that is nothing but SRAM macros has no logic (0 um^2).
+  const bool only_macros = !logic_stat.cell_counts.empty() &&
+                           std::all_of(logic_stat.cell_counts.begin(), logic_stat.cell_counts.end(),
+                                       [](const auto& c) { return c.first == "spartan_sram_macro"; });
+  if (!logic_stat.has_area && !only_macros)
+    throw InputError("Yosys reported no chip area for '" + unit.name + "' (liberty without areas?)");
   // A cell Yosys could not map to the liberty (e.g. a latch, which this flow's dfflibmap does not map) has no
   // area in `stat` and is a black box in STA: refuse rather than report a silently smaller, partly untimed unit
   // (reliability finding 77). The SRAM macros are the one intended black box.

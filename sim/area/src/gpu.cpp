@@ -54,7 +54,7 @@ GpuInfo load_gpu(const std::string& gpu, const std::string& config_dir) {
   g.source = path;
   if (g.die_area_mm2 <= 0.0) throw ConfigError(path, "die_area_mm2", "missing or not positive");
   if (g.l2_slices == 0) throw ConfigError(path, "l2.slices", "missing or zero (needed: one monitor per L2 slice)");
-  if (g.l2_clock_mhz <= 0.0) throw ConfigError(path, "l2.clock_mhz", "missing or not positive");
+  if (g.l2_clock_mhz <= 0.0) throw ConfigError(path, "clocks.l2_mhz", "missing or not positive");
   g.process_node_nm = gpu_process_node_nm(g.process);
   // An unmapped node used to drop the share of die and the unit clock silently ("share computed at 0 nm";
   // reliability finding 77)

@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <iostream>
+#include <sstream>
 
 #include "spartan/area/cleanup.h"
 #include "spartan/area/flow.h"
@@ -46,22 +48,16 @@ void check_keep_entry(const std::string& dir, const std::string& name) {
 }
 
 
+// --nodes: a comma-separated list of supported nodes in nm (parse_decimal_list: digits only, no empty item,
+// no node twice; "16," and " 16" used to pass, and 4294967312 wrapped to 16). 180, the synthesis node, is
+// always reported first; naming it is allowed.
 std::vector<int> parse_nodes(const std::string& s) {
   std::vector<int> out{180};
   if (s.empty()) throw InputError("--nodes: empty list (give target nodes in nm, e.g. 45,16,7,5)");
-  std::size_t pos = 0;
-  while (pos < s.size()) {
-    const auto comma = s.find(',', pos);
-    const std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    char* end = nullptr;
-    const long v = std::strtol(tok.c_str(), &end, 10);
-    if (tok.empty() || *end != '\0' || v <= 0) throw InputError("--nodes: bad node '" + tok + "'");
+  for (const std::uint64_t v : spartan::parse_decimal_list(s, "--nodes")) {
+    if (v == 0 || v > 1000) throw InputError("--nodes: bad node '" + std::to_string(v) + "' (nm)");
     tech_node(static_cast<int>(v));  // validates
-    if (std::find(out.begin() + 1, out.end(), static_cast<int>(v)) != out.end())
-      throw InputError("--nodes: node " + tok + " is listed twice");
     if (v != 180) out.push_back(static_cast<int>(v));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
   }
   return out;
 }
@@ -106,6 +102,14 @@ int run(int argc, char** argv) {
   }
   po::notify(vm);
   tools.abc_buffering = !no_buffering;
+  {  // --buffer-cell goes into the Yosys script: three names (cell, input pin, output pin)
+    std::istringstream bc(tools.buffer_cell);
+    std::vector<std::string> w;
+    for (std::string x; bc >> x;) w.push_back(x);
+    if (w.size() != 3 || !std::all_of(w.begin(), w.end(), is_verilog_identifier))
+      throw InputError("--buffer-cell must be 'CELL IN OUT' (three liberty names), not '" + tools.buffer_cell + "'");
+    tools.buffer_cell = w[0] + " " + w[1] + " " + w[2];
+  }
   // A non-finite or non-positive period would make OpenSTA loop or divide by zero.
   // Outside 0.01..1000 ns (100 GHz..1 MHz) the period is a unit mistake, and Yosys/OpenSTA fail unclearly.
   if (!std::isfinite(tools.clock_ns) || tools.clock_ns < 0.01 || tools.clock_ns > 1000.0)
@@ -125,7 +129,9 @@ int run(int argc, char** argv) {
   ropt.abc_buffering = tools.abc_buffering;
 
   // Everything that can be checked before the (slow) tools run.
-  check_tools(tools);
+  const ToolVersions versions = check_tools(tools);
+  ropt.yosys_version = versions.yosys;
+  ropt.sta_version = versions.sta;
   ropt.nand2 = find_nand2_cell(read_file(tools.liberty));  // readable: check_tools read it
   GpuInfo g = load_gpu(gpu, gpu_dir);
   // Every node the report scales to needs its SRAM bit cell when memories count as SRAM (the GPU's node too,
@@ -158,6 +164,8 @@ int run(int argc, char** argv) {
   for (const char* f : {"area.json", "area.md"}) check_output_not_directory("--out", (fs::path(out) / f).string());
   if (fs::exists(fs::path(out) / "netlists") && !fs::is_directory(fs::path(out) / "netlists"))
     throw InputError("--out: " + (fs::path(out) / "netlists").string() + " exists and is not a directory");
+  for (const auto& s : specs)  // (a directory in a netlist's place failed after the synthesis, other netlists replaced)
+    check_output_not_directory("--out", (fs::path(out) / "netlists" / (s.name + ".v")).string());
   if (!keep_work.empty()) {
     if (fs::exists(keep_work) && !fs::is_directory(keep_work))
       throw InputError("--keep-work exists and is not a directory: " + keep_work);
@@ -255,6 +263,25 @@ int run(int argc, char** argv) {
   if (keep_stage) {
     try {
       fs::copy(scratch.path(), keep_stage->path(), fs::copy_options::recursive);
+      // The copied Yosys and OpenSTA scripts name files in the scratch directory, which is removed: they are
+      // rewritten to name the copies, so that they can be rerun from KEEP/<unit> (when KEEP's absolute path
+      // can stand unquoted in both scripts).
+      const std::string keep_abs = fs::absolute(keep_work).lexically_normal().string();
+      const std::string keep_root = keep_abs.size() > 1 && keep_abs.back() == '/' ? keep_abs.substr(0, keep_abs.size() - 1) : keep_abs;
+      bool plain = keep_root.find_first_of(" \t") == std::string::npos;
+      try {
+        check_script_path(keep_root, "--keep-work");
+      } catch (const InputError&) {
+        plain = false;
+      }
+      for (const auto& e : fs::recursive_directory_iterator(keep_stage->path())) {
+        const auto ext = e.path().extension();
+        if (!plain || !e.is_regular_file() || (ext != ".ys" && ext != ".tcl")) continue;
+        std::string text = read_file(e.path().string());
+        for (auto at = text.find(scratch.path()); at != std::string::npos; at = text.find(scratch.path(), at + keep_root.size()))
+          text.replace(at, scratch.path().size(), keep_root);
+        write_file_atomic(e.path().string(), text);
+      }
       for (const auto& e : fs::directory_iterator(keep_stage->path())) {
         kept.push_back(e.path().filename());
         check_keep_entry(keep_work, kept.back().string());
@@ -271,9 +298,20 @@ int run(int argc, char** argv) {
   } catch (const fs::filesystem_error& e) {
     throw spartan::IoError("--out: cannot create " + (fs::path(out) / "netlists").string() + ": " + e.code().message());
   }
-  for (const auto& r : results) write_file_atomic((fs::path(out) / "netlists" / (r.spec.name + ".v")).string(), r.netlist);
-  write_file_atomic((fs::path(out) / "area.md").string(), md);
-  write_file_atomic((fs::path(out) / "area.json").string(), rep.dump(2) + "\n");
+  // Every file is written and synced to its temporary first, then all are renamed: a file that cannot be
+  // written leaves the earlier outputs as they were (not some netlists new and area.json old).
+  {
+    std::vector<std::unique_ptr<AtomicFile>> staged;
+    auto stage = [&](const fs::path& path, const std::string& text) {
+      staged.push_back(std::make_unique<AtomicFile>(path.string()));
+      staged.back()->write(text);
+      staged.back()->sync();
+    };
+    for (const auto& r : results) stage(fs::path(out) / "netlists" / (r.spec.name + ".v"), r.netlist);
+    stage(fs::path(out) / "area.md", md);
+    stage(fs::path(out) / "area.json", rep.dump(2) + "\n");
+    for (auto& f : staged) f->commit();
+  }
   if (keep_stage) {
     try {
       for (const auto& name : kept) {

@@ -133,13 +133,17 @@ std::vector<MemoryInfo> parse_yosys_memories(const std::string& text, const std:
   static const std::regex cell_re(R"(^\s*cell \$mem(?:_v2)? (\S+)\s*$)");
   static const std::regex param_re(R"(^\s*parameter \\(\w+) (.+?)\s*$)");
   static const std::regex end_re(R"(^\s*end\s*$)");
+  static const std::regex addr_re(R"(^\s*connect \\(RD|WR)_ADDR (.+?)\s*$)");
   const auto lines = split_lines(text);
   std::vector<MemoryInfo> out;
   bool in_cell = false, has_w = false, has_s = false;
+  std::string rd_addr, wr_addr;
   std::size_t cell_line = 0;
   auto finish = [&]() {
     if (!has_w || !has_s)
       throw FormatError(report_name, out.back().name, cell_line, "$mem_v2 cell without WIDTH/SIZE parameters", "line");
+    MemoryInfo& mem = out.back();
+    mem.shared_address = mem.read_ports == 1 && mem.write_ports == 1 && !rd_addr.empty() && rd_addr == wr_addr;
   };
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::smatch m;
@@ -149,6 +153,8 @@ std::vector<MemoryInfo> parse_yosys_memories(const std::string& text, const std:
       out.back().name = strip_backslash(m[1]);
       in_cell = true;
       has_w = has_s = false;
+      rd_addr.clear();
+      wr_addr.clear();
       cell_line = i + 1;
       continue;
     }
@@ -156,6 +162,10 @@ std::vector<MemoryInfo> parse_yosys_memories(const std::string& text, const std:
     if (std::regex_match(lines[i], m, end_re)) {
       finish();
       in_cell = false;
+      continue;
+    }
+    if (std::regex_match(lines[i], m, addr_re)) {
+      (m[1] == "RD" ? rd_addr : wr_addr) = m[2];
       continue;
     }
     if (!std::regex_match(lines[i], m, param_re)) continue;

@@ -76,8 +76,14 @@ CycleCounts parse_cycle_counts(const std::string& text, const std::string& file)
   if (!duplicate.empty()) throw FormatError(file, duplicate, 0, "key given twice in one object", nullptr);
   if (!j.is_object() || !j.contains("units") || !j["units"].is_object())
     throw FormatError(file, "units", 0, "missing object 'units'", nullptr);
+  for (const auto& [key, v] : j.items())
+    if (key != "units" && key != "source")
+      throw FormatError(file, key, 0, "unknown key (expected 'units' and optionally 'source')", nullptr);
   CycleCounts c;
-  if (j.contains("source") && j["source"].is_string()) c.source = j["source"].get<std::string>();
+  if (j.contains("source")) {
+    if (!j["source"].is_string()) throw FormatError(file, "source", 0, "must be a string", nullptr);
+    c.source = j["source"].get<std::string>();
+  }
   for (const auto& [name, u] : j["units"].items()) {
     if (!u.is_object()) throw FormatError(file, "units." + name, 0, "must be an object", nullptr);
     UnitCycles uc;
@@ -112,8 +118,9 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
   const bool sram = opt.memory_model == MemoryModel::kSram;
   rep["tool"] = "spartan-area";
   rep["build"] = spartan::build_info_json<json>();
-  rep["synthesis"] = {{"node_nm", kBaseNodeNm}, {"liberty", opt.liberty}, {"yosys", "Yosys 0.23"},
-                      {"sta", "OpenSTA"}, {"sta_clock_ns", opt.clock_ns},
+  rep["synthesis"] = {{"node_nm", kBaseNodeNm}, {"liberty", opt.liberty}, {"yosys", opt.yosys_version},
+                      {"sta", opt.sta_version.empty() ? std::string("OpenSTA") : "OpenSTA " + opt.sta_version},
+                      {"sta_clock_ns", opt.clock_ns},
                       {"abc", opt.abc_buffering ? "delay target = STA clock, buffer -N 10, upsize, dnsize"
                                                 : "plain abc -liberty (no buffering, no sizing)"},
                       {"area_unit", "um^2 per instance (liberty area unit of OSU 0.18 um)"}};
@@ -165,9 +172,13 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
     for (const auto& m : u.memories) {
       (m.sram() ? mem_bits : reg_bits) += static_cast<double>(m.bits());
       if (m.sram() && !m.sync_read) async_bits += static_cast<double>(m.bits());
-      if (m.sram() && m.read_ports >= 1 && m.write_ports >= 1) two_port_bits += static_cast<double>(m.bits());
+      // (A read and a write port on one address signal are a single-port array: Yosys lists the ports of
+      // every written memory separately.)
+      if (m.sram() && m.read_ports >= 1 && m.write_ports >= 1 && !m.shared_address)
+        two_port_bits += static_cast<double>(m.bits());
       jm.push_back({{"name", m.name}, {"width_bits", m.width_bits}, {"depth_words", m.depth_words},
                     {"bits", m.bits()}, {"read_ports", m.read_ports}, {"write_ports", m.write_ports},
+                    {"shared_address", m.shared_address},
                     {"sync_read", m.sync_read}, {"sram_eligible", m.sram()},
                     {"sram_area_um2", m.sram() ? json(sram_area_um2(static_cast<double>(m.bits()), kBaseNodeNm))
                                                : json(nullptr)}});
@@ -272,10 +283,11 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
         lat["busy_cycles"] = *uc->busy_cycles;
         lat["tiles_per_cycle"] = tpc;
         lat["tiles_per_s_per_instance"] = tiles_per_s(gpu.l2_clock_mhz);
-        lat["tiles_per_s_per_gpu"] = tiles_per_s(gpu.l2_clock_mhz) * inst;
+        // (Per-GPU figures only for units counted per GPU: a unit of count 0 is not in the GPU.)
+        if (inst > 0) lat["tiles_per_s_per_gpu"] = tiles_per_s(gpu.l2_clock_mhz) * inst;
         if (uc->tile_bytes) {
           lat["gb_per_s_per_instance"] = gb_per_s(gpu.l2_clock_mhz);
-          lat["gb_per_s_per_gpu"] = gb_per_s(gpu.l2_clock_mhz) * inst;
+          if (inst > 0) lat["gb_per_s_per_gpu"] = gb_per_s(gpu.l2_clock_mhz) * inst;
         }
         // The same cycle counts at the clock the synthesised unit reaches: min(fmax at the GPU's node, L2 clock)
         // (review finding F6: the datapaths are not pipelined for the L2 clock).
@@ -284,8 +296,8 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
           lat["unit_clock_mhz"] = clk;
           lat["unit_clock_node_nm"] = gpu.process_node_nm;
           lat["unit_clock_is_upper_bound"] = u.timed_with_macros;  // the true fmax may be below the L2 clock too
-          lat["tiles_per_s_per_gpu_at_unit_clock"] = tiles_per_s(clk) * inst;
-          if (uc->tile_bytes) lat["gb_per_s_per_gpu_at_unit_clock"] = gb_per_s(clk) * inst;
+          if (inst > 0) lat["tiles_per_s_per_gpu_at_unit_clock"] = tiles_per_s(clk) * inst;
+          if (uc->tile_bytes && inst > 0) lat["gb_per_s_per_gpu_at_unit_clock"] = gb_per_s(clk) * inst;
           if (uc->tile_latency_cycles) lat["tile_latency_ns_at_unit_clock"] = *uc->tile_latency_cycles * 1000.0 / clk;
         }
       }
@@ -293,8 +305,8 @@ json build_report(const std::vector<UnitResult>& units, const GpuInfo& gpu, cons
         // The same jobs in the simulated GPU (its crossbar, L2 and DRAM behind the unit): simulated throughput.
         const double tps = *uc->tiles / (*uc->gpu_model_busy_ns * 1e-9);
         lat["gpu_model_busy_ns"] = *uc->gpu_model_busy_ns;
-        lat["gpu_model_tiles_per_s_per_gpu"] = tps * inst;
-        if (uc->tile_bytes) lat["gpu_model_gb_per_s_per_gpu"] = tps * *uc->tile_bytes * inst / 1e9;
+        if (inst > 0) lat["gpu_model_tiles_per_s_per_gpu"] = tps * inst;
+        if (uc->tile_bytes && inst > 0) lat["gpu_model_gb_per_s_per_gpu"] = tps * *uc->tile_bytes * inst / 1e9;
       }
     }
     ju["latency"] = lat;
@@ -422,8 +434,9 @@ std::string render_markdown(const json& r) {
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& u : r["units"]) {
     const auto& l = u["latency"];
+    const bool counted = u["instances_per_gpu"].get<unsigned>() > 0;
     auto cell = [&](const char* k, bool sci) {
-      if (!l.contains(k)) return std::string("not available");
+      if (!l.contains(k)) return std::string(!counted && std::string(k).find("per_gpu") != std::string::npos ? "-" : "not available");
       return sci ? fmt_g(l[k].get<double>()) : fmt(l[k].get<double>(), 2);
     };
     md << "| " << u["name"].get<std::string>() << " | " << cell("tile_latency_cycles", false) << " | "

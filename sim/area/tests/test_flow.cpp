@@ -166,6 +166,70 @@ TEST(AreaFlowLive, ExecutableWritesReport) {
   EXPECT_NE(md.find("not available"), std::string::npos);
 }
 
+// Forty-first session's review of the area flow: every written array was reported as needing two-port macros
+// (Yosys lists a read and a write port for a single-port RAM too); area.json named "Yosys 0.23" whatever ran;
+// a unit of count 0 showed 0 tiles/s per GPU.
+TEST(AreaFlowLive, PortsVersionsAndUncountedUnits) {
+  if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  const std::string m = (tmp.path / "m.yaml").string();
+  spartan::write_file_atomic(m, "units:\n  - {name: one_port, top: ram_1p, files: [" + kData + "/ram_ports.v]}\n"
+                                "  - {name: two_port, top: ram_2p, files: [" + kData + "/ram_ports.v]}\n");
+  const std::string cyc = (tmp.path / "c.json").string();
+  spartan::write_file_atomic(cyc, R"({"units": {"one_port": {"tiles": 4, "busy_cycles": 8, "tile_bytes": 128}}})");
+  std::string err;
+  ASSERT_EQ(run_area("--gpu " + kData + "/gpu_test.yaml --manifest " + m + " --cycles " + cyc + " --out " + out.string(),
+                     tmp.path, err), 0) << err;
+  const auto rep = nlohmann::json::parse(spartan::read_file((out / "area.json").string()));
+  ASSERT_EQ(rep["units"].size(), 2u);
+  for (int i : {0, 1}) {
+    const auto& u = rep["units"][i];
+    ASSERT_EQ(u["memories"].size(), 1u) << u.dump();
+    EXPECT_EQ(u["memories"][0]["bits"].get<double>(), 1024.0);
+    EXPECT_EQ(u["memories"][0]["shared_address"].get<bool>(), i == 0);
+    EXPECT_EQ(u["sram_bits_two_port"].get<double>(), i == 0 ? 0.0 : 1024.0);
+    EXPECT_EQ(u["instances_per_gpu"].get<unsigned>(), 0u);  // role other, no count
+  }
+  // The Yosys that ran, as it names itself.
+  const fs::path vlog = tmp.path / "v.txt";
+  ASSERT_EQ(std::system(("/usr/bin/yosys -V > " + vlog.string()).c_str()), 0);
+  std::string v = spartan::read_file(vlog.string());
+  v = v.substr(0, v.find('\n'));
+  EXPECT_EQ(rep["synthesis"]["yosys"].get<std::string>(), v);
+  EXPECT_EQ(rep["synthesis"]["sta"].get<std::string>().rfind("OpenSTA ", 0), 0u) << rep["synthesis"]["sta"];
+  // Not in the GPU: no per-GPU throughput (it read 0), "-" in area.md.
+  const auto& lat = rep["units"][0]["latency"];
+  EXPECT_TRUE(lat["available"].get<bool>());
+  EXPECT_TRUE(lat.contains("tiles_per_s_per_instance"));
+  EXPECT_FALSE(lat.contains("tiles_per_s_per_gpu"));
+  EXPECT_FALSE(lat.contains("gb_per_s_per_gpu"));
+  const std::string md = spartan::read_file((out / "area.md").string());
+  const auto row = md.find("| one_port | ", md.find("## Latency"));
+  ASSERT_NE(row, std::string::npos) << md;
+  const std::string line = md.substr(row, md.find('\n', row) - row);
+  EXPECT_NE(line.find("| - |"), std::string::npos) << line;
+  EXPECT_EQ(line.find("| 0 |"), std::string::npos) << line;
+}
+
+// A netlist path taken by a directory failed only after the synthesis, with other netlists already replaced
+// (forty-first session's review): refused up front; and all outputs are renamed only once every one is written.
+TEST(AreaFlowBadInput, NetlistPathIsADirectory) {
+  if (!tools_present()) GTEST_SKIP() << "yosys/sta missing: the tools are checked before the outputs";
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  fs::create_directories(out / "netlists" / "fifo32x16.v");
+  spartan::write_file_atomic((out / "area.json").string(), "old\n");
+  spartan::write_file_atomic((out / "netlists" / "popcount16.v").string(), "old\n");
+  std::string err;
+  EXPECT_EQ(run_area("--gpu " + kData + "/gpu_test.yaml --manifest " + kData + "/manifest.yaml --out " + out.string(),
+                     tmp.path, err), 2);
+  EXPECT_NE(err.find("fifo32x16.v"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(spartan::read_file((out / "area.json").string()), "old\n");
+  EXPECT_EQ(spartan::read_file((out / "netlists" / "popcount16.v").string()), "old\n");
+}
+
 TEST(AreaFlowBadInput, MissingLibertyBadVerilogMissingTool) {
   TempDir tmp;
   const fs::path out = tmp.path / "out";
@@ -353,6 +417,12 @@ TEST(AreaFlowLive, KeepWorkIsAllOrNothing) {
   EXPECT_TRUE(fs::exists(tmp.path / "kw2" / "pc" / "logic.ys"));
   EXPECT_TRUE(fs::exists(tmp.path / "kw2" / "pc" / "sta.log"));
   EXPECT_FALSE(fs::exists(tmp.path / "kw2" / "pc" / "stale.log"));
+  // The kept scripts name the kept files, not the removed scratch directory: Yosys reruns one from elsewhere.
+  const std::string ys = spartan::read_file((tmp.path / "kw2" / "pc" / "logic.ys").string());
+  EXPECT_EQ(ys.find("spartan-area."), std::string::npos) << ys;
+  EXPECT_NE(ys.find((tmp.path / "kw2" / "pc" / "memories.txt").string()), std::string::npos) << ys;
+  EXPECT_EQ(spartan::read_file((tmp.path / "kw2" / "pc" / "sta.tcl").string()).find("spartan-area."), std::string::npos);
+  EXPECT_EQ(std::system(("cd / && /usr/bin/yosys -q -s " + (tmp.path / "kw2" / "pc" / "logic.ys").string() + " > /dev/null 2>&1").c_str()), 0);
   std::size_t entries = 0;
   for (const auto& e : fs::directory_iterator(tmp.path / "kw2")) entries += e.path().filename() == "pc" ? 1 : 100;
   EXPECT_EQ(entries, 1u);  // no staging directory left

@@ -142,6 +142,9 @@ TEST(AreaCycles, ParseAndReject) {
   expect_error(R"({"units":{"m":{"tiles":10,"busy_cycles":40,"tile_latency_cycle":7}}})", "units.m.tile_latency_cycle: unknown field");
   expect_error(R"({"units":{"m":{"tiles":10,"busy_cycles":40}},"units":{"n":{"tiles":1,"busy_cycles":1}}})", "units: key given twice");
   expect_error(R"({"units":{"m":{"tiles":10,"busy_cycles":40,"tiles":11}}})", "tiles: key given twice");
+  // Unknown root keys and a source that is not a string were taken silently (forty-first session's review).
+  expect_error(R"({"units":{},"extra":1})", "extra: unknown key");
+  expect_error(R"({"units":{},"source":5})", "source: must be a string");
 }
 
 // 1e308 in every field gave exit 0 and inf, -nan and a 309-digit latency in area.md (new-user review): every
@@ -431,7 +434,7 @@ TEST(AreaManifest, DuplicateAndBadUnitNames) {
   EXPECT_NE(manifest_error("top popcount\n  data/popcount.v\ntop popcount\n  data/popcount.v\n", ".txt")
                 .find("key 'line 3': duplicate unit name 'popcount'"), std::string::npos);
   // The name names the work directory and netlists/<name>.v: no path, nothing hidden.
-  for (const char* bad : {"../x", "a/b", ".", "..", ".hidden", "''"})
+  for (const char* bad : {"../x", "a/b", ".", "..", ".hidden", "''", "'a b'", "'a;b'", "'a\"b'"})
     EXPECT_NE(manifest_error(std::string("units: [{name: ") + bad + ", top: popcount, files: [data/popcount.v]}]")
                   .find("not a plain file name"), std::string::npos) << bad;
 }
@@ -452,6 +455,56 @@ TEST(AreaManifest, ClockIsAPortName) {
   EXPECT_TRUE(u[0].clock_given);
   EXPECT_EQ(u[1].clock, "clk");  // the default: a virtual clock when the top has no such port
   EXPECT_FALSE(u[1].clock_given);
+}
+
+// Forty-first session's review: a manifest parameter value went into the Yosys script unchecked (a newline then
+// "!touch FILE" ran a shell command, exit 0), as did the top; units.txt counts wrapped; a directory as the manifest
+// was an internal error; yaml-cpp dropped the second of two equal keys without a word.
+TEST(AreaManifest, ScriptWordsAreChecked) {
+  const std::string f = "files: [data/popcount.v]";
+  auto unit = [&](const std::string& extra) { return "units: [{top: popcount, " + f + extra + "}]"; };
+  for (const char* bad : {R"("16\n!touch /tmp/x")", R"("16; !touch x")", "'16 top2'", "'1 # c'", "'16;'", "abc", "''", "'\"a\"b\"'"})
+    EXPECT_NE(manifest_error(unit(std::string(", parameters: {W: ") + bad + "}")).find("is not a Verilog constant"),
+              std::string::npos) << bad;
+  for (const char* good : {"16", "-1", "8'hFF", "\"'d5\"", "4'sb1010", "1.5", "2e3", "1_000", "'\"abc def\"'"})
+    EXPECT_EQ(manifest_error(unit(std::string(", parameters: {W: ") + good + "}")), "") << good;
+  EXPECT_NE(manifest_error(unit(", parameters: {'W x': 4}")).find("is not a Verilog identifier"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: 'popcount; x', " + f + "}]").find("'units[0].top': 'popcount; x' is not a Verilog module name"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: popcount, " + f + "}]\nunits: [{top: fifo, " + f + "}]\n").find("key given twice"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: popcount, top: fifo, " + f + "}]").find("'units[0].top': key given twice"),
+            std::string::npos);
+  EXPECT_NE(manifest_error(unit(", parameters: {W: 4, W: 8}")).find("'units[0].parameters.W': key given twice"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: popcount, files: [data/]}]").find("not a regular file"), std::string::npos);
+  // units.txt: the same checks, and counts up to 2^32 - 1 (99999999999 became 1215752191; more: "internal error").
+  EXPECT_NE(manifest_error("top popcount\n  data/popcount.v\n  params W=16;x\n", ".txt").find("is not a Verilog constant"),
+            std::string::npos);
+  EXPECT_NE(manifest_error("top popcount\n  data/popcount.v\n  params W=4 W=8\n", ".txt").find("given twice"), std::string::npos);
+  EXPECT_NE(manifest_error("top pop;count\n  data/popcount.v\n", ".txt").find("is not a Verilog module name"), std::string::npos);
+  for (const char* n : {"99999999999", "4294967296", "99999999999999999999999"})
+    EXPECT_NE(manifest_error(std::string("top popcount\n  data/popcount.v\n  count ") + n + "\n", ".txt").find("0 to 4294967295"),
+              std::string::npos) << n;
+  EXPECT_EQ(manifest_error("top popcount\n  data/popcount.v\n  count 4294967295\n", ".txt"), "");
+  // A directory given as the manifest (any extension).
+  for (const std::string& d : {std::filesystem::temp_directory_path().string(), std::string(SPARTAN_AREA_DATA)}) {
+    try {
+      load_manifest(d);
+      ADD_FAILURE() << d << " accepted";
+    } catch (const spartan::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+    }
+  }
+  // A source path the scripts cannot carry (a '"' or a newline in it).
+  const std::filesystem::path odd = std::filesystem::temp_directory_path() / ("spartan-area-q\"" + std::to_string(::getpid()) + ".v");
+  spartan::write_file_atomic(odd.string(), "module m; endmodule\n");
+  EXPECT_NE(manifest_error("units: [{top: m, files: ['" + odd.string() + "']}]").find("cannot quote"), std::string::npos);
+  std::remove(odd.c_str());
+  EXPECT_TRUE(is_verilog_identifier("a_b$1"));
+  EXPECT_FALSE(is_verilog_identifier("1a"));
+  EXPECT_THROW(check_script_path("/tmp/a{b", "x"), spartan::InputError);
+  EXPECT_NO_THROW(check_script_path("/tmp/a b/c", "x"));
 }
 
 TEST(AreaMemories, SramEligibility) {

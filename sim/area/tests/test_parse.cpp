@@ -70,6 +70,7 @@ TEST(AreaYosysMemories, FifoAndCounterTable) {
   EXPECT_EQ(f[0].read_ports, 1u);
   EXPECT_EQ(f[0].write_ports, 1u);
   EXPECT_TRUE(f[0].sync_read);  // mem[rp] with a registered rp: memory_dff absorbs the address register
+  EXPECT_FALSE(f[0].shared_address);  // read pointer and write pointer
   const auto c = parse_yosys_memories(data("yosys_mem_counter_table.txt"), "ct");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].width_bits, 12u);
@@ -78,6 +79,25 @@ TEST(AreaYosysMemories, FifoAndCounterTable) {
   EXPECT_GE(c[0].read_ports, 2u);  // read-modify-write port plus the readout port
   EXPECT_TRUE(parse_yosys_memories("", "none").empty());
   EXPECT_THROW(parse_yosys_memories("  cell $mem_v2 \\m\n    parameter \\WIDTH 4\n  end\n", "bad"), spartan::FormatError);
+}
+
+// Yosys lists a read and a write port for every written memory, a single-port RAM too: the address signals
+// tell them apart (forty-first session's review: every such array was reported as needing a two-port macro).
+TEST(AreaYosysMemories, SharedAddressMeansSinglePort) {
+  auto dump = [](const std::string& rd, const std::string& wr, int rports) {
+    return "  cell $mem_v2 \\m\n    parameter \\WIDTH 16\n    parameter \\SIZE 64\n    parameter \\RD_PORTS " +
+           std::to_string(rports) + "\n    parameter \\WR_PORTS 1\n    connect \\RD_ADDR " + rd +
+           "\n    connect \\WR_ADDR " + wr + "\n  end\n";
+  };
+  EXPECT_TRUE(parse_yosys_memories(dump("\\addr", "\\addr", 1), "sp")[0].shared_address);
+  EXPECT_FALSE(parse_yosys_memories(dump("\\ra", "\\wa", 1), "tp")[0].shared_address);
+  EXPECT_FALSE(parse_yosys_memories(dump("{ \\addr \\addr }", "\\addr", 2), "2r")[0].shared_address);
+  // Two cells: the second's addresses do not carry over from the first.
+  const auto two = parse_yosys_memories(dump("\\a", "\\a", 1) + "  cell $mem_v2 \\n\n    parameter \\WIDTH 8\n"
+                                        "    parameter \\SIZE 16\n    parameter \\RD_PORTS 1\n    parameter \\WR_PORTS 1\n  end\n", "2");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_TRUE(two[0].shared_address);
+  EXPECT_FALSE(two[1].shared_address);
 }
 
 TEST(AreaStaReport, RegisterToRegister) {

@@ -546,6 +546,28 @@ def bad_input(r):
          ar_m + ["--keep-work", "/proc/spartan-area-keep"], manifest("units: [{top: popcount, files: [@V], parameters: {W: 4}}]\n"),
          "--keep-work: cannot create"),
     ]
+    # forty-first session's review of the area flow: a parameter value ran a shell command through the Yosys
+    # script, a units.txt count wrapped, a directory manifest was an internal error, duplicate keys, loose --nodes
+    ar_cases += [
+        ("wrong type", "manifest parameter value with a newline and a Yosys command", ar_m,
+         manifest('units: [{top: popcount, files: [@V], parameters: {W: "16\\n!touch pwned"}}]\n'), "is not a Verilog constant"),
+        ("wrong type", "manifest top with a ';'", ar_m, manifest("units: [{top: 'popcount; x', files: [@V]}]\n"),
+         "is not a Verilog module name"),
+        ("overlapping ranges", "manifest 'units' given twice", ar_m,
+         manifest("units: [{top: popcount, files: [@V]}]\nunits: [{top: popcount, files: [@V]}]\n"), "key given twice"),
+        ("huge dimensions", "units.txt count 99999999999", [a if "manifest.yaml" not in a else "@D/u.txt" for a in area],
+         lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "u.txt"), "top popcount\n  %s\n  count 99999999999\n" % pc_v)),
+         "0 to 4294967295"),
+        ("wrong type", "manifest is a directory", [a if "manifest.yaml" not in a else "@D" for a in area], gpu(lambda t: t),
+         "is a directory"),
+        ("wrong type", "--nodes '16,' (trailing comma)", area + ["--nodes", "16,"], gpu(lambda t: t), "--nodes"),
+        ("huge dimensions", "--nodes 4294967312 (16 + 2^32)", area + ["--nodes", "4294967312"], gpu(lambda t: t), "bad node"),
+        ("wrong type", "--buffer-cell with two words", area + ["--buffer-cell", "BUFX2 A"], gpu(lambda t: t), "CELL IN OUT"),
+        ("unknown config keys", "--cycles with an unknown root key", area + ["--cycles", "@D/c.json"],
+         lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "c.json"), '{"units": {}, "extra": 1}')), "extra: unknown key"),
+        ("unwritable output directory", "--out's netlist path is a directory", area,
+         lambda d: (gpu(lambda t: t)(d), os.makedirs(os.path.join(d, "out", "netlists", "fifo32x16.v"))), "fifo32x16.v"),
+    ]
     for cls, name, argv, setup, *expect in ar_cases:  # the new-user review's cases name the expected error
         r.case("spartan-area", cls, name, argv, setup, **({"expect": expect[0]} if expect else {}))
 

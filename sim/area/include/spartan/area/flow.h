@@ -38,22 +38,27 @@ struct UnitSpec {
 ///     - {name: sparsity_monitor, top: sparsity_monitor, role: monitor, files: [a.v, b.v],
 ///        parameters: {LANES: 8}, clock: clk}
 /// role: monitor (one per L2 slice) | engine (compaction engines per GPU) | other (count: N, default 0).
-/// Throws ConfigError (one line, naming the key) on a root that is not a map, `units` that is not a
-/// non-empty list, a unit that is not a map, an unknown key (at the root or in a unit), a value of the
-/// wrong type, a missing key, an unknown role, a clock that is not a Verilog identifier, a listed file
-/// that does not exist, and a unit name that is not a plain file name or is used twice (check_unit_name).
+/// Throws ConfigError (one line, naming the key) on a path that is a directory, a root that is not a map,
+/// `units` that is not a non-empty list, a unit that is not a map, an unknown key or one given twice (at the
+/// root, in a unit, in `parameters`), a value of the wrong type, a missing key, an unknown role, a top or
+/// clock that is not a Verilog identifier, a parameter name that is not one or a value that is not a
+/// Verilog constant (is_verilog_constant), a listed file that does not exist, is not a regular file or
+/// whose path the scripts cannot carry (check_script_path), and a unit name that is not a plain file name or
+/// is used twice (check_unit_name).
 std::vector<UnitSpec> load_manifest(const std::string& path);
 
 /// Reads the RTL helper's text manifest (rtl/units.txt). Format: '#' comments; "top NAME" starts a unit;
 /// the following indented lines are its files (relative to the manifest's directory, dependency order),
 /// "params K=V K=V ..." (Yosys chparam), and optionally "role monitor|engine|other" and "count N".
 /// Without a role line: top sparsity_monitor -> monitor, compaction_engine -> engine, others -> other.
-/// Throws ConfigError (with the line number) on anything else, and on a top listed twice (check_unit_name).
+/// Throws ConfigError (with the line number) on anything else, on a top listed twice (check_unit_name) or
+/// not a Verilog identifier, on parameters as in load_manifest() (also one given twice) and on a count
+/// above 4294967295.
 std::vector<UnitSpec> load_units_txt(const std::string& path);
 
-/// Checks a unit name, which names the unit's work directory and its netlist `netlists/<name>.v`: not
-/// empty, no '/', not starting with '.', at most 200 bytes, and not in `seen` (a name used twice would make
-/// two units share those files); adds it to `seen`. Throws ConfigError(file, key, ...).
+/// Checks a unit name, which names the unit's work directory and its netlist `netlists/<name>.v`: 1-200
+/// letters, digits, '_', '-', '+' or '.', not starting with '.', and not in `seen` (a name used twice would
+/// make two units share those files); adds it to `seen`. Throws ConfigError(file, key, ...).
 void check_unit_name(const std::string& name, std::set<std::string>& seen, const std::string& file,
                      const std::string& key);
 
@@ -77,8 +82,29 @@ struct ToolConfig {
   std::string buffer_cell = "BUFX2 A Y";
 };
 
-/// Checks that the tools are executable and the liberty is readable. Throws InputError (one line).
-void check_tools(const ToolConfig& tools);
+/// The tools' version lines, as they print them (for area.json).
+struct ToolVersions {
+  std::string yosys;  ///< first line of `yosys -V`, e.g. "Yosys 0.23 (git sha1 ...)"
+  std::string sta;    ///< first line of `sta -version`, e.g. "2.3.3"
+};
+
+/// Checks that the tools are executable and the liberty is readable, and returns the tools' versions.
+/// Throws InputError (one line).
+ToolVersions check_tools(const ToolConfig& tools);
+
+/// Whether `s` is a plain Verilog identifier ([A-Za-z_][A-Za-z0-9_$]*): module, port and parameter names
+/// that go into the Yosys and OpenSTA scripts.
+bool is_verilog_identifier(const std::string& s);
+
+/// Whether `v` is a Verilog constant that Yosys `chparam -set` takes as one word: a decimal, based (8'hFF)
+/// or real number, or a double-quoted string of printable characters other than '"', '\\', ';' and '#'.
+/// Manifest parameter values must be one: they are written into the Yosys script.
+bool is_verilog_constant(const std::string& v);
+
+/// Throws InputError naming `what` when `path` holds a character that the Yosys script (a word, quoted when
+/// it has blanks) or the OpenSTA script (in braces) cannot carry: control characters, '"', '\\', '{', '}',
+/// ';' and '#'.
+void check_script_path(const std::string& path, const std::string& what);
 
 struct UnitResult {
   UnitSpec spec;

@@ -36,6 +36,10 @@ struct MemoryInfo {
   unsigned read_ports = 0;     ///< RD_PORTS
   unsigned write_ports = 0;    ///< WR_PORTS
   bool sync_read = false;      ///< any RD_CLK_ENABLE bit set (registered read port)
+  /// One read and one write port driven by the same address signal (RD_ADDR and WR_ADDR connected alike in
+  /// the dump): a single-port array, which a single-port SRAM macro can stand for. False for separate
+  /// read and write addresses (a two-port macro) and for any other port count.
+  bool shared_address = false;
   std::uint64_t bits() const noexcept { return width_bits * depth_words; }
   /// Whether an SRAM macro can stand for this memory (sram_eligible()).
   bool sram() const noexcept;

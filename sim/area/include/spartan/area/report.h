@@ -48,6 +48,8 @@ struct ReportOptions {
   /// The liberty's gate-equivalent reference (find_nand2_cell): units[].area_180nm.logic_kge = logic area /
   /// its area / 1000; without one the gate counts are null and area.md says why.
   std::optional<LibertyCell> nand2;
+  /// The tools' own version lines (check_tools): `yosys -V` ("Yosys 0.23 (git sha1 ...)") and `sta -version`.
+  std::string yosys_version = "Yosys", sta_version;
 };
 
 /// Builds the JSON report (all numbers; areas in um^2 per instance, mm^2 per GPU).
