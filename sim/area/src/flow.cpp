@@ -41,12 +41,12 @@ std::string yosys_quote(const std::string& path) {
   return "\"" + path + "\"";
 }
 
-// A Verilog constant that `chparam -set` takes as one word: a decimal, based (8'hFF, 'sd5) or real number, or a
-// quoted string of printable characters other than '"', '\', ';' and '#'.
+// A Verilog constant that Yosys 0.23's `chparam -set` decodes, as one word: an unsigned decimal, a based number
+// (8'hFF, 'd5, 4'sb1010: a negative value is a signed based one, 8'shFB) or a quoted string of printable
+// characters other than '"', '\', ';', '#', '$', '[', ']' and '`'. Yosys refuses "-1", "+3", "1.5" and "1e1".
 bool is_verilog_constant(const std::string& v) {
   static const std::regex re(
-      R"re([+-]?[0-9][0-9_]*|([0-9][0-9_]*)?'[sS]?[bBoOdDhH][0-9a-fA-FxXzZ?_]+|)re"
-      R"re([+-]?[0-9][0-9_]*(\.[0-9][0-9_]*)?([eE][+-]?[0-9]+)?|"[^"\\;#\x00-\x1f\x7f]*")re");
+      R"re([0-9][0-9_]*|([0-9][0-9_]*)?'[sS]?[bBoOdDhH][0-9a-fA-FxXzZ?_]+|"[^"\\;#$\[\]`\x00-\x1f\x7f]*")re");
   return std::regex_match(v, re);
 }
 
@@ -105,12 +105,7 @@ std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const st
        << "select -assert-any " << unit.top << "/i:" << unit.clock << "\n";
   ys << "synth -flatten -top " << unit.top << " -run :fine\n";
   if (macros)
-    // The memories as recorded: on a copy of the design whose undefined mux inputs are folded (`we ? addr : x`
-    // is then `addr`), so that a read and a write port on the same address show the same signal (a
-    // single-port array); the synthesis goes on with the design as it was.
-    ys << "design -save spartan_pre_dump\nopt_expr -mux_undef\nopt_clean\n"
-       << "tee -q -o " << yosys_quote((wd / "memories.txt").string()) << " dump t:$mem_v2\n"
-       << "design -load spartan_pre_dump\n"
+    ys << "tee -q -o " << yosys_quote((wd / "memories.txt").string()) << " dump t:$mem_v2\n"
        << "chtype -set spartan_sram_macro " << kSramYosysSelect << "\n";
   ys << "synth -flatten -top " << unit.top << " -run fine:\n"
      << "dfflibmap -liberty " << lib << "\n"
@@ -126,6 +121,21 @@ std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const st
   // concatenations, so wire-to-wire connections become buffers (a few BUFX2 on port nets).
   ys << "opt_clean -purge\nsetundef -zero\nsplitnets -ports\ninsbuf -buf " << tools.buffer_cell << "\nopt_clean\n"
      << "write_verilog -noattr -noexpr " << yosys_quote((wd / (tag + "netlist.v")).string()) << "\n";
+  return ys.str();
+}
+
+// Yosys script of the port check (run_unit): the memories of the same front end with undefined mux inputs
+// folded (`we ? addr : x` is then `addr`), so that a read and a write port on one address and one clock show
+// the same signals. A run of its own: folding them in the synthesis run changed its netlist (ABC's mapping
+// follows the design's order), and `design -save`/`-load` around it did too.
+std::string ports_script(const UnitSpec& unit, const fs::path& wd) {
+  std::ostringstream ys;
+  for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
+  for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
+  ys << "hierarchy -check -top " << unit.top << "\n"
+     << "synth -flatten -top " << unit.top << " -run :fine\n"
+     << "opt_expr -mux_undef\nopt_clean\n"
+     << "tee -q -o " << yosys_quote((wd / "ports.txt").string()) << " dump t:$mem_v2\n";
   return ys.str();
 }
 
@@ -190,16 +200,17 @@ ToolVersions check_tools(const ToolConfig& t) {
 }
 
 bool is_verilog_identifier(const std::string& s) {
-  static const std::regex ident(R"([A-Za-z_][A-Za-z0-9_$]*)");
+  static const std::regex ident(R"([A-Za-z_][A-Za-z0-9_]*)");  // no '$': OpenSTA's Tcl would substitute it
   return std::regex_match(s, ident);
 }
 
-void check_script_path(const std::string& path, const std::string& what) {
+void check_script_path(const std::string& path, const std::string& what, bool blanks_allowed) {
   for (const char ch : path) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f || ch == '"' || ch == '\\' || ch == '{' || ch == '}' || ch == ';' || ch == '#')
-      throw InputError(what + " '" + path + "': the path has a character the Yosys and OpenSTA scripts cannot quote " +
-                       "(a control character, '\"', '\\', '{', '}', ';' or '#'); rename or move it");
+    if (std::isalnum(c) || std::strchr("_./+-,:=@%~", ch) != nullptr || (blanks_allowed && ch == ' ')) continue;
+    throw InputError(what + " '" + path + "': the path has a character other than letters, digits and _ . / + - , : = @ % ~" +
+                     std::string(blanks_allowed ? " or a blank" : "") +
+                     ", which the Yosys, ABC or OpenSTA scripts cannot carry; rename or move it");
   }
 }
 
@@ -221,14 +232,24 @@ void check_parameter(const std::string& name, const std::string& value, const st
   if (!is_verilog_identifier(name)) throw ConfigError(file, key, "parameter name '" + name + "' is not a Verilog identifier");
   if (!is_verilog_constant(value))
     throw ConfigError(file, key, "parameter " + name + ": '" + value +
-                                     "' is not a Verilog constant (a number such as 16, 8'hFF or 1.5, or a \"string\")");
+                                     "' is not a Verilog constant Yosys takes (16, 8'hFF, 'd5, 8'shFB for a negative value, or a \"string\")");
+}
+
+// A unit count: decimal digits only (no sign, blank, "0x"), 0 to 4294967295.
+unsigned parse_count(const std::string& text, const std::string& file, const std::string& key) {
+  std::size_t nz = text.find_first_not_of('0');
+  const std::string digits = nz == std::string::npos ? "0" : text.substr(nz);
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || digits.size() > 10 ||
+      std::stoull(digits) > 0xFFFFFFFFull)
+    throw ConfigError(file, key, "count must be a whole number from 0 to 4294967295 (decimal digits), not '" + text + "'");
+  return static_cast<unsigned>(std::stoull(digits));
 }
 
 // A listed Verilog source: a regular file whose path the scripts can carry.
 void check_manifest_file(const std::string& p, const std::string& file, const std::string& key) {
   if (!fs::is_regular_file(p)) throw ConfigError(file, key, "not a regular file: " + p);
   try {
-    check_script_path(p, "file");
+    check_script_path(p, "file", true);  // (read_verilog takes a quoted path)
   } catch (const InputError& e) {
     throw ConfigError(file, key, e.what());
   }
@@ -285,11 +306,9 @@ std::vector<UnitSpec> load_units_txt(const std::string& path) {
       if (rest.size() != 1) throw ConfigError(path, key, "expected 'role monitor|engine|other'");
       s.role = role_from(rest[0], path, key);
     } else if (word == "count") {
-      // (The YAML manifest's range: a larger count used to wrap to another number, or end in "internal error".)
-      if (rest.size() != 1 || rest[0].empty() || rest[0].size() > 10 ||
-          rest[0].find_first_not_of("0123456789") != std::string::npos || std::stoull(rest[0]) > 0xFFFFFFFFull)
-        throw ConfigError(path, key, "expected 'count N' with N a whole number from 0 to 4294967295");
-      s.count_override = static_cast<unsigned>(std::stoull(rest[0]));
+      // (A count above 2^32 - 1 used to wrap to another number, or end in "internal error".)
+      if (rest.size() != 1) throw ConfigError(path, key, "expected 'count N'");
+      s.count_override = parse_count(rest[0], path, key);
     } else {
       if (!rest.empty()) throw ConfigError(path, key, "unknown directive '" + word + "'");
       fs::path p = word;
@@ -375,8 +394,9 @@ std::vector<UnitSpec> load_manifest(const std::string& path) {
       s.role = role_from(u["role"] ? yaml_string(u["role"], path, key + ".role") : "other", path, key + ".role");
       if (u["count"]) {
         const YAML::Node c = u["count"];
-        if (!c.IsScalar() || !YAML::convert<unsigned>::decode(c, s.count_override))
+        if (!c.IsScalar())
           throw ConfigError(path, key + ".count", "must be a whole number from 0 to 4294967295, not " + yaml_kind(c));
+        s.count_override = parse_count(c.Scalar(), path, key + ".count");  // (yaml-cpp also took 0x10 and "+5")
       }
       if (u["clock"]) {
         s.clock = yaml_string(u["clock"], path, key + ".clock");
@@ -419,7 +439,11 @@ std::vector<UnitSpec> default_units(const std::string& rtl_dir) {
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(rtl_dir)) {
     const auto ext = e.path().extension();
-    if (e.is_regular_file() && (ext == ".v" || ext == ".sv")) files.push_back(e.path().string());
+    if (e.is_regular_file() && (ext == ".v" || ext == ".sv")) {
+      const std::string f = fs::absolute(e.path()).lexically_normal().string();
+      check_script_path(f, "--rtl-dir file", true);  // (a file name with a newline and '!cmd' ran the command)
+      files.push_back(f);
+    }
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) throw InputError("no Verilog (*.v, *.sv) in " + rtl_dir + " and no manifest.yaml there");
@@ -435,8 +459,8 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   // The tools' TMPDIR (Yosys's yosys-abc-* directories): inside the work directory, so that they go with it
   // when an interrupt or an error removes it.
   // Paths go into the scripts as words (Yosys) or in braces (OpenSTA).
-  check_script_path(wd.string(), "scratch directory (from TMPDIR)");
-  check_script_path(tools.liberty, "--liberty");
+  check_script_path(wd.string(), "scratch directory (from TMPDIR)", false);
+  check_script_path(tools.liberty, "--liberty", false);
   const std::string tmpdir = (wd / "tmp").string();
   fs::create_directories(tmpdir);
   const std::string lib = yosys_quote(tools.liberty);
@@ -476,6 +500,17 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   run_yosys(synth_script(unit, tools, lib, wd, true), "logic");
   check_clock_port();
   r.memories = parse_yosys_memories(read_if_exists((wd / "memories.txt").string()), unit.name + " memories.txt");
+  // Single-port arrays: a one-read one-write SRAM-eligible memory whose ports share address and clock in the
+  // port check's dump (names as in memories.txt: the same front end).
+  if (std::any_of(r.memories.begin(), r.memories.end(),
+                  [](const MemoryInfo& m) { return m.sram() && m.read_ports == 1 && m.write_ports == 1; })) {
+    run_yosys(ports_script(unit, wd), "ports");
+    const auto folded = parse_yosys_memories(read_file((wd / "ports.txt").string()), unit.name + " ports.txt");
+    for (auto& m : r.memories) {
+      const auto f = std::find_if(folded.begin(), folded.end(), [&](const MemoryInfo& x) { return x.name == m.name; });
+      m.shared_address = f != folded.end() && f->shared_address;
+    }
+  }
   const YosysStat logic_stat =
       parse_yosys_stat(read_file((wd / "logic_stat.txt").string()), unit.name + " logic_stat.txt", unit.top);
   // Yosys prints no chip area when no cell has one: a unit that is nothing but SRAM macros has no logic (0 um^2).
@@ -502,6 +537,10 @@ UnitResult run_unit(const UnitSpec& unit, const ToolConfig& tools, const std::st
   r.stat = logic_stat;
   r.ff_synthesised = sram_bits == 0 || sram_bits <= tools.ff_memory_limit_bits;
   r.timed_with_macros = sram_bits > 0 && !r.ff_synthesised;
+  if (only_macros && r.timed_with_macros)
+    throw InputError("unit '" + unit.name + "' (top " + unit.top + ") is nothing but SRAM-eligible memory (" +
+                     std::to_string(sram_bits) + " bits): with it as black-box macros there is no path to time; " +
+                     "--ff-memory-limit-bits " + std::to_string(sram_bits) + " synthesises it as flip-flops");
   if (sram_bits > 0 && r.ff_synthesised) {
     run_yosys(synth_script(unit, tools, lib, wd, false), "ff");
     r.stat = parse_yosys_stat(read_file((wd / "ff_stat.txt").string()), unit.name + " ff_stat.txt", unit.top);

@@ -110,6 +110,8 @@ int run(int argc, char** argv) {
       throw InputError("--buffer-cell must be 'CELL IN OUT' (three liberty names), not '" + tools.buffer_cell + "'");
     tools.buffer_cell = w[0] + " " + w[1] + " " + w[2];
   }
+  // Absolute, so that the scripts kept by --keep-work run from anywhere.
+  if (!tools.liberty.empty()) tools.liberty = fs::absolute(tools.liberty).lexically_normal().string();
   // A non-finite or non-positive period would make OpenSTA loop or divide by zero.
   // Outside 0.01..1000 ns (100 GHz..1 MHz) the period is a unit mistake, and Yosys/OpenSTA fail unclearly.
   if (!std::isfinite(tools.clock_ns) || tools.clock_ns < 0.01 || tools.clock_ns > 1000.0)
@@ -132,7 +134,16 @@ int run(int argc, char** argv) {
   const ToolVersions versions = check_tools(tools);
   ropt.yosys_version = versions.yosys;
   ropt.sta_version = versions.sta;
-  ropt.nand2 = find_nand2_cell(read_file(tools.liberty));  // readable: check_tools read it
+  const std::string liberty_text = read_file(tools.liberty);  // readable: check_tools read it
+  ropt.nand2 = find_nand2_cell(liberty_text);
+  {
+    std::istringstream bc(tools.buffer_cell);
+    std::string cell, in, out;
+    bc >> cell >> in >> out;
+    if (!liberty_has_buffer(liberty_text, cell, in, out))
+      throw InputError("--buffer-cell '" + tools.buffer_cell + "': the liberty " + tools.liberty + " has no cell " + cell +
+                       " whose pin " + out + " is a buffer of pin " + in);
+  }
   GpuInfo g = load_gpu(gpu, gpu_dir);
   // Every node the report scales to needs its SRAM bit cell when memories count as SRAM (the GPU's node too,
   // for its share of the die): a missing figure used to fail after the whole synthesis.
@@ -162,8 +173,12 @@ int run(int argc, char** argv) {
   // The files it will hold: an existing directory in their place would fail only after the synthesis, with
   // some of the results already written.
   for (const char* f : {"area.json", "area.md"}) check_output_not_directory("--out", (fs::path(out) / f).string());
-  if (fs::exists(fs::path(out) / "netlists") && !fs::is_directory(fs::path(out) / "netlists"))
-    throw InputError("--out: " + (fs::path(out) / "netlists").string() + " exists and is not a directory");
+  {
+    std::error_code ec;  // (a dangling link in its place failed only after the synthesis)
+    const fs::path nl = fs::path(out) / "netlists";
+    if (fs::exists(fs::symlink_status(nl, ec)) && !fs::is_directory(nl, ec))
+      throw InputError("--out: " + nl.string() + " exists and is not a directory");
+  }
   for (const auto& s : specs)  // (a directory in a netlist's place failed after the synthesis, other netlists replaced)
     check_output_not_directory("--out", (fs::path(out) / "netlists" / (s.name + ".v")).string());
   if (!keep_work.empty()) {

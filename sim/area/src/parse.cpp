@@ -133,17 +133,18 @@ std::vector<MemoryInfo> parse_yosys_memories(const std::string& text, const std:
   static const std::regex cell_re(R"(^\s*cell \$mem(?:_v2)? (\S+)\s*$)");
   static const std::regex param_re(R"(^\s*parameter \\(\w+) (.+?)\s*$)");
   static const std::regex end_re(R"(^\s*end\s*$)");
-  static const std::regex addr_re(R"(^\s*connect \\(RD|WR)_ADDR (.+?)\s*$)");
+  static const std::regex port_re(R"(^\s*connect \\(RD|WR)_(ADDR|CLK) (.+?)\s*$)");
   const auto lines = split_lines(text);
   std::vector<MemoryInfo> out;
   bool in_cell = false, has_w = false, has_s = false;
-  std::string rd_addr, wr_addr;
+  std::string rd_addr, wr_addr, rd_clk, wr_clk;
   std::size_t cell_line = 0;
   auto finish = [&]() {
     if (!has_w || !has_s)
       throw FormatError(report_name, out.back().name, cell_line, "$mem_v2 cell without WIDTH/SIZE parameters", "line");
     MemoryInfo& mem = out.back();
-    mem.shared_address = mem.read_ports == 1 && mem.write_ports == 1 && !rd_addr.empty() && rd_addr == wr_addr;
+    mem.shared_address = mem.read_ports == 1 && mem.write_ports == 1 && !rd_addr.empty() && rd_addr == wr_addr &&
+                         !rd_clk.empty() && rd_clk == wr_clk;
   };
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::smatch m;
@@ -155,6 +156,8 @@ std::vector<MemoryInfo> parse_yosys_memories(const std::string& text, const std:
       has_w = has_s = false;
       rd_addr.clear();
       wr_addr.clear();
+      rd_clk.clear();
+      wr_clk.clear();
       cell_line = i + 1;
       continue;
     }
@@ -164,8 +167,9 @@ std::vector<MemoryInfo> parse_yosys_memories(const std::string& text, const std:
       in_cell = false;
       continue;
     }
-    if (std::regex_match(lines[i], m, addr_re)) {
-      (m[1] == "RD" ? rd_addr : wr_addr) = m[2];
+    if (std::regex_match(lines[i], m, port_re)) {
+      const bool rd = m[1] == "RD", addr = m[2] == "ADDR";
+      (addr ? (rd ? rd_addr : wr_addr) : (rd ? rd_clk : wr_clk)) = m[3];
       continue;
     }
     if (!std::regex_match(lines[i], m, param_re)) continue;
@@ -354,6 +358,31 @@ std::optional<LibertyCell> find_nand2_cell(const std::string& lib) {
     }
   }
   return best;
+}
+
+bool liberty_has_buffer(const std::string& lib, const std::string& cell, const std::string& in, const std::string& out) {
+  // A `cell (` group header at p (the word itself, not e.g. cell_footprint): the header's end, or npos.
+  auto cell_header = [&](std::size_t p) {
+    if (p > 0 && is_ident_char(lib[p - 1])) return std::string::npos;
+    std::size_t q = p + 4;
+    while (q < lib.size() && std::isspace(static_cast<unsigned char>(lib[q]))) ++q;
+    return q < lib.size() && lib[q] == '(' ? q + 1 : std::string::npos;
+  };
+  // Names are plain identifiers here (--buffer-cell is checked first), so they need no regex escaping; the
+  // regexes run on one cell group (a few KB), not on the library (std::regex recurses per character).
+  const std::regex name_re("^\\s*\"?" + cell + "\"?\\s*\\)");
+  const std::regex out_re("\\bpin\\s*\\(\\s*\"?" + out + "\"?\\s*\\)\\s*\\{[^}]*?\\bfunction\\s*:\\s*\"\\s*\\(?\\s*" + in +
+                          "\\s*\\)?\\s*\"");
+  const std::regex in_re("\\bpin\\s*\\(\\s*\"?" + in + "\"?\\s*\\)");
+  for (std::size_t p = lib.find("cell"); p != std::string::npos; p = lib.find("cell", p + 4)) {
+    const std::size_t h = cell_header(p);
+    if (h == std::string::npos || !std::regex_search(lib.substr(h, 256), name_re)) continue;
+    std::size_t e = lib.find("cell", h);
+    while (e != std::string::npos && cell_header(e) == std::string::npos) e = lib.find("cell", e + 4);
+    const std::string group = lib.substr(h, e == std::string::npos ? std::string::npos : e - h);
+    return std::regex_search(group, out_re) && std::regex_search(group, in_re);
+  }
+  return false;
 }
 
 }  // namespace spartan::area

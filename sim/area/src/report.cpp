@@ -76,9 +76,11 @@ CycleCounts parse_cycle_counts(const std::string& text, const std::string& file)
   if (!duplicate.empty()) throw FormatError(file, duplicate, 0, "key given twice in one object", nullptr);
   if (!j.is_object() || !j.contains("units") || !j["units"].is_object())
     throw FormatError(file, "units", 0, "missing object 'units'", nullptr);
+  // spartan-sim run --rtl writes `build` (the provenance of the binary) beside `source` and `units`.
   for (const auto& [key, v] : j.items())
-    if (key != "units" && key != "source")
-      throw FormatError(file, key, 0, "unknown key (expected 'units' and optionally 'source')", nullptr);
+    if (key != "units" && key != "source" && key != "build")
+      throw FormatError(file, key, 0, "unknown key (expected 'units' and optionally 'source' and 'build')", nullptr);
+  if (j.contains("build") && !j["build"].is_object()) throw FormatError(file, "build", 0, "must be an object", nullptr);
   CycleCounts c;
   if (j.contains("source")) {
     if (!j["source"].is_string()) throw FormatError(file, "source", 0, "must be a string", nullptr);

@@ -212,6 +212,35 @@ TEST(AreaFlowLive, PortsVersionsAndUncountedUnits) {
   EXPECT_EQ(line.find("| 0 |"), std::string::npos) << line;
 }
 
+// A unit that is only an SRAM-eligible memory: no logic cell, so Yosys prints no chip area. With the memory
+// also synthesised as flip-flops it is timed and has 0 um^2 of logic; as a black-box macro alone there is no
+// path to time, and the refusal says how to get one.
+TEST(AreaFlowLive, MacroOnlyUnit) {
+  if (!tools_present()) GTEST_SKIP() << "yosys, sta or the OSU 0.18 um liberty is not installed";
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  const std::string m = (tmp.path / "m.yaml").string();
+  spartan::write_file_atomic(m, "units: [{name: ro, top: ram_only, files: [" + kData + "/ram_ports.v]}]\n");
+  const std::string base = "--gpu " + kData + "/gpu_test.yaml --manifest " + m + " --out " + out.string();
+  std::string err;
+  ASSERT_EQ(run_area(base, tmp.path, err), 0) << err;
+  const auto rep = nlohmann::json::parse(spartan::read_file((out / "area.json").string()));
+  EXPECT_EQ(rep["units"][0]["area_180nm"]["logic_um2"].get<double>(), 0.0);
+  EXPECT_GT(rep["units"][0]["area_180nm"]["memory_ff_um2"].get<double>(), 0.0);
+  EXPECT_TRUE(rep["units"][0]["memories"][0]["shared_address"].get<bool>());
+  fs::remove_all(out);
+  EXPECT_EQ(run_area(base + " --ff-memory-limit-bits 0", tmp.path, err), 2);
+  EXPECT_NE(err.find("nothing but SRAM-eligible memory (1024 bits)"), std::string::npos) << err;
+  EXPECT_NE(err.find("--ff-memory-limit-bits 1024"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out));
+  // --buffer-cell must be a buffer of the liberty, checked before the synthesis.
+  for (const std::string& bc : {"NOPE A Y", "INVX1 A Y"}) {
+    EXPECT_EQ(run_area(base + " --buffer-cell '" + bc + "'", tmp.path, err), 2) << bc;
+    EXPECT_NE(err.find("is a buffer of pin A"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+}
+
 // A netlist path taken by a directory failed only after the synthesis, with other netlists already replaced
 // (forty-first session's review): refused up front; and all outputs are renamed only once every one is written.
 TEST(AreaFlowBadInput, NetlistPathIsADirectory) {
@@ -323,7 +352,8 @@ TEST(AreaFlowInterrupt, SignalRemovesScratchAndEndsTools) {
     fs::permissions(yosys, fs::perms::owner_all);
     fs::permissions(sta, fs::perms::owner_all);
     const std::string lib = (tmp.path / "ns.lib").string();
-    spartan::write_file_atomic(lib, "library (x) {\n  time_unit : \"1ns\";\n}\n");
+    spartan::write_file_atomic(lib, "library (x) {\n  time_unit : \"1ns\";\n  cell (BUFX2) { pin (A) { direction : input; }\n"
+                                    "    pin (Y) { direction : output; function : \"A\"; } }\n}\n");
     const fs::path out = tmp.path / "out";
     std::vector<std::string> args = {SPARTAN_AREA_BIN, "--gpu", kData + "/gpu_test.yaml", "--manifest",
                                      kData + "/manifest.yaml", "--out", out.string(), "--yosys", yosys, "--sta", sta,

@@ -145,6 +145,10 @@ TEST(AreaCycles, ParseAndReject) {
   // Unknown root keys and a source that is not a string were taken silently (forty-first session's review).
   expect_error(R"({"units":{},"extra":1})", "extra: unknown key");
   expect_error(R"({"units":{},"source":5})", "source: must be a string");
+  expect_error(R"({"units":{},"build":"x"})", "build: must be an object");
+  // What spartan-sim run --rtl writes (sim/src/cmd_rtl_ext.cpp): source, units and its build provenance.
+  EXPECT_NO_THROW(parse_cycle_counts(R"({"source":"s","units":{"m":{"tiles":1,"busy_cycles":2}},)"
+                                     R"("build":{"commit":"abc","dirty":false}})", "c.json"));
 }
 
 // 1e308 in every field gave exit 0 and inf, -nan and a 309-digit latency in area.md (new-user review): every
@@ -463,14 +467,24 @@ TEST(AreaManifest, ClockIsAPortName) {
 TEST(AreaManifest, ScriptWordsAreChecked) {
   const std::string f = "files: [data/popcount.v]";
   auto unit = [&](const std::string& extra) { return "units: [{top: popcount, " + f + extra + "}]"; };
-  for (const char* bad : {R"("16\n!touch /tmp/x")", R"("16; !touch x")", "'16 top2'", "'1 # c'", "'16;'", "abc", "''", "'\"a\"b\"'"})
+  // (Yosys 0.23's chparam decodes no sign, fraction or exponent: -1, +3, 1.5 and 1e1 failed inside Yosys.)
+  for (const char* bad : {R"("16\n!touch /tmp/x")", R"("16; !touch x")", "'16 top2'", "'1 # c'", "'16;'", "abc", "''",
+                          "'\"a\"b\"'", "-1", "'+3'", "1.5", "1e1", "'\"a$b\"'", "'\"[x]\"'"})
     EXPECT_NE(manifest_error(unit(std::string(", parameters: {W: ") + bad + "}")).find("is not a Verilog constant"),
               std::string::npos) << bad;
-  for (const char* good : {"16", "-1", "8'hFF", "\"'d5\"", "4'sb1010", "1.5", "2e3", "1_000", "'\"abc def\"'"})
+  for (const char* good : {"16", "8'hFF", "\"'d5\"", "4'sb1010", "8'shFB", "1_000", "'\"abc def\"'"})
     EXPECT_EQ(manifest_error(unit(std::string(", parameters: {W: ") + good + "}")), "") << good;
   EXPECT_NE(manifest_error(unit(", parameters: {'W x': 4}")).find("is not a Verilog identifier"), std::string::npos);
   EXPECT_NE(manifest_error("units: [{top: 'popcount; x', " + f + "}]").find("'units[0].top': 'popcount; x' is not a Verilog module name"),
             std::string::npos);
+  // '$' is legal in Verilog names but a Tcl substitution in the OpenSTA script (clock c$tcl_version became c8.6).
+  EXPECT_NE(manifest_error("units: [{top: 'm$x', " + f + "}]").find("is not a Verilog module name"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: popcount, clock: 'c$tcl_version', " + f + "}]").find("is not a Verilog port name"),
+            std::string::npos);
+  // count: decimal digits (yaml-cpp took 0x10 and "+5"), leading zeros allowed.
+  for (const char* c : {"0x10", "'+5'", "-1", "4294967296", "1e2", "5.0"})
+    EXPECT_NE(manifest_error(unit(std::string(", count: ") + c)).find("0 to 4294967295"), std::string::npos) << c;
+  EXPECT_EQ(manifest_error(unit(", count: 00000000005")), "");
   EXPECT_NE(manifest_error("units: [{top: popcount, " + f + "}]\nunits: [{top: fifo, " + f + "}]\n").find("key given twice"),
             std::string::npos);
   EXPECT_NE(manifest_error("units: [{top: popcount, top: fifo, " + f + "}]").find("'units[0].top': key given twice"),
@@ -487,6 +501,7 @@ TEST(AreaManifest, ScriptWordsAreChecked) {
     EXPECT_NE(manifest_error(std::string("top popcount\n  data/popcount.v\n  count ") + n + "\n", ".txt").find("0 to 4294967295"),
               std::string::npos) << n;
   EXPECT_EQ(manifest_error("top popcount\n  data/popcount.v\n  count 4294967295\n", ".txt"), "");
+  EXPECT_EQ(manifest_error("top popcount\n  data/popcount.v\n  count 00000000005\n", ".txt"), "");
   // A directory given as the manifest (any extension).
   for (const std::string& d : {std::filesystem::temp_directory_path().string(), std::string(SPARTAN_AREA_DATA)}) {
     try {
@@ -499,12 +514,25 @@ TEST(AreaManifest, ScriptWordsAreChecked) {
   // A source path the scripts cannot carry (a '"' or a newline in it).
   const std::filesystem::path odd = std::filesystem::temp_directory_path() / ("spartan-area-q\"" + std::to_string(::getpid()) + ".v");
   spartan::write_file_atomic(odd.string(), "module m; endmodule\n");
-  EXPECT_NE(manifest_error("units: [{top: m, files: ['" + odd.string() + "']}]").find("cannot quote"), std::string::npos);
+  EXPECT_NE(manifest_error("units: [{top: m, files: ['" + odd.string() + "']}]").find("cannot carry"), std::string::npos);
   std::remove(odd.c_str());
-  EXPECT_TRUE(is_verilog_identifier("a_b$1"));
+  EXPECT_TRUE(is_verilog_identifier("a_b1"));
+  EXPECT_FALSE(is_verilog_identifier("a$b"));
   EXPECT_FALSE(is_verilog_identifier("1a"));
-  EXPECT_THROW(check_script_path("/tmp/a{b", "x"), spartan::InputError);
-  EXPECT_NO_THROW(check_script_path("/tmp/a b/c", "x"));
+  for (const char* bad : {"/tmp/a{b", "/tmp/a$(touch x)b", "/tmp/a[b]", "/tmp/a'b", "/tmp/a`b`", "/tmp/a\nb", "/tmp/a;b"})
+    EXPECT_THROW(check_script_path(bad, "x", true), spartan::InputError) << bad;
+  EXPECT_THROW(check_script_path("/tmp/a b/c", "x"), spartan::InputError);  // TMPDIR, liberty: Yosys tee -o keeps quotes
+  EXPECT_NO_THROW(check_script_path("/tmp/a b/c", "x", true));               // a source: read_verilog takes it quoted
+  EXPECT_NO_THROW(check_script_path("/home/u/x-1.2/src_a/f+g,h=i@j%k~l:m.v", "x"));
+  // Without a manifest, every Verilog file of --rtl-dir is read: its name is checked too (a name with a newline
+  // and a Yosys '!' line ran a shell command).
+  const std::filesystem::path rd = std::filesystem::temp_directory_path() / ("spartan-area-rtl-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(rd);
+  spartan::write_file_atomic((rd / "ok.v").string(), "module sparsity_monitor; endmodule\n");
+  EXPECT_EQ(default_units(rd.string())[0].files[0], (rd / "ok.v").string());
+  spartan::write_file_atomic((rd / "e.v\n!touch x\n#.v").string(), "// comment\n");
+  EXPECT_THROW(default_units(rd.string()), spartan::InputError);
+  std::filesystem::remove_all(rd);
 }
 
 TEST(AreaMemories, SramEligibility) {

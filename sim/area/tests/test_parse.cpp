@@ -84,11 +84,14 @@ TEST(AreaYosysMemories, FifoAndCounterTable) {
 // Yosys lists a read and a write port for every written memory, a single-port RAM too: the address signals
 // tell them apart (forty-first session's review: every such array was reported as needing a two-port macro).
 TEST(AreaYosysMemories, SharedAddressMeansSinglePort) {
-  auto dump = [](const std::string& rd, const std::string& wr, int rports) {
+  auto dump = [](const std::string& rd, const std::string& wr, int rports, const std::string& rclk = "\\clk") {
     return "  cell $mem_v2 \\m\n    parameter \\WIDTH 16\n    parameter \\SIZE 64\n    parameter \\RD_PORTS " +
-           std::to_string(rports) + "\n    parameter \\WR_PORTS 1\n    connect \\RD_ADDR " + rd +
-           "\n    connect \\WR_ADDR " + wr + "\n  end\n";
+           std::to_string(rports) + "\n    parameter \\WR_PORTS 1\n    connect \\RD_ADDR " + rd + "\n    connect \\RD_CLK " +
+           rclk + "\n    connect \\WR_ADDR " + wr + "\n    connect \\WR_CLK \\clk\n  end\n";
   };
+  // One address but two clocks (a dual-clock RAM) or an asynchronous read (no read clock): not single-port.
+  EXPECT_FALSE(parse_yosys_memories(dump("\\addr", "\\addr", 1, "\\rclk"), "dc")[0].shared_address);
+  EXPECT_FALSE(parse_yosys_memories(dump("\\addr", "\\addr", 1, "1'x"), "async")[0].shared_address);
   EXPECT_TRUE(parse_yosys_memories(dump("\\addr", "\\addr", 1), "sp")[0].shared_address);
   EXPECT_FALSE(parse_yosys_memories(dump("\\ra", "\\wa", 1), "tp")[0].shared_address);
   EXPECT_FALSE(parse_yosys_memories(dump("{ \\addr \\addr }", "\\addr", 2), "2r")[0].shared_address);
@@ -98,6 +101,28 @@ TEST(AreaYosysMemories, SharedAddressMeansSinglePort) {
   ASSERT_EQ(two.size(), 2u);
   EXPECT_TRUE(two[0].shared_address);
   EXPECT_FALSE(two[1].shared_address);
+}
+
+// --buffer-cell must name a buffer of the liberty (a misspelt cell left black boxes in the netlist, an inverter
+// inverted every buffered net; forty-first session's review).
+TEST(AreaLiberty, BufferCell) {
+  const std::string lib = R"lib(library (x) {
+  cell (BUFX2) { area : 16; pin (A) { direction : input; } pin (Y) { direction : output; function : "A"; } }
+  cell ("INVX1") { cell_footprint : inv; pin (A) { direction : input; } pin (Y) { direction : output; function : "(!A)"; } }
+  cell (BUF_P) { pin ("I") { direction : input; } pin ("Z") { direction : output; function : "(I)"; } }
+})lib";
+  EXPECT_TRUE(liberty_has_buffer(lib, "BUFX2", "A", "Y"));
+  EXPECT_TRUE(liberty_has_buffer(lib, "BUF_P", "I", "Z"));
+  EXPECT_FALSE(liberty_has_buffer(lib, "INVX1", "A", "Y"));
+  EXPECT_FALSE(liberty_has_buffer(lib, "NOPE", "A", "Y"));
+  EXPECT_FALSE(liberty_has_buffer(lib, "BUFX2", "A", "Z"));
+  EXPECT_FALSE(liberty_has_buffer(lib, "BUFX", "A", "Y"));
+  const std::string osu = "/usr/share/qflow/tech/osu018/osu018_stdcells.lib";
+  if (!std::ifstream(osu)) GTEST_SKIP() << "OSU 0.18 um liberty not installed";
+  const std::string text = spartan::read_file(osu);
+  EXPECT_TRUE(liberty_has_buffer(text, "BUFX2", "A", "Y"));
+  EXPECT_FALSE(liberty_has_buffer(text, "INVX1", "A", "Y"));
+  EXPECT_FALSE(liberty_has_buffer(text, "NOPE", "A", "Y"));
 }
 
 TEST(AreaStaReport, RegisterToRegister) {

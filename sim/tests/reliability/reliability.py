@@ -567,6 +567,20 @@ def bad_input(r):
          lambda d: (gpu(lambda t: t)(d), write(os.path.join(d, "c.json"), '{"units": {}, "extra": 1}')), "extra: unknown key"),
         ("unwritable output directory", "--out's netlist path is a directory", area,
          lambda d: (gpu(lambda t: t)(d), os.makedirs(os.path.join(d, "out", "netlists", "fifo32x16.v"))), "fifo32x16.v"),
+        # the second helper's attempts on those fixes
+        ("wrong type", "manifest clock with a Tcl '$'", ar_m,
+         manifest("units: [{top: popcount, files: [@V], clock: 'c$tcl_version'}]\n"), "is not a Verilog port name"),
+        ("wrong type", "manifest parameter -1 (Yosys chparam cannot decode it)", ar_m,
+         manifest("units: [{top: popcount, files: [@V], parameters: {W: -1}}]\n"), "is not a Verilog constant"),
+        ("wrong type", "manifest count 0x10", ar_m, manifest("units: [{top: popcount, files: [@V], count: 0x10}]\n"),
+         "0 to 4294967295"),
+        ("wrong type", "--buffer-cell not in the liberty", area + ["--buffer-cell", "NOPE A Y"], gpu(lambda t: t),
+         "is a buffer of pin A"),
+        ("wrong type", "--rtl-dir file name with a newline and a Yosys '!' line",
+         [a for a in area if a not in ("--manifest", "@S/sim/area/tests/data/manifest.yaml")] + ["--rtl-dir", "@D/rtl"],
+         lambda d: (gpu(lambda t: t)(d), os.makedirs(os.path.join(d, "rtl")),
+                    shutil.copy(pc_v, os.path.join(d, "rtl", "m.v")),
+                    write(os.path.join(d, "rtl", "e.v\n!touch pwned\n#.v"), "// c\n")), "cannot carry"),
     ]
     for cls, name, argv, setup, *expect in ar_cases:  # the new-user review's cases name the expected error
         r.case("spartan-area", cls, name, argv, setup, **({"expect": expect[0]} if expect else {}))

@@ -19,3 +19,12 @@ module ram_2p(input clk, input we, input [5:0] wa, input [5:0] ra, input [15:0] 
   end
   assign q = r & mask;
 endmodule
+
+// Nothing but a 64 x 16 single-port RAM (its read register absorbed into the read port): no logic cell.
+module ram_only(input clk, input we, input [5:0] addr, input [15:0] d, output reg [15:0] q);
+  reg [15:0] m [0:63];
+  always @(posedge clk) begin
+    if (we) m[addr] <= d;
+    q <= m[addr];
+  end
+endmodule

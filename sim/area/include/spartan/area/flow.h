@@ -92,19 +92,22 @@ struct ToolVersions {
 /// Throws InputError (one line).
 ToolVersions check_tools(const ToolConfig& tools);
 
-/// Whether `s` is a plain Verilog identifier ([A-Za-z_][A-Za-z0-9_$]*): module, port and parameter names
-/// that go into the Yosys and OpenSTA scripts.
+/// Whether `s` is a plain Verilog identifier without '$' ([A-Za-z_][A-Za-z0-9_]*: OpenSTA's Tcl would
+/// substitute a '$'): module, port and parameter names that go into the Yosys and OpenSTA scripts.
 bool is_verilog_identifier(const std::string& s);
 
-/// Whether `v` is a Verilog constant that Yosys `chparam -set` takes as one word: a decimal, based (8'hFF)
-/// or real number, or a double-quoted string of printable characters other than '"', '\\', ';' and '#'.
-/// Manifest parameter values must be one: they are written into the Yosys script.
+/// Whether `v` is a Verilog constant that Yosys 0.23's `chparam -set` decodes, as one word: an unsigned
+/// decimal, a based number (8'hFF, 'd5; a negative value as a signed based one, 8'shFB) or a double-quoted
+/// string of printable characters other than '"', '\', ';', '#', '$', '[', ']' and '`'. Manifest parameter
+/// values must be one: they are written into the Yosys script (Yosys refuses -1, +3, 1.5 and 1e1 there).
 bool is_verilog_constant(const std::string& v);
 
-/// Throws InputError naming `what` when `path` holds a character that the Yosys script (a word, quoted when
-/// it has blanks) or the OpenSTA script (in braces) cannot carry: control characters, '"', '\\', '{', '}',
-/// ';' and '#'.
-void check_script_path(const std::string& path, const std::string& what);
+/// Throws InputError naming `what` unless every character of `path` is a letter, a digit or one of
+/// _ . / + - , : = @ % ~ (and a blank where `blanks_allowed`: Verilog sources, which read_verilog takes
+/// quoted). Paths go into the Yosys script, ABC's shell command line (the tools' TMPDIR) and OpenSTA's Tcl:
+/// a newline ran a Yosys `!` command, `$(...)` in TMPDIR a shell command, `$` and `[` are Tcl substitutions,
+/// and Yosys `tee -o` keeps the quotes around a path with blanks.
+void check_script_path(const std::string& path, const std::string& what, bool blanks_allowed = false);
 
 struct UnitResult {
   UnitSpec spec;

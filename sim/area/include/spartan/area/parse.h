@@ -36,9 +36,10 @@ struct MemoryInfo {
   unsigned read_ports = 0;     ///< RD_PORTS
   unsigned write_ports = 0;    ///< WR_PORTS
   bool sync_read = false;      ///< any RD_CLK_ENABLE bit set (registered read port)
-  /// One read and one write port driven by the same address signal (RD_ADDR and WR_ADDR connected alike in
-  /// the dump): a single-port array, which a single-port SRAM macro can stand for. False for separate
-  /// read and write addresses (a two-port macro) and for any other port count.
+  /// One read and one write port on the same address signal and the same clock (RD_ADDR / WR_ADDR and
+  /// RD_CLK / WR_CLK connected alike in the dump): a single-port array, which a single-port SRAM macro can
+  /// stand for. False for separate addresses or clocks (a two-port macro; an asynchronous read port has no
+  /// clock and counts as two-port too) and for any other port count.
   bool shared_address = false;
   std::uint64_t bits() const noexcept { return width_bits * depth_words; }
   /// Whether an SRAM macro can stand for this memory (sram_eligible()).
@@ -86,5 +87,11 @@ struct LibertyCell {
 /// attribute directly in the cell group counts. Returns nullopt when the library has no such cell with a positive
 /// finite area (e.g. TSMC-style ND2D1 names).
 std::optional<LibertyCell> find_nand2_cell(const std::string& liberty_text);
+
+/// Whether the liberty text defines cell `cell` with an output pin `out` whose function is the input `in`
+/// (a buffer: `function : "A"`, also written "(A)"), as `--buffer-cell` must name one. A light text search
+/// (the cell group up to the next `cell (`), not a liberty parser.
+bool liberty_has_buffer(const std::string& liberty_text, const std::string& cell, const std::string& in,
+                        const std::string& out);
 
 }  // namespace spartan::area
