@@ -34,7 +34,7 @@ std::string first_error(const std::string& log) {
   return last.empty() ? std::string("the tool printed nothing") : last;
 }
 
-// A path as one word of a Yosys command: in double quotes when it holds blanks (script_path() has refused
+// A path as one word of a Yosys command: in double quotes when it holds blanks (check_script_path() has refused
 // the characters that would end the word or the command there).
 std::string yosys_quote(const std::string& path) {
   if (path.find_first_of(" \t") == std::string::npos) return path;
