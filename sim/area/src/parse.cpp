@@ -371,16 +371,23 @@ bool liberty_has_buffer(const std::string& lib, const std::string& cell, const s
   // Names are plain identifiers here (--buffer-cell is checked first), so they need no regex escaping; the
   // regexes run on one cell group (a few KB), not on the library (std::regex recurses per character).
   const std::regex name_re("^\\s*\"?" + cell + "\"?\\s*\\)");
-  const std::regex out_re("\\bpin\\s*\\(\\s*\"?" + out + "\"?\\s*\\)\\s*\\{[^}]*?\\bfunction\\s*:\\s*\"\\s*\\(?\\s*" + in +
-                          "\\s*\\)?\\s*\"");
+  const std::regex out_re("\\bpin\\s*\\(\\s*\"?" + out + "\"?\\s*\\)");
   const std::regex in_re("\\bpin\\s*\\(\\s*\"?" + in + "\"?\\s*\\)");
+  const std::regex function_re("\\bfunction\\s*:\\s*\"\\s*\\(?\\s*" + in + "\\s*\\)?\\s*\"");
+  static const std::regex next_pin(R"(\bpin\s*\()");
   for (std::size_t p = lib.find("cell"); p != std::string::npos; p = lib.find("cell", p + 4)) {
     const std::size_t h = cell_header(p);
     if (h == std::string::npos || !std::regex_search(lib.substr(h, 256), name_re)) continue;
     std::size_t e = lib.find("cell", h);
     while (e != std::string::npos && cell_header(e) == std::string::npos) e = lib.find("cell", e + 4);
     const std::string group = lib.substr(h, e == std::string::npos ? std::string::npos : e - h);
-    return std::regex_search(group, out_re) && std::regex_search(group, in_re);
+    std::smatch m;
+    if (!std::regex_search(group, in_re) || !std::regex_search(group, m, out_re)) return false;
+    // The output pin's attributes: up to the next pin (its function may follow nested timing or power groups).
+    const std::string rest = m.suffix().str();
+    std::smatch n;
+    const std::string pin = std::regex_search(rest, n, next_pin) ? rest.substr(0, std::size_t(n.position(0))) : rest;
+    return std::regex_search(pin, function_re);
   }
   return false;
 }

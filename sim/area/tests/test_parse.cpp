@@ -110,6 +110,9 @@ TEST(AreaLiberty, BufferCell) {
   cell (BUFX2) { area : 16; pin (A) { direction : input; } pin (Y) { direction : output; function : "A"; } }
   cell ("INVX1") { cell_footprint : inv; pin (A) { direction : input; } pin (Y) { direction : output; function : "(!A)"; } }
   cell (BUF_P) { pin ("I") { direction : input; } pin ("Z") { direction : output; function : "(I)"; } }
+  cell (BUF_T) { pin (A) { direction : input; } pin (Y) { direction : output; timing () { related_pin : "A"; }
+    function : "A"; } }
+  cell (BUF_W) { pin (Y) { direction : output; function : "B"; } pin (A) { direction : input; } pin (B) { direction : input; } }
 })lib";
   EXPECT_TRUE(liberty_has_buffer(lib, "BUFX2", "A", "Y"));
   EXPECT_TRUE(liberty_has_buffer(lib, "BUF_P", "I", "Z"));
@@ -117,6 +120,8 @@ TEST(AreaLiberty, BufferCell) {
   EXPECT_FALSE(liberty_has_buffer(lib, "NOPE", "A", "Y"));
   EXPECT_FALSE(liberty_has_buffer(lib, "BUFX2", "A", "Z"));
   EXPECT_FALSE(liberty_has_buffer(lib, "BUFX", "A", "Y"));
+  EXPECT_TRUE(liberty_has_buffer(lib, "BUF_T", "A", "Y"));   // the function after a nested timing group
+  EXPECT_FALSE(liberty_has_buffer(lib, "BUF_W", "A", "Y"));  // Y buffers B, not A
   const std::string osu = "/usr/share/qflow/tech/osu018/osu018_stdcells.lib";
   if (!std::ifstream(osu)) GTEST_SKIP() << "OSU 0.18 um liberty not installed";
   const std::string text = spartan::read_file(osu);
