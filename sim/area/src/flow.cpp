@@ -90,14 +90,20 @@ std::string abc_command(const ToolConfig& tools, const std::string& lib) {
   return c.str();
 }
 
+// The front end both scripts share: the sources (and a black-box library, if any), the parameter overrides and
+// `hierarchy`.
+void front_end(std::ostream& ys, const UnitSpec& unit, const std::string& blackbox_lib) {
+  for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
+  if (!blackbox_lib.empty()) ys << "read_verilog -lib " << yosys_quote(blackbox_lib) << "\n";
+  for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
+  ys << "hierarchy -check -top " << unit.top << "\n";
+}
+
 std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const std::string& lib, const fs::path& wd,
                          bool macros) {
   std::ostringstream ys;
-  for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
-  if (macros) ys << "read_verilog -lib " << yosys_quote((wd / "sram_macro.v").string()) << "\n";
-  for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
+  front_end(ys, unit, macros ? (wd / "sram_macro.v").string() : std::string());
   const std::string tag = macros ? "logic_" : "ff_";
-  ys << "hierarchy -check -top " << unit.top << "\n";
   if (macros && unit.clock_given)
     // The clock the manifest names must be an input of the top (a misspelt one used to give a virtual clock
     // and silently wrong timing): list the inputs for run_unit's message and stop here, before the synthesis.
@@ -130,10 +136,8 @@ std::string synth_script(const UnitSpec& unit, const ToolConfig& tools, const st
 // follows the design's order), and `design -save`/`-load` around it did too.
 std::string ports_script(const UnitSpec& unit, const fs::path& wd) {
   std::ostringstream ys;
-  for (const auto& f : unit.files) ys << "read_verilog -sv " << yosys_quote(f) << "\n";
-  for (const auto& [k, v] : unit.parameters) ys << "chparam -set " << k << " " << v << " " << unit.top << "\n";
-  ys << "hierarchy -check -top " << unit.top << "\n"
-     << "synth -flatten -top " << unit.top << " -run :fine\n"
+  front_end(ys, unit, "");
+  ys << "synth -flatten -top " << unit.top << " -run :fine\n"
      << "opt_expr -mux_undef\nopt_clean\n"
      << "tee -q -o " << yosys_quote((wd / "ports.txt").string()) << " dump t:$mem_v2\n";
   return ys.str();

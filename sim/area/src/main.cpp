@@ -102,13 +102,14 @@ int run(int argc, char** argv) {
   }
   po::notify(vm);
   tools.abc_buffering = !no_buffering;
-  {  // --buffer-cell goes into the Yosys script: three names (cell, input pin, output pin)
+  // --buffer-cell goes into the Yosys script: three names (cell, input pin, output pin).
+  std::vector<std::string> buffer;
+  {
     std::istringstream bc(tools.buffer_cell);
-    std::vector<std::string> w;
-    for (std::string x; bc >> x;) w.push_back(x);
-    if (w.size() != 3 || !std::all_of(w.begin(), w.end(), is_verilog_identifier))
+    for (std::string x; bc >> x;) buffer.push_back(x);
+    if (buffer.size() != 3 || !std::all_of(buffer.begin(), buffer.end(), is_verilog_identifier))
       throw InputError("--buffer-cell must be 'CELL IN OUT' (three liberty names), not '" + tools.buffer_cell + "'");
-    tools.buffer_cell = w[0] + " " + w[1] + " " + w[2];
+    tools.buffer_cell = buffer[0] + " " + buffer[1] + " " + buffer[2];
   }
   // Absolute, so that the scripts kept by --keep-work run from anywhere.
   if (!tools.liberty.empty()) tools.liberty = fs::absolute(tools.liberty).lexically_normal().string();
@@ -136,14 +137,9 @@ int run(int argc, char** argv) {
   ropt.sta_version = versions.sta;
   const std::string liberty_text = read_file(tools.liberty);  // readable: check_tools read it
   ropt.nand2 = find_nand2_cell(liberty_text);
-  {
-    std::istringstream bc(tools.buffer_cell);
-    std::string cell, in, out;
-    bc >> cell >> in >> out;
-    if (!liberty_has_buffer(liberty_text, cell, in, out))
-      throw InputError("--buffer-cell '" + tools.buffer_cell + "': the liberty " + tools.liberty + " has no cell " + cell +
-                       " whose pin " + out + " is a buffer of pin " + in);
-  }
+  if (!liberty_has_buffer(liberty_text, buffer[0], buffer[1], buffer[2]))
+    throw InputError("--buffer-cell '" + tools.buffer_cell + "': the liberty " + tools.liberty + " has no cell " + buffer[0] +
+                     " whose pin " + buffer[2] + " is a buffer of pin " + buffer[1]);
   GpuInfo g = load_gpu(gpu, gpu_dir);
   // Every node the report scales to needs its SRAM bit cell when memories count as SRAM (the GPU's node too,
   // for its share of the die): a missing figure used to fail after the whole synthesis.
@@ -283,7 +279,7 @@ int run(int argc, char** argv) {
       // can stand unquoted in both scripts).
       const std::string keep_abs = fs::absolute(keep_work).lexically_normal().string();
       const std::string keep_root = keep_abs.size() > 1 && keep_abs.back() == '/' ? keep_abs.substr(0, keep_abs.size() - 1) : keep_abs;
-      bool plain = keep_root.find_first_of(" \t") == std::string::npos;
+      bool plain = true;  // (check_script_path refuses blanks too)
       try {
         check_script_path(keep_root, "--keep-work");
       } catch (const InputError&) {
