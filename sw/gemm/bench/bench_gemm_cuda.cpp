@@ -1,12 +1,16 @@
 // bench-gemm-cuda: cuBLAS SGEMM vs the CUDA tile-sparse GEMM vs cuSPARSE SpMM (CSR) on the forward GEMMs
 // of the conv layers of shapes.cpp, activation sparsity 0/50/70/90/97% (random). Device times (CUDA
-// events), transfers and compaction excluded. Without a GPU it prints one line and exits 2.
+// events), transfers and compaction excluded. Every row's tile-sparse result is checked against OpenBLAS on the
+// host (bench/verify.h; a row outside the fp32 bound prints WRONG and the run exits 1). Without a GPU it prints
+// one line and exits 2.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <random>
 #include <sstream>
+#include <string>
 
 #include "shapes.h"
+#include "verify.h"
 #include "spartan/common/cli_checks.h"
 #include "spartan/common/cli.h"
 #include "spartan/common/error.h"
@@ -33,8 +37,9 @@ int main(int argc, char** argv) {
     TileSparseOptions topt;  // 32 x 32: keeps the kernel's shared-memory band small (see sw/gemm/README.md)
     topt.tile_rows = topt.tile_cols = 32;
     auto tiles = make_cuda_tile_sparse_engine(topt);
-    std::printf("%-18s %5s %6s %5s %4s %11s %11s %11s %8s %8s\n", "layer", "M", "N", "K", "sp%", "cublas_ms",
-                "tile_ms", "cusparse_ms", "cb/tile", "cb/csr");
+    std::printf("%-18s %5s %6s %5s %4s %11s %11s %11s %8s %8s %s\n", "layer", "M", "N", "K", "sp%", "cublas_ms",
+                "tile_ms", "cusparse_ms", "cb/tile", "cb/csr", "tile result vs OpenBLAS");
+    int wrong = 0;
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1, 1);
     std::uniform_real_distribution<double> p(0, 1);
@@ -56,10 +61,19 @@ int main(int argc, char** argv) {
         };
         const double tb = best(*cublas), tt = best(*tiles);
         const double tc = cusparse_spmm_seconds(A.data(), B.data(), C.data(), s.M, s.N, s.K, reps);
-        std::printf("%-18s %5d %6d %5d %4.0f %11.4f %11.4f %11.4f %8.2f %8.2f\n", s.name.c_str(), s.M, s.N, s.K,
-                    sp * 100, tb * 1e3, tt * 1e3, tc * 1e3, tb / tt, tb / tc);
+        const bench::Check ck = bench::verify_row(c, [&](const GemmCall& v) { tiles->run(v); });
+        wrong += ck.bad > 0;
+        const std::string verdict =
+            ck.bad == 0 ? "ok" : "WRONG: " + std::to_string(ck.bad) + " elements outside the fp32 bound";
+        std::printf("%-18s %5d %6d %5d %4.0f %11.4f %11.4f %11.4f %8.2f %8.2f %s\n", s.name.c_str(), s.M, s.N, s.K,
+                    sp * 100, tb * 1e3, tt * 1e3, tc * 1e3, tb / tt, tb / tc, verdict.c_str());
       }
     }
+    if (wrong > 0) {
+      std::printf("check: %d rows' tile-sparse results differ from OpenBLAS beyond the fp32 bound\n", wrong);
+      return 1;
+    }
+    std::printf("check: every row's tile-sparse result agrees with OpenBLAS within the fp32 bound 8 K 2^-24 sum |a b|\n");
     return 0;
   });
 }

@@ -20,8 +20,8 @@ row0=$(grep -E '^vgg-s\.b2c2 +fwd .* 0 ' "$out" | head -1)
 row97=$(grep -E '^vgg-s\.b2c2 +fwd .* 97 ' "$out" | head -1)
 [ -n "$row0" ] && [ -n "$row97" ] || fail "missing 0 % or 97 % row"
 [ "$(awk '{print $NF}' <<< "$row0")" = "-" ] || fail "0 % row (DENSE tiles) should print '-'"
-# 97 %: M 49, N 64, K 576; kern_ms is field 9. ns/vec x nnz x 4 vectors = kernel ns, with nnz in [1 %, 10 %] of M x K.
-awk -v m=49 -v k=576 '{ nsv = $NF; kern_ns = $9 * 1e6; if (!(nsv > 0)) exit 1;
+# 97 %: M 49, N 64, K 576; kern_ms is field 10. ns/vec x nnz x 4 vectors = kernel ns, with nnz in [1 %, 10 %] of M x K.
+awk -v m=49 -v k=576 '{ nsv = $NF; kern_ns = $10 * 1e6; if (!(nsv > 0)) exit 1;
   nnz = kern_ns / (nsv * 4); if (kern_ns > 0 && (nnz < 0.01 * m * k || nnz > 0.10 * m * k)) exit 1 }' <<< "$row97" ||
   fail "97 % row: ns/vec not positive or inconsistent with the kernel time: $row97"
 grep -q '| kernel ns per vector |' "$md" || fail "Markdown table without the ns/vec column"
