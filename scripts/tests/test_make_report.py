@@ -150,6 +150,31 @@ def main():
             dat = open(os.path.join(out, "data", "speedup.dat")).read().splitlines()
             if not dat[-1].endswith("NaN"):
                 fail(f"speedup.dat: a layer without GEMM times is not NaN: {dat[-1]!r}")
+        # A long run (188 recorded steps in 10 epochs of vgg-s): section 2 shows 8 steps, evenly spread with the
+        # first and the last, and says so; sparsity.dat keeps them all. A short run shows every step, no note.
+        if r.returncode == 0 and "recorded steps are shown" in md:
+            fail("two recorded steps: report.md says only some are shown")
+        t7, s7, a7 = inputs()
+        steps = list(range(0, 100, 5))
+        for L, first in zip(t7["layers"], (0.5, 0.25)):
+            L["iterations"] = steps
+            L["act_density"] = [first] + [0.3 + 0.01 * k for k in range(1, len(steps))]
+        run7, out7 = os.path.join(work, "long"), os.path.join(work, "report-long")
+        write_run(run7, t7, s7, a7)
+        r7 = run_report(src, run7, out7)
+        if r7.returncode != 0:
+            fail(f"20 recorded steps: status {r7.returncode}: {r7.stderr.strip()}")
+        else:
+            md7 = open(os.path.join(out7, "report.md")).read()
+            hdr = next((l for l in md7.splitlines() if l.startswith("| layer | name | step ")), "")
+            cols = re.findall(r"step (\d+)", hdr)
+            if len(cols) != 8 or cols[0] != "0" or cols[-1] != "95":
+                fail(f"20 recorded steps: section 2 header shows {cols}, want 8 from step 0 to step 95")
+            if "8 of the 20 recorded steps are shown" not in md7:
+                fail("20 recorded steps: report.md does not say 8 of the 20 are shown")
+            dat7 = open(os.path.join(out7, "data", "sparsity.dat")).read()
+            if len(re.findall(r"step\d+", dat7.splitlines()[0])) != 20:
+                fail("20 recorded steps: sparsity.dat does not keep every step")
         # A unit timed with its memories as black-box macros: fmax is an upper bound and the report says so.
         t3, s3, a3 = inputs()
         a3["units"][0]["timing_180nm"]["memory_paths_timed"] = False
