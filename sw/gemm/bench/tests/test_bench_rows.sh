@@ -4,13 +4,16 @@
 #   of the nominal sparsity here), its repetitions and, in the Markdown, the check's verdict and the ratio's quartiles;
 # - at 0 % the whole call runs one sgemm: its tiles column says so, its target column says "= sgemm", and the
 #   summary counts it apart from the rows that ran the tile-sparse kernels;
-# - the run ends with "check: every row's tile-sparse results ... agree" and exit 0;
-# - --cache cold names the flush in the header and times one call per interval; --cache foo exits 2;
+# - the run ends with "check: every row's tile-sparse results ... agree" and exit 0; a 100 % row has no target;
+# - with WRONG_SGEMM_SHIM preloaded (cblas_sgemm adds 1 to C[0]) the 97 % row prints WRONG, is left out of the
+#   means and the target count, the 0 % row (one sgemm on both sides) stays ok, and the run exits 1;
+# - --cache cold names the flush (--flush-mib) in the header and times one call per interval; --cache foo,
+#   --flush-mib 0, --flush-mib without --cache cold and --calibrate --cache cold exit 2 with one line;
 # - --trace (the committed lenet5 sample) measures the trace's layers in the layout's forward op, with the
-#   activation's own zeros and the first layer marked as the input image.
-# Usage: test_bench_rows.sh BENCH_GEMM WORKDIR   (run from anywhere; the sample trace is found beside this script)
+#   activation's own zeros, the first layer marked as the input image, and "= sgemm" rows counted.
+# Usage: test_bench_rows.sh BENCH_GEMM WORKDIR WRONG_SGEMM_SHIM   (the sample trace is found beside this script)
 set -euo pipefail
-bench=$1 work=$2
+bench=$1 work=$2 shim=$3
 here=$(cd "$(dirname "$0")" && pwd)
 sample=$here/../../../../traces/samples/tiny-lenet5.sptrace
 mkdir -p "$work"
@@ -36,18 +39,42 @@ grep -q "^check: every row's tile-sparse results (kernel and kernel+pack) agree 
 grep -Eq '^\| vgg-s\.b2c2 \| fwd \| 49 \| 64 \| 576 \| 90 \| [0-9.]+ \| [0-9]+/[0-9]+/[0-9]+ \|( [0-9.]+ \|){3} [0-9.]+-[0-9.]+ \|' "$md" ||
   fail "Markdown: the 90 % forward row lacks its tiles or the ratio's quartiles"
 
-run --filter vgg-s.b2c2 --pass fwd --sparsity 0.97 --cache cold > "$out" || fail "--cache cold: exit $?"
-grep -Eq 'cold caches: one call per timed interval, each after reading [0-9]+ MiB of other data' "$out" ||
+run --filter vgg-s.b2c2 --pass fwd --sparsity 0.97,1 > "$out" || fail "97/100 %: exit $?"
+awk '$1 == "vgg-s.b2c2" && $6 == 100 { found = 1; if ($NF != "-") exit 1 } END { exit !found }' "$out" ||
+  fail "a 100 % row should have no target"
+
+set +e
+LD_PRELOAD=$shim run --filter vgg-s.b2c2 --pass fwd --sparsity 0,0.97 --md "$md" > "$out" 2> "$err"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "wrong sgemm shim: exit $rc, expected 1"
+grep -Eq '^vgg-s\.b2c2 +fwd .* 97 .*WRONG: kernel [0-9]+ (outside the bound|inexact)' "$out" || fail "shim: 97 % row not WRONG"
+grep -Eq '^vgg-s\.b2c2 +fwd .* 0 .*= sgemm' "$out" || fail "shim: the 0 % row (sgemm on both sides) should stay ok"
+grep -q 'targets met: 0 of 0 measurements' "$out" || fail "shim: the WRONG row was counted for the targets"
+grep -q "^check: 1 rows' tile-sparse results differ from OpenBLAS" "$out" || fail "shim: no failing check line"
+grep -Eq '97%: ' "$out" && fail "shim: the WRONG row entered the geometric means"
+grep -q '| WRONG: kernel' "$md" || fail "shim: the Markdown does not show the WRONG row"
+
+run --filter vgg-s.b2c2 --pass fwd --sparsity 0.97 --cache cold --flush-mib 64 > "$out" || fail "--cache cold: exit $?"
+grep -Eq 'cold caches: one call per timed interval, each after reading 64 MiB of other data \(the OS reports an L3 of' "$out" ||
   fail "--cache cold: header does not name the flush"
 awk '$1 == "vgg-s.b2c2" && $2 == "fwd" { if ($(NF - 2) + 0 > 31) exit 1; found = 1 } END { exit !found }' "$out" ||
   fail "--cache cold: more than 31 repetitions, or no row"
 
-set +e
-run --filter vgg-s.b2c2 --cache foo > "$out" 2> "$err"
-rc=$?
-set -e
-[ "$rc" -eq 2 ] || fail "--cache foo: exit $rc, expected 2"
-[ "$(wc -l < "$err")" -eq 1 ] && grep -q -- '--cache' "$err" || fail "--cache foo: $(cat "$err")"
+bad() {  # bad OPTION-NAME ARGS...: exit 2, one line on stderr naming the option
+  local name=$1
+  shift
+  set +e
+  run --filter vgg-s.b2c2 "$@" > "$out" 2> "$err"
+  local rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || fail "$*: exit $rc, expected 2"
+  [ "$(wc -l < "$err")" -eq 1 ] && grep -q -- "$name" "$err" || fail "$*: $(cat "$err")"
+}
+bad --cache --cache foo
+bad --flush-mib --cache cold --flush-mib 0
+bad --flush-mib --flush-mib 64
+bad --cache --calibrate --cache cold
 
 if [ -f "$sample" ] && "$bench" --help | grep -q -- '--trace'; then
   for layout in train caffe; do
@@ -56,6 +83,8 @@ if [ -f "$sample" ] && "$bench" --help | grep -q -- '--trace'; then
       fail "--trace ($layout): conv1 not marked as the input image"
     grep -Eq '^trace:conv2 .*\(act [0-9.]+ % zero\)' "$out" || fail "--trace ($layout): no conv2 row with its act zeros"
     grep -q "^check: every row's tile-sparse results" "$out" || fail "--trace ($layout): check failed"
+    grep -Eq '^trace:conv1 .* = sgemm \(act' "$out" || fail "--trace ($layout): conv1's sgemm row not marked"
+    grep -Eq 'trace rows \(no target\): [1-9][0-9]* of 5 ran one sgemm' "$out" || fail "--trace ($layout): sgemm trace rows not counted"
   done
   # train: forward as op T T, M = output pixels; caffe: M = Cout.
   run --trace "$sample" --filter nomatch-only-trace --layout train > "$out"
