@@ -2,13 +2,13 @@
 // real conv layers (shapes.cpp) at activation sparsity 0/50/70/90/97% (zeros drawn i.i.d. per element), laid
 // out as spartan-train issues them (--layout train, the default) or as in Caffe (--layout caffe).
 // Prints, per shape and sparsity, the medians over side-by-side repetitions (OpenBLAS, compact, kernel with the
-// packed weights reused, kernel packing them; the order rotates from one repetition to the next) of: OpenBLAS
-// time, kernel time (pre-compacted operand), compact time, ratio kernel = time(OpenBLAS) / time(kernel) (what
-// the issue's targets refer to), ratio kernel+pack (the weights packed in the call, as spartan-train runs every
-// call) and ratio compact+kernel+pack. Every row's tile-sparse results are checked against the OpenBLAS result
-// (outside the timed region; a row outside the fp32 bound fails the run, exit 1). `--cache cold` evicts the
-// caches before every timed call. `--calibrate` runs the threshold calibration.
-// Results of this machine: docs/bench/gemm.md.
+// packed weights reused, kernel packing them; in a random order per repetition) of: OpenBLAS time, kernel time
+// (pre-compacted operand), compact time, ratio kernel = time(OpenBLAS) / time(kernel) (what the issue's targets
+// refer to), ratio kernel+pack (the weights packed in the call, as spartan-train runs every call) and ratio
+// compact+kernel+pack. Every row's tile-sparse results are checked against OpenBLAS outside the timed region
+// (bench/verify.h: the fp32 bound on the timed inputs, exactly on integer-valued copies); a failed row is left out
+// of the means and the targets, and the run exits 1. `--cache cold` evicts the caches before every timed call.
+// `--calibrate` runs the threshold calibration. Results of this machine: docs/bench/gemm.md.
 #include <cblas.h>
 #include <omp.h>
 #if defined(__x86_64__) && defined(__GNUC__)
