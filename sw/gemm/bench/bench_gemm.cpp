@@ -26,6 +26,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -92,11 +93,16 @@ std::string baseline_isa_note(const std::string& core) {
   return "";
 }
 
-double median(std::vector<double> v) {
+/// The q-quantile of v (0 <= q <= 1), linearly interpolated between the order statistics; 0 for an empty v.
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  const double pos = q * double(v.size() - 1);
+  const std::size_t lo = std::size_t(pos), hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
 }
+
+double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
 /// --vector-cost: this core's cost of the row gathers' inner step, in ns per 16-float vector: one vector loaded
 /// from a random row of a `kib` KiB buffer and FMA'd into one of 16 accumulators (rows of 16 vectors = 1 KiB, as
@@ -177,14 +183,6 @@ void flush_caches() {
   std::uint64_t s = 0;
   for (std::size_t i = 0; i < g_flush_words.size(); i += 8) s += g_flush_words[i];
   g_flush_sink = s;
-}
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * double(v.size() - 1);
-  const std::size_t lo = std::size_t(pos), hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
 }
 
 /// Side-by-side timing of one shape: every repetition runs OpenBLAS, compact, the tile-sparse kernel with the
@@ -339,7 +337,8 @@ std::string tiles_text(const TileSparseStats& st) {
   return std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
 }
 
-double zero_percent(const AlignedVector<float>& v) {
+template <class Floats>
+double zero_percent(const Floats& v) {
   std::size_t zeros = 0;
   for (float x : v) zeros += format::is_zero(x);
   return v.empty() ? 0.0 : 100.0 * double(zeros) / double(v.size());
@@ -466,8 +465,6 @@ int run_trace(const std::string& path, bench::Layout layout, TileSparseEngine& e
               }
         }
     for (auto& v : W) v = u(rng);
-    std::size_t act_zeros = 0;
-    for (float v : x) act_zeros += format::is_zero(v);
     const int M = int(train ? HW : Cout), N = int(train ? Cout : HW), K = int(CKK);
     GemmCall c = train ? GemmCall{Op::T, Op::T, M, N, K, 1.0f, 0.0f, col.data(), M, W.data(), K, C.data(), N,
                                   SparseOperand::A}
@@ -489,7 +486,7 @@ int run_trace(const std::string& path, bench::Layout layout, TileSparseEngine& e
     row.M = M, row.N = N, row.K = K, row.zero_pct = zero_percent(col), row.tiles = tiles_text(st), row.t = t;
     row.verdict = st.full_dense ? "= sgemm" : "-";
     sgemm_rows += st.full_dense;
-    row.note = "(act " + fmt("%.1f", x.empty() ? 0.0 : 100.0 * double(act_zeros) / double(x.size())) + " % zero";
+    row.note = "(act " + fmt("%.1f", zero_percent(x)) + " % zero";
     if (li == 0)
       row.note += "; the input image, not a ReLU output";
     else if (!layers[li - 1].relu_after)

@@ -34,6 +34,19 @@ struct Check {
   bool ok() const { return bad() == 0; }
 };
 
+/// Floats spanned by the stored A (`a`) or B of `c` (rows x leading dimension, row-major).
+inline std::size_t stored_floats(const GemmCall& c, bool a) {
+  const std::size_t rows = a ? (c.op_a == Op::N ? std::size_t(c.M) : std::size_t(c.K))
+                             : (c.op_b == Op::N ? std::size_t(c.K) : std::size_t(c.N));
+  return rows * std::size_t(a ? c.lda : c.ldb);
+}
+
+/// R = op(A) op(B) for `c`'s shape, ops and leading dimensions (OpenBLAS, alpha 1, beta 0).
+inline void reference_sgemm(const GemmCall& c, const float* A, const float* B, float* R) {
+  cblas_sgemm(CblasRowMajor, c.op_a == Op::N ? CblasNoTrans : CblasTrans, c.op_b == Op::N ? CblasNoTrans : CblasTrans,
+              c.M, c.N, c.K, 1.0f, A, c.lda, B, c.ldb, 0.0f, R, c.ldc);
+}
+
 /// Checks the results of `runs` (callables taking a GemmCall: the timed kernel with the packed weights reused,
 /// the kernel packing them, ...) for the call `c` (alpha 1, beta 0, row-major) against OpenBLAS on the timed
 /// inputs: each writes into a NaN-filled C through a copy of `c` whose C points there, and every element of the
@@ -46,16 +59,12 @@ struct Check {
 /// can pass it. check_exact() closes that gap. Allocates M x ldc floats three times and copies A and B.
 template <class... Runs>
 Check check_bound(const GemmCall& c, Runs&&... runs) {
-  const std::size_t a_rows = c.op_a == Op::N ? std::size_t(c.M) : std::size_t(c.K);
-  const std::size_t b_rows = c.op_b == Op::N ? std::size_t(c.K) : std::size_t(c.N);
-  const std::size_t a_size = a_rows * std::size_t(c.lda), b_size = b_rows * std::size_t(c.ldb);
+  const std::size_t a_size = stored_floats(c, true), b_size = stored_floats(c, false);
   AlignedVector<float> abs_a(a_size), abs_b(b_size), R(std::size_t(c.M) * c.ldc), mag(R.size()), out(R.size());
   for (std::size_t i = 0; i < a_size; ++i) abs_a[i] = std::fabs(c.A[i]);
   for (std::size_t i = 0; i < b_size; ++i) abs_b[i] = std::fabs(c.B[i]);
-  const auto ta = c.op_a == Op::N ? CblasNoTrans : CblasTrans, tb = c.op_b == Op::N ? CblasNoTrans : CblasTrans;
-  cblas_sgemm(CblasRowMajor, ta, tb, c.M, c.N, c.K, 1.0f, c.A, c.lda, c.B, c.ldb, 0.0f, R.data(), c.ldc);
-  cblas_sgemm(CblasRowMajor, ta, tb, c.M, c.N, c.K, 1.0f, abs_a.data(), c.lda, abs_b.data(), c.ldb, 0.0f, mag.data(),
-              c.ldc);
+  reference_sgemm(c, c.A, c.B, R.data());
+  reference_sgemm(c, abs_a.data(), abs_b.data(), mag.data());
   Check ck;
   const double unit = 8.0 * c.K * std::ldexp(1.0, -24), floor = double(c.K) * double(FLT_MIN);
   auto check_one = [&](auto&& run) {
@@ -92,9 +101,7 @@ template <class... Runs>
 void check_exact(Check& ck, const GemmCall& c, std::uint32_t seed, Runs&&... runs) {
   const int r = int(std::min(8.0, std::floor(std::sqrt(double((1u << 24) - 1) / double(c.K)))));
   if (r < 1) return;
-  const std::size_t a_rows = c.op_a == Op::N ? std::size_t(c.M) : std::size_t(c.K);
-  const std::size_t b_rows = c.op_b == Op::N ? std::size_t(c.K) : std::size_t(c.N);
-  const std::size_t a_size = a_rows * std::size_t(c.lda), b_size = b_rows * std::size_t(c.ldb);
+  const std::size_t a_size = stored_floats(c, true), b_size = stored_floats(c, false);
   AlignedVector<float> A(a_size), B(b_size), R(std::size_t(c.M) * c.ldc), out(R.size());
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> mag(1, r), any(-r, r), sign(0, 1);
@@ -103,8 +110,7 @@ void check_exact(Check& ck, const GemmCall& c, std::uint32_t seed, Runs&&... run
   };
   for (std::size_t i = 0; i < a_size; ++i) A[i] = c.sparse == SparseOperand::A ? sparse_int(c.A[i]) : float(any(rng));
   for (std::size_t i = 0; i < b_size; ++i) B[i] = c.sparse == SparseOperand::B ? sparse_int(c.B[i]) : float(any(rng));
-  const auto ta = c.op_a == Op::N ? CblasNoTrans : CblasTrans, tb = c.op_b == Op::N ? CblasNoTrans : CblasTrans;
-  cblas_sgemm(CblasRowMajor, ta, tb, c.M, c.N, c.K, 1.0f, A.data(), c.lda, B.data(), c.ldb, 0.0f, R.data(), c.ldc);
+  reference_sgemm(c, A.data(), B.data(), R.data());
   auto check_one = [&](auto&& run) {
     std::fill(out.begin(), out.end(), std::nanf(""));
     GemmCall v = c;
