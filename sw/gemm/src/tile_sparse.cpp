@@ -559,7 +559,32 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // Row stride of the packed panels: PW floats, 16 more for the wide gather's panels (PW + 16 is not a multiple
   // of 128 floats: rows of a power-of-two stride fall into a few cache sets, e.g. a quarter of L1's for 1 KiB).
   const int LP = wide_q > 0 ? PW + 16 : PW;
-  if (pack && !reuse) {
+  // Rows r0..r1 of the panel at column q0 (qn floats) of D, packed into dst (row r at dst + (r - r0) * LP)
+  // by the team; the loop's barrier ends it. D transposed: blocks of 64 rows of X by 128 of its columns, so
+  // that the panel rows a block writes (128 x 64 floats, 32 KiB) stay in L1 across its eight 8-row passes (one
+  // transposed store per panel, up to 384 rows of X at once with a 1 KiB row stride, took about 4x the 64-float
+  // panels' pack: bench-gemm, twenty-fifth session). Otherwise a copy of each row.
+  auto pack_panel_rows = [&](const Team& tm, float* dst, int q0, int qn, int r0, int r1) {
+    if (trans_d) {
+      const long n_sb = (qn + QG - 1) / QG, n_r = (r1 - r0 + 127) / 128;
+      tm.for_static(n_sb * n_r, [&](long t) {
+        const int s0 = int(t / n_r) * QG, ra = r0 + int(t % n_r) * 128;
+        tstore(X + std::size_t(q0 + s0) * ldx + ra, ldx, std::min(QG, qn - s0), std::min(128, r1 - ra),
+               dst + std::size_t(ra - r0) * LP + s0, std::size_t(LP), 0.0f);
+      });
+    } else {
+      tm.for_static(r1 - r0, [&](long i) {
+        std::memcpy(dst + std::size_t(i) * LP, X + std::size_t(r0 + i) * ldx + q0, std::size_t(qn) * sizeof(float));
+      });
+    }
+  };
+  // The wide gather in R blocks with no pack to keep (GemmCall::dense_version 0, as spartan-train calls it): each
+  // panel's rows of one R block are packed into block_pack_ (one gather slice, in L2) right before the bands
+  // gather them, instead of packing all of D first (written to and read back from L3 or memory when D is larger
+  // than L2: the forward's 9.4 MB weights of VGG-16 conv4_2 / conv5_2). The same values reach the same FMAs in
+  // the same order: C is bit-identical to the whole pack's.
+  const bool block_pack = pack && rg_tiles > 0 && c.dense_version == 0;
+  if (pack && !reuse && !block_pack) {
     const double tp = now_s();
     pack_valid_ = false;
     pack_.resize(std::size_t(R) * LP * n_panels + 16);
@@ -571,22 +596,12 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
           tstore(X + std::size_t(q0) * ldx, ldx, qn, R, dst + std::size_t(b) * R * PW, std::size_t(PW), 0.0f);
         });
       });
-    } else if (trans_d) {
-      // Wide panels: blocks of 64 rows of X by 128 of its columns (in parallel: they write disjoint panel
-      // rows), so that the panel rows a block writes (128 x 64 floats, 32 KiB) stay in L1 across its eight
-      // 8-row passes; one transposed store per panel (up to 384 rows of X at once, 1 KiB row stride) took about
-      // 4x the 64-float panels' pack (bench-gemm, twenty-fifth session).
-      const long n_sb = (PW + QG - 1) / QG, n_r = (R + 127) / 128;
+    } else if (trans_d) {  // wide panels, one after the other
       team(nthreads, [&](const Team& tm) {
-        tm.for_static(long(n_panels) * n_sb * n_r, [&](long t) {
-          const int b = int(t / (n_sb * n_r)), s0 = int(t / n_r % n_sb) * QG, r0 = int(t % n_r) * 128;
-          const int q0 = b * PW, qn = std::min(PW, Q - q0);
-          if (s0 >= qn) return;
-          tstore(X + std::size_t(q0 + s0) * ldx + r0, ldx, std::min(QG, qn - s0), std::min(128, R - r0),
-                 dst + std::size_t(b) * R * LP + std::size_t(r0) * LP + s0, std::size_t(LP), 0.0f);
-        });
+        for (int b = 0; b < n_panels; ++b)
+          pack_panel_rows(tm, dst + std::size_t(b) * R * LP, b * PW, std::min(PW, Q - b * PW), 0, R);
       });
-    } else {  // rows in parallel (a single wide panel would otherwise be copied by one thread)
+    } else {  // rows in parallel, all panels of a row at once (one loop, one barrier)
       team(nthreads, [&](const Team& tm) {
         tm.for_static(R, [&](long r) {
           for (int b = 0; b < n_panels; ++b) {
@@ -601,9 +616,11 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     pack_valid_ = true;
     stats_.pack_s = now_s() - tp;
   }
-  if (pack) D = pack_base(), ldd = std::size_t(LP), panel_stride = std::size_t(R) * LP;
+  if (pack && !block_pack) D = pack_base(), ldd = std::size_t(LP), panel_stride = std::size_t(R) * LP;
+  if (block_pack) ldd = std::size_t(LP);
   stats_.dense_packed = pack;
   stats_.dense_pack_reused = reuse && pack;
+  stats_.dense_block_packed = block_pack;
   const float alpha = c.alpha;
   const bool scatter_ok = opt_.transposed_kernel == TransposedKernel::Scatter ||
                           (opt_.transposed_kernel != TransposedKernel::Gather && Q <= kScatterMaxQ && R >= kScatterMinR);
@@ -738,13 +755,27 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     const int n_rb = int((n_rt + std::uint32_t(rg_tiles) - 1) / std::uint32_t(rg_tiles));
     stats_.r_blocks = n_rb;
     const bool ow = beta_k == 0.0f;
-    // One team for all blocks; the barrier that ends each block's `omp for` orders the blocks' additions.
+    if (block_pack)
+      block_pack_.resize(std::size_t(std::min<std::int64_t>(R, std::int64_t(rg_tiles) * r_tile)) * LP + 16);
+    float* const blk = block_pack ? first_line(block_pack_.data()) : nullptr;
+    double block_pack_s = 0;  // the calling thread's (team thread 0's) time in the blocks' packs
+    // One team for all blocks; the barrier that ends each block's `omp for` orders the blocks' additions (and,
+    // with block_pack, each block's pack before its gather and its gather before the next block's pack).
     team(nthreads, [&](const Team& tm) {
       for (int q0 = 0; q0 < Q; q0 += wide_q) {
         const int qn = std::min(wide_q, Q - q0);
-        const float* dp = D + std::size_t(q0 / wide_q) * panel_stride;
         for (int rb = 0; rb < n_rb; ++rb) {
           const std::uint32_t tb0 = std::uint32_t(rb * rg_tiles), tb1 = std::min(n_rt, tb0 + std::uint32_t(rg_tiles));
+          // The gather reads D row r at dp + r * ldd.
+          const float* dp = D + std::size_t(q0 / wide_q) * panel_stride;
+          if (block_pack) {  // the block's packed rows r0.. start at blk: dp is blk less r0 rows (as an address)
+            const double tp = tm.thread() == 0 ? now_s() : 0.0;
+            const std::uint32_t r0 = tb0 * r_tile;
+            pack_panel_rows(tm, blk, q0, qn, int(r0), int(std::min<std::int64_t>(R, std::int64_t(tb1) * r_tile)));
+            if (tm.thread() == 0) block_pack_s += now_s() - tp;
+            dp = reinterpret_cast<const float*>(reinterpret_cast<std::uintptr_t>(blk) -
+                                                std::uintptr_t(r0) * ldd * sizeof(float));
+          }
           const bool write = rb == 0 && ow;  // rows without non-zeros in the block are written too
           tm.for_dynamic(long(n_bands), 16, [&](long b) {
             const detail::EllTileRef* first = refs.data() + roff[std::size_t(b)];
@@ -758,6 +789,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
         }
       }
     });
+    if (block_pack) stats_.pack_s = block_pack_s;
     stats_.compute_s = now_s() - t0;
     return;
   }

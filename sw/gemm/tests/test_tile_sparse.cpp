@@ -972,6 +972,79 @@ TEST(TileSparseGemm, PackedBNotReusedAcrossPanelLayouts) {
   }
 }
 
+// The wide gather in R blocks packs D one R block of one panel at a time when the call asks for no pack to keep
+// (GemmCall::dense_version 0, TileSparseStats::dense_block_packed), the whole of D otherwise (kept, then reused).
+// Same FMAs in the same order: C is bit for bit the same on all three, on one and two threads, and agrees with
+// OpenBLAS. Cases: the forward's row gather of op(A) (W^T transposed from W) with several R blocks and panels;
+// sparse A op N with B of several wide panels in one R block; and in several R blocks.
+TEST(TileSparseGemm, WideBlockPackBitIdenticalToWholePack) {
+  if (TileSparseEngine().isa_name() != "avx512") GTEST_SKIP() << "no AVX-512F on this CPU";
+  std::mt19937 rng(71);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  struct W {
+    Op oa, ob;
+    int M, N, K;
+    int r_blocks;        // expected TileSparseStats::r_blocks
+    bool several_panels;  // wide panels narrower than N
+  };
+  // 64 KiB slices: the forward (K = 1000: 4 tiles of 256 columns along K; 2 wide panels of 208 floats) takes one
+  // tile per block: 4 R blocks; N = 800 is 3 panels of 272 floats, one R block (200 rows); the stored rows' B of
+  // one 272-float panel has 700 rows, one 256-row tile per block: 3 blocks.
+  for (const W& w : {W{Op::T, Op::T, 150, 400, 1000, 4, true}, W{Op::N, Op::N, 120, 800, 200, 1, true},
+                     W{Op::N, Op::N, 300, 260, 700, 3, false}})
+    for (int threads : {1, 2})
+      for (float beta : {0.0f, 0.5f}) {
+        const int M = w.M, N = w.N, K = w.K;
+        std::vector<float> A(std::size_t(M) * K), B(std::size_t(K) * N + 4);
+        for (auto& x : A) x = p(rng) < 0.9 ? 0.0f : u(rng);
+        for (auto& x : B) x = u(rng);
+        const int lda = w.oa == Op::N ? K : M, ldb = w.ob == Op::N ? N : K;
+        const float* b = B.data() + 4;  // 16 bytes off the vector's alignment: packed whatever the layout
+        std::vector<float> C0(std::size_t(M) * N);
+        for (auto& x : C0) x = u(rng);
+        TileSparseOptions o;
+        o.num_threads = threads;
+        o.threshold = 2.0;
+        o.dense_if_not_smaller = false;
+        o.gather_slice_bytes = std::size_t(64) << 10;
+        o.transposed_kernel = TransposedKernel::RowGather;
+        TileSparseEngine e(o);
+        auto run = [&](std::uint64_t version) {
+          std::vector<float> C = C0;
+          GemmCall c{w.oa, w.ob, M, N, K, 1.0f, beta, A.data(), lda, b, ldb, C.data(), N, SparseOperand::A};
+          c.dense_version = version;
+          e.run(c);
+          return C;
+        };
+        const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " threads " +
+                                 std::to_string(threads) + " beta " + std::to_string(beta);
+        const std::vector<float> c_block = run(0);
+        const TileSparseStats sb = e.last_stats();
+        EXPECT_TRUE(sb.wide_r_blocked && sb.dense_packed && sb.dense_block_packed) << what;
+        EXPECT_FALSE(sb.dense_pack_reused) << what;
+        EXPECT_EQ(sb.r_blocks, w.r_blocks) << what;
+        EXPECT_EQ(sb.wide_panel_floats < N, w.several_panels) << what;
+        EXPECT_EQ(sb.row_gather, w.oa == Op::T) << what;
+        const std::vector<float> c_whole = run(7);
+        EXPECT_TRUE(e.last_stats().dense_packed && !e.last_stats().dense_block_packed) << what;
+        EXPECT_FALSE(e.last_stats().dense_pack_reused) << what;
+        const std::vector<float> c_reused = run(7);
+        EXPECT_TRUE(e.last_stats().dense_pack_reused && !e.last_stats().dense_block_packed) << what;
+        EXPECT_EQ(std::memcmp(c_block.data(), c_whole.data(), c_block.size() * sizeof(float)), 0) << what;
+        EXPECT_EQ(std::memcmp(c_block.data(), c_reused.data(), c_block.size() * sizeof(float)), 0) << what;
+        // A block pack does not disturb the kept one: version 7 is still reused after a version-0 call.
+        run(0);
+        EXPECT_EQ(std::memcmp(run(7).data(), c_block.data(), c_block.size() * sizeof(float)), 0) << what;
+        EXPECT_TRUE(e.last_stats().dense_pack_reused) << what;
+        std::vector<float> R = C0;
+        GemmCall r{w.oa, w.ob, M, N, K, 1.0f, beta, A.data(), lda, b, ldb, R.data(), N, SparseOperand::A};
+        make_dense_engine()->run(r);
+        for (std::size_t i = 0; i < R.size(); ++i)
+          ASSERT_NEAR(c_block[i], R[i], 1e-4 * (1 + std::fabs(R[i])) * std::sqrt(double(K))) << what << " at " << i;
+      }
+}
+
 // TransposedKernel::RowGather (sparse A op T, the train layout's forward): the engine compacts op(A) = A^T
 // (Orientation::Op) and gathers its rows: with AVX-512 and u8 ELL tiles the wide gather in R blocks of whole
 // tiles (a 16 KiB slice: several blocks), otherwise the rows kernels; DENSE tiles mixed in (guard off),

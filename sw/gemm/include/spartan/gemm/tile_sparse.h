@@ -213,6 +213,9 @@ struct TileSparseStats {
                                       ///< reads the call's operands only; see TileSparseEngine::run)
   bool dense_packed = false;       ///< the sparse path used a packed copy of the dense operand
   bool dense_pack_reused = false;  ///< ... kept from an earlier call (GemmCall::dense_version matched)
+  bool dense_block_packed = false;  ///< ... packed R block by R block into one L2-sized buffer, each block right
+                                    ///< before the bands gather it, and not kept (the wide gather in R blocks
+                                    ///< with GemmCall::dense_version 0)
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool gather_pairs = false;       ///< the stored rows' AVX2 direct gather of a narrow Q (<= kDirectRowsMaxQ)
@@ -230,7 +233,8 @@ struct TileSparseStats {
                                    ///< the wide gather's in R blocks are of whole tiles)
   bool store_runs = false;         ///< C^T stored in runs of up to kStoreRunRows (store_runs_min_bytes)
   double compact_s = 0, compute_s = 0;
-  double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused)
+  double pack_s = 0;               ///< part of compute_s spent packing the dense operand (0 when reused; per R
+                                   ///< block: the calling thread's time in the blocks' packs)
   double lists_s = 0;              ///< part of compute_s spent building the row lists of the sparse operand
 };
 
@@ -297,6 +301,7 @@ class TileSparseEngine final : public GemmEngine {
   // not run along Q; the row lists of S (entries, per-band offsets, per-row begin/end); the transposed
   // output block; per-row entry bounds of the R blocks.
   std::vector<float> pack_, tmp_;
+  std::vector<float> block_pack_;  // one R block of one wide panel of D (TileSparseStats::dense_block_packed)
   std::vector<std::vector<float>> scatter_out_;  // per-thread output block of the scatter kernel
   // Identity of the dense operand packed in pack_ (reused while GemmCall::dense_version != 0 matches).
   struct PackKey {
