@@ -147,6 +147,8 @@ def validate(train, sim, area):
         for k in ("sw_ns", "hw_ns", "ratio"):
             need(sim, S, ["overall", part, k], "num")
     need(sim, S, ["overall", "profile", "mean_layer_ratio"], "num")
+    for k in ("hw_ns", "ratio"):
+        need(sim, S, ["overall", "profile", "memset_launched", k], "num")
     # null when no replayed layer's input is a ReLU output (no mean over an empty set)
     if need(sim, S, ["overall", "profile", "relu_input_layers"], "int") > 0:
         need(sim, S, ["overall", "profile", "mean_layer_ratio_relu_inputs"], "num")
@@ -237,6 +239,11 @@ def consistency(train, sim):
             raise ReportError(f"{S}.overall.{part}.ratio: {o['ratio']} but sw_ns / hw_ns = "
                               f"{o['sw_ns'] / o['hw_ns']:.6g}: inconsistent")
     pp = sim["overall"]["profile"]
+    ml = pp["memset_launched"]
+    want = pp["hw_ns"] + len(sl) * sim["options"]["kernel_launch_ns"]
+    if not close(ml["hw_ns"], want) or not close(ml["ratio"], pp["sw_ns"] / ml["hw_ns"]):
+        raise ReportError(f"{S}.overall.profile.memset_launched: hw_ns {ml['hw_ns']}, ratio {ml['ratio']} but hw_ns + "
+                          f"layers x kernel_launch_ns = {want:.6g}: inconsistent")
     if not close(pp["mean_layer_ratio"], sum(L["profile_ratio"] for L in sl) / len(sl)):
         raise ReportError(f"{S}.overall.profile.mean_layer_ratio: {pp['mean_layer_ratio']} is not the mean of the "
                           "layers' profile_ratio: inconsistent")
@@ -454,7 +461,9 @@ def assumed_costs(sim, doc):
     return (f"assumed costs (stats.json `options`): kernel launch {fmt(o['kernel_launch_ns'], '.0f')} ns per software "
             f"kernel; host MMIO write {fmt(o['host_mmio_write_ns'], '.0f')} ns and read "
             f"{fmt(o['host_mmio_read_ns'], '.0f')} ns per unit register access; the count-table memset before the "
-            "monitors count is charged its memory time but no launch (issued ahead by the driver, docs/hw-units.md); "
+            "monitors count is charged its memory time but no launch (it depends on nothing the layer computes, so the "
+            "driver can issue it ahead, off the critical path; docs/hw-units.md); FLUSH and the engine's set-up follow "
+            "the producer in stream order, with no host round trip charged; "
             "monitor broadcast "
             + ("on (one charged write for all monitors, an assumed broadcast register window)" if bc is True else
                "off (every monitor's write charged)" if bc is False else "not recorded")
@@ -616,11 +625,14 @@ def build(a, train, sim, area, rtl, tmp):
               + (f"({fmt(pp['mean_layer_ratio_relu_inputs'])}x over the {pp['relu_input_layers']} whose input is a "
                  "ReLU output)" if pp['relu_input_layers'] > 0 else "(no replayed layer's input is a ReLU output)") +
               f". The Spartan paper reports {PAPER_PROFILE_RATIO}x on average (a mean over layers; real "
-              "GPU-class hardware, ImageNet networks).\n")
+              "GPU-class hardware, ImageNet networks). If every layer's count-table memset paid a kernel launch "
+              f"like the software kernels (the model issues it ahead), the monitor would take "
+              f"{fmt(us(pp['memset_launched']['hw_ns']))} us: {fmt(pp['memset_launched']['ratio'])}x.\n")
     split = fixed_split(sl, "profile", "software", "monitor")
     md.append(caveat + (" " + split[1] if split else " stats.json does not split the times into memory and "
                         "fixed costs (no `overhead_ns`).") + "\n")
     doc["profile_summary"] = {"ratio_of_sums": pp["ratio"], "hardware_slower_layers": slower, "layers": n,
+                              "ratio_memset_launched": pp["memset_launched"]["ratio"],
                               "fixed_costs": split[0] if split else None}
     write_dat(os.path.join(tmp, "profile.dat"), ["layer", "sw_us", "hw_us"], dat)
     if dat and gnuplot(GP_HEAD + "set output 'profiling.png'\nset title 'Profiling time per layer (simulated, "

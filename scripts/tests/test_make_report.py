@@ -57,7 +57,8 @@ def inputs():
              "overall": {"layers": n,
                          "profile": {"sw_ns": 3500.0 * n, "hw_ns": 3300.0 * n, "ratio": 3500.0 / 3300.0,
                                      "mean_layer_ratio": 3500.0 / 3300.0, "mean_layer_ratio_relu_inputs": 3500.0 / 3300.0,
-                                     "relu_input_layers": 1},
+                                     "relu_input_layers": 1,
+                                     "memset_launched": {"hw_ns": 6300.0 * n, "ratio": 3500.0 / 6300.0}},
                          "convert": {"sw_ns": 6800.0 * n, "hw_ns": 4000.0 * n, "ratio": 6800.0 / 4000.0}},
              "checks": {"passed": True, "extension_mismatches": 0},
              "rtl": {"mismatches": 0, "layers": [{"iteration": 0, "layer": 0, "unit": "monitor", "mismatches": 0,
@@ -137,7 +138,8 @@ def main():
                          "These ratios rest on the assumed launch and MMIO costs", "kernel launch 3000 ns",
                          "the monitor is slower on 0 of the 2", "mean over the last 10 SGD steps",
                          "**forward** tile-sparse GEMM", "CAPACITY=64", "**assumed**", "0 all-zero tiles",
-                         "capture steps included, 0.25 s of it", "| 1000 | 0.04167 |", "1 GE = NAND2X1 (24 um^2)"):
+                         "capture steps included, 0.25 s of it", "| 1000 | 0.04167 |", "1 GE = NAND2X1 (24 um^2)",
+                         "the monitor would take 12.60 us: 0.56x"):
                 if want not in md:
                     fail(f"report.md lacks {want!r}")
             # As whole tokens: the report quotes the run's path, and mkdtemp's random suffix may read "-x..."
@@ -308,6 +310,10 @@ def main():
              "layers[0] (it0/L0).profile_ratio: 3.0 but its times give"),
             ("mean of layer ratios", lambda t, s, a: s["overall"]["profile"].update(mean_layer_ratio=2.0),
              "mean_layer_ratio: 2.0 is not the mean"),
+            ("memset bound missing", lambda t, s, a: s["overall"]["profile"].pop("memset_launched"),
+             "overall.profile.memset_launched: missing"),
+            ("memset bound not hw_ns + launches", lambda t, s, a: s["overall"]["profile"]["memset_launched"].update(
+                hw_ns=1.0, ratio=3500.0 * len(s["layers"])), "overall.profile.memset_launched: hw_ns 1.0"),
             ("accuracy in percent", lambda t, s, a: t.update(test_accuracy=41.8), "not a fraction in [0, 1]"),
             ("negative time", negative_time, "times must be > 0"),
             ("RTL cycles a string", lambda t, s, a: s["rtl"]["layers"][0].update(rtl_cycles="abc"),

@@ -231,6 +231,21 @@ TEST(Replay, F32EllAllLayersAllChecks) {
     }
     EXPECT_EQ(doc["overall"]["profile"]["relu_input_layers"].get<int>(), 2);
     EXPECT_DOUBLE_EQ(doc["overall"]["profile"]["mean_layer_ratio_relu_inputs"].get<double>(), relu_sum / 2);
+    // The bound of the memset assumption: every layer's count-table memset charged one launch (finding 102).
+    {
+      const auto& pr = doc["overall"]["profile"];
+      double hw = 0;
+      for (const auto& L : doc["layers"]) {
+        EXPECT_EQ(L["hardware"]["steps"][0]["name"].get<std::string>(), "count_table_zero");
+        EXPECT_EQ(L["hardware"]["steps"][0]["overhead_ns"].get<double>(), 0.0);  // issued ahead: no launch
+        hw += L["hardware"]["profile"]["time_ns"].get<double>();
+      }
+      const double launched = hw + 4 * doc["options"]["kernel_launch_ns"].get<double>();
+      EXPECT_GT(doc["options"]["kernel_launch_ns"].get<double>(), 0.0);
+      EXPECT_NEAR(pr["memset_launched"]["hw_ns"].get<double>(), launched, 1e-6 * launched);
+      EXPECT_NEAR(pr["memset_launched"]["ratio"].get<double>(), pr["sw_ns"].get<double>() / launched, 1e-9);
+      EXPECT_NE(text.find("with one launch each, like the software kernels, hardware"), std::string::npos) << text;
+    }
     EXPECT_NE(text.find("conv1*"), std::string::npos);
     EXPECT_NE(text.find("* the layer's input is not a ReLU output"), std::string::npos);
   });
