@@ -531,10 +531,26 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // 1.25 slices stays one R block there, as in the row-group loop (a second block would add into C again:
   // VGG-16 conv4_2 backward-weight, 9.4 MB of C, took 1.1x the time).
   const bool one_block = !op_tiles && nkb == 1 && double(R) * wide_q * sizeof(float) <= 1.25 * double(gather_slice_bytes());
-  if (wide_q > 0 && Q > wide_q && one_block)
+  // The wide gather reads B in place only when it is one panel of 64-byte aligned rows (below).
+  const bool wide_in_place =
+      wide_q >= Q && !trans_d && ldx == std::size_t(wide_q) && reinterpret_cast<std::uintptr_t>(X) % 64 == 0;
+  if (wide_q > 0 && Q > wide_q && one_block) {
     rg_tiles = int(n_rt);
-  else if (wide_q > 0 && !one_block)
-    rg_tiles = int(std::max<std::size_t>(1, gather_slice_bytes() / (std::size_t(r_tile) * wide_q * sizeof(float))));
+  } else if (wide_q > 0 && !one_block) {
+    // R blocks of whole tiles whose panel rows, as the gather reads them (packed rows are wide_q + 16 floats:
+    // LP below), fit the slice. Every block adds into the same panel of Out (P rows of wide_q floats); when that
+    // panel is larger than half of the 256 KiB the default slice leaves of L2 but smaller than the slice, the
+    // slice gives up the excess, so that the panel of Out stays in L2 beside the block's rows (VGG-16 conv2_2
+    // backward-weight: a 576 KiB panel of dW^T beside a 768 KiB slice; docs/bench/gemm.md, forty-third session).
+    // A larger panel of Out cannot stay in L2 anyway: the blocks stay as large (fewer passes over it).
+    constexpr std::size_t kHalfReserve = std::size_t(128) << 10, kMinBlockBytes = std::size_t(128) << 10;
+    const std::size_t out_panel = std::size_t(P) * std::size_t(std::min(wide_q, Q)) * sizeof(float);
+    std::size_t budget = gather_slice_bytes();
+    if (out_panel > kHalfReserve && out_panel < budget)
+      budget = std::max(kMinBlockBytes, budget - std::min(budget, out_panel - kHalfReserve));
+    const std::size_t row_bytes = std::size_t(wide_in_place ? wide_q : wide_q + 16) * sizeof(float);
+    rg_tiles = int(std::max<std::size_t>(1, budget / (std::size_t(r_tile) * row_bytes)));
+  }
   stats_.wide_panel_floats = wide_q;
   // Panel width of D: kGatherQ floats, or the wide gather's panel. The wide gather reads B in place only
   // when it is one panel of 64-byte aligned rows; otherwise it gets a packed copy (64-byte aligned panels of
@@ -542,8 +558,6 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // time), and rows of B with a power-of-two stride map to few L2 sets (docs/bench/gemm.md, twenty-fourth
   // session).
   const int PW = wide_q > 0 ? wide_q : QG;
-  const bool wide_in_place =
-      wide_q >= Q && !trans_d && ldx == std::size_t(wide_q) && reinterpret_cast<std::uintptr_t>(X) % 64 == 0;
   const PackKey key{X, R, Q, ldx, trans_d, c.dense_version, wide_q};  // wide_q: panel width and start differ
   const bool reuse = c.dense_version != 0 && pack_valid_ && pack_key_ == key;
   const bool pack = wide_q > 0 ? !wide_in_place
