@@ -211,10 +211,13 @@ TEST(TileSparseGemm, LongReductionsPanelsAndPacking) {
           o.dense_if_not_smaller = false;
           o.isa = isas().back();
           o.gather_slice_bytes = kSlice256K;  // R blocks of 1024 rows: 2100 = three blocks
+          // Sparse A op T: A as stored (Auto would take the row gather of op(A), N = 90 >= kRowGatherMinQ; it has
+          // tests of its own), so that this test keeps the stored orientation's paths.
+          if (sp == SparseOperand::A && oa == Op::T) o.transposed_kernel = TransposedKernel::Scatter;
           const TileSparseStats st = check_case(Case{sp, oa, ob, 70, 90, 2100, sparsity}, o, rng,
                                                 sparsity > 0.9 ? 1.0f : -0.5f, sparsity > 0.9 ? 0.0f : 0.25f,
                                                 sparsity > 0.9 ? 0 : 5);
-          EXPECT_FALSE(st.row_gather);  // (M x K = 147000 < kRowGatherMinElems: Auto keeps A as stored)
+          EXPECT_FALSE(st.row_gather);
           if (st.wide_panel_floats > 0) {
             // The wide gather (AVX-512) of A's rows reused enough (op N): R blocks of whole 256-column tiles
             // whose 96-float panel rows fit the 256 KiB slice (2 tiles, 192 KiB): 9 tiles = five blocks
@@ -840,8 +843,9 @@ TEST(TileSparseGemm, WideRowGatherAutoChoice) {
               return l;
             }()), 0);
   EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::T, 60, 100, 300, 0.9}, o), 0);  // B would need a transpose
-  // Sparse A op T with M = 60 < kRowGatherMinRows: S = stored^T (Auto: the scatter kernel) ...
-  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::T, Op::N, 60, 100, 300, 0.9}, o), 0);
+  // Sparse A op T with M = 60 < kRowGatherMinRows and N = 16 < kRowGatherMinQ: S = stored^T (Auto: the scatter
+  // kernel) ...
+  EXPECT_EQ(q_of(Case{SparseOperand::A, Op::T, Op::N, 60, 16, 300, 0.9}, o), 0);
   // ... unless op(A) is compacted (TransposedKernel::RowGather): its rows, in wide panels
   EXPECT_EQ(q_of(Case{SparseOperand::A, Op::T, Op::N, 60, 100, 300, 0.9}, [&] {
               TileSparseOptions rg = o;
@@ -957,6 +961,7 @@ TEST(TileSparseGemm, PackedBNotReusedAcrossPanelLayouts) {
   o.num_threads = 1;
   o.threshold = 2.0;
   o.dense_if_not_smaller = false;
+  o.transposed_kernel = TransposedKernel::Scatter;  // op T: A as stored, the scatter kernel's 64-float panels
   TileSparseEngine e(o);
   const bool wide = e.isa_name() == std::string("avx512");
   for (int step = 0; step < 3; ++step) {
@@ -1086,25 +1091,32 @@ TEST(TileSparseGemm, RowGatherOfCompactedOpAMatchesReference) {
           }
 }
 
-// Auto's orientation: Op (RowGather) for sparse A op T on an AVX-512 engine with u8 ELL tiles when op(A) has
-// >= kRowGatherMinRows rows and >= kRowGatherMinElems elements; Stored otherwise (fewer rows, a small op(A),
-// BITMAP, 2-byte indices, an AVX2 engine, Scatter or Gather asked for, op N, sparse B).
+// Auto's orientation: Op (RowGather) for sparse A op T on an AVX-512 engine with u8 ELL tiles when op(B) has
+// >= kRowGatherMinQ columns, or op(A) >= kRowGatherMinRows rows and >= kRowGatherMinElems elements; Stored
+// otherwise (a narrow op(B) with fewer rows or a small op(A), BITMAP, 2-byte indices, an AVX2 engine, Scatter or
+// Gather asked for, op N, sparse B).
 TEST(TileSparseGemm, RowGatherAutoChoice) {
   TileSparseOptions o;
   TileSparseEngine e(o);
   const bool avx512 = e.isa_name() == std::string("avx512");
-  auto orient = [&](const TileSparseEngine& en, Op oa, int M, int K, SparseOperand sp = SparseOperand::A) {
+  auto orient = [&](const TileSparseEngine& en, Op oa, int M, int K, SparseOperand sp = SparseOperand::A, int N = 256) {
     GemmCall c;
-    c.op_a = oa, c.M = M, c.N = 256, c.K = K, c.sparse = sp;
+    c.op_a = oa, c.M = M, c.N = N, c.K = K, c.sparse = sp;
     return en.compact_orientation(c);
   };
   const Orientation yes = avx512 ? Orientation::Op : Orientation::Stored;
+  constexpr SparseOperand A = SparseOperand::A;
+  constexpr int narrow = kRowGatherMinQ - 1;
   EXPECT_EQ(orient(e, Op::T, 169, 2304), yes);                     // AlexNet conv5
-  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows, 4096), yes);        // the smallest M at 2^18 elements
-  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows, 4095), Orientation::Stored);  // one column short of 2^18
-  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows - 1, 4608), Orientation::Stored);  // ResNet-18 conv5_x-like
-  EXPECT_EQ(orient(e, Op::T, 784, 144), Orientation::Stored);       // vgg-s b0c2 at batch 1 (112896 elements)
-  EXPECT_EQ(orient(e, Op::T, 784 * 64, 144), yes);                   // ... at batch 64
+  EXPECT_EQ(orient(e, Op::T, 49, 4608, A, 512), yes);               // ResNet-18 conv5_x: N >= kRowGatherMinQ
+  EXPECT_EQ(orient(e, Op::T, 49, 576, A, 64), yes);                 // vgg-s b2c2 at batch 1
+  EXPECT_EQ(orient(e, Op::T, 1, 64, A, kRowGatherMinQ), yes);       // one row, the narrowest such op(B)
+  // A narrow op(B): M >= kRowGatherMinRows and M x K >= kRowGatherMinElems
+  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows, 4096, A, narrow), yes);  // the smallest M at 2^18 elements
+  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows, 4095, A, narrow), Orientation::Stored);  // one column short
+  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows - 1, 4608, A, narrow), Orientation::Stored);  // one row short
+  EXPECT_EQ(orient(e, Op::T, 784, 144, A, 16), Orientation::Stored);  // vgg-s b0c2 at batch 1 (112896 elements)
+  EXPECT_EQ(orient(e, Op::T, 784 * 64, 144, A, 16), yes);             // ... at batch 64
   EXPECT_EQ(orient(e, Op::N, 169, 2304), Orientation::Stored);
   EXPECT_EQ(orient(e, Op::T, 169, 2304, SparseOperand::B), Orientation::Stored);
   for (auto change : std::vector<std::function<void(TileSparseOptions&)>>{
@@ -1131,9 +1143,10 @@ TEST(TileSparseGemm, CompactOrientationAndRunCompacted) {
   std::vector<float> At(std::size_t(K) * M), B(std::size_t(K) * N), C1(std::size_t(M) * N), C2(C1.size()), R(C1.size());
   for (auto& x : At) x = p(rng) < 0.9 ? 0.0f : u(rng);
   for (auto& x : B) x = u(rng);
-  TileSparseOptions o;
+  TileSparseOptions o, so;
   o.transposed_kernel = TransposedKernel::RowGather;
-  TileSparseEngine e(o), plain;
+  so.transposed_kernel = TransposedKernel::Scatter;  // (Auto would take the rows of op(A) too: N >= kRowGatherMinQ)
+  TileSparseEngine e(o), plain(so);
   GemmCall c{Op::T, Op::N, M, N, K, 1.0f, 0.0f, At.data(), M, B.data(), N, C1.data(), N, SparseOperand::A};
   EXPECT_EQ(e.compact_orientation(c), Orientation::Op);
   EXPECT_EQ(plain.compact_orientation(c), Orientation::Stored);

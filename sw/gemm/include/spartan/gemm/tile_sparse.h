@@ -64,8 +64,9 @@ enum class Orientation {
   Stored,  ///< the sparse operand as stored (GemmCall::A or B)
   Op,      ///< op(A) for sparse A: its transpose for op T (format::compact_transposed), A itself for op N
 };
-/// Auto takes RowGather for sparse A op T on an AVX-512 engine with ELL tiles of at most 256 columns when op(A)
-/// has at least kRowGatherMinRows rows (M) and kRowGatherMinElems elements (M x K). The wide gather reads
+/// Auto takes RowGather for sparse A op T on an AVX-512 engine with ELL tiles of at most 256 columns when op(B)
+/// has at least kRowGatherMinQ columns (N), or op(A) at least kRowGatherMinRows rows (M) and kRowGatherMinElems
+/// elements (M x K). The wide gather reads
 /// op(B)'s rows (packed into 64-byte aligned panels of up to 384 floats) in R blocks of whole tiles whose panel
 /// rows fit one gather slice (L2), adding into C block by block, at about 1.2-1.8 cycles per 16-float vector and
 /// non-zero; the scatter kernel's load-FMA-store of its output block costs 1.7-2.4. With fewer rows of op(A) each
@@ -75,6 +76,15 @@ enum class Orientation {
 /// kernel time). Measured in bench-gemm (train layout, forward GEMMs, docs/bench/gemm.md, twenty-fifth session).
 inline constexpr int kRowGatherMinRows = 64;
 inline constexpr double kRowGatherMinElems = double(1 << 18);
+/// ... or, whatever M and M x K, when op(B) has at least kRowGatherMinQ columns (N): since the wide gather packs
+/// each R block of op(B) into L2 just before it gathers it (TileSparseStats::dense_block_packed) and the transposed
+/// compaction has become cheaper, the rules above no longer hold there. bench-gemm at 97 %, forward, forty-third
+/// session (kernel / kernel+pack / compact+kernel+pack ratios, scatter kernel -> row gather): ResNet-18 conv5_x (M
+/// = 49, N = 512, K = 4608) 4.0-4.8 / 2.1 / 1.9 -> 5.2-6.8 / 3.1-3.6 / 2.7-3.0; vgg-s b2c2 (49 x 64 x 576) 7.5 / 3.0 / 1.6 ->
+/// 15.5 / 5.1 / 1.8; b1c2 (196 x 32 x 288) 7.0 / 5.1 / 1.5-1.6 -> 9.8 / 6.9 / 1.4-1.5; fc2 of a vgg-s trace (64 x
+/// 256 x 256, 87 % zeros) 2.6 / 1.8 / 1.6 -> 4.2 / 2.8 / 2.1. With N = 16 (vgg-s b0c2, 784 x 16 x 144) the scatter
+/// kernel, which adds straight into C's rows there, stayed faster (6.1-6.4 against 5.7-5.8).
+inline constexpr int kRowGatherMinQ = 32;
 /// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most kScatterMaxQ (8 panels
 /// of 64) and the reduction length R (GEMM K) at least kScatterMinR. Bucketing the non-zeros by column
 /// costs ~10 cycles per non-zero once per call; the scatter kernel's store-bound updates cost a few
@@ -151,7 +161,7 @@ struct TileSparseOptions {
   /// products over the stored rows (each non-zero adds alpha * v * D[row] into a per-band output block),
   /// Gather = bucket the non-zeros by column into row lists, then the row-gather kernel; RowGather (sparse A
   /// op T) = compact op(A) instead of A and gather its rows (no transpose of S left). Auto: RowGather for sparse
-  /// A op T under the conditions of kRowGatherMinRows, else Scatter when Q <= kScatterMaxQ and R >=
+  /// A op T under the conditions of kRowGatherMinRows and kRowGatherMinQ, else Scatter when Q <= kScatterMaxQ and R >=
   /// kScatterMinR, else Gather (sw/gemm/README.md; measured in docs/bench/gemm.md). A run_compacted() call
   /// given the stored orientation takes Auto's Scatter / Gather choice also under RowGather.
   TransposedKernel transposed_kernel = TransposedKernel::Auto;
@@ -262,7 +272,7 @@ class TileSparseEngine final : public GemmEngine {
   std::string name() const override { return "tile-sparse"; }
 
   /// The orientation compact_operand() compacts `call`'s sparse operand in: Op for sparse A with op T when
-  /// TileSparseOptions::transposed_kernel is RowGather, or Auto under the conditions of kRowGatherMinRows
+  /// TileSparseOptions::transposed_kernel is RowGather, or Auto under the conditions of kRowGatherMinRows / MinQ
   /// (decided from the call and the options alone, before the non-zeros are known); else Stored.
   Orientation compact_orientation(const GemmCall& call) const;
   /// Compacts the sparse operand of `call` with this engine's options, in compact_orientation(call).
