@@ -56,7 +56,7 @@ enum class Isa { Auto, Avx2, Portable, Avx512 };
 /// RowGather: for sparse A with op T only (the train layout's forward, Y^T = col^T W^T), the engine
 /// compacts op(A) = A^T instead of A (Orientation::Op, format::compact_transposed), so that S is the
 /// stored matrix of the tiles, and gathers its rows: with AVX-512 and u8 ELL tiles the wide direct row gather
-/// in R blocks (kRowGatherMinRows), unless RowsKernel::Lists is asked for; otherwise the rows kernels of
+/// in R blocks (kRowGatherMinRows, kRowGatherMinQ), unless RowsKernel::Lists is asked for; otherwise the rows kernels of
 /// RowsKernel (lists, or the direct gather for Q <= kDirectRowsMaxQ).
 enum class TransposedKernel { Auto, Gather, Scatter, RowGather };
 /// Which matrix compact_operand() tiles, and run_compacted() expects (TileSparseEngine::compact_orientation).
@@ -69,11 +69,12 @@ enum class Orientation {
 /// elements (M x K). The wide gather reads
 /// op(B)'s rows (packed into 64-byte aligned panels of up to 384 floats) in R blocks of whole tiles whose panel
 /// rows fit one gather slice (L2), adding into C block by block, at about 1.2-1.8 cycles per 16-float vector and
-/// non-zero; the scatter kernel's load-FMA-store of its output block costs 1.7-2.4. With fewer rows of op(A) each
-/// row of op(B) serves few non-zeros and comes from memory (ResNet-18 conv5_x, M = 49, K = 4608: 1.2x the
-/// scatter kernel's time); below kRowGatherMinElems the transposed compaction's fixed costs (per-row slot tables)
-/// outweigh the kernel's gain (vgg-s layers at batch 1: compaction 1.2-1.4x, e.g. 12 us more against 3 us less
-/// kernel time). Measured in bench-gemm (train layout, forward GEMMs, docs/bench/gemm.md, twenty-fifth session).
+/// non-zero; the scatter kernel's load-FMA-store of its output block costs 1.7-2.4. The M and M x K rules date from
+/// the twenty-fifth session (bench-gemm, train layout, forward GEMMs, docs/bench/gemm.md): then, with fewer rows of
+/// op(A), each row of op(B) served few non-zeros and came from memory (ResNet-18 conv5_x, M = 49, K = 4608: 1.2x
+/// the scatter kernel's time), and below kRowGatherMinElems the transposed compaction's fixed costs (per-row slot
+/// tables) outweighed the kernel's gain (vgg-s layers at batch 1: compaction 1.2-1.4x, e.g. 12 us more against 3
+/// us less kernel time). They now decide only for a narrow op(B) (kRowGatherMinQ).
 inline constexpr int kRowGatherMinRows = 64;
 inline constexpr double kRowGatherMinElems = double(1 << 18);
 /// ... or, whatever M and M x K, when op(B) has at least kRowGatherMinQ columns (N): since the wide gather packs
