@@ -241,6 +241,8 @@ def consistency(train, sim):
     pp = sim["overall"]["profile"]
     ml = pp["memset_launched"]
     want = pp["hw_ns"] + len(sl) * sim["options"]["kernel_launch_ns"]
+    if not ml["hw_ns"] > 0:
+        raise ReportError(f"{S}.overall.profile.memset_launched.hw_ns: {ml['hw_ns']}: times must be > 0")
     if not close(ml["hw_ns"], want) or not close(ml["ratio"], pp["sw_ns"] / ml["hw_ns"]):
         raise ReportError(f"{S}.overall.profile.memset_launched: hw_ns {ml['hw_ns']}, ratio {ml['ratio']} but hw_ns + "
                           f"layers x kernel_launch_ns = {want:.6g}: inconsistent")

@@ -314,6 +314,8 @@ def main():
              "overall.profile.memset_launched: missing"),
             ("memset bound not hw_ns + launches", lambda t, s, a: s["overall"]["profile"]["memset_launched"].update(
                 hw_ns=1.0, ratio=3500.0 * len(s["layers"])), "overall.profile.memset_launched: hw_ns 1.0"),
+            ("memset bound zero", lambda t, s, a: s["overall"]["profile"]["memset_launched"].update(hw_ns=0.0),
+             "memset_launched.hw_ns: 0.0: times must be > 0"),
             ("accuracy in percent", lambda t, s, a: t.update(test_accuracy=41.8), "not a fraction in [0, 1]"),
             ("negative time", negative_time, "times must be > 0"),
             ("RTL cycles a string", lambda t, s, a: s["rtl"]["layers"][0].update(rtl_cycles="abc"),

@@ -1160,6 +1160,23 @@ TEST(TileSparseGemm, CompactOrientationAndRunCompacted) {
   EXPECT_EQ(t.grid.rows, std::uint32_t(M));
   EXPECT_EQ(t.grid.cols, std::uint32_t(K));
   e.run_compacted(c, t, Orientation::Op);
+  {  // without an orientation: the tiles' own record (here Op); the default engine's Auto compacts op(A) too
+    std::vector<float> C3(C1.size());
+    GemmCall c3 = c;
+    c3.C = C3.data();
+    TileSparseEngine auto_engine;
+    const auto t3 = auto_engine.compact_operand(c3);
+    EXPECT_EQ(t3.source_transposed, auto_engine.compact_orientation(c3) == Orientation::Op);
+    auto_engine.run_compacted(c3, t3);
+    for (std::size_t i = 0; i < C1.size(); ++i) ASSERT_NEAR(C3[i], C1[i], 1e-4 * (1 + std::fabs(C1[i]))) << i;
+    std::fill(C3.begin(), C3.end(), 0.0f);
+    e.run_compacted(c3, t);  // tiles of op(A): Op
+    EXPECT_EQ(std::memcmp(C3.data(), C1.data(), C1.size() * sizeof(float)), 0);
+    std::fill(C3.begin(), C3.end(), 0.0f);
+    e.run_compacted(c3, plain.compact_operand(c3));  // stored tiles: Stored
+    EXPECT_FALSE(e.last_stats().row_gather);
+    for (std::size_t i = 0; i < C1.size(); ++i) ASSERT_NEAR(C3[i], C1[i], 1e-4 * (1 + std::fabs(C1[i]))) << i;
+  }
   c.C = C2.data();
   e.run_compacted(c, plain.compact_operand(c), Orientation::Stored);  // stored K x M tiles: scatter or gather
   EXPECT_FALSE(e.last_stats().row_gather);

@@ -288,7 +288,12 @@ class TileSparseEngine final : public GemmEngine {
   /// Stored; tiles whose `source` is the call's stored A given as Op), or a sparse tile's payload offset lies
   /// outside the payload (headers-only tiles on a call the whole-call guard does not take). It does not
   /// check payloads further: format::validate() does, for tiles from elsewhere.
-  void run_compacted(const GemmCall& call, const format::TiledMatrix& s, Orientation o = Orientation::Stored);
+  void run_compacted(const GemmCall& call, const format::TiledMatrix& s, Orientation o);
+  /// The same in the orientation the tiles record: Op for tiles of format::compact_transposed
+  /// (source_transposed), Stored otherwise; so run_compacted(call, compact_operand(call)) always fits.
+  void run_compacted(const GemmCall& call, const format::TiledMatrix& s) {
+    run_compacted(call, s, s.source_transposed ? Orientation::Op : Orientation::Stored);
+  }
 
   const TileSparseStats& last_stats() const { return stats_; }
   const TileSparseOptions& options() const { return opt_; }
