@@ -799,6 +799,8 @@ def bad_input(r):
     r.case("bench-gemm", "NaN/Inf/-0.0 in data", "--guard-fraction nan", ["--guard-fraction", "nan"] + one, expect="--guard-fraction")
     r.case("bench-gemm", "negative or zero sizes", "--seed -1", ["--seed", "-1"] + one, expect="--seed")
     r.case("bench-gemm", "unknown config keys", "--cache foo", ["--cache", "foo"] + one, expect="--cache")
+    r.case("bench-gemm", "unknown config keys", "--payload-prefetch foo", ["--payload-prefetch", "foo"] + one,
+           expect="--payload-prefetch")
     r.case("bench-gemm", "negative or zero sizes", "--flush-mib 0", ["--cache", "cold", "--flush-mib", "0"] + one, expect="--flush-mib")
     # bench-train: every option is checked before the dataset is loaded and any model trained.
     # The dataset directory does not exist: the error must name the option, not the missing data.

@@ -287,14 +287,14 @@ struct Row {
   std::string name, pass, sparsity;  ///< sparsity: the nominal % of a random row, "trace" for a trace row
   long long M = 0, N = 0, K = 0;
   double zero_pct = 0;  ///< measured % of zeros of the sparse operand as the kernel reads it
-  std::string tiles;    ///< zero/sparse/dense tile counts, or "sgemm" when the whole call ran one sgemm
+  std::string tiles;    ///< zero/sparse/dense tile counts (+pf: payload prefetched), or "sgemm" when the whole call ran one sgemm
   Timing t;
   bench::Check ck;
   std::string verdict, ns_per_vec, note;
 };
 
 std::string table_header_md() {
-  return std::string("| layer | pass | M | N | K | sparsity % | zeros % | tiles zero/sparse/dense | OpenBLAS ms | kernel ms | "
+  return std::string("| layer | pass | M | N | K | sparsity % | zeros % | tiles zero/sparse/dense (+pf: payload prefetched) | OpenBLAS ms | kernel ms | "
                      "ratio kernel | ratio kernel p25-p75 | kernel+pack ms | ratio kernel+pack | compact ms | "
                      "ratio compact+kernel+pack | reps | result vs OpenBLAS | target (kernel) |") +
          (g_vector_cost ? " kernel ns per vector |" : "") +
@@ -334,7 +334,9 @@ void print_row(const Row& r, std::ostream& md) {
 /// DENSE or the call-level guard: then both sides of the ratio run the same OpenBLAS routine).
 std::string tiles_text(const TileSparseStats& st) {
   if (st.full_dense) return "sgemm";
-  return std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense);
+  // "+pf": the wide gather prefetched the payload (TileSparseStats::payload_prefetched).
+  return std::to_string(st.tiles_zero) + "/" + std::to_string(st.tiles_sparse) + "/" + std::to_string(st.tiles_dense) +
+         (st.payload_prefetched ? "+pf" : "");
 }
 
 template <class Floats>
@@ -514,6 +516,7 @@ int main(int argc, char** argv) {
     int batch = 1, seed = 1, gather_slice_kib = 0;
     bool all_passes = false, calibrate = false, quick = false;
     std::string trace_path, pass_filter, clock_name = "wall", cache_name = "warm", isa_name = "auto", layout_name = "train", tk_name = "auto";
+    std::string payload_prefetch_name = "on";
     const std::string guard_help = "whole-call guard: one sgemm of the whole call at operand density >= this x "
                                    "threshold (default: TileSparseOptions::guard_fraction, " +
                                    fmt("%.2f", guard_fraction) + ")";
@@ -559,6 +562,9 @@ int main(int argc, char** argv) {
         "gather-slice-kib", po::value(&gather_slice_kib),
         "the row gather's D slice per R block in KiB (TileSparseOptions::gather_slice_bytes); 0 (default): from "
         "this CPU's L2 size")(
+        "payload-prefetch", po::value(&payload_prefetch_name),
+        "on (default): the AVX-512 wide gather prefetches the next band's ELL payload when the payload is larger "
+        "than the gather slice | off: never (TileSparseOptions::payload_prefetch)")(
         "transposed-kernel", po::value(&tk_name),
         "kernel when the sparse operand is read transposed (TileSparseOptions::transposed_kernel): auto (default) | "
         "scatter | gather | row-gather (the train layout's forward: compact op(A) = col^T, then the wide row gather "
@@ -631,6 +637,9 @@ int main(int argc, char** argv) {
       throw InputError("--gather-slice-kib must be 0 (from the L2 size) or 1.." + std::to_string(kMaxGatherSliceBytes >> 10) +
                        ", got " + std::to_string(gather_slice_kib));
     opt.gather_slice_bytes = std::size_t(gather_slice_kib) << 10;
+    if (payload_prefetch_name != "on" && payload_prefetch_name != "off")
+      throw InputError("--payload-prefetch must be on or off, got '" + payload_prefetch_name + "'");
+    opt.payload_prefetch = payload_prefetch_name == "on";
     opt.num_threads = 1;
     openblas_set_num_threads(1);
     omp_set_num_threads(1);
@@ -671,11 +680,12 @@ int main(int argc, char** argv) {
                                      " us (shorter calls repeated within one)"
                                : "warm caches, one call per timed interval";
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f (whole-call guard at %.2f), "
-                "isa %s, batch %d, %s clock, %s, layout %s, gather slice %zu KiB, transposed kernel %s, OpenBLAS core %s\n",
+                "isa %s, batch %d, %s clock, %s, layout %s, gather slice %zu KiB, transposed kernel %s, payload prefetch %s, "
+                "OpenBLAS core %s\n",
                 opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, opt.guard_fraction * opt.threshold,
                 engine.isa_name().c_str(), batch,
                 g_thread_clock ? "thread CPU-time" : "wall", intervals.c_str(), layout_name.c_str(),
-                engine.gather_slice_bytes() >> 10, tk_name.c_str(), blas_core.c_str());
+                engine.gather_slice_bytes() >> 10, tk_name.c_str(), payload_prefetch_name.c_str(), blas_core.c_str());
     const std::string inputs =
         "random rows: dense operand uniform in [-1, 1]; sparse operand zero with probability sp% per element, "
         "independently (no spatial or channel clustering), else uniform in [-1, 1]; zero% is the measured fraction. "

@@ -117,16 +117,20 @@ void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* val, std::uint3
 inline constexpr int kWideGatherQ = 384;
 /// AVX-512F direct row gather (the contract of GatherEllFn, except qn <= kWideGatherQ instead of kGatherQ): each
 /// row's ELL entries are walked once for the whole panel. Results are bit-identical to gather_ell_u8_avx2
-/// over the same columns. Only call when cpu_has_avx512().
+/// over the same columns. `next` (next_nt tiles of next_rows rows; none when next_nt is 0): the band gathered
+/// after this one, whose ELL payload the kernel prefetches into L1 while it gathers this band (a hint: the
+/// tiles' blocks are never read). Only call when cpu_has_avx512().
 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, const float* D, std::size_t ldd,
-                          float* Out, std::size_t ldo, int qn, bool overwrite);
+                          float* Out, std::size_t ldo, int qn, bool overwrite, const EllTileRef* next = nullptr,
+                          int next_nt = 0, int next_rows = 0);
 /// gather_ell_u8_avx512 over nb consecutive bands of one panel, in one call: band i has the tiles
 /// t[off[i] .. off[i + 1]) and min(band_rows, total_rows - i * band_rows) rows, whose output rows start at
 /// Out + i * band_rows * ldo. (Bands of a few short rows, e.g. vgg-s with 8-row tiles: a call and its
-/// dispatch per band were about a tenth of the GEMM.) Only call when cpu_has_avx512().
+/// dispatch per band were about a tenth of the GEMM.) With prefetch_next each band but the last prefetches
+/// the next one's payload (as gather_ell_u8_avx512 with `next`). Only call when cpu_has_avx512().
 void gather_ell_u8_avx512_bands(const EllTileRef* t, const std::size_t* off, int nb, int band_rows, int total_rows,
                                 float alpha, const float* D, std::size_t ldd, float* Out, std::size_t ldo, int qn,
-                                bool overwrite);
+                                bool overwrite, bool prefetch_next = false);
 /// The CPU (and the OS, which must save the AVX-512 state) supports AVX-512F, AVX2 and FMA.
 bool cpu_has_avx512();
 

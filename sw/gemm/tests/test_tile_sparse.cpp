@@ -1050,6 +1050,70 @@ TEST(TileSparseGemm, WideBlockPackBitIdenticalToWholePack) {
       }
 }
 
+// The wide gather prefetches the next band's ELL payload when the payload is larger than the gather slice
+// (TileSparseOptions::payload_prefetch, TileSparseStats::payload_prefetched): prefetches are hints, so C is bit for
+// bit the same with and without them. Cases: the R-blocked loop (the forward's row gather of op(A), several R blocks
+// and panels; sparse A op N with B of several wide panels), the bands of row groups (sparse A op N, one panel and R
+// block), and a payload within the slice (no prefetch); one and two threads; beta 0 and 0.5; against OpenBLAS.
+TEST(TileSparseGemm, PayloadPrefetchBitIdenticalAndOnlyForLargePayloads) {
+  if (TileSparseEngine().isa_name() != "avx512") GTEST_SKIP() << "no AVX-512F on this CPU";
+  std::mt19937 rng(73);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_real_distribution<double> p(0, 1);
+  struct W {
+    Op oa;
+    int M, N, K;
+    double density;
+    std::size_t slice_kib;
+    bool prefetched, r_blocked;
+  };
+  // Payloads: about density x M x K x 5 bytes plus the ELL padding (tens to hundreds of KiB) against 16 KiB and
+  // 8 MiB slices.
+  for (const W& w : {W{Op::T, 400, 400, 1000, 0.1, 16, true, true}, W{Op::N, 300, 800, 200, 0.1, 16, true, true},
+                     W{Op::N, 2000, 100, 150, 0.1, 64, true, false}, W{Op::N, 2000, 100, 150, 0.1, 8192, false, false},
+                     W{Op::T, 400, 400, 1000, 0.1, 8192, false, true}})
+    for (int threads : {1, 2})
+      for (float beta : {0.0f, 0.5f}) {
+        const int M = w.M, N = w.N, K = w.K;
+        std::vector<float> A(std::size_t(M) * K), B(std::size_t(K) * N);
+        for (auto& x : A) x = p(rng) < w.density ? u(rng) : 0.0f;
+        for (auto& x : B) x = u(rng);
+        const int lda = w.oa == Op::N ? K : M;
+        std::vector<float> C0(std::size_t(M) * N);
+        for (auto& x : C0) x = u(rng);
+        auto run = [&](bool prefetch, TileSparseStats* st) {
+          TileSparseOptions o;
+          o.num_threads = threads;
+          o.threshold = 2.0;
+          o.dense_if_not_smaller = false;
+          o.gather_slice_bytes = w.slice_kib << 10;
+          o.transposed_kernel = TransposedKernel::RowGather;
+          o.payload_prefetch = prefetch;
+          TileSparseEngine e(o);
+          std::vector<float> C = C0;
+          GemmCall c{w.oa, Op::N, M, N, K, 1.0f, beta, A.data(), lda, B.data(), N, C.data(), N, SparseOperand::A};
+          e.run(c);
+          *st = e.last_stats();
+          return C;
+        };
+        const std::string what = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " slice " +
+                                 std::to_string(w.slice_kib) + " KiB threads " + std::to_string(threads) + " beta " +
+                                 std::to_string(beta);
+        TileSparseStats on{}, off{};
+        const std::vector<float> c_on = run(true, &on), c_off = run(false, &off);
+        EXPECT_GT(on.wide_panel_floats, 0) << what;
+        EXPECT_EQ(on.wide_r_blocked, w.r_blocked) << what;
+        EXPECT_EQ(on.payload_prefetched, w.prefetched) << what;
+        EXPECT_FALSE(off.payload_prefetched) << what;
+        EXPECT_EQ(std::memcmp(c_on.data(), c_off.data(), c_on.size() * sizeof(float)), 0) << what;
+        std::vector<float> R = C0;
+        GemmCall r{w.oa, Op::N, M, N, K, 1.0f, beta, A.data(), lda, B.data(), N, R.data(), N, SparseOperand::A};
+        make_dense_engine()->run(r);
+        for (std::size_t i = 0; i < R.size(); ++i)
+          ASSERT_NEAR(c_on[i], R[i], 1e-4 * (1 + std::fabs(R[i])) * std::sqrt(double(K))) << what << " at " << i;
+      }
+}
+
 // TransposedKernel::RowGather (sparse A op T, the train layout's forward): the engine compacts op(A) = A^T
 // (Orientation::Op) and gathers its rows: with AVX-512 and u8 ELL tiles the wide gather in R blocks of whole
 // tiles (a 16 KiB slice: several blocks), otherwise the rows kernels; DENSE tiles mixed in (guard off),
