@@ -598,13 +598,12 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // than L2: the forward's 9.4 MB weights of VGG-16 conv4_2 / conv5_2). The same values reach the same FMAs in
   // the same order: C is bit-identical to the whole pack's.
   const bool block_pack = pack && rg_tiles > 0 && c.dense_version == 0;
-  // The wide gather prefetches the next band's ELL payload while it gathers a band when the payload cannot stay
-  // in L2 beside the gather slice of D (it is then read from L3 or memory, a few KiB per band, which the hardware
-  // prefetchers did not run ahead of): VGG-16 conv2_2 forward at 97 % 2.6 -> 2.2 ms. Smaller payloads stay in
-  // L2 from call to call; prefetching them too measured the same as this rule (bench-gemm at 90 and 97 %, three
-  // alternated rounds: geometric means within 1 %), so the rule leaves the kernel as it was where nothing was
-  // gained (docs/bench/gemm.md, forty-fourth session).
-  const bool prefetch_payload = opt_.payload_prefetch && wide_q > 0 && s.payload.size() > gather_slice_bytes();
+  // The wide gather prefetches the next band's ELL payload while it gathers a band: the payload is read in blocks
+  // of a few KiB per band that the hardware prefetchers did not run ahead of, from L3 or memory when it is larger
+  // than what L2 holds beside the gather slice (VGG-16 conv2_2 forward at 97 % 2.6 -> 2.2 ms), from memory when
+  // the caches are cold (bench-gemm --cache cold at 97 %: geometric mean 4.89 -> 5.24). With warm caches the
+  // smaller payloads gained nothing and lost nothing (docs/bench/gemm.md, forty-fourth session).
+  const bool prefetch_payload = opt_.payload_prefetch && wide_q > 0;
   stats_.payload_prefetched = prefetch_payload;
   if (pack && !reuse && !block_pack) {
     const double tp = now_s();
