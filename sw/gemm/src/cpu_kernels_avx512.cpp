@@ -108,15 +108,22 @@ class PayloadPrefetch {
   std::uintptr_t p_ = 0, end_ = 0;
 };
 
+// PayloadPrefetch's stand-in where the gather prefetches nothing (the kernel's code as before the prefetch).
+struct NoPrefetch {
+  NoPrefetch(const EllTileRef*, int, int, int) {}
+  void step() {}
+};
+
 // Wide direct row gather: NV zmm accumulators per output row (the last one masked to qn), the row's ELL
 // entries walked once for the whole panel; each element receives the FMAs of gather_ell_u8_avx2 in the same
-// order (one chain per element, alpha applied at the end), so results are bit-identical to it.
-template <int NV>
+// order (one chain per element, alpha applied at the end), so results are bit-identical to it. PF: prefetch
+// the payload of `next` (PayloadPrefetch); without it the kernel has no prefetch state at all.
+template <int NV, bool PF>
 SPARTAN_AVX512 inline void gather_ell_wide(const EllTileRef* t, int nt, int rows, float alpha, const float* D,
                                            std::size_t ldd, float* Out, std::size_t ldo, __mmask16 mask,
                                            bool overwrite, const EllTileRef* next, int next_nt, int next_rows) {
   const __m512 va = _mm512_set1_ps(alpha);
-  PayloadPrefetch pf(next, next_nt, next_rows, rows);
+  std::conditional_t<PF, PayloadPrefetch, NoPrefetch> pf(next, next_nt, next_rows, rows);
   for (int lr = 0; lr < rows; ++lr) {
     pf.step();
     __m512 acc[NV];
@@ -176,14 +183,21 @@ SPARTAN_AVX512 inline void wide_gather_bands(const EllTileRef* t, const std::siz
   const int nv = (qn + 15) / 16, tail = qn % 16;
   assert(nv >= 1 && nv <= kWideGatherQ / 16);
   const __mmask16 m = tail == 0 ? __mmask16(0xFFFF) : __mmask16((1u << tail) - 1u);
+  const bool pf = prefetch_next || next_nt > 0;
   auto bands = [&](auto nv_const) {
     constexpr int NV = decltype(nv_const)::value;
     for (int i = 0; i < nb; ++i) {
+      const int rows = std::min(band_rows, total_rows - i * band_rows);
+      float* out = Out + std::size_t(i) * std::size_t(band_rows) * ldo;
+      if (!pf) {
+        gather_ell_wide<NV, false>(t + off[i], int(off[i + 1] - off[i]), rows, alpha, D, ldd, out, ldo, m, overwrite,
+                                   nullptr, 0, 0);
+        continue;
+      }
       const bool last = i + 1 == nb || !prefetch_next;
-      gather_ell_wide<NV>(t + off[i], int(off[i + 1] - off[i]), std::min(band_rows, total_rows - i * band_rows), alpha,
-                          D, ldd, Out + std::size_t(i) * std::size_t(band_rows) * ldo, ldo, m, overwrite,
-                          last ? next : t + off[i + 1], last ? next_nt : int(off[i + 2] - off[i + 1]),
-                          last ? next_rows : std::min(band_rows, total_rows - (i + 1) * band_rows));
+      gather_ell_wide<NV, true>(t + off[i], int(off[i + 1] - off[i]), rows, alpha, D, ldd, out, ldo, m, overwrite,
+                                last ? next : t + off[i + 1], last ? next_nt : int(off[i + 2] - off[i + 1]),
+                                last ? next_rows : std::min(band_rows, total_rows - (i + 1) * band_rows));
     }
   };
   switch (nv) {

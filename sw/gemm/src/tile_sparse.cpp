@@ -602,7 +602,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // of a few KiB per band that the hardware prefetchers did not run ahead of, from L3 or memory when it is larger
   // than what L2 holds beside the gather slice (VGG-16 conv2_2 forward at 97 % 2.6 -> 2.2 ms), from memory when
   // the caches are cold (bench-gemm --cache cold at 97 %: geometric mean 4.89 -> 5.24). With warm caches the
-  // smaller payloads gained nothing and lost nothing (docs/bench/gemm.md, forty-fourth session).
+  // smaller payloads gained nothing and lost nothing measurable (docs/bench/gemm.md, forty-fourth session).
   const bool prefetch_payload = opt_.payload_prefetch && wide_q > 0;
   stats_.payload_prefetched = prefetch_payload;
   if (pack && !reuse && !block_pack) {
