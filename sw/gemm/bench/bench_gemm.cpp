@@ -563,7 +563,8 @@ int main(int argc, char** argv) {
         "the row gather's D slice per R block in KiB (TileSparseOptions::gather_slice_bytes); 0 (default): from "
         "this CPU's L2 size")(
         "payload-prefetch", po::value(&payload_prefetch_name),
-        "on (default): the AVX-512 wide gather prefetches the next band's ELL payload while it gathers a band | "
+        "on (default): the AVX-512 wide gather prefetches the next band's ELL payload while it gathers a band (payloads "
+        "larger than L1d) | "
         "off: never (TileSparseOptions::payload_prefetch)")(
         "transposed-kernel", po::value(&tk_name),
         "kernel when the sparse operand is read transposed (TileSparseOptions::transposed_kernel): auto (default) | "

@@ -191,6 +191,17 @@ std::size_t default_gather_slice_bytes() {
   return bytes;
 }
 
+namespace {
+// This CPU's L1 data cache in bytes (32 KiB when the OS does not say).
+std::size_t l1d_bytes() {
+  static const std::size_t bytes = [] {
+    const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);  // 0 or -1 when unknown
+    return l1 > 0 ? std::size_t(l1) : std::size_t(32) << 10;
+  }();
+  return bytes;
+}
+}  // namespace
+
 void check_threshold_options(const TileSparseOptions& opt, const char* engine) {
   if (!(opt.threshold >= 0.0))
     throw InputError(std::string(engine) + ": threshold must be >= 0 (0: every tile DENSE; > 1: every non-zero tile " +
@@ -598,12 +609,12 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // than L2: the forward's 9.4 MB weights of VGG-16 conv4_2 / conv5_2). The same values reach the same FMAs in
   // the same order: C is bit-identical to the whole pack's.
   const bool block_pack = pack && rg_tiles > 0 && c.dense_version == 0;
-  // The wide gather prefetches the next band's ELL payload while it gathers a band: the payload is read in blocks
-  // of a few KiB per band that the hardware prefetchers did not run ahead of, from L3 or memory when it is larger
-  // than what L2 holds beside the gather slice (VGG-16 conv2_2 forward at 97 % 2.6 -> 2.2 ms), from memory when
-  // the caches are cold (bench-gemm --cache cold at 97 %: geometric mean 4.89 -> 5.24). With warm caches the
-  // smaller payloads gained nothing and lost nothing measurable (docs/bench/gemm.md, forty-fourth session).
-  const bool prefetch_payload = opt_.payload_prefetch && wide_q > 0;
+  // The wide gather prefetches the next band's ELL payload while it gathers a band, unless the payload fits L1
+  // (where it stays from band to band and from call to call): the payload is read in blocks of a few KiB per band
+  // that the hardware prefetchers did not run ahead of, from L3 or memory when it is larger than what L2 holds
+  // beside the gather slice (VGG-16 conv2_2 forward at 97 % 2.6 -> 2.2 ms), from memory when the caches are cold.
+  // Measured in docs/bench/gemm.md (forty-fourth session), where the choice of this rule is explained.
+  const bool prefetch_payload = opt_.payload_prefetch && wide_q > 0 && s.payload.size() > l1d_bytes();
   stats_.payload_prefetched = prefetch_payload;
   if (pack && !reuse && !block_pack) {
     const double tp = now_s();

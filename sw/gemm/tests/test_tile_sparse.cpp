@@ -1050,11 +1050,12 @@ TEST(TileSparseGemm, WideBlockPackBitIdenticalToWholePack) {
       }
 }
 
-// The AVX-512 wide gather prefetches the next band's ELL payload while it gathers a band
-// (TileSparseOptions::payload_prefetch, TileSparseStats::payload_prefetched): prefetches are hints, so C is bit for
-// bit the same with and without them. Cases: the R-blocked loop (the forward's row gather of op(A), several R blocks
-// and panels; sparse A op N with B of several wide panels), the bands of row groups (sparse A op N, one panel and R
-// block, several groups of bands); one and two threads; beta 0 and 0.5; against OpenBLAS.
+// The AVX-512 wide gather prefetches the next band's ELL payload while it gathers a band when the payload is larger
+// than L1d (TileSparseOptions::payload_prefetch, TileSparseStats::payload_prefetched): prefetches are hints, so C is
+// bit for bit the same with and without them. Cases: the R-blocked loop (the forward's row gather of op(A), several
+// R blocks and panels; sparse A op N with B of several wide panels), the bands of row groups (sparse A op N, one
+// panel and R block, several groups of bands), a payload of a few KiB (not prefetched); one and two threads; beta 0
+// and 0.5; against OpenBLAS.
 TEST(TileSparseGemm, PayloadPrefetchBitIdentical) {
   if (TileSparseEngine().isa_name() != "avx512") GTEST_SKIP() << "no AVX-512F on this CPU";
   std::mt19937 rng(73);
@@ -1065,10 +1066,13 @@ TEST(TileSparseGemm, PayloadPrefetchBitIdentical) {
     int M, N, K;
     double density;
     std::size_t slice_kib;
-    bool r_blocked;
+    bool r_blocked, prefetched;
   };
-  for (const W& w : {W{Op::T, 400, 400, 1000, 0.1, 16, true}, W{Op::N, 300, 800, 200, 0.1, 16, true},
-                     W{Op::N, 2000, 100, 150, 0.1, 64, false}, W{Op::T, 400, 400, 1000, 0.1, 8192, true}})
+  // Payloads (ELL, 5 bytes per slot): about 200-300 KiB, larger than any L1d, except the last case's few KiB,
+  // smaller than any.
+  for (const W& w : {W{Op::T, 400, 400, 1000, 0.1, 16, true, true}, W{Op::N, 1500, 800, 200, 0.1, 16, true, true},
+                     W{Op::N, 2000, 100, 150, 0.1, 64, false, true}, W{Op::T, 400, 400, 1000, 0.1, 8192, true, true},
+                     W{Op::T, 64, 400, 300, 0.05, 16, true, false}})
     for (int threads : {1, 2})
       for (float beta : {0.0f, 0.5f}) {
         const int M = w.M, N = w.N, K = w.K;
@@ -1100,7 +1104,7 @@ TEST(TileSparseGemm, PayloadPrefetchBitIdentical) {
         const std::vector<float> c_on = run(true, &on), c_off = run(false, &off);
         EXPECT_GT(on.wide_panel_floats, 0) << what;
         EXPECT_EQ(on.wide_r_blocked, w.r_blocked) << what;
-        EXPECT_TRUE(on.payload_prefetched) << what;
+        EXPECT_EQ(on.payload_prefetched, w.prefetched) << what;
         EXPECT_FALSE(off.payload_prefetched) << what;
         EXPECT_EQ(std::memcmp(c_on.data(), c_off.data(), c_on.size() * sizeof(float)), 0) << what;
         std::vector<float> R = C0;

@@ -189,8 +189,8 @@ struct TileSparseOptions {
   /// 0 (default): default_gather_slice_bytes(), from this CPU's L2 size. At most kMaxGatherSliceBytes (the
   /// engine's constructor throws spartan::InputError above it); below 16 KiB it acts as 16 KiB (64 rows).
   std::size_t gather_slice_bytes = 0;
-  /// The AVX-512 wide gather prefetches (into L1) the next band's ELL payload while it gathers a band
-  /// (last_stats().payload_prefetched). false: never (the kernel is then instantiated without any prefetch state,
+  /// The AVX-512 wide gather prefetches (into L1) the next band's ELL payload while it gathers a band, when the
+  /// operand's payload is larger than this CPU's L1 data cache (last_stats().payload_prefetched). false: never (the kernel is then instantiated without any prefetch state,
   /// as before the prefetch was added). Results do not depend on it. Measured in docs/bench/gemm.md
   /// (forty-fourth session): VGG-16 forward and backward-weight at 97 % 6-21 % faster; with cold caches most
   /// rows that take the wide gather.
@@ -234,7 +234,7 @@ struct TileSparseStats {
                                     ///< before the bands gather it, and not kept (the wide gather in R blocks
                                     ///< with GemmCall::dense_version 0)
   bool payload_prefetched = false;  ///< the AVX-512 wide gather prefetched each next band's ELL payload while it
-                                    ///< gathered a band (TileSparseOptions::payload_prefetch; sw/gemm/README.md)
+                                    ///< gathered a band (a payload larger than L1d; TileSparseOptions::payload_prefetch)
   bool out_streamed = false;       ///< C^T (>= 32 MiB, beta 0) written with non-temporal stores
   bool scattered = false;          ///< the sparse part ran the outer-product (scatter) kernel, no row lists
   bool gather_pairs = false;       ///< the stored rows' AVX2 direct gather of a narrow Q (<= kDirectRowsMaxQ)
