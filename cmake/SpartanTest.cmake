@@ -11,7 +11,14 @@ function(spartan_add_gtest name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
   endif()
+  # Tests labelled `mpi` start Open MPI, which creates its session directory (/tmp/ompi.HOST.UID) on start-up;
+  # two starting at once can both try to create it and one fails ("A call to mkdir was unable to create the
+  # desired directory ... File exists", a fresh clone's .ci/run, forty-fourth session): they hold one lock.
+  set(lock "")
+  if("mpi" IN_LIST T_LABELS)
+    set(lock RESOURCE_LOCK openmpi_session_dir)
+  endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
+    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}" ${lock}
     WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
 endfunction()

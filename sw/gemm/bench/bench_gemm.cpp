@@ -681,8 +681,8 @@ int main(int argc, char** argv) {
                                      " us (shorter calls repeated within one)"
                                : "warm caches, one call per timed interval";
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f (whole-call guard at %.2f), "
-                "isa %s, batch %d, %s clock, %s, layout %s, gather slice %zu KiB, transposed kernel %s, payload prefetch %s, "
-                "OpenBLAS core %s\n",
+                "isa %s, batch %d, %s clock, %s, layout %s, gather slice %zu KiB, transposed kernel %s, payload prefetch %s "
+                "(+pf in the tiles column: the row prefetched it), OpenBLAS core %s\n",
                 opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, opt.guard_fraction * opt.threshold,
                 engine.isa_name().c_str(), batch,
                 g_thread_clock ? "thread CPU-time" : "wall", intervals.c_str(), layout_name.c_str(),
@@ -696,7 +696,8 @@ int main(int argc, char** argv) {
     md << "OpenBLAS core: " << blas_core << "; tile-sparse ISA: " << engine.isa_name() << "; tiles " << opt.tile_rows
        << "x" << opt.tile_cols << " " << fmt_name << ", threshold " << opt.threshold << "; batch " << batch
        << "; layout: " << layout_name << "; gather slice: " << (engine.gather_slice_bytes() >> 10)
-       << " KiB; transposed kernel: " << tk_name << "; " << (g_thread_clock ? "thread CPU-time" : "wall") << " clock; "
+       << " KiB; transposed kernel: " << tk_name << "; payload prefetch: " << payload_prefetch_name
+       << " (+pf in the tiles column: the row prefetched it); " << (g_thread_clock ? "thread CPU-time" : "wall") << " clock; "
        << intervals << ".\n\n" << inputs << ".\n\n";
     if (const std::string note = baseline_isa_note(blas_core); !note.empty()) {
       std::printf("note: %s\n", note.c_str());

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "cpu_kernels.h"
+#include "payload_prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -67,45 +68,16 @@ SPARTAN_AVX512 inline void scatter_block512(const std::uint8_t* idx, const float
   }
 }
 
-// Software prefetch of the next band's ELL payload (index and value blocks of its tiles) into L1, spread over
-// the rows of the band being gathered: step() issues about (the next band's lines / rows) prefetches. The
-// payload is streamed once per call from L3 or memory, in blocks of a few KiB per band that the hardware
-// prefetchers did not run ahead of: in a probe of VGG-16 conv2_2's forward (12544 x 1152 op(A) at 97 %, 16 x
-// 256 tiles, 128 output floats) the gather took 1.6-1.9x as long as on a payload that stayed cached, and 1.5x
-// less with this prefetch one band ahead (T0; T1 / T2 and two or four bands ahead no better); docs/bench/gemm.md,
-// forty-fourth session. Addresses are only ever prefetched, never read: tiles are taken as their EllTileRef
-// says (index block rows x w bytes, value block rows x w floats).
+// The wide gather's payload prefetch (payload_prefetch.h) with the x86 prefetch into L1.
 class PayloadPrefetch {
  public:
-  PayloadPrefetch(const EllTileRef* t, int nt, int rows, int steps) : t_(t), nt_(nt), rows_(std::uint32_t(rows)) {
-    std::size_t bytes = 0;
-    for (int i = 0; i < nt; ++i) bytes += std::size_t(t[i].w) * rows_ * 5;
-    per_step_ = steps > 0 ? int((bytes / 64 + 2 * std::size_t(nt) + std::size_t(steps) - 1) / std::size_t(steps)) : 0;
-    if (nt_ > 0) open(0, false);
-  }
+  PayloadPrefetch(const EllTileRef* t, int nt, int rows, int steps) : walk_(t, nt, rows, steps) {}
   SPARTAN_AVX512 void step() {
-    for (int n = per_step_; n > 0 && ti_ < nt_; --n) {
-      _mm_prefetch(reinterpret_cast<const char*>(p_), _MM_HINT_T0);
-      p_ += 64;
-      if (p_ >= end_) {
-        if (!val_) open(ti_, true);
-        else if (++ti_ < nt_) open(ti_, false);
-      }
-    }
+    walk_.step([](std::uintptr_t a) { _mm_prefetch(reinterpret_cast<const char*>(a), _MM_HINT_T0); });
   }
 
  private:
-  void open(int i, bool val) {
-    val_ = val;
-    const std::uintptr_t b = val ? reinterpret_cast<std::uintptr_t>(t_[i].val) : reinterpret_cast<std::uintptr_t>(t_[i].idx);
-    p_ = b & ~std::uintptr_t(63);
-    end_ = b + std::uintptr_t(t_[i].w) * rows_ * (val ? sizeof(float) : 1u);
-  }
-  const EllTileRef* t_;
-  int nt_, ti_ = 0, per_step_ = 0;
-  std::uint32_t rows_;
-  bool val_ = false;
-  std::uintptr_t p_ = 0, end_ = 0;
+  PayloadLineWalk walk_;
 };
 
 // PayloadPrefetch's stand-in where the gather prefetches nothing (the kernel's code as before the prefetch).

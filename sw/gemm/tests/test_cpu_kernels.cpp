@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "cpu_kernels.h"
+#include "payload_prefetch.h"
 
 using namespace spartan::gemm::detail;
 
@@ -188,4 +190,45 @@ TEST(TileSparseKernels, WideGatherBandsMatchesOneCallPerBand) {
         for (std::size_t q = r < std::size_t(total_rows) ? std::size_t(qn) : 0; q < ldo; ++q)
           ASSERT_EQ(std::memcmp(&Oa[r * ldo + q], &O0[r * ldo + q], sizeof(float)), 0) << "row " << r << " col " << q;
     }
+}
+
+// The wide gather's payload prefetch walks every 64-byte line of the next band's index and value blocks within
+// `steps` steps (one per row of the band being gathered), each line of a block once, and no address outside the
+// blocks' lines: tiles of widths 1-40 at odd offsets (index blocks not line-aligned, value blocks 4-aligned),
+// empty tiles (width 0) skipped, 1-16 rows, steps from 1 to more than the lines; no tiles at all: no address.
+TEST(TileSparseKernels, PayloadLineWalkCoversTheNextBandsBlocks) {
+  using spartan::gemm::detail::EllTileRef;
+  using spartan::gemm::detail::PayloadLineWalk;
+  std::mt19937 rng(5);
+  std::vector<unsigned char> buf(1 << 20);
+  const std::uintptr_t base = (reinterpret_cast<std::uintptr_t>(buf.data()) + 63) & ~std::uintptr_t(63);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int nt = int(rng() % 6), rows = 1 + int(rng() % 16);
+    std::vector<EllTileRef> t(static_cast<std::size_t>(nt));
+    std::set<std::uintptr_t> want;  // every line overlapping a block
+    std::size_t want_visits = 0;    // lines counted per block
+    std::uintptr_t at = base + rng() % 64;
+    for (auto& x : t) {
+      x.w = rng() % 5 == 0 ? 0u : 1u + std::uint32_t(rng() % 40);
+      x.base = 0;
+      const std::uintptr_t idx = at, val = (idx + x.w * rows + 3) & ~std::uintptr_t(3);
+      x.idx = reinterpret_cast<const std::uint8_t*>(idx);
+      x.val = reinterpret_cast<const float*>(val);
+      for (const auto& [b, n] : {std::pair<std::uintptr_t, std::uintptr_t>{idx, x.w * rows},
+                                 std::pair<std::uintptr_t, std::uintptr_t>{val, x.w * rows * 4u}}) {
+        if (n == 0) continue;
+        for (std::uintptr_t l = b & ~std::uintptr_t(63); l < b + n; l += 64) want.insert(l), ++want_visits;
+      }
+      at = val + x.w * rows * 4u + rng() % 48;
+      ASSERT_LT(at, base + buf.size() - 64);
+    }
+    const int steps = 1 + int(rng() % 40);
+    PayloadLineWalk walk(t.data(), nt, rows, steps);
+    std::vector<std::uintptr_t> got;
+    for (int i = 0; i < steps; ++i) walk.step([&](std::uintptr_t a) { got.push_back(a); });
+    walk.step([&](std::uintptr_t a) { ADD_FAILURE() << "address after the last step: " << a; });
+    EXPECT_EQ(got.size(), want_visits) << "trial " << trial;
+    EXPECT_EQ(std::set<std::uintptr_t>(got.begin(), got.end()), want) << "trial " << trial;
+    for (std::uintptr_t a : got) EXPECT_EQ(a % 64, 0u) << "trial " << trial;
+  }
 }

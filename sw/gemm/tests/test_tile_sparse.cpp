@@ -1054,8 +1054,9 @@ TEST(TileSparseGemm, WideBlockPackBitIdenticalToWholePack) {
 // than L1d (TileSparseOptions::payload_prefetch, TileSparseStats::payload_prefetched): prefetches are hints, so C is
 // bit for bit the same with and without them. Cases: the R-blocked loop (the forward's row gather of op(A), several
 // R blocks and panels; sparse A op N with B of several wide panels), the bands of row groups (sparse A op N, one
-// panel and R block, several groups of bands), a payload of a few KiB (not prefetched); one and two threads; beta 0
-// and 0.5; against OpenBLAS.
+// panel and R block: one group, and with two threads several groups, enough work for the team), a payload of a
+// few KiB (not prefetched); one and two threads; beta 0 and 0.5; against OpenBLAS. (That the walk covers the next
+// band's lines: TileSparseKernels.PayloadLineWalkCoversTheNextBandsBlocks.)
 TEST(TileSparseGemm, PayloadPrefetchBitIdentical) {
   if (TileSparseEngine().isa_name() != "avx512") GTEST_SKIP() << "no AVX-512F on this CPU";
   std::mt19937 rng(73);
@@ -1072,7 +1073,7 @@ TEST(TileSparseGemm, PayloadPrefetchBitIdentical) {
   // smaller than any.
   for (const W& w : {W{Op::T, 400, 400, 1000, 0.1, 16, true, true}, W{Op::N, 1500, 800, 200, 0.1, 16, true, true},
                      W{Op::N, 2000, 100, 150, 0.1, 64, false, true}, W{Op::T, 400, 400, 1000, 0.1, 8192, true, true},
-                     W{Op::T, 64, 400, 300, 0.05, 16, true, false}})
+                     W{Op::T, 64, 400, 300, 0.05, 16, true, false}, W{Op::N, 4000, 200, 300, 0.1, 8192, false, true}})
     for (int threads : {1, 2})
       for (float beta : {0.0f, 0.5f}) {
         const int M = w.M, N = w.N, K = w.K;

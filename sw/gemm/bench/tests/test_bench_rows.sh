@@ -9,6 +9,8 @@
 #   means and the target count, the 0 % row (one sgemm on both sides) stays ok, and the run exits 1;
 # - --cache cold names the flush (--flush-mib) in the header and times one call per interval; --cache foo,
 #   --flush-mib 0, --flush-mib without --cache cold and --calibrate --cache cold exit 2 with one line;
+# - --payload-prefetch on marks a row whose wide gather prefetched its payload (ResNet-18 conv3_x forward) +pf in
+#   the tiles column (AVX-512 hosts), off does not, and the header names the setting; --payload-prefetch foo exits 2;
 # - --trace (the committed lenet5 sample) measures the trace's layers in the layout's forward op, with the
 #   activation's own zeros, the first layer marked as the input image, and "= sgemm" rows counted.
 # Usage: test_bench_rows.sh BENCH_GEMM WORKDIR WRONG_SGEMM_SHIM   (the sample trace is found beside this script)
@@ -62,7 +64,7 @@ grep -q '| WRONG: kernel' "$md" || fail "shim: the Markdown does not show the WR
 for pf in on off; do
   run --filter resnet18.conv3_x --pass fwd --sparsity 0.97 --payload-prefetch $pf > "$out" ||
     fail "--payload-prefetch $pf: exit $?"
-  grep -q "payload prefetch $pf," "$out" || fail "--payload-prefetch $pf: the header does not name it"
+  grep -q "payload prefetch $pf (" "$out" || fail "--payload-prefetch $pf: the header does not name it"
   if grep -q 'isa avx512' "$out"; then
     want='^[0-9]+/[0-9]+/[0-9]+[+]pf$'; [ $pf = off ] && want='^[0-9]+/[0-9]+/[0-9]+$'
     awk -v w="$want" '$1 == "resnet18.conv3_x" && $2 == "fwd" { n++; if ($8 !~ w) bad = 1 } END { exit bad || n != 1 }' "$out" ||
@@ -90,6 +92,7 @@ bad --cache --cache foo
 bad --flush-mib --cache cold --flush-mib 0
 bad --flush-mib --flush-mib 64
 bad --cache --calibrate --cache cold
+bad --payload-prefetch --payload-prefetch foo
 
 if [ -f "$sample" ] && "$bench" --help | grep -q -- '--trace'; then
   for layout in train caffe; do

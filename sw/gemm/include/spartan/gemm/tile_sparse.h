@@ -190,10 +190,10 @@ struct TileSparseOptions {
   /// engine's constructor throws spartan::InputError above it); below 16 KiB it acts as 16 KiB (64 rows).
   std::size_t gather_slice_bytes = 0;
   /// The AVX-512 wide gather prefetches (into L1) the next band's ELL payload while it gathers a band, when the
-  /// operand's payload is larger than this CPU's L1 data cache (last_stats().payload_prefetched). false: never (the kernel is then instantiated without any prefetch state,
-  /// as before the prefetch was added). Results do not depend on it. Measured in docs/bench/gemm.md
-  /// (forty-fourth session): VGG-16 forward and backward-weight at 97 % 6-21 % faster; with cold caches most
-  /// rows that take the wide gather.
+  /// operand's payload is larger than this CPU's L1 data cache (last_stats().payload_prefetched). false: never
+  /// (the kernel is then instantiated without any prefetch state, as before the prefetch was added). Results do
+  /// not depend on it. Measured in docs/bench/gemm.md (forty-fourth session): VGG-16 forward and backward-weight
+  /// at 97 % 6-25 % faster, warm or cold.
   bool payload_prefetch = true;
 };
 
