@@ -287,14 +287,16 @@ struct Row {
   std::string name, pass, sparsity;  ///< sparsity: the nominal % of a random row, "trace" for a trace row
   long long M = 0, N = 0, K = 0;
   double zero_pct = 0;  ///< measured % of zeros of the sparse operand as the kernel reads it
-  std::string tiles;    ///< zero/sparse/dense tile counts (+pf: payload prefetched), or "sgemm" when the whole call ran one sgemm
+  std::string tiles;    ///< zero/sparse/dense tile counts (+pf: payload prefetched), or "sgemm" when the whole
+                        ///< call ran one sgemm
   Timing t;
   bench::Check ck;
   std::string verdict, ns_per_vec, note;
 };
 
 std::string table_header_md() {
-  return std::string("| layer | pass | M | N | K | sparsity % | zeros % | tiles zero/sparse/dense (+pf: payload prefetched) | OpenBLAS ms | kernel ms | "
+  return std::string("| layer | pass | M | N | K | sparsity % | zeros % | tiles zero/sparse/dense (+pf: payload "
+                     "prefetched) | OpenBLAS ms | kernel ms | "
                      "ratio kernel | ratio kernel p25-p75 | kernel+pack ms | ratio kernel+pack | compact ms | "
                      "ratio compact+kernel+pack | reps | result vs OpenBLAS | target (kernel) |") +
          (g_vector_cost ? " kernel ns per vector |" : "") +
@@ -681,8 +683,8 @@ int main(int argc, char** argv) {
                                      " us (shorter calls repeated within one)"
                                : "warm caches, one call per timed interval";
     std::printf("bench-gemm: single thread, tiles %ux%u, sparse format %s, threshold %.2f (whole-call guard at %.2f), "
-                "isa %s, batch %d, %s clock, %s, layout %s, gather slice %zu KiB, transposed kernel %s, payload prefetch %s "
-                "(+pf in the tiles column: the row prefetched it), OpenBLAS core %s\n",
+                "isa %s, batch %d, %s clock, %s, layout %s, gather slice %zu KiB, transposed kernel %s, "
+                "payload prefetch %s (+pf in the tiles column: the row prefetched it), OpenBLAS core %s\n",
                 opt.tile_rows, opt.tile_cols, fmt_name.c_str(), opt.threshold, opt.guard_fraction * opt.threshold,
                 engine.isa_name().c_str(), batch,
                 g_thread_clock ? "thread CPU-time" : "wall", intervals.c_str(), layout_name.c_str(),
@@ -697,7 +699,8 @@ int main(int argc, char** argv) {
        << "x" << opt.tile_cols << " " << fmt_name << ", threshold " << opt.threshold << "; batch " << batch
        << "; layout: " << layout_name << "; gather slice: " << (engine.gather_slice_bytes() >> 10)
        << " KiB; transposed kernel: " << tk_name << "; payload prefetch: " << payload_prefetch_name
-       << " (+pf in the tiles column: the row prefetched it); " << (g_thread_clock ? "thread CPU-time" : "wall") << " clock; "
+       << " (+pf in the tiles column: the row prefetched it); " << (g_thread_clock ? "thread CPU-time" : "wall")
+       << " clock; "
        << intervals << ".\n\n" << inputs << ".\n\n";
     if (const std::string note = baseline_isa_note(blas_core); !note.empty()) {
       std::printf("note: %s\n", note.c_str());
