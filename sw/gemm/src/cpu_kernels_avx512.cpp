@@ -7,6 +7,8 @@
 //   row): each ELL row is walked once per panel instead of once per 64-float panel; bit-identical to
 //   gather_ell_u8_avx2. The list-based row gather has no AVX-512 version: 16-float versions of it measured
 //   no faster than AVX2 (docs/bench/gemm.md, twenty-second session).
+// - the transposed store (16x16 blocks; packs of a transposed dense operand and stores of C^T), bit-identical to
+//   transpose_store_avx2.
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
@@ -184,6 +186,92 @@ SPARTAN_AVX512 inline void wide_gather_bands(const EllTileRef* t, const std::siz
 #undef SPARTAN_WIDE_CASE
   }
 }
+namespace {
+// GCC 12's avx512fintrin.h builds these shuffles' unused pass-through operand from a self-initialised variable
+// (_mm512_undefined_ps), which -Wuninitialized reports once they are inlined (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// One 16x16 block: C[i][j] = T[j][i] (+ beta * C[i][j]) for i, j < 16. Four shuffle stages on 16 zmm rows
+// (unpack pairs of floats, then of doubles, then 128-bit lanes twice); the stores are as in the AVX2 kernel (beta
+// 1: C + T; other non-zero beta: one FMA beta * C + T), so C is bit-identical to transpose_store_avx2's.
+template <int Beta>  // 0: beta 0, 1: beta 1, 2: any other beta
+SPARTAN_AVX512 inline void transpose16_block(const float* T, std::size_t ldt, float* C, std::size_t ldc, __m512 vb) {
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_ps(T + std::size_t(k) * ldt);
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {  // t[2k], t[2k + 1]: rows 2k, 2k + 1 interleaved (low / high pairs per lane)
+    t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {  // r[4k + c]: rows 4k..4k + 3 of column c (+ 4 per 128-bit lane)
+    const __m512d a = _mm512_castps_pd(t[4 * k]), b = _mm512_castps_pd(t[4 * k + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * k + 2]), d = _mm512_castps_pd(t[4 * k + 3]);
+    r[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {  // lanes: t[c] = lanes 0, 2 of rows 0-7, t[4 + c] = lanes 1, 3 (and rows 8-15)
+    t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+    t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+    t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+    t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {  // r[i] = column i of T, rows 0..15
+    r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xdd);
+    r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xdd);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    float* c = C + std::size_t(i) * ldc;
+    if (Beta == 0)
+      _mm512_storeu_ps(c, r[i]);
+    else if (Beta == 1)
+      _mm512_storeu_ps(c, _mm512_add_ps(_mm512_loadu_ps(c), r[i]));
+    else
+      _mm512_storeu_ps(c, _mm512_fmadd_ps(vb, _mm512_loadu_ps(c), r[i]));
+  }
+}
+template <int Beta>
+SPARTAN_AVX512 void transpose_store_blocks16(const float* T, std::size_t ldt, int rows16, int w16, float* C,
+                                             std::size_t ldc, __m512 vb) {
+  // The loop orders of transpose_store_avx2: long T (rows > 64) sixteen C rows at a time, each written front
+  // to back; otherwise T's rows outer.
+  if (rows16 > 64) {
+    for (int i0 = 0; i0 < w16; i0 += 16)
+      for (int j0 = 0; j0 < rows16; j0 += 16)
+        transpose16_block<Beta>(T + std::size_t(j0) * ldt + i0, ldt, C + std::size_t(i0) * ldc + j0, ldc, vb);
+  } else {
+    for (int j0 = 0; j0 < rows16; j0 += 16)
+      for (int i0 = 0; i0 < w16; i0 += 16)
+        transpose16_block<Beta>(T + std::size_t(j0) * ldt + i0, ldt, C + std::size_t(i0) * ldc + j0, ldc, vb);
+  }
+}
+#pragma GCC diagnostic pop
+}  // namespace
+
+SPARTAN_AVX512 void transpose_store_avx512(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
+                                           float beta) {
+  const int rows16 = rows / 16 * 16, w16 = w / 16 * 16;
+  const __m512 vb = _mm512_set1_ps(beta);
+  if (beta == 0.0f)
+    transpose_store_blocks16<0>(T, ldt, rows16, w16, C, ldc, vb);
+  else if (beta == 1.0f)
+    transpose_store_blocks16<1>(T, ldt, rows16, w16, C, ldc, vb);
+  else
+    transpose_store_blocks16<2>(T, ldt, rows16, w16, C, ldc, vb);
+  // Edges (C columns j >= rows16 of every row; C rows i >= w16 of the first rows16 columns) by the AVX2 kernel,
+  // whose arithmetic is the same.
+  if (rows16 < rows) transpose_store_avx2(T + std::size_t(rows16) * ldt, ldt, rows - rows16, w, C + rows16, ldc, beta);
+  if (w16 < w && rows16 > 0) transpose_store_avx2(T + w16, ldt, rows16, w - w16, C + std::size_t(w16) * ldc, ldc, beta);
+}
 SPARTAN_AVX512 void gather_ell_u8_avx512_bands(const EllTileRef* t, const std::size_t* off, int nb, int band_rows,
                                                int total_rows, float alpha, const float* D, std::size_t ldd, float* Out,
                                                std::size_t ldo, int qn, bool overwrite, bool prefetch_next) {
@@ -198,6 +286,9 @@ SPARTAN_AVX512 void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, 
 }
 #else
 bool cpu_has_avx512() { return false; }
+void transpose_store_avx512(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta) {
+  transpose_store_portable(T, ldt, rows, w, C, ldc, beta);
+}
 void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
                            const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo) {
   scatter_ell_u8_portable(idx, val, re, w, alpha, D, ldd, qn, O, ldo);

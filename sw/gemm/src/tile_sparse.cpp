@@ -487,7 +487,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   const bool stream = avx2_ && !sp_a && beta_k == 0.0f && double(c.M) * double(c.ldc) * 4.0 >= kStreamBytes;
   stats_.out_streamed = stream;
   const detail::GatherFn gather = avx2_ ? detail::gather_avx2 : detail::gather_portable;
-  const detail::TransposeStoreFn tstore = avx2_ ? detail::transpose_store_avx2 : detail::transpose_store_portable;
+  const detail::TransposeStoreFn tstore = avx512_ ? detail::transpose_store_avx512
+                                          : avx2_ ? detail::transpose_store_avx2
+                                                  : detail::transpose_store_portable;
   // A call with little sparse work runs on the calling thread: waking the OpenMP pool (passive wait, as the tools
   // run) costs tens of microseconds, more than such a call takes alone. vgg-s batch 16, thirty-eighth session:
   // its tile-path fc GEMMs (e.g. 16 x 256 x 256 at density 0.24-0.27, 0.3 M multiply-adds) ran 0.07-0.69x the

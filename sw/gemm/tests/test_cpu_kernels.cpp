@@ -50,6 +50,42 @@ TEST(TileSparseKernels, TransposeStoreAvx2MatchesPortable) {
       }
 }
 
+// transpose_store_avx512 (16x16 blocks, edges by the AVX2 kernel) must match transpose_store_avx2 bit for bit
+// (the same adds and FMAs) for every block / edge combination, both loop orders, padded strides and the three
+// beta cases, and must not write C's padding or read C with beta 0.
+TEST(TileSparseKernels, TransposeStoreAvx512MatchesAvx2) {
+  if (!cpu_has_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-2, 2);
+  for (int rows : {1, 8, 15, 16, 17, 33, 64, 65, 80, 130})
+    for (int w : {1, 9, 16, 17, 40, 64, 128})
+      for (float beta : {0.0f, 1.0f, -0.75f}) {
+        const std::size_t ldt = std::size_t(w) + 3, ldc = std::size_t(rows) + 5;
+        std::vector<float> T(std::size_t(rows) * ldt), C0(std::size_t(w) * ldc);
+        for (float& x : T) x = u(rng);
+        for (float& x : C0) x = u(rng);
+        if (beta == 0.0f)  // beta 0 must not read C: NaN in the first and the last written element
+          C0[0] = C0[std::size_t(w - 1) * ldc + std::size_t(rows - 1)] = std::nanf("");
+        std::vector<float> C5 = C0, C2 = C0;
+        transpose_store_avx512(T.data(), ldt, rows, w, C5.data(), ldc, beta);
+        transpose_store_avx2(T.data(), ldt, rows, w, C2.data(), ldc, beta);
+        for (int i = 0; i < w; ++i)
+          for (std::size_t j = 0; j < ldc; ++j) {
+            const std::size_t at = std::size_t(i) * ldc + j;
+            if (j >= std::size_t(rows)) {
+              ASSERT_TRUE(C5[at] == C0[at] || (std::isnan(C5[at]) && std::isnan(C0[at])))
+                  << "padding written at " << i << "," << j;
+              continue;
+            }
+            ASSERT_EQ(std::memcmp(&C5[at], &C2[at], sizeof(float)), 0)
+                << rows << "x" << w << " beta " << beta << " at " << i << "," << j << ": " << C5[at] << " vs " << C2[at];
+            if (beta == 0.0f) {
+              ASSERT_EQ(C5[at], T[std::size_t(j) * ldt + std::size_t(i)]);
+            }
+          }
+      }
+}
+
 namespace {
 // One u8-index ELL tile (re rows x w slots) whose row lr holds len[lr] non-zeros (some NaN, some
 // denormal: non-zeros by the format) and then padding (value +-0.0, index 0).
