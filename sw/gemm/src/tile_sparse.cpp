@@ -544,9 +544,14 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // 1.25 slices stays one R block there, as in the row-group loop (a second block would add into C again:
   // VGG-16 conv4_2 backward-weight, 9.4 MB of C, took 1.1x the time).
   const bool one_block = !op_tiles && nkb == 1 && double(R) * wide_q * sizeof(float) <= 1.25 * double(gather_slice_bytes());
-  // The wide gather reads B in place only when it is one panel of 64-byte aligned rows (below).
+  // The wide gather reads B in place when it is one panel of 64-byte aligned rows, or several panels of 64-byte
+  // aligned rows whose stride is not a multiple of 4 KiB and which are reused little (kWideInPlaceMaxReuse);
+  // otherwise from a packed copy (below).
+  const bool rows_aligned = !trans_d && ldx % 16 == 0 && reinterpret_cast<std::uintptr_t>(X) % 64 == 0;
   const bool wide_in_place =
-      wide_q >= Q && !trans_d && ldx == std::size_t(wide_q) && reinterpret_cast<std::uintptr_t>(X) % 64 == 0;
+      wide_q > 0 && rows_aligned &&
+      (wide_q >= Q ? ldx == std::size_t(wide_q)
+                   : (ldx * sizeof(float)) % 4096 != 0 && double(stats_.nnz) < kWideInPlaceMaxReuse * R);
   if (wide_q > 0 && Q > wide_q && one_block) {
     rg_tiles = int(n_rt);
   } else if (wide_q > 0 && !one_block) {
@@ -565,11 +570,10 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
     rg_tiles = int(std::max<std::size_t>(1, budget / (std::size_t(r_tile) * row_bytes)));
   }
   stats_.wide_panel_floats = wide_q;
-  // Panel width of D: kGatherQ floats, or the wide gather's panel. The wide gather reads B in place only
-  // when it is one panel of 64-byte aligned rows; otherwise it gets a packed copy (64-byte aligned panels of
-  // R rows of wide_q + 16 floats): its 16-float loads split across cache lines on a misaligned B (1.4-1.5x the kernel
-  // time), and rows of B with a power-of-two stride map to few L2 sets (docs/bench/gemm.md, twenty-fourth
-  // session).
+  // Panel width of D: kGatherQ floats, or the wide gather's panel. Where the wide gather does not read B in
+  // place (above) it gets a packed copy (64-byte aligned panels of R rows of wide_q + 16 floats): its 16-float
+  // loads split across cache lines on a misaligned B (1.4-1.5x the kernel time), and rows of B with a
+  // power-of-two stride map to few L2 sets (docs/bench/gemm.md, twenty-fourth session).
   const int PW = wide_q > 0 ? wide_q : QG;
   const PackKey key{X, R, Q, ldx, trans_d, c.dense_version, wide_q};  // wide_q: panel width and start differ
   const bool reuse = c.dense_version != 0 && pack_valid_ && pack_key_ == key;

@@ -107,7 +107,8 @@ inline constexpr int kDirectRowsMaxQ = 32;
 /// Q > kDirectRowsMaxQ use the direct row gather in wide panels: up to 24 zmm accumulators per output row
 /// (np = ceil(Q / 384) panels of ceil(Q / np) floats rounded up to 16, the last one shorter and masked), each
 /// ELL row walked once per panel, no row lists. B is read in place when it is one panel of 64-byte aligned
-/// rows, else from a packed copy in 64-byte aligned panels (reused under GemmCall::dense_version). Auto takes it when one panel's rows of B (R x panel floats) fit
+/// rows or under kWideInPlaceMaxReuse, else from a packed copy in 64-byte aligned panels (reused under
+/// GemmCall::dense_version). Auto takes it when one panel's rows of B (R x panel floats) fit
 /// 1.25 gather slices, R fits one R block, and either all of B fits 1.25 slices or the non-zeros number at
 /// least kWideRowsMinReuse per row of B: the kernel does not prefetch (software prefetches made it 15-20 %
 /// slower), so a B that comes from memory with little reuse (ResNet-18 conv5_x backward-data at 97 %,
@@ -119,6 +120,14 @@ inline constexpr int kDirectRowsMaxQ = 32;
 /// into C block by block (VGG-16 conv2_2 and conv3_2 backward-weight: 0.71 and 0.74x the lists' kernel time at
 /// 90 %, twenty-fifth session). Packed panels have rows of panel + 16 floats (no power-of-two stride).
 inline constexpr double kWideRowsMinReuse = 4;
+/// The wide gather reads a B of several panels in place, without the packed copy, when its rows are 64-byte
+/// aligned (ldb a multiple of 16 floats), their stride is not a multiple of 4 KiB (rows in few cache sets), and
+/// the non-zeros number fewer than this per row of B: with little reuse the copy (R x Q floats) cost more than
+/// the packed panels' contiguous rows saved. bench-gemm, train layout, backward-data at 90 and 97 %, three
+/// alternated rounds (docs/bench/gemm.md, forty-fifth session): every row below 32 non-zeros per row of B
+/// gained or held (VGG-16 conv5_2 at 97 %, 5.9 per row, 0.88 -> 0.59 ms; ResNet-18 conv5_x at 90 %, 4.9 per
+/// row, 0.70 -> 0.41 ms); above, rows of 78-1254 per row lost up to 10 % (VGG-16 conv3_2 / conv4_2 at 90 %).
+inline constexpr double kWideInPlaceMaxReuse = 32;
 
 /// Rows of S per transposed store into C for large outputs (TileSparseOptions::store_runs_min_bytes).
 inline constexpr int kStoreRunRows = 512;
