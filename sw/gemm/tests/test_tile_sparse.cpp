@@ -1417,43 +1417,45 @@ TEST(TileSparseGemm, WideRowGatherReadsSeveralPanelsInPlaceWhenLittleReused) {
   std::mt19937 rng(71);
   std::uniform_real_distribution<float> u(-1, 1);
   std::uniform_real_distribution<double> p(0, 1);
-  TileSparseOptions o;
-  o.num_threads = 1;
-  o.threshold = 2.0;
-  o.dense_if_not_smaller = false;
-  o.gather_slice_bytes = std::size_t(768) << 10;
-  TileSparseEngine e(o);
   // (M, N, density of A, expect in place)
   struct Case { int M, N; double density; bool in_place; };
   const int K = 300;
-  for (const Case& k : {Case{40, 800, 0.1, true}, Case{40, 1024, 0.1, false}, Case{400, 800, 0.5, false},
-                        Case{100, 1600, 0.2, true}}) {
-    const std::string what = std::to_string(k.M) + "x" + std::to_string(k.N) + " density " + std::to_string(k.density);
-    std::vector<float> A(std::size_t(k.M) * K);
-    for (auto& x : A) x = p(rng) < k.density ? u(rng) : 0.0f;
-    std::vector<float> store(std::size_t(K) * k.N + 64), store2(std::size_t(K) * k.N + 64);
-    float* B = store.data() + (16 - reinterpret_cast<std::uintptr_t>(store.data()) / sizeof(float) % 16) % 16;
-    float* mis = store2.data() + (16 - reinterpret_cast<std::uintptr_t>(store2.data()) / sizeof(float) % 16) % 16 + 4;
-    for (int i = 0; i < K * k.N; ++i) B[i] = mis[i] = u(rng);
-    auto run = [&](const float* b) {
-      std::vector<float> C(std::size_t(k.M) * k.N, 7.0f);
-      GemmCall c{Op::N, Op::N, k.M, k.N, K, 1.0f, 0.0f, A.data(), K, b, k.N, C.data(), k.N, SparseOperand::A};
-      e.run(c);
-      EXPECT_GT(e.last_stats().wide_panel_floats, 0) << what;
-      EXPECT_LT(e.last_stats().wide_panel_floats, k.N) << what;
-      return C;
-    };
-    const std::vector<float> c_aligned = run(B);
-    EXPECT_EQ(!e.last_stats().dense_packed, k.in_place) << what;
-    const std::vector<float> c_mis = run(mis);
-    EXPECT_TRUE(e.last_stats().dense_packed) << what;
-    EXPECT_EQ(std::memcmp(c_aligned.data(), c_mis.data(), c_mis.size() * sizeof(float)), 0) << what;
-    std::vector<float> R(std::size_t(k.M) * k.N);
-    GemmCall r{Op::N, Op::N, k.M, k.N, K, 1.0f, 0.0f, A.data(), K, B, k.N, R.data(), k.N, SparseOperand::A};
-    make_dense_engine()->run(r);
-    for (std::size_t i = 0; i < R.size(); ++i)
-      ASSERT_NEAR(c_aligned[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << what << " at " << i;
-  }
+  for (int threads : {1, 2})
+    for (const Case& k : {Case{40, 800, 0.1, true}, Case{40, 1024, 0.1, false}, Case{400, 800, 0.5, false},
+                          Case{100, 1600, 0.2, true}}) {
+      TileSparseOptions o;
+      o.num_threads = threads;
+      o.threshold = 2.0;
+      o.dense_if_not_smaller = false;
+      o.gather_slice_bytes = std::size_t(768) << 10;
+      TileSparseEngine e(o);
+      const std::string what = std::to_string(k.M) + "x" + std::to_string(k.N) + " density " +
+                               std::to_string(k.density) + " threads " + std::to_string(threads);
+      std::vector<float> A(std::size_t(k.M) * K);
+      for (auto& x : A) x = p(rng) < k.density ? u(rng) : 0.0f;
+      std::vector<float> store(std::size_t(K) * k.N + 64), store2(std::size_t(K) * k.N + 64);
+      float* B = store.data() + (16 - reinterpret_cast<std::uintptr_t>(store.data()) / sizeof(float) % 16) % 16;
+      float* mis = store2.data() + (16 - reinterpret_cast<std::uintptr_t>(store2.data()) / sizeof(float) % 16) % 16 + 4;
+      for (int i = 0; i < K * k.N; ++i) B[i] = mis[i] = u(rng);
+      auto run = [&](const float* b) {
+        std::vector<float> C(std::size_t(k.M) * k.N, 7.0f);
+        GemmCall c{Op::N, Op::N, k.M, k.N, K, 1.0f, 0.0f, A.data(), K, b, k.N, C.data(), k.N, SparseOperand::A};
+        e.run(c);
+        EXPECT_GT(e.last_stats().wide_panel_floats, 0) << what;
+        EXPECT_LT(e.last_stats().wide_panel_floats, k.N) << what;
+        return C;
+      };
+      const std::vector<float> c_aligned = run(B);
+      EXPECT_EQ(!e.last_stats().dense_packed, k.in_place) << what;
+      const std::vector<float> c_mis = run(mis);
+      EXPECT_TRUE(e.last_stats().dense_packed) << what;
+      EXPECT_EQ(std::memcmp(c_aligned.data(), c_mis.data(), c_mis.size() * sizeof(float)), 0) << what;
+      std::vector<float> R(std::size_t(k.M) * k.N);
+      GemmCall r{Op::N, Op::N, k.M, k.N, K, 1.0f, 0.0f, A.data(), K, B, k.N, R.data(), k.N, SparseOperand::A};
+      make_dense_engine()->run(r);
+      for (std::size_t i = 0; i < R.size(); ++i)
+        ASSERT_NEAR(c_aligned[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << what << " at " << i;
+    }
 }
 
 // GemmCall::dense_version: the packed dense operand is kept between calls only while pointer, shape,
