@@ -143,7 +143,7 @@ void transpose_store_portable(const float* T, std::size_t ldt, int rows, int w, 
 void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta);
 /// AVX-512F version (16x16 blocks, edges by transpose_store_avx2): C bit-identical to transpose_store_avx2's.
 /// Only call when cpu_has_avx512(). 1.2-1.35x the AVX2 kernel's rate packing the forward's transposed weights
-/// from L3 in probes on the Zen 5 host (sw/gemm/README.md, forty-fifth session).
+/// from L3 in probes on the Zen 5 host (docs/bench/gemm.md, forty-fifth session).
 void transpose_store_avx512(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta);
 /// C[i][j] = T[j][i] for i < w <= 64, j < rows <= 64 (beta == 0), writing every whole 64-byte line of each
 /// C row segment with non-temporal stores (no read-for-ownership of C; for outputs much larger than the

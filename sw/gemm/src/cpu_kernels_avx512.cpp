@@ -241,10 +241,10 @@ SPARTAN_AVX512 inline void transpose16_block(const float* T, std::size_t ldt, fl
 }
 template <int Beta>
 SPARTAN_AVX512 void transpose_store_blocks16(const float* T, std::size_t ldt, int rows16, int w16, float* C,
-                                             std::size_t ldc, __m512 vb) {
-  // The loop orders of transpose_store_avx2: long T (rows > 64) sixteen C rows at a time, each written front
-  // to back; otherwise T's rows outer.
-  if (rows16 > 64) {
+                                             std::size_t ldc, __m512 vb, bool long_t) {
+  // The loop orders of transpose_store_avx2: long T (long_t: rows > 64) sixteen C rows at a time, each written
+  // front to back; otherwise T's rows outer.
+  if (long_t) {
     for (int i0 = 0; i0 < w16; i0 += 16)
       for (int j0 = 0; j0 < rows16; j0 += 16)
         transpose16_block<Beta>(T + std::size_t(j0) * ldt + i0, ldt, C + std::size_t(i0) * ldc + j0, ldc, vb);
@@ -262,11 +262,11 @@ SPARTAN_AVX512 void transpose_store_avx512(const float* T, std::size_t ldt, int 
   const int rows16 = rows / 16 * 16, w16 = w / 16 * 16;
   const __m512 vb = _mm512_set1_ps(beta);
   if (beta == 0.0f)
-    transpose_store_blocks16<0>(T, ldt, rows16, w16, C, ldc, vb);
+    transpose_store_blocks16<0>(T, ldt, rows16, w16, C, ldc, vb, rows > 64);
   else if (beta == 1.0f)
-    transpose_store_blocks16<1>(T, ldt, rows16, w16, C, ldc, vb);
+    transpose_store_blocks16<1>(T, ldt, rows16, w16, C, ldc, vb, rows > 64);
   else
-    transpose_store_blocks16<2>(T, ldt, rows16, w16, C, ldc, vb);
+    transpose_store_blocks16<2>(T, ldt, rows16, w16, C, ldc, vb, rows > 64);
   // Edges (C columns j >= rows16 of every row; C rows i >= w16 of the first rows16 columns) by the AVX2 kernel,
   // whose arithmetic is the same.
   if (rows16 < rows) transpose_store_avx2(T + std::size_t(rows16) * ldt, ldt, rows - rows16, w, C + rows16, ldc, beta);

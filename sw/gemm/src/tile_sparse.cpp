@@ -480,7 +480,7 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // live as long as the thread; the largest holds 24 bytes per tile of the largest operand seen.
   // ---- Sparse tiles (loop structure: sw/gemm/README.md). D[r][q] must be contiguous along Q: it is the
   // dense operand as stored (op(B) = B for sparse A, op(A)^T = A for sparse B) or, otherwise, its
-  // transpose packed once per call (AVX2 8x8 blocks, parallel).
+  // transpose packed once per call (8x8 AVX2 or 16x16 AVX-512 blocks, parallel).
   // Out = C^T much larger than the last-level cache, beta 0: chunks go to C with non-temporal stores
   // (whole lines; transpose_store_stream_avx2), which saves reading C's lines before writing them.
   constexpr double kStreamBytes = 32.0 * 1024 * 1024;
@@ -592,9 +592,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   const int LP = wide_q > 0 ? PW + 16 : PW;
   // Rows r0..r1 of the panel at column q0 (qn floats) of D, packed into dst (row r at dst + (r - r0) * LP)
   // by the team; the loop's barrier ends it. D transposed: blocks of 64 rows of X by 128 of its columns, so
-  // that the panel rows a block writes (128 x 64 floats, 32 KiB) stay in L1 across its eight 8-row passes (one
-  // transposed store per panel, up to 384 rows of X at once with a 1 KiB row stride, took about 4x the 64-float
-  // panels' pack: bench-gemm, twenty-fifth session). Otherwise a copy of each row.
+  // that the panel rows a block writes (128 x 64 floats, 32 KiB) stay in L1 across its 8-row (AVX2) or 16-row
+  // (AVX-512) passes (one transposed store per panel, up to 384 rows of X at once with a 1 KiB row stride, took
+  // about 4x the 64-float panels' pack: bench-gemm, twenty-fifth session). Otherwise a copy of each row.
   auto pack_panel_rows = [&](const Team& tm, float* dst, int q0, int qn, int r0, int r1) {
     if (trans_d) {
       const long n_sb = (qn + QG - 1) / QG, n_r = (r1 - r0 + 127) / 128;

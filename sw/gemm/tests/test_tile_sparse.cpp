@@ -411,10 +411,10 @@ TEST(TileSparseGemm, NarrowDirectGatherPairsMatchReference) {
 }
 
 // Out = C^T written in long runs (store_runs_min_bytes = 0 forces it on these small outputs): the row
-// gathers fill pieces of up to kStoreRunRows rows of S and the transposed store walks eight C rows at a
-// time over a whole piece. P = N > kStoreRunRows (several pieces, the last partial), off the tile grid,
-// on each path that writes C^T: row lists of stored^T (T N), the scatter kernel (N N, bands of up to 300
-// rows per transposed store), row lists of stored rows and the direct row gather (N T), the R-blocked
+// gathers fill pieces of up to kStoreRunRows rows of S and the transposed store walks eight (AVX-512:
+// sixteen) C rows at a time over a whole piece. P = N > kStoreRunRows (several pieces, the last partial), off
+// the tile grid, on each path that writes C^T: row lists of stored^T (T N), the scatter kernel (N N, bands of
+// up to 300 rows per transposed store), row lists of stored rows and the direct row gather (N T), the R-blocked
 // gather (N T, R > 1280). Both ISAs, alpha / beta / padded strides, mixed DENSE / sparse / zero tiles,
 // two threads on one shape; the default (2 MiB) must give the same results.
 TEST(TileSparseGemm, LongStoreRunsMatchReference) {
@@ -1408,38 +1408,49 @@ double rel_err(const GemmCall& c, const std::vector<float>& C, const std::vector
 }
 }  // namespace
 
-// Several wide panels of B (Q > kWideGatherQ): read in place when the rows are 64-byte aligned, their stride is
-// not a multiple of 4 KiB and the non-zeros number fewer than kWideInPlaceMaxReuse per row of B; packed when
-// reused more, when the stride is a multiple of 4 KiB, or when B is misaligned. C is bit for bit the same
-// either way (the same FMAs in the same order), and agrees with OpenBLAS.
+// Several wide panels of B (Q > kWideGatherQ): read in place when the rows are 64-byte aligned (ldb a multiple of 16
+// floats), their stride is not a multiple of 4 KiB and the non-zeros number fewer than kWideInPlaceMaxReuse per row
+// of B (also with ldb > N and a last panel that is not a whole number of vectors); packed when reused more, when
+// the stride is a multiple of 4 KiB or not of 16 floats, or when B is misaligned. With one R block C is bit for
+// bit the same either way (the same FMAs in the same order). The R blocks are sized by the rows the gather reads
+// (panel floats in place, panel + 16 packed), so a long R can split differently (last case: 2 blocks in place,
+// 4 packed) and C may then differ in the last bits; every result agrees with OpenBLAS. Each case has at least 2^22
+// multiply-adds, so that two threads do run two.
 TEST(TileSparseGemm, WideRowGatherReadsSeveralPanelsInPlaceWhenLittleReused) {
   if (TileSparseEngine().isa_name() != "avx512") GTEST_SKIP() << "no AVX-512F on this CPU";
   std::mt19937 rng(71);
   std::uniform_real_distribution<float> u(-1, 1);
   std::uniform_real_distribution<double> p(0, 1);
-  // (M, N, density of A, expect in place)
-  struct Case { int M, N; double density; bool in_place; };
-  const int K = 300;
+  struct Case {
+    int M, N, ldb, K;
+    double density;
+    bool in_place;
+    int r_blocks_in_place, r_blocks_packed;
+  };
   for (int threads : {1, 2})
-    for (const Case& k : {Case{40, 800, 0.1, true}, Case{40, 1024, 0.1, false}, Case{400, 800, 0.5, false},
-                          Case{100, 1600, 0.2, true}}) {
+    for (const Case& k : {Case{200, 800, 800, 300, 0.1, true, 1, 1}, Case{200, 1024, 1024, 300, 0.1, false, 1, 1},
+                          Case{400, 800, 800, 300, 0.5, false, 1, 1}, Case{200, 1000, 1008, 300, 0.1, true, 1, 1},
+                          Case{200, 800, 808, 300, 0.1, false, 1, 1}, Case{100, 1600, 1600, 300, 0.2, true, 1, 1},
+                          Case{64, 768, 784, 1024, 0.2, true, 2, 4}}) {
+      const int K = k.K;
       TileSparseOptions o;
       o.num_threads = threads;
       o.threshold = 2.0;
       o.dense_if_not_smaller = false;
       o.gather_slice_bytes = std::size_t(768) << 10;
       TileSparseEngine e(o);
-      const std::string what = std::to_string(k.M) + "x" + std::to_string(k.N) + " density " +
-                               std::to_string(k.density) + " threads " + std::to_string(threads);
+      const std::string what = std::to_string(k.M) + "x" + std::to_string(k.N) + " ldb " + std::to_string(k.ldb) +
+                               " density " + std::to_string(k.density) + " threads " + std::to_string(threads);
       std::vector<float> A(std::size_t(k.M) * K);
       for (auto& x : A) x = p(rng) < k.density ? u(rng) : 0.0f;
-      std::vector<float> store(std::size_t(K) * k.N + 64), store2(std::size_t(K) * k.N + 64);
+      const std::size_t nb = std::size_t(K) * std::size_t(k.ldb);
+      std::vector<float> store(nb + 64), store2(nb + 64);
       float* B = store.data() + (16 - reinterpret_cast<std::uintptr_t>(store.data()) / sizeof(float) % 16) % 16;
       float* mis = store2.data() + (16 - reinterpret_cast<std::uintptr_t>(store2.data()) / sizeof(float) % 16) % 16 + 4;
-      for (int i = 0; i < K * k.N; ++i) B[i] = mis[i] = u(rng);
+      for (std::size_t i = 0; i < nb; ++i) B[i] = mis[i] = u(rng);
       auto run = [&](const float* b) {
         std::vector<float> C(std::size_t(k.M) * k.N, 7.0f);
-        GemmCall c{Op::N, Op::N, k.M, k.N, K, 1.0f, 0.0f, A.data(), K, b, k.N, C.data(), k.N, SparseOperand::A};
+        GemmCall c{Op::N, Op::N, k.M, k.N, K, 1.0f, 0.0f, A.data(), K, b, k.ldb, C.data(), k.N, SparseOperand::A};
         e.run(c);
         EXPECT_GT(e.last_stats().wide_panel_floats, 0) << what;
         EXPECT_LT(e.last_stats().wide_panel_floats, k.N) << what;
@@ -1447,14 +1458,20 @@ TEST(TileSparseGemm, WideRowGatherReadsSeveralPanelsInPlaceWhenLittleReused) {
       };
       const std::vector<float> c_aligned = run(B);
       EXPECT_EQ(!e.last_stats().dense_packed, k.in_place) << what;
+      EXPECT_EQ(e.last_stats().r_blocks, k.in_place ? k.r_blocks_in_place : k.r_blocks_packed) << what;
       const std::vector<float> c_mis = run(mis);
       EXPECT_TRUE(e.last_stats().dense_packed) << what;
-      EXPECT_EQ(std::memcmp(c_aligned.data(), c_mis.data(), c_mis.size() * sizeof(float)), 0) << what;
+      EXPECT_EQ(e.last_stats().r_blocks, k.r_blocks_packed) << what;
+      if (!k.in_place || k.r_blocks_in_place == k.r_blocks_packed) {
+        EXPECT_EQ(std::memcmp(c_aligned.data(), c_mis.data(), c_mis.size() * sizeof(float)), 0) << what;
+      }
       std::vector<float> R(std::size_t(k.M) * k.N);
-      GemmCall r{Op::N, Op::N, k.M, k.N, K, 1.0f, 0.0f, A.data(), K, B, k.N, R.data(), k.N, SparseOperand::A};
+      GemmCall r{Op::N, Op::N, k.M, k.N, K, 1.0f, 0.0f, A.data(), K, B, k.ldb, R.data(), k.N, SparseOperand::A};
       make_dense_engine()->run(r);
-      for (std::size_t i = 0; i < R.size(); ++i)
+      for (std::size_t i = 0; i < R.size(); ++i) {
         ASSERT_NEAR(c_aligned[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << what << " at " << i;
+        ASSERT_NEAR(c_mis[i], R[i], 1e-4 * (1 + std::fabs(R[i]))) << what << " at " << i;
+      }
     }
 }
 

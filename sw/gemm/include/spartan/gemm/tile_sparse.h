@@ -107,8 +107,9 @@ inline constexpr int kDirectRowsMaxQ = 32;
 /// Q > kDirectRowsMaxQ use the direct row gather in wide panels: up to 24 zmm accumulators per output row
 /// (np = ceil(Q / 384) panels of ceil(Q / np) floats rounded up to 16, the last one shorter and masked), each
 /// ELL row walked once per panel, no row lists. B is read in place when it is one panel of 64-byte aligned
-/// rows or under kWideInPlaceMaxReuse, else from a packed copy in 64-byte aligned panels (reused under
-/// GemmCall::dense_version). Auto takes it when one panel's rows of B (R x panel floats) fit
+/// rows with the panel's width as their stride, or several panels under kWideInPlaceMaxReuse, else from a
+/// packed copy in 64-byte aligned panels (reused under GemmCall::dense_version). Auto takes it when one panel's
+/// rows of B (R x panel floats) fit
 /// 1.25 gather slices, R fits one R block, and either all of B fits 1.25 slices or the non-zeros number at
 /// least kWideRowsMinReuse per row of B: the kernel does not prefetch (software prefetches made it 15-20 %
 /// slower), so a B that comes from memory with little reuse (ResNet-18 conv5_x backward-data at 97 %,
@@ -127,6 +128,10 @@ inline constexpr double kWideRowsMinReuse = 4;
 /// alternated rounds (docs/bench/gemm.md, forty-fifth session): every row below 32 non-zeros per row of B
 /// gained or held (VGG-16 conv5_2 at 97 %, 5.9 per row, 0.88 -> 0.59 ms; ResNet-18 conv5_x at 90 %, 4.9 per
 /// row, 0.70 -> 0.41 ms); above, rows of 78-1254 per row lost up to 10 % (VGG-16 conv3_2 / conv4_2 at 90 %).
+/// In place or packed, C is bit-identical when the R blocks are the same. The R blocks of the wide gather are
+/// sized by the rows it reads (panel floats in place, panel + 16 packed), so with an R long enough for several
+/// blocks the two can split R differently and C can differ in the last bits (within the fp32 bound; as before
+/// this rule for a one-panel B read in place or, misaligned, packed).
 inline constexpr double kWideInPlaceMaxReuse = 32;
 
 /// Rows of S per transposed store into C for large outputs (TileSparseOptions::store_runs_min_bytes).
@@ -187,7 +192,8 @@ struct TileSparseOptions {
   RowsKernel rows_kernel = RowsKernel::Auto;
   /// Out = C^T (sparse B; unless streamed): when C (M x N floats) has at least this many bytes, the row
   /// gathers fill pieces of up to kStoreRunRows rows of S (one L2 buffer) before the transposed store, which
-  /// then writes eight C rows at a time front to back, i.e. runs of up to kStoreRunRows contiguous floats
+  /// then writes eight C rows (sixteen on an AVX-512 engine) at a time front to back, i.e. runs of up to
+  /// kStoreRunRows contiguous floats
   /// per C row; smaller outputs go through a 64-row L1 buffer (runs of 64 floats). 0: always pieces.
   /// Default: kStoreRunsMinBytes (2 MiB: four times the L2 of the Zen 3 VM where it was measured,
   /// docs/bench/gemm.md).
