@@ -544,9 +544,9 @@ void TileSparseEngine::run_compacted(const GemmCall& c, const TiledMatrix& s, Or
   // 1.25 slices stays one R block there, as in the row-group loop (a second block would add into C again:
   // VGG-16 conv4_2 backward-weight, 9.4 MB of C, took 1.1x the time).
   const bool one_block = !op_tiles && nkb == 1 && double(R) * wide_q * sizeof(float) <= 1.25 * double(gather_slice_bytes());
-  // The wide gather reads B in place when it is one panel of 64-byte aligned rows, or several panels of 64-byte
-  // aligned rows whose stride is not a multiple of 4 KiB and which are reused little (kWideInPlaceMaxReuse);
-  // otherwise from a packed copy (below).
+  // The wide gather reads B in place when it is one panel of 64-byte aligned rows with the panel's width as their
+  // stride, or several panels of 64-byte aligned rows whose stride is not a multiple of 4 KiB and which are reused
+  // little (kWideInPlaceMaxReuse); otherwise from a packed copy (below).
   const bool rows_aligned = !trans_d && ldx % 16 == 0 && reinterpret_cast<std::uintptr_t>(X) % 64 == 0;
   const bool wide_in_place =
       wide_q > 0 && rows_aligned &&

@@ -109,8 +109,8 @@ inline constexpr int kDirectRowsMaxQ = 32;
 /// ELL row walked once per panel, no row lists. B is read in place when it is one panel of 64-byte aligned
 /// rows with the panel's width as their stride, or several panels under kWideInPlaceMaxReuse, else from a
 /// packed copy in 64-byte aligned panels (reused under GemmCall::dense_version). Auto takes it when one panel's
-/// rows of B (R x panel floats) fit
-/// 1.25 gather slices, R fits one R block, and either all of B fits 1.25 slices or the non-zeros number at
+/// rows of B (R x panel floats) fit 1.25 gather slices, R fits one R block, and either all of B fits 1.25
+/// slices or the non-zeros number at
 /// least kWideRowsMinReuse per row of B: the kernel does not prefetch (software prefetches made it 15-20 %
 /// slower), so a B that comes from memory with little reuse (ResNet-18 conv5_x backward-data at 97 %,
 /// 1.5 non-zeros per row of its 9.4 MB) was 1.8x slower than the lists, whose kernel prefetches. Measured in
@@ -193,8 +193,8 @@ struct TileSparseOptions {
   /// Out = C^T (sparse B; unless streamed): when C (M x N floats) has at least this many bytes, the row
   /// gathers fill pieces of up to kStoreRunRows rows of S (one L2 buffer) before the transposed store, which
   /// then writes eight C rows (sixteen on an AVX-512 engine) at a time front to back, i.e. runs of up to
-  /// kStoreRunRows contiguous floats
-  /// per C row; smaller outputs go through a 64-row L1 buffer (runs of 64 floats). 0: always pieces.
+  /// kStoreRunRows contiguous floats per C row; smaller outputs go through a 64-row L1 buffer (runs of 64
+  /// floats). 0: always pieces.
   /// Default: kStoreRunsMinBytes (2 MiB: four times the L2 of the Zen 3 VM where it was measured,
   /// docs/bench/gemm.md).
   std::size_t store_runs_min_bytes = kStoreRunsMinBytes;
