@@ -51,7 +51,8 @@ DramChannel::DramChannel(const DramConfig& c, const ClockDomain& clk, std::uint3
   turn_slots_ = (t.tRTW + t.tWTR + t.CL + slot_cycles - 1) / slot_cycles;
   bus_slot_ps_ = ps(slot_cycles);
   turn_ps_ = turn_slots_ * bus_slot_ps_;  // what the idle slots occupy
-  // Stagger refresh over channels so that they do not all refresh at once (as controllers do).
+  // Refresh staggered evenly over the channels, so that they do not all refresh at once: a model assumption (the
+  // controllers' refresh timing is not public); docs/gpu-model.md says what it costs a latency-bound requester.
   refresh_offset_ = tREFI_ ? tREFI_ - (tREFI_ * ch / std::max<std::uint32_t>(channels, 1)) % tREFI_ : 0;
   if (!tREFI_) open_len_ = ~ps_t(0);  // no refresh: after_refresh(t) == t for every t
 }
