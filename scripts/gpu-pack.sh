@@ -56,12 +56,15 @@ fi
 } > "$STAGE/MANIFEST"
 
 mkdir -p "$PACK"
-tmp="$PACK/.spartan-gpu-pack.tar.xz.tmp.$$"
+# (mktemp: a new file of a name nobody could plant a link at; the archive is renamed over the target once whole)
+tmp=$(mktemp "$PACK/.spartan-gpu-pack.tar.xz.tmp.XXXXXX") || die "cannot create a temporary file in $PACK"
+trap 'rm -rf "$STAGE" "$tmp"' EXIT
 tar -C "$STAGE" -cf - bin lib lib-fallback data MANIFEST | xz -T0 -3 > "$tmp"
 size=$(stat -c %s "$tmp")
 if [ "$size" -gt $((56 * 1024 * 1024)) ]; then
   rm -f "$tmp"
   die "archive of $size bytes exceeds 56 MiB"
 fi
+chmod 644 "$tmp"  # (mktemp made it 0600)
 mv -f "$tmp" "$PACK/spartan-gpu-pack.tar.xz"
 echo "gpu-pack: $PACK/spartan-gpu-pack.tar.xz ($((size / 1024)) KiB): $(ls "$STAGE/lib" "$STAGE/lib-fallback" | grep -c '\.so') libraries, data: $(ls "$STAGE/data" | tr '\n' ' ')"

@@ -471,9 +471,11 @@ void check_metadata(const TraceReader& r) {
     throw FormatError(r.path(), "tensor " + name, 0, what, "byte offset");
   };
   std::set<std::pair<std::int64_t, std::int64_t>> captured;  // (iteration, layer) with an act
+  std::set<std::int64_t> captured_iterations;                 // iterations with any act or dz_mask
   for (const TensorInfo& t : r.tensors()) {
     const std::optional<TraceKey> k = parse_key(t.name);
     if (!k || (k->kind != kinds::kAct && k->kind != kinds::kDzMask)) continue;
+    captured_iterations.insert(k->iteration);
     if (k->kind == kinds::kAct) captured.emplace(k->iteration, k->layer);
     const auto it = by_index.find(k->layer);
     // A layer the metadata does not describe, or of a type other writers may add (section 4.1: readers skip
@@ -506,7 +508,7 @@ void check_metadata(const TraceReader& r) {
   }
   // Every captured iteration on the capture_every grid (section 4). (A dz_mask is optional: a writer may capture
   // activations only, so a ReLU layer's act without its dz_mask is not an error.)
-  for (const auto& [it, layer] : captured) {
+  for (const std::int64_t it : captured_iterations) {
     if (capture_every > 0 && it % capture_every != 0)
       meta_fail(r, keys::kCaptureEvery, "iteration " + std::to_string(it) + " is captured but is not a multiple of " +
                                             std::to_string(capture_every));

@@ -146,6 +146,11 @@ void TraceReader::Impl::parse() {
          "header length " + std::to_string(n) + " exceeds the " + std::to_string(map.size - kLenBytes) +
              " bytes after the length field (truncated file?)");
   if (n == 0) fail("header", kLenBytes, "empty JSON header");
+  // (Before parsing: the DOM built from a header costs ~27x its size, and a bad_alloc while nlohmann destroyed a
+  // partial DOM terminated the process, review finding 106.)
+  if (n > kMaxHeaderBytes)
+    fail("header", 0,
+         "header length " + std::to_string(n) + " exceeds the " + std::to_string(kMaxHeaderBytes) + "-byte limit");
   data_start = kLenBytes + n;
   const std::string header(reinterpret_cast<const char*>(b + kLenBytes), static_cast<std::size_t>(n));
   if (header[0] != '{') fail("header", kLenBytes, "JSON header does not start with '{'");
@@ -212,17 +217,21 @@ void TraceReader::Impl::parse() {
     t.dtype = *dt;
     const auto s = entry.find("shape");
     if (s == entry.end() || !s->is_array()) fail(name, at(), "missing or non-array 'shape'");
+    // Overflow is judged on the product of the non-zero dimensions, so that it does not depend on where a 0
+    // stands ([2^62,2^62,0] and [0,2^62,2^62] alike), as in read_sptrace.py.
     std::uint64_t bytes = dtype_size(t.dtype);
-    bool overflow = false;
+    bool overflow = false, zero = false;
     for (const json& dim : *s) {
       std::uint64_t u = 0;
       if (!json_u64(dim, &u) || u > static_cast<std::uint64_t>(INT64_MAX))
         fail(name, at(), std::string("shape entries must be non-negative integers, got ") +
                              (dim.is_primitive() ? dim.dump().substr(0, 40) : dim.type_name()));
       t.shape.push_back(static_cast<std::int64_t>(u));
-      if (!overflow && __builtin_mul_overflow(bytes, u, &bytes)) overflow = true;
+      if (u == 0) zero = true;
+      else if (!overflow && __builtin_mul_overflow(bytes, u, &bytes)) overflow = true;
     }
     if (overflow) fail(name, at(), "shape product x dtype size overflows 64 bits");
+    if (zero) bytes = 0;
     const auto o = entry.find("data_offsets");
     if (o == entry.end() || !o->is_array() || o->size() != 2) fail(name, at(), "'data_offsets' must be [begin, end]");
     if (!json_u64((*o)[0], &t.begin) || !json_u64((*o)[1], &t.end))

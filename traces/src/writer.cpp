@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -26,9 +27,27 @@ struct TraceWriter::Impl {
 
 TraceWriter::TraceWriter(const std::string& path) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
-  const std::string scratch = path + ".data.tmp." + std::to_string(::getpid());
-  impl_->data = std::fopen(scratch.c_str(), "w+b");
-  if (!impl_->data) throw IoError(path + ": cannot create scratch file " + scratch + ": " + std::strerror(errno));
+  // O_EXCL | O_NOFOLLOW: the name is predictable; never follow or truncate a file (or a planted symlink) that is
+  // already there (review finding 106: a symlink at <path>.data.tmp.<pid> had the tensor bytes written over its
+  // target). A name in use moves on to the next suffix.
+  const std::string base = path + ".data.tmp." + std::to_string(::getpid());
+  std::string scratch;
+  int fd = -1, err = 0;
+  for (int k = 0; k < 100 && fd < 0; ++k) {
+    scratch = k == 0 ? base : base + "." + std::to_string(k);
+    fd = ::open(scratch.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    err = errno;
+    if (fd < 0 && err != EEXIST) break;
+  }
+  impl_->data = fd >= 0 ? ::fdopen(fd, "w+b") : nullptr;
+  if (!impl_->data) {
+    if (fd >= 0) {
+      err = errno;
+      ::close(fd);
+      std::remove(scratch.c_str());
+    }
+    throw IoError(path + ": cannot create scratch file " + scratch + ": " + std::strerror(err));
+  }
   std::remove(scratch.c_str());  // unlinked now; the open handle keeps the storage until fclose
 }
 
@@ -50,11 +69,14 @@ void TraceWriter::add_tensor(const std::string& name, DType dtype, const std::ve
   if (w.names.count(name)) throw InputError(w.path + ": duplicate tensor name '" + name + "'");
   if (dtype_size(dtype) == 0) throw InputError(w.path + ": " + name + ": invalid dtype");
   std::uint64_t expect = dtype_size(dtype);
+  bool zero = false;
   for (std::int64_t d : shape) {
     if (d < 0) throw InputError(w.path + ": " + name + ": negative dimension " + std::to_string(d));
-    if (__builtin_mul_overflow(expect, static_cast<std::uint64_t>(d), &expect))
+    if (d == 0) zero = true;  // the reader judges overflow on the non-zero dimensions
+    else if (__builtin_mul_overflow(expect, static_cast<std::uint64_t>(d), &expect))
       throw InputError(w.path + ": " + name + ": shape too large");
   }
+  if (zero) expect = 0;
   if (expect != bytes)
     throw InputError(w.path + ": " + name + ": " + std::to_string(bytes) + " bytes given, shape x " +
                      dtype_name(dtype) + " needs " + std::to_string(expect));
@@ -95,6 +117,9 @@ void TraceWriter::finish() {
   }
   // Pad with spaces so the data section starts 8-byte aligned (as the safetensors writer does).
   text.append((8 - text.size() % 8) % 8, ' ');
+  if (text.size() > kMaxHeaderBytes)
+    throw InputError(w.path + ": the header would take " + std::to_string(text.size()) + " bytes, more than the " +
+                     std::to_string(kMaxHeaderBytes) + " readers accept (docs/trace-format.md): fewer tensors or metadata");
   unsigned char len[8];
   std::uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));

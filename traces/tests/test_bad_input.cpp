@@ -68,6 +68,14 @@ std::vector<BadCase> bad_cases() {
       {"shape product overflow",
        make_file(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", ""), "a",
        "overflows"},
+      // Overflow is judged on the non-zero dimensions, wherever a 0 stands (review finding 106: [2^62, 2^62, 0]
+      // was refused and [0, 2^62, 2^62] accepted, and the Python reader accepted both).
+      {"shape product overflow beside a trailing 0",
+       make_file(R"({"a":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904,0],"data_offsets":[0,0]}})", ""),
+       "a", "overflows"},
+      {"shape product overflow beside a leading 0",
+       make_file(R"({"a":{"dtype":"F32","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}})", ""),
+       "a", "overflows"},
       {"shape beyond int64", make_file(R"({"a":{"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,0]}})", ""),
        "a", "non-negative integers"},
       {"begin > end", make_file(R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[8,0]}})", std::string(8, '\0')),
@@ -173,6 +181,32 @@ TEST(TraceBadInput, NamesWithControlCharactersStayOnOneLine) {
   EXPECT_EQ(ok.rc, 0) << ok.err;
   EXPECT_NE(ok.out.find("  a\\nb\\x1b[2J "), std::string::npos) << ok.out;
   EXPECT_EQ(ok.out.find('\x1b'), std::string::npos) << ok.out;
+  std::remove(path.c_str());
+}
+
+// A header longer than 100,000,000 bytes (the reference safetensors reader's limit) is refused before it is
+// parsed: a 20 MB header of one long shape had made the JSON DOM take ~27x its size, and a bad_alloc while it was
+// destroyed terminated the process (review finding 106). The file is sparse: no disk space is written.
+TEST(TraceBadInput, HeaderLongerThanTheLimit) {
+  const std::string path = temp_path("huge_header.sptrace");
+  const std::uint64_t n = 100000001;
+  {
+    std::string len(8, '\0');
+    for (int i = 0; i < 8; ++i) len[std::size_t(i)] = char(std::uint8_t(n >> (8 * i)));
+    testutil::write_bytes(path, len + "{");
+    ASSERT_EQ(::truncate(path.c_str(), off_t(8 + n)), 0);
+  }
+  try {
+    TraceReader r(path);
+    ADD_FAILURE() << "a header of " << n << " bytes was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.field(), "header") << e.what();
+    EXPECT_NE(std::string(e.what()).find("exceeds the 100000000-byte limit"), std::string::npos) << e.what();
+  }
+  const auto cli = testutil::run_cli("check '" + path + "'");
+  EXPECT_EQ(cli.rc, 2);
+  EXPECT_EQ(testutil::count_lines(cli.err), 1) << cli.err;
+  EXPECT_NE(cli.err.find("byte limit"), std::string::npos) << cli.err;
   std::remove(path.c_str());
 }
 

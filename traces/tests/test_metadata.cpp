@@ -450,7 +450,8 @@ TEST(TraceMetadata, CheckMaskTailBitsAndCaptureEvery) {
   const std::string path = testutil::temp_path("meta_tail.sptrace");
   // fc1: input [2,6], output [2,5] = 10 elements -> dz_mask [2]: bits 2..7 of the second byte must be 0
   const std::string layers = layers_to_json({make_fc_layer(0, "fc1", 2, 6, 5, true)});
-  auto write = [&](std::uint8_t last, const std::string& every, std::int64_t it) {
+  // mask_it >= 0: the dz_mask at that iteration instead (an iteration with a dz_mask and no act).
+  auto write = [&](std::uint8_t last, const std::string& every, std::int64_t it, std::int64_t mask_it = -1) {
     TraceWriter w(path);
     for (const auto& [k, v] : std::map<std::string, std::string>{
              {keys::kFormatVersion, kFormatVersion}, {keys::kModel, "m"}, {keys::kDataset, "d"},
@@ -461,7 +462,7 @@ TEST(TraceMetadata, CheckMaskTailBitsAndCaptureEvery) {
     const std::string base = "it" + std::to_string(it) + "/L0/";
     w.add_tensor(base + "act", DType::F32, {2, 6}, act.data(), act.size() * sizeof(float));
     const std::uint8_t mask[2] = {0xff, last};
-    w.add_tensor(base + "dz_mask", DType::U8, {2}, mask, 2);
+    w.add_tensor((mask_it < 0 ? base : "it" + std::to_string(mask_it) + "/L0/") + "dz_mask", DType::U8, {2}, mask, 2);
     w.finish();
   };
   write(0x03, "10", 20);  // the 2 valid bits set, the rest 0; iteration 20 of every 10
@@ -479,6 +480,18 @@ TEST(TraceMetadata, CheckMaskTailBitsAndCaptureEvery) {
     TraceReader r(path);
     expect_format_error([&] { check_metadata(r); }, "__metadata__.capture_every",
                         "iteration 25 is captured but is not a multiple of 10");
+  }
+  // A dz_mask alone at an iteration off the grid (review finding 106: only iterations with an act were checked).
+  write(0x03, "10", 20, 7);
+  {
+    TraceReader r(path);
+    expect_format_error([&] { check_metadata(r); }, "__metadata__.capture_every",
+                        "iteration 7 is captured but is not a multiple of 10");
+  }
+  write(0x03, "10", 20, 30);  // a dz_mask alone on the grid stays accepted
+  {
+    TraceReader r(path);
+    EXPECT_NO_THROW(check_metadata(r));
   }
 }
 

@@ -1,5 +1,7 @@
 // Writer -> reader round trips (bit-exact, every dtype), key parsing, writer failure paths, CLI info.
 #include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -192,6 +194,65 @@ TEST(TraceWriterFailure, RejectsBadArguments) {
   w.set_metadata("bad", "\xff\xfe");
   EXPECT_THROW(w.finish(), InputError);  // invalid UTF-8 metadata
   EXPECT_THROW(TraceWriter("/nonexistent-dir/x.sptrace"), IoError);
+}
+
+// Symbolic links planted at the writer's predictable scratch and temporary names (`<path>.data.tmp.<pid>`,
+// `<path>.tmp.<pid>`) are not followed: their targets keep their contents and the trace is a regular file
+// (review finding 106: the tensor bytes and then the whole trace were written over the links' targets).
+TEST(TraceWriterFailure, NeverWritesThroughPlantedLinks) {
+  const std::string path = temp_path("planted.sptrace"), v1 = temp_path("victim1"), v2 = temp_path("victim2");
+  const std::string pid = std::to_string(::getpid());
+  for (const std::string& v : {v1, v2}) {
+    std::FILE* f = std::fopen(v.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs("keep", f);
+    std::fclose(f);
+  }
+  std::remove((path + ".data.tmp." + pid).c_str());
+  std::remove((path + ".tmp." + pid).c_str());
+  ASSERT_EQ(::symlink(v1.c_str(), (path + ".data.tmp." + pid).c_str()), 0);
+  ASSERT_EQ(::symlink(v2.c_str(), (path + ".tmp." + pid).c_str()), 0);
+  {
+    TraceWriter w(path);
+    const float x[4] = {1, 2, 3, 4};
+    w.add_tensor("t", DType::F32, {4}, x, sizeof x);
+    w.finish();
+  }
+  auto contents = [](const std::string& p) {
+    std::FILE* f = std::fopen(p.c_str(), "rb");
+    std::string s;
+    if (!f) return s;
+    char buf[64];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+    std::fclose(f);
+    return s;
+  };
+  EXPECT_EQ(contents(v1), "keep");
+  EXPECT_EQ(contents(v2), "keep");
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  TraceReader r(path);
+  ASSERT_EQ(r.tensors().size(), 1u);
+  EXPECT_EQ(r.tensors()[0].name, "t");
+  for (const std::string& p : {path, v1, v2, path + ".data.tmp." + pid, path + ".tmp." + pid}) std::remove(p.c_str());
+}
+
+// The writer refuses a header the readers would refuse (longer than kMaxHeaderBytes), and leaves no file.
+TEST(TraceWriterFailure, RefusesAHeaderOverTheReadersLimit) {
+  const std::string path = temp_path("big_header.sptrace");
+  const std::string base = path.substr(path.rfind('/') + 1);
+  {
+    TraceWriter w(path);
+    w.set_metadata("big", std::string(std::size_t(kMaxHeaderBytes), 'x'));
+    try {
+      w.finish();
+      ADD_FAILURE() << "a header over the limit was written";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("readers accept"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(dir_has_prefix(::testing::TempDir(), base)) << "file or temp file left behind";
 }
 
 TEST(TraceWriterFailure, OverwritesAtomically) {

@@ -31,6 +31,7 @@ DTYPES = {
     "I64": ("<i8", 8), "U64": ("<u8", 8), "BOOL": ("?", 1),
 }
 FORMAT_VERSION = "1"  # docs/trace-format.md; traces/include/spartan/trace/keys.h kFormatVersion
+MAX_HEADER_BYTES = 100_000_000  # as reader.cpp kMaxHeaderBytes (the safetensors library's MAX_HEADER_SIZE)
 KEY_RE = re.compile(r"^it(0|[1-9][0-9]{0,17})/L(0|[1-9][0-9]{0,17})/([^/]+)$")
 
 
@@ -52,11 +53,17 @@ class SpTraceError(ValueError):
         super().__init__(f"{path}: {field + ': ' if field else ''}{what} (byte offset {offset})")
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key):
+        super().__init__(f"duplicate JSON key {key!r}")
+        self.key = key
+
+
 def _no_duplicates(pairs):
     seen = {}
     for k, v in pairs:
         if k in seen:
-            raise ValueError(f"duplicate JSON key {k!r}")
+            raise _DuplicateKey(k)
         seen[k] = v
     return seen
 
@@ -118,11 +125,15 @@ class SpTrace:
             raise SpTraceError(path, "header", 0, f"header length {n} exceeds the {size - 8} bytes after the length field")
         if n == 0:
             raise SpTraceError(path, "header", 8, "empty JSON header")
+        if n > MAX_HEADER_BYTES:
+            raise SpTraceError(path, "header", 0, f"header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit")
         raw = bytes(self._buf[8:8 + n])
         if raw[:1] != b"{":
             raise SpTraceError(path, "header", 8, "JSON header does not start with '{'")
         try:
             header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        except _DuplicateKey as e:  # as reader.cpp: the key as the field, at its first occurrence
+            raise SpTraceError(path, e.key, _name_offset(raw, e.key), "duplicate JSON key") from None
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
             raise SpTraceError(path, "header", 8, f"invalid JSON: {e}") from None
         bad = _lone_surrogate(header)
@@ -161,9 +172,11 @@ class SpTrace:
                 raise SpTraceError(path, name, _name_offset(raw, name), "shape entries must be non-negative integers")
             nbytes = DTYPES[dt][1]
             for d in shape:
-                nbytes *= d
+                nbytes *= d or 1  # overflow is judged on the non-zero dimensions, as in reader.cpp
             if nbytes >= 2**64:
                 raise SpTraceError(path, name, _name_offset(raw, name), "shape product x dtype size overflows 64 bits")
+            if 0 in shape:
+                nbytes = 0
             off = e.get("data_offsets")
             if not isinstance(off, list) or len(off) != 2:
                 raise SpTraceError(path, name, _name_offset(raw, name), "'data_offsets' must be [begin, end]")
@@ -307,8 +320,11 @@ def main(argv):
     args = ap.parse_args(argv)
     try:
         t = SpTrace(args.file)
-    except (SpTraceError, OSError) as e:
+    except SpTraceError as e:
         _error(str(e))
+        return 2
+    except OSError as e:  # named as the C++ reader does: the file first (a seek's EINVAL carries no file name)
+        _error(f"{args.file}: {e.strerror or e}")
         return 2
     try:
         if args.compare:

@@ -234,7 +234,7 @@ TEST(AreaFlowLive, MacroOnlyUnit) {
   EXPECT_NE(err.find("--ff-memory-limit-bits 1024"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(out));
   // --buffer-cell must be a buffer of the liberty, checked before the synthesis.
-  for (const std::string& bc : {"NOPE A Y", "INVX1 A Y"}) {
+  for (const std::string bc : {"NOPE A Y", "INVX1 A Y"}) {
     EXPECT_EQ(run_area(base + " --buffer-cell '" + bc + "'", tmp.path, err), 2) << bc;
     EXPECT_NE(err.find("is a buffer of pin A"), std::string::npos) << err;
     EXPECT_FALSE(fs::exists(out));

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <atomic>
+#include <fcntl.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -118,12 +119,27 @@ std::string resolve_output_file(const std::string& path) {
 }
 
 AtomicFile::AtomicFile(const std::string& path) : path_(path), target_(resolve_output_file(path)) {
-  tmp_ = target_ + ".tmp." + std::to_string(::getpid());
-  slot_ = register_temp(tmp_);  // before creating the file: a signal in between unlinks nothing
-  fp_ = std::fopen(tmp_.c_str(), "wb");
-  if (!fp_) {
+  // The temporary's name is predictable, so it is created exclusively and never through a symbolic link: a file or
+  // a planted link already at that name is neither followed nor truncated (review finding 106: fopen("wb") wrote
+  // through a link at <target>.tmp.<pid> into the link's target). A name in use (a stale temporary of a killed run
+  // whose pid came round again) moves on to the next suffix.
+  const std::string base = target_ + ".tmp." + std::to_string(::getpid());
+  for (int k = 0;; ++k) {
+    tmp_ = k == 0 ? base : base + "." + std::to_string(k);
+    slot_ = register_temp(tmp_);  // before creating the file: a signal in between unlinks nothing
+    const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    const int err = errno;
+    if (fd >= 0) {
+      fp_ = ::fdopen(fd, "wb");
+      if (fp_) return;
+      const int ferr = errno;
+      ::close(fd);
+      std::remove(tmp_.c_str());
+      unregister_temp(slot_);
+      throw IoError(path + ": cannot open for writing: " + std::strerror(ferr));
+    }
     unregister_temp(slot_);
-    throw IoError(path + ": cannot open for writing: " + std::strerror(errno));
+    if (err != EEXIST || k == 99) throw IoError(path + ": cannot open for writing: " + std::strerror(err) + " (" + tmp_ + ")");
   }
 }
 

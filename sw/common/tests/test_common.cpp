@@ -69,6 +69,35 @@ TEST(AtomicFile, CommitRenamesAndAbortLeavesNothing) {
   fs::remove_all(dir);
 }
 
+// The temporary's name is predictable: a symbolic link (or any file) already at `<target>.tmp.<pid>` is neither
+// followed nor truncated; the temporary takes the next free name (review finding 106: fopen("wb") wrote the
+// output through a planted link into the link's target).
+TEST(AtomicFile, NeverWritesThroughAFileAlreadyAtTheTemporaryName) {
+  fs::path dir = fs::temp_directory_path() / ("spartan_common_link_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string target = (dir / "out.bin").string(), victim = (dir / "victim").string();
+  const std::string planted = target + ".tmp." + std::to_string(::getpid());
+  {
+    std::FILE* v = std::fopen(victim.c_str(), "wb");
+    ASSERT_NE(v, nullptr);
+    std::fputs("keep", v);
+    std::fclose(v);
+  }
+  fs::create_symlink(victim, planted);
+  {
+    AtomicFile f(target);
+    EXPECT_NE(f.temp_path(), planted);
+    f.write("new");
+    f.commit();
+  }
+  EXPECT_EQ(read_file(victim), "keep");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(planted)));  // left as it was
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(target)));
+  EXPECT_EQ(read_file(target), "new");
+  fs::remove_all(dir);
+}
+
 // A run killed by SIGINT/SIGTERM/SIGHUP while an output is open leaves no `<path>.tmp.<pid>` (issue 12):
 // a forked child opens an AtomicFile inside run_cli (which installs the handlers) and signals itself; it
 // must die of that signal (default action re-raised) with neither the temporary nor the target present.

@@ -20,6 +20,10 @@
 
 namespace spartan::trace {
 
+/// Longest JSON header, in bytes, that TraceReader accepts and TraceWriter writes (docs/trace-format.md, section 1,
+/// rule 1): the safetensors library's own MAX_HEADER_SIZE.
+inline constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+
 /// Element types (safetensors names). Sizes in bytes: F32 4, F16 2, BF16 2, U8 1, I8 1, I32 4, U32 4,
 /// I64 8, U64 8, F64 8, BOOL 1.
 enum class DType { F32, F16, BF16, F64, U8, I8, I32, U32, I64, U64, BOOL };

@@ -1,4 +1,6 @@
-// Atomic output files: write to `<path>.tmp.<pid>` beside the target, then rename over it.
+// Atomic output files: write to `<path>.tmp.<pid>` beside the target, then rename over it. The temporary is
+// created exclusively (O_EXCL | O_NOFOLLOW): a file or symbolic link already at that name is never followed or
+// truncated; the next free name `<path>.tmp.<pid>.<k>` is taken instead.
 // A run that fails (exception, early return) removes the temporary file and leaves the target as it
 // was, so no half-written output is ever visible under the final name; a run killed by SIGINT, SIGTERM or
 // SIGHUP removes it too once install_temp_cleanup_handlers() ran (run_cli does).
