@@ -85,13 +85,16 @@ for path, hb in [(sys.argv[1], b'{"t":{"dtype":"U8","shape":[1],"data_offsets":[
     hb += b" " * ((-len(hb)) % 8)
     open(path, "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
 PY
-for f in bad_version bad_dtype; do
+# both_refuse_at_same_offset NAME: $WORK/NAME.sptrace refused by both readers (one line, exit 2), at the same offset.
+both_refuse_at_same_offset() {
+  f="$1"
   expect_one_line_exit2 "$f" "$PYTHON" "$READER" "$WORK/$f.sptrace"
   py=$(grep -o 'byte offset [0-9]*' "$WORK/err.txt")
   expect_one_line_exit2 "spartan-trace check, $f" "$CLI" check "$WORK/$f.sptrace"
   cpp=$(grep -o 'byte offset [0-9]*' "$WORK/err.txt")
   if [ -z "$py" ] || [ "$py" != "$cpp" ]; then echo "$f: the readers name different offsets: python '$py', C++ '$cpp'"; exit 1; fi
-done
+}
+for f in bad_version bad_dtype; do both_refuse_at_same_offset "$f"; done
 # Review finding 106: a duplicate key named at the same offset by both readers (the Python reader said 8); a
 # shape whose product overflows beside a 0 refused by both, wherever the 0 stands (C++ refused only a trailing
 # 0, Python neither); a header over the 100,000,000-byte limit refused by both before it is parsed (a sparse
@@ -109,12 +112,6 @@ with open(sys.argv[4], "wb") as f:
     f.write(struct.pack("<Q", n) + b"{")
     f.truncate(8 + n)
 PY
-for f in dup_key ovf_zero_last ovf_zero_first huge_header; do
-  expect_one_line_exit2 "$f" "$PYTHON" "$READER" "$WORK/$f.sptrace"
-  py=$(grep -o 'byte offset [0-9]*' "$WORK/err.txt")
-  expect_one_line_exit2 "spartan-trace check, $f" "$CLI" check "$WORK/$f.sptrace"
-  cpp=$(grep -o 'byte offset [0-9]*' "$WORK/err.txt")
-  if [ -z "$py" ] || [ "$py" != "$cpp" ]; then echo "$f: the readers name different offsets: python '$py', C++ '$cpp'"; exit 1; fi
-done
+for f in dup_key ovf_zero_last ovf_zero_first huge_header; do both_refuse_at_same_offset "$f"; done
 grep -q "byte limit" "$WORK/err.txt" || { echo "huge_header: no 'byte limit' in: $(cat "$WORK/err.txt")"; exit 1; }
 rm -f "$WORK/huge_header.sptrace"
