@@ -119,7 +119,8 @@ void TraceWriter::finish() {
   text.append((8 - text.size() % 8) % 8, ' ');
   if (text.size() > kMaxHeaderBytes)
     throw InputError(w.path + ": the header would take " + std::to_string(text.size()) + " bytes, more than the " +
-                     std::to_string(kMaxHeaderBytes) + " readers accept (docs/trace-format.md): fewer tensors or metadata");
+                     std::to_string(kMaxHeaderBytes) +
+                     " readers accept (docs/trace-format.md): write fewer tensors or less metadata");
   unsigned char len[8];
   std::uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));

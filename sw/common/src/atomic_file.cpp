@@ -139,7 +139,8 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path), target_(resolve_o
       throw IoError(path + ": cannot open for writing: " + std::strerror(ferr));
     }
     unregister_temp(slot_);
-    if (err != EEXIST || k == 99) throw IoError(path + ": cannot open for writing: " + std::strerror(err) + " (" + tmp_ + ")");
+    if (err != EEXIST || k == 99)
+      throw IoError(path + ": cannot open for writing: " + std::strerror(err) + " (" + tmp_ + ")");
   }
 }
 
