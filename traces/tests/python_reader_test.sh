@@ -115,3 +115,6 @@ PY
 for f in dup_key ovf_zero_last ovf_zero_first huge_header; do both_refuse_at_same_offset "$f"; done
 grep -q "byte limit" "$WORK/err.txt" || { echo "huge_header: no 'byte limit' in: $(cat "$WORK/err.txt")"; exit 1; }
 rm -f "$WORK/huge_header.sptrace"
+# An operating-system error names the file first (a seek's EINVAL on a /proc file carried no name: finding 106).
+expect_one_line_exit2 "a /proc file" "$PYTHON" "$READER" /proc/self/status
+grep -q "error: /proc/self/status: " "$WORK/err.txt" || { echo "/proc file: the message does not name it: $(cat "$WORK/err.txt")"; exit 1; }
