@@ -2,6 +2,7 @@
 // [u64 header length][JSON header][data] through AtomicFile (temp + rename).
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <map>
@@ -27,26 +28,21 @@ struct TraceWriter::Impl {
 
 TraceWriter::TraceWriter(const std::string& path) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
-  // O_EXCL | O_NOFOLLOW: the name is predictable; never follow or truncate a file (or a planted symlink) that is
-  // already there (review finding 106: a symlink at <path>.data.tmp.<pid> had the tensor bytes written over its
-  // target). A name in use moves on to the next suffix.
-  const std::string base = path + ".data.tmp." + std::to_string(::getpid());
-  std::string scratch;
-  int fd = -1, err = 0;
-  for (int k = 0; k < 100 && fd < 0; ++k) {
-    scratch = k == 0 ? base : base + "." + std::to_string(k);
-    fd = ::open(scratch.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    err = errno;
-    if (fd < 0 && err != EEXIST) break;
-  }
-  impl_->data = fd >= 0 ? ::fdopen(fd, "w+b") : nullptr;
-  if (!impl_->data) {
-    if (fd >= 0) {
-      err = errno;
-      ::close(fd);
-      std::remove(scratch.c_str());
-    }
+  // A name nobody can predict, created exclusively (mkostemp: O_CREAT | O_EXCL, so a file or symbolic link already
+  // there is never followed or truncated; review finding 106: a link planted at the old name
+  // <path>.data.tmp.<pid> had the tensor bytes written over its target).
+  std::string scratch = path + ".data.tmp.XXXXXX";
+  const int fd = ::mkostemp(scratch.data(), O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
     throw IoError(path + ": cannot create scratch file " + scratch + ": " + std::strerror(err));
+  }
+  impl_->data = ::fdopen(fd, "w+b");
+  if (!impl_->data) {
+    const int err = errno;
+    ::close(fd);
+    std::remove(scratch.c_str());
+    throw IoError(path + ": cannot open scratch file " + scratch + ": " + std::strerror(err));
   }
   std::remove(scratch.c_str());  // unlinked now; the open handle keeps the storage until fclose
 }

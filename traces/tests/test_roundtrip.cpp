@@ -196,9 +196,9 @@ TEST(TraceWriterFailure, RejectsBadArguments) {
   EXPECT_THROW(TraceWriter("/nonexistent-dir/x.sptrace"), IoError);
 }
 
-// Symbolic links planted at the writer's predictable scratch and temporary names (`<path>.data.tmp.<pid>`,
-// `<path>.tmp.<pid>`) are not followed: their targets keep their contents and the trace is a regular file
-// (review finding 106: the tensor bytes and then the whole trace were written over the links' targets).
+// Symbolic links planted at the writer's former scratch name (`<path>.data.tmp.<pid>`; now made by mkostemp) and at
+// AtomicFile's temporary name (`<path>.tmp.<pid>`) are not followed: their targets keep their contents and the trace
+// is a regular file (review finding 106: the tensor bytes and then the whole trace were written over the targets).
 TEST(TraceWriterFailure, NeverWritesThroughPlantedLinks) {
   const std::string path = temp_path("planted.sptrace"), v1 = temp_path("victim1"), v2 = temp_path("victim2");
   const std::string pid = std::to_string(::getpid());
@@ -218,17 +218,8 @@ TEST(TraceWriterFailure, NeverWritesThroughPlantedLinks) {
     w.add_tensor("t", DType::F32, {4}, x, sizeof x);
     w.finish();
   }
-  auto contents = [](const std::string& p) {
-    std::FILE* f = std::fopen(p.c_str(), "rb");
-    std::string s;
-    if (!f) return s;
-    char buf[64];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
-    std::fclose(f);
-    return s;
-  };
-  EXPECT_EQ(contents(v1), "keep");
-  EXPECT_EQ(contents(v2), "keep");
+  EXPECT_EQ(testutil::read_bytes(v1), "keep");
+  EXPECT_EQ(testutil::read_bytes(v2), "keep");
   struct stat st {};
   ASSERT_EQ(::lstat(path.c_str(), &st), 0);
   EXPECT_TRUE(S_ISREG(st.st_mode));
