@@ -541,7 +541,7 @@ int main(int argc, char** argv) {
         "shortest timed interval in us (default 50): a call shorter than this is repeated back to back within "
         "one clock interval and the interval divided by the count (as Google Benchmark does); 0: one call per "
         "interval")(
-        "quick", po::bool_switch(&quick), "one layer per network")("seed", po::value(&seed), "RNG seed")(
+        "quick", po::bool_switch(&quick), "the first layer of each network, and ResNet-18 conv3_x")("seed", po::value(&seed), "RNG seed")(
         "md", po::value(&md_path), "also write the table as Markdown to this file (atomic)")(
         "calibrate", po::bool_switch(&calibrate), "run the density-threshold calibration instead")(
         "clock", po::value(&clock_name),
@@ -554,8 +554,9 @@ int main(int argc, char** argv) {
         "--cache cold: MiB read before every timed call (default 256; make it several times the last-level cache "
         "one core uses)")(
         "isa", po::value(&isa_name),
-        "tile-sparse kernels: auto (default) | avx512 (the scatter kernel and the wide direct row gather; the rest "
-        "stay AVX2) | avx2 | portable; "
+        "tile-sparse kernels: auto (default) | avx512 (the scatter kernel, the wide direct row gathers, the 16x16 "
+        "transposed store and, with AVX-512 BW/VL, the vectorised compaction; the list gather and the streamed C^T "
+        "store stay AVX2) | avx2 | portable; "
         "the OpenBLAS baseline's kernels are chosen by OPENBLAS_CORETYPE")(
         "layout", po::value(&layout_name),
         "train (default): the GEMMs as spartan-train issues them, Y and dY one row per output pixel, sparse operand A "

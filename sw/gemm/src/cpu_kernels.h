@@ -4,9 +4,10 @@
 // Floating-point environment: the kernels find the ELL padding (the first +-0.0 value ends a row) with float
 // compares (v == 0.0f, _mm256_cmp_ps against zero), which equal the format's bit test (is_zero_bits) only
 // while MXCSR's DAZ (denormals-are-zero) bit is off: with DAZ on, a stored denormal non-zero compares equal
-// to 0 and would end its row early (the rest of the row dropped). DAZ is off in the default environment of
-// a C++ program; nothing in this project sets it or builds with -ffast-math / -Ofast (which set it at
-// start-up). FTZ does not matter here (it affects results, not the compares on stored values).
+// to 0 and would end its row early (the rest of the row dropped). The engine clears DAZ on the calling thread
+// and on every team thread for each call and restores it after (DenormalsAsIs, tile_sparse.cpp), since a caller
+// may have set it (-ffast-math / -Ofast start-up code does); a caller of these kernels outside run_compacted
+// must do the same. FTZ does not matter here (it affects results, not the compares on stored values).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -108,7 +109,8 @@ void scatter_ell_u8_portable(const std::uint8_t* idx, const float* val, std::uin
 void scatter_ell_u8_avx2(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
                          const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
 
-/// AVX-512F version (16-float vectors; O's row stride ldo a multiple of 16); only call when cpu_has_avx512().
+/// AVX-512F version (16-float vectors; O's row stride ldo a multiple of 16 unless qn is: then any ldo, and O may
+/// be C itself, as above); only call when cpu_has_avx512().
 /// Results are bit-identical to scatter_ell_u8_avx2 (each output element gets the same FMAs in the same order).
 void scatter_ell_u8_avx512(const std::uint8_t* idx, const float* val, std::uint32_t re, std::uint32_t w, float alpha,
                            const float* D, std::size_t ldd, int qn, float* O, std::size_t ldo);
@@ -125,9 +127,9 @@ void gather_ell_u8_avx512(const EllTileRef* t, int nt, int rows, float alpha, co
                           int next_nt = 0, int next_rows = 0);
 /// gather_ell_u8_avx512 over nb consecutive bands of one panel, in one call: band i has the tiles
 /// t[off[i] .. off[i + 1]) and min(band_rows, total_rows - i * band_rows) rows, whose output rows start at
-/// Out + i * band_rows * ldo. (Bands of a few short rows, e.g. vgg-s with 8-row tiles: a call and its
-/// dispatch per band were about a tenth of the GEMM.) With prefetch_next each band but the last prefetches
-/// the next one's payload (as gather_ell_u8_avx512 with `next`). Only call when cpu_has_avx512().
+/// Out + i * band_rows * ldo. (Bands of a few short rows, e.g. vgg-s with the 8-row tiles used then: a call
+/// and its dispatch per band were about a tenth of the GEMM.) With prefetch_next each band but the last
+/// prefetches the next one's payload (as gather_ell_u8_avx512 with `next`). Only call when cpu_has_avx512().
 void gather_ell_u8_avx512_bands(const EllTileRef* t, const std::size_t* off, int nb, int band_rows, int total_rows,
                                 float alpha, const float* D, std::size_t ldd, float* Out, std::size_t ldo, int qn,
                                 bool overwrite, bool prefetch_next = false);

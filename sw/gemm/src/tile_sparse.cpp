@@ -9,7 +9,7 @@
 //    original operands (in place, no copy); consecutive bands with identical runs share one call.
 //  - ELL/BITMAP tiles: the non-zeros are gathered into a row list over P (Entry = {r, alpha*v}) and the
 //    gather micro-kernel accumulates Out rows from rows of D (vectorised along Q).
-//  - Call-level guard: overall density >= threshold -> one sgemm of the whole call.
+//  - Call-level guard: overall density >= guard_fraction x threshold -> one sgemm of the whole call.
 #include <cblas.h>
 #include <omp.h>
 #include <unistd.h>

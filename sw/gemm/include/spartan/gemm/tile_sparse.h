@@ -5,11 +5,11 @@
 // tile-sparse format (spartan/format/tile_format.h) and the other operand is dense. Per tile of the
 // stored sparse operand: nnz == 0 -> skipped; DENSE (density >= threshold) -> dense micro-kernel
 // (OpenBLAS sgemm on maximal runs of adjacent dense tiles, left in place); ELL/BITMAP -> sparse
-// micro-kernel (AVX2/FMA or portable, chosen at run time; OpenMP over tile bands).
+// micro-kernel (AVX-512, AVX2/FMA or portable, chosen at run time; OpenMP over tile bands).
 // No transpose of an operand is materialised except the dense operand's packing for the sparse
 // micro-kernel when its rows are not contiguous along the output, and, for sparse A with op T under
-// TransposedKernel::RowGather (Auto: the train layout's larger forward GEMMs on AVX-512), the compaction
-// tiles op(A) = A^T instead of A (format::compact_transposed: the tiles, not a dense copy; Orientation::Op).
+// TransposedKernel::RowGather (Auto: forward GEMMs with op(B) >= 32 columns or a large op(A), on AVX-512), the
+// compaction tiles op(A) = A^T instead of A (format::compact_transposed: the tiles, not a dense copy; Orientation::Op).
 // alpha: 1 and -1 are folded into the products (exact); any other non-zero alpha runs the call with alpha 1 into
 // a scratch M x N buffer and scales that, so that C = alpha * (sum of products) as in BLAS (a folded alpha
 // overflowed or underflowed products whose scaled sum is finite). The kernels run with MXCSR.DAZ cleared on
@@ -44,13 +44,16 @@ inline constexpr std::uint32_t kGemmTileCols = 256;
 
 /// Instruction set of the sparse micro-kernel.
 /// Avx512: the scatter kernel (forward-type calls) with 16-float AVX-512F vectors for output panels wider than
-/// 8 floats (narrower ones: the AVX2 kernel, faster there), and the direct row gather in wide panels for
-/// sparse A op N with op(B) = B (kWideRowsMinReuse); the list-based row gather stays AVX2 (docs/bench/gemm.md,
-/// twenty-second session: its 16-float version was no faster). The scatter kernel's C is bit-identical to
-/// Avx2's; the wide gather's is bit-identical to the AVX2 direct gather (RowsKernel::Direct), but an Avx2
-/// engine with RowsKernel::Auto takes the row lists there for Q > kDirectRowsMaxQ, which fold alpha into each
-/// value: the two engines' C may then differ in the last bit (alpha -1). Auto's choice of Avx512 was
-/// measured on AMD Zen 5 only.
+/// 8 floats (narrower ones: the AVX2 kernel, faster there), the direct row gather in wide panels (sparse A op N
+/// with op(B) = B under kWideRowsMinReuse, and op(A)'s rows under TransposedKernel::RowGather), the 16x16
+/// transposed store (packs of a transposed dense operand, stores of C^T) and, on a CPU with AVX-512 BW/VL, the
+/// vectorised compaction (src/compact_fast.h); the list-based row gather and the non-temporal C^T store stay
+/// AVX2 (docs/bench/gemm.md, twenty-second session: a 16-float list gather was no faster). The scatter kernel's
+/// and the transposed store's C are bit-identical to Avx2's; the wide gather's is bit-identical to the AVX2
+/// direct gather (RowsKernel::Direct), but an Avx2 engine with RowsKernel::Auto takes the row lists there for
+/// Q > kDirectRowsMaxQ, whose sums start from C when C is accumulated into (beta != 0, or DENSE runs) and which
+/// use two accumulator sets in a last panel of up to 32 floats: the two engines' C may then differ in the last
+/// bits. Auto's choice of Avx512 was measured on AMD Zen 5 only.
 enum class Isa { Auto, Avx2, Portable, Avx512 };
 /// Sparse kernel for S = transpose of the stored operand (TileSparseOptions::transposed_kernel).
 /// RowGather: for sparse A with op T only (the train layout's forward, Y^T = col^T W^T), the engine
@@ -81,10 +84,12 @@ inline constexpr double kRowGatherMinElems = double(1 << 18);
 /// each R block of op(B) into L2 just before it gathers it (TileSparseStats::dense_block_packed) and the transposed
 /// compaction has become cheaper, the rules above no longer hold there. bench-gemm at 97 %, forward, forty-third
 /// session (kernel / kernel+pack / compact+kernel+pack ratios, scatter kernel -> row gather): ResNet-18 conv5_x (M
-/// = 49, N = 512, K = 4608) 4.0-4.8 / 2.1 / 1.9 -> 5.2-6.8 / 3.1-3.6 / 2.7-3.0; vgg-s b2c2 (49 x 64 x 576) 7.5 / 3.0 / 1.6 ->
-/// 15.5 / 5.1 / 1.8; b1c2 (196 x 32 x 288) 7.0 / 5.1 / 1.5-1.6 -> 9.8 / 6.9 / 1.4-1.5; fc2 of a vgg-s trace (64 x
-/// 256 x 256, 87 % zeros) 2.6 / 1.8 / 1.6 -> 4.2 / 2.8 / 2.1. With N = 16 (vgg-s b0c2, 784 x 16 x 144) the scatter
-/// kernel, which adds straight into C's rows there, stayed faster (6.1-6.4 against 5.7-5.8).
+/// = 49, N = 512, K = 4608) 4.0-4.8 / 2.1 / 1.9 -> 5.2-6.8 / 3.1-3.6 / 2.7-3.0 (four alternated runs); kernel /
+/// kernel+pack / compact ms, forced either way, two runs: vgg-s b2c2 (49 x 64 x 576) 0.004 / 0.009-0.010 / 0.008 ->
+/// 0.002 / 0.005-0.006 / 0.010; b1c2 (196 x 32 x 288) 0.003 / 0.005 / 0.010-0.011 -> 0.002 / 0.003 / 0.013; fc2 of
+/// a vgg-s trace (64 x 256 x 256, 87 % zeros) 0.021 / 0.029 / 0.004 -> 0.013 / 0.020 / 0.006. With N = 16 (vgg-s
+/// b0c2, 784 x 16 x 144) the scatter kernel, which adds straight into C's rows there, stayed faster (kernel ratio
+/// 6.1-6.4 against 5.7-5.8).
 inline constexpr int kRowGatherMinQ = 32;
 /// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most kScatterMaxQ (8 panels
 /// of 64) and the reduction length R (GEMM K) at least kScatterMinR. Bucketing the non-zeros by column
@@ -157,9 +162,9 @@ struct TileSparseOptions {
   /// (plain loops; it may be called from inside a caller's parallel region or work-sharing loop): libgomp's
   /// futex calls cost 1.1-2.4 us per one-thread region here.
   int num_threads = 0;
-  /// Call-level guard: when the whole operand's density (nnz / elements) is >= threshold, run one sgemm
-  /// of the whole call (the calibrated crossover says dense wins on average; mixed tiles would otherwise
-  /// fragment the dense part into many small sgemm calls). Tile counts are still reported.
+  /// Call-level guard: when the whole operand's density (nnz / elements) is >= guard_fraction x threshold,
+  /// run one sgemm of the whole call (the calibrated crossover says dense wins on average; mixed tiles would
+  /// otherwise fragment the dense part into many small sgemm calls). Tile counts are still reported.
   bool whole_call_guard = true;
   /// The guard fires at overall density >= guard_fraction * threshold. Below 1 because at densities near
   /// the crossover the tiles of a uniformly sparse operand split into DENSE and sparse ones, and the mixed
@@ -208,7 +213,7 @@ struct TileSparseOptions {
   /// operand's payload is larger than this CPU's L1 data cache (last_stats().payload_prefetched). false: never
   /// (the kernel is then instantiated without any prefetch state, as before the prefetch was added). Results do
   /// not depend on it. Measured in docs/bench/gemm.md (forty-fourth session): VGG-16 forward and backward-weight
-  /// at 97 % 6-25 % faster, warm or cold.
+  /// at 97 %: 6-21 % less kernel time warm, 13-33 % cold.
   bool payload_prefetch = true;
 };
 
