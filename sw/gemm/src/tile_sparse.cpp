@@ -246,7 +246,7 @@ Orientation TileSparseEngine::compact_orientation(const GemmCall& c) const {
   if (opt_.transposed_kernel == TransposedKernel::RowGather) return Orientation::Op;
   const bool rows = opt_.transposed_kernel == TransposedKernel::Auto && avx512_ &&
                     opt_.sparse_format == TileFormat::Ell && format::index_bytes(opt_.tile_cols) == 1 &&
-                    (c.N >= kRowGatherMinQ || (c.M >= kRowGatherMinRows && double(c.M) * double(c.K) >= kRowGatherMinElems));
+                    c.N >= kRowGatherMinQ;
   return rows ? Orientation::Op : Orientation::Stored;
 }
 

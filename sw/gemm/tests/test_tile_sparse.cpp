@@ -843,7 +843,7 @@ TEST(TileSparseGemm, WideRowGatherAutoChoice) {
               return l;
             }()), 0);
   EXPECT_EQ(q_of(Case{SparseOperand::A, Op::N, Op::T, 60, 100, 300, 0.9}, o), 0);  // B would need a transpose
-  // Sparse A op T with M = 60 < kRowGatherMinRows and N = 16 < kRowGatherMinQ: S = stored^T (Auto: the scatter
+  // Sparse A op T with N = 16 < kRowGatherMinQ: S = stored^T (Auto: the scatter
   // kernel) ...
   EXPECT_EQ(q_of(Case{SparseOperand::A, Op::T, Op::N, 60, 16, 300, 0.9}, o), 0);
   // ... unless op(A) is compacted (TransposedKernel::RowGather): its rows, in wide panels
@@ -1160,9 +1160,8 @@ TEST(TileSparseGemm, RowGatherOfCompactedOpAMatchesReference) {
 }
 
 // Auto's orientation: Op (RowGather) for sparse A op T on an AVX-512 engine with u8 ELL tiles when op(B) has
-// >= kRowGatherMinQ columns, or op(A) >= kRowGatherMinRows rows and >= kRowGatherMinElems elements; Stored
-// otherwise (a narrow op(B) with fewer rows or a small op(A), BITMAP, 2-byte indices, an AVX2 engine, Scatter or
-// Gather asked for, op N, sparse B).
+// >= kRowGatherMinQ columns, whatever M and K; Stored otherwise (a narrower op(B) however large op(A) is, BITMAP,
+// 2-byte indices, an AVX2 engine, Scatter or Gather asked for, op N, sparse B).
 TEST(TileSparseGemm, RowGatherAutoChoice) {
   TileSparseOptions o;
   TileSparseEngine e(o);
@@ -1179,12 +1178,12 @@ TEST(TileSparseGemm, RowGatherAutoChoice) {
   EXPECT_EQ(orient(e, Op::T, 49, 4608, A, 512), yes);               // ResNet-18 conv5_x: N >= kRowGatherMinQ
   EXPECT_EQ(orient(e, Op::T, 49, 576, A, 64), yes);                 // vgg-s b2c2 at batch 1
   EXPECT_EQ(orient(e, Op::T, 1, 64, A, kRowGatherMinQ), yes);       // one row, the narrowest such op(B)
-  // A narrow op(B): M >= kRowGatherMinRows and M x K >= kRowGatherMinElems
-  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows, 4096, A, narrow), yes);  // the smallest M at 2^18 elements
-  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows, 4095, A, narrow), Orientation::Stored);  // one column short
-  EXPECT_EQ(orient(e, Op::T, kRowGatherMinRows - 1, 4608, A, narrow), Orientation::Stored);  // one row short
-  EXPECT_EQ(orient(e, Op::T, 784, 144, A, 16), Orientation::Stored);  // vgg-s b0c2 at batch 1 (112896 elements)
-  EXPECT_EQ(orient(e, Op::T, 784 * 64, 144, A, 16), yes);             // ... at batch 64
+  // A narrow op(B) stays Stored (the scatter kernel) however large op(A) is
+  EXPECT_EQ(orient(e, Op::T, 64, 4096, A, narrow), Orientation::Stored);
+  EXPECT_EQ(orient(e, Op::T, 50176, 4608, A, narrow), Orientation::Stored);
+  EXPECT_EQ(orient(e, Op::T, 784, 144, A, 16), Orientation::Stored);       // vgg-s b0c2 at batch 1
+  EXPECT_EQ(orient(e, Op::T, 784 * 64, 144, A, 16), Orientation::Stored);  // ... and at batch 64
+  EXPECT_EQ(orient(e, Op::T, 784 * 64, 144, A, kRowGatherMinQ), yes);     // one column wider
   EXPECT_EQ(orient(e, Op::N, 169, 2304), Orientation::Stored);
   EXPECT_EQ(orient(e, Op::T, 169, 2304, SparseOperand::B), Orientation::Stored);
   for (auto change : std::vector<std::function<void(TileSparseOptions&)>>{

@@ -59,7 +59,7 @@ enum class Isa { Auto, Avx2, Portable, Avx512 };
 /// RowGather: for sparse A with op T only (the train layout's forward, Y^T = col^T W^T), the engine
 /// compacts op(A) = A^T instead of A (Orientation::Op, format::compact_transposed), so that S is the
 /// stored matrix of the tiles, and gathers its rows: with AVX-512 and u8 ELL tiles the wide direct row gather
-/// in R blocks (kRowGatherMinRows, kRowGatherMinQ), unless RowsKernel::Lists is asked for; otherwise the rows kernels of
+/// in R blocks (kRowGatherMinQ), unless RowsKernel::Lists is asked for; otherwise the rows kernels of
 /// RowsKernel (lists, or the direct gather for Q <= kDirectRowsMaxQ).
 enum class TransposedKernel { Auto, Gather, Scatter, RowGather };
 /// Which matrix compact_operand() tiles, and run_compacted() expects (TileSparseEngine::compact_orientation).
@@ -68,28 +68,23 @@ enum class Orientation {
   Op,      ///< op(A) for sparse A: its transpose for op T (format::compact_transposed), A itself for op N
 };
 /// Auto takes RowGather for sparse A op T on an AVX-512 engine with ELL tiles of at most 256 columns when op(B)
-/// has at least kRowGatherMinQ columns (N), or op(A) at least kRowGatherMinRows rows (M) and kRowGatherMinElems
-/// elements (M x K). The wide gather reads
-/// op(B)'s rows (packed into 64-byte aligned panels of up to 384 floats) in R blocks of whole tiles whose panel
-/// rows fit one gather slice (L2), adding into C block by block, at about 1.2-1.8 cycles per 16-float vector and
-/// non-zero; the scatter kernel's load-FMA-store of its output block costs 1.7-2.4. The M and M x K rules date from
-/// the twenty-fifth session (bench-gemm, train layout, forward GEMMs, docs/bench/gemm.md): then, with fewer rows of
-/// op(A), each row of op(B) served few non-zeros and came from memory (ResNet-18 conv5_x, M = 49, K = 4608: 1.2x
-/// the scatter kernel's time), and below kRowGatherMinElems the transposed compaction's fixed costs (per-row slot
-/// tables) outweighed the kernel's gain (vgg-s layers at batch 1: compaction 1.2-1.4x, e.g. 12 us more against 3
-/// us less kernel time). They now decide only for a narrow op(B) (kRowGatherMinQ).
-inline constexpr int kRowGatherMinRows = 64;
-inline constexpr double kRowGatherMinElems = double(1 << 18);
-/// ... or, whatever M and M x K, when op(B) has at least kRowGatherMinQ columns (N): since the wide gather packs
-/// each R block of op(B) into L2 just before it gathers it (TileSparseStats::dense_block_packed) and the transposed
-/// compaction has become cheaper, the rules above no longer hold there. bench-gemm at 97 %, forward, forty-third
-/// session (kernel / kernel+pack / compact+kernel+pack ratios, scatter kernel -> row gather): ResNet-18 conv5_x (M
-/// = 49, N = 512, K = 4608) 4.0-4.8 / 2.1 / 1.9 -> 5.2-6.8 / 3.1-3.6 / 2.7-3.0 (four alternated runs); kernel /
-/// kernel+pack / compact ms, forced either way, two runs: vgg-s b2c2 (49 x 64 x 576) 0.004 / 0.009-0.010 / 0.008 ->
-/// 0.002 / 0.005-0.006 / 0.010; b1c2 (196 x 32 x 288) 0.003 / 0.005 / 0.010-0.011 -> 0.002 / 0.003 / 0.013; fc2 of
-/// a vgg-s trace (64 x 256 x 256, 87 % zeros) 0.021 / 0.029 / 0.004 -> 0.013 / 0.020 / 0.006. With N = 16 (vgg-s
-/// b0c2, 784 x 16 x 144) the scatter kernel, which adds straight into C's rows there, stayed faster (kernel ratio
-/// 6.1-6.4 against 5.7-5.8).
+/// has at least kRowGatherMinQ columns (N), whatever M and K. The wide gather reads op(B)'s rows (packed R block by
+/// R block into 64-byte aligned panels of up to 384 floats, TileSparseStats::dense_block_packed) in R blocks of
+/// whole tiles whose panel rows fit one gather slice (L2), adding into C block by block, at about 1.2-1.8 cycles
+/// per 16-float vector and non-zero; the scatter kernel's load-FMA-store of its output block costs 1.7-2.4.
+/// bench-gemm at 97 %, forward, forty-third session (kernel / kernel+pack / compact+kernel+pack ratios, scatter
+/// kernel -> row gather): ResNet-18 conv5_x (M = 49, N = 512, K = 4608) 4.0-4.8 / 2.1 / 1.9 -> 5.2-6.8 / 3.1-3.6 /
+/// 2.7-3.0 (four alternated runs); kernel / kernel+pack / compact ms, forced either way, two runs: vgg-s b2c2 (49 x
+/// 64 x 576) 0.004 / 0.009-0.010 / 0.008 -> 0.002 / 0.005-0.006 / 0.010; b1c2 (196 x 32 x 288) 0.003 / 0.005 /
+/// 0.010-0.011 -> 0.002 / 0.003 / 0.013; fc2 of a vgg-s trace (64 x 256 x 256, 87 % zeros) 0.021 / 0.029 / 0.004
+/// -> 0.013 / 0.020 / 0.006. A narrower op(B) keeps the scatter kernel, which adds straight into C's rows for N =
+/// 16: vgg-s b0c2 (M = 784 x batch, N = 16, K = 144) at 97 %, kernel ratio at batch 1 6.1-6.4 against 5.7-5.8 for
+/// the row gather, at batch 4 / 16 / 64 7.1 / 6.6 / 5.4 against 5.2 / 2.6 / 3.3; at 70 % its kernel took 0.76
+/// against 0.79 ms at batch 16 but 4.01 against 3.23 ms at batch 64, while its compaction (of the stored col, not
+/// col^T) was 1.2-3.4x faster at every batch and sparsity measured (4.1 against 14.2 ms there); probes of M = 12544, K = 144 with N = 6, 8, 16 and 24, and of N = 16 and 24 with K up to
+/// 4608, gave the scatter path the lower compact + kernel time in every case, at 70, 90 and 97 % (forty-seventh
+/// session, docs/bench/gemm.md). Until then Auto also took RowGather for a narrow op(B) when op(A) had at least 64
+/// rows and 2^18 elements (rules of the twenty-fifth session, measured on ImageNet layers, N >= 64).
 inline constexpr int kRowGatherMinQ = 32;
 /// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most kScatterMaxQ (8 panels
 /// of 64) and the reduction length R (GEMM K) at least kScatterMinR. Bucketing the non-zeros by column
@@ -181,7 +176,7 @@ struct TileSparseOptions {
   /// products over the stored rows (each non-zero adds alpha * v * D[row] into a per-band output block),
   /// Gather = bucket the non-zeros by column into row lists, then the row-gather kernel; RowGather (sparse A
   /// op T) = compact op(A) instead of A and gather its rows (no transpose of S left). Auto: RowGather for sparse
-  /// A op T under the conditions of kRowGatherMinRows and kRowGatherMinQ, else Scatter when Q <= kScatterMaxQ and R >=
+  /// A op T when N >= kRowGatherMinQ, else Scatter when Q <= kScatterMaxQ and R >=
   /// kScatterMinR, else Gather (sw/gemm/README.md; measured in docs/bench/gemm.md). A run_compacted() call
   /// given the stored orientation takes Auto's Scatter / Gather choice also under RowGather.
   TransposedKernel transposed_kernel = TransposedKernel::Auto;
@@ -301,7 +296,7 @@ class TileSparseEngine final : public GemmEngine {
   std::string name() const override { return "tile-sparse"; }
 
   /// The orientation compact_operand() compacts `call`'s sparse operand in: Op for sparse A with op T when
-  /// TileSparseOptions::transposed_kernel is RowGather, or Auto under the conditions of kRowGatherMinRows / MinQ
+  /// TileSparseOptions::transposed_kernel is RowGather, or Auto when N >= kRowGatherMinQ
   /// (decided from the call and the options alone, before the non-zeros are known); else Stored.
   Orientation compact_orientation(const GemmCall& call) const;
   /// Compacts the sparse operand of `call` with this engine's options, in compact_orientation(call).
