@@ -11,6 +11,8 @@
 #include <immintrin.h>
 #endif
 
+#include "transpose16_avx512.h"
+
 namespace spartan::gemm::detail {
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -146,12 +148,125 @@ SPARTAN_AVX512BW void count_source_row(const float* s, std::uint32_t rows, std::
   }
 }
 
+// Pass 2 of the transposed compaction for one sparse tile: its re result rows are the source columns i0.., each
+// read down the source rows k0..k0 + ce. Per 16 result rows and 16 source rows, one 64-byte piece of each source
+// row is loaded and the block transposed in registers (transpose16x16: bits moved, not computed on), then each
+// result row's non-zeros are compressed and stored as fill_tile_row stores them; a row's slots are filled in
+// source-row order, as format::compact_transposed() fills them. p: the tile's payload (index block, then values
+// at `vals`), its rows `width` slots apart.
+// How far ahead along each source row fill_tile_transposed prefetches: two 64-byte pieces, the ones two tiles
+// further down the tile column read (16-row tiles). The hardware prefetchers do not follow 256 source rows read 64
+// bytes at a time; without it VGG-16 conv2_2's forward compaction at 90 % took 20.0 ms against 12.1 (1, 4, 8 and 16
+// pieces: 17.3, 12.4, 12.6, 13.2 ms; probe, forty-seventh session).
+constexpr std::size_t kTransposedPrefetchFloats = 2 * 16;
+SPARTAN_AVX512BW void fill_tile_transposed(const float* src, std::size_t ld, std::uint32_t i0, std::uint32_t re,
+                                           std::uint32_t k0, std::uint32_t ce, std::uint32_t width, bool u8,
+                                           std::uint8_t* p, std::uint8_t* vals) {
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (std::uint32_t r0 = 0; r0 < re; r0 += 16) {
+    const std::uint32_t rn = std::min<std::uint32_t>(16, re - r0);
+    std::size_t j[16];  // each result row's next slot
+    for (std::uint32_t r = 0; r < rn; ++r) j[r] = std::size_t(r0 + r) * width;
+    for (std::uint32_t c = 0; c < ce; c += 16) {
+      const std::uint32_t kn = std::min<std::uint32_t>(16, ce - c);
+      __m512 x[16];
+      for (std::uint32_t t = 0; t < 16; ++t) {  // lanes past rn and rows past kn are 0: never stored
+        const float* at = src + std::size_t(k0 + c + t) * ld + i0 + r0;
+        if (t < kn) _mm_prefetch(reinterpret_cast<const char*>(at + kTransposedPrefetchFloats), _MM_HINT_T0);
+        x[t] = t < kn ? _mm512_castsi512_ps(load16(at, rn)) : _mm512_setzero_ps();
+      }
+      transpose16x16(x);
+      const __m512i col = _mm512_add_epi32(iota, _mm512_set1_epi32(int(c)));
+      for (std::uint32_t r = 0; r < rn; ++r) {
+        const __m512i xr = _mm512_castps_si512(x[r]);
+        const __mmask16 nz = nonzero16(xr, kn);
+        const unsigned pop = unsigned(_mm_popcnt_u32(nz));
+        const __mmask16 first = lanes(pop);
+        _mm512_mask_storeu_epi32(vals + j[r] * sizeof(float), first, _mm512_maskz_compress_epi32(nz, xr));
+        const __m512i cr = _mm512_maskz_compress_epi32(nz, col);
+        if (u8)
+          _mm_mask_storeu_epi8(p + j[r], first, _mm512_maskz_cvtepi32_epi8(0xFFFF, cr));
+        else
+          _mm256_mask_storeu_epi16(p + 2 * j[r], first, _mm512_maskz_cvtepi32_epi16(0xFFFF, cr));
+        j[r] += pop;
+      }
+    }
+  }
+}
+
 // Non-zero lanes of s[i0, i0 + n), n <= 64, as a 64-bit mask (bit k: element i0 + k).
 SPARTAN_AVX512BW inline std::uint64_t nonzero64(const float* s, std::uint32_t n) {
   std::uint64_t mask = 0;
   for (std::uint32_t q = 0; q < n; q += 16)
     mask |= std::uint64_t(nonzero16(load16(s + q, n - q), n - q)) << q;
   return mask;
+}
+
+// Pass 2 of the transposed compaction by source rows, one tile column at a time: each source row's non-zeros,
+// found 64 elements at a time across the result rows of the column's sparse tiles, go to their rows' next ELL
+// slots. Its work grows with the non-zeros (the blocks path's with the elements).
+SPARTAN_AVX512BW void fill_transposed_scan(const float* src, std::size_t ld, format::TiledMatrix& m) {
+  const format::TileGrid& g = m.grid;
+  const std::uint32_t rows = g.rows, TR = g.tile_rows, TC = g.tile_cols, nr = g.tiles_r(), nc = g.tiles_c();
+  const bool u8 = format::index_bytes(TC) == 1;
+  std::vector<std::uint8_t*> idx_at(rows);
+  std::vector<float*> val_at(rows);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> spans;  // result rows of the sparse tiles with non-zeros
+  for (std::uint32_t tj = 0; tj < nc; ++tj) {
+    const std::uint32_t ce = g.c_eff(tj);
+    spans.clear();
+    for (std::uint32_t ti = 0; ti < nr; ++ti) {
+      const format::TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
+      if (h.fmt() == format::TileFormat::Dense || h.nnz == 0) continue;
+      const std::uint32_t re = g.r_eff(ti);
+      if (!spans.empty() && spans.back().second == ti * TR)
+        spans.back().second += re;
+      else
+        spans.emplace_back(ti * TR, ti * TR + re);
+      std::uint8_t* p = m.payload.data() + h.offset;
+      float* vals = reinterpret_cast<float*>(p + format::ell_values_offset(re, h.width, TC));
+      for (std::uint32_t r = 0; r < re; ++r) {
+        idx_at[ti * TR + r] = p + std::size_t(r) * h.width * (u8 ? 1 : 2);
+        val_at[ti * TR + r] = vals + std::size_t(r) * h.width;
+      }
+    }
+    for (std::uint32_t kk = 0; kk < ce; ++kk) {
+      const float* s = src + std::size_t(tj * TC + kk) * ld;
+      for (const auto& [sb, se] : spans)
+        for (std::uint32_t i0 = sb; i0 < se; i0 += 64) {
+          std::uint64_t mask = nonzero64(s + i0, std::min<std::uint32_t>(64, se - i0));
+          while (mask) {
+            const std::uint32_t i = i0 + std::uint32_t(__builtin_ctzll(mask));
+            mask &= mask - 1;
+            if (u8) {
+              *idx_at[i]++ = static_cast<std::uint8_t>(kk);
+            } else {
+              const std::uint16_t k16 = static_cast<std::uint16_t>(kk);
+              std::memcpy(idx_at[i], &k16, 2);
+              idx_at[i] += 2;
+            }
+            std::memcpy(val_at[i]++, s + i, sizeof(float));
+          }
+        }
+    }
+  }
+}
+
+// Pass 2 of the transposed compaction by blocks, tile by tile down each tile column (consecutive tiles read the
+// next 64 bytes of the same source rows).
+SPARTAN_AVX512BW void fill_transposed_blocks(const float* src, std::size_t ld, format::TiledMatrix& m) {
+  const format::TileGrid& g = m.grid;
+  const std::uint32_t TR = g.tile_rows, TC = g.tile_cols, nr = g.tiles_r(), nc = g.tiles_c();
+  const bool u8 = format::index_bytes(TC) == 1;
+  for (std::uint32_t tj = 0; tj < nc; ++tj)
+    for (std::uint32_t ti = 0; ti < nr; ++ti) {
+      const format::TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
+      if (h.fmt() == format::TileFormat::Dense || h.nnz == 0) continue;
+      const std::uint32_t re = g.r_eff(ti);
+      std::uint8_t* p = m.payload.data() + h.offset;
+      fill_tile_transposed(src, ld, ti * TR, re, tj * TC, g.c_eff(tj), h.width, u8, p,
+                           p + format::ell_values_offset(re, h.width, TC));
+    }
 }
 
 // True when the matrix's density (sum of the headers' nnz over rows x cols) is >= skip_payload_density: the
@@ -234,7 +349,7 @@ bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t co
 
 bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, std::uint32_t stored_cols,
                                    std::size_t ld, const format::CompactOptions& o, format::TiledMatrix& out,
-                                   double skip_payload_density) {
+                                   double skip_payload_density, TransposedFill fill) {
   format::check_options(stored_rows, stored_cols, ld, o);
   const std::uint32_t rows = stored_cols, cols = stored_rows;  // the result src^T
   if (o.elem != format::ElemType::F32 || o.sparse_format != format::TileFormat::Ell ||
@@ -263,49 +378,21 @@ bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, 
     return true;
   }
   m.payload.assign(payload_bytes, 0);
-  // Pass 2, one tile column at a time: per result row i of a sparse tile, its next index and value slots.
-  const bool u8 = format::index_bytes(TC) == 1;
-  std::vector<std::uint8_t*> idx_at(rows);
-  std::vector<float*> val_at(rows);
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> spans;  // result rows of the sparse tiles with non-zeros
-  for (std::uint32_t tj = 0; tj < nc; ++tj) {
-    const std::uint32_t ce = g.c_eff(tj);
-    spans.clear();
-    for (std::uint32_t ti = 0; ti < nr; ++ti) {
-      const format::TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
-      if (h.fmt() == format::TileFormat::Dense || h.nnz == 0) continue;
-      const std::uint32_t re = g.r_eff(ti);
-      if (!spans.empty() && spans.back().second == ti * TR)
-        spans.back().second += re;
-      else
-        spans.emplace_back(ti * TR, ti * TR + re);
-      std::uint8_t* p = m.payload.data() + h.offset;
-      float* vals = reinterpret_cast<float*>(p + format::ell_values_offset(re, h.width, TC));
-      for (std::uint32_t r = 0; r < re; ++r) {
-        idx_at[ti * TR + r] = p + std::size_t(r) * h.width * (u8 ? 1 : 2);
-        val_at[ti * TR + r] = vals + std::size_t(r) * h.width;
-      }
-    }
-    for (std::uint32_t kk = 0; kk < ce; ++kk) {
-      const float* s = src + std::size_t(tj * TC + kk) * ld;
-      for (const auto& [sb, se] : spans)
-        for (std::uint32_t i0 = sb; i0 < se; i0 += 64) {
-          std::uint64_t mask = nonzero64(s + i0, std::min<std::uint32_t>(64, se - i0));
-          while (mask) {
-            const std::uint32_t i = i0 + std::uint32_t(__builtin_ctzll(mask));
-            mask &= mask - 1;
-            if (u8) {
-              *idx_at[i]++ = static_cast<std::uint8_t>(kk);
-            } else {
-              const std::uint16_t k16 = static_cast<std::uint16_t>(kk);
-              std::memcpy(idx_at[i], &k16, 2);
-              idx_at[i] += 2;
-            }
-            std::memcpy(val_at[i]++, s + i, sizeof(float));
-          }
-        }
-    }
-  }
+  // Pass 2: by source rows for sparse operands, by 16 x 16 blocks transposed in registers for denser ones. The scan
+  // costs per non-zero (a branch and a slot pointer each), the blocks per element; bench-gemm's forward GEMMs at
+  // batch 1, compaction summed over the 14 rows, scan against blocks (two alternated rounds): 70 % zeros 50.2 /
+  // 69.3 against 29.4 / 40.0 ms, 90 % 26.0 / 35.4 against 23.8 / 28.3, 97 % 15.6-18.7 against 16.3-17.4 ms, the
+  // blocks slower at 97 % on the layers with few result rows (AlexNet conv3 / conv5, ResNet-18 conv4_x / conv5_x)
+  // (docs/bench/gemm.md, forty-seventh session). Auto: blocks at a density of kTransposedBlocksMinDensity or more.
+  std::uint64_t total = 0;
+  for (const std::uint32_t n : nnz) total += n;
+  const bool blocks = fill == TransposedFill::Blocks ||
+                      (fill == TransposedFill::Auto &&
+                       density_at_least(total, rows, cols, kTransposedBlocksMinDensity));
+  if (blocks)
+    fill_transposed_blocks(src, ld, m);
+  else
+    fill_transposed_scan(src, ld, m);
   out = std::move(m);
   return true;
 }
@@ -317,7 +404,7 @@ bool compact_f32_avx512(const float*, std::uint32_t rows, std::uint32_t cols, st
   return false;
 }
 bool compact_transposed_f32_avx512(const float*, std::uint32_t stored_rows, std::uint32_t stored_cols, std::size_t ld,
-                                   const format::CompactOptions& o, format::TiledMatrix&, double) {
+                                   const format::CompactOptions& o, format::TiledMatrix&, double, TransposedFill) {
   format::check_options(stored_rows, stored_cols, ld, o);
   return false;
 }

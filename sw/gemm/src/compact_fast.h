@@ -37,17 +37,26 @@ bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t co
                         const format::CompactOptions& o, int nthreads, format::TiledMatrix& out,
                         double skip_payload_density = 2.0);
 
+/// Pass 2 of compact_transposed_f32_avx512. Scan: source row by source row across each tile column, the non-zeros
+/// found 64 elements at a time and each placed in its result row's next ELL slot (work per non-zero). Blocks: tile
+/// by tile, 16 result rows x 16 source rows loaded (one 64-byte piece of each source row, prefetched two pieces
+/// ahead), transposed in registers and each result row's non-zeros compressed and stored with masks (work per
+/// element). Auto: Blocks when the operand's density is at least kTransposedBlocksMinDensity. Both give the same
+/// payload (each row's slots in source-row order).
+enum class TransposedFill { Auto, Scan, Blocks };
+/// The density from which Auto fills by blocks: between bench-gemm's 97 % rows, where the scan was as fast or
+/// faster, and its 90 % rows, where the blocks were faster (docs/bench/gemm.md, forty-seventh session).
+inline constexpr double kTransposedBlocksMinDensity = 0.05;
 /// format::compact_transposed() of the row-major f32 matrix `src` (stored_rows x stored_cols, row stride ld
-/// floats): the tiles of src^T (stored_cols x stored_rows), the same TiledMatrix byte for byte. Both passes read
-/// src row by row as format::compact_transposed() does; pass 1 adds 16 rows' non-zero flags at a time to the
-/// per-row counters, pass 2 finds the non-zeros 64 elements at a time (plain 16-lane loads and zero tests) and
-/// places each in its row's next ELL slot. One thread. Returns false, leaving `out` untouched, when the CPU
+/// floats): the tiles of src^T (stored_cols x stored_rows), the same TiledMatrix byte for byte. Pass 1 reads src
+/// row by row, adding 16 rows' non-zero flags at a time to the per-row counters; pass 2 as `fill` says
+/// (TransposedFill). One thread. Returns false, leaving `out` untouched, when the CPU
 /// lacks AVX-512 F/BW/VL or the call is outside this path (elements other than F32, BITMAP tiles, or DENSE
 /// tiles copied into the payload): the caller then uses format::compact_transposed(). Throws
 /// spartan::InputError on options format::compact_transposed() rejects. skip_payload_density: as for
 /// compact_f32_avx512.
 bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, std::uint32_t stored_cols,
                                    std::size_t ld, const format::CompactOptions& o, format::TiledMatrix& out,
-                                   double skip_payload_density = 2.0);
+                                   double skip_payload_density = 2.0, TransposedFill fill = TransposedFill::Auto);
 
 }  // namespace spartan::gemm::detail

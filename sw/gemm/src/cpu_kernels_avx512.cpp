@@ -16,6 +16,7 @@
 
 #include "cpu_kernels.h"
 #include "payload_prefetch.h"
+#include "transpose16_avx512.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -192,42 +193,15 @@ namespace {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// One 16x16 block: C[i][j] = T[j][i] (+ beta * C[i][j]) for i, j < 16. Four shuffle stages on 16 zmm rows
-// (unpack pairs of floats, then of doubles, then 128-bit lanes twice); the stores are as in the AVX2 kernel (beta
-// 1: C + T; other non-zero beta: one FMA beta * C + T), so C is bit-identical to transpose_store_avx2's.
+// One 16x16 block: C[i][j] = T[j][i] (+ beta * C[i][j]) for i, j < 16, transposed in registers
+// (transpose16x16); the stores are as in the AVX2 kernel (beta 1: C + T; other non-zero beta: one FMA
+// beta * C + T), so C is bit-identical to transpose_store_avx2's.
 template <int Beta>  // 0: beta 0, 1: beta 1, 2: any other beta
 SPARTAN_AVX512 inline void transpose16_block(const float* T, std::size_t ldt, float* C, std::size_t ldc, __m512 vb) {
-  __m512 r[16], t[16];
+  __m512 r[16];
 #pragma GCC unroll 16
   for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_ps(T + std::size_t(k) * ldt);
-#pragma GCC unroll 8
-  for (int k = 0; k < 8; ++k) {  // t[2k], t[2k + 1]: rows 2k, 2k + 1 interleaved (low / high pairs per lane)
-    t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-    t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
-  }
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {  // r[4k + c]: rows 4k..4k + 3 of column c (+ 4 per 128-bit lane)
-    const __m512d a = _mm512_castps_pd(t[4 * k]), b = _mm512_castps_pd(t[4 * k + 1]);
-    const __m512d c = _mm512_castps_pd(t[4 * k + 2]), d = _mm512_castps_pd(t[4 * k + 3]);
-    r[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    r[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    r[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    r[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {  // lanes: t[c] = lanes 0, 2 of rows 0-7, t[4 + c] = lanes 1, 3 (and rows 8-15)
-    t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
-    t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
-    t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
-    t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
-  }
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {  // r[i] = column i of T, rows 0..15
-    r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
-    r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xdd);
-    r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
-    r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xdd);
-  }
+  transpose16x16(r);
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) {
     float* c = C + std::size_t(i) * ldc;

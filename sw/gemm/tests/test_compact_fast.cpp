@@ -106,7 +106,9 @@ TEST(TileSparseCompactFast, TransposedSameTilesAsFormatCompactTransposed) {
   };
   const Shape shapes[] = {{1, 1, 0}, {300, 7, 3}, {256, 8, 0}, {513, 17, 16}, {1000, 100, 5}, {70, 64, 0}, {17, 33, 1},
                           {144, 784, 0}};
-  const std::pair<std::uint32_t, std::uint32_t> tiles[] = {{8, 256}, {32, 32}, {8, 300}, {1, 1}, {3, 17}, {5, 16}};
+  // (16 x 256: the engine's tile; 20 x 64: a second block of 4 result rows per tile; 32 x 32: two whole blocks)
+  const std::pair<std::uint32_t, std::uint32_t> tiles[] = {{8, 256},  {32, 32}, {8, 300}, {1, 1},
+                                                           {3, 17},   {5, 16},  {16, 256}, {20, 64}};
   const double sparsities[] = {0.0, 0.5, 0.9, 0.97, 1.0};
   int cases = 0;
   for (const Shape& s : shapes)
@@ -119,19 +121,20 @@ TEST(TileSparseCompactFast, TransposedSameTilesAsFormatCompactTransposed) {
             format::CompactOptions o;
             o.tile_rows = tr, o.tile_cols = tc, o.threshold = threshold, o.dense_if_not_smaller = size_rule;
             const format::TiledMatrix ref = format::compact_transposed(x.data(), s.rows, s.cols, ld, o);
-            format::TiledMatrix fast;
-            ASSERT_TRUE(compact_transposed_f32_avx512(x.data(), s.rows, s.cols, ld, o, fast));
-            expect_same(ref, fast,
-                        "stored " + std::to_string(s.rows) + "x" + std::to_string(s.cols) + " ld " +
-                            std::to_string(ld) +
-                            " tiles " + std::to_string(tr) + "x" + std::to_string(tc) + " sparsity " +
-                            std::to_string(sp) + " threshold " + std::to_string(threshold) + " size rule " +
-                            std::to_string(size_rule));
-            ++cases;
-            if (::testing::Test::HasFailure()) return;
+            for (TransposedFill fill : {TransposedFill::Auto, TransposedFill::Scan, TransposedFill::Blocks}) {
+              format::TiledMatrix fast;
+              ASSERT_TRUE(compact_transposed_f32_avx512(x.data(), s.rows, s.cols, ld, o, fast, 2.0, fill));
+              expect_same(ref, fast,
+                          "stored " + std::to_string(s.rows) + "x" + std::to_string(s.cols) + " ld " +
+                              std::to_string(ld) + " tiles " + std::to_string(tr) + "x" + std::to_string(tc) +
+                              " sparsity " + std::to_string(sp) + " threshold " + std::to_string(threshold) +
+                              " size rule " + std::to_string(size_rule) + " fill " + std::to_string(int(fill)));
+              ++cases;
+              if (::testing::Test::HasFailure()) return;
+            }
           }
       }
-  EXPECT_EQ(cases, 8 * 6 * 5 * 3 * 2);
+  EXPECT_EQ(cases, 8 * 8 * 5 * 3 * 2 * 3);
 }
 
 // An operand the whole-call guard takes: run() compacts it without its payload (headers only), C is the guard's
