@@ -118,3 +118,17 @@ rm -f "$WORK/huge_header.sptrace"
 # An operating-system error names the file first (a seek's EINVAL on a /proc file carried no name: finding 106).
 expect_one_line_exit2 "a /proc file" "$PYTHON" "$READER" /proc/self/status
 grep -q "error: /proc/self/status: " "$WORK/err.txt" || { echo "/proc file: the message does not name it: $(cat "$WORK/err.txt")"; exit 1; }
+# Found by the differential fuzz of the two readers (trace.reader_differential_fuzz): a data offset of 2^64 or
+# more is no 64-bit integer. The C++ reader says so at the tensor's name; the Python reader called it a range
+# outside the data section, at a data offset.
+"$PYTHON" - "$WORK" <<'PY'
+import struct, sys
+for name, offsets in [("offset_2pow64", b"[0,18446744073709551616]"),
+                      ("offset_2pow70", b"[1180591620717411303424,1180591620717411303425]")]:
+    hb = b'{"a":{"dtype":"U8","shape":[1],"data_offsets":' + offsets + b'}}'
+    hb += b" " * ((-len(hb)) % 8)
+    open(f"{sys.argv[1]}/{name}.sptrace", "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
+PY
+for f in offset_2pow64 offset_2pow70; do both_refuse_at_same_offset "$f"; done
+grep -q "'data_offsets' must be non-negative integers" "$WORK/err.txt" \
+  || { echo "offset_2pow70: $(cat "$WORK/err.txt")"; exit 1; }

@@ -88,6 +88,11 @@ def _is_uint(x):
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
+def _is_u64(x):
+    """A non-negative integer below 2^64, as reader.cpp's json_u64 (its parser reads a larger integer as a double)."""
+    return _is_uint(x) and x < 2**64
+
+
 def parse_key(name):
     """(iteration, layer, kind) for a name `it{i}/L{l}/{kind}`, else None."""
     m = KEY_RE.match(name)
@@ -180,7 +185,7 @@ class SpTrace:
             off = e.get("data_offsets")
             if not isinstance(off, list) or len(off) != 2:
                 raise SpTraceError(path, name, _name_offset(raw, name), "'data_offsets' must be [begin, end]")
-            if not all(_is_uint(o) for o in off):
+            if not all(_is_u64(o) for o in off):
                 raise SpTraceError(path, name, _name_offset(raw, name), "'data_offsets' must be non-negative integers")
             b, en = off
             if b > en:
