@@ -132,3 +132,25 @@ PY
 for f in offset_2pow64 offset_2pow70; do both_refuse_at_same_offset "$f"; done
 grep -q "'data_offsets' must be non-negative integers" "$WORK/err.txt" \
   || { echo "offset_2pow70: $(cat "$WORK/err.txt")"; exit 1; }
+# Also found by the differential fuzz: NaN / Infinity (not JSON) and numbers beyond the range of a double (1e400,
+# a 400-digit integer) are invalid JSON to the C++ reader's parser; the Python reader took them as numbers and
+# refused the entry instead.
+"$PYTHON" - "$WORK" <<'PY'
+import struct, sys
+for name, shape, offsets in [("shape_nan", b"[NaN]", b"[0,1]"), ("offset_infinity", b"[1]", b"[0,Infinity]"),
+                             ("offset_minus_infinity", b"[1]", b"[-Infinity,1]"), ("shape_1e400", b"[1e400]", b"[0,1]"),
+                             ("shape_400_digits", b"[" + b"1" * 400 + b"]", b"[0,1]")]:
+    hb = b'{"a":{"dtype":"U8","shape":' + shape + b',"data_offsets":' + offsets + b'}}'
+    hb += b" " * ((-len(hb)) % 8)
+    open(f"{sys.argv[1]}/{name}.sptrace", "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
+PY
+# both_refuse_as_invalid_json NAME: $WORK/NAME.sptrace refused by both readers (one line, exit 2) as invalid JSON.
+both_refuse_as_invalid_json() {
+  expect_one_line_exit2 "$1" "$PYTHON" "$READER" "$WORK/$1.sptrace"
+  grep -q ": header: invalid JSON: " "$WORK/err.txt" || { echo "$1: python: not 'header: invalid JSON'"; exit 1; }
+  expect_one_line_exit2 "spartan-trace check, $1" "$CLI" check "$WORK/$1.sptrace"
+  grep -q ": header: invalid JSON: " "$WORK/err.txt" || { echo "$1: C++: not 'header: invalid JSON'"; exit 1; }
+}
+for f in shape_nan offset_infinity offset_minus_infinity shape_1e400 shape_400_digits; do
+  both_refuse_as_invalid_json "$f"
+done

@@ -16,6 +16,7 @@ Malformed files raise SpTraceError (exit code 2 from the command line); the chec
 the C++ reader's (traces/src/reader.cpp).
 """
 import json
+import math
 import mmap
 import os
 import re
@@ -66,6 +67,38 @@ def _no_duplicates(pairs):
             raise _DuplicateKey(k)
         seen[k] = v
     return seen
+
+
+def _no_constant(name):
+    """json.loads takes NaN, Infinity and -Infinity, which are not JSON (RFC 8259); reader.cpp refuses them."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text):
+    """A JSON number with a fraction or exponent; one beyond the range of a double (1e400) is refused, as
+    reader.cpp's parser does ("number overflow")."""
+    v = float(text)
+    if math.isinf(v):
+        raise ValueError(f"number overflow parsing '{text[:40]}'")
+    return v
+
+
+def _double_range_int(text):
+    """A JSON integer; one beyond the range of a double (over 308 digits) is refused, as reader.cpp's parser does:
+    it reads an integer that fits in neither 64-bit type as a double."""
+    v = int(text)
+    if len(text) > 300:
+        try:
+            float(v)
+        except OverflowError:
+            raise ValueError(f"number overflow parsing '{text[:40]}...'") from None
+    return v
+
+
+def _parse_header(text):
+    """The header's JSON: json.loads with the duplicate-key check and numbers limited as in reader.cpp."""
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                      parse_float=_finite_float, parse_int=_double_range_int)
 
 
 def _lone_surrogate(obj):
@@ -136,7 +169,7 @@ class SpTrace:
         if raw[:1] != b"{":
             raise SpTraceError(path, "header", 8, "JSON header does not start with '{'")
         try:
-            header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+            header = _parse_header(raw.decode("utf-8"))
         except _DuplicateKey as e:  # as reader.cpp: the key as the field, at its first occurrence
             raise SpTraceError(path, e.key, _name_offset(raw, e.key), "duplicate JSON key") from None
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
