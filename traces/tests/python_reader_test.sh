@@ -154,3 +154,68 @@ both_refuse_as_invalid_json() {
 for f in shape_nan offset_infinity offset_minus_infinity shape_1e400 shape_400_digits; do
   both_refuse_as_invalid_json "$f"
 done
+# Also found by the differential fuzz: a header nested deeper than the json module's recursion limit is valid JSON
+# (the C++ reader names the entry that holds it, or a duplicate key inside it); the Python reader called it invalid
+# JSON at the header's start. A lone surrogate or a syntax error deep inside is invalid JSON to both.
+"$PYTHON" - "$WORK" <<'PY'
+import struct, sys
+d = 5000
+deep_meta = lambda inner: b'{"__metadata__":{"k":' + b'{"x":' * d + inner + b"}" * d + b"}}"
+entry = lambda shape: b'{"a":{"dtype":"U8","shape":' + shape + b',"data_offsets":[0,1]}}'
+for name, hb, data in [("deep_shape", entry(b"[" * d + b"]" * d), b"\x01"), ("deep_object", deep_meta(b"1"), b""),
+                       ("deep_duplicate", deep_meta(b'{"dd":1,"dd":2}'), b""),
+                       ("deep_surrogate", entry(b"[" * d + b'"\\ud800"' + b"]" * d), b"\x01"),
+                       ("deep_syntax_error", entry(b"[" * d + b"1,]" + b"]" * (d - 1)), b"\x01")]:
+    hb += b" " * ((-len(hb)) % 8)
+    open(f"{sys.argv[1]}/{name}.sptrace", "wb").write(struct.pack("<Q", len(hb)) + hb + data)
+PY
+for f in deep_shape deep_object deep_duplicate; do both_refuse_at_same_offset "$f"; done
+for f in deep_surrogate deep_syntax_error; do both_refuse_as_invalid_json "$f"; done
+# The Python reader's parser for deep headers (read_sptrace._loads_deep) against json.loads on random documents
+# nested up to 12 levels: the same values (to the depth it keeps), duplicate keys and refusals.
+"$PYTHON" - "$READER" <<'PY'
+import importlib.util, json, random, sys
+spec = importlib.util.spec_from_file_location("read_sptrace", sys.argv[1])
+r = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(r)
+
+def cut(v, depth=1):  # json.loads's value with the containers deeper than _KEPT_LEVELS emptied
+    if depth > r._KEPT_LEVELS and isinstance(v, (dict, list)):
+        return type(v)()
+    if isinstance(v, dict):
+        return {k: cut(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, list):
+        return [cut(x, depth + 1) for x in v]
+    return v
+
+def outcome(parse, s):
+    try:
+        v = parse(s)
+        return ("invalid",) if r._lone_surrogate(v) is not None else ("ok", cut(v))
+    except r._DuplicateKey as e:
+        return ("duplicate", e.key)
+    except ValueError:
+        return ("invalid",)
+
+rng = random.Random(7)
+def doc(depth):
+    x = rng.random()
+    if depth > 11 or x < 0.3:
+        return rng.choice(['1', '"a"', '"\\ud800"', 'null', '-0', '2.5', '1e400', 'NaN', '3', 'true', '"\\u00e9"'])
+    if x < 0.65:
+        return "[" + ", ".join(doc(depth + 1) for _ in range(rng.randrange(4))) + "]"
+    return "{" + ",".join('"%s" : %s' % (rng.choice("abc"), doc(depth + 1)) for _ in range(rng.randrange(4))) + "}"
+ref = lambda s: json.loads(s, object_pairs_hook=r._no_duplicates, parse_constant=r._no_constant,
+                           parse_float=r._finite_float, parse_int=r._double_range_int)
+kinds = {}
+for n in range(20000):
+    s = doc(0)
+    if n % 5 == 0:  # a syntax error somewhere
+        j = rng.randrange(len(s))
+        s = s[:j] + rng.choice([",", "]", "}", "x", ""]) + s[j + 1:]
+    want, got = outcome(ref, s), outcome(r._loads_deep, s)
+    if want != got:
+        sys.exit(f"_loads_deep differs from json.loads on {s[:200]!r}: {got} != {want}")
+    kinds[want[0]] = kinds.get(want[0], 0) + 1
+print(f"_loads_deep agrees with json.loads on 20000 documents: {kinds}")
+PY

@@ -95,10 +95,134 @@ def _double_range_int(text):
     return v
 
 
+_JSON_WS = re.compile(r"[ \t\n\r]*")
+_KEPT_LEVELS = 4  # the header, an entry, a field, an element of a field: no check looks deeper
+
+
+def _has_surrogate(x):
+    return any(0xD800 <= ord(ch) <= 0xDFFF for ch in x)
+
+
+def _loads_deep(s):
+    """json.loads(s) with the hooks of SpTrace, without recursion, for a header nested deeper than the json
+    module's recursion limit: it is still valid JSON, which reader.cpp parses (and then refuses the entry that
+    holds it). Refuses what json.loads refuses, meets duplicate keys in the same order (an object's keys are
+    checked as it closes) and returns the same value down to _KEPT_LEVELS levels; a container nested deeper is
+    returned empty (of its type) and costs a byte or two per level, not a Python object. Its strings are checked
+    for lone surrogates here (a ValueError after the parse, as _lone_surrogate after json.loads)."""
+    from json.decoder import JSONDecodeError, scanstring
+    from json.scanner import NUMBER_RE
+    ws = _JSON_WS.match
+    kinds = bytearray()  # every open container, outermost first: 1 object, 0 array
+    kept = []            # the first _KEPT_LEVELS of them: [pairs or items, pending key]
+    deep_keys = []       # each open object below those: its only key so far, or [its keys, first repeated]
+    memo, lone = {}, None
+
+    def read_key(i):  # `"key" :` at i, then the whitespace after it
+        if s[i:i + 1] != '"':
+            raise JSONDecodeError("Expecting property name enclosed in double quotes", s, i)
+        key, i = scanstring(s, i + 1, True)
+        i = ws(s, i).end()
+        if s[i:i + 1] != ":":
+            raise JSONDecodeError("Expecting ':' delimiter", s, i)
+        return key, ws(s, i + 1).end()
+
+    def add_key(key, first):  # a key of the innermost open object
+        nonlocal lone
+        if len(kinds) <= _KEPT_LEVELS:
+            kept[-1][1] = key
+            return
+        if lone is None and _has_surrogate(key):
+            lone = key
+        key = memo.setdefault(key, key)
+        if first:
+            deep_keys.append(key)
+            return
+        rec = deep_keys[-1]
+        if isinstance(rec, str):
+            deep_keys[-1] = rec = [{rec}, None]
+        if key in rec[0] and rec[1] is None:
+            rec[1] = key
+        rec[0].add(key)
+
+    i = ws(s, 0).end()
+    while True:
+        c = s[i:i + 1]
+        if c == "{" or c == "[":
+            is_obj = c == "{"
+            i = ws(s, i + 1).end()
+            if s[i:i + 1] == ("}" if is_obj else "]"):
+                val, i = ({} if is_obj else []), i + 1
+            else:
+                kinds.append(is_obj)
+                if len(kinds) <= _KEPT_LEVELS:
+                    kept.append([[], None])
+                if is_obj:
+                    key, i = read_key(i)
+                    add_key(key, True)
+                continue
+        elif c == '"':
+            val, i = scanstring(s, i + 1, True)
+            if len(kinds) > _KEPT_LEVELS and lone is None and _has_surrogate(val):
+                lone = val
+        elif s.startswith("null", i):
+            val, i = None, i + 4
+        elif s.startswith("true", i):
+            val, i = True, i + 4
+        elif s.startswith("false", i):
+            val, i = False, i + 5
+        else:
+            m = NUMBER_RE.match(s, i)
+            if not m:
+                for name in ("NaN", "Infinity", "-Infinity"):
+                    if s.startswith(name, i):
+                        _no_constant(name)
+                raise JSONDecodeError("Expecting value", s, i)
+            integer, frac, exp = m.groups()
+            val = _finite_float(integer + (frac or "") + (exp or "")) if frac or exp else _double_range_int(integer)
+            i = m.end()
+        while True:  # `val` is complete: it goes into the innermost open container, which may close here
+            if not kinds:
+                i = ws(s, i).end()
+                if i != len(s):
+                    raise JSONDecodeError("Extra data", s, i)
+                if lone is not None:
+                    raise ValueError(f"lone surrogate escape in string {ascii(lone[:40])}")
+                return val
+            is_obj = kinds[-1]
+            if len(kinds) <= _KEPT_LEVELS:
+                top = kept[-1]
+                top[0].append((top[1], val) if is_obj else val)
+            i = ws(s, i).end()
+            c = s[i:i + 1]
+            if c == ",":
+                i = ws(s, i + 1).end()
+                if is_obj:
+                    key, i = read_key(i)
+                    add_key(key, False)
+                break
+            if c != ("}" if is_obj else "]"):
+                raise JSONDecodeError("Expecting ',' delimiter", s, i)
+            i += 1
+            if len(kinds) <= _KEPT_LEVELS:
+                items = kept.pop()[0]
+                val = _no_duplicates(items) if is_obj else items
+            else:
+                if is_obj:
+                    rec = deep_keys.pop()
+                    if not isinstance(rec, str) and rec[1] is not None:
+                        raise _DuplicateKey(rec[1])
+                val = {} if is_obj else []
+            kinds.pop()
+
+
 def _parse_header(text):
     """The header's JSON: json.loads with the duplicate-key check and numbers limited as in reader.cpp."""
-    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
-                      parse_float=_finite_float, parse_int=_double_range_int)
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                          parse_float=_finite_float, parse_int=_double_range_int)
+    except RecursionError:
+        return _loads_deep(text)
 
 
 def _lone_surrogate(obj):
