@@ -219,3 +219,23 @@ for n in range(20000):
     kinds[want[0]] = kinds.get(want[0], 0) + 1
 print(f"_loads_deep agrees with json.loads on 20000 documents: {kinds}")
 PY
+# Also found by the differential fuzz (counting lines as str.splitlines does): the Python reader printed a name's
+# U+2028, U+0085 (NEL) and bidi controls raw, a second line in a terminal or a script; both readers now escape them
+# as error.h's one_line does, and the two messages are the same after the tool's name.
+"$PYTHON" - "$WORK/line_breaks.sptrace" <<'PY'
+import struct, sys
+hb = '{"a\u2028b\u0085c\u202ed\u2029":{"dtype":"Q8","shape":[1],"data_offsets":[0,1]}}'.encode()
+hb += b" " * ((-len(hb)) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + b"\x01")
+PY
+one_splitlines_line() {
+  "$PYTHON" -c 'import sys; t = open(sys.argv[1], encoding="utf-8").read(); sys.exit(len(t.splitlines()) != 1)' \
+    "$WORK/err.txt" || { echo "$1: not one line for str.splitlines: $(cat "$WORK/err.txt")"; exit 1; }
+}
+expect_one_line_exit2 "line breaks in a name" "$PYTHON" "$READER" "$WORK/line_breaks.sptrace"
+one_splitlines_line "python reader, line breaks in a name"
+py=$(sed 's/^read_sptrace.py: //' "$WORK/err.txt")
+expect_one_line_exit2 "spartan-trace check, line breaks in a name" "$CLI" check "$WORK/line_breaks.sptrace"
+one_splitlines_line "spartan-trace check, line breaks in a name"
+cpp=$(sed 's/^spartan-trace: //' "$WORK/err.txt")
+[ "$py" = "$cpp" ] || { echo "line breaks in a name: python '$py', C++ '$cpp'"; exit 1; }

@@ -462,10 +462,20 @@ def _check_sparsity(trace):
     return checked
 
 
+def _breaks_line(c):
+    """A character that ends or reorders a line in a terminal or a str.splitlines(): an ASCII control, a C1
+    control (U+0085 NEL, U+009B CSI), U+2028 / U+2029 or a bidi control (the set of error.h's one_line)."""
+    o = ord(c)
+    return (o < 0x20 or 0x7F <= o <= 0x9F or o in (0x2028, 0x2029) or 0x202A <= o <= 0x202E
+            or 0x2066 <= o <= 0x2069)
+
+
 def _one_line(s):
-    """`s` with ASCII control characters escaped (\\n, \\t, \\x1b): a name from the file may hold a newline."""
+    """`s` on one line, as error.h's one_line writes it: ASCII controls as C escapes (\\n, \\t, \\x1b), the other
+    characters of _breaks_line as the \\xNN of their UTF-8 bytes: a name from the file may hold a newline."""
     esc = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-    return "".join(c if " " <= c != "\x7f" else esc.get(c, f"\\x{ord(c):02x}") for c in s)
+    return "".join(esc.get(c) or "".join(f"\\x{b:02x}" for b in c.encode("utf-8", "surrogatepass"))
+                   if _breaks_line(c) else c for c in s)
 
 
 def _error(msg):
