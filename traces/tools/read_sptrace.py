@@ -52,6 +52,7 @@ class SpTraceError(ValueError):
 
     def __init__(self, path, field, offset, what):
         super().__init__(f"{path}: {field + ': ' if field else ''}{what} (byte offset {offset})")
+        self.field, self.offset = field, offset  # as the C++ FormatError's field() and offset()
 
 
 class _DuplicateKey(ValueError):
