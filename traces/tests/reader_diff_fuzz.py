@@ -158,6 +158,9 @@ NUMBER_TOKENS = [
     "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
     "18446744073709551615", "18446744073709551616", "36893488147419103232", "1" * 25, "1" * 400,
     "1" * 4300, "1" * 4301, "1" * 12000, "-" + "9" * 30, "4611686018427387904",
+    # a double's limit: the largest finite value, and the least integer / decimal that rounds past it
+    str(int(sys.float_info.max)), str(int(sys.float_info.max) + 2**970 - 1), str(int(sys.float_info.max) + 2**970),
+    "1.7976931348623158e308", "1.7976931348623159e308", "-1.7976931348623159e308",
 ]
 DTYPE_VALUES = list(DTYPE_SIZE) + [
     "f32", "F8", "", "F32 ", " F32", "Q8", "FLOAT", "F16\u0000", "BF16\n", "F3", "U16", "C64", "I16", "bool",

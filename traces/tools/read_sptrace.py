@@ -85,8 +85,8 @@ def _finite_float(text):
 
 
 def _double_range_int(text):
-    """A JSON integer; one beyond the range of a double (over 308 digits) is refused, as reader.cpp's parser does:
-    it reads an integer that fits in neither 64-bit type as a double."""
+    """A JSON integer; one beyond the range of a double (above about 1.8e308) is refused, as reader.cpp's parser
+    does: it reads an integer that fits in neither 64-bit type as a double."""
     v = int(text)
     if len(text) > 300:
         try:
