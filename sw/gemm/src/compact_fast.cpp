@@ -148,17 +148,18 @@ SPARTAN_AVX512BW void count_source_row(const float* s, std::uint32_t rows, std::
   }
 }
 
-// Pass 2 of the transposed compaction for one sparse tile: its re result rows are the source columns i0.., each
-// read down the source rows k0..k0 + ce. Per 16 result rows and 16 source rows, one 64-byte piece of each source
-// row is loaded and the block transposed in registers (transpose16x16: bits moved, not computed on), then each
-// result row's non-zeros are compressed and stored as fill_tile_row stores them; a row's slots are filled in
-// source-row order, as format::compact_transposed() fills them. p: the tile's payload (index block, then values
-// at `vals`), its rows `width` slots apart.
 // How far ahead along each source row fill_tile_transposed prefetches: two 64-byte pieces, the ones two tiles
 // further down the tile column read (16-row tiles). The hardware prefetchers do not follow 256 source rows read 64
 // bytes at a time; without it VGG-16 conv2_2's forward compaction at 90 % took 20.0 ms against 12.1 (1, 4, 8 and 16
-// pieces: 17.3, 12.4, 12.6, 13.2 ms; probe, forty-seventh session).
+// pieces: 17.3, 12.4, 12.6, 13.2 ms; probe, forty-seventh session). (A hint: it may point past the source's end.)
 constexpr std::size_t kTransposedPrefetchFloats = 2 * 16;
+
+// Pass 2 of the transposed compaction for one sparse tile: its re result rows are the source columns i0.., each
+// read down the source rows k0..k0 + ce. Per 16 result rows and 16 source rows, one 64-byte piece of each source
+// row is loaded (masked when fewer than 16 result rows remain) and the block transposed in registers
+// (transpose16x16: bits moved, not computed on), then each result row's non-zeros are compressed and stored as
+// fill_tile_row stores them; a row's slots are filled in source-row order, as format::compact_transposed() fills
+// them. p: the tile's payload (index block, then values at `vals`), its rows `width` slots apart.
 SPARTAN_AVX512BW void fill_tile_transposed(const float* src, std::size_t ld, std::uint32_t i0, std::uint32_t re,
                                            std::uint32_t k0, std::uint32_t ce, std::uint32_t width, bool u8,
                                            std::uint8_t* p, std::uint8_t* vals) {
