@@ -143,7 +143,10 @@ using TransposeStoreFn = void (*)(const float* T, std::size_t ldt, int rows, int
 void transpose_store_portable(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
                               float beta);
 void transpose_store_avx2(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta);
-/// AVX-512F version (16x16 blocks, edges by transpose_store_avx2): C bit-identical to transpose_store_avx2's.
+/// AVX-512F version (16x16 blocks, edges by transpose_store_avx2): C bit-identical to transpose_store_avx2's,
+/// except which payload an element keeps where beta is 1 and both C and T hold a NaN there (a NaN either way: the
+/// AVX2 kernel itself keeps C's or T's depending on whether the element falls in its vector part or its scalar
+/// edge, where the compiler may order the addition's operands either way; forty-seventh session's review).
 /// Only call when cpu_has_avx512(). 1.2-1.35x the AVX2 kernel's rate packing the forward's transposed weights
 /// from L3 in probes on the Zen 5 host (docs/bench/gemm.md, forty-fifth session).
 void transpose_store_avx512(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc, float beta);
