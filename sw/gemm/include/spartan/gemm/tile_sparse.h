@@ -8,8 +8,9 @@
 // micro-kernel (AVX-512, AVX2/FMA or portable, chosen at run time; OpenMP over tile bands).
 // No transpose of an operand is materialised except the dense operand's packing for the sparse
 // micro-kernel when its rows are not contiguous along the output, and, for sparse A with op T under
-// TransposedKernel::RowGather (Auto: forward GEMMs with op(B) >= 32 columns or a large op(A), on AVX-512), the
-// compaction tiles op(A) = A^T instead of A (format::compact_transposed: the tiles, not a dense copy; Orientation::Op).
+// TransposedKernel::RowGather (Auto: forward GEMMs whose op(B) has 32 columns or more, on AVX-512), the
+// compaction tiles op(A) = A^T instead of A (format::compact_transposed: the tiles, not a dense copy;
+// Orientation::Op).
 // alpha: 1 and -1 are folded into the products (exact); any other non-zero alpha runs the call with alpha 1 into
 // a scratch M x N buffer and scales that, so that C = alpha * (sum of products) as in BLAS (a folded alpha
 // overflowed or underflowed products whose scaled sum is finite). The kernels run with MXCSR.DAZ cleared on
@@ -81,9 +82,9 @@ enum class Orientation {
 /// 16: vgg-s b0c2 (M = 784 x batch, N = 16, K = 144) at 97 %, kernel ratio at batch 1 6.1-6.4 against 5.7-5.8 for
 /// the row gather, at batch 4 / 16 / 64 7.1 / 6.6 / 5.4 against 5.2 / 2.6 / 3.3; at 70 % its kernel took 0.76
 /// against 0.79 ms at batch 16 but 4.01 against 3.23 ms at batch 64, while its compaction (of the stored col, not
-/// col^T) was 1.2-3.4x faster at every batch and sparsity measured (4.1 against 14.2 ms there); probes of M = 12544, K = 144 with N = 6, 8, 16 and 24, and of N = 16 and 24 with K up to
-/// 4608, gave the scatter path the lower compact + kernel time in every case, at 70, 90 and 97 % (forty-seventh
-/// session, docs/bench/gemm.md). Until then Auto also took RowGather for a narrow op(B) when op(A) had at least 64
+/// col^T) was 1.2-3.4x faster at every batch and sparsity measured (4.1 against 14.2 ms there); probes of
+/// M = 12544, K = 144 with N = 6, 8, 16 and 24, and of N = 16 and 24 with K up to 4608, gave the scatter path the
+/// lower compact + kernel time in every case, at 70, 90 and 97 % (forty-seventh session, docs/bench/gemm.md). Until then Auto also took RowGather for a narrow op(B) when op(A) had at least 64
 /// rows and 2^18 elements (rules of the twenty-fifth session, measured on ImageNet layers, N >= 64).
 inline constexpr int kRowGatherMinQ = 32;
 /// Auto picks Scatter when the output width Q (op(A) rows for sparse B) is at most kScatterMaxQ (8 panels
