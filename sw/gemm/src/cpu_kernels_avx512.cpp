@@ -188,11 +188,6 @@ SPARTAN_AVX512 inline void wide_gather_bands(const EllTileRef* t, const std::siz
   }
 }
 namespace {
-// GCC 12's avx512fintrin.h builds these shuffles' unused pass-through operand from a self-initialised variable
-// (_mm512_undefined_ps), which -Wuninitialized reports once they are inlined (GCC bug 105593, fixed in GCC 13).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 // One 16x16 block: C[i][j] = T[j][i] (+ beta * C[i][j]) for i, j < 16, transposed in registers
 // (transpose16x16); the stores are as in the AVX2 kernel (beta 1: C + T; other non-zero beta: one FMA
 // beta * C + T), so C is bit-identical to transpose_store_avx2's.
@@ -228,7 +223,6 @@ SPARTAN_AVX512 void transpose_store_blocks16(const float* T, std::size_t ldt, in
         transpose16_block<Beta>(T + std::size_t(j0) * ldt + i0, ldt, C + std::size_t(i0) * ldc + j0, ldc, vb);
   }
 }
-#pragma GCC diagnostic pop
 }  // namespace
 
 SPARTAN_AVX512 void transpose_store_avx512(const float* T, std::size_t ldt, int rows, int w, float* C, std::size_t ldc,
