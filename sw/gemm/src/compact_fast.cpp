@@ -279,25 +279,8 @@ bool headers_only(const format::TiledMatrix& m, double skip_payload_density) {
   return density_at_least(nnz, m.grid.rows, m.grid.cols, skip_payload_density);
 }
 
-// The matrix-level fields, as format::compact() / compact_transposed() set them (headers sized, payload empty).
-format::TiledMatrix new_matrix(std::uint32_t rows, std::uint32_t cols, const format::CompactOptions& o,
-                               const float* source, std::size_t ld, bool source_transposed) {
-  format::TiledMatrix m;
-  m.grid = format::TileGrid{rows, cols, o.tile_rows, o.tile_cols};
-  m.elem = o.elem;
-  m.sparse_format = o.sparse_format;
-  m.dense_storage = o.dense_storage;
-  m.threshold = o.threshold;
-  m.dense_if_not_smaller = o.dense_if_not_smaller;
-  m.source = source;
-  m.source_ld = ld;
-  m.source_transposed = source_transposed;
-  m.headers.resize(m.grid.num_tiles());
-  return m;
-}
-
 // Every tile's format and payload offset, in tile order, from its non-zeros and widest row (nnz[t], width[t],
-// row-major tile order), as format::compact() decides them; returns the payload's size in bytes.
+// row-major tile order), as format::compact() places them; returns the payload's size in bytes.
 std::size_t set_headers(format::TiledMatrix& m, const format::CompactOptions& o, const std::vector<std::uint32_t>& nnz,
                         const std::vector<std::uint32_t>& width) {
   const format::TileGrid& g = m.grid;
@@ -306,19 +289,7 @@ std::size_t set_headers(format::TiledMatrix& m, const format::CompactOptions& o,
   for (std::uint32_t ti = 0; ti < nr; ++ti)
     for (std::uint32_t tj = 0; tj < nc; ++tj) {
       const std::size_t t = std::size_t(ti) * nc + tj;
-      const std::uint32_t re = g.r_eff(ti), ce = g.c_eff(tj);
-      format::TileHeader& h = m.headers[t];
-      h.nnz = nnz[t];
-      if (format::tile_stays_dense(o, re, ce, width[t], nnz[t])) {
-        h.format = std::uint8_t(format::TileFormat::Dense);
-        h.flags = o.dense_storage == format::DenseStorage::Payload ? format::kFlagDenseInPayload : 0;
-      } else {
-        h.format = std::uint8_t(o.sparse_format);
-        h.width = static_cast<std::uint16_t>(width[t]);
-      }
-      off = format::align_up(off, format::kPayloadAlignBytes);
-      h.offset = off;
-      off += format::tile_payload_bytes(h, re, ce, g.tile_cols, o.elem);
+      off = format::place_tile(m.headers[t], o, g.r_eff(ti), g.c_eff(tj), nnz[t], width[t], off);
     }
   return format::align_up(off, format::kPayloadAlignBytes);
 }
@@ -330,7 +301,7 @@ bool compact_f32_avx512(const float* dense, std::uint32_t rows, std::uint32_t co
   format::check_options(rows, cols, ld, o);
   if (o.elem != format::ElemType::F32 || o.sparse_format != format::TileFormat::Ell || !cpu_has_avx512_bw())
     return false;
-  format::TiledMatrix m = new_matrix(rows, cols, o, dense, ld, false);
+  format::TiledMatrix m = format::new_tiled_matrix(rows, cols, o, dense, ld, false);
   const format::TileGrid& g = m.grid;
   const std::uint32_t nr = g.tiles_r(), nc = g.tiles_c();
   std::vector<std::uint32_t> nnz(g.num_tiles()), width(g.num_tiles());
@@ -356,7 +327,7 @@ bool compact_transposed_f32_avx512(const float* src, std::uint32_t stored_rows, 
   if (o.elem != format::ElemType::F32 || o.sparse_format != format::TileFormat::Ell ||
       o.dense_storage != format::DenseStorage::InPlace || !cpu_has_avx512_bw())
     return false;
-  format::TiledMatrix m = new_matrix(rows, cols, o, src, ld, true);
+  format::TiledMatrix m = format::new_tiled_matrix(rows, cols, o, src, ld, true);
   const format::TileGrid& g = m.grid;
   const std::uint32_t TR = g.tile_rows, TC = g.tile_cols, nr = g.tiles_r(), nc = g.tiles_c();
   // rc[tj * rows + i]: non-zeros of result row i in tile column tj.

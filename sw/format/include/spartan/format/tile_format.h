@@ -257,6 +257,44 @@ struct TiledMatrix {
   }
 };
 
+/// The matrix-level fields compact() and compact_transposed() give a rows x cols result: the grid of opt's tiles,
+/// opt's element type, formats, threshold and size rule, `source` (row stride ld elements; source_transposed: it
+/// stores the transpose of the result), one default header per tile and an empty payload.
+inline TiledMatrix new_tiled_matrix(std::uint32_t rows, std::uint32_t cols, const CompactOptions& opt,
+                                    const void* source, std::size_t ld, bool source_transposed) {
+  TiledMatrix m;
+  m.grid = TileGrid{rows, cols, opt.tile_rows, opt.tile_cols};
+  m.elem = opt.elem;
+  m.sparse_format = opt.sparse_format;
+  m.dense_storage = opt.dense_storage;
+  m.threshold = opt.threshold;
+  m.dense_if_not_smaller = opt.dense_if_not_smaller;
+  m.source = source;
+  m.source_ld = ld;
+  m.source_transposed = source_transposed;
+  m.headers.resize(m.grid.num_tiles());
+  return m;
+}
+
+/// compact()'s header for a tile of r_eff x c_eff elements with `nnz` non-zeros and widest row `width`, placed
+/// after a payload ending at byte `off`: its format (tile_stays_dense), flags (kFlagDenseInPayload for a DENSE
+/// tile under DenseStorage::Payload), nnz, ELL width and offset (off rounded up to kPayloadAlignBytes) are set in
+/// `h`; returns the end of its payload (offset + tile_payload_bytes). Every compaction of the format and of the
+/// CPU engine places its tiles with this, in row-major tile order.
+inline std::uint64_t place_tile(TileHeader& h, const CompactOptions& opt, std::uint32_t r_eff, std::uint32_t c_eff,
+                                std::uint32_t nnz, std::uint32_t width, std::uint64_t off) {
+  h.nnz = nnz;
+  if (tile_stays_dense(opt, r_eff, c_eff, width, nnz)) {
+    h.format = std::uint8_t(TileFormat::Dense);
+    h.flags = opt.dense_storage == DenseStorage::Payload ? kFlagDenseInPayload : 0;
+  } else {
+    h.format = std::uint8_t(opt.sparse_format);
+    h.width = opt.sparse_format == TileFormat::Ell ? static_cast<std::uint16_t>(width) : 0;
+  }
+  h.offset = align_up(off, kPayloadAlignBytes);
+  return h.offset + tile_payload_bytes(h, r_eff, c_eff, opt.tile_cols, opt.elem);
+}
+
 /// Counts of tiles by kind, for reporting.
 struct TileCounts {
   std::size_t zero = 0, sparse = 0, dense = 0;  ///< zero: nnz == 0 (any format); dense/sparse: nnz > 0
@@ -321,19 +359,10 @@ inline std::uint32_t nonzero_mask(const T* x, std::uint32_t n) {
 template <class T>
 TiledMatrix compact_bits(const T* dense, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
                          const CompactOptions& opt) {
-  TiledMatrix m;
-  m.grid = TileGrid{rows, cols, opt.tile_rows, opt.tile_cols};
-  m.elem = opt.elem;
-  m.sparse_format = opt.sparse_format;
-  m.dense_storage = opt.dense_storage;
-  m.threshold = opt.threshold;
-  m.dense_if_not_smaller = opt.dense_if_not_smaller;
-  m.source = dense;
-  m.source_ld = ld;
+  TiledMatrix m = new_tiled_matrix(rows, cols, opt, dense, ld, false);
   const TileGrid& g = m.grid;
   const std::uint32_t TR = g.tile_rows, TC = g.tile_cols;
   const std::uint32_t nr = g.tiles_r(), nc = g.tiles_c();
-  m.headers.resize(g.num_tiles());
   // Pass 1: per tile nnz, ELL width, format, payload size; running offsets.
   std::uint64_t off = 0;
   for (std::uint32_t ti = 0; ti < nr; ++ti)
@@ -347,19 +376,7 @@ TiledMatrix compact_bits(const T* dense, std::uint32_t rows, std::uint32_t cols,
         nnz += rn;
         width = std::max(width, rn);
       }
-      TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
-      h.nnz = nnz;
-      if (tile_stays_dense(opt, re, ce, width, nnz)) {
-        h.format = std::uint8_t(TileFormat::Dense);
-        h.flags = opt.dense_storage == DenseStorage::Payload ? kFlagDenseInPayload : 0;
-      } else {
-        h.format = std::uint8_t(opt.sparse_format);
-        h.width = opt.sparse_format == TileFormat::Ell ? static_cast<std::uint16_t>(width) : 0;
-      }
-      const std::size_t bytes = tile_payload_bytes(h, re, ce, TC, opt.elem);
-      off = align_up(off, kPayloadAlignBytes);
-      h.offset = off;
-      off += bytes;
+      off = place_tile(m.headers[std::size_t(ti) * nc + tj], opt, re, ce, nnz, width, off);
     }
   m.payload.assign(align_up(off, kPayloadAlignBytes), 0);
   // Pass 2: fill payloads.
@@ -432,21 +449,11 @@ TiledMatrix compact_bits(const T* dense, std::uint32_t rows, std::uint32_t cols,
 template <class T>
 TiledMatrix compact_transposed_bits(const T* src, std::uint32_t rows, std::uint32_t cols, std::size_t ld,
                                     const CompactOptions& opt) {
-  TiledMatrix m;
-  m.grid = TileGrid{rows, cols, opt.tile_rows, opt.tile_cols};
-  m.elem = opt.elem;
-  m.sparse_format = opt.sparse_format;
-  m.dense_storage = opt.dense_storage;
-  m.threshold = opt.threshold;
-  m.dense_if_not_smaller = opt.dense_if_not_smaller;
+  TiledMatrix m = new_tiled_matrix(rows, cols, opt, src, ld, true);
   const bool in_place = opt.dense_storage == DenseStorage::InPlace;  // DENSE tiles stay in `src`, read transposed
-  m.source = src;
-  m.source_ld = ld;
-  m.source_transposed = true;
   const TileGrid& g = m.grid;
   const std::uint32_t TR = g.tile_rows, TC = g.tile_cols;
   const std::uint32_t nr = g.tiles_r(), nc = g.tiles_c();
-  m.headers.resize(g.num_tiles());
   // rc[tj * rows + i]: non-zeros of result row i in tile column tj (pass 1; pass 2 reads it for BITMAP offsets).
   std::vector<std::uint32_t> rc(std::size_t(nc) * rows, 0);
   // Pass 1: source row c is result column c; its element i belongs to result row i.
@@ -477,19 +484,7 @@ TiledMatrix compact_transposed_bits(const T* src, std::uint32_t rows, std::uint3
         nnz += rn;
         width = std::max(width, rn);
       }
-      TileHeader& h = m.headers[std::size_t(ti) * nc + tj];
-      h.nnz = nnz;
-      if (tile_stays_dense(opt, re, ce, width, nnz)) {
-        h.format = std::uint8_t(TileFormat::Dense);
-        h.flags = in_place ? 0 : kFlagDenseInPayload;
-      } else {
-        h.format = std::uint8_t(opt.sparse_format);
-        h.width = opt.sparse_format == TileFormat::Ell ? static_cast<std::uint16_t>(width) : 0;
-      }
-      const std::size_t bytes = tile_payload_bytes(h, re, ce, TC, opt.elem);
-      off = align_up(off, kPayloadAlignBytes);
-      h.offset = off;
-      off += bytes;
+      off = place_tile(m.headers[std::size_t(ti) * nc + tj], opt, re, ce, nnz, width, off);
     }
   m.payload.assign(align_up(off, kPayloadAlignBytes), 0);
   // Pass 2, one tile column at a time. Per result row i of a sparse tile: where its next non-zero goes
