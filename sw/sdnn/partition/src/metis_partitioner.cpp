@@ -30,7 +30,8 @@ class MetisPartitioner : public Partitioner {
         if (k > 0) adjacency += 2 * w[k].nnz();
         max_weight = std::max<std::int64_t>(max_weight, w[k].nnz() + kVectorWork * w[k].cols);
       }
-      check_metis_graph_size(w[0].cols * static_cast<std::int64_t>(w.size()), adjacency, max_weight);
+      const std::int64_t vertices = w[0].cols * static_cast<std::int64_t>(w.size());
+      check_metis_graph_size(vertices, adjacency, max_weight, vertices * static_cast<std::int64_t>(w.size()));
     }
     const idx_t n = static_cast<idx_t>(w[0].cols);
     const idx_t L = static_cast<idx_t>(w.size());
@@ -89,13 +90,15 @@ class MetisPartitioner : public Partitioner {
 
 std::int64_t metis_index_max() { return static_cast<std::int64_t>(std::numeric_limits<idx_t>::max()); }
 
-void check_metis_graph_size(std::int64_t vertices, std::int64_t adjacency_entries, std::int64_t max_layer_weight) {
+void check_metis_graph_size(std::int64_t vertices, std::int64_t adjacency_entries, std::int64_t max_layer_weight,
+                            std::int64_t weight_entries) {
   const std::int64_t lim = metis_index_max();
-  if (vertices <= lim && adjacency_entries <= lim && max_layer_weight <= lim) return;
+  if (vertices <= lim && adjacency_entries <= lim && max_layer_weight <= lim && weight_entries <= lim) return;
   throw InputError("partition: the graph method's METIS graph has " + std::to_string(vertices) + " vertices (neurons x layers), " +
-                   std::to_string(adjacency_entries) + " adjacency entries (2 x the non-zeros of layers 2..L) and a layer weight of " +
-                   std::to_string(max_layer_weight) + ", more than METIS's " + std::to_string(sizeof(idx_t) * 8) + "-bit index holds (" +
-                   std::to_string(lim) + "); use the hypergraph method or fewer layers");
+                   std::to_string(adjacency_entries) + " adjacency entries (2 x the non-zeros of layers 2..L), a layer weight of " +
+                   std::to_string(max_layer_weight) + " and " + std::to_string(weight_entries) +
+                   " vertex weights (vertices x layers, one constraint per layer), more than METIS's " + std::to_string(sizeof(idx_t) * 8) +
+                   "-bit index holds (" + std::to_string(lim) + "); use the hypergraph method or fewer layers");
 }
 
 std::unique_ptr<Partitioner> make_metis_partitioner(std::uint64_t seed, double imbalance_tol) {

@@ -77,10 +77,12 @@ std::int64_t metis_index_max();
 
 /// Size check of the `graph` method's METIS graph, run before it is built: `vertices` = neurons x layers,
 /// `adjacency_entries` = 2 x the non-zeros of layers 2..L (each edge stored at both ends), `max_layer_weight` =
-/// the largest sum of vertex weights of one layer (METIS sums each constraint's weights in idx_t). Throws
-/// InputError naming the sizes and suggesting the hypergraph method when one exceeds metis_index_max() (the
-/// arrays would wrap silently).
-void check_metis_graph_size(std::int64_t vertices, std::int64_t adjacency_entries, std::int64_t max_layer_weight);
+/// the largest sum of vertex weights of one layer (METIS sums each constraint's weights in idx_t),
+/// `weight_entries` = vertices x layers (the multi-constraint weight array, one weight per vertex and layer,
+/// which METIS indexes as vertex x ncon + constraint in idx_t). Throws InputError naming the sizes and
+/// suggesting the hypergraph method when one exceeds metis_index_max() (the arrays would wrap silently).
+void check_metis_graph_size(std::int64_t vertices, std::int64_t adjacency_entries, std::int64_t max_layer_weight,
+                            std::int64_t weight_entries);
 
 /// Names accepted by make_partitioner in this build.
 std::vector<std::string> partitioner_names();
