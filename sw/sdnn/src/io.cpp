@@ -103,8 +103,11 @@ bool parse_float(const char*& p, float& v) {
   while (*p == ' ' || *p == '\t') ++p;
   char* end = nullptr;
   const double x = std::strtod(p, &end);
-  // finite in float too: 1e300 would narrow to inf
-  if (end == p || (*end != 0 && *end != ' ' && *end != '\t') || !std::isfinite(x) || std::fabs(x) > std::numeric_limits<float>::max())
+  // finite in float too: 1e300 would narrow to inf. The bound is where float rounding reaches inf, FLT_MAX +
+  // half an ulp (2^128 - 2^103): a decimal between FLT_MAX and it rounds to FLT_MAX, e.g. "3.4028235e+38", which is
+  // how numpy and %.8g print FLT_MAX (it was refused as malformed while strictly above FLT_MAX).
+  constexpr double kFloatRoundsToInf = 0x1.ffffffp+127;
+  if (end == p || (*end != 0 && *end != ' ' && *end != '\t') || !std::isfinite(x) || std::fabs(x) >= kFloatRoundsToInf)
     return false;
   // Decimal only (MatrixMarket's and the Graph Challenge TSV's real numbers): strtod also reads hexadecimal
   // floats ("0x10" = 16), which no such file holds (thirty-seventh session's review).

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "spartan/common/error.h"
 #include "test_tmp_dir.h"
@@ -143,6 +144,22 @@ TEST(SdnnIo, MatrixMarketErrorsNameFileAndLine) {
     const auto p = write(c.name, c.text);
     expect_line_error([&] { read_matrix_market(p); }, p, c.line, c.needle);
   }
+}
+
+// Real values are read into float: a decimal just above FLT_MAX that rounds to it ("3.4028235e+38", numpy's and
+// %.8g's spelling of FLT_MAX) is FLT_MAX; one that rounds to inf (2^128 - 2^103 and above) is refused.
+TEST(SdnnIo, RealValuesThatRoundToFltMaxAreAccepted) {
+  const std::string hdr = "%%MatrixMarket matrix coordinate real general\n";
+  const auto ok = write("fltmax.mtx", hdr + "2 2 2\n1 1 3.4028235e+38\n2 2 -3.40282356e38\n");
+  const Csr a = read_matrix_market(ok);
+  ASSERT_EQ(a.nnz(), 2);
+  EXPECT_EQ(a.values[0], std::numeric_limits<float>::max());
+  EXPECT_EQ(a.values[1], -std::numeric_limits<float>::max());
+  const auto tsv = write("fltmax.tsv", "1\t1\t3.4028235e38\n");
+  EXPECT_EQ(read_tsv(tsv).values.at(0), std::numeric_limits<float>::max());
+  // 2^128 - 2^103 = 340282356779733661637539395458142568448 rounds (to even) to inf: refused.
+  const auto bad = write("fltinf.mtx", hdr + "1 1 1\n1 1 340282356779733661637539395458142568448\n");
+  expect_line_error([&] { read_matrix_market(bad); }, bad, 3, "malformed real");
 }
 
 TEST(SdnnIo, MatrixMarketDimensionBoundScalesWithNnz) {
