@@ -3,8 +3,9 @@
 // of W_k (its "row" in y = W x notation), the bias and the activation entries of those neurons.
 // Forward expand: before layer k (k >= 2), the owner of y_{k-1}[j] sends its batch vector to every other
 // rank that owns a reader of j; backward fold: every reader rank returns its partial sum of
-// sum_c W_k(j, c) delta_k[c] to the owner of j. Both use precomputed send/receive lists and MPI_Ialltoallv,
-// with the outputs whose inputs are all local computed while the exchange is in flight.
+// sum_c W_k(j, c) delta_k[c] to the owner of j. Both use the same precomputed send/receive lists (the fold
+// reversed). The expand is an MPI_Ialltoallv, with the outputs whose inputs are all local computed while it is in
+// flight; the fold is a blocking MPI_Alltoallv (its partial sums are computed before it starts).
 // The engine is also used with a single rank and no MPI (size 1): then nothing is communicated.
 #pragma once
 #include <cstdint>
