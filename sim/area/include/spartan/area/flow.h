@@ -85,7 +85,7 @@ struct ToolConfig {
 /// The tools' version lines, as they print them (for area.json).
 struct ToolVersions {
   std::string yosys;  ///< first line of `yosys -V`, e.g. "Yosys 0.23 (git sha1 ...)"
-  std::string sta;    ///< first line of `sta -version`, e.g. "2.3.3"
+  std::string sta;    ///< first line of `sta -version`, e.g. "2.0.17" (area.json: "OpenSTA 2.0.17")
 };
 
 /// Checks that the tools are executable and the liberty is readable, and returns the tools' versions.
