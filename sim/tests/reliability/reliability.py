@@ -807,6 +807,7 @@ def bad_input(r):
     bt = ["--data", "@D/no-dataset", "--iterations", "1", "--batch", "8", "--threads", "1"]
     for cls, name, extra in [("unknown config keys", "--models lenet7", ["--models", "lenet7"]),
                              ("unknown config keys", "--models lenet5,foo (second name unknown)", ["--models", "lenet5,foo"]),
+                             ("unknown config keys", "--models lenet5, (empty last name)", ["--models", "lenet5,"]),
                              ("negative or zero sizes", "--batch 0", ["--batch", "0"]),
                              ("negative or zero sizes", "--epochs 0", ["--epochs", "0"]),
                              ("NaN/Inf/-0.0 in data", "--lr nan", ["--lr", "nan"])]:

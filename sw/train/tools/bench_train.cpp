@@ -57,6 +57,8 @@ int run(int argc, char** argv) {
       names.push_back(name);
     }
     if (names.empty()) throw InputError("--models: no model named");
+    // getline drops one trailing empty item: "lenet5," ran lenet5 while ",lenet5" was refused.
+    if (models.back() == ',') throw InputError("--models: unknown model '' (trailing comma in '" + models + "')");
   }
   set_num_threads(threads);
   auto engine = gemm::make_engine(gemm_name);
