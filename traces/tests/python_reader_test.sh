@@ -16,6 +16,18 @@ set -e
 if [ "$rc" -ne 2 ]; then echo "python reader: expected exit 2 on a truncated file, got $rc"; cat "$WORK/err.txt"; exit 1; fi
 echo "python reader rejects truncated file: $(cat "$WORK/err.txt")"
 
+# Its output piped into a reader that has already gone (`| head` after its lines): ended by SIGPIPE, as cat is,
+# with nothing on stderr (it printed a BrokenPipeError traceback).
+"$PYTHON" - "$PYTHON" "$READER" "$WORK/golden.sptrace" <<'PY'
+import os, signal, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+p = subprocess.run(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)
+if p.returncode != -signal.SIGPIPE or p.stderr:
+    sys.exit(f"python reader into a closed pipe: expected SIGPIPE and no stderr, got {p.returncode}: {p.stderr.decode()}")
+print("python reader into a closed pipe: ended by SIGPIPE, stderr empty")
+PY
+
 # Bad input to --compare / --check-sparsity: one line on stderr, exit 2, no Python traceback.
 expect_one_line_exit2() {
   what="$1"; shift

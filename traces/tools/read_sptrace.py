@@ -534,4 +534,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    # Piped into a reader that stops early (`| head`): end as cat does, by SIGPIPE, not with a BrokenPipeError
+    # traceback. Only when run as a command; an importing program keeps Python's default.
+    import signal
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main(sys.argv[1:]))
