@@ -99,23 +99,26 @@ bool parse_int(const char*& p, std::int64_t& v) {
   return true;
 }
 
-bool parse_float(const char*& p, float& v) {
+// Reads one real value into v and returns nullptr, or returns why it is refused (the value as text is not a decimal
+// number, is NaN or Inf, or is outside float's range) and leaves p and v alone.
+const char* parse_float(const char*& p, float& v) {
   while (*p == ' ' || *p == '\t') ++p;
   char* end = nullptr;
   const double x = std::strtod(p, &end);
-  // finite in float too: 1e300 would narrow to inf. The bound is where float rounding reaches inf, FLT_MAX +
-  // half an ulp (2^128 - 2^103): a decimal between FLT_MAX and it rounds to FLT_MAX, e.g. "3.4028235e+38", which is
-  // how numpy and %.8g print FLT_MAX (it was refused as malformed while strictly above FLT_MAX).
-  constexpr double kFloatRoundsToInf = 0x1.ffffffp+127;
-  if (end == p || (*end != 0 && *end != ' ' && *end != '\t') || !std::isfinite(x) || std::fabs(x) >= kFloatRoundsToInf)
-    return false;
+  if (end == p || (*end != 0 && *end != ' ' && *end != '\t')) return "malformed real value";
   // Decimal only (MatrixMarket's and the Graph Challenge TSV's real numbers): strtod also reads hexadecimal
-  // floats ("0x10" = 16), which no such file holds (thirty-seventh session's review).
+  // floats ("0x10" = 16), which no such file holds (thirty-seventh session's review), and "inf" / "nan".
   for (const char* c = p; c < end; ++c)
-    if (!std::isdigit(static_cast<unsigned char>(*c)) && *c != '+' && *c != '-' && *c != '.' && *c != 'e' && *c != 'E') return false;
+    if (!std::isdigit(static_cast<unsigned char>(*c)) && *c != '+' && *c != '-' && *c != '.' && *c != 'e' && *c != 'E')
+      return std::isnan(x) || std::isinf(x) ? "real value is NaN or Inf" : "malformed real value";
+  // Finite in float too: 1e300 would narrow to inf. The bound is where float rounding reaches inf, FLT_MAX + half an
+  // ulp (2^128 - 2^103): a decimal between FLT_MAX and it rounds to FLT_MAX, e.g. "3.4028235e+38", which is how numpy
+  // and %.8g print FLT_MAX (finding 110). A decimal beyond double's range reads as inf.
+  constexpr double kFloatRoundsToInf = 0x1.ffffffp+127;
+  if (!(std::fabs(x) < kFloatRoundsToInf)) return "real value outside the float range (magnitude 2^128 - 2^103 or more)";
   v = static_cast<float>(x);
   p = end;
-  return true;
+  return nullptr;
 }
 
 bool at_end(const char* p) {
@@ -252,8 +255,8 @@ Csr read_matrix_market(const std::string& path) {
         std::int64_t iv = 0;
         if (!parse_int(p, iv)) throw FormatError(path, "entry", ln, "malformed integer value", "line");
         v = static_cast<float>(iv);
-      } else if (!parse_float(p, v)) {
-        throw FormatError(path, "entry", ln, "malformed real value", "line");
+      } else if (const char* why = parse_float(p, v)) {
+        throw FormatError(path, "entry", ln, why, "line");
       }
     }
     if (!at_end(p)) throw FormatError(path, "entry", ln, "trailing characters after entry", "line");
@@ -281,8 +284,13 @@ Csr read_tsv(const std::string& path, std::int64_t rows, std::int64_t cols) {
     const char* p = line.c_str();
     std::int64_t i = 0, j = 0;
     float v = 0;
-    if (!parse_int(p, i) || !parse_int(p, j) || !parse_float(p, v) || !at_end(p))
-      throw FormatError(path, "entry", ln, "malformed line, expected 'row<TAB>col<TAB>value'", "line");
+    const char* why = nullptr;
+    if (!parse_int(p, i) || !parse_int(p, j) || (why = parse_float(p, v)) != nullptr || !at_end(p))
+      throw FormatError(path, "entry", ln,
+                        why && std::strcmp(why, "malformed real value") != 0
+                            ? std::string(why)
+                            : std::string("malformed line, expected 'row<TAB>col<TAB>value'"),
+                        "line");
     if (i < 1 || j < 1 || (rows > 0 && i > rows) || (cols > 0 && j > cols) || i > INT32_MAX || j > INT32_MAX)
       throw FormatError(path, "entry", ln, "index (" + std::to_string(i) + ", " + std::to_string(j) + ") out of range" +
                                                (rows > 0 ? " for " + std::to_string(rows) + " x " + std::to_string(cols) : std::string()), "line");

@@ -159,7 +159,28 @@ TEST(SdnnIo, RealValuesThatRoundToFltMaxAreAccepted) {
   EXPECT_EQ(read_tsv(tsv).values.at(0), std::numeric_limits<float>::max());
   // 2^128 - 2^103 = 340282356779733661637539395458142568448 rounds (to even) to inf: refused.
   const auto bad = write("fltinf.mtx", hdr + "1 1 1\n1 1 340282356779733661637539395458142568448\n");
-  expect_line_error([&] { read_matrix_market(bad); }, bad, 3, "malformed real");
+  expect_line_error([&] { read_matrix_market(bad); }, bad, 3, "outside the float range");
+}
+
+// A refused real value says why: not a decimal number, NaN or Inf, or beyond float's range (all three were
+// "malformed real value" in MatrixMarket and "malformed line" in TSV).
+TEST(SdnnIo, RefusedRealValuesSayWhy) {
+  const std::string hdr = "%%MatrixMarket matrix coordinate real general\n";
+  const struct {
+    const char* value;
+    const char* needle;
+  } cases[] = {{"nan", "NaN or Inf"},          {"-inf", "NaN or Inf"},         {"Infinity", "NaN or Inf"},
+               {"1e39", "outside the float range"}, {"-1e400", "outside the float range"}, {"0x10", "malformed real value"},
+               {"1.5x", "malformed real value"},    {"abc", "malformed real value"}};
+  int n = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.value);
+    const auto mm = write("why" + std::to_string(n) + ".mtx", hdr + "1 1 1\n1 1 " + c.value + "\n");
+    expect_line_error([&] { read_matrix_market(mm); }, mm, 3, c.needle);
+    const auto tsv = write("why" + std::to_string(n++) + ".tsv", std::string("1\t1\t0.5\n1\t2\t") + c.value + "\n");
+    const bool malformed = std::string(c.needle) == "malformed real value";
+    expect_line_error([&] { read_tsv(tsv); }, tsv, 2, malformed ? "malformed line" : c.needle);
+  }
 }
 
 TEST(SdnnIo, MatrixMarketDimensionBoundScalesWithNnz) {
