@@ -226,7 +226,9 @@ Csr read_matrix_market(const std::string& path) {
     if (sym != 0 && rows != cols) throw FormatError(path, "size", in.line_no(), symmetry + " matrix must be square", "line");
     // row_ptr / col_ptr cost 8 bytes per row / column whatever nnz is: a 70-byte file declaring 4e8 rows and
     // one entry would allocate 3.2 GB (fuzz_sdnn_matrix_market finding). Same bound as inferred TSV sizes.
-    const std::int64_t bound = std::max<std::int64_t>(kMaxInferredDim, 64 * nnz);
+    // nnz is clamped before the product: 64 x nnz overflowed int64 for nnz > 2^57 (UBSan, fuzz campaign); rows and
+    // cols are <= 2^31-1 here, so a clamped bound of 64 x (2^31-1) refuses nothing the exact one would accept.
+    const std::int64_t bound = std::max<std::int64_t>(kMaxInferredDim, 64 * std::min<std::int64_t>(nnz, INT32_MAX));
     if (rows > bound || cols > bound)
       throw FormatError(path, "size", in.line_no(),
                         "declared " + std::to_string(rows) + " x " + std::to_string(cols) + " with " + std::to_string(nnz) +
@@ -240,7 +242,9 @@ Csr read_matrix_market(const std::string& path) {
   std::vector<Triple> t;
   // The size line is untrusted: reserve at most 1 Mi entries up front (a tiny file declaring 4e11 entries
   // must not allocate terabytes; found by fuzz_sdnn_matrix_market), the vector grows past that as read.
-  t.reserve(static_cast<std::size_t>(std::min<std::int64_t>(sym ? 2 * nnz : nnz, std::int64_t{1} << 20)));
+  // (min before doubling: 2 x nnz overflowed int64 for a symmetric file declaring nnz > 2^62.)
+  t.reserve(static_cast<std::size_t>(std::min<std::int64_t>((sym ? 2 : 1) * std::min<std::int64_t>(nnz, std::int64_t{1} << 20),
+                                                             std::int64_t{1} << 20)));
   std::int64_t seen = 0;
   while (in.next(line)) {
     if (line.empty() || line[0] == '%' || blank(line)) continue;

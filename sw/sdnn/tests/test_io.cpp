@@ -191,6 +191,17 @@ TEST(SdnnIo, MatrixMarketDimensionBoundScalesWithNnz) {
   expect_line_error([&] { read_matrix_market(p); }, p, 2, "exceeds the bound");
 }
 
+// Fuzz campaign (UBSan): the dimension bound 64 x nnz and the symmetric reserve 2 x nnz overflowed int64 for a
+// declared nnz above 2^57 / 2^62. Such a file is now refused as truncated, like any other short file.
+TEST(SdnnIo, MatrixMarketHugeDeclaredNnzDoesNotOverflow) {
+  for (const std::string kind : {"general", "symmetric"}) {
+    SCOPED_TRACE(kind);
+    const auto p = write("huge_nnz_" + kind + ".mtx",
+                         "%%MatrixMarket matrix coordinate real " + kind + "\n1 1 9223372036854775807\n1 1 2\n");
+    expect_line_error([&] { read_matrix_market(p); }, p, 4, "file ends after 1 of 9223372036854775807");
+  }
+}
+
 TEST(SdnnIo, MissingFileIsIoError) { EXPECT_THROW(read_matrix_market(tmp_path("does-not-exist.mtx")), spartan::IoError); }
 
 // New-user review: `infer --features /nonexist` said "unknown matrix format" (the name has no .mtx / .tsv).
