@@ -244,6 +244,12 @@ void validate_gpu_config(const GpuConfig& c) {
   if (d.bus_bytes == 0) fail("dram.bus_bytes", "must be > 0");
   if (d.burst_length == 0) fail("dram.burst_length", "must be > 0");
   if (d.data_rate == 0) fail("dram.data_rate", "must be > 0");
+  // burst_bytes() is a 32-bit product: bus_bytes 65536 x burst_length 65536 wrapped to 0 and the row_bytes check
+  // below divided by zero (SIGFPE; fuzz campaign). A row holds whole bursts and is at most 1 MiB, so a larger
+  // burst is never valid; checked in 64 bits before any use of burst_bytes().
+  if (std::uint64_t(d.bus_bytes) * d.burst_length > (1u << 20))
+    fail("dram.burst_length", "burst size bus_bytes*burst_length = " +
+                                  std::to_string(std::uint64_t(d.bus_bytes) * d.burst_length) + " bytes: must be <= 1 MiB");
   if (d.row_bytes == 0 || d.row_bytes % d.burst_bytes())
     fail("dram.row_bytes", "must be a non-zero multiple of the burst size (bus_bytes*burst_length)");
   if (s.sector_bytes % d.burst_bytes() && d.burst_bytes() % s.sector_bytes)
@@ -251,7 +257,7 @@ void validate_gpu_config(const GpuConfig& c) {
                                 ") must divide one another");
   const auto& t = d.timing;
   if (t.tBURST == 0) fail("dram.timing.tBURST", "must be > 0");
-  if (t.tBURST * d.data_rate != d.burst_length)
+  if (std::uint64_t(t.tBURST) * d.data_rate != d.burst_length)  // 64 bits: 2 x (2^31 + 1) wrapped to 2
     fail("dram.timing.tBURST", "must equal burst_length / data_rate");
   if (t.tRC < t.tRAS + t.tRP) fail("dram.timing.tRC", "tRC must be >= tRAS + tRP");
   if (t.tRAS < t.tRCD) fail("dram.timing.tRAS", "tRAS must be >= tRCD");

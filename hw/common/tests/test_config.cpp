@@ -119,6 +119,10 @@ TEST(GpuConfig, RejectsImpossibleGeometry) {
   expect_config_error(with(with(v, "slices", "63"), "size_bytes", ""), "l2.slices", "evenly");
   expect_config_error(with(v, "write_drain_bursts", "0"), "dram.write_drain_bursts", "must be > 0");
   expect_config_error("name: [unclosed", "<yaml>", "line");
+  // Fuzz campaign: the 32-bit burst size bus_bytes*burst_length wrapped to 0 (65536 x 65536) and the row_bytes
+  // check divided by zero; tBURST * data_rate wrapped too (2 x (2^31 + 1) = 2 accepted as burst_length 2).
+  expect_config_error(with(with(v, "bus_bytes", "65536"), "burst_length", "65536"), "dram.burst_length", "<= 1 MiB");
+  expect_config_error(with(with(v, "data_rate", "2147483649"), "tBURST", "2"), "dram.timing.tBURST", "burst_length / data_rate");
 }
 
 // Issue 12: impossible values and repeated keys were accepted (dram_mhz: 1e-9 made a DRAM miss as fast as
