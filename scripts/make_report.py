@@ -57,6 +57,8 @@ def load_json(path, what):
         raise ReportError(f"{path}: missing ({what})")
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ReportError(f"{path}: not valid JSON ({what}): {e}")
+    except OSError as e:  # a directory, no permission, an I/O error: one line, not a traceback
+        raise ReportError(f"{path}: not readable ({what}): {e.strerror or e.__class__.__name__}")
 
 
 def get(d, *keys, default=None):

@@ -372,6 +372,18 @@ def main():
             left = [d for d in os.listdir(work) if d.startswith(".report.tmp.")]
             if left:
                 fail(f"{name}: temporary directories left: {left}")
+        # an input path that is a directory (or unreadable): one error line, status 2, not a traceback
+        run = os.path.join(work, "case")
+        shutil.rmtree(run, ignore_errors=True)
+        write_run(run, *inputs())
+        os.remove(os.path.join(run, "area", "area.json"))
+        os.mkdir(os.path.join(run, "area", "area.json"))
+        r = run_report(src, run, out)
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != 2 or len(lines) != 1 or "area.json: not readable" not in lines[0]:
+            fail(f"area.json a directory: status {r.returncode}, stderr {r.stderr.strip()[-300:]!r}")
+        if not os.path.exists(os.path.join(out, "SENTINEL")):
+            fail("area.json a directory: the previous report directory was replaced")
         if FAILS:
             print(f"{len(FAILS)} failure(s)")
             sys.exit(1)
