@@ -533,9 +533,14 @@ def build(a, train, sim, area, rtl, tmp):
                 "the binaries may predate the report's commit)")
     md.append(f"Generated {doc['generated_utc']} by make_report.py at commit `{prov['report_commit']}`"
               f"{dirty[prov['report_tree_dirty']]}, profile `{a.profile}`, from {made}.\n")
+    n_rtl = len(get(rtl, "layers", default=[]) or []) if rtl else 0
+    cmp_s = "comparison" if n_rtl == 1 else "comparisons"
+    lockstep = (f"RTL/TLM lockstep with 0 mismatches on {n_rtl} layer/unit {cmp_s}" if n_rtl else
+                "RTL/TLM lockstep on no layer (stats.json records no compared layer)" if rtl else
+                "RTL/TLM lockstep not run")
     md.append(f"**Every check passed**: the simulation's functional checks (stats.json `checks.passed`: software and "
               f"engine outputs identical to the reference compaction, monitor counts exact, for all {n} layer "
-              f"instances), RTL/TLM lockstep {'with 0 mismatches' if rtl else 'not run'}, and the inputs describe "
+              f"instances), {lockstep}, and the inputs describe "
               f"the same run (model `{train['model']}`, device `{dev}`, activation densities of train.json and "
               f"stats.json, GPU `{gpu}` in stats.json and area.json).\n")
     md.append("## What was run\n")
@@ -550,7 +555,7 @@ def build(a, train, sim, area, rtl, tmp):
         f"`{get(sim, 'options', 'tile', default='?')}`, density threshold "
         f"{get(sim, 'options', 'threshold', default='?')}. All times in this section are **simulated**.\n"
         f"- **RTL validation**: Verilated RTL of both units in lockstep with the TLM models on "
-        f"{'the layers listed in section 6' if rtl else 'no layer (not run)'}.\n"
+        f"{'the layers listed in section 6' if n_rtl else 'no layer (not run)'}.\n"
         f"- **Area** (`spartan-area`): Yosys synthesis to OSU 0.18 um cells, OpenSTA timing, scaled with "
         f"Stillmaker & Baas (2017).\n")
 
@@ -788,7 +793,9 @@ def build(a, train, sim, area, rtl, tmp):
         md.append(f"Source: {get(rtl, 'source', default='spartan-sim run --rtl')} (Verilated RTL and the TLM model "
                   "on the same line traffic; per-tile counts and registers compared exactly).\n")
         by_unit = get(rtl, "max_abs_cycle_deviation_percent_by_unit", default={}) or {}
-        md.append(f"Total mismatches: **{get(rtl, 'mismatches', default='?')}** (checked: 0); maximum |cycle "
+        n_cmp = len(get(rtl, "layers", default=[]) or [])
+        md.append(f"Total mismatches: **{get(rtl, 'mismatches', default='?')}** over {n_cmp} layer/unit "
+                  f"{'comparison' if n_cmp == 1 else 'comparisons'} (a report is written only when it is 0); maximum |cycle "
                   f"deviation| {fmt(get(rtl, 'max_abs_cycle_deviation_percent'), '.2f')} % (tolerance: "
                   f"{get(rtl, 'cycle_tolerance', default='5 % of the TLM cycles or 2 cycles')})" +
                   ("; per unit: " + ", ".join(f"{k} {fmt(v, '.2f')} %" for k, v in sorted(by_unit.items()))

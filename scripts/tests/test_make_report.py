@@ -139,7 +139,9 @@ def main():
                          "the monitor is slower on 0 of the 2", "mean over the last 10 SGD steps",
                          "**forward** tile-sparse GEMM", "CAPACITY=64", "**assumed**", "0 all-zero tiles",
                          "capture steps included, 0.25 s of it", "| 1000 | 0.04167 |", "1 GE = NAND2X1 (24 um^2)",
-                         "the monitor would take 12.60 us: 0.56x"):
+                         "the monitor would take 12.60 us: 0.56x",
+                         "RTL/TLM lockstep with 0 mismatches on 1 layer/unit comparison",
+                         "Total mismatches: **0** over 1 layer/unit comparison"):
                 if want not in md:
                     fail(f"report.md lacks {want!r}")
             # As whole tokens: the report quotes the run's path, and mkdtemp's random suffix may read "-x..."
@@ -372,6 +374,19 @@ def main():
             left = [d for d in os.listdir(work) if d.startswith(".report.tmp.")]
             if left:
                 fail(f"{name}: temporary directories left: {left}")
+        # RTL lockstep recorded on no layer: the report must not say it passed with 0 mismatches
+        t, s_, a = inputs()
+        s_["rtl"]["layers"] = []
+        run = os.path.join(work, "norl")
+        write_run(run, t, s_, a)
+        out_n = os.path.join(work, "report-norl")
+        r = run_report(src, run, out_n)
+        if r.returncode != 0:
+            fail(f"RTL on no layer: status {r.returncode}: {r.stderr.strip()[-300:]}")
+        else:
+            mdn = open(os.path.join(out_n, "report.md")).read()
+            if "lockstep with 0 mismatches" in mdn or "RTL/TLM lockstep on no layer" not in mdn:
+                fail("RTL on no layer: report.md claims a lockstep with 0 mismatches")
         # an input path that is a directory (or unreadable): one error line, status 2, not a traceback
         run = os.path.join(work, "case")
         shutil.rmtree(run, ignore_errors=True)
