@@ -604,7 +604,7 @@ def build(a, train, sim, area, rtl, tmp):
     write_dat(os.path.join(tmp, "sparsity.dat"), ["layer"] + [f"step{i}" for i in its], dat)
     col = {i: k + 2 for k, i in enumerate(its)}
     if shown and gnuplot(GP_HEAD + "set output 'sparsity.png'\nset title 'Activation sparsity per layer (measured)'\n"
-                         "set xlabel 'layer'\nset ylabel 'sparsity (%)'\nset yrange [0:100]\nset style data linespoints\n"
+                         "set xlabel 'layer'\nset xtics 1\nset ylabel 'sparsity (%)'\nset yrange [0:100]\nset style data linespoints\n"
                          "plot " + ", ".join(f"'sparsity.dat' using 1:{col[i]} title 'step {i}'" for i in shown) + "\n",
                          tmp):
         md.append("![sparsity per layer](sparsity.png)\n")

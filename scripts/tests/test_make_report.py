@@ -387,6 +387,23 @@ def main():
             mdn = open(os.path.join(out_n, "report.md")).read()
             if "lockstep with 0 mismatches" in mdn or "RTL/TLM lockstep on no layer" not in mdn:
                 fail("RTL on no layer: report.md claims a lockstep with 0 mismatches")
+        # the sparsity plot's x axis is the layer index: whole-number ticks only (gnuplot's default put ticks at
+        # 0.5, 1.5, ... for the five layers of lenet5). A stand-in gnuplot records the scripts it is given.
+        fake = os.path.join(work, "fakebin")
+        os.makedirs(fake)
+        with open(os.path.join(fake, "gnuplot"), "w") as f:
+            f.write("#!/bin/sh\ncat >> \"$GP_LOG\"\n")
+        os.chmod(os.path.join(fake, "gnuplot"), 0o755)
+        env = dict(os.environ, PATH=fake + os.pathsep + os.environ.get("PATH", ""),
+                   GP_LOG=os.path.join(work, "gp.log"))
+        run = os.path.join(work, "ok")
+        r = subprocess.run(["/usr/bin/python3", os.path.join(src, "scripts/make_report.py"), "--run", run,
+                            "--out", os.path.join(work, "report-gp")], capture_output=True, text=True, timeout=60,
+                           env=env)
+        gp = open(env["GP_LOG"]).read() if os.path.exists(env["GP_LOG"]) else ""
+        sp = gp[gp.find("set output 'sparsity.png'"):].split("plot ", 1)[0]
+        if r.returncode != 0 or "sparsity.png" not in gp or "set xtics 1" not in sp:
+            fail(f"sparsity plot: no whole-number layer ticks (status {r.returncode})")
         # an input path that is a directory (or unreadable): one error line, status 2, not a traceback
         run = os.path.join(work, "case")
         shutil.rmtree(run, ignore_errors=True)
