@@ -533,6 +533,10 @@ def build(a, train, sim, area, rtl, tmp):
                 "the binaries may predate the report's commit)")
     md.append(f"Generated {doc['generated_utc']} by make_report.py at commit `{prov['report_commit']}`"
               f"{dirty[prov['report_tree_dirty']]}, profile `{a.profile}`, from {made}.\n")
+    if len(set(prov["input_commits"].values())) > 1:
+        md.append("**The steps ran binaries of different builds** (the commits above differ: the build changed "
+                  "during the job, or outputs of different jobs were combined): the figures of different sections "
+                  "may not come from the same code.\n")
     n_rtl = len(get(rtl, "layers", default=[]) or []) if rtl else 0
     cmp_s = "comparison" if n_rtl == 1 else "comparisons"
     lockstep = (f"RTL/TLM lockstep with 0 mismatches on {n_rtl} layer/unit {cmp_s}" if n_rtl else

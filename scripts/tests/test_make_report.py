@@ -404,6 +404,19 @@ def main():
         sp = gp[gp.find("set output 'sparsity.png'"):].split("plot ", 1)[0]
         if r.returncode != 0 or "sparsity.png" not in gp or "set xtics 1" not in sp:
             fail(f"sparsity plot: no whole-number layer ticks (status {r.returncode})")
+        # binaries of different builds (the build directory rebuilt while the job ran): the report says so
+        for commits, want in ((("aaa", "aaa", "aaa"), False), (("aaa", "bbb", "aaa"), True)):
+            t, s_, a = inputs()
+            for obj, c in zip((t, s_, a), commits):
+                obj["build"] = {"commit": c}
+            run = os.path.join(work, "builds")
+            shutil.rmtree(run, ignore_errors=True)
+            write_run(run, t, s_, a)
+            out_b = os.path.join(work, "report-builds")
+            r = run_report(src, run, out_b)
+            got = r.returncode == 0 and "binaries of different builds" in open(os.path.join(out_b, "report.md")).read()
+            if r.returncode != 0 or got != want:
+                fail(f"build commits {commits}: status {r.returncode}, different-builds note {got}, want {want}")
         # an input path that is a directory (or unreadable): one error line, status 2, not a traceback
         run = os.path.join(work, "case")
         shutil.rmtree(run, ignore_errors=True)
