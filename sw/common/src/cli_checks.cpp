@@ -125,20 +125,24 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
 }
 
 void check_outputs_not_inputs(const std::vector<std::pair<std::string, std::string>>& outputs,
-                              const std::vector<std::pair<std::string, std::string>>& inputs) {
+                              const std::vector<std::pair<std::string, std::string>>& inputs, bool missing_inputs_too) {
   namespace fs = std::filesystem;
   for (const auto& [in_opt, in_path] : inputs) {
     if (in_path.empty()) continue;
     std::error_code ec;
-    if (!fs::exists(in_path, ec)) continue;
+    const bool exists = fs::exists(in_path, ec);
+    if (!exists && !missing_inputs_too) continue;
     const fs::path ci = comparable_path(in_path);
     for (const auto& [out_opt, out_path] : outputs) {
       if (out_path.empty()) continue;
       bool same = comparable_path(out_path) == ci;
-      if (!same && fs::exists(out_path, ec)) same = fs::equivalent(out_path, in_path, ec) && !ec;
-      if (same)
+      if (!same && exists && fs::exists(out_path, ec)) same = fs::equivalent(out_path, in_path, ec) && !ec;
+      if (same && exists)
         throw InputError(out_opt + ": '" + out_path + "' is the input of " + in_opt +
                          " (refusing to overwrite a file this run reads)");
+      if (same)
+        throw InputError(out_opt + ": '" + out_path + "' is an input name of " + in_opt +
+                         " (a later run would read it as that input)");
     }
   }
 }

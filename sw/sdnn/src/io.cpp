@@ -99,26 +99,36 @@ bool parse_int(const char*& p, std::int64_t& v) {
   return true;
 }
 
-// Reads one real value into v and returns nullptr, or returns why it is refused (the value as text is not a decimal
-// number, is NaN or Inf, or is outside float's range) and leaves p and v alone.
-const char* parse_float(const char*& p, float& v) {
+// The outcome of reading one real value: why it is refused, if it is.
+enum class RealParse { Ok, Malformed, NanOrInf, OutOfRange };
+const char* real_parse_message(RealParse r) {
+  switch (r) {
+    case RealParse::NanOrInf: return "real value is NaN or Inf";
+    case RealParse::OutOfRange: return "real value outside the float range (magnitude 2^128 - 2^103 or more)";
+    default: return "malformed real value";
+  }
+}
+
+// Reads one real value into v and returns Ok, or returns why it is refused (the text is not a decimal number, is
+// NaN or Inf, or is outside float's range) and leaves p and v alone.
+RealParse parse_float(const char*& p, float& v) {
   while (*p == ' ' || *p == '\t') ++p;
   char* end = nullptr;
   const double x = std::strtod(p, &end);
-  if (end == p || (*end != 0 && *end != ' ' && *end != '\t')) return "malformed real value";
+  if (end == p || (*end != 0 && *end != ' ' && *end != '\t')) return RealParse::Malformed;
   // Decimal only (MatrixMarket's and the Graph Challenge TSV's real numbers): strtod also reads hexadecimal
   // floats ("0x10" = 16), which no such file holds (thirty-seventh session's review), and "inf" / "nan".
   for (const char* c = p; c < end; ++c)
     if (!std::isdigit(static_cast<unsigned char>(*c)) && *c != '+' && *c != '-' && *c != '.' && *c != 'e' && *c != 'E')
-      return std::isnan(x) || std::isinf(x) ? "real value is NaN or Inf" : "malformed real value";
+      return std::isnan(x) || std::isinf(x) ? RealParse::NanOrInf : RealParse::Malformed;
   // Finite in float too: 1e300 would narrow to inf. The bound is where float rounding reaches inf, FLT_MAX + half an
   // ulp (2^128 - 2^103): a decimal between FLT_MAX and it rounds to FLT_MAX, e.g. "3.4028235e+38", which is how numpy
   // and %.8g print FLT_MAX (finding 110). A decimal beyond double's range reads as inf.
   constexpr double kFloatRoundsToInf = 0x1.ffffffp+127;
-  if (!(std::fabs(x) < kFloatRoundsToInf)) return "real value outside the float range (magnitude 2^128 - 2^103 or more)";
+  if (!(std::fabs(x) < kFloatRoundsToInf)) return RealParse::OutOfRange;
   v = static_cast<float>(x);
   p = end;
-  return nullptr;
+  return RealParse::Ok;
 }
 
 bool at_end(const char* p) {
@@ -259,8 +269,8 @@ Csr read_matrix_market(const std::string& path) {
         std::int64_t iv = 0;
         if (!parse_int(p, iv)) throw FormatError(path, "entry", ln, "malformed integer value", "line");
         v = static_cast<float>(iv);
-      } else if (const char* why = parse_float(p, v)) {
-        throw FormatError(path, "entry", ln, why, "line");
+      } else if (const RealParse r = parse_float(p, v); r != RealParse::Ok) {
+        throw FormatError(path, "entry", ln, real_parse_message(r), "line");
       }
     }
     if (!at_end(p)) throw FormatError(path, "entry", ln, "trailing characters after entry", "line");
@@ -288,12 +298,12 @@ Csr read_tsv(const std::string& path, std::int64_t rows, std::int64_t cols) {
     const char* p = line.c_str();
     std::int64_t i = 0, j = 0;
     float v = 0;
-    const char* why = nullptr;
-    if (!parse_int(p, i) || !parse_int(p, j) || (why = parse_float(p, v)) != nullptr || !at_end(p))
+    RealParse r = RealParse::Ok;
+    if (!parse_int(p, i) || !parse_int(p, j) || (r = parse_float(p, v)) != RealParse::Ok || !at_end(p))
       throw FormatError(path, "entry", ln,
-                        why && std::strcmp(why, "malformed real value") != 0
-                            ? std::string(why)
-                            : std::string("malformed line, expected 'row<TAB>col<TAB>value'"),
+                        r == RealParse::NanOrInf || r == RealParse::OutOfRange
+                            ? real_parse_message(r)
+                            : "malformed line, expected 'row<TAB>col<TAB>value'",
                         "line");
     if (i < 1 || j < 1 || (rows > 0 && i > rows) || (cols > 0 && j > cols) || i > INT32_MAX || j > INT32_MAX)
       throw FormatError(path, "entry", ln, "index (" + std::to_string(i) + ", " + std::to_string(j) + ") out of range" +

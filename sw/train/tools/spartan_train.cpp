@@ -143,17 +143,9 @@ int run(int argc, char** argv) {
   {
     std::vector<std::pair<std::string, std::string>> inputs;
     for (const std::string& f : idx_dataset_files(data_dir)) inputs.emplace_back("--data", f);
-    spartan::check_outputs_not_inputs({{"--trace", trace_path}, {"--out-json", out_json}}, inputs);
-    // The loader looks for each dataset file raw and gzipped: an output on the name that does not exist yet (a .gz
-    // beside the raw file) would be read as the dataset by the next run (finding 112).
-    for (const auto& [opt, path] : {std::pair<const char*, const std::string&>{"--trace", trace_path},
-                                    std::pair<const char*, const std::string&>{"--out-json", out_json}}) {
-      if (path.empty()) continue;
-      for (const auto& in : inputs)
-        if (spartan::comparable_path(path) == spartan::comparable_path(in.second))
-          throw InputError(std::string(opt) + ": '" + path + "' is a dataset file name in --data (the next run " +
-                           "would read it as the dataset)");
-    }
+    // The loader looks for each dataset file raw and gzipped: an output on the name that is not there yet (a .gz
+    // beside the raw file) would be read as the dataset by the next run (finding 112), so missing names count too.
+    spartan::check_outputs_not_inputs({{"--trace", trace_path}, {"--out-json", out_json}}, inputs, true);
   }
   const trace::DType act_dtype = parse_trace_dtype(trace_dtype);
   if (device != "cpu" && device != "cuda") throw InputError("--device must be cpu or cuda (got '" + device + "')");

@@ -63,9 +63,12 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
 /// Throws InputError when an output (option, path) names the same file as an input (option, path): the same
 /// weakly-canonical path, or both exist and are std::filesystem::equivalent (hard or symbolic links). Writing
 /// would replace a file the tool reads (a memory-mapped trace truncated under the reader faults with SIGBUS).
-/// Empty paths are ignored; inputs that do not exist are skipped (their own check reports them).
+/// Empty paths are ignored; inputs that do not exist are skipped (their own check reports them), unless
+/// `missing_inputs_too`: for inputs the tool looks for under several names (a dataset file raw or gzipped), where an
+/// output on the name not there yet would be read as the input by a later run; such an output is refused too.
 void check_outputs_not_inputs(const std::vector<std::pair<std::string, std::string>>& outputs,
-                              const std::vector<std::pair<std::string, std::string>>& inputs);
+                              const std::vector<std::pair<std::string, std::string>>& inputs,
+                              bool missing_inputs_too = false);
 
 /// Parses a plain decimal whole number: digits only (no sign, blank, exponent or "0x": stoll and sscanf take
 /// " 1", "+1" and "-0", stod takes "1e3" and "0x10"), at most 2^64 - 1. Throws InputError
