@@ -2,6 +2,7 @@
 
 #include "spartan/common/error.h"
 #include "spartan/train/layer.h"
+#include "spartan/train/threads.h"
 
 namespace spartan::train {
 
@@ -82,7 +83,7 @@ Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
   const std::ptrdiff_t np = std::ptrdiff_t(x.n) * p;
   col_.assign(std::size_t(kdim) * np, 0.0f);
   // im2col, stored kdim x (N*P): row r = (ci, ki, kj), column (n, oy, ox).
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel_worth(col_.size()))
   for (int r = 0; r < kdim; ++r)
     for (int n = 0; n < x.n; ++n) {
       const int ci = r / (k * k), ki = (r / k) % k, kj = r % k;
@@ -108,7 +109,7 @@ Tensor Conv2d::forward(const Tensor& x, Context& ctx) {
   c.sparse = gemm::SparseOperand::A;
   ctx.gemm->run(id, GemmPass::Forward, c);
   Tensor y(x.n, cout, oh, ow);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(y.numel()))
   for (int n = 0; n < x.n; ++n)
     for (int i = 0; i < p; ++i) {
       const float* src = ytmp_.data() + (std::size_t(n) * p + i) * cout;
@@ -124,7 +125,7 @@ Tensor Conv2d::backward(const Tensor& dy, Context& ctx) {
   const int p = yshape_.h * yshape_.w, kdim = cin * k * k;
   const std::ptrdiff_t np = std::ptrdiff_t(dy.n) * p;
   // dY as (N*P) x Cout, one row per output pixel (reuses ytmp_).
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(dy.numel()))
   for (int n = 0; n < dy.n; ++n)
     for (int i = 0; i < p; ++i) {
       float* dst = ytmp_.data() + (std::size_t(n) * p + i) * cout;
@@ -159,7 +160,7 @@ Tensor Conv2d::backward(const Tensor& dy, Context& ctx) {
   Tensor dx(x_.n, x_.c, x_.h, x_.w);
   const int oh = yshape_.h, ow = yshape_.w;
   // col2im: each (n, ci) plane is written by one thread.
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel_worth(std::size_t(np) * kdim))
   for (int n = 0; n < dx.n; ++n)
     for (int ci = 0; ci < cin; ++ci) {
       float* dst = dx.data() + (std::size_t(n) * cin + ci) * x_.h * x_.w;

@@ -5,6 +5,7 @@
 
 #include "spartan/common/error.h"
 #include "spartan/gemm/tile_sparse.h"
+#include "spartan/train/threads.h"
 #include "spartan/train/tensor.h"
 
 namespace spartan::train {
@@ -12,7 +13,7 @@ namespace spartan::train {
 double zero_fraction(const float* p, std::size_t n) {
   if (n == 0) return 0.0;
   std::size_t z = 0;
-#pragma omp parallel for reduction(+ : z) schedule(static)
+#pragma omp parallel for reduction(+ : z) schedule(static) if (parallel_worth(n))
   for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n); ++i) z += p[i] == 0.0f;
   return static_cast<double>(z) / static_cast<double>(n);
 }

@@ -4,6 +4,7 @@
 
 #include "spartan/common/error.h"
 #include "spartan/train/layer.h"
+#include "spartan/train/threads.h"
 
 namespace spartan::train {
 
@@ -12,7 +13,7 @@ Tensor ReLU::forward(const Tensor& x, Context& ctx) {
   y_ = x;
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(y_.numel());
   float* p = y_.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(std::size_t(n)))
   for (std::ptrdiff_t i = 0; i < n; ++i) p[i] = p[i] > 0.0f ? p[i] : 0.0f;
   return y_;
 }
@@ -23,7 +24,7 @@ Tensor ReLU::backward(const Tensor& dy, Context& ctx) {
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(dx.numel());
   float* p = dx.data();
   const float* y = y_.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(std::size_t(n)))
   for (std::ptrdiff_t i = 0; i < n; ++i)
     if (!(y[i] > 0.0f)) p[i] = 0.0f;
   return dx;
@@ -45,7 +46,7 @@ Tensor MaxPool2d::forward(const Tensor& x, Context& ctx) {
   Tensor y(x.n, x.c, oh, ow);
   argmax_.assign(y.numel(), 0);
   const int planes = x.n * x.c;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(x.numel()))
   for (int pl = 0; pl < planes; ++pl) {
     const float* src = x.data() + std::size_t(pl) * x.h * x.w;
     for (int oy = 0; oy < oh; ++oy)
@@ -69,7 +70,7 @@ Tensor MaxPool2d::backward(const Tensor& dy, Context& ctx) {
   if (ctx.exec) return backward_exec(dy, ctx);
   Tensor dx(xshape_.n, xshape_.c, xshape_.h, xshape_.w);
   const int planes = dy.n * dy.c, per = dy.h * dy.w;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(dx.numel()))
   for (int pl = 0; pl < planes; ++pl) {
     float* dst = dx.data() + std::size_t(pl) * dx.h * dx.w;
     for (int i = 0; i < per; ++i) dst[argmax_[std::size_t(pl) * per + i]] += dy.v[std::size_t(pl) * per + i];
@@ -142,7 +143,7 @@ Tensor BatchNorm::forward(const Tensor& x, Context& ctx) {
   Tensor y(x.n, x.c, x.h, x.w);
   xhat_ = Tensor(x.n, x.c, x.h, x.w);
   inv_std_.assign(c_, 0.0f);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(x.numel()))
   for (int c = 0; c < c_; ++c) {
     double mean, var;
     if (ctx.training) {
@@ -184,7 +185,7 @@ Tensor BatchNorm::backward(const Tensor& dy, Context& ctx) {
   const int per = dy.h * dy.w;
   const double m = double(dy.n) * per;
   Tensor dx(dy.n, dy.c, dy.h, dy.w);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(dy.numel()))
   for (int c = 0; c < c_; ++c) {
     double sdy = 0, sdyx = 0;
     for (int n = 0; n < dy.n; ++n) {

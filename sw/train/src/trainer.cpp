@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "spartan/common/error.h"
+#include "spartan/train/threads.h"
 
 namespace spartan::train {
 
@@ -17,7 +18,7 @@ void sgd_step(const std::vector<Param*>& params, float lr, float momentum, float
     float* w = p->value.data();
     float* v = p->velocity.data();
     const float* g = p->grad.data();
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) if (parallel_worth(std::size_t(n)))
     for (std::ptrdiff_t i = 0; i < n; ++i) {
       v[i] = momentum * v[i] + g[i] + wd * w[i];
       w[i] -= lr * v[i];

@@ -3,7 +3,22 @@
 // Idle OpenMP threads spin for a while after each loop (libgomp's default); see use_passive_openmp_wait().
 #pragma once
 
+#include <cstddef>
+
 namespace spartan::train {
+
+/// Smallest loop, in elements read or written, for which a training layer opens an OpenMP parallel region;
+/// smaller loops run on the calling thread. A fork/join costs microseconds, and on an oversubscribed machine
+/// every join can wait a scheduler time slice for a descheduled team member: four copies of the BasicBlock
+/// finite-difference check (tensors of 3 x 3 x 4 x 4, about 30 000 regions per run) took 30-77 s side by side
+/// on the 2-vCPU VM with two-thread regions and 4.6-4.8 s with one thread (docs/reliability.md, finding 115).
+/// The crossover on that VM (probe, median of 2001 calls, load average about 6): a ReLU over 16 384 floats took
+/// 6.6 us serially and 6.9 us in a two-thread region, over 32 768 floats 11.9 and 7.8 us. Results do not depend
+/// on the threshold: every guarded loop writes disjoint elements, or sums per element in a fixed order (the
+/// integer zero count of zero_fraction() is exact in any order).
+inline constexpr std::size_t kMinParallelElements = std::size_t(1) << 15;
+/// True when a loop over `elements` elements is worth a parallel region (elements >= kMinParallelElements).
+inline bool parallel_worth(std::size_t elements) { return elements >= kMinParallelElements; }
 
 /// Sets the OpenMP and OpenBLAS thread counts (1 <= n <= spartan::kMaxThreads = 1024). Throws
 /// spartan::InputError otherwise.
