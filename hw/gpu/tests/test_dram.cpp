@@ -196,6 +196,44 @@ TEST(DramChannel, RefreshDelaysCommandsAndClosesRows) {
 // An all-bank refresh needs every bank precharged tRP before it (JESD235): a column is served in its open row
 // only if its read-to-precharge (tRTP) or write recovery (WL + tBURST + tWR) and tRP end by the refresh; an ACT
 // only if tRAS + tRP do. Otherwise the burst waits for the end of the refresh.
+// A bus slot wider than a burst (tCCDS > tBURST: allowed, the slot is max(tBURST, tCCDS)) must not let a row hit
+// through whose row cannot be precharged tRP before the refresh. column_before's cheap bound took the bus free one
+// tBURST after the latest data slot, but the next free slot starts up to one slot after it: a hit whose data had to
+// wait for the next bus slot was accepted one tCCDS - tBURST too late (review of 2026-12-07).
+TEST(DramChannel, RowHitBehindABusyWideBusSlotStillPrechargesBeforeRefresh) {
+  DramConfig d = v100_like(true);
+  d.timing.tCCDS = 2;  // bus slot 2 cycles, burst 1 cycle
+  d.timing.tCCDL = 2;
+  const auto& t = d.timing;
+  const ps_t refi = cyc(t.tREFI), slot = cyc(2), CL = cyc(t.CL);
+  const ps_t read_need = cyc(t.tRTP) + cyc(t.tRP);  // command -> earliest REF
+  int served_before = 0, checked = 0;
+  // B: the bus slot another bank group's row hit takes (bins start at multiples of the slot from time 0); the hit
+  // under test wants its data in the same slot and must take the next one. Sweep B over the slots near the refresh.
+  for (ps_t B = (refi - cyc(12)) / slot * slot; B < refi - cyc(2); B += slot) {
+    DramChannel ch(d, kClk, 0, 1);
+    DramChannel::RowResult r;
+    ch.burst(refi - cyc(300), {0, 0, 0, 1, 0}, false, &r);  // opens row 1 of bank group 0, bank 0
+    ASSERT_EQ(r, DramChannel::RowResult::Miss);
+    ch.burst(refi - cyc(280), {0, 1, 0, 1, 0}, false, &r);  // opens row 1 of bank group 1, bank 0
+    ASSERT_EQ(r, DramChannel::RowResult::Miss);
+    const ps_t e1 = ch.burst(B - CL, {0, 1, 0, 1, 1}, false, &r);  // bank group 1: data at B
+    if (r != DramChannel::RowResult::Hit || e1 != B + cyc(t.tBURST)) continue;  // B too close to the refresh
+    const ps_t e2 = ch.burst(B - CL, {0, 0, 0, 1, 1}, false, &r);  // bank group 0: wants B, gets a later slot
+    ++checked;
+    if (e2 < refi) {  // served before the refresh, in its open row: its PRE must end tRP before the REF
+      ++served_before;
+      EXPECT_EQ(r, DramChannel::RowResult::Hit);
+      const ps_t cmd = e2 - cyc(t.tBURST) - CL;
+      EXPECT_LE(cmd + read_need, refi) << "B = refi - " << (refi - B) << " ps";
+    } else {
+      EXPECT_GE(e2, refi + cyc(t.tRFC));  // else after the refresh
+    }
+  }
+  EXPECT_GT(checked, 3);
+  EXPECT_GT(served_before, 0);
+}
+
 TEST(DramChannel, RowsArePrechargedTrpBeforeARefresh) {
   DramConfig d = v100_like(true);
   const auto& t = d.timing;

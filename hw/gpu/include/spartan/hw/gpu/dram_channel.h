@@ -218,8 +218,11 @@ class DramChannel {
     const ps_t limit = closes - need + 1;  // command < limit  <=>  command + need <= closes
     // Cheap bound first: every slot after the last one taken is free, so the column cannot come later than
     // this (and [ready, limit) holds no refresh window when ready lies in a row-open interval ending there).
+    // The next free bus slot starts at most one bus slot (max(tBURST, tCCD_S)) after the latest data start, not
+    // one tBURST: with tCCDS > tBURST the tBURST bound let a hit through up to tCCDS - tBURST too late (review of
+    // 2026-12-07, DramChannel.RowHitBehindABusyWideBusSlotStillPrechargesBeforeRefresh).
     const ps_t lat = write ? WL_ : CL_;
-    const ps_t bus_next = bus_last_ + tBURST_ > lat ? bus_last_ + tBURST_ - lat : 0;
+    const ps_t bus_next = bus_last_ + bus_slot_ps_ > lat ? bus_last_ + bus_slot_ps_ - lat : 0;
     if (std::max({ready, bg_last_[bg] + tCCDL_, bus_next}) + turnaround(write) < limit) return true;
     return peek_column(ready, bg, write).cmd < limit;
   }
