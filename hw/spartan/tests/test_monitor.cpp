@@ -117,8 +117,26 @@ TEST(Monitor, ResetValuesAndReadWrite) {
       EXPECT_EQ(d.rd(0, region_reg(6, R_TILES)), 0u);
       EXPECT_EQ(d.wr(0, region_reg(6, R_TILE), 16u | (8u << 16)), tlm::TLM_OK_RESPONSE);
       EXPECT_EQ(d.rd(0, region_reg(6, R_TILES)), 3u * 5u);
+      // TILES of a staged (not validated) region with COLS near 2^32: ceil(COLS / TILE_COLS), as the RTL
+      // (spartan_monitor_regs.v: shift + carry) and docs/hw-units.md; the TLM computed COLS + TILE_COLS - 1 in
+      // 32 bits, which wrapped and read 0 (fresh-eyes review of the units, 2026-12-07).
+      EXPECT_EQ(d.wr(0, region_reg(7, R_ROWS), 1), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.wr(0, region_reg(7, R_COLS), 0xFFFFFFFFu), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.wr(0, region_reg(7, R_TILE), 1u | (2u << 16)), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, region_reg(7, R_TILES)), 0x80000000u);
+      EXPECT_EQ(d.wr(0, region_reg(7, R_TILE), 1u | (256u << 16)), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, region_reg(7, R_TILES)), 0x01000000u);
+      EXPECT_EQ(d.wr(0, region_reg(7, R_COLS), 0xFFFFFF01u), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, region_reg(7, R_TILES)), 0x01000000u);
     });
   });
+}
+
+TEST(Monitor, TileCountDoesNotWrapNearTwoToThe32Columns) {
+  EXPECT_EQ(tiles_per_row(0xFFFFFFFFu, 256), 0x01000000u);
+  EXPECT_EQ(tiles_per_row(0xFFFFFFFFu, 1), 0xFFFFFFFFu);
+  EXPECT_EQ(tile_count(0xFFFFFFFFu, 0xFFFFFFFFu, 256, 2), 0x01000000ull * 0x80000000ull);
+  EXPECT_EQ(tile_count(3, 10, 2, 4), 2u * 3u);
 }
 
 TEST(Monitor, BadMmioGivesErrorResponses) {

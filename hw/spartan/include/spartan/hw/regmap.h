@@ -252,8 +252,12 @@ inline bool descriptor_valid(const Descriptor& d) {
   return d.count_table % 4 == 0 && d.out_capacity_bytes % 16 == 0;
 }
 
-/// Tiles of a rows x cols matrix cut into tr x tc tiles (row-major tile order).
-constexpr std::uint64_t tiles_per_row(std::uint32_t cols, std::uint32_t tc) { return (cols + tc - 1) / tc; }
+/// Tiles of a rows x cols matrix cut into tr x tc tiles (row-major tile order). In 64 bits: with 32-bit
+/// arithmetic, cols + tc - 1 wrapped for cols > 2^32 - tc (the monitor's TILES register of a staged region
+/// then read 0 where the RTL reads ceil(COLS / TILE_COLS)).
+constexpr std::uint64_t tiles_per_row(std::uint32_t cols, std::uint32_t tc) {
+  return (static_cast<std::uint64_t>(cols) + tc - 1) / tc;
+}
 constexpr std::uint64_t tile_count(std::uint32_t rows, std::uint32_t cols, std::uint32_t tr, std::uint32_t tc) {
   return ((static_cast<std::uint64_t>(rows) + tr - 1) / tr) * tiles_per_row(cols, tc);
 }
