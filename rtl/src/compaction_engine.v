@@ -163,7 +163,10 @@ module compaction_engine #(
         end
       end
       if (job_done) begin
-        done_count     <= done_count + 32'd1;
+        // a CLEAR_DONE written in the completion cycle zeroes the count before this job is counted (it was lost:
+        // DONE_COUNT read old + 1; fresh-eyes review of the units, 2026-12-07)
+        done_count     <= ((acc && mmio_we && acc_err == E_OK && is_glob && a[5:2] == 4'd1 && mmio_wdata[1])
+                           ? 32'd0 : done_count) + 32'd1;
         last_tag       <= job_tag;
         last_cycles    <= job_cycles;
         last_out_bytes <= job_out_bytes;
