@@ -131,6 +131,8 @@ module compaction_engine #(
   assign mmio_ready = 1'b1;
   wire acc   = mmio_valid;
   wire q_push = acc && mmio_we && acc_err == E_OK && is_glob && a[5:2] == 4'd10;
+  // CTRL write with CLEAR_DONE (bit 1) set
+  wire clear_done = acc && mmio_we && acc_err == E_OK && is_glob && a[5:2] == 4'd1 && mmio_wdata[1];
   spartan_sync_fifo #(.W(512), .DEPTH(QDEPTH)) u_queue (
     .clk(clk), .rst(rst), .in_valid(q_push), .in_ready(q_in_ready), .in_data(staged),
     .out_valid(q_out_valid), .out_ready(q_pop), .out_data(q_out), .level(q_level));
@@ -156,7 +158,7 @@ module compaction_engine #(
         if (is_desc) desc[a[5:2]] <= mmio_wdata;
         else if (a[5:2] == 4'd1) begin
           enable <= mmio_wdata[0];
-          if (mmio_wdata[1]) done_count <= 32'd0;
+          if (clear_done) done_count <= 32'd0;
         end else if (a[5:2] == 4'd3) begin
           err_flag <= 1'b0;
           err_code <= 32'd0;
@@ -165,8 +167,7 @@ module compaction_engine #(
       if (job_done) begin
         // a CLEAR_DONE written in the completion cycle zeroes the count before this job is counted (it was lost:
         // DONE_COUNT read old + 1; fresh-eyes review of the units, 2026-12-07)
-        done_count     <= ((acc && mmio_we && acc_err == E_OK && is_glob && a[5:2] == 4'd1 && mmio_wdata[1])
-                           ? 32'd0 : done_count) + 32'd1;
+        done_count     <= (clear_done ? 32'd0 : done_count) + 32'd1;
         last_tag       <= job_tag;
         last_cycles    <= job_cycles;
         last_out_bytes <= job_out_bytes;
