@@ -307,6 +307,11 @@ std::uint64_t emit_cycles(const std::uint8_t* tile, std::uint32_t re, std::uint3
 // start one cycle after P is free and the issuer idle; their response comes after every earlier tile line.
 // The emitter M decides tile k at m_k >= max(M's next cycle, d_k + 1); a compacted tile's emit passes start
 // 3 cycles after max(m_k, its last line's response), its buffer is released when the header is issued.
+// An aborted job (OutOverflow, or a bus error seen at a compacted tile) enters the RTL's S_FIN at F = 3 cycles
+// after max(m_k, last response) of the tile it stopped at; with tile_buffers >= 2 P goes on with the tiles after
+// it under the same rule until then (decisions up to F - 1, count-table reads at the pins up to F, tile lines up
+// to F + 1; the stopped tile and those decided after it never free their queue entry or buffer), and the job
+// ends job_tail_cycles after the last write response or the last response of every read issued.
 void CompactionEngine::run_job(EngineJob& job) {
   const Descriptor& d = job.desc;
   const unsigned eb = elem_bytes(d.dtype);
@@ -344,6 +349,7 @@ void CompactionEngine::run_job(EngineJob& job) {
   std::vector<std::uint8_t> tile_buf, ct_line(line);
   std::uint64_t ct_cached = ~0ull;
   std::vector<std::uint32_t> seg_off;
+  std::uint64_t abort_tile = ~0ull;  // the tile an OutOverflow or a tile's bus error stopped the job at
 
   for (std::uint32_t ti = 0; ti < grid.tiles_r() && job.status == JobStatus::Ok && !rd.error; ++ti)
     for (std::uint32_t tj = 0; tj < grid.tiles_c(); ++tj) {
@@ -445,6 +451,7 @@ void CompactionEngine::run_job(EngineJob& job) {
         if (rd.error || (wr.error && wr.first_error_done + cyc <= cntd)) {
           job.status = JobStatus::BusError;
           cur = cntd + cyc;
+          abort_tile = t;
           break;
         }
         // Pack with the format's own definition (one tile: grid = the clipped tile, tile size = TR x TC).
@@ -491,6 +498,7 @@ void CompactionEngine::run_job(EngineJob& job) {
       if (aligned + bytes.size() > d.out_capacity_bytes) {
         job.status = JobStatus::OutOverflow;
         cur = from;
+        abort_tile = t;
         break;
       }
       payload.append_zeros(aligned - payload_off);
@@ -509,6 +517,94 @@ void CompactionEngine::run_job(EngineJob& job) {
       headers.emit(wq, ready + cyc, ready + cyc, false);
       ++job.headers_written;
     }
+  // Pipelined abort (OutOverflow, or a bus error seen at a compacted tile): the RTL's emitter enters S_FIN at
+  // `cur`, but its prefetcher has gone on deciding the tiles after the one the job stopped at, and its read
+  // issuer fetching them, until then; the job ends only once every read issued has been answered. The
+  // prefetcher's walk is continued here with the same rule as above, up to the cycle S_FIN stops it
+  // (rtl/src/compaction_engine.v: p_fire needs st != S_FIN, so P decides up to cur - 1; the issuer's iss_more
+  // is cleared in the first S_FIN cycle, so lines are still issued up to it, i.e. at the pins up to cur + 1; a
+  // count-table read is started by P up to cur - 1, at the pins up to cur). Tiles never popped by the emitter
+  // (the one it stopped at and those decided after it) hold their decision-queue entry and tile buffer for
+  // good. These reads move no output bytes and do not change the status (a read error among them is not
+  // looked at by the RTL's S_FIN); their responses only delay the job end (`last_resp`).
+  if (pipe && abort_tile != ~0ull) {
+    const sc_time fin = cur;
+    const sc_time never = sc_time::from_value(~0ull >> 1);
+    const bool rd_error0 = rd.error;
+    if (!buf_free.empty() && job.status == JobStatus::OutOverflow) buf_free.pop_back();  // its release never comes
+    buf_free.push_back(never);
+    std::vector<std::uint8_t> scratch(line);
+    for (std::uint64_t t = abort_tile + 1; t < tiles; ++t) {
+      const std::uint32_t ti = static_cast<std::uint32_t>(t / grid.tiles_c()), tj = static_cast<std::uint32_t>(t % grid.tiles_c());
+      const std::uint64_t ca = d.count_table + 4 * t, cl = ca / line * line;
+      if (cl != ct_cached) {
+        const sc_time dcur = std::max(pcur, iss_idle);
+        if (dcur + cyc > fin) break;  // P's count-table read: started up to fin - 1
+        const std::uint64_t a = std::max<std::uint64_t>(cl, d.count_table);
+        const std::uint64_t e = std::min<std::uint64_t>(cl + line, d.count_table + 4 * tiles);
+        drain(wq, wr, dcur + cyc, payload_issue);
+        const bool err_before = rd.error;
+        rd.error = false;
+        const sc_time done = std::max(
+            rd.issue(tlm::TLM_READ_COMMAND, a, ct_line.data() + (a - cl), static_cast<std::uint32_t>(e - a), dcur + cyc, false),
+            last_resp);
+        const bool ct_failed = rd.error;
+        rd.error = err_before;
+        last_resp = done;
+        stats_.table_bytes_read += e - a;
+        ct_cached = cl;
+        pcur = done + cyc;
+        if (ct_failed) break;  // p_err: P stops
+      }
+      const std::uint32_t count = mmio_load_u32(ct_line.data() + (ca - cl));
+      const std::uint32_t re = grid.r_eff(ti), ce = grid.c_eff(tj);
+      const std::uint64_t est = std::uint64_t(count) << d.sample_shift;
+      const bool is_dense = tile_is_dense(est, std::uint64_t(re) * ce, d.threshold_q16);
+      const bool compacted = !is_dense && !(d.sample_shift == 0 && count == 0);
+      sc_time dec = pcur;
+      if (m_dec.size() >= cfg_.decision_queue_depth) {
+        if (m_dec.front() == never) break;  // the queue is full of decisions the emitter never pops
+        dec = std::max(dec, m_dec.front() + cyc);
+        m_dec.pop_front();
+      }
+      if (compacted) {
+        dec = std::max(dec, iss_idle);
+        if (buf_free.size() >= cfg_.tile_buffers) {
+          if (buf_free.front() == never) break;  // no tile buffer is released any more
+          dec = std::max(dec, buf_free.front());
+          buf_free.pop_front();
+        }
+      }
+      if (dec + cyc > fin) break;  // P decides up to fin - 1
+      pcur = dec + cyc;
+      m_dec.push_back(never);
+      if (!compacted) continue;
+      buf_free.push_back(never);
+      bool cut = false;
+      const std::uint64_t row_n = std::uint64_t(ce) * eb;
+      for (std::uint32_t r = 0; r < re && !cut; ++r) {
+        const std::uint64_t row_a =
+            d.src + std::uint64_t(grid.row0(ti) + r) * d.row_pitch_bytes + std::uint64_t(grid.col0(tj)) * eb;
+        for (std::uint64_t o = 0; o < row_n;) {
+          const std::uint64_t a = row_a + o;
+          const std::uint64_t n = std::min<std::uint64_t>(line - a % line, row_n - o);
+          if (rd.window.earliest_issue(std::max(dec + 2 * cyc, rd.cursor)) > fin + cyc) {
+            cut = true;  // the issuer stops in the first S_FIN cycle
+            break;
+          }
+          drain(wq, wr, std::max(dec + 2 * cyc, rd.cursor), payload_issue);
+          last_resp = std::max(last_resp, rd.issue(tlm::TLM_READ_COMMAND, a, scratch.data(), static_cast<std::uint32_t>(n),
+                                                   dec + 2 * cyc));
+          ++stats_.reads;
+          stats_.bytes_read += n;
+          o += n;
+        }
+      }
+      iss_idle = rd.cursor - cyc;
+      if (cut) break;
+    }
+    rd.error = rd_error0;
+  }
   // End of job: the packers flush their open lines 2 cycles after the FSM ends.
   const sc_time flush_at = cur + 2 * cyc;
   {

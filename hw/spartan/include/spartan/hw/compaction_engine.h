@@ -14,7 +14,10 @@
 // `outstanding_reads` in flight) into a tile buffer of `read_buffer_bytes`, counted as the lines arrive, then
 // emitted one 128 B line per cycle per pass; one write per cycle with at most `outstanding_writes` in flight.
 // `tile_buffers` = 1: tiles one after another; >= 2 (default 4): a prefetcher decides ahead and fetches the
-// next compacted tiles into free buffers while the current one is emitted (same output bytes).
+// next compacted tiles into free buffers while the current one is emitted (same output bytes). A job that
+// aborts (OutOverflow, bus error) ends after every read issued has been answered: with tile_buffers >= 2 also
+// the reads the prefetcher issued for the tiles after the one it stopped at, up to the cycle the abort stops
+// it (docs/hw-units.md "State machine").
 #pragma once
 #include <cstdint>
 #include <deque>
