@@ -310,7 +310,8 @@ std::uint64_t emit_cycles(const std::uint8_t* tile, std::uint32_t re, std::uint3
 // An aborted job (OutOverflow, or a bus error seen at a compacted tile) enters the RTL's S_FIN at F = 3 cycles
 // after max(m_k, last response) of the tile it stopped at; with tile_buffers >= 2 P goes on with the tiles after
 // it under the same rule until then (decisions up to F - 1, count-table reads at the pins up to F, tile lines up
-// to F + 1; the stopped tile and those decided after it never free their queue entry or buffer), and the job
+// to F + 1; the stopped tile's buffer and the queue entries and buffers of the tiles decided after it are never
+// freed: M popped the stopped tile's decision), and the job
 // ends job_tail_cycles after the last write response or the last response of every read issued.
 void CompactionEngine::run_job(EngineJob& job) {
   const Descriptor& d = job.desc;
@@ -368,7 +369,16 @@ void CompactionEngine::run_job(EngineJob& job) {
         stats_.table_bytes_read += e - a;
         ct_cached = cl;
         dcur = done + cyc;
-        if (rd.error) break;
+        if (rd.error) {
+          // Pipelined: P latches the failed response (p_err, PS_CRD) and M, in S_TILE at this tile with no
+          // decision, moves to S_FIN once it sees p_err (rtl/src/compaction_engine.v, S_TILE): FIN from
+          // max(M's arrival + 1, response + 2). `cur` is M's and may lie well before the response (the
+          // emitter idle, waiting for P); until the review of 2026-12-07 the packers were flushed from `cur`, a
+          // write round trip before the RTL (a probe of 3 360 runs: up to 45 cycles, 28.6 %). Sequential: cur
+          // is dcur = response + 1 already.
+          if (pipe) cur = std::max(cur + cyc, done + 2 * cyc);
+          break;
+        }
       }
       const std::uint32_t count = mmio_load_u32(ct_line.data() + (ca - cl));
       const std::uint32_t re = grid.r_eff(ti), ce = grid.c_eff(tj);
@@ -523,9 +533,9 @@ void CompactionEngine::run_job(EngineJob& job) {
   // prefetcher's walk is continued here with the same rule as above, up to the cycle S_FIN stops it
   // (rtl/src/compaction_engine.v: p_fire needs st != S_FIN, so P decides up to cur - 1; the issuer's iss_more
   // is cleared in the first S_FIN cycle, so lines are still issued up to it, i.e. at the pins up to cur + 1; a
-  // count-table read is started by P up to cur - 1, at the pins up to cur). Tiles never popped by the emitter
-  // (the one it stopped at and those decided after it) hold their decision-queue entry and tile buffer for
-  // good. These reads move no output bytes and do not change the status (a read error among them is not
+  // count-table read is started by P up to cur - 1, at the pins up to cur). The tile it stopped at holds its
+  // tile buffer for good (M popped its decision, so m_dec keeps its pop time); the tiles decided after it hold
+  // their decision-queue entry and tile buffer for good. These reads move no output bytes and do not change the status (a read error among them is not
   // looked at by the RTL's S_FIN); their responses only delay the job end (`last_resp`).
   if (pipe && abort_tile != ~0ull) {
     const sc_time fin = cur;
