@@ -7,10 +7,11 @@
 
 namespace spartan::train {
 
-/// Smallest loop, in elements read or written, for which a training layer opens an OpenMP parallel region;
-/// smaller loops run on the calling thread. A fork/join costs microseconds, and on an oversubscribed machine
+/// Smallest loop, in elements read or written, for which a training layer's OpenMP region uses more than one
+/// thread; smaller loops run on the calling thread alone (the `if` clause: a team of one, no join with other
+/// threads, about 1-2 us of libgomp bookkeeping). A fork/join costs microseconds, and on an oversubscribed machine
 /// every join can wait a scheduler time slice for a descheduled team member: four copies of the BasicBlock
-/// finite-difference check (tensors of 3 x 3 x 4 x 4, about 30 000 regions per run) took 30-77 s side by side
+/// finite-difference check (tensors of 3 x 3 x 4 x 4, 12 991 regions per run, counted) took 30-77 s side by side
 /// on the 2-vCPU VM with two-thread regions and 4.6-4.8 s with one thread (docs/reliability.md, finding 115).
 /// The crossover on that VM (probe, median of 2001 calls, load average about 6): a ReLU over 16 384 floats took
 /// 6.6 us serially and 6.9 us in a two-thread region, over 32 768 floats 11.9 and 7.8 us. Results do not depend
