@@ -38,6 +38,15 @@ namespace rm = spartan::hw::regmap;
 struct Job {
   rm::Descriptor d;
   std::map<std::uint64_t, std::uint8_t> mem;
+  /// The engines' memory contents for this job: bytes of `mem`, 0 elsewhere (the reader keeps a reference).
+  rtl::EngineLockstep::Reader reader() const {
+    return [this](std::uint64_t a, std::uint8_t* dst, std::size_t n) {
+      for (std::size_t k = 0; k < n; ++k) {
+        const auto it = mem.find(a + k);
+        dst[k] = it == mem.end() ? 0 : it->second;
+      }
+    };
+  }
 };
 
 std::uint32_t elem_bits(std::mt19937_64& g, bool f32, bool nz) {
@@ -133,12 +142,7 @@ struct Host : sc_core::sc_module {
   }
   void run() {
     for (const Job& j : jobs) {
-      auto rd = [&](std::uint64_t a, std::uint8_t* dst, std::size_t n) {
-        for (std::size_t i = 0; i < n; ++i) {
-          auto it = j.mem.find(a + i);
-          dst[i] = it == j.mem.end() ? 0 : it->second;
-        }
-      };
+      const auto rd = j.reader();
       res_fast[0].push_back(fast1.run(j.d, rd));
       res_slow[0].push_back(slow1.run(j.d, rd));
       res_fast[1].push_back(fast2.run(j.d, rd));
@@ -278,12 +282,7 @@ struct FaultHost : sc_core::sc_module {
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       const rm::Descriptor& d = jobs[i].d;
       const std::uint64_t tiles = rm::tile_count(d.rows, d.cols, d.tile_rows, d.tile_cols);
-      auto rd = [&](std::uint64_t a, std::uint8_t* dst, std::size_t n) {
-        for (std::size_t k = 0; k < n; ++k) {
-          auto it = jobs[i].mem.find(a + k);
-          dst[k] = it == jobs[i].mem.end() ? 0 : it->second;
-        }
-      };
+      const auto rd = jobs[i].reader();
       for (unsigned kind = 0; kind < kKinds; ++kind) {
         const std::uint64_t a = kind == kSrcRead       ? d.src + std::uint64_t(d.row_pitch_bytes) * (d.rows / 2)
                                 : kind == kCountRead   ? d.count_table + 4 * (tiles / 2)
@@ -382,12 +381,7 @@ struct AbortHost : sc_core::sc_module {
   void run() {
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const Job& j = runs[i].job;
-      auto rd = [&](std::uint64_t a, std::uint8_t* dst, std::size_t n) {
-        for (std::size_t k = 0; k < n; ++k) {
-          auto it = j.mem.find(a + k);
-          dst[k] = it == j.mem.end() ? 0 : it->second;
-        }
-      };
+      const auto rd = j.reader();
       fail_addr = runs[i].fail;
       for (unsigned k = 0; k < 4; ++k) out.push_back({i, k, e[k].run(j.d, rd)});
     }
