@@ -1,6 +1,9 @@
 """Checks the "rtl" section that `spartan-sim run --rtl` adds to stats.json.
 
 usage: check_run_rtl.py STATS_JSON [LAYER ...]   (LAYERs: the only layer indices expected; default: all replayed)
+       check_run_rtl.py --engines N STATS_JSON
+         (a run with --units engine.count N > 1: per layer one monitor record per region and one engine
+          record per engine's block, all clean, covering the layer's tiles once)
        check_run_rtl.py --engine-fault payload|cycles STATS_JSON
          (a run under SPARTAN_RTL_TEST_FAULT=engine-payload / engine-cycles: the engine scoreboard must have
           failed every job the fault touches, and only those; the monitor's records must be clean)
@@ -36,6 +39,36 @@ def check_engine_fault(kind, path):
     else:
         raise SystemExit("unknown --engine-fault " + kind)
 
+
+def check_engines(n, path):
+    doc = json.load(open(path))
+    rtl = doc["rtl"]
+    assert rtl["mismatches"] == 0 and doc["checks"]["passed"], rtl["mismatches"]
+    assert doc["units"]["engine"]["count"] == n, doc["units"]["engine"]["count"]
+    several = 0
+    for L in doc["layers"]:
+        key = (L["iteration"], L["layer"])
+        blocks = L["hardware"]["engine_blocks"]
+        mon = [j for j in rtl["layers"] if j["unit"] == "monitor" and (j["iteration"], j["layer"]) == key]
+        eng = [j for j in rtl["layers"] if j["unit"] == "engine" and (j["iteration"], j["layer"]) == key]
+        # region r and engine r check block r; their tiles add up to the layer's
+        assert [j["region"] for j in mon] == list(range(len(blocks))), (key, mon)
+        assert [j["engine"] for j in eng] == list(range(len(blocks))), (key, eng)
+        assert sum(j["tiles"] for j in mon) == L["tiles"] == sum(j["tiles"] for j in eng), key
+        for j in mon + eng:
+            assert j["mismatches"] == 0 and j["timing_within_tolerance"] and j["rtl_cycles"] > 0, j
+        for j, b in zip(eng, blocks):
+            assert j["replay_job_cycles"] == b["cycles"] and j["payload_bytes"] == b["payload_bytes"], (j, b)
+        several += len(blocks) > 1
+        multi = L["rtl"] if len(blocks) > 1 else [L["rtl"]]
+        assert len(multi) == len(blocks)
+    assert several > 0, "no layer was cut into blocks"
+    print("engines:", several, "of", len(doc["layers"]), "layers cut into blocks, every region and block clean")
+
+
+if sys.argv[1] == "--engines":
+    check_engines(int(sys.argv[2]), sys.argv[3])
+    sys.exit(0)
 
 if sys.argv[1] == "--engine-fault":
     check_engine_fault(sys.argv[2], sys.argv[3])

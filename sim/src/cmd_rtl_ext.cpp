@@ -204,32 +204,50 @@ class RtlExtension : public spartan::hw::RunExtension {
                                          const sc_core::sc_time& when) {
         if (mon->enabled() && len > 0) stream_.push_back({when, slice, stream_.size(), addr, len});
       });
-    if (ctx.engine)
-      ctx.engine->add_job_observer([this](const spartan::hw::EngineJob& j, bool done) {
-        if (!done) return;
-        job_ = j;
-        have_job_ = true;
+    // Every engine's jobs (one per band of the layer with --units engine.count > 1), in engine order.
+    for (std::size_t e = 0; e < ctx.engines.size(); ++e)
+      ctx.engines[e]->add_job_observer([this, e](const spartan::hw::EngineJob& j, bool done) {
+        if (done) jobs_.push_back({e, j});
       });
   }
   void layer_begin(const spartan::hw::ReplayLayer&) override {
-    have_job_ = false;
+    jobs_.clear();
     stream_.clear();
   }
 
   void layer_end(const spartan::hw::ReplayLayer& rl, json& L) override {
     const std::int64_t layer = L.value("layer", rl.layer);
     if (!layers_.empty() && !layers_.count(layer)) return;
-    // The region the replay programmed (identical in every slice's monitor).
+    // The regions the replay programmed (identical in every slice's monitor): region 0 is the activation, or
+    // with --units engine.count > 1, region r is engine r's block of it. Each runs in the monitor lockstep.
     auto& m0 = *ctx_.monitors[0];
-    const std::uint32_t cfg = dbg_read(m0, mon::region_reg(0, mon::R_CFG));
-    if (!(cfg & 1u)) throw std::logic_error("--rtl: monitor region 0 not enabled after the layer");
+    json per_region = json::array();
+    for (unsigned r = 0; r < mon::kNumRegions; ++r)
+      if (dbg_read(m0, mon::region_reg(r, mon::R_CFG)) & 1u) per_region.push_back(monitor_check(rl, L, r));
+    if (per_region.empty()) throw std::logic_error("--rtl: no monitor region enabled after the layer");
+    // One region: its record (as before engine.count existed); several: one record per region.
+    L["rtl"] = per_region.size() == 1 ? per_region[0] : per_region;
+    std::stable_sort(jobs_.begin(), jobs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    json per_engine = json::array();
+    for (const auto& [e, job] : jobs_) per_engine.push_back(engine_check(L, e, job));
+    // One engine: the job's record (as before engine.count existed); several: one record per engine's block.
+    if (per_engine.size() == 1) L["rtl_engine"] = per_engine[0];
+    else if (!per_engine.empty()) L["rtl_engine"] = per_engine;
+  }
+
+  // Monitor region `region` of the layer in the monitor lockstep (TLM monitor + Verilated RTL) on the replay's
+  // request stream into it: counts, registers, counting and flush cycles.
+  json monitor_check(const spartan::hw::ReplayLayer& rl, const json& L, unsigned region) {
+    const std::int64_t layer = L.value("layer", rl.layer);
+    auto& m0 = *ctx_.monitors[0];
+    const std::uint32_t cfg = dbg_read(m0, mon::region_reg(region, mon::R_CFG));
     spartan::rtl::LockstepMatrix m;
-    const std::uint32_t tile = dbg_read(m0, mon::region_reg(0, mon::R_TILE));
-    const std::uint64_t base = dbg_read(m0, mon::region_reg(0, mon::R_BASE_LO)) |
-                               (std::uint64_t(dbg_read(m0, mon::region_reg(0, mon::R_BASE_HI))) << 32);
-    m.rows = dbg_read(m0, mon::region_reg(0, mon::R_ROWS));
-    m.cols = dbg_read(m0, mon::region_reg(0, mon::R_COLS));
-    m.row_pitch_bytes = dbg_read(m0, mon::region_reg(0, mon::R_ROW_PITCH));
+    const std::uint32_t tile = dbg_read(m0, mon::region_reg(region, mon::R_TILE));
+    const std::uint64_t base = dbg_read(m0, mon::region_reg(region, mon::R_BASE_LO)) |
+                               (std::uint64_t(dbg_read(m0, mon::region_reg(region, mon::R_BASE_HI))) << 32);
+    m.rows = dbg_read(m0, mon::region_reg(region, mon::R_ROWS));
+    m.cols = dbg_read(m0, mon::region_reg(region, mon::R_COLS));
+    m.row_pitch_bytes = dbg_read(m0, mon::region_reg(region, mon::R_ROW_PITCH));
     m.dtype = (cfg >> mon::R_CFG_DTYPE_LSB) & 3u;
     m.tile_rows = tile & 0xFFFFu;
     m.tile_cols = tile >> 16;
@@ -281,13 +299,12 @@ class RtlExtension : public spartan::hw::RunExtension {
                                   {"deviation_percent", dev_pct(r.tlm_flush_cycles, r.rtl_flush_cycles)}}},
                 {"rtl_cycles_simulated", r.rtl_cycles_total}, {"wall_s", r.wall_seconds},
                 {"timing_within_tolerance", timing_ok}};
-    L["rtl"] = rec;
+    if (region > 0 || ctx_.engines.size() > 1) rec["region"] = region;
     records_.push_back(rec);
     ++mon_layers_;
     mon_tiles_ += r.tiles;
     mon_cycles_ += rtl;
     mon_bytes_ += double(m.rows) * m.cols * (m.dtype == 0 ? 4 : 2);
-    if (have_job_) engine_check(L);
     if (!timing_ok)
       std::fprintf(stderr, "rtl: it%lld/L%lld monitor: cycles outside the calibration tolerance: counting RTL %.0f vs TLM %.0f, flush RTL %.0f vs TLM %.0f\n",
                    static_cast<long long>(rec["iteration"].get<std::int64_t>()), static_cast<long long>(layer), r.rtl_count_cycles,
@@ -296,12 +313,13 @@ class RtlExtension : public spartan::hw::RunExtension {
       std::fprintf(stderr, "rtl: it%lld/L%lld monitor: %llu mismatches, RTL %.0f vs TLM %.0f cycles (%+.2f %%)\n",
                    static_cast<long long>(rec["iteration"].get<std::int64_t>()), static_cast<long long>(layer),
                    static_cast<unsigned long long>(mism), rtl, tlm, dev);
+    return rec;
   }
 
   // The layer's engine job again in the engine lockstep (TLM engine + engine RTL, same fixed-latency memory,
   // inputs from the GPU's functional memory): every header and payload byte the RTL writes is compared with the
   // lockstep TLM's and with what the replay's engine wrote; job cycles RTL vs the TLM timing rule.
-  void engine_check(json& L) {
+  json engine_check(const json& L, std::size_t engine, const spartan::hw::EngineJob& job_) {
     const auto& d = job_.desc;
     auto& store = ctx_.gpu->backing_store();
     spartan::rtl::EngineLockstepResult r;
@@ -340,12 +358,14 @@ class RtlExtension : public spartan::hw::RunExtension {
                 {"tiles_compacted", r.rtl_tiles_compacted}, {"payload_bytes", job_.payload_bytes},
                 {"bytes_compared", r.bytes_compared}, {"rtl_cycles_simulated", r.rtl_cycles_simulated},
                 {"wall_s", r.wall_seconds}, {"timing_within_tolerance", timing_ok}};
-    L["rtl_engine"] = rec;
+    if (ctx_.engines.size() > 1) rec["engine"] = engine;
     records_.push_back(rec);
     if (!ctx_.quiet)
-      std::fprintf(stderr, "rtl: engine: %llu mismatches, RTL %llu vs TLM %llu cycles (%+.2f %%)\n",
+      std::fprintf(stderr, "rtl: engine%s: %llu mismatches, RTL %llu vs TLM %llu cycles (%+.2f %%)\n",
+                   ctx_.engines.size() > 1 ? (" " + std::to_string(engine)).c_str() : "",
                    static_cast<unsigned long long>(bad), static_cast<unsigned long long>(r.rtl_cycles),
                    static_cast<unsigned long long>(r.tlm_cycles), dev);
+    return rec;
   }
 
   /// OUT/rtl_cycles.json for `spartan-area --cycles` (docs/area.md "Latency and throughput").
@@ -391,8 +411,7 @@ class RtlExtension : public spartan::hw::RunExtension {
   double max_dev_ = 0, max_dev_engine_ = 0;
   std::uint64_t mon_layers_ = 0, mon_tiles_ = 0, eng_tiles_ = 0, eng_lat_tiles_ = 0;
   double mon_cycles_ = 0, mon_bytes_ = 0, eng_cycles_ = 0, eng_bytes_ = 0, eng_lat_cycles_ = 0, eng_gpu_ns_ = 0;
-  spartan::hw::EngineJob job_;
-  bool have_job_ = false;
+  std::vector<std::pair<std::size_t, spartan::hw::EngineJob>> jobs_;  // this layer's: (engine, job)
   json records_ = json::array();
   struct Req {  // one write request a monitor saw while enabled
     sc_core::sc_time when;

@@ -82,12 +82,20 @@ void Replay::build() {
   ec.clock_mhz = opt_.engine_clock_mhz > 0 ? opt_.engine_clock_mhz : cfg.clocks.l2_mhz;
   ec.line_bytes = line_;
   if (ec.port_bytes_per_cycle == 0) ec.port_bytes_per_cycle = line_ + cfg.crossbar.header_bytes;  // a line per cycle
-  engine_ = std::make_unique<CompactionEngine>("engine", ec);
-  bus_->units.bind(engine_->mmio);
-  gpu_->bind_extra_initiator(engine_->mem, "engine", ec.port_bytes_per_cycle);
+  // Engine e owns MMIO window S + e. One engine keeps the names "engine" (module and crossbar port) of the
+  // design; several are engine_<e> / engine[<e>], as the monitors.
+  const std::uint32_t n_eng = std::max<std::uint32_t>(1, opt_.engine_count);
+  for (std::uint32_t e = 0; e < n_eng; ++e) {
+    const std::string mod = n_eng == 1 ? "engine" : "engine_" + std::to_string(e);
+    engines_.push_back(std::make_unique<CompactionEngine>(mod.c_str(), ec));
+    bus_->units.bind(engines_.back()->mmio);
+    gpu_->bind_extra_initiator(engines_.back()->mem, n_eng == 1 ? "engine" : "engine[" + std::to_string(e) + "]",
+                               ec.port_bytes_per_cycle);
+  }
   ctx_.gpu = gpu_.get();
   for (auto& m : monitors_) ctx_.monitors.push_back(m.get());
-  ctx_.engine = engine_.get();
+  for (auto& e : engines_) ctx_.engines.push_back(e.get());
+  ctx_.engine = engines_[0].get();
   ctx_.out_dir = opt_.out_dir;
   ctx_.quiet = opt_.quiet;
   for (RunExtension* e : opt_.extensions) e->attach(ctx_);
@@ -226,8 +234,9 @@ json Replay::run() {
   doc["gpu"] = {{"preset", gpu_->config().name}, {"file", gpu_->config().file}, {"sms", sms_}, {"l2_slices", gpu_->num_l2_slices()},
                 {"l2_mhz", gpu_->config().clocks.l2_mhz}, {"core_mhz", gpu_->config().clocks.core_mhz},
                 {"monitor_mhz", monitors_.empty() ? 0.0 : monitors_[0]->config().clock_mhz},
-                {"engine_mhz", engine_->config().clock_mhz},
-                {"engine_port_bytes_per_cycle", engine_->config().port_bytes_per_cycle}};
+                {"engine_mhz", engines_[0]->config().clock_mhz},
+                {"engine_port_bytes_per_cycle", engines_[0]->config().port_bytes_per_cycle},
+                {"engines", engines_.size()}};
   doc["options"] = {{"format", opt_.format == fmt::TileFormat::Ell ? "ell" : "bitmap"},
                     {"tile", std::to_string(opt_.tile_rows) + "x" + std::to_string(opt_.tile_cols)},
                     {"threshold", opt_.threshold}, {"threshold_q16", threshold_to_q16(opt_.threshold)},
@@ -312,18 +321,32 @@ json Replay::run() {
                      {"flush_drain_wait_ps", s.flush_drain_wait_ps},
                      {"mmio_reads", s.mmio_reads}, {"mmio_writes", s.mmio_writes}, {"mmio_errors", s.mmio_errors}});
     }
-    const auto& e = engine_->stats();
     doc["units"]["monitors"] = mon;
-    doc["units"]["engine"] = {{"jobs", e.jobs}, {"job_errors", e.job_errors}, {"tiles", e.tiles},
-                              {"tiles_dense", e.tiles_dense}, {"tiles_zero", e.tiles_zero},
-                              {"tiles_compacted", e.tiles_compacted},
-                              {"tiles_dense_by_size", e.tiles_dense_by_size}, {"reads", e.reads},
-                              {"bytes_read", e.bytes_read}, {"table_bytes_read", e.table_bytes_read},
-                              {"writes", e.writes}, {"payload_bytes_written", e.payload_bytes_written},
-                              {"header_bytes_written", e.header_bytes_written}, {"busy_ps", e.busy_ps},
-                              {"compactor_busy_ps", e.compactor_busy_ps}, {"buffer_stall_ps", e.buffer_stall_ps},
-                              {"mmio_reads", e.mmio_reads}, {"mmio_writes", e.mmio_writes},
-                              {"mmio_errors", e.mmio_errors}};
+    // The engines' counters summed (one engine: its own), and with several engines each one's beside them.
+    const auto engine_json = [](const EngineStats& e) {
+      return json{{"jobs", e.jobs}, {"job_errors", e.job_errors}, {"tiles", e.tiles},
+                  {"tiles_dense", e.tiles_dense}, {"tiles_zero", e.tiles_zero},
+                  {"tiles_compacted", e.tiles_compacted},
+                  {"tiles_dense_by_size", e.tiles_dense_by_size}, {"reads", e.reads},
+                  {"bytes_read", e.bytes_read}, {"table_bytes_read", e.table_bytes_read},
+                  {"writes", e.writes}, {"payload_bytes_written", e.payload_bytes_written},
+                  {"header_bytes_written", e.header_bytes_written}, {"busy_ps", e.busy_ps},
+                  {"compactor_busy_ps", e.compactor_busy_ps}, {"buffer_stall_ps", e.buffer_stall_ps},
+                  {"mmio_reads", e.mmio_reads}, {"mmio_writes", e.mmio_writes},
+                  {"mmio_errors", e.mmio_errors}};
+    };
+    json sum = engine_json(engines_[0]->stats());
+    for (std::size_t i = 1; i < engines_.size(); ++i) {
+      const json one = engine_json(engines_[i]->stats());
+      for (auto it = one.begin(); it != one.end(); ++it) sum[it.key()] = sum[it.key()].get<std::uint64_t>() + it->get<std::uint64_t>();
+    }
+    sum["count"] = engines_.size();
+    if (engines_.size() > 1) {
+      json each = json::array();
+      for (auto& e : engines_) each.push_back(engine_json(e->stats()));
+      sum["per_engine"] = each;
+    }
+    doc["units"]["engine"] = sum;
   }
   doc["gpu_stats"] = gpu_->stats_json();
   ensure_output_dir(opt_.out_dir);  // extensions may write their files there too

@@ -1,6 +1,7 @@
 // Internal: the trace-replay driver class shared by replay.cpp (setup, totals) and replay_layer.cpp.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <initializer_list>
 #include <functional>
 #include <memory>
@@ -106,6 +107,50 @@ inline std::uint64_t payload_bound(const fmt::TileGrid& g, unsigned eb) {
   return fmt::align_up(per_tile * g.num_tiles(), fmt::kPayloadAlignBytes);
 }
 
+/// One engine's share of a layer's activation (ReplayOptions::engine_count): the tiles of tile rows
+/// [tile_row0, tile_row0 + tile_rows) and tile columns [tile_col0, tile_col0 + tile_cols), i.e. the matrix
+/// rows [row0, row0 + rows) and columns [col0, col0 + cols); first_tile = its first tile in block-major
+/// order (blocks in row-major order, each block's tiles row-major), where its count table, counters and
+/// header table start.
+struct EngineBlock {
+  std::uint32_t tile_row0 = 0, tile_rows = 0, tile_col0 = 0, tile_cols = 0;
+  std::uint32_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+  std::uint64_t first_tile = 0;
+  std::uint64_t tiles() const { return std::uint64_t(tile_rows) * tile_cols; }
+};
+/// The blocks of `engines` engines (>= 1) over a grid of T_r x T_c tiles: nr x nc blocks, nr <= T_r,
+/// nc <= T_c, with nr * nc <= engines as large as possible and, among those, the most block rows (whole
+/// tile rows keep an engine's reads in long row segments); block (i, j) has tile rows [i*T_r/nr,
+/// (i+1)*T_r/nr) and tile columns [j*T_c/nc, (j+1)*T_c/nc). One engine: one block, the whole grid.
+inline std::vector<EngineBlock> engine_blocks(const fmt::TileGrid& g, std::uint32_t engines) {
+  const std::uint64_t tr = g.tiles_r(), tc = g.tiles_c(), e = std::max<std::uint32_t>(1, engines);
+  std::uint64_t nr = 1, nc = 1;
+  for (std::uint64_t r = std::min(e, tr); r >= 1; --r) {
+    const std::uint64_t c = std::min(e / r, tc);
+    if (r * c > nr * nc) nr = r, nc = c;
+  }
+  std::vector<EngineBlock> v;
+  std::uint64_t first = 0;
+  for (std::uint64_t i = 0; i < nr; ++i)
+    for (std::uint64_t j = 0; j < nc; ++j) {
+      EngineBlock k;
+      k.tile_row0 = static_cast<std::uint32_t>(i * tr / nr);
+      k.tile_rows = static_cast<std::uint32_t>((i + 1) * tr / nr - k.tile_row0);
+      k.tile_col0 = static_cast<std::uint32_t>(j * tc / nc);
+      k.tile_cols = static_cast<std::uint32_t>((j + 1) * tc / nc - k.tile_col0);
+      k.row0 = g.row0(k.tile_row0);
+      k.col0 = g.col0(k.tile_col0);
+      k.rows = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(std::uint64_t(k.row0) + std::uint64_t(k.tile_rows) * g.tile_rows, g.rows) - k.row0);
+      k.cols = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(std::uint64_t(k.col0) + std::uint64_t(k.tile_cols) * g.tile_cols, g.cols) - k.col0);
+      k.first_tile = first;
+      first += k.tiles();
+      v.push_back(k);
+    }
+  return v;
+}
+
 inline regmap::ElemType elem_of(trace::DType d, const std::string& name) {
   switch (d) {
     case trace::DType::F32: return regmap::ElemType::F32;
@@ -139,12 +184,13 @@ class Replay {
   std::unique_ptr<gpu::GpuSystem> gpu_;
   std::vector<std::unique_ptr<SparsityMonitor>> monitors_;
   std::vector<std::unique_ptr<MonitorTap>> taps_;
-  std::unique_ptr<CompactionEngine> engine_;
+  std::vector<std::unique_ptr<CompactionEngine>> engines_;  ///< ReplayOptions::engine_count; windows after the monitors'
   std::unique_ptr<MmioBus> bus_;
   std::unique_ptr<MmioHost> host_;
   ReplayContext ctx_;
   std::uint32_t sms_ = 0, line_ = 128;
   bool all_passed_ = true;
+  std::size_t regions_enabled_ = 0;  ///< monitor regions the last layer enabled (one per engine block)
 };
 
 }  // namespace spartan::hw::replay_detail

@@ -102,8 +102,27 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const std::uint64_t cnt_sw = align64k(ct_sw + 4 * tiles);
   const SparseOutput sw_out{align64k(cnt_sw + 8 * tiles), align64k(align64k(cnt_sw + 8 * tiles) + 16 * tiles)};
   const std::uint64_t bound = payload_bound(g, eb);
-  const SparseOutput hw_out{align64k(sw_out.payload_base + bound), align64k(align64k(sw_out.payload_base + bound) + 16 * tiles)};
-  if (bound > 0xFFFFFFFFull) throw InputError(tname + ": activation too large for the engine's 32-bit OUT_CAPACITY");
+  // The engines' blocks (ReplayOptions::engine_count, engine_blocks): one monitor region, count table, header
+  // table and descriptor each; block b's payload area is [blk_area[b], blk_area[b] + blk_bound[b]) from
+  // hw_out.payload_base. The count table and the header table are in block-major tile order (`order`: the
+  // row-major tile index of each), the same as row-major with one block.
+  const std::vector<EngineBlock> blocks = engine_blocks(g, static_cast<std::uint32_t>(engines_.size()));
+  const std::size_t nb = blocks.size();
+  std::vector<std::uint64_t> blk_area, blk_bound, order;
+  std::uint64_t hw_area = 0;
+  for (const EngineBlock& k : blocks) {
+    blk_area.push_back(hw_area);
+    blk_bound.push_back(payload_bound(fmt::TileGrid{k.rows, k.cols, g.tile_rows, g.tile_cols}, eb));
+    hw_area += blk_bound.back();
+    if (blk_bound.back() > 0xFFFFFFFFull)
+      throw InputError(tname + ": activation too large for the engine's 32-bit OUT_CAPACITY" +
+                       (nb > 1 ? " (a block of " + std::to_string(k.rows) + " x " + std::to_string(k.cols) + ")" : std::string()));
+    for (std::uint32_t i = 0; i < k.tile_rows; ++i)
+      for (std::uint32_t j = 0; j < k.tile_cols; ++j)
+        order.push_back(std::uint64_t(k.tile_row0 + i) * g.tiles_c() + k.tile_col0 + j);
+  }
+  const std::uint64_t hw_hdr = align64k(sw_out.payload_base + bound);
+  const SparseOutput hw_out{hw_hdr, align64k(hw_hdr + 16 * tiles)};  // payload area: hw_area bytes from its base
 
   // Every path starts from the same hierarchy: the L2 is written back and invalidated (flush_l2, not
   // charged to either path) before each producer, so neither path pays for dirty data the other one, or
@@ -127,21 +146,33 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     monitor_writes += u == 0 || !bcast;
     mmio_w(u, off, v, what);
   };
+  // Region b = block b (one region, the whole activation, with one engine). Regions 1.. that an earlier layer
+  // enabled are disabled first (their counter ranges could overlap the new ones; the monitor refuses to enable
+  // a region whose counters overlap an enabled one's), region 0 as the first write of its set-up.
+  const std::uint32_t et_cfg = 1u | (static_cast<std::uint32_t>(et) << mr::R_CFG_DTYPE_LSB);
   for (std::size_t u = 0; u < S; ++u) {
     mon_w(u, mr::CTRL, 0, "monitor CTRL");
-    mon_w(u, mr::region_reg(0, mr::R_CFG), 0, "region CFG");
-    mon_w(u, mr::region_reg(0, mr::R_TILE), opt_.tile_rows | (opt_.tile_cols << 16), "region TILE");
-    mon_w(u, mr::region_reg(0, mr::R_BASE_LO), static_cast<std::uint32_t>(A), "region BASE_LO");
-    mon_w(u, mr::region_reg(0, mr::R_BASE_HI), static_cast<std::uint32_t>(A >> 32), "region BASE_HI");
-    mon_w(u, mr::region_reg(0, mr::R_ROWS), m.rows, "region ROWS");
-    mon_w(u, mr::region_reg(0, mr::R_COLS), m.cols, "region COLS");
-    mon_w(u, mr::region_reg(0, mr::R_ROW_PITCH), m.pitch_bytes, "region ROW_PITCH");
-    mon_w(u, mr::region_reg(0, mr::R_CNT_OFFSET), 0, "region CNT_OFFSET");
-    mon_w(u, mr::region_reg(0, mr::R_CT_BASE_LO), static_cast<std::uint32_t>(ct_hw), "region CT_BASE_LO");
-    mon_w(u, mr::region_reg(0, mr::R_CT_BASE_HI), static_cast<std::uint32_t>(ct_hw >> 32), "region CT_BASE_HI");
-    mon_w(u, mr::region_reg(0, mr::R_CFG), 1u | (static_cast<std::uint32_t>(et) << mr::R_CFG_DTYPE_LSB), "region CFG");
+    for (std::size_t r = 1; r < regions_enabled_; ++r) mon_w(u, mr::region_reg(static_cast<unsigned>(r), mr::R_CFG), 0, "region CFG");
+    for (std::size_t b = 0; b < nb; ++b) {
+      const EngineBlock& k = blocks[b];
+      const unsigned r = static_cast<unsigned>(b);
+      const std::uint64_t base = A + std::uint64_t(k.row0) * m.pitch_bytes + std::uint64_t(k.col0) * eb;
+      const std::uint64_t ctb = ct_hw + 4 * k.first_tile;
+      if (r == 0) mon_w(u, mr::region_reg(r, mr::R_CFG), 0, "region CFG");
+      mon_w(u, mr::region_reg(r, mr::R_TILE), opt_.tile_rows | (opt_.tile_cols << 16), "region TILE");
+      mon_w(u, mr::region_reg(r, mr::R_BASE_LO), static_cast<std::uint32_t>(base), "region BASE_LO");
+      mon_w(u, mr::region_reg(r, mr::R_BASE_HI), static_cast<std::uint32_t>(base >> 32), "region BASE_HI");
+      mon_w(u, mr::region_reg(r, mr::R_ROWS), k.rows, "region ROWS");
+      mon_w(u, mr::region_reg(r, mr::R_COLS), k.cols, "region COLS");
+      mon_w(u, mr::region_reg(r, mr::R_ROW_PITCH), m.pitch_bytes, "region ROW_PITCH");
+      mon_w(u, mr::region_reg(r, mr::R_CNT_OFFSET), static_cast<std::uint32_t>(k.first_tile), "region CNT_OFFSET");
+      mon_w(u, mr::region_reg(r, mr::R_CT_BASE_LO), static_cast<std::uint32_t>(ctb), "region CT_BASE_LO");
+      mon_w(u, mr::region_reg(r, mr::R_CT_BASE_HI), static_cast<std::uint32_t>(ctb >> 32), "region CT_BASE_HI");
+      mon_w(u, mr::region_reg(r, mr::R_CFG), et_cfg, "region CFG");
+    }
     mon_w(u, mr::SAMPLE_SHIFT, opt_.sampling, "SAMPLE_SHIFT");
   }
+  regions_enabled_ = nb;
 
   json L;
   L["iteration"] = key.iteration;
@@ -247,7 +278,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const Traffic f0 = traffic(*gpu_);
   const sc_time t_flush = sc_core::sc_time_stamp();
   for (std::size_t u = 0; u < S; ++u) {
-    mon_w(u, mr::FLUSH, 1, "monitor FLUSH");
+    mon_w(u, mr::FLUSH, (1u << nb) - 1, "monitor FLUSH");  // every block's region
   }
   gpu_->run_until_idle();
   sc_time flush_end = t_flush;
@@ -271,72 +302,154 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const Step hw_prof = Step::sequence("profile", {&s_zero, &h_flush});
   const auto ct = read_u32s(*gpu_, ct_hw, tiles);
 
-  // Engine job.
-  regmap::Descriptor d;
-  d.src = A;
-  d.rows = m.rows;
-  d.cols = m.cols;
-  d.row_pitch_bytes = m.pitch_bytes;
-  d.dtype = et;
-  d.format = static_cast<std::uint32_t>(opt_.format);
-  d.sample_shift = opt_.sampling;
-  d.tile_rows = opt_.tile_rows;
-  d.tile_cols = opt_.tile_cols;
-  d.threshold_q16 = q16;
-  d.size_rule = opt_.size_rule;
-  d.count_table = ct_hw;
-  d.header_base = hw_out.header_base;
-  d.out_base = hw_out.payload_base;
-  d.out_capacity_bytes = static_cast<std::uint32_t>(bound);
-  d.tag = static_cast<std::uint32_t>(key.iteration * 1000 + key.layer);
-  const std::size_t E = S;  // engine window index
-  const auto words = d.to_words();
-  const Traffic e0 = traffic(*gpu_);
-  const std::size_t jobs_before = engine_->jobs().size();
-  const std::uint64_t compactor_busy0 = engine_->stats().compactor_busy_ps;
-  // Posted writes charged to the conversion: CTRL enable, the descriptor words and SUBMIT.
+  // Engine jobs: one descriptor per block, all submitted before the simulation runs on, so the engines work
+  // side by side on the GPU's memory system.
+  namespace er = regmap::engine;
+  std::vector<std::array<std::uint32_t, er::kDescWords>> words(nb);
+  for (std::size_t b = 0; b < nb; ++b) {
+    const EngineBlock& k = blocks[b];
+    regmap::Descriptor d;
+    d.src = A + std::uint64_t(k.row0) * m.pitch_bytes + std::uint64_t(k.col0) * eb;
+    d.rows = k.rows;
+    d.cols = k.cols;
+    d.row_pitch_bytes = m.pitch_bytes;
+    d.dtype = et;
+    d.format = static_cast<std::uint32_t>(opt_.format);
+    d.sample_shift = opt_.sampling;
+    d.tile_rows = opt_.tile_rows;
+    d.tile_cols = opt_.tile_cols;
+    d.threshold_q16 = q16;
+    d.size_rule = opt_.size_rule;
+    d.count_table = ct_hw + 4 * k.first_tile;
+    d.header_base = hw_out.header_base + fmt::kHeaderBytes * k.first_tile;
+    d.out_base = hw_out.payload_base + blk_area[b];
+    d.out_capacity_bytes = static_cast<std::uint32_t>(blk_bound[b]);
+    d.tag = static_cast<std::uint32_t>(key.iteration * 1000 + key.layer);
+    words[b] = d.to_words();
+  }
+  // Posted writes charged to the conversion: CTRL enable, the descriptor words and SUBMIT, per engine; with
+  // host_engine_broadcast and every engine in use, a value common to all engines counts once
+  // (ReplayOptions::host_engine_broadcast).
+  const bool eng_bcast = opt_.host_engine_broadcast && nb == engines_.size();
   unsigned engine_writes = 0;
-  const auto eng_w = [&](std::uint32_t off, std::uint32_t v, const char* what) {
-    ++engine_writes;
-    mmio_w(E, off, v, what);
+  const auto eng_w = [&](std::size_t b, std::uint32_t off, std::uint32_t v, bool common, const char* what) {
+    engine_writes += b == 0 || !(eng_bcast && common);
+    mmio_w(S + b, off, v, what);
   };
-  eng_w(regmap::engine::CTRL, 1u << regmap::engine::CTRL_ENABLE_BIT, "engine CTRL");
-  for (unsigned i = 0; i < regmap::engine::kDescWords; ++i) eng_w(regmap::engine::DESC_BASE + 4 * i, words[i], "DESC");
-  // Timed from the SUBMIT write, as the flush is from the FLUSH writes: both steps include the one register
-  // access latency (mmio_latency_cycles) of the write that starts the unit (job.submitted is after it).
+  const Traffic e0 = traffic(*gpu_);
+  std::vector<std::size_t> jobs_before(nb);
+  std::uint64_t compactor_busy0 = 0;
+  for (std::size_t b = 0; b < nb; ++b) {
+    jobs_before[b] = engines_[b]->jobs().size();
+    compactor_busy0 += engines_[b]->stats().compactor_busy_ps;
+  }
+  for (std::size_t b = 0; b < nb; ++b) {
+    eng_w(b, er::CTRL, 1u << er::CTRL_ENABLE_BIT, true, "engine CTRL");
+    for (unsigned i = 0; i < er::kDescWords; ++i) {
+      bool common = true;
+      for (std::size_t o = 0; o < nb; ++o) common = common && words[o][i] == words[b][i];
+      eng_w(b, er::DESC_BASE + 4 * i, words[b][i], common, "DESC");
+    }
+  }
+  // Timed from the SUBMIT writes, as the flush is from the FLUSH writes: both steps include the one register
+  // access latency (mmio_latency_cycles) of the write that starts the unit (job.submitted is after it). Host
+  // writes take no simulated time (their cost is the overhead charged below): every engine starts at t_submit.
   const sc_time t_submit = sc_core::sc_time_stamp();
-  eng_w(regmap::engine::SUBMIT, 1, "engine SUBMIT");
+  for (std::size_t b = 0; b < nb; ++b) eng_w(b, er::SUBMIT, 1, true, "engine SUBMIT");
   gpu_->run_until_idle();
-  if (engine_->jobs().size() != jobs_before + 1) throw std::logic_error("engine job did not complete");
-  const EngineJob& job = engine_->jobs().back();
+  std::vector<const EngineJob*> jobs(nb);
+  sc_time conv_end = t_submit, conv_start = t_submit;
+  std::uint64_t compactor_busy = 0, job_cycles_max = 0, payload_bytes = 0;
+  EngineJob tot;  // tile counts summed over the blocks
+  bool jobs_ok = true;
+  for (std::size_t b = 0; b < nb; ++b) {
+    if (engines_[b]->jobs().size() != jobs_before[b] + 1) throw std::logic_error("engine job did not complete");
+    const EngineJob& j = *(jobs[b] = &engines_[b]->jobs().back());
+    conv_end = std::max(conv_end, j.finished);
+    conv_start = b == 0 ? j.started : std::min(conv_start, j.started);
+    compactor_busy += engines_[b]->stats().compactor_busy_ps;
+    job_cycles_max = std::max(job_cycles_max, j.cycles);
+    payload_bytes += j.payload_bytes;
+    tot.tiles_dense += j.tiles_dense;
+    tot.tiles_zero += j.tiles_zero;
+    tot.tiles_compacted += j.tiles_compacted;
+    tot.tiles_dense_by_size += j.tiles_dense_by_size;
+    jobs_ok = jobs_ok && j.status == er::JobStatus::Ok;
+  }
+  compactor_busy -= compactor_busy0;
+  const std::uint32_t engine_reads = eng_bcast ? 1u : static_cast<std::uint32_t>(nb);  // completion status read(s)
   const Traffic e1 = traffic(*gpu_);
-  Step hw_conv{"convert", (job.finished - t_submit).to_seconds() * 1e9, 0,
-               engine_writes * opt_.host_mmio_write_ns + opt_.host_mmio_read_ns,
+  Step hw_conv{"convert", (conv_end - t_submit).to_seconds() * 1e9, 0,
+               engine_writes * opt_.host_mmio_write_ns + engine_reads * opt_.host_mmio_read_ns,
                e1.l2_bytes - e0.l2_bytes, e1.dram_bytes - e0.dram_bytes, -1};
 
   // ---------------- consumer ----------------
-  fmt::TiledMatrix out;
-  out.grid = g;
-  out.elem = static_cast<fmt::ElemType>(et);
-  out.sparse_format = opt_.format;
-  out.threshold = copt.threshold;
-  const auto hb = read_mem(*gpu_, hw_out.header_base, 16 * tiles);
-  for (std::uint64_t t = 0; t < tiles; ++t) out.headers.push_back(fmt::decode_header(hb.data() + 16 * t));
-  out.payload = read_mem(*gpu_, hw_out.payload_base, job.payload_bytes);
-  out.source = host.data();
-  out.source_ld = m.cols;
-  Kernel kcons = make_consumer(m, out.headers, hw_out, bc, sms_, line_);
+  // Each block is a tile-sparse matrix of its own (its header table, its payload area, offsets relative to
+  // it); the consumer reads tile t's header from its block's table and its payload where its engine wrote it.
+  const auto hb_mem = read_mem(*gpu_, hw_out.header_base, fmt::kHeaderBytes * tiles);
+  std::vector<fmt::TileHeader> at(tiles);   // by row-major tile index; offsets from hw_out.payload_base
+  std::vector<std::uint64_t> slot(tiles);  // header slot (block-major position) of each row-major tile
+  for (std::size_t b = 0; b < nb; ++b)
+    for (std::uint64_t i = 0; i < blocks[b].tiles(); ++i) {
+      const std::uint64_t pos = blocks[b].first_tile + i;
+      fmt::TileHeader h = fmt::decode_header(hb_mem.data() + fmt::kHeaderBytes * pos);
+      h.offset += blk_area[b];
+      at[order[pos]] = h;
+      slot[order[pos]] = pos;
+    }
+  Kernel kcons = make_consumer(m, at, hw_out, bc, sms_, line_, nb > 1 ? slot : std::vector<std::uint64_t>{});
   const Step s_cons = kernel(kcons, false);
 
   // ---------------- checks ----------------
   json C;
-  bool ok = sw_profile_exact && sw_output_identical && job.status == regmap::engine::JobStatus::Ok;
+  bool ok = sw_profile_exact && sw_output_identical && jobs_ok;
   C["sw_profile_counts_exact"] = sw_profile_exact;
   C["sw_output_identical_to_reference"] = sw_output_identical;
-  C["engine_status"] = static_cast<std::uint32_t>(job.status);
+  std::uint32_t status = 0;  // the first block's status that is not Ok (0 = Ok when all are)
+  for (const EngineJob* j : jobs)
+    if (status == 0) status = static_cast<std::uint32_t>(j->status);
+  C["engine_status"] = status;
+  std::vector<std::uint32_t> exact_bm(tiles);  // the exact counts in the count table's (block-major) order
+  for (std::uint64_t p = 0; p < tiles; ++p) exact_bm[p] = exact[order[p]];
+  // Per block: its header table and payload byte for byte against compact() of the block's sub-matrix (with
+  // one engine, the whole matrix: `ref`), and expand(block) against the block's dense elements.
+  bool bytes_ok = true, expand_ok = true;
+  std::uint64_t expand_bad = 0, negz = 0;
+  std::string expand_error;
+  for (std::size_t b = 0; b < nb; ++b) {
+    const EngineBlock& k = blocks[b];
+    const std::uint8_t* src = host.data() + (std::uint64_t(k.row0) * m.cols + k.col0) * eb;
+    fmt::TiledMatrix blk_ref;
+    if (nb > 1) blk_ref = fmt::compact(src, k.rows, k.cols, m.cols, copt);
+    const fmt::TiledMatrix& r = nb > 1 ? blk_ref : ref;
+    fmt::TiledMatrix out;
+    out.grid = fmt::TileGrid{k.rows, k.cols, g.tile_rows, g.tile_cols};
+    out.elem = static_cast<fmt::ElemType>(et);
+    out.sparse_format = opt_.format;
+    out.threshold = copt.threshold;
+    const std::uint8_t* hp = hb_mem.data() + fmt::kHeaderBytes * k.first_tile;
+    for (std::uint64_t i = 0; i < k.tiles(); ++i) out.headers.push_back(fmt::decode_header(hp + fmt::kHeaderBytes * i));
+    out.payload = read_mem(*gpu_, hw_out.payload_base + blk_area[b], jobs[b]->payload_bytes);
+    out.source = src;
+    out.source_ld = m.cols;
+    bytes_ok = bytes_ok && std::equal(hp, hp + fmt::kHeaderBytes * k.tiles(), r.header_bytes().begin()) &&
+               out.payload == r.payload;
+    std::vector<std::uint8_t> dense;  // the block's elements, row-major (the whole activation with one engine)
+    if (nb > 1)
+      for (std::uint32_t i = 0; i < k.rows; ++i)
+        dense.insert(dense.end(), src + std::uint64_t(i) * m.cols * eb, src + (std::uint64_t(i) * m.cols + k.cols) * eb);
+    try {
+      fmt::validate(out);
+      const auto [bad, nz] = expand_check(out, nb > 1 ? dense : host, eb);
+      expand_bad += bad;
+      negz += nz;
+    } catch (const spartan::Error& e) {
+      expand_ok = false;
+      if (expand_error.empty()) expand_error = nb > 1 ? "block " + std::to_string(b) + ": " + e.what() : e.what();
+    }
+  }
   if (opt_.sampling == 0) {
-    const bool counts_ok = ct == exact;
-    const bool bytes_ok = hb == ref.header_bytes() && out.payload == ref.payload;
+    const bool counts_ok = ct == exact_bm;
     C["monitor_counts_exact"] = counts_ok;
     C["engine_output_identical_to_reference"] = bytes_ok;
     ok = ok && counts_ok && bytes_ok;
@@ -344,14 +457,15 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     // Sampled counts: estimate = count << s; report its error and the DENSE decisions it changes.
     double abs_err = 0, max_err = 0;
     std::uint64_t decisions_differ = 0;
-    for (std::uint64_t t = 0; t < tiles; ++t) {
-      const double est = double(std::uint64_t(ct[t]) << opt_.sampling);
+    for (std::uint64_t p = 0; p < tiles; ++p) {
+      const std::uint64_t t = order[p];
+      const double est = double(std::uint64_t(ct[p]) << opt_.sampling);
       const double e = std::fabs(est - double(exact[t]));
       abs_err += e;
       max_err = std::max(max_err, e);
       const std::uint64_t elems = std::uint64_t(g.r_eff(static_cast<std::uint32_t>(t / g.tiles_c()))) *
                                   g.c_eff(static_cast<std::uint32_t>(t % g.tiles_c()));
-      decisions_differ += regmap::tile_is_dense(std::uint64_t(ct[t]) << opt_.sampling, elems, q16) !=
+      decisions_differ += regmap::tile_is_dense(std::uint64_t(ct[p]) << opt_.sampling, elems, q16) !=
                           regmap::tile_is_dense(exact[t], elems, q16);
     }
     C["sampling"] = {{"shift", opt_.sampling},
@@ -359,17 +473,9 @@ json Replay::replay_layer(const trace::TraceKey& key) {
                      {"max_abs_error_per_tile", max_err},
                      {"dense_decisions_changed", decisions_differ}};
   }
-  bool expand_ok = false;
-  std::uint64_t negz = 0;
-  try {
-    fmt::validate(out);
-    const auto [bad, nz] = expand_check(out, host, eb);
-    expand_ok = bad == 0;
-    negz = nz;
-    C["expand_mismatches"] = bad;
-  } catch (const spartan::Error& e) {
-    C["expand_error"] = e.what();
-  }
+  if (expand_ok) C["expand_mismatches"] = expand_bad;
+  else C["expand_error"] = expand_error;
+  expand_ok = expand_ok && expand_bad == 0;
   C["expand_bit_exact"] = expand_ok;
   C["negative_zeros_normalised"] = negz;
   ok = ok && expand_ok;
@@ -391,17 +497,29 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   hwj["monitor_mmio_reads"] = monitor_reads;    // status reads charged to the profile (broadcast: one)
   hwj["monitor_clear_ns"] = clear_ns;  // CLEAR sweep (sampling only) charged to count_table_zero (max with the memset)
   hwj["engine_mmio_writes"] = engine_writes;    // posted writes charged to the conversion
-  hwj["engine_cycles"] = job.cycles;
+  hwj["engine_mmio_reads"] = engine_reads;      // status read(s) charged to the conversion
+  hwj["engine_cycles"] = job_cycles_max;        // the longest band's LAST_CYCLES (one engine: its job's)
   hwj["monitor_utilisation_mean"] = busy_sum / (double(S) * prod_ps);
   hwj["monitor_utilisation_max"] = busy_max / prod_ps;
-  const double job_ps = std::max(1.0, (job.finished - job.started).to_seconds() * 1e12);
-  hwj["engine_utilisation"] = double(engine_->stats().compactor_busy_ps - compactor_busy0) / job_ps;
+  // The compactors' busy time over the engines in use and the span from the first job start to the last end.
+  const double job_ps = std::max(1.0, (conv_end - conv_start).to_seconds() * 1e12);
+  hwj["engine_utilisation"] = double(compactor_busy) / (double(nb) * job_ps);
   // compacted = fetched for compaction (the engine's TILES_COMPACTED), of which dense_by_size were written DENSE by
   // the size rule and written_sparse not (as ELL/BITMAP; with sampling also header-only tiles estimated empty).
-  hwj["engine_tiles"] = {{"dense", job.tiles_dense}, {"zero", job.tiles_zero}, {"compacted", job.tiles_compacted},
-                         {"dense_by_size", job.tiles_dense_by_size},
-                         {"written_sparse", job.tiles_compacted - job.tiles_dense_by_size}};
-  hwj["payload_bytes"] = job.payload_bytes;
+  hwj["engine_tiles"] = {{"dense", tot.tiles_dense}, {"zero", tot.tiles_zero}, {"compacted", tot.tiles_compacted},
+                         {"dense_by_size", tot.tiles_dense_by_size},
+                         {"written_sparse", tot.tiles_compacted - tot.tiles_dense_by_size}};
+  hwj["payload_bytes"] = payload_bytes;
+  if (nb > 1 || engines_.size() > 1) {
+    // Each block's job: its tiles, cycles and time from the SUBMIT (the load balance between the engines).
+    json per = json::array();
+    for (std::size_t b = 0; b < nb; ++b)
+      per.push_back({{"engine", b}, {"tile_row0", blocks[b].tile_row0}, {"tile_rows", blocks[b].tile_rows},
+                     {"tile_col0", blocks[b].tile_col0}, {"tile_cols", blocks[b].tile_cols},
+                     {"cycles", jobs[b]->cycles}, {"time_ns", (jobs[b]->finished - t_submit).to_seconds() * 1e9},
+                     {"tiles_compacted", jobs[b]->tiles_compacted}, {"payload_bytes", jobs[b]->payload_bytes}});
+    hwj["engine_blocks"] = per;
+  }
   L["software"] = swj;
   L["hardware"] = hwj;
   L["producer"] = {{"software_run", sp.to_json()}, {"hardware_run", hp.to_json()}};

@@ -39,10 +39,13 @@ std::string replay_summary(const json& doc) {
   const auto& opt = doc["options"];
   o << "spartan-sim run: " << doc["trace"]["path"].get<std::string>() << " (model "
     << doc["trace"]["model"].get<std::string>() << ")\n";
+  const std::uint32_t engines = doc["gpu"].value("engines", 1u);
   o << "GPU " << doc["gpu"]["preset"].get<std::string>();
   if (doc["gpu"].contains("file")) o << " (" << doc["gpu"]["file"].get<std::string>() << ")";
   o << ": " << doc["gpu"]["sms"] << " SMs, "
-    << doc["gpu"]["l2_slices"] << " L2 slices (one SparsityMonitor each), 1 CompactionEngine; format "
+    << doc["gpu"]["l2_slices"] << " L2 slices (one SparsityMonitor each), " << engines
+    << (engines == 1 ? " CompactionEngine" : " CompactionEngines (each a block of every layer: one monitor region, one job)")
+    << "; format "
     << opt["format"].get<std::string>() << ", tile " << opt["tile"].get<std::string>() << ", threshold "
     << opt["threshold"] << ", sampling shift " << opt["sampling_shift"] << "\n";
   const auto& gp = doc["gpu"];
@@ -61,6 +64,12 @@ std::string replay_summary(const json& doc) {
          " (an assumption: --units host.monitor_broadcast: false charges every monitor's writes and read)";
   else
     o << "; every monitor's register writes and status read charged (host.monitor_broadcast: false)";
+  if (engines > 1)
+    o << (opt["units"]["host"].value("engine_broadcast", true)
+              ? "; an engine register write (CTRL, descriptor word, SUBMIT) whose value all engines share is one broadcast"
+                " write when every engine has a block, else one per engine, and one aggregated status read (an"
+                " assumption: host.engine_broadcast)"
+              : "; every engine's register writes and status read charged (host.engine_broadcast: false)");
   o << "; FLUSH and the engine's set-up follow the producer in stream order, no host round trip charged\n";
   if (opt.contains("units_file"))
     o << "units: " << (opt["units_file"].get<std::string>().empty() ? "defaults" : opt["units_file"].get<std::string>())
@@ -69,8 +78,10 @@ std::string replay_summary(const json& doc) {
   o << "times in us; traffic in MB (L2 = bytes read+written at the L2 slices, DRAM = at the memory controllers)\n";
   o << "GEMM = dense_ms / tile_sparse_ms of the layer's forward GEMM as measured on the trace's device; spd SW / HW ="
        " dense / (tile-sparse + profile + convert), only for GEMM times measured on a GPU\n";
-  o << "mon% = the monitors' mean busy time / the producer's writes; eng% = the engine's compactor busy time / its job"
-       " time (0 when the size rule wrote every fetched tile DENSE)\n";
+  o << "mon% = the monitors' mean busy time / the producer's writes; eng% = "
+    << (engines == 1 ? "the engine's compactor busy time / its job time"
+                     : "the engines' compactor busy time / (engines in use x first job start to last job end)")
+    << " (0 when the size rule wrote every fetched tile DENSE)\n";
   char h[400];
   std::snprintf(h, sizeof h, "%-6s %-4s %-8s %13s %5s | %8s %8s %7s | %8s %8s %7s | %9s %9s | %9s %9s | %5s %5s | %6s %6s %6s | %s\n",
                 "iter", "lyr", "name", "matrix", "dens", "prof SW", "prof HW", "ratio", "conv SW", "conv HW", "ratio",
@@ -142,7 +153,8 @@ std::string replay_summary(const json& doc) {
          " with one launch each, like the software kernels, hardware "
       << us(ov["profile"]["memset_launched"]["hw_ns"].get<double>()) << " us -> "
       << f("%.2f", ov["profile"]["memset_launched"]["ratio"].get<double>()) << "x)\n";
-  o << "  conversion: software " << us(ov["convert"]["sw_ns"].get<double>()) << " us, compaction engine "
+  o << "  conversion: software " << us(ov["convert"]["sw_ns"].get<double>()) << " us, "
+    << (engines == 1 ? std::string("compaction engine ") : std::to_string(engines) + " compaction engines side by side ")
     << us(ov["convert"]["hw_ns"].get<double>()) << " us -> " << f("%.1f", ov["convert"]["ratio"].get<double>()) << "x\n";
   o << "  traffic:    profiling L2 " << mb(ov["profile"]["sw_l2_bytes"].get<std::uint64_t>()) << " MB (SW) vs "
     << mb(ov["profile"]["hw_l2_bytes"].get<std::uint64_t>()) << " MB (HW), DRAM "

@@ -427,7 +427,8 @@ Kernel make_scatter(const DenseOperand& m, const std::vector<fmt::TileHeader>& h
 }
 
 Kernel make_consumer(const DenseOperand& m, const std::vector<fmt::TileHeader>& headers, const SparseOutput& out,
-                     const BaselineConfig& c, std::uint32_t sms, std::uint32_t line) {
+                     const BaselineConfig& c, std::uint32_t sms, std::uint32_t line,
+                     const std::vector<std::uint64_t>& header_slot) {
   Kernel k;
   k.name = "consumer";
   const fmt::TileGrid g = m.grid();
@@ -439,7 +440,8 @@ Kernel make_consumer(const DenseOperand& m, const std::vector<fmt::TileHeader>& 
     double cyc = 0;
     for (std::uint64_t t : all[s]) {
       const std::uint32_t ti = static_cast<std::uint32_t>(t / tc), tj = static_cast<std::uint32_t>(t % tc);
-      reqs.push_back({out.header_base + t * fmt::kHeaderBytes, static_cast<std::uint32_t>(fmt::kHeaderBytes), false, {}, false, false});
+      const std::uint64_t slot = header_slot.empty() ? t : header_slot[t];
+      reqs.push_back({out.header_base + slot * fmt::kHeaderBytes, static_cast<std::uint32_t>(fmt::kHeaderBytes), false, {}, false, false});
       const fmt::TileHeader& h = headers[t];
       if (h.fmt() == fmt::TileFormat::Dense) {
         bool first = true;

@@ -43,6 +43,7 @@ void visit_units_settings(Opt& o, V& v) {
   v.u32("mmio_latency_cycles", e.mmio_latency_cycles, 0, kU32Max, "");
   v.u64("max_job_bytes", e.max_job_bytes, 1, ~std::uint64_t(0), kPositive);
   v.u32("port_bytes_per_cycle", e.port_bytes_per_cycle, 0, 4096, "must be 0 (one line + header) or 1..4096");
+  v.u32("count", o.engine_count, 1, regmap::monitor::kNumRegions, "must be 1..16 (one monitor region per engine)");
   auto& b = o.baseline;
   v.section("baseline");
   v.ns("kernel_launch_ns", b.kernel_launch_ns);
@@ -60,6 +61,7 @@ void visit_units_settings(Opt& o, V& v) {
   v.ns("mmio_read_ns", o.host_mmio_read_ns);
   v.ns("mmio_write_ns", o.host_mmio_write_ns);
   v.flag("monitor_broadcast", o.host_monitor_broadcast);
+  v.flag("engine_broadcast", o.host_engine_broadcast);
 }
 
 }  // namespace spartan::hw::detail

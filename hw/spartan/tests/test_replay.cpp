@@ -399,6 +399,8 @@ TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
       ++keys;
       if (v.is_boolean()) {
         v = !v.get<bool>();
+      } else if (section == "engine" && key == "count") {
+        v = 16;  // 1..16 (one monitor region per engine): the maximum, as far from the default 1 as it goes
       } else if (v.is_number_unsigned()) {
         const std::uint64_t x = v.get<std::uint64_t>(), hi = max.count(key) ? max.at(key) : ~std::uint64_t(0);
         v = x + keys <= hi ? x + keys : x - keys;  // within range: every maximum is far above its default
@@ -407,7 +409,7 @@ TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
         v = (key == "clock_mhz" ? 500.0 : v.get<double>()) + 1.5 * double(keys);
       }
     }
-  EXPECT_EQ(keys, 32u);  // 6 monitor, 12 engine, 11 baseline and 3 host settings (docs/hw-units.md)
+  EXPECT_EQ(keys, 34u);  // 6 monitor, 13 engine, 11 baseline and 4 host settings (docs/hw-units.md)
   const std::string units = dir + "/changed.yaml";
   std::ofstream(units) << changed.dump(2);  // JSON is YAML
   const nlohmann::json loaded = record(units, dir + "/out1");
@@ -658,6 +660,92 @@ TEST(Replay, MonitorMmioChargesFollowTheBroadcastAssumption) {
   }
 }
 
+// --units engine.count E (ReplayOptions::engine_count): the activation is cut into blocks of whole tiles, one
+// monitor region, count table, header table and engine job each (replay_impl.h engine_blocks). With tiles of
+// 2 x 32, conv1's 6 x 600 activation has 3 x 19 tiles: 4 engines take 2 x 2 blocks (tile rows 1 + 2, columns
+// 9 + 10); fc1's 2 x 800 has 1 x 25 tiles: 1 x 4 blocks. Every check (monitor counts, each block's bytes
+// against compact() of its sub-matrix, expand bit for bit) holds; the same tiles are zero, dense and
+// compacted as with one engine; the blocks cover the grid once; the engines run side by side (the job time is
+// the slowest block's, shorter than one engine's); the MMIO charges follow the broadcast rule.
+TEST(Replay, SeveralEnginesEachCompactABlockSideBySide) {
+  const std::string dir = ::testing::TempDir() + "/replay_engines";
+  std::filesystem::create_directories(dir);
+  const std::uint32_t counts[3] = {1, 4, 4};
+  for (int i = 0; i < 3; ++i)
+    SC_SCENARIO([&] {
+      auto opt = options(write_trace(dir, tr::DType::F32), dir + "/out" + std::to_string(i));
+      std::filesystem::create_directories(opt.out_dir);
+      opt.tile_rows = 2;
+      opt.engine_count = counts[i];
+      opt.host_engine_broadcast = i != 2;
+      expect_passed(run_replay(opt, {}), 4);
+    });
+  nlohmann::json docs[3];
+  for (int i = 0; i < 3; ++i) {
+    std::ifstream f(dir + "/out" + std::to_string(i) + "/stats.json");
+    docs[i] = nlohmann::json::parse(f);
+    EXPECT_EQ(docs[i]["units"]["engine"]["count"].get<std::uint32_t>(), counts[i]);
+    EXPECT_EQ(docs[i]["gpu"]["engines"].get<std::uint32_t>(), counts[i]);
+  }
+  EXPECT_FALSE(docs[0]["units"]["engine"].contains("per_engine"));
+  ASSERT_EQ(docs[1]["units"]["engine"]["per_engine"].size(), 4u);
+  std::uint64_t per_engine_tiles = 0;
+  for (const auto& e : docs[1]["units"]["engine"]["per_engine"]) {
+    EXPECT_EQ(e["jobs"].get<std::uint64_t>(), 4u);  // every engine has a block of each of the 4 layers
+    per_engine_tiles += e["tiles"].get<std::uint64_t>();
+  }
+  EXPECT_EQ(per_engine_tiles, docs[0]["units"]["engine"]["tiles"].get<std::uint64_t>());
+  EXPECT_EQ(docs[1]["units"]["engine"]["tiles"].get<std::uint64_t>(), per_engine_tiles);
+  const ReplayOptions d;
+  for (std::size_t l = 0; l < 4; ++l) {
+    const auto& L1 = docs[0]["layers"][l];
+    const auto& L4 = docs[1]["layers"][l];
+    const auto& h1 = L1["hardware"];
+    const auto& h4 = L4["hardware"];
+    SCOPED_TRACE(L4["name"].get<std::string>());
+    EXPECT_TRUE(L4["checks"]["monitor_counts_exact"].get<bool>());
+    EXPECT_TRUE(L4["checks"]["engine_output_identical_to_reference"].get<bool>());
+    EXPECT_EQ(h4["engine_tiles"], h1["engine_tiles"]);
+    EXPECT_FALSE(h1.contains("engine_blocks"));
+    // The blocks: 2 x 2 for conv1 (3 x 19 tiles), 1 x 4 for fc1 (1 x 25), covering every tile once.
+    const bool conv = L4["name"] == "conv1";
+    const std::uint32_t tr = conv ? 3 : 1, tc = conv ? 19 : 25;
+    const auto& blocks = h4["engine_blocks"];
+    ASSERT_EQ(blocks.size(), 4u);
+    std::vector<int> covered(tr * tc, 0);
+    std::uint64_t slowest_ns = 0;
+    for (const auto& b : blocks) {
+      for (std::uint32_t i = 0; i < b["tile_rows"].get<std::uint32_t>(); ++i)
+        for (std::uint32_t j = 0; j < b["tile_cols"].get<std::uint32_t>(); ++j)
+          ++covered.at((b["tile_row0"].get<std::uint32_t>() + i) * tc + b["tile_col0"].get<std::uint32_t>() + j);
+      slowest_ns = std::max<std::uint64_t>(slowest_ns, static_cast<std::uint64_t>(b["time_ns"].get<double>()));
+    }
+    EXPECT_EQ(std::count(covered.begin(), covered.end(), 1), std::ptrdiff_t(tr * tc));
+    EXPECT_EQ(blocks[0]["tile_rows"].get<std::uint32_t>(), 1u);
+    EXPECT_EQ(blocks[3]["tile_rows"].get<std::uint32_t>(), conv ? 2u : 1u);
+    // The conversion ends with the slowest block, and the engines side by side finish before one engine alone.
+    EXPECT_EQ(slowest_ns, static_cast<std::uint64_t>(h4["convert"]["memory_ns"].get<double>()));
+    EXPECT_LT(h4["convert"]["memory_ns"].get<double>(), h1["convert"]["memory_ns"].get<double>());
+    // MMIO: one engine, CTRL + 16 descriptor words + SUBMIT and one status read. Four engines with the
+    // broadcast: CTRL, SUBMIT and the words common to all four once, the others four times; one read.
+    // Without it: every write and a status read per engine.
+    EXPECT_EQ(h1["engine_mmio_writes"].get<unsigned>(), 18u);
+    EXPECT_EQ(h1["engine_mmio_reads"].get<unsigned>(), 1u);
+    const unsigned w4 = h4["engine_mmio_writes"].get<unsigned>();
+    EXPECT_GT(w4, 18u);
+    EXPECT_LT(w4, 4 * 18u);
+    EXPECT_EQ(h4["engine_mmio_reads"].get<unsigned>(), 1u);
+    EXPECT_NEAR(h4["convert"]["overhead_ns"].get<double>(), w4 * d.host_mmio_write_ns + d.host_mmio_read_ns, 1e-6);
+    const auto& h4n = docs[2]["layers"][l]["hardware"];
+    EXPECT_EQ(h4n["engine_mmio_writes"].get<unsigned>(), 4 * 18u);
+    EXPECT_EQ(h4n["engine_mmio_reads"].get<unsigned>(), 4u);
+    EXPECT_EQ(h4n["engine_cycles"], h4["engine_cycles"]);  // the charge changes, not the simulated jobs
+    // The monitors: one region per block (10 set-up writes for each region after the first).
+    EXPECT_EQ(h4["monitor_mmio_writes"].get<unsigned>() - h1["monitor_mmio_writes"].get<unsigned>(),
+              3 * 10u + (l == 0 ? 0u : 3u));  // + the disabling of regions 1..3 from the previous layer
+  }
+}
+
 // The RTL's CLEAR sweeps CAPACITY counters, one per cycle, with writes stalled; the TLM's is instantaneous.
 // The replay issues no CLEAR without sampling (every flush clears what it writes out, and the layer start
 // checks the counters are zero) and charges the sweep when sampling needs it to restart the sampling phase.
@@ -769,7 +857,9 @@ TEST(Replay, BadSelectionsAreInputErrors) {
                             "engine:\n  clock_mhz: .nan\n",
                             // read by nothing, so refused (fourteenth-session review: they changed no result)
                             "engine:\n  elements_per_cycle: 64\n", "engine:\n  write_buffer_bytes: 1\n",
-                            "monitor:\n  pipeline_latency_cycles: 3\n"}) {
+                            "monitor:\n  pipeline_latency_cycles: 3\n",
+                            // one monitor region per engine's block: 1..16
+                            "engine:\n  count: 0\n", "engine:\n  count: 17\n", "host:\n  engine_broadcast: 2\n"}) {
       std::ofstream(units) << bad;
       EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError) << bad;
     }

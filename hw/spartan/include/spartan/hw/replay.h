@@ -45,7 +45,14 @@ struct ReplayOptions {
   std::vector<std::int64_t> layers;      ///< empty: every captured layer
   bool quiet = false;
   MonitorConfig monitor;                 ///< slice_id and clock are set per instance from the preset
-  EngineConfig engine;
+  EngineConfig engine;                   ///< every engine's configuration (clock and line from the preset)
+  /// Compaction engines on the GPU (`engine.count`, 1 .. 256; default 1, the design of
+  /// ARCHITECTURE.md: one engine near L2). With E > 1 each engine has its own MMIO window and crossbar
+  /// port, and a layer's activation is cut into E bands of whole tile rows (band e: tile rows
+  /// [e*T/E, (e+1)*T/E) of T, fewer bands when T < E), one descriptor per band; each band is a
+  /// tile-sparse matrix of its own (own payload area; its header offsets are relative to it), which the
+  /// consumer reads band by band. A design-space knob of this framework, not a configuration of the paper.
+  std::uint32_t engine_count = 1;
   /// Clocks of the units, MHz; 0 (the default): the preset's L2 clock. The synthesised datapaths do not
   /// all reach the L2 clock (spartan-area's fmax, review finding F6): set these to time them at their fmax.
   double monitor_clock_mhz = 0, engine_clock_mhz = 0;
@@ -58,6 +65,13 @@ struct ReplayOptions {
   /// "LTCS" broadcast registers of the L2 slices in its open GPU driver headers). false: every write and
   /// the status read are charged once per monitor (S x 16 writes, S reads per layer).
   bool host_monitor_broadcast = true;
+  /// true (default, ASSUMPTION, as host_monitor_broadcast): with several engines, a descriptor word (or
+  /// CTRL / SUBMIT) whose value is the same for every engine is one posted write to a broadcast window,
+  /// charged once, when every engine of the GPU takes part in the layer; the words that differ (source,
+  /// rows, count table, outputs, capacity) are charged per engine; completion is one read of an
+  /// aggregated status. false (or fewer bands than engines): every write per engine in use, one status
+  /// read per engine in use. With one engine both rules charge the same.
+  bool host_engine_broadcast = true;
   /// The --units file applied to this run ("" = none); recorded in stats.json with the settings it gave.
   std::string units_file;
   std::vector<RunExtension*> extensions; ///< active extensions (run_hooks.h)

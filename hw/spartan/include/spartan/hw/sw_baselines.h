@@ -126,9 +126,13 @@ Kernel make_scan(std::uint64_t count_array, std::uint32_t entry_bytes, const std
 /// (b2) scatter; payload bytes come from the tile data the SM read, packed by tile_format.h.
 Kernel make_scatter(const DenseOperand& m, const std::vector<format::TileHeader>& headers, format::TileFormat fmt,
                     const SparseOutput& out, const BaselineConfig& c, std::uint32_t sms, std::uint32_t line);
-/// The consumer GEMM's operand reads (headers, payloads, in-place DENSE tiles).
+/// The consumer GEMM's operand reads (headers, payloads, in-place DENSE tiles). `headers` is indexed by
+/// row-major tile index, payload offsets from out.payload_base; tile t's header is read at
+/// out.header_base + 16 * header_slot[t] (default, header_slot empty: t), as with several compaction
+/// engines, whose header tables are in block-major order (replay_impl.h engine_blocks).
 Kernel make_consumer(const DenseOperand& m, const std::vector<format::TileHeader>& headers, const SparseOutput& out,
-                     const BaselineConfig& c, std::uint32_t sms, std::uint32_t line);
+                     const BaselineConfig& c, std::uint32_t sms, std::uint32_t line,
+                     const std::vector<std::uint64_t>& header_slot = {});
 
 /// The headers the scan computes from per-tile {nnz, width}: DENSE at or above the threshold (Q16.16,
 /// regmap::tile_is_dense, the engine's rule) or, with `size_rule`, when the sparse payload would not be
