@@ -10,8 +10,8 @@ device and activation densities in train.json and stats.json, the same GPU in st
 the simulation's own checks (checks.passed overall and per layer, RTL mismatches); the figures printed beside
 each other must agree (each layer's and the overall ratios with their times, the sums and means with the
 layers', RTL deviations with their cycles and the cycle tolerance), times must be positive and fractions in
-[0, 1]; the ImageNet-scale replays (DIR/scale/t32, t128) are checked the same way and against the main replay's
-GPU. The GEMM times of the three passes, how each call ran (tiles or one sgemm) and the compaction times are
+[0, 1]; the ImageNet-scale replays (DIR/scale/t32, t128, and t32e16 with several engines when present) are
+checked the same way and against the main replay's GPU. The GEMM times of the three passes, how each call ran (tiles or one sgemm) and the compaction times are
 read from the trace's header (DIR/run.sptrace) when it is there.
 Exit status: 0, or 2 with one line (and no report written) if an input is missing, malformed or inconsistent,
 or records failed checks or RTL mismatches.
@@ -853,9 +853,46 @@ def scale_section(a, gpu, md, doc, model, sl):
             for part in ("profile", "convert"):
                 if not close(L[f"{part}_ratio"], L["software"][part]["time_ns"] / L["hardware"][part]["time_ns"]):
                     raise ReportError(f"{f}.layers[{i}].{part}_ratio: not its times' ratio: inconsistent")
+    # Optional (make run writes it since the fiftieth session): 32x32 tiles with several compaction engines.
+    multi_path = os.path.join(a.run, "scale", "t32e16", "stats.json")
+    multi, engines = None, None
+    if os.path.exists(multi_path):
+        multi = load_json(multi_path, "spartan-sim run, scale step")
+        f = multi_path
+        if not isinstance(multi, dict):
+            raise ReportError(f"{f}: expected a JSON object, got {type(multi).__name__}")
+        check_finite(multi, f)
+        if not need(multi, f, ["checks", "passed"], "bool"):
+            raise ReportError(f"{f}: the functional checks failed")
+        if need(multi, f, ["gpu", "preset"], "str") != gpu:
+            raise ReportError(f"{f}: simulated GPU '{multi['gpu']['preset']}', not the main replay's '{gpu}'")
+        if need(multi, f, ["options", "tile"], "str") != "32x32":
+            raise ReportError(f"{f}: tile {multi['options']['tile']}, not 32x32 as its directory says")
+        engines = need(multi, f, ["units", "engine", "count"], "int")
+        if engines < 2:
+            raise ReportError(f"{f}: units.engine.count {engines}: not a run with several engines")
+        for i, _ in enumerate(need(multi, f, ["layers"], "nonempty list")):
+            need(multi, f, ["layers", i, "name"], "str")
+            need(multi, f, ["layers", i, "dense_bytes"], "num")
+            for side in ("software", "hardware"):
+                if need(multi, f, ["layers", i, side, "convert", "time_ns"], "num") <= 0:
+                    raise ReportError(f"{f}.layers[{i}].{side}.convert.time_ns: must be > 0")
+            if need(multi, f, ["layers", i, "hardware", "convert", "memory_ns"], "num") <= 0:
+                raise ReportError(f"{f}.layers[{i}].hardware.convert.memory_ns: must be > 0")
+            L = multi["layers"][i]
+            if not close(need(multi, f, ["layers", i, "convert_ratio"], "num"),
+                         L["software"]["convert"]["time_ns"] / L["hardware"]["convert"]["time_ns"]):
+                raise ReportError(f"{f}.layers[{i}].convert_ratio: not its times' ratio: inconsistent")
     by = {t: {L["name"]: L for L in d["layers"]} for t, d in runs.items()}
     if set(by["t32"]) != set(by["t128"]):
         raise ReportError(f"{paths['t128']}: not the layers of {paths['t32']}")
+    if multi is not None:
+        by["multi"] = {L["name"]: L for L in multi["layers"]}
+        if set(by["multi"]) != set(by["t32"]):
+            raise ReportError(f"{multi_path}: not the layers of {paths['t32']}")
+        for name in by["t32"]:
+            if not close(by["t32"][name]["dense_bytes"], by["multi"][name]["dense_bytes"]):
+                raise ReportError(f"{multi_path}: layer {name} has another size than in {paths['t32']}")
     for name in by["t32"]:
         if not close(by["t32"][name]["dense_bytes"], by["t128"][name]["dense_bytes"]):
             raise ReportError(f"{paths['t128']}: layer {name} has another size than in {paths['t32']}")
@@ -871,7 +908,8 @@ def scale_section(a, gpu, md, doc, model, sl):
         o = by["t128"][L["name"]]
         rows.append([L["name"] + ("" if L["relu_input"] else " (image)"), fmt(L["dense_bytes"] / 1e6, ".1f"),
                      f"{L['tiles']} / {o['tiles']}", fmt(L["profile_ratio"]), fmt(o["profile_ratio"]),
-                     fmt(L["convert_ratio"], ".3f"), fmt(o["convert_ratio"], ".3f")])
+                     fmt(L["convert_ratio"], ".3f"), fmt(o["convert_ratio"], ".3f")]
+                    + ([fmt(by["multi"][L["name"]]["convert_ratio"], ".3f")] if multi is not None else []))
         out.append({"name": L["name"], "dense_bytes": L["dense_bytes"], "tiles_32": L["tiles"], "tiles_128": o["tiles"],
                     "profile_ratio_32": L["profile_ratio"], "profile_ratio_128": o["profile_ratio"],
                     "convert_ratio_32": L["convert_ratio"], "convert_ratio_128": o["convert_ratio"],
@@ -879,6 +917,13 @@ def scale_section(a, gpu, md, doc, model, sl):
                     "sw_profile_ns_128": o["software"]["profile"]["time_ns"],
                     "hw_profile_ns_32": L["hardware"]["profile"]["time_ns"],
                     "hw_profile_ns_128": o["hardware"]["profile"]["time_ns"]})
+        if multi is not None:
+            e = by["multi"][L["name"]]
+            out[-1].update({"convert_ratio_32_engines": e["convert_ratio"],
+                            "hw_convert_ns_32": L["hardware"]["convert"]["time_ns"],
+                            "hw_convert_ns_32_engines": e["hardware"]["convert"]["time_ns"],
+                            "hw_convert_jobs_ns_32_engines": e["hardware"]["convert"]["memory_ns"],
+                            "sw_convert_ns_32": L["software"]["convert"]["time_ns"]})
     mb = [L["dense_bytes"] / 1e6 for L in sl if is_num(L.get("dense_bytes"))]
     size = f" are {fmt(min(mb), '.2f')}-{fmt(max(mb), '.2f')} MB" if mb else ""
     md.append(f"The {model} layers above{size}: small activations, where both profiling paths cost a few "
@@ -888,7 +933,8 @@ def scale_section(a, gpu, md, doc, model, sl):
               f"{batch if batch is not None else 'not recorded'}; `sptrace_sample --imagenet`) with 32x32 and "
               "128x128 tiles. Ratios are software / hardware:\n")
     md.append(md_table(["layer", "MB", "tiles 32x32 / 128x128", "profile 32x32", "profile 128x128", "convert 32x32",
-                        "convert 128x128"], rows) + "\n")
+                        "convert 128x128"] + ([f"convert 32x32, {engines} engines"] if multi is not None else []),
+                       rows) + "\n")
     big = max(out, key=lambda r: r["dense_bytes"])
     sms = runs["t128"]["gpu"]["sms"]
     few = [r for r in out if r["tiles_128"] < sms]
@@ -906,10 +952,19 @@ def scale_section(a, gpu, md, doc, model, sl):
                  f"{rng([r['hw_profile_ns_32'] for r in few])} to {rng([r['hw_profile_ns_128'] for r in few])} us. "
                  "Part of their higher ratio at 128x128 is this slower baseline, not a faster monitor.")
     text += (f" The one CompactionEngine (one line per cycle) is slower than the software conversion on large layers "
-             f"({fmt(big['convert_ratio_32'], '.3f')}x on {big['name']}). Larger batches and the tables with batch 4 "
-             "and 16: `scripts/imagenet-replay.sh` and docs/reproduce-paper.md.\n")
+             f"({fmt(big['convert_ratio_32'], '.3f')}x on {big['name']}).")
+    if multi is not None:
+        text += (f" With {engines} engines side by side (`--units engine.count {engines}`, each compacting a block of "
+                 f"every layer; the last column) its conversion takes {fmt(big['hw_convert_ns_32_engines'] / 1e3)} us "
+                 f"instead of {fmt(big['hw_convert_ns_32'] / 1e3)} us ({fmt(big['hw_convert_jobs_ns_32_engines'] / 1e3)} us "
+                 f"of it the engines' jobs, the rest the host's register writes and status read), against "
+                 f"{fmt(big['sw_convert_ns_32'] / 1e3)} us in software: {fmt(big['convert_ratio_32_engines'], '.3f')}x "
+                 "(docs/bench/units.md).")
+    text += (" Larger batches and the tables with batch 4 and 16: `scripts/imagenet-replay.sh` and "
+             "docs/reproduce-paper.md.\n")
     md.append(text)
-    doc["imagenet_scale"] = {"batch": batch, "density_relu_inputs": relu_dens, "sms": sms, "layers": out}
+    doc["imagenet_scale"] = {"batch": batch, "density_relu_inputs": relu_dens, "sms": sms, "layers": out,
+                             "engines_multi": engines}
 
 
 def area_section(area, sim, tmp, profile):

@@ -2,7 +2,7 @@
 """End-to-end test of the main job: runs scripts/run-main-job.sh with the `tiny` profile (lenet5, 20 steps,
 RTL on one layer, area flow on small blocks) into a scratch directory and checks that report.json carries
 the same numbers as the step outputs it was built from (train.json, sim/stats.json with its rtl section,
-scale/t32 and scale/t128 stats.json, area.json),
+scale/t32, scale/t128 and scale/t32e16 stats.json, area.json),
 that the functional checks passed, and that report.md/html and the plots exist.
 Usage: test_main_job.py SOURCE_DIR BUILD_BIN_DIR"""
 import json
@@ -88,6 +88,12 @@ def main():
             for a, b in zip(sc["layers"], s["layers"]):
                 close(a[f"profile_ratio_{key}"], b["profile_ratio"], f"scale {tile} profiling ratio {b['name']}")
                 close(a[f"convert_ratio_{key}"], b["convert_ratio"], f"scale {tile} conversion ratio {b['name']}")
+        # ... and the replay with 16 compaction engines (--units engine.count 16) beside them
+        s = load(f"{run}/scale/t32e16/stats.json")
+        if not s["checks"]["passed"] or s["units"]["engine"]["count"] != 16 or sc.get("engines_multi") != 16:
+            fail("scale/t32e16: not a passing run with 16 engines in the report")
+        for a, b in zip(sc["layers"], s["layers"]):
+            close(a["convert_ratio_32_engines"], b["convert_ratio"], f"scale t32e16 conversion ratio {b['name']}")
         if "## 4b. The units at ImageNet scale" not in md:
             fail("report.md has no ImageNet-scale section")
         # the tiny profile synthesises test blocks: the report must not present them as the units

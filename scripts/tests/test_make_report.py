@@ -105,15 +105,19 @@ def gemm_times(dense_ms=1.0):
              "bwd_weight": pas("tiles")} for l in (0, 1)]
 
 
-def scale_run(tile, tiles):
-    """An ImageNet-scale replay's stats.json (make run's scale step) with two layers."""
+def scale_run(tile, tiles, engines=1):
+    """An ImageNet-scale replay's stats.json (make run's scale step) with two layers; with engines > 1 the
+    hardware conversion is that many times faster (its memory time: the jobs; 500 ns of host overhead)."""
     def L(name, relu, mb, sw, hw):
         st = lambda t: {"time_ns": t, "overhead_ns": 0.0}
+        hc = hw / engines + (500.0 if engines > 1 else 0.0)
         return {"name": name, "relu_input": relu, "tiles": tiles, "dense_bytes": mb * 1e6, "density": 0.3,
-                "software": {"profile": st(sw), "convert": st(2 * sw)}, "hardware": {"profile": st(hw), "convert": st(hw)},
-                "profile_ratio": sw / hw, "convert_ratio": 2 * sw / hw}
+                "software": {"profile": st(sw), "convert": st(2 * sw)},
+                "hardware": {"profile": st(hw), "convert": {"time_ns": hc, "overhead_ns": hc - hw / engines,
+                                                            "memory_ns": hw / engines}},
+                "profile_ratio": sw / hw, "convert_ratio": 2 * sw / hc}
     return {"checks": {"passed": True}, "gpu": {"preset": "v100", "sms": 2}, "options": {"tile": tile},
-            "trace": {"path": "/elsewhere/imagenet-b1.sptrace"},
+            "units": {"engine": {"count": engines}}, "trace": {"path": "/elsewhere/imagenet-b1.sptrace"},
             "layers": [L("vgg16.conv1_1", False, 0.6, 4000.0, 4000.0), L("vgg16.conv1_2", True, 12.8, 28000.0, 6000.0)]}
 
 
@@ -256,6 +260,25 @@ def main():
                          "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 |"):
                 if want not in md6:
                     fail(f"scale section: report.md lacks {want!r}")
+            if "engines side by side" in md6 or "| convert 32x32," in md6:
+                fail("scale section: a column or sentence on several engines without their run")
+        # ... and with the several-engines run (scale/t32e16): its column and sentence.
+        os.makedirs(os.path.join(run6, "scale", "t32e16"))
+        with open(os.path.join(run6, "scale", "t32e16", "stats.json"), "w") as f:
+            json.dump(scale_run("32x32", 16, engines=16), f)
+        r = run_report(src, run6, out6)
+        if r.returncode != 0:
+            fail(f"scale section with engines: status {r.returncode}: {r.stderr.strip()}")
+        else:
+            md6 = open(os.path.join(out6, "report.md")).read()
+            rep6 = json.load(open(os.path.join(out6, "report.json")))
+            # conv1_2: 56 us in software; one engine 6 us; 16 engines 6/16 + 0.5 = 0.875 us -> 64x
+            for want in ("| convert 32x32, 16 engines |", "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 | 4.67 | 9.333 | 9.333 | 64.000 |",
+                         "With 16 engines side by side", "takes 0.88 us instead of 6.00 us (0.38 us of it"):
+                if want not in md6:
+                    fail(f"scale section with engines: report.md lacks {want!r}")
+            if rep6["imagenet_scale"]["engines_multi"] != 16:
+                fail("scale section with engines: report.json imagenet_scale.engines_multi is not 16")
         with open(os.path.join(out, "SENTINEL"), "w") as f:
             f.write("previous report\n")
 
@@ -354,6 +377,22 @@ def main():
             ("scale ratio not its times'", scale_case(lambda r: r["t32"]["layers"][0].update(profile_ratio=9.0)),
              "profile_ratio: not its times' ratio"),
             ("scale other layers", scale_case(lambda r: r["t128"]["layers"].pop()), "not the layers of"),
+        ]
+        def engines_case(mutate):
+            def f(t, s, a):
+                runs = {"t32": scale_run("32x32", 16), "t128": scale_run("128x128", 1), "t32e16": scale_run("32x32", 16, 16)}
+                mutate(runs)
+                return {"scale/" + k + "/stats.json": json.dumps(v) for k, v in runs.items()}
+            return f
+
+        cases += [
+            ("engines failed checks", engines_case(lambda r: r["t32e16"]["checks"].update(passed=False)),
+             "t32e16/stats.json: the functional checks failed"),
+            ("engines only one", engines_case(lambda r: r["t32e16"]["units"]["engine"].update(count=1)),
+             "not a run with several engines"),
+            ("engines other layers", engines_case(lambda r: r["t32e16"]["layers"].pop()), "not the layers of"),
+            ("engines ratio not its times'", engines_case(lambda r: r["t32e16"]["layers"][0].update(convert_ratio=9.0)),
+             "convert_ratio: not its times' ratio"),
         ]
         for name, mutate, want in cases:
             t, s, a = copy.deepcopy(inputs())

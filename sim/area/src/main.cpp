@@ -81,7 +81,7 @@ int run(int argc, char** argv) {
       "cycles", po::value(&cycles_file), "RTL co-simulation cycle counts (JSON; see docs/area.md)")(
       "memory-model", po::value(&mem_model)->default_value(mem_model), "memories in the totals: sram | ff")(
       "nodes", po::value(&nodes)->default_value(nodes), "target nodes, nm (from 180 130 90 65 45 32 20 16 14 10 7 5; with --memory-model sram: 180 45 32 16 7 5)")(
-      "engines", po::value(&engines), "compaction engines per GPU, 1..1024 (default 1: spartan-sim run models one)")(
+      "engines", po::value(&engines), "compaction engines per GPU, 1..1024 (default 1, as spartan-sim run's default --units engine.count)")(
       "jobs,j", po::value(&jobs), "units synthesised in parallel, 1..1024 (default or 0: the number of CPUs)")(
       "gpu-config-dir", po::value(&gpu_dir),
       "directory of GPU presets (default: the simulator's, as spartan-sim --gpu; must exist)")(      "yosys", po::value(&tools.yosys)->default_value(tools.yosys), "Yosys binary")(
