@@ -204,7 +204,7 @@ class RtlExtension : public spartan::hw::RunExtension {
                                          const sc_core::sc_time& when) {
         if (mon->enabled() && len > 0) stream_.push_back({when, slice, stream_.size(), addr, len});
       });
-    // Every engine's jobs (one per band of the layer with --units engine.count > 1), in engine order.
+    // Every engine's jobs (one per block of the layer with --units engine.count > 1), in engine order.
     for (std::size_t e = 0; e < ctx.engines.size(); ++e)
       ctx.engines[e]->add_job_observer([this, e](const spartan::hw::EngineJob& j, bool done) {
         if (done) jobs_.push_back({e, j});

@@ -498,7 +498,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   hwj["monitor_clear_ns"] = clear_ns;  // CLEAR sweep (sampling only) charged to count_table_zero (max with the memset)
   hwj["engine_mmio_writes"] = engine_writes;    // posted writes charged to the conversion
   hwj["engine_mmio_reads"] = engine_reads;      // status read(s) charged to the conversion
-  hwj["engine_cycles"] = job_cycles_max;        // the longest band's LAST_CYCLES (one engine: its job's)
+  hwj["engine_cycles"] = job_cycles_max;        // the longest block's LAST_CYCLES (one engine: its job's)
   hwj["monitor_utilisation_mean"] = busy_sum / (double(S) * prod_ps);
   hwj["monitor_utilisation_max"] = busy_max / prod_ps;
   // The compactors' busy time over the engines in use and the span from the first job start to the last end.

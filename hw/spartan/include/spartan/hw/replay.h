@@ -46,12 +46,13 @@ struct ReplayOptions {
   bool quiet = false;
   MonitorConfig monitor;                 ///< slice_id and clock are set per instance from the preset
   EngineConfig engine;                   ///< every engine's configuration (clock and line from the preset)
-  /// Compaction engines on the GPU (`engine.count`, 1 .. 256; default 1, the design of
-  /// ARCHITECTURE.md: one engine near L2). With E > 1 each engine has its own MMIO window and crossbar
-  /// port, and a layer's activation is cut into E bands of whole tile rows (band e: tile rows
-  /// [e*T/E, (e+1)*T/E) of T, fewer bands when T < E), one descriptor per band; each band is a
+  /// Compaction engines on the GPU (`engine.count`, 1 .. 16, one monitor region per engine; default 1, the
+  /// design of ARCHITECTURE.md: one engine near L2). With E > 1 each engine has its own MMIO window and
+  /// crossbar port, and a layer's T_r x T_c tiles are cut into nr x nc blocks of whole tiles (nr * nc <= E
+  /// as large as possible, then the most block rows; fewer blocks than engines when the grid has fewer
+  /// tiles: replay_impl.h engine_blocks), one monitor region and one descriptor per block; each block is a
   /// tile-sparse matrix of its own (own payload area; its header offsets are relative to it), which the
-  /// consumer reads band by band. A design-space knob of this framework, not a configuration of the paper.
+  /// consumer reads block by block. A design-space knob of this framework, not a configuration of the paper.
   std::uint32_t engine_count = 1;
   /// Clocks of the units, MHz; 0 (the default): the preset's L2 clock. The synthesised datapaths do not
   /// all reach the L2 clock (spartan-area's fmax, review finding F6): set these to time them at their fmax.
@@ -69,7 +70,7 @@ struct ReplayOptions {
   /// CTRL / SUBMIT) whose value is the same for every engine is one posted write to a broadcast window,
   /// charged once, when every engine of the GPU takes part in the layer; the words that differ (source,
   /// rows, count table, outputs, capacity) are charged per engine; completion is one read of an
-  /// aggregated status. false (or fewer bands than engines): every write per engine in use, one status
+  /// aggregated status. false (or fewer blocks than engines): every write per engine in use, one status
   /// read per engine in use. With one engine both rules charge the same.
   bool host_engine_broadcast = true;
   /// The --units file applied to this run ("" = none); recorded in stats.json with the settings it gave.

@@ -34,7 +34,7 @@ struct ReplayContext {
   gpu::GpuSystem* gpu = nullptr;
   std::vector<SparsityMonitor*> monitors;  ///< index = L2 slice
   CompactionEngine* engine = nullptr;      ///< engines[0]
-  std::vector<CompactionEngine*> engines;  ///< every engine (ReplayOptions::engine_count), band order
+  std::vector<CompactionEngine*> engines;  ///< every engine (ReplayOptions::engine_count), block order
   std::string out_dir;                     ///< the run's --out directory (extensions may write files there)
   bool quiet = false;
   std::vector<std::int64_t> replayed_layers;  ///< layer indices the run replays (sorted, unique)
