@@ -225,6 +225,7 @@ class RtlExtension : public spartan::hw::RunExtension {
     for (unsigned r = 0; r < mon::kNumRegions; ++r)
       if (dbg_read(m0, mon::region_reg(r, mon::R_CFG)) & 1u) per_region.push_back(monitor_check(rl, L, r));
     if (per_region.empty()) throw std::logic_error("--rtl: no monitor region enabled after the layer");
+    ++mon_layers_;  // a layer, however many regions (blocks) it has
     // One region: its record (as before engine.count existed); several: one record per region.
     L["rtl"] = per_region.size() == 1 ? per_region[0] : per_region;
     std::stable_sort(jobs_.begin(), jobs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -257,7 +258,9 @@ class RtlExtension : public spartan::hw::RunExtension {
     m.data = bytes.data();
     // The replay's request stream into the region, in arrival order (ties: slice, then call order), each request
     // clipped to the region. The lockstep's region starts on a line, so the requests keep their place in their
-    // lines only if the replay's region does too; otherwise (never with the replay's allocator) whole lines.
+    // lines only if the replay's region does too; otherwise whole lines (stimulus "lines"): never for a whole
+    // activation, but with --units engine.count > 1 for a column block whose first element is not on a 128 B
+    // line (e.g. F16/BF16 with 32-column tiles, or tiles narrower than 32 F32 columns).
     std::vector<spartan::rtl::LockstepRequest> given;
     std::uint64_t given_bytes = 0;
     const std::uint64_t size = std::uint64_t(m.rows) * m.row_pitch_bytes;
@@ -301,7 +304,6 @@ class RtlExtension : public spartan::hw::RunExtension {
                 {"timing_within_tolerance", timing_ok}};
     if (region > 0 || ctx_.engines.size() > 1) rec["region"] = region;
     records_.push_back(rec);
-    ++mon_layers_;
     mon_tiles_ += r.tiles;
     mon_cycles_ += rtl;
     mon_bytes_ += double(m.rows) * m.cols * (m.dtype == 0 ? 4 : 2);
