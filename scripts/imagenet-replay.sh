@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The units at the Spartan paper's scale: replays synthetic activations of 13 ImageNet conv layers (AlexNet,
 # VGG-16, ResNet-18 at 224x224: real layer sizes, ReLU-like random values at density 0.3) through the V100 model,
-# for batch 1, 4 and 16, tiles 32x32 (the default), 64x64 and 128x128, and the engine with 4 (default) and
-# 16 tile buffers. Writes OUT/imagenet.md (one table row per layer and setting) and each run's stats.json.
+# for batch 1, 4 and 16, tiles 32x32 (the default), 64x64 and 128x128, the engine with 4 (default) and
+# 16 tile buffers, and 16 engines (--units engine.count). Writes OUT/imagenet.md (one table row per layer and
+# setting) and each run's stats.json.
 #   scripts/imagenet-replay.sh [BUILD_DIR] [OUT_DIR]      (defaults: build, run/imagenet; about 5 minutes)
 # Results and their reading: docs/reproduce-paper.md, "The units at ImageNet scale".
 set -euo pipefail
@@ -18,11 +19,12 @@ mkdir -p "$OUT"
 DENSITY=0.3
 # Counter memory for the largest layer (VGG-16 conv1_2 at batch 16: 50176 tiles of 32x32) and a read buffer
 # for one 128x128 F32 tile (64 KiB); every other unit setting is the default (docs/hw-units.md).
-units() {  # units FILE TILE_BUFFERS
-  printf 'monitor:\n  counter_entries: 65536\nengine:\n  read_buffer_bytes: 65536\n  tile_buffers: %s\n' "$2" >"$1"
+units() {  # units FILE TILE_BUFFERS ENGINES
+  printf 'monitor:\n  counter_entries: 65536\nengine:\n  read_buffer_bytes: 65536\n  tile_buffers: %s\n  count: %s\n' "$2" "$3" >"$1"
 }
-units "$OUT/units-tb4.yaml" 4
-units "$OUT/units-tb16.yaml" 16
+units "$OUT/units-tb4.yaml" 4 1
+units "$OUT/units-tb16.yaml" 16 1
+units "$OUT/units-e16.yaml" 4 16
 runs=()
 for batch in 1 4 16; do
   trace="$OUT/imagenet-b$batch.sptrace"
@@ -40,6 +42,7 @@ run b16-t32 16 32x32 "$OUT/units-tb4.yaml"
 run b16-t64 16 64x64 "$OUT/units-tb4.yaml"
 run b16-t128 16 128x128 "$OUT/units-tb4.yaml"
 run b16-t32-tb16 16 32x32 "$OUT/units-tb16.yaml"
+run b16-t32-e16 16 32x32 "$OUT/units-e16.yaml"
 /usr/bin/python3 - "$OUT" "${runs[@]}" <<'EOF'
 import json, os, sys
 out = sys.argv[1]
