@@ -880,6 +880,9 @@ def scale_section(a, gpu, md, doc, model, sl):
             if need(multi, f, ["layers", i, "hardware", "convert", "memory_ns"], "num") <= 0:
                 raise ReportError(f"{f}.layers[{i}].hardware.convert.memory_ns: must be > 0")
             L = multi["layers"][i]
+            # the report prints the jobs (memory_ns) as a part of the conversion time
+            if L["hardware"]["convert"]["memory_ns"] > L["hardware"]["convert"]["time_ns"] * (1 + 1e-6):
+                raise ReportError(f"{f}.layers[{i}].hardware.convert.memory_ns: more than its time_ns: inconsistent")
             if not close(need(multi, f, ["layers", i, "convert_ratio"], "num"),
                          L["software"]["convert"]["time_ns"] / L["hardware"]["convert"]["time_ns"]):
                 raise ReportError(f"{f}.layers[{i}].convert_ratio: not its times' ratio: inconsistent")
@@ -888,11 +891,16 @@ def scale_section(a, gpu, md, doc, model, sl):
         raise ReportError(f"{paths['t128']}: not the layers of {paths['t32']}")
     if multi is not None:
         by["multi"] = {L["name"]: L for L in multi["layers"]}
-        if set(by["multi"]) != set(by["t32"]):
+        if set(by["multi"]) != set(by["t32"]) or len(multi["layers"]) != len(runs["t32"]["layers"]):
             raise ReportError(f"{multi_path}: not the layers of {paths['t32']}")
         for name in by["t32"]:
             if not close(by["t32"][name]["dense_bytes"], by["multi"][name]["dense_bytes"]):
                 raise ReportError(f"{multi_path}: layer {name} has another size than in {paths['t32']}")
+            # the report sets the several engines' ratio beside the one-engine run's software time
+            if not close(by["t32"][name]["software"]["convert"]["time_ns"],
+                         by["multi"][name]["software"]["convert"]["time_ns"]):
+                raise ReportError(f"{multi_path}: layer {name}: software conversion time not the one of "
+                                  f"{paths['t32']}: inconsistent")
     for name in by["t32"]:
         if not close(by["t32"][name]["dense_bytes"], by["t128"][name]["dense_bytes"]):
             raise ReportError(f"{paths['t128']}: layer {name} has another size than in {paths['t32']}")

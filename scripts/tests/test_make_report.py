@@ -393,6 +393,15 @@ def main():
             ("engines other layers", engines_case(lambda r: r["t32e16"]["layers"].pop()), "not the layers of"),
             ("engines ratio not its times'", engines_case(lambda r: r["t32e16"]["layers"][0].update(convert_ratio=9.0)),
              "convert_ratio: not its times' ratio"),
+            ("engines software time not t32's", engines_case(lambda r: (
+                r["t32e16"]["layers"][1]["software"]["convert"].update(time_ns=168000.0),
+                r["t32e16"]["layers"][1].update(convert_ratio=168000.0 / r["t32e16"]["layers"][1]["hardware"]["convert"]["time_ns"]))),
+             "software conversion time not the one of"),
+            ("engines jobs longer than the conversion", engines_case(
+                lambda r: r["t32e16"]["layers"][1]["hardware"]["convert"].update(memory_ns=5000.0)),
+             "memory_ns: more than its time_ns"),
+            ("engines a layer twice", engines_case(lambda r: r["t32e16"]["layers"].append(copy.deepcopy(r["t32e16"]["layers"][1]))),
+             "not the layers of"),
         ]
         for name, mutate, want in cases:
             t, s, a = copy.deepcopy(inputs())
