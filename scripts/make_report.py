@@ -826,9 +826,9 @@ def scale_section(a, gpu, md, doc, model, sl):
         md.append("Not run (the job's `scale` step writes " + " and ".join(paths.values()) + ").\n")
         doc["imagenet_scale"] = None
         return
-    runs = {t: load_json(p, "spartan-sim run, scale step") for t, p in paths.items()}
-    for t, d in runs.items():
-        f = paths[t]
+    def check_run(d, f, tile):
+        """What every scale-step run must be: an object of finite numbers, checks passed, the main replay's GPU
+        and the tile its directory names."""
         if not isinstance(d, dict):
             raise ReportError(f"{f}: expected a JSON object, got {type(d).__name__}")
         check_finite(d, f)
@@ -836,8 +836,13 @@ def scale_section(a, gpu, md, doc, model, sl):
             raise ReportError(f"{f}: the functional checks failed")
         if need(d, f, ["gpu", "preset"], "str") != gpu:
             raise ReportError(f"{f}: simulated GPU '{d['gpu']['preset']}', not the main replay's '{gpu}'")
-        if need(d, f, ["options", "tile"], "str") != tiles_of[t]:
-            raise ReportError(f"{f}: tile {d['options']['tile']}, not {tiles_of[t]} as its directory says")
+        if need(d, f, ["options", "tile"], "str") != tile:
+            raise ReportError(f"{f}: tile {d['options']['tile']}, not {tile} as its directory says")
+
+    runs = {t: load_json(p, "spartan-sim run, scale step") for t, p in paths.items()}
+    for t, d in runs.items():
+        f = paths[t]
+        check_run(d, f, tiles_of[t])
         need(d, f, ["gpu", "sms"], "int")
         for i, _ in enumerate(need(d, f, ["layers"], "nonempty list")):
             need(d, f, ["layers", i, "name"], "str")
@@ -859,15 +864,7 @@ def scale_section(a, gpu, md, doc, model, sl):
     if os.path.exists(multi_path):
         multi = load_json(multi_path, "spartan-sim run, scale step")
         f = multi_path
-        if not isinstance(multi, dict):
-            raise ReportError(f"{f}: expected a JSON object, got {type(multi).__name__}")
-        check_finite(multi, f)
-        if not need(multi, f, ["checks", "passed"], "bool"):
-            raise ReportError(f"{f}: the functional checks failed")
-        if need(multi, f, ["gpu", "preset"], "str") != gpu:
-            raise ReportError(f"{f}: simulated GPU '{multi['gpu']['preset']}', not the main replay's '{gpu}'")
-        if need(multi, f, ["options", "tile"], "str") != "32x32":
-            raise ReportError(f"{f}: tile {multi['options']['tile']}, not 32x32 as its directory says")
+        check_run(multi, f, "32x32")
         engines = need(multi, f, ["units", "engine", "count"], "int")
         if engines < 2:
             raise ReportError(f"{f}: units.engine.count {engines}: not a run with several engines")
