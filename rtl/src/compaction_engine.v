@@ -10,7 +10,8 @@
 // granules through a second compactor); each cycle's packed bytes (+ ELL row padding) go as one chunk of up
 // to 128 B into the output packer (spartan_line_writer), which writes a full line per cycle. Headers go
 // through a second packer. Timing rule: docs/hw-units.md "Calibration from the RTL" (the TLM engine's).
-// Functionally: ELL/BITMAP, DENSE in place, zero tiles, D_CFG.SIZE_RULE (a fetched tile its sparse format
+// Functionally: ELL/BITMAP, DENSE in place, zero tiles, a count table of CT_PITCH entries per tile row,
+// D_CFG.SIZE_RULE (a fetched tile its sparse format
 // would not make smaller is written DENSE), sampling estimates, OutOverflow, bus errors.
 //
 // Pins: MMIO as the monitor (response one cycle after acceptance, mmio_err = MmioError code);
@@ -59,7 +60,7 @@ module compaction_engine #(
   reg        enable, err_flag;
   reg [31:0] err_code, done_count, last_tag, last_cycles, last_out_bytes, last_status;
   wire       q_in_ready, q_out_valid;
-  // reserved descriptor bits (CFG[31:13], [3:2], TILE dims above 256) are not used by the job FSM
+  // reserved descriptor bits (CFG[3:2], TILE dims above 256) are not used by the job FSM
   /* verilator lint_off UNUSEDSIGNAL */
   wire [511:0] q_out;
   /* verilator lint_on UNUSEDSIGNAL */
@@ -88,7 +89,11 @@ module compaction_engine #(
   wire [11:0] s_tcl = {1'b0, s_tcb} + 12'd127;
   /* verilator lint_on UNUSEDSIGNAL */
   wire [13:0] s_lines = {5'd0, s_tr[8:0]} * {9'd0, s_tcl[11:7] + 5'd1};
-  wire s_valid = (s_dt != 2'd3) && ((s_dt == 2'd0) ? (desc[0][1:0] == 2'b00) : (desc[0][0] == 1'b0)) &&
+  // CT_PITCH (CFG[31:13]): 0, or at least the tiles per row, i.e. CT_PITCH * TILE_COLS >= COLS (TILE_COLS a power of two)
+  wire [18:0] s_ctp = desc[5][31:13];
+  wire [31:0] s_ctp_cols = {13'd0, s_ctp} << lg(s_tc[8:0]);
+  wire s_ctp_ok = (s_ctp == 19'd0) || (s_ctp_cols >= desc[3]);
+  wire s_valid = (s_dt != 2'd3) && s_ctp_ok && ((s_dt == 2'd0) ? (desc[0][1:0] == 2'b00) : (desc[0][0] == 1'b0)) &&
                  ({18'd0, s_lines} <= BUF_LINES) && (desc[2] != 32'd0) && (desc[3] != 32'd0) && (s_fmt == 4'd1 || s_fmt == 4'd2) &&
                  s_tr_ok && s_tc_ok && ((s_dt == 2'd0) ? (desc[4][1:0] == 2'b00) : (desc[4][0] == 1'b0)) &&
                  ({2'b00, desc[4]} >= s_row_bytes) && (desc[8][1:0] == 2'b00) && (desc[14][3:0] == 4'd0) &&
@@ -203,16 +208,18 @@ module compaction_engine #(
   reg [3:0]  st;
   reg [1:0]  pass;
   // latched descriptor
-  reg [63:0] j_ct, j_hdr, j_out;
+  reg [63:0] j_hdr, j_out;
   reg [31:0] j_rows, j_cols, j_pitch, j_thr, j_cap;
   reg [1:0]  j_dt;
   reg        j_bitmap;
   reg        j_srule;   // D_CFG.SIZE_RULE of the running job
   reg [3:0]  j_s, j_trl, j_tcl;
   reg [8:0]  j_tr, j_tc;
+  reg [18:0] j_ctp;     // D_CFG.CT_PITCH of the running job (0: its tiles per row)
   // tile walk (M)
   reg [31:0] t, r0, c0, tj;
   reg [63:0] trow_addr;
+  reg [63:0] ct_row;    // count-table entry of the tile row's first tile (M)
   reg [8:0]  re, ce, width;
   reg [31:0] nnz, off, ost, cycles, outstanding;
   reg        flush_w;
@@ -249,8 +256,9 @@ module compaction_engine #(
   // prefetcher (P, TILE_BUFFERS >= 2): tile walk, count-table line, decision queue {dense, zero, count}
   reg [1:0]  p_st;
   reg        p_err;
-  reg [31:0] pt, pr0, pc0, ptj;
+  reg [31:0] pr0, pc0, ptj;
   reg [63:0] ptrow;
+  reg [63:0] pct_row;   // count-table entry of the tile row's first tile (P)
   reg        pcc_v;
   reg [56:0] pcc_line;
   reg [1023:0] pcc_data;
@@ -266,9 +274,11 @@ module compaction_engine #(
   reg [11:0]  zrem;
   wire       eb4 = j_dt == 2'd0;
   wire [31:0] tiles_c = (j_cols + {23'd0, j_tc} - 32'd1) >> j_tcl;
+  // count-table rows are CT_PITCH entries apart (tiles_c with CT_PITCH = 0)
+  wire [31:0] ct_pitch = (j_ctp == 19'd0) ? tiles_c : {13'd0, j_ctp};
 
   // count table (M)
-  wire [63:0] caddr = j_ct + {30'd0, t, 2'b00};
+  wire [63:0] caddr = ct_row + {30'd0, tj, 2'b00};
   wire        cc_hit = cc_v && cc_line == caddr[63:7];
   // only the addressed count (low 32 bits) of the shifted line is used
   /* verilator lint_off UNUSEDSIGNAL */
@@ -293,7 +303,7 @@ module compaction_engine #(
                           (est > {30'd0, e_t} ? {14'd0, e_t} : est[31:0]));
   wire [63:0] tsa_w = trow_addr + (eb4 ? {30'd0, c0, 2'b00} : {31'd0, c0, 1'b0});  // tile's first segment
   // prefetcher's decision (the same rule on its own tile walk)
-  wire [63:0] p_caddr = j_ct + {30'd0, pt, 2'b00};
+  wire [63:0] p_caddr = pct_row + {30'd0, ptj, 2'b00};
   wire        p_hit = pcc_v && pcc_line == p_caddr[63:7];
   /* verilator lint_off UNUSEDSIGNAL */
   wire [1023:0] p_csh = pcc_data >> {p_caddr[6:0], 3'b000};
@@ -550,10 +560,10 @@ module compaction_engine #(
                 ia <= p_tsa; il <= 4'd0; ir <= 9'd0; iss_more <= 1'b1; i_re <= p_re_w; i_ce <= p_ce_w;
                 p_slot <= p_slot_n;
               end
-              pt <= pt + 32'd1;
               if (ptj + 32'd1 == tiles_c) begin
                 ptj <= 32'd0; pc0 <= 32'd0; pr0 <= pr0 + {23'd0, j_tr};
                 ptrow <= ptrow + ({32'd0, j_pitch} << j_trl);
+                pct_row <= pct_row + {30'd0, ct_pitch, 2'b00};
                 if (pr0 + {23'd0, j_tr} >= j_rows) p_st <= PS_OFF;
               end else begin
                 ptj <= ptj + 32'd1; pc0 <= pc0 + {23'd0, j_tc};
@@ -574,20 +584,21 @@ module compaction_engine #(
           q_pop <= 1'b1;
           j_rows <= q_out[95:64]; j_cols <= q_out[127:96];
           j_pitch <= q_out[159:128]; j_dt <= q_out[161:160]; j_bitmap <= q_out[167:164] == 4'd2;
-          j_srule <= q_out[172];
+          j_srule <= q_out[172]; j_ctp <= q_out[191:173];
           j_s <= q_out[171:168]; j_tr <= q_out[200:192]; j_tc <= q_out[216:208];
           j_trl <= lg(q_out[200:192]); j_tcl <= lg(q_out[216:208]);
-          j_thr <= q_out[255:224]; j_ct <= q_out[319:256]; j_hdr <= q_out[383:320]; j_out <= q_out[447:384];
+          j_thr <= q_out[255:224]; j_hdr <= q_out[383:320]; j_out <= q_out[447:384];
           j_cap <= q_out[479:448]; job_tag <= q_out[511:480];
           t <= 32'd0; r0 <= 32'd0; c0 <= 32'd0; tj <= 32'd0; off <= 32'd0; ost <= 32'd0; cycles <= 32'd1;
-          trow_addr <= {q_out[63:32], q_out[31:0]}; cc_v <= 1'b0;
+          trow_addr <= {q_out[63:32], q_out[31:0]}; ct_row <= q_out[319:256]; cc_v <= 1'b0;
           // tile buffers, counter and prefetcher start empty
           s_done <= {TILE_BUFFERS{1'b0}}; m_slot <= {SW{1'b0}}; b_slot <= {SW{1'b0}}; p_slot <= {SW{1'b0}};
           slots_used <= {(SW+1){1'b0}};
           pl <= 4'd0; pr <= 9'd0; pacc <= 7'd0; prn <= 9'd0; b_cnt <= {BW{1'b0}}; b_nnz <= 32'd0;
           b_width <= 9'd0; b_err <= 1'b0;
           dq_wp <= {DQW{1'b0}}; dq_rp <= {DQW{1'b0}}; dq_n <= {(DQW+1){1'b0}};
-          pt <= 32'd0; pr0 <= 32'd0; pc0 <= 32'd0; ptj <= 32'd0; ptrow <= {q_out[63:32], q_out[31:0]};
+          pr0 <= 32'd0; pc0 <= 32'd0; ptj <= 32'd0; ptrow <= {q_out[63:32], q_out[31:0]};
+          pct_row <= q_out[319:256];
           pcc_v <= 1'b0; p_err <= 1'b0; p_st <= PIPE ? PS_DEC : PS_OFF;
           st <= S_TILE;
         end
@@ -660,6 +671,7 @@ module compaction_engine #(
           if (tj + 32'd1 == tiles_c) begin
             tj <= 32'd0; c0 <= 32'd0; r0 <= r0 + {23'd0, j_tr};
             trow_addr <= trow_addr + ({32'd0, j_pitch} << j_trl);
+            ct_row <= ct_row + {30'd0, ct_pitch, 2'b00};
             st <= (r0 + {23'd0, j_tr} >= j_rows) ? S_FIN : S_TILE;
           end else begin
             tj <= tj + 32'd1; c0 <= c0 + {23'd0, j_tc}; st <= S_TILE;

@@ -2,8 +2,9 @@
 
 usage: check_run_rtl.py STATS_JSON [LAYER ...]   (LAYERs: the only layer indices expected; default: all replayed)
        check_run_rtl.py --engines N STATS_JSON
-         (a run with --units engine.count N > 1: per layer one monitor record per region and one engine
-          record per engine's block, all clean, covering the layer's tiles once)
+         (a run with --units engine.count N > 1: per layer one monitor record (the one region, the whole
+          activation) and one engine record per engine's block, all clean, the blocks covering the layer's
+          tiles once; some blocks narrower than the layer, i.e. read their counts with D_CFG.CT_PITCH)
        check_run_rtl.py --engine-fault payload|cycles STATS_JSON
          (a run under SPARTAN_RTL_TEST_FAULT=engine-payload / engine-cycles: the engine scoreboard must have
           failed every job the fault touches, and only those; the monitor's records must be clean)
@@ -46,30 +47,36 @@ def check_engines(n, path):
     rtl = doc["rtl"]
     assert rtl["mismatches"] == 0 and doc["checks"]["passed"], rtl["mismatches"]
     assert doc["units"]["engine"]["count"] == n, doc["units"]["engine"]["count"]
-    several = 0
+    several = pitched = 0
     for L in doc["layers"]:
         key = (L["iteration"], L["layer"])
         blocks = L["hardware"]["engine_blocks"]
         mon = [j for j in rtl["layers"] if j["unit"] == "monitor" and (j["iteration"], j["layer"]) == key]
         eng = [j for j in rtl["layers"] if j["unit"] == "engine" and (j["iteration"], j["layer"]) == key]
-        # region r and engine r check block r; their tiles add up to the layer's
-        assert [j["region"] for j in mon] == list(range(len(blocks))), (key, mon)
+        # one monitor region, the whole activation (until the fifty-first session one per block); engine b checks
+        # block b, and the blocks' tiles add up to the layer's
+        assert [j["region"] for j in mon] == [0], (key, mon)
         assert [j["engine"] for j in eng] == list(range(len(blocks))), (key, eng)
-        assert sum(j["tiles"] for j in mon) == L["tiles"] == sum(j["tiles"] for j in eng), key
+        assert mon[0]["tiles"] == L["tiles"] == sum(j["tiles"] for j in eng), key
+        tiles_c = max(b["tile_col0"] + b["tile_cols"] for b in blocks)
+        pitched += sum(b["tile_cols"] < tiles_c for b in blocks)
         for j in mon + eng:
             assert j["mismatches"] == 0 and j["timing_within_tolerance"] and j["rtl_cycles"] > 0, j
         for j, b in zip(eng, blocks):
             assert j["replay_job_cycles"] == b["cycles"] and j["payload_bytes"] == b["payload_bytes"], (j, b)
         several += len(blocks) > 1
-        multi = L["rtl"] if len(blocks) > 1 else [L["rtl"]]
+        assert isinstance(L["rtl"], dict), key
+        multi = L["rtl_engine"] if len(blocks) > 1 else [L["rtl_engine"]]
         assert len(multi) == len(blocks)
     assert several > 0, "no layer was cut into blocks"
-    # rtl_cycles.json (spartan-area --cycles) names the layers co-simulated, not the regions (review of 28121a3:
-    # it said 38 layer(s) for the sample's 10 with 4 engines)
+    assert pitched > 0, "no block read its counts with a pitch"
+    # rtl_cycles.json (spartan-area --cycles) names the layers co-simulated (review of 28121a3: it said 38
+    # layer(s) for the sample's 10 with 4 engines, when each block had a monitor region)
     cyc = json.load(open(os.path.join(os.path.dirname(path), "rtl_cycles.json")))
     want = "co-simulation of %d layer(s)" % len(doc["layers"])
     assert want in cyc["source"], (want, cyc["source"])
-    print("engines:", several, "of", len(doc["layers"]), "layers cut into blocks, every region and block clean")
+    print("engines:", several, "of", len(doc["layers"]), "layers cut into blocks,", pitched,
+          "blocks read their counts with a pitch, every region and block clean")
 
 
 if sys.argv[1] == "--engines":

@@ -63,6 +63,12 @@ std::uint32_t elem_bits(std::mt19937_64& g, bool f32, bool nz) {
   return (v & 0x7FFFu) == 0 ? 1u : v;
 }
 
+// Address of tile t's count (row-major tile index), rows D_CFG.CT_PITCH entries apart.
+std::uint64_t count_addr(const rm::Descriptor& d, std::uint64_t t) {
+  const std::uint64_t tc = rm::tiles_per_row(d.cols, d.tile_cols), p = d.count_table_pitch != 0 ? d.count_table_pitch : tc;
+  return d.count_table + 4 * ((t / tc) * p + t % tc);
+}
+
 // `small_tiles`: tiles of 4..32 rows and columns (the same random stream otherwise), many tiles per job.
 Job make_job(std::uint64_t seed, bool small_tiles = false) {
   std::mt19937_64 g(seed);
@@ -95,10 +101,16 @@ Job make_job(std::uint64_t seed, bool small_tiles = false) {
   o.elem = static_cast<fmt::ElemType>(dt);
   const auto ref = fmt::compact(packed.data(), rows, cols, cols, o);
   const std::uint64_t CT = 0x200000000ull + 4 * (g() % 32);
-  for (std::size_t t = 0; t < ref.headers.size(); ++t) {
-    const std::uint32_t c = ref.headers[t].nnz >> shift;
-    for (unsigned b = 0; b < 4; ++b) j.mem[CT + 4 * t + b] = std::uint8_t(c >> (8 * b));
-  }
+  // D_CFG.CT_PITCH: a third of the jobs read their counts out of a wider table (1..7 entries between tile rows,
+  // chosen from the seed so that the random stream is the one of the earlier jobs); the entries in between are
+  // 0xFFFFFFFF, which make a tile DENSE, so a model that ignored the pitch would decide other tiles.
+  const std::uint32_t tiles_c = (cols + tc - 1) / tc, tiles_r = (rows + tr - 1) / tr;
+  const std::uint32_t ct_pitch = seed % 3 == 1 ? tiles_c + 1 + static_cast<std::uint32_t>(seed % 7) : tiles_c;
+  for (std::uint32_t ti = 0; ti < tiles_r; ++ti)
+    for (std::uint32_t tj = 0; tj < ct_pitch && (ti + 1 < tiles_r || tj < tiles_c); ++tj) {
+      const std::uint32_t c = tj < tiles_c ? ref.headers[std::size_t(ti) * tiles_c + tj].nnz >> shift : 0xFFFFFFFFu;
+      for (unsigned b = 0; b < 4; ++b) j.mem[CT + 4 * (std::uint64_t(ti) * ct_pitch + tj) + b] = std::uint8_t(c >> (8 * b));
+    }
   rm::Descriptor& d = j.d;
   d.src = SRC;
   d.rows = rows;
@@ -112,6 +124,7 @@ Job make_job(std::uint64_t seed, bool small_tiles = false) {
   d.threshold_q16 = static_cast<std::uint32_t>(thr * 65536.0);
   d.size_rule = seed % 2 == 0;  // 100 % bands with thr 2.0: tiles fetched, then written DENSE
   d.count_table = CT;
+  d.count_table_pitch = ct_pitch == tiles_c ? 0 : ct_pitch;
   d.header_base = 0x300000000ull + 16 * (g() % 8);
   d.out_base = 0x400000000ull;
   d.out_capacity_bytes = 1u << 26;
@@ -162,6 +175,9 @@ TEST(EngineRtlVsTlm, BytesMatchAndCyclesWithin5Percent) {
     j.d.out_capacity_bytes = 1024;
     h.jobs.push_back(std::move(j));
   }
+  std::size_t pitched = 0;
+  for (const Job& j : h.jobs) pitched += j.d.count_table_pitch != 0;
+  EXPECT_GE(pitched, 9u) << "too few jobs with D_CFG.CT_PITCH";
   sc_core::sc_start();
   for (unsigned b = 0; b < 2; ++b) {
     unsigned overflows = 0;
@@ -285,7 +301,7 @@ struct FaultHost : sc_core::sc_module {
       const auto rd = jobs[i].reader();
       for (unsigned kind = 0; kind < kKinds; ++kind) {
         const std::uint64_t a = kind == kSrcRead       ? d.src + std::uint64_t(d.row_pitch_bytes) * (d.rows / 2)
-                                : kind == kCountRead   ? d.count_table + 4 * (tiles / 2)
+                                : kind == kCountRead   ? count_addr(d, tiles / 2)
                                 : kind == kPayloadWrite ? d.out_base + 128
                                                         : d.header_base + 16 * (tiles / 2);
         fail_addr = a & ~std::uint64_t(127);
@@ -410,7 +426,7 @@ TEST(EngineRtlVsTlm, AbortedJobsCyclesWithinTolerance) {
     for (unsigned q = 1; q <= 3; ++q) {
       AbortHost::Run r{make_job(s, true)};
       const std::uint64_t tiles = rm::tile_count(r.job.d.rows, r.job.d.cols, r.job.d.tile_rows, r.job.d.tile_cols);
-      r.fail = (r.job.d.count_table + 4 * (tiles * q / 7)) & ~std::uint64_t(127);
+      r.fail = count_addr(r.job.d, tiles * q / 7) & ~std::uint64_t(127);
       h.runs.push_back(std::move(r));
     }
   sc_core::sc_start();
@@ -530,6 +546,19 @@ TEST(EngineRtlVsTlm, RefusedSubmitReturnsAtOnceWithTheMmioError) {
     ASSERT_FALSE(rm::descriptor_valid(odd));
     const auto oddr = eng.run(odd, zeros);
     EXPECT_EQ(oddr.submit_error, static_cast<std::uint32_t>(rm::MmioError::BadValue)) << "tile_buffers " << tb;
+    // D_CFG.CT_PITCH below the tiles per row (256 / 64 = 4): refused by both models; 4 and more accepted
+    rm::Descriptor narrow = odd;
+    narrow.out_capacity_bytes = 1u << 20;
+    narrow.count_table_pitch = 3;
+    ASSERT_FALSE(rm::descriptor_valid(narrow));
+    EXPECT_EQ(eng.run(narrow, zeros).submit_error, static_cast<std::uint32_t>(rm::MmioError::BadValue)) << "tile_buffers " << tb;
+    for (std::uint32_t p : {4u, rm::engine::kMaxCountTablePitch}) {
+      narrow.count_table_pitch = p;
+      ASSERT_TRUE(rm::descriptor_valid(narrow));
+      const auto r = eng.run(narrow, zeros);
+      EXPECT_EQ(r.submit_error, 0u) << "tile_buffers " << tb << ", CT_PITCH " << p;
+      EXPECT_TRUE(r.finished);
+    }
     d.tile_cols = 64;
     ASSERT_EQ(std::uint64_t(d.tile_rows) * d.tile_cols * 4, rtl::EngineRtl::kReadBufferBytes);
     const auto ok = eng.run(d, zeros);

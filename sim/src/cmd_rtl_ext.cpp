@@ -218,15 +218,16 @@ class RtlExtension : public spartan::hw::RunExtension {
   void layer_end(const spartan::hw::ReplayLayer& rl, json& L) override {
     const std::int64_t layer = L.value("layer", rl.layer);
     if (!layers_.empty() && !layers_.count(layer)) return;
-    // The regions the replay programmed (identical in every slice's monitor): region 0 is the activation, or
-    // with --units engine.count > 1, region r is engine r's block of it. Each runs in the monitor lockstep.
+    // The regions the replay programmed (identical in every slice's monitor): region 0, the activation,
+    // whatever --units engine.count (until the fifty-first session region r was engine r's block). Each enabled
+    // region runs in the monitor lockstep.
     auto& m0 = *ctx_.monitors[0];
     json per_region = json::array();
     for (unsigned r = 0; r < mon::kNumRegions; ++r)
       if (dbg_read(m0, mon::region_reg(r, mon::R_CFG)) & 1u) per_region.push_back(monitor_check(rl, L, r));
     if (per_region.empty()) throw std::logic_error("--rtl: no monitor region enabled after the layer");
     ++mon_layers_;  // a layer, however many regions (blocks) it has
-    // One region: its record (as before engine.count existed); several: one record per region.
+    // One region: its record; several (a replay that programs more): one record per region.
     L["rtl"] = per_region.size() == 1 ? per_region[0] : per_region;
     std::stable_sort(jobs_.begin(), jobs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     json per_engine = json::array();

@@ -122,11 +122,15 @@ struct EngineBlock {
 /// nc <= T_c, with nr * nc <= engines as large as possible and, among those, the most block rows (whole
 /// tile rows keep an engine's reads in long row segments); block (i, j) has tile rows [i*T_r/nr,
 /// (i+1)*T_r/nr) and tile columns [j*T_c/nc, (j+1)*T_c/nc). One engine: one block, the whole grid.
+/// The engines read their counts out of the one monitor region's row-major table with D_CFG.CT_PITCH = T_c, so
+/// with T_c above the field's maximum (regmap::engine::kMaxCountTablePitch) the blocks are whole tile rows
+/// (nc = 1, where the block's own tiles per row are T_c and no pitch is needed).
 inline std::vector<EngineBlock> engine_blocks(const fmt::TileGrid& g, std::uint32_t engines) {
   const std::uint64_t tr = g.tiles_r(), tc = g.tiles_c(), e = std::max<std::uint32_t>(1, engines);
+  const std::uint64_t nc_max = tc <= regmap::engine::kMaxCountTablePitch ? tc : 1;
   std::uint64_t nr = 1, nc = 1;
   for (std::uint64_t r = std::min(e, tr); r >= 1; --r) {
-    const std::uint64_t c = std::min(e / r, tc);
+    const std::uint64_t c = std::min(e / r, nc_max);
     if (r * c > nr * nc) nr = r, nc = c;
   }
   std::vector<EngineBlock> v;
@@ -190,7 +194,6 @@ class Replay {
   ReplayContext ctx_;
   std::uint32_t sms_ = 0, line_ = 128;
   bool all_passed_ = true;
-  std::size_t regions_enabled_ = 0;  ///< monitor regions the last layer enabled (one per engine block)
 };
 
 }  // namespace spartan::hw::replay_detail

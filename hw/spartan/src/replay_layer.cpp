@@ -102,10 +102,11 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const std::uint64_t cnt_sw = align64k(ct_sw + 4 * tiles);
   const SparseOutput sw_out{align64k(cnt_sw + 8 * tiles), align64k(align64k(cnt_sw + 8 * tiles) + 16 * tiles)};
   const std::uint64_t bound = payload_bound(g, eb);
-  // The engines' blocks (ReplayOptions::engine_count, engine_blocks): one monitor region, count table, header
-  // table and descriptor each; block b's payload area is [blk_area[b], blk_area[b] + blk_bound[b]) from
-  // hw_out.payload_base. The count table and the header table are in block-major tile order (`order`: the
-  // row-major tile index of each), the same as row-major with one block.
+  // The engines' blocks (ReplayOptions::engine_count, engine_blocks): one descriptor, header-table slot and
+  // payload area each; block b's payload area is [blk_area[b], blk_area[b] + blk_bound[b]) from
+  // hw_out.payload_base. The header table is in block-major tile order (`order`: the row-major tile index of
+  // each), the same as row-major with one block. The count table is the one monitor region's, row-major: each
+  // engine reads its block's counts out of it (D_CFG.CT_PITCH = the activation's tiles per row).
   const std::vector<EngineBlock> blocks = engine_blocks(g, static_cast<std::uint32_t>(engines_.size()));
   const std::size_t nb = blocks.size();
   std::vector<std::uint64_t> blk_area, blk_bound, order;
@@ -146,36 +147,25 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     monitor_writes += u == 0 || !bcast;
     mmio_w(u, off, v, what);
   };
-  // Region b = block b (one region, the whole activation, with one engine). Regions 1.. that an earlier layer
-  // enabled are disabled first (their counter ranges could overlap the new ones; the monitor refuses to enable
-  // a region whose counters overlap an enabled one's), region 0 as the first write of its set-up. Those
-  // disable writes are charged to the layer that enabled the regions (its teardown, below), not to this one:
-  // a layer's figures must not depend on which layers were replayed before it (review of 28121a3: conv2 of
-  // the sample with 16 engines was charged 91 monitor writes after conv1, 76 alone).
+  // Region 0 = the whole activation, however many engines compact it (until the fifty-first session each
+  // engine's block had a region of its own: 11 more writes per block and layer, and a line in the address
+  // range of k column blocks' regions took the counting stage k cycles).
   const std::uint32_t et_cfg = 1u | (static_cast<std::uint32_t>(et) << mr::R_CFG_DTYPE_LSB);
   for (std::size_t u = 0; u < S; ++u) {
     mon_w(u, mr::CTRL, 0, "monitor CTRL");
-    for (std::size_t r = 1; r < regions_enabled_; ++r) mmio_w(u, mr::region_reg(static_cast<unsigned>(r), mr::R_CFG), 0, "region CFG");
-    for (std::size_t b = 0; b < nb; ++b) {
-      const EngineBlock& k = blocks[b];
-      const unsigned r = static_cast<unsigned>(b);
-      const std::uint64_t base = A + std::uint64_t(k.row0) * m.pitch_bytes + std::uint64_t(k.col0) * eb;
-      const std::uint64_t ctb = ct_hw + 4 * k.first_tile;
-      if (r == 0) mon_w(u, mr::region_reg(r, mr::R_CFG), 0, "region CFG");
-      mon_w(u, mr::region_reg(r, mr::R_TILE), opt_.tile_rows | (opt_.tile_cols << 16), "region TILE");
-      mon_w(u, mr::region_reg(r, mr::R_BASE_LO), static_cast<std::uint32_t>(base), "region BASE_LO");
-      mon_w(u, mr::region_reg(r, mr::R_BASE_HI), static_cast<std::uint32_t>(base >> 32), "region BASE_HI");
-      mon_w(u, mr::region_reg(r, mr::R_ROWS), k.rows, "region ROWS");
-      mon_w(u, mr::region_reg(r, mr::R_COLS), k.cols, "region COLS");
-      mon_w(u, mr::region_reg(r, mr::R_ROW_PITCH), m.pitch_bytes, "region ROW_PITCH");
-      mon_w(u, mr::region_reg(r, mr::R_CNT_OFFSET), static_cast<std::uint32_t>(k.first_tile), "region CNT_OFFSET");
-      mon_w(u, mr::region_reg(r, mr::R_CT_BASE_LO), static_cast<std::uint32_t>(ctb), "region CT_BASE_LO");
-      mon_w(u, mr::region_reg(r, mr::R_CT_BASE_HI), static_cast<std::uint32_t>(ctb >> 32), "region CT_BASE_HI");
-      mon_w(u, mr::region_reg(r, mr::R_CFG), et_cfg, "region CFG");
-    }
+    mon_w(u, mr::region_reg(0, mr::R_CFG), 0, "region CFG");
+    mon_w(u, mr::region_reg(0, mr::R_TILE), opt_.tile_rows | (opt_.tile_cols << 16), "region TILE");
+    mon_w(u, mr::region_reg(0, mr::R_BASE_LO), static_cast<std::uint32_t>(A), "region BASE_LO");
+    mon_w(u, mr::region_reg(0, mr::R_BASE_HI), static_cast<std::uint32_t>(A >> 32), "region BASE_HI");
+    mon_w(u, mr::region_reg(0, mr::R_ROWS), m.rows, "region ROWS");
+    mon_w(u, mr::region_reg(0, mr::R_COLS), m.cols, "region COLS");
+    mon_w(u, mr::region_reg(0, mr::R_ROW_PITCH), m.pitch_bytes, "region ROW_PITCH");
+    mon_w(u, mr::region_reg(0, mr::R_CNT_OFFSET), 0, "region CNT_OFFSET");
+    mon_w(u, mr::region_reg(0, mr::R_CT_BASE_LO), static_cast<std::uint32_t>(ct_hw), "region CT_BASE_LO");
+    mon_w(u, mr::region_reg(0, mr::R_CT_BASE_HI), static_cast<std::uint32_t>(ct_hw >> 32), "region CT_BASE_HI");
+    mon_w(u, mr::region_reg(0, mr::R_CFG), et_cfg, "region CFG");
     mon_w(u, mr::SAMPLE_SHIFT, opt_.sampling, "SAMPLE_SHIFT");
   }
-  regions_enabled_ = nb;
 
   json L;
   L["iteration"] = key.iteration;
@@ -281,7 +271,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const Traffic f0 = traffic(*gpu_);
   const sc_time t_flush = sc_core::sc_time_stamp();
   for (std::size_t u = 0; u < S; ++u) {
-    mon_w(u, mr::FLUSH, (1u << nb) - 1, "monitor FLUSH");  // every block's region
+    mon_w(u, mr::FLUSH, 1, "monitor FLUSH");  // region 0
   }
   gpu_->run_until_idle();
   sc_time flush_end = t_flush;
@@ -295,8 +285,6 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   for (std::size_t u = 0; u < S; ++u) {
     mon_w(u, mr::CTRL, 0, "monitor CTRL");
   }
-  // The teardown of regions 1 .. nb-1 (one CFG write each per monitor, issued before the next layer's set-up).
-  monitor_writes += static_cast<std::uint32_t>((nb - 1) * (bcast ? 1 : S));
   // Overhead: every monitor register write of this layer (region set-up, CTRL enable, FLUSH, CTRL disable)
   // and the status read(s) that observe completion.
   const std::uint32_t monitor_reads = bcast ? 1u : std::uint32_t(S);  // the completion status read(s)
@@ -325,7 +313,9 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     d.tile_cols = opt_.tile_cols;
     d.threshold_q16 = q16;
     d.size_rule = opt_.size_rule;
-    d.count_table = ct_hw + 4 * k.first_tile;
+    d.count_table = ct_hw + 4 * (std::uint64_t(k.tile_row0) * g.tiles_c() + k.tile_col0);
+    // the activation's tiles per row (engine_blocks keeps one block column when that does not fit the field)
+    d.count_table_pitch = k.tile_cols == g.tiles_c() ? 0 : static_cast<std::uint32_t>(g.tiles_c());
     d.header_base = hw_out.header_base + fmt::kHeaderBytes * k.first_tile;
     d.out_base = hw_out.payload_base + blk_area[b];
     d.out_capacity_bytes = static_cast<std::uint32_t>(blk_bound[b]);
@@ -414,8 +404,6 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   for (const EngineJob* j : jobs)
     if (status == 0) status = static_cast<std::uint32_t>(j->status);
   C["engine_status"] = status;
-  std::vector<std::uint32_t> exact_bm(tiles);  // the exact counts in the count table's (block-major) order
-  for (std::uint64_t p = 0; p < tiles; ++p) exact_bm[p] = exact[order[p]];
   // Per block: its header table and payload byte for byte against compact() of the block's sub-matrix (with
   // one engine, the whole matrix: `ref`), and expand(block) against the block's dense elements.
   bool bytes_ok = true, expand_ok = true;
@@ -454,7 +442,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     }
   }
   if (opt_.sampling == 0) {
-    const bool counts_ok = ct == exact_bm;
+    const bool counts_ok = ct == exact;
     C["monitor_counts_exact"] = counts_ok;
     C["engine_output_identical_to_reference"] = bytes_ok;
     ok = ok && counts_ok && bytes_ok;
@@ -462,15 +450,14 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     // Sampled counts: estimate = count << s; report its error and the DENSE decisions it changes.
     double abs_err = 0, max_err = 0;
     std::uint64_t decisions_differ = 0;
-    for (std::uint64_t p = 0; p < tiles; ++p) {
-      const std::uint64_t t = order[p];
-      const double est = double(std::uint64_t(ct[p]) << opt_.sampling);
+    for (std::uint64_t t = 0; t < tiles; ++t) {
+      const double est = double(std::uint64_t(ct[t]) << opt_.sampling);
       const double e = std::fabs(est - double(exact[t]));
       abs_err += e;
       max_err = std::max(max_err, e);
       const std::uint64_t elems = std::uint64_t(g.r_eff(static_cast<std::uint32_t>(t / g.tiles_c()))) *
                                   g.c_eff(static_cast<std::uint32_t>(t % g.tiles_c()));
-      decisions_differ += regmap::tile_is_dense(std::uint64_t(ct[p]) << opt_.sampling, elems, q16) !=
+      decisions_differ += regmap::tile_is_dense(std::uint64_t(ct[t]) << opt_.sampling, elems, q16) !=
                           regmap::tile_is_dense(exact[t], elems, q16);
     }
     C["sampling"] = {{"shift", opt_.sampling},

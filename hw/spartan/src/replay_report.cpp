@@ -44,7 +44,7 @@ std::string replay_summary(const json& doc) {
   if (doc["gpu"].contains("file")) o << " (" << doc["gpu"]["file"].get<std::string>() << ")";
   o << ": " << doc["gpu"]["sms"] << " SMs, "
     << doc["gpu"]["l2_slices"] << " L2 slices (one SparsityMonitor each), " << engines
-    << (engines == 1 ? " CompactionEngine" : " CompactionEngines (each a block of every layer: one monitor region, one job)")
+    << (engines == 1 ? " CompactionEngine" : " CompactionEngines (each a block of every layer, one job)")
     << "; format "
     << opt["format"].get<std::string>() << ", tile " << opt["tile"].get<std::string>() << ", threshold "
     << opt["threshold"] << ", sampling shift " << opt["sampling_shift"] << "\n";

@@ -43,7 +43,7 @@ void visit_units_settings(Opt& o, V& v) {
   v.u32("mmio_latency_cycles", e.mmio_latency_cycles, 0, kU32Max, "");
   v.u64("max_job_bytes", e.max_job_bytes, 1, ~std::uint64_t(0), kPositive);
   v.u32("port_bytes_per_cycle", e.port_bytes_per_cycle, 0, 4096, "must be 0 (one line + header) or 1..4096");
-  v.u32("count", o.engine_count, 1, regmap::monitor::kNumRegions, "must be 1..16 (one monitor region per engine)");
+  v.u32("count", o.engine_count, 1, ReplayOptions::kMaxEngineCount, "must be 1..16");
   auto& b = o.baseline;
   v.section("baseline");
   v.ns("kernel_launch_ns", b.kernel_launch_ns);

@@ -112,6 +112,7 @@ TEST(Engine, RegistersAndBadMmio) {
       x = ok; x.rows = 4097; bad(x);                 // 4097 x 256 B > max_job_bytes (1 MiB)
       x = ok; x.out_capacity_bytes = 1000; bad(x);   // not a multiple of 16 (payload alignment)
       x = ok; x.out_capacity_bytes = 1024 + 8; bad(x);
+      x = ok; x.count_table_pitch = static_cast<std::uint32_t>(tiles_per_row(ok.cols, ok.tile_cols)) - 1; bad(x);  // < tiles per row
       EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_QUEUE_EMPTY_BIT), 1u << STATUS_QUEUE_EMPTY_BIT);
       // Queue: with ENABLE = 0 jobs wait; the third SUBMIT of a 2-deep queue is QueueFull.
       EXPECT_EQ(submit(d, ok), tlm::TLM_OK_RESPONSE);
@@ -138,14 +139,17 @@ struct JobResult {
   std::uint32_t status = 0, out_bytes = 0, cycles = 0;
 };
 
+/// `src_at` / `counts_at`: where m's bytes and the counts are written (default: desc.src, desc.count_table;
+/// a job on a block of m names addresses inside them).
 JobResult run_job(const RawMatrix& m, Descriptor desc, const std::vector<std::uint32_t>& counts,
-                  std::uint32_t tile_buffers = EngineConfig{}.tile_buffers) {
+                  std::uint32_t tile_buffers = EngineConfig{}.tile_buffers, std::uint64_t src_at = ~0ull,
+                  std::uint64_t counts_at = ~0ull) {
   JobResult res;
   EngineConfig cfg;
   cfg.tile_buffers = tile_buffers;
   Bench b(cfg);
-  b.mem.write_bytes(desc.src, m.bytes.data(), m.bytes.size());
-  b.mem.write_bytes(desc.count_table, counts.data(), counts.size() * 4);
+  b.mem.write_bytes(src_at != ~0ull ? src_at : desc.src, m.bytes.data(), m.bytes.size());
+  b.mem.write_bytes(counts_at != ~0ull ? counts_at : desc.count_table, counts.data(), counts.size() * 4);
   b.run([&](Driver& d) {
     d.wr(0, CTRL, 1);
     EXPECT_EQ(submit(d, desc), tlm::TLM_OK_RESPONSE);
@@ -217,6 +221,57 @@ void functional(ElemType dt, std::uint32_t format, std::uint32_t tr, std::uint32
     }
     expect_expands_to(r, m);
   });
+}
+
+// D_CFG.CT_PITCH: a job on a block of a matrix reads its counts out of the whole matrix's count table (as the
+// replay's engines do with several engines, one monitor region per layer). 70 x 100 F32 in 16 x 16 tiles (5 x 7),
+// the block = tile rows 1..3, tile columns 2..6 (rows 16..63, columns 32..99); tiles full, empty or at 30 % by
+// position, so that a count read from the wrong entry changes the decision. The output must be byte-identical
+// to compact() of the block, and (the check's own check) differ when the same job has no pitch.
+void block_of_a_wider_table(std::uint32_t tile_buffers, bool use_pitch) {
+  SC_SCENARIO([=] {
+    RawMatrix m = make_matrix(ElemType::F32, 70, 100, 100 * 4, 0.3, 5);
+    for (std::uint32_t r = 0; r < m.rows; ++r)
+      for (std::uint32_t c = 0; c < m.cols; ++c) {
+        const unsigned kind = (r / 16 + c / 16) % 3;
+        const std::uint32_t one = 0x3F800000u, zero = 0;
+        if (kind < 2) std::memcpy(m.bytes.data() + std::size_t(r) * m.pitch_bytes + 4 * c, kind == 0 ? &one : &zero, 4);
+      }
+    const auto counts = reference_counts(m, 16, 16);  // 5 x 7, row-major
+    const std::uint32_t r0 = 16, c0 = 32, rows = 48, cols = 68;
+    Descriptor desc = base_desc(m, kFormatEll, 16, 16);
+    const std::uint64_t base = desc.src, ct = desc.count_table;
+    desc.src = base + std::uint64_t(r0) * m.pitch_bytes + 4 * c0;
+    desc.rows = rows;
+    desc.cols = cols;
+    desc.count_table = ct + 4 * (1 * 7 + 2);
+    desc.count_table_pitch = use_pitch ? 7 : 0;  // 0: the block's own 5 tiles per row, i.e. the wrong entries
+    JobResult r = run_job(m, desc, counts, tile_buffers, base, ct);
+    EXPECT_EQ(r.status, 0u);
+    fmt::CompactOptions opt;
+    opt.tile_rows = opt.tile_cols = 16;
+    opt.threshold = 0.5;
+    const std::uint8_t* blk = m.bytes.data() + std::size_t(r0) * m.pitch_bytes + 4 * c0;
+    const fmt::TiledMatrix ref = fmt::compact(blk, rows, cols, m.pitch_bytes / 4, opt);
+    const auto kinds = fmt::count_tiles(ref);
+    EXPECT_GT(kinds.dense, 0u);
+    EXPECT_GT(kinds.sparse, 0u);
+    EXPECT_GT(kinds.zero, 0u);
+    if (use_pitch) {
+      EXPECT_EQ(r.header_bytes, ref.header_bytes());
+      EXPECT_EQ(r.tm.payload, ref.payload);
+    } else {
+      EXPECT_NE(r.header_bytes, ref.header_bytes());  // the check's own check: the pitch matters here
+    }
+  });
+}
+TEST(Engine, BlockReadsItsCountsFromAWiderTable) {
+  block_of_a_wider_table(EngineConfig{}.tile_buffers, true);
+  block_of_a_wider_table(EngineConfig{}.tile_buffers, false);
+}
+TEST(Engine, BlockReadsItsCountsFromAWiderTableSequential) {
+  block_of_a_wider_table(1, true);
+  block_of_a_wider_table(1, false);
 }
 
 TEST(Engine, EllF32) { functional(ElemType::F32, kFormatEll, 32, 32, 0.3); }

@@ -400,7 +400,7 @@ TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
       if (v.is_boolean()) {
         v = !v.get<bool>();
       } else if (section == "engine" && key == "count") {
-        v = 16;  // 1..16 (one monitor region per engine): the maximum, as far from the default 1 as it goes
+        v = 16;  // 1..16: the maximum, as far from the default 1 as it goes
       } else if (v.is_number_unsigned()) {
         const std::uint64_t x = v.get<std::uint64_t>(), hi = max.count(key) ? max.at(key) : ~std::uint64_t(0);
         v = x + keys <= hi ? x + keys : x - keys;  // within range: every maximum is far above its default
@@ -661,7 +661,8 @@ TEST(Replay, MonitorMmioChargesFollowTheBroadcastAssumption) {
 }
 
 // --units engine.count E (ReplayOptions::engine_count): the activation is cut into blocks of whole tiles, one
-// monitor region, count table, header table and engine job each (replay_impl.h engine_blocks). With tiles of
+// header-table slot, payload area and engine job each (replay_impl.h engine_blocks); the monitors keep one
+// region, and each engine reads its block's counts out of its row-major table (D_CFG.CT_PITCH). With tiles of
 // 2 x 32, conv1's 6 x 600 activation has 3 x 19 tiles: 4 engines take 2 x 2 blocks (tile rows 1 + 2, columns
 // 9 + 10); fc1's 2 x 800 has 1 x 25 tiles: 1 x 4 blocks. Every check (monitor counts, each block's bytes
 // against compact() of its sub-matrix, expand bit for bit) holds; the same tiles are zero, dense and
@@ -740,9 +741,13 @@ TEST(Replay, SeveralEnginesEachCompactABlockSideBySide) {
     EXPECT_EQ(h4n["engine_mmio_writes"].get<unsigned>(), 4 * 18u);
     EXPECT_EQ(h4n["engine_mmio_reads"].get<unsigned>(), 4u);
     EXPECT_EQ(h4n["engine_cycles"], h4["engine_cycles"]);  // the charge changes, not the simulated jobs
-    // The monitors: one region per block (10 set-up writes and 1 teardown write for each region after the
-    // first), the same in every layer: a layer's charge does not depend on the layers replayed before it.
-    EXPECT_EQ(h4["monitor_mmio_writes"].get<unsigned>() - h1["monitor_mmio_writes"].get<unsigned>(), 3 * 11u);
+    // The monitors: one region for the whole activation whatever the engines (until the fifty-first session one
+    // per block, 11 more writes each), so the profile is the one of a single engine, to the picosecond; the
+    // engines read their counts with a pitch where the blocks do not span the tile rows (conv1's 2 x 2 and
+    // fc1's 1 x 4 blocks: all of them).
+    EXPECT_EQ(h4["monitor_mmio_writes"], h1["monitor_mmio_writes"]);
+    EXPECT_EQ(h4["profile"], h1["profile"]);
+    EXPECT_EQ(h4["monitor_utilisation_max"], h1["monitor_utilisation_max"]);
   }
 }
 
@@ -858,7 +863,7 @@ TEST(Replay, BadSelectionsAreInputErrors) {
                             // read by nothing, so refused (fourteenth-session review: they changed no result)
                             "engine:\n  elements_per_cycle: 64\n", "engine:\n  write_buffer_bytes: 1\n",
                             "monitor:\n  pipeline_latency_cycles: 3\n",
-                            // one monitor region per engine's block: 1..16
+                            // ReplayOptions::kMaxEngineCount: 1..16
                             "engine:\n  count: 0\n", "engine:\n  count: 17\n", "host:\n  engine_broadcast: 2\n"}) {
       std::ofstream(units) << bad;
       EXPECT_THROW(load_units_config(units, o2), spartan::ConfigError) << bad;

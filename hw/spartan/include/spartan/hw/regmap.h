@@ -151,10 +151,11 @@ enum DescWord : unsigned {
   D_SRC_LO = 0, D_SRC_HI = 1,        ///< dense matrix: byte address of element (0,0)
   D_ROWS = 2, D_COLS = 3,            ///< matrix shape (elements)
   D_ROW_PITCH = 4,                   ///< bytes between row starts
-  D_CFG = 5,                         ///< [1:0] DTYPE, [7:4] FORMAT, [11:8] SAMPLE_SHIFT, [12] SIZE_RULE
+  D_CFG = 5,                         ///< [1:0] DTYPE, [7:4] FORMAT, [11:8] SAMPLE_SHIFT, [12] SIZE_RULE,
+                                     ///< [31:13] CT_PITCH
   D_TILE = 6,                        ///< [15:0] TILE_ROWS, [31:16] TILE_COLS
   D_THRESHOLD = 7,                   ///< density threshold, unsigned Q16.16 (0x8000 = 0.5)
-  D_CT_LO = 8, D_CT_HI = 9,          ///< count table (u32 per tile, row-major tile order)
+  D_CT_LO = 8, D_CT_HI = 9,          ///< count table (u32 per tile, row-major tile order, rows CT_PITCH apart)
   D_HDR_LO = 10, D_HDR_HI = 11,      ///< output: header table
   D_OUT_LO = 12, D_OUT_HI = 13,      ///< output: payload area (header offsets are relative to it)
   D_OUT_CAPACITY = 14,               ///< payload area size (bytes)
@@ -166,6 +167,13 @@ constexpr unsigned D_CFG_SHIFT_LSB = 8, D_CFG_SHIFT_WIDTH = 4;
 /// D_CFG.SIZE_RULE: a fetched tile whose sparse payload would be at least its dense bytes is written as
 /// DENSE (in place, no payload) instead: format::CompactOptions::dense_if_not_smaller.
 constexpr unsigned D_CFG_SIZE_RULE_BIT = 12;
+/// D_CFG.CT_PITCH: u32 entries from one tile row's first count to the next row's; 0 = the job's own tiles per
+/// row (a table of exactly its tiles). A nonzero pitch lets a job read its counts out of a larger table, e.g.
+/// the one a single monitor region wrote for a whole activation while several engines each compact a block of
+/// it (this project's design, fifty-first session: before, each block needed a monitor region of its own).
+/// Valid iff 0 or >= ceil(COLS / TILE_COLS).
+constexpr unsigned D_CFG_CT_PITCH_LSB = 13, D_CFG_CT_PITCH_WIDTH = 19;
+constexpr std::uint32_t kMaxCountTablePitch = (1u << D_CFG_CT_PITCH_WIDTH) - 1;
 /// Output-format field values (D_CFG.FORMAT). 1 = ELL and 2 = BITMAP; the byte layout they select is
 /// the one of sw/format/include/spartan/format/tile_format.h.
 constexpr std::uint32_t kFormatEll = 1, kFormatBitmap = 2;
@@ -185,6 +193,8 @@ struct Descriptor {
   std::uint32_t tile_rows = 32, tile_cols = 32;
   std::uint32_t threshold_q16 = 0x8000;
   bool size_rule = false;  ///< D_CFG.SIZE_RULE (reset value 0: the threshold alone decides)
+  /// D_CFG.CT_PITCH, u32 entries between tile rows of the count table (0 = tiles per row of this job).
+  std::uint32_t count_table_pitch = 0;
   std::uint64_t count_table = 0, header_base = 0, out_base = 0;
   std::uint32_t out_capacity_bytes = 0;
   std::uint32_t tag = 0;
@@ -200,7 +210,8 @@ struct Descriptor {
     w[D_CFG] = field_put(static_cast<std::uint32_t>(dtype), D_CFG_DTYPE_LSB, D_CFG_DTYPE_WIDTH) |
                field_put(format, D_CFG_FORMAT_LSB, D_CFG_FORMAT_WIDTH) |
                field_put(sample_shift, D_CFG_SHIFT_LSB, D_CFG_SHIFT_WIDTH) |
-               field_put(size_rule ? 1u : 0u, D_CFG_SIZE_RULE_BIT, 1);
+               field_put(size_rule ? 1u : 0u, D_CFG_SIZE_RULE_BIT, 1) |
+               field_put(count_table_pitch, D_CFG_CT_PITCH_LSB, D_CFG_CT_PITCH_WIDTH);
     w[D_TILE] = field_put(tile_rows, 0, 16) | field_put(tile_cols, 16, 16);
     w[D_THRESHOLD] = threshold_q16;
     w[D_CT_LO] = static_cast<std::uint32_t>(count_table);
@@ -225,6 +236,7 @@ struct Descriptor {
     d.format = field_get(w[D_CFG], D_CFG_FORMAT_LSB, D_CFG_FORMAT_WIDTH);
     d.sample_shift = field_get(w[D_CFG], D_CFG_SHIFT_LSB, D_CFG_SHIFT_WIDTH);
     d.size_rule = field_get(w[D_CFG], D_CFG_SIZE_RULE_BIT, 1) != 0;
+    d.count_table_pitch = field_get(w[D_CFG], D_CFG_CT_PITCH_LSB, D_CFG_CT_PITCH_WIDTH);
     d.tile_rows = field_get(w[D_TILE], 0, 16);
     d.tile_cols = field_get(w[D_TILE], 16, 16);
     d.threshold_q16 = w[D_THRESHOLD];
@@ -239,7 +251,8 @@ struct Descriptor {
 
 /// Descriptor validity rule checked at SUBMIT (invalid -> BadValue, TLM_COMMAND_ERROR_RESPONSE):
 /// rows, cols >= 1; DTYPE valid; FORMAT is ELL or BITMAP; tile dims valid; row pitch a multiple of the
-/// element size and >= cols * element size; count table 4-byte aligned; OUT_CAPACITY a multiple of 16 bytes
+/// element size and >= cols * element size; count table 4-byte aligned; CT_PITCH 0 or at least the tiles per
+/// row; OUT_CAPACITY a multiple of 16 bytes
 /// (payloads sit at 16-byte aligned offsets, tile_format.h kPayloadAlignBytes, and the RTL writes each payload's
 /// padding up to the next one: an unaligned capacity let the RTL write past it; reliability finding 75).
 inline bool descriptor_valid(const Descriptor& d) {
@@ -249,6 +262,8 @@ inline bool descriptor_valid(const Descriptor& d) {
   if (!tile_dim_valid(d.tile_rows) || !tile_dim_valid(d.tile_cols)) return false;
   const std::uint64_t eb = elem_bytes(d.dtype);
   if (d.row_pitch_bytes % eb != 0 || d.row_pitch_bytes < d.cols * eb) return false;
+  if (d.count_table_pitch != 0 && d.count_table_pitch < (static_cast<std::uint64_t>(d.cols) + d.tile_cols - 1) / d.tile_cols)
+    return false;
   return d.count_table % 4 == 0 && d.out_capacity_bytes % 16 == 0;
 }
 

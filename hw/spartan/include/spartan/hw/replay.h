@@ -46,14 +46,17 @@ struct ReplayOptions {
   bool quiet = false;
   MonitorConfig monitor;                 ///< slice_id and clock are set per instance from the preset
   EngineConfig engine;                   ///< every engine's configuration (clock and line from the preset)
-  /// Compaction engines on the GPU (`engine.count`, 1 .. 16, one monitor region per engine; default 1, the
-  /// design of ARCHITECTURE.md: one engine near L2). With E > 1 each engine has its own MMIO window and
-  /// crossbar port, and a layer's T_r x T_c tiles are cut into nr x nc blocks of whole tiles (nr * nc <= E
-  /// as large as possible, then the most block rows; fewer blocks than engines when the grid has fewer
-  /// tiles: replay_impl.h engine_blocks), one monitor region and one descriptor per block; each block is a
-  /// tile-sparse matrix of its own (own payload area; its header offsets are relative to it), which the
-  /// consumer reads block by block. A design-space knob of this framework, not a configuration of the paper.
+  /// Compaction engines on the GPU (`engine.count`, 1 .. kMaxEngineCount; default 1, the design of
+  /// ARCHITECTURE.md: one engine near L2). With E > 1 each engine has its own MMIO window and crossbar port,
+  /// and a layer's T_r x T_c tiles are cut into nr x nc blocks of whole tiles (nr * nc <= E as large as
+  /// possible, then the most block rows; fewer blocks than engines when the grid has fewer tiles:
+  /// replay_impl.h engine_blocks), one descriptor per block. The monitors keep one region for the whole
+  /// activation; each engine reads its block's counts out of that row-major table (D_CFG.CT_PITCH). Each
+  /// block is a tile-sparse matrix of its own (own payload area; its header offsets are relative to it), which
+  /// the consumer reads block by block. A design-space knob of this framework, not a configuration of the paper.
   std::uint32_t engine_count = 1;
+  /// This framework's bound on engine_count (each engine is one more crossbar port and MMIO window).
+  static constexpr std::uint32_t kMaxEngineCount = 16;
   /// Clocks of the units, MHz; 0 (the default): the preset's L2 clock. The synthesised datapaths do not
   /// all reach the L2 clock (spartan-area's fmax, review finding F6): set these to time them at their fmax.
   double monitor_clock_mhz = 0, engine_clock_mhz = 0;
