@@ -84,7 +84,9 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   const std::uint64_t tiles_c = hw::regmap::tiles_per_row(d.cols, d.tile_cols);
   const std::uint64_t tiles_r = (std::uint64_t(d.rows) + d.tile_rows - 1) / d.tile_rows;
   const std::uint64_t tiles = tiles_r * tiles_c;
-  const std::uint64_t ct_entries = (tiles_r - 1) * (d.count_table_pitch != 0 ? d.count_table_pitch : tiles_c) + tiles_c;
+  // (none for an empty matrix, which SUBMIT refuses: the run below reports that)
+  const std::uint64_t ct_entries =
+      tiles_r == 0 ? 0 : (tiles_r - 1) * (d.count_table_pitch != 0 ? d.count_table_pitch : tiles_c) + tiles_c;
   {
     std::vector<std::uint8_t> buf(std::size_t(d.rows) * d.row_pitch_bytes);
     read(d.src, buf.data(), buf.size());

@@ -4,7 +4,8 @@ usage: check_run_rtl.py STATS_JSON [LAYER ...]   (LAYERs: the only layer indices
        check_run_rtl.py --engines N STATS_JSON
          (a run with --units engine.count N > 1: per layer one monitor record (the one region, the whole
           activation) and one engine record per engine's block, all clean, the blocks covering the layer's
-          tiles once; some blocks narrower than the layer, i.e. read their counts with D_CFG.CT_PITCH)
+          tiles once; some blocks narrower than the layer with several tile rows, i.e. read their counts
+          with D_CFG.CT_PITCH across a tile-row wrap)
        check_run_rtl.py --engine-fault payload|cycles STATS_JSON
          (a run under SPARTAN_RTL_TEST_FAULT=engine-payload / engine-cycles: the engine scoreboard must have
           failed every job the fault touches, and only those; the monitor's records must be clean)
@@ -59,7 +60,8 @@ def check_engines(n, path):
         assert [j["engine"] for j in eng] == list(range(len(blocks))), (key, eng)
         assert mon[0]["tiles"] == L["tiles"] == sum(j["tiles"] for j in eng), key
         tiles_c = max(b["tile_col0"] + b["tile_cols"] for b in blocks)
-        pitched += sum(b["tile_cols"] < tiles_c for b in blocks)
+        # a block narrower than the layer with several tile rows: its count addresses wrap by the pitch
+        pitched += sum(b["tile_cols"] < tiles_c and b["tile_rows"] >= 2 for b in blocks)
         for j in mon + eng:
             assert j["mismatches"] == 0 and j["timing_within_tolerance"] and j["rtl_cycles"] > 0, j
         for j, b in zip(eng, blocks):
@@ -69,7 +71,7 @@ def check_engines(n, path):
         multi = L["rtl_engine"] if len(blocks) > 1 else [L["rtl_engine"]]
         assert len(multi) == len(blocks)
     assert several > 0, "no layer was cut into blocks"
-    assert pitched > 0, "no block read its counts with a pitch"
+    assert pitched > 0, "no block of several tile rows read its counts with a pitch"
     # rtl_cycles.json (spartan-area --cycles) names the layers co-simulated (review of 28121a3: it said 38
     # layer(s) for the sample's 10 with 4 engines, when each block had a monitor region)
     cyc = json.load(open(os.path.join(os.path.dirname(path), "rtl_cycles.json")))

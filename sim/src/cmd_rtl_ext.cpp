@@ -322,22 +322,22 @@ class RtlExtension : public spartan::hw::RunExtension {
   // The layer's engine job again in the engine lockstep (TLM engine + engine RTL, same fixed-latency memory,
   // inputs from the GPU's functional memory): every header and payload byte the RTL writes is compared with the
   // lockstep TLM's and with what the replay's engine wrote; job cycles RTL vs the TLM timing rule.
-  json engine_check(const json& L, std::size_t engine, const spartan::hw::EngineJob& job_) {
-    const auto& d = job_.desc;
+  json engine_check(const json& L, std::size_t engine, const spartan::hw::EngineJob& job) {
+    const auto& d = job.desc;
     auto& store = ctx_.gpu->backing_store();
     spartan::rtl::EngineLockstepResult r;
     runner_->run_now([&] {
       r = runner_->engine.run(d, [&](std::uint64_t a, std::uint8_t* dst, std::size_t n) { store.read(a, dst, n); });
     });
     std::uint64_t bad = r.mismatches(), bad_replay = 0;
-    if (r.rtl_status != static_cast<std::uint32_t>(job_.status)) ++bad_replay;
-    if (job_.status == spartan::hw::regmap::engine::JobStatus::Ok) {
-      if (r.rtl_out_bytes != job_.payload_bytes) ++bad_replay;
+    if (r.rtl_status != static_cast<std::uint32_t>(job.status)) ++bad_replay;
+    if (job.status == spartan::hw::regmap::engine::JobStatus::Ok) {
+      if (r.rtl_out_bytes != job.payload_bytes) ++bad_replay;
       const auto& w = runner_->engine.rtl_written();
       std::vector<std::uint8_t> ref(16 * r.tiles);
       store.read(d.header_base, ref.data(), ref.size());
       for (std::uint64_t i = 0; i < ref.size(); ++i) bad_replay += w.at(d.header_base + i) != int(ref[i]);
-      ref.assign(job_.payload_bytes, 0);
+      ref.assign(job.payload_bytes, 0);
       store.read(d.out_base, ref.data(), ref.size());
       for (std::uint64_t i = 0; i < ref.size(); ++i) bad_replay += w.at(d.out_base + i) != int(ref[i]);
     }
@@ -350,15 +350,15 @@ class RtlExtension : public spartan::hw::RunExtension {
     max_dev_engine_ = std::max(max_dev_engine_, std::fabs(dev));
     eng_tiles_ += r.tiles;
     eng_cycles_ += double(r.rtl_cycles);
-    eng_gpu_ns_ += (job_.finished - job_.started).to_seconds() * 1e9;  // the replay's job in the GPU model
+    eng_gpu_ns_ += (job.finished - job.started).to_seconds() * 1e9;  // the replay's job in the GPU model
     eng_bytes_ += double(d.rows) * d.cols * (d.dtype == spartan::hw::regmap::ElemType::F32 ? 4 : 2);
     eng_lat_tiles_ += r.rtl_tiles_compacted;
     eng_lat_cycles_ += double(r.rtl_compacted_tile_cycles);
     json rec = {{"iteration", L.value("iteration", std::int64_t(0))}, {"layer", L.value("layer", std::int64_t(0))},
                 {"name", L.value("name", std::string())}, {"unit", "engine"}, {"mismatches", bad},
                 {"replay_mismatches", bad_replay}, {"rtl_cycles", r.rtl_cycles}, {"tlm_cycles", r.tlm_cycles},
-                {"cycle_deviation_percent", dev}, {"replay_job_cycles", job_.cycles}, {"tiles", r.tiles},
-                {"tiles_compacted", r.rtl_tiles_compacted}, {"payload_bytes", job_.payload_bytes},
+                {"cycle_deviation_percent", dev}, {"replay_job_cycles", job.cycles}, {"tiles", r.tiles},
+                {"tiles_compacted", r.rtl_tiles_compacted}, {"payload_bytes", job.payload_bytes},
                 {"bytes_compared", r.bytes_compared}, {"rtl_cycles_simulated", r.rtl_cycles_simulated},
                 {"wall_s", r.wall_seconds}, {"timing_within_tolerance", timing_ok}};
     if (ctx_.engines.size() > 1) rec["engine"] = engine;

@@ -110,8 +110,8 @@ inline std::uint64_t payload_bound(const fmt::TileGrid& g, unsigned eb) {
 /// One engine's share of a layer's activation (ReplayOptions::engine_count): the tiles of tile rows
 /// [tile_row0, tile_row0 + tile_rows) and tile columns [tile_col0, tile_col0 + tile_cols), i.e. the matrix
 /// rows [row0, row0 + rows) and columns [col0, col0 + cols); first_tile = its first tile in block-major
-/// order (blocks in row-major order, each block's tiles row-major), where its count table, counters and
-/// header table start.
+/// order (blocks in row-major order, each block's tiles row-major), where its slot of the header table starts
+/// (its counts are read out of the layer's row-major count table, with D_CFG.CT_PITCH).
 struct EngineBlock {
   std::uint32_t tile_row0 = 0, tile_rows = 0, tile_col0 = 0, tile_cols = 0;
   std::uint32_t row0 = 0, rows = 0, col0 = 0, cols = 0;

@@ -113,6 +113,10 @@ TEST(Engine, RegistersAndBadMmio) {
       x = ok; x.out_capacity_bytes = 1000; bad(x);   // not a multiple of 16 (payload alignment)
       x = ok; x.out_capacity_bytes = 1024 + 8; bad(x);
       x = ok; x.count_table_pitch = static_cast<std::uint32_t>(tiles_per_row(ok.cols, ok.tile_cols)) - 1; bad(x);  // < tiles per row
+      x = ok; x.count_table_pitch = kMaxCountTablePitch + 1;  // wider than CFG[31:13]: to_words() would make it 0
+      EXPECT_FALSE(descriptor_valid(x));
+      x.count_table_pitch = kMaxCountTablePitch;
+      EXPECT_TRUE(descriptor_valid(x));
       EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_QUEUE_EMPTY_BIT), 1u << STATUS_QUEUE_EMPTY_BIT);
       // Queue: with ENABLE = 0 jobs wait; the third SUBMIT of a 2-deep queue is QueueFull.
       EXPECT_EQ(submit(d, ok), tlm::TLM_OK_RESPONSE);

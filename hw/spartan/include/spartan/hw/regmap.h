@@ -252,7 +252,8 @@ struct Descriptor {
 /// Descriptor validity rule checked at SUBMIT (invalid -> BadValue, TLM_COMMAND_ERROR_RESPONSE):
 /// rows, cols >= 1; DTYPE valid; FORMAT is ELL or BITMAP; tile dims valid; row pitch a multiple of the
 /// element size and >= cols * element size; count table 4-byte aligned; CT_PITCH 0 or at least the tiles per
-/// row; OUT_CAPACITY a multiple of 16 bytes
+/// row, and (a Descriptor field wider than its 19 bits, which to_words() would truncate) at most
+/// kMaxCountTablePitch; OUT_CAPACITY a multiple of 16 bytes
 /// (payloads sit at 16-byte aligned offsets, tile_format.h kPayloadAlignBytes, and the RTL writes each payload's
 /// padding up to the next one: an unaligned capacity let the RTL write past it; reliability finding 75).
 inline bool descriptor_valid(const Descriptor& d) {
@@ -262,6 +263,7 @@ inline bool descriptor_valid(const Descriptor& d) {
   if (!tile_dim_valid(d.tile_rows) || !tile_dim_valid(d.tile_cols)) return false;
   const std::uint64_t eb = elem_bytes(d.dtype);
   if (d.row_pitch_bytes % eb != 0 || d.row_pitch_bytes < d.cols * eb) return false;
+  if (d.count_table_pitch > engine::kMaxCountTablePitch) return false;
   if (d.count_table_pitch != 0 && d.count_table_pitch < (static_cast<std::uint64_t>(d.cols) + d.tile_cols - 1) / d.tile_cols)
     return false;
   return d.count_table % 4 == 0 && d.out_capacity_bytes % 16 == 0;
