@@ -898,6 +898,12 @@ def scale_section(a, gpu, md, doc, model, sl):
                          by["multi"][name]["software"]["convert"]["time_ns"]):
                 raise ReportError(f"{multi_path}: layer {name}: software conversion time not the one of "
                                   f"{paths['t32']}: inconsistent")
+            # the engines read their counts out of the one monitor region's table (D_CFG.CT_PITCH): the
+            # hardware profile is the one-engine run's
+            if not close(by["t32"][name]["hardware"]["profile"]["time_ns"],
+                         by["multi"][name]["hardware"]["profile"]["time_ns"]):
+                raise ReportError(f"{multi_path}: layer {name}: hardware profile time not the one of "
+                                  f"{paths['t32']} (the engines do not change the monitors' profile): inconsistent")
     for name in by["t32"]:
         if not close(by["t32"][name]["dense_bytes"], by["t128"][name]["dense_bytes"]):
             raise ReportError(f"{paths['t128']}: layer {name} has another size than in {paths['t32']}")
@@ -964,7 +970,8 @@ def scale_section(a, gpu, md, doc, model, sl):
                  f"instead of {fmt(big['hw_convert_ns_32'] / 1e3)} us ({fmt(big['hw_convert_jobs_ns_32_engines'] / 1e3)} us "
                  f"of it the engines' jobs, the rest the host's register writes and status read), against "
                  f"{fmt(big['sw_convert_ns_32'] / 1e3)} us in software: {fmt(big['convert_ratio_32_engines'], '.3f')}x "
-                 "(docs/bench/units.md).")
+                 "(docs/bench/units.md); the profile is the one-engine run's (the engines read their counts out of "
+                 "the one monitor region's table).")
     text += (" Larger batches and the tables with batch 4 and 16: `scripts/imagenet-replay.sh` and "
              "docs/reproduce-paper.md.\n")
     md.append(text)

@@ -400,6 +400,9 @@ def main():
             ("engines jobs longer than the conversion", engines_case(
                 lambda r: r["t32e16"]["layers"][1]["hardware"]["convert"].update(memory_ns=5000.0)),
              "memory_ns: more than its time_ns"),
+            ("engines profile not t32's", engines_case(
+                lambda r: r["t32e16"]["layers"][1]["hardware"]["profile"].update(time_ns=7000.0)),
+             "hardware profile time not the one of"),
             ("engines a layer twice", engines_case(lambda r: r["t32e16"]["layers"].append(copy.deepcopy(r["t32e16"]["layers"][1]))),
              "not the layers of"),
         ]
