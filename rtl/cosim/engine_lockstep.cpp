@@ -80,13 +80,9 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   auto& I = *impl_;
   EngineLockstepResult res;
   // Inputs: the source rows (the whole pitch span) and the count table, copied into the TLM memory.
-  // With D_CFG.CT_PITCH the table spans (tile rows - 1) x CT_PITCH + tiles per row entries.
-  const std::uint64_t tiles_c = hw::regmap::tiles_per_row(d.cols, d.tile_cols);
-  const std::uint64_t tiles_r = (std::uint64_t(d.rows) + d.tile_rows - 1) / d.tile_rows;
-  const std::uint64_t tiles = tiles_r * tiles_c;
-  // (none for an empty matrix, which SUBMIT refuses: the run below reports that)
-  const std::uint64_t ct_entries =
-      tiles_r == 0 ? 0 : (tiles_r - 1) * (d.count_table_pitch != 0 ? d.count_table_pitch : tiles_c) + tiles_c;
+  const std::uint64_t tiles = hw::regmap::tile_count(d.rows, d.cols, d.tile_rows, d.tile_cols);
+  // the count table's span with D_CFG.CT_PITCH (none for an empty matrix, which SUBMIT refuses: reported below)
+  const std::uint64_t ct_entries = hw::regmap::count_table_span_entries(d);
   {
     std::vector<std::uint8_t> buf(std::size_t(d.rows) * d.row_pitch_bytes);
     read(d.src, buf.data(), buf.size());

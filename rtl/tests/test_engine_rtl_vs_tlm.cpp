@@ -65,8 +65,8 @@ std::uint32_t elem_bits(std::mt19937_64& g, bool f32, bool nz) {
 
 // Address of tile t's count (row-major tile index), rows D_CFG.CT_PITCH entries apart.
 std::uint64_t count_addr(const rm::Descriptor& d, std::uint64_t t) {
-  const std::uint64_t tc = rm::tiles_per_row(d.cols, d.tile_cols), p = d.count_table_pitch != 0 ? d.count_table_pitch : tc;
-  return d.count_table + 4 * ((t / tc) * p + t % tc);
+  const std::uint64_t tc = rm::tiles_per_row(d.cols, d.tile_cols);
+  return rm::count_table_entry(d, t / tc, t % tc);
 }
 
 // `small_tiles`: tiles of 4..32 rows and columns (the same random stream otherwise), many tiles per job.

@@ -327,12 +327,10 @@ void CompactionEngine::run_job(EngineJob& job) {
 
   const fmt::TileGrid grid{d.rows, d.cols, d.tile_rows, d.tile_cols};
   const std::uint64_t tiles = grid.num_tiles();
-  // Count table: tile (ti, tj)'s u32 at ct_entry(ti, tj), rows CT_PITCH entries apart (0: grid.tiles_c()); the
-  // table's reads are clamped to [count_table, ct_end), the entries from the first tile's to the last one's
-  // (with a pitch, those of other jobs' tiles in between are read with a line and not used, as by the RTL).
-  const std::uint64_t ct_pitch = d.count_table_pitch != 0 ? d.count_table_pitch : grid.tiles_c();
-  const auto ct_entry = [&](std::uint64_t ti, std::uint64_t tj) { return d.count_table + 4 * (ti * ct_pitch + tj); };
-  const std::uint64_t ct_end = ct_entry(grid.tiles_r() - 1, grid.tiles_c());
+  // Count table (regmap::count_table_entry: rows CT_PITCH entries apart); its reads are clamped to
+  // [count_table, ct_end), the entries from the first tile's to the last one's (with a pitch, those of other
+  // jobs' tiles in between are read with a line and not used, as by the RTL).
+  const std::uint64_t ct_end = d.count_table + 4 * count_table_span_entries(d);
 
   fmt::CompactOptions opt;
   opt.tile_rows = d.tile_rows;
@@ -363,7 +361,7 @@ void CompactionEngine::run_job(EngineJob& job) {
       const std::uint64_t t = std::uint64_t(ti) * grid.tiles_c() + tj;
       sc_time& dcur = pipe ? pcur : cur;  // who reads the count table and decides
       // Count word of tile t, through the one-line count-table cache.
-      const std::uint64_t ca = ct_entry(ti, tj), cl = ca / line * line;
+      const std::uint64_t ca = count_table_entry(d, ti, tj), cl = ca / line * line;
       if (cl != ct_cached) {
         const std::uint64_t a = std::max<std::uint64_t>(cl, d.count_table);
         const std::uint64_t e = std::min<std::uint64_t>(cl + line, ct_end);
@@ -552,7 +550,7 @@ void CompactionEngine::run_job(EngineJob& job) {
     std::vector<std::uint8_t> scratch(line);
     for (std::uint64_t t = abort_tile + 1; t < tiles; ++t) {
       const std::uint32_t ti = static_cast<std::uint32_t>(t / grid.tiles_c()), tj = static_cast<std::uint32_t>(t % grid.tiles_c());
-      const std::uint64_t ca = ct_entry(ti, tj), cl = ca / line * line;
+      const std::uint64_t ca = count_table_entry(d, ti, tj), cl = ca / line * line;
       if (cl != ct_cached) {
         const sc_time dcur = std::max(pcur, iss_idle);
         if (dcur + cyc > fin) break;  // P's count-table read: started up to fin - 1

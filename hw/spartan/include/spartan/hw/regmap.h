@@ -249,6 +249,16 @@ struct Descriptor {
   }
 };
 
+/// Tiles of a rows x cols matrix cut into tr x tc tiles (row-major tile order). In 64 bits: with 32-bit
+/// arithmetic, cols + tc - 1 wrapped for cols > 2^32 - tc (the monitor's TILES register of a staged region
+/// then read 0 where the RTL reads ceil(COLS / TILE_COLS)).
+constexpr std::uint64_t tiles_per_row(std::uint32_t cols, std::uint32_t tc) {
+  return (static_cast<std::uint64_t>(cols) + tc - 1) / tc;
+}
+constexpr std::uint64_t tile_count(std::uint32_t rows, std::uint32_t cols, std::uint32_t tr, std::uint32_t tc) {
+  return ((static_cast<std::uint64_t>(rows) + tr - 1) / tr) * tiles_per_row(cols, tc);
+}
+
 /// Descriptor validity rule checked at SUBMIT (invalid -> BadValue, TLM_COMMAND_ERROR_RESPONSE):
 /// rows, cols >= 1; DTYPE valid; FORMAT is ELL or BITMAP; tile dims valid; row pitch a multiple of the
 /// element size and >= cols * element size; count table 4-byte aligned; CT_PITCH 0 or at least the tiles per
@@ -264,19 +274,24 @@ inline bool descriptor_valid(const Descriptor& d) {
   const std::uint64_t eb = elem_bytes(d.dtype);
   if (d.row_pitch_bytes % eb != 0 || d.row_pitch_bytes < d.cols * eb) return false;
   if (d.count_table_pitch > engine::kMaxCountTablePitch) return false;
-  if (d.count_table_pitch != 0 && d.count_table_pitch < (static_cast<std::uint64_t>(d.cols) + d.tile_cols - 1) / d.tile_cols)
-    return false;
+  if (d.count_table_pitch != 0 && d.count_table_pitch < tiles_per_row(d.cols, d.tile_cols)) return false;
   return d.count_table % 4 == 0 && d.out_capacity_bytes % 16 == 0;
 }
 
-/// Tiles of a rows x cols matrix cut into tr x tc tiles (row-major tile order). In 64 bits: with 32-bit
-/// arithmetic, cols + tc - 1 wrapped for cols > 2^32 - tc (the monitor's TILES register of a staged region
-/// then read 0 where the RTL reads ceil(COLS / TILE_COLS)).
-constexpr std::uint64_t tiles_per_row(std::uint32_t cols, std::uint32_t tc) {
-  return (static_cast<std::uint64_t>(cols) + tc - 1) / tc;
+/// The job's count-table row pitch in u32 entries: D_CFG.CT_PITCH, or its own tiles per row when that is 0.
+inline std::uint64_t count_table_pitch_entries(const Descriptor& d) {
+  return d.count_table_pitch != 0 ? d.count_table_pitch : tiles_per_row(d.cols, d.tile_cols);
 }
-constexpr std::uint64_t tile_count(std::uint32_t rows, std::uint32_t cols, std::uint32_t tr, std::uint32_t tc) {
-  return ((static_cast<std::uint64_t>(rows) + tr - 1) / tr) * tiles_per_row(cols, tc);
+/// Byte address of tile (ti, tj)'s u32 count (tile row ti, tile column tj) in the job's count table.
+inline std::uint64_t count_table_entry(const Descriptor& d, std::uint64_t ti, std::uint64_t tj) {
+  return d.count_table + 4 * (ti * count_table_pitch_entries(d) + tj);
+}
+/// u32 entries the job's count table spans, from the first tile's count to the last one's: (tile rows - 1) x
+/// pitch + tiles per row, the entries of other jobs' tiles in between included (0 for an empty matrix).
+inline std::uint64_t count_table_span_entries(const Descriptor& d) {
+  if (d.rows == 0 || d.cols == 0 || d.tile_rows == 0 || d.tile_cols == 0) return 0;
+  const std::uint64_t tiles_r = (static_cast<std::uint64_t>(d.rows) + d.tile_rows - 1) / d.tile_rows;
+  return (tiles_r - 1) * count_table_pitch_entries(d) + tiles_per_row(d.cols, d.tile_cols);
 }
 
 /// True iff a tile with `nnz` non-zeros out of `elems` valid elements is at or above the threshold
