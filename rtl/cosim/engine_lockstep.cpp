@@ -91,14 +91,28 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
     read(d.count_table, buf.data(), buf.size());
     I.mem.write_bytes(d.count_table, buf.data(), buf.size());
   }
-  // TLM: program, submit, enable, wait for the job.
+  // TLM: program, submit (or fetch), enable, wait for the job.
   const auto w = d.to_words();
-  for (unsigned i = 0; i < eng::kDescWords; ++i) I.host.access(true, eng::DESC_BASE + 4 * i, w[i]);
   const std::size_t jobs0 = I.tlm.jobs().size();
-  I.host.access(true, eng::SUBMIT, 1);
+  res.fetched = I.cfg.fetch_desc_ptr != 0;
+  const std::uint64_t desc_at = I.cfg.fetch_desc_ptr + std::uint64_t(eng::kDescBytes) * I.cfg.fetch_engine_index;
+  if (!res.fetched) {
+    for (unsigned i = 0; i < eng::kDescWords; ++i) I.host.access(true, eng::DESC_BASE + 4 * i, w[i]);
+    I.host.access(true, eng::SUBMIT, 1);
+  } else {
+    I.mem.write_bytes(desc_at, w.data(), eng::kDescBytes);
+    I.host.access(true, eng::DESC_PTR_LO, static_cast<std::uint32_t>(I.cfg.fetch_desc_ptr));
+    I.host.access(true, eng::DESC_PTR_HI, static_cast<std::uint32_t>(I.cfg.fetch_desc_ptr >> 32));
+    I.host.access(true, eng::ENGINE_INDEX, I.cfg.fetch_engine_index);
+    I.host.access(true, eng::ERR_CODE, 0);
+    I.host.access(true, eng::FETCH, I.cfg.fetch_engine_index + 1);
+    while ((I.host.access(false, eng::STATUS, 0) >> eng::STATUS_FETCH_BUSY_BIT) & 1u)
+      sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+    res.tlm_fetch_error = I.host.access(false, eng::ERR_CODE, 0) & 0xFFu;
+  }
   I.host.access(true, eng::CTRL, 1);
   while (I.tlm.jobs().size() == jobs0) {
-    if (I.tlm.idle()) break;  // refused at SUBMIT
+    if (I.tlm.idle()) break;  // refused at SUBMIT (or by the fetch)
     sc_core::wait(I.tlm.job_done_event());
   }
   I.host.access(true, eng::CTRL, 0);
@@ -121,7 +135,10 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
       if (line == (out & ~std::uint64_t(127)) && ((strb[i >> 6] >> (i & 63)) & 1u)) data[i] ^= 1u;
     });
   const auto t0 = std::chrono::steady_clock::now();
-  const EngineRtlResult r = I.rtl.run(d, [&](std::uint64_t a, std::uint8_t* dst) { I.mem.read_bytes(a, dst, 128); });
+  const auto line_reader = [&](std::uint64_t a, std::uint8_t* dst) { I.mem.read_bytes(a, dst, 128); };
+  const EngineRtlResult r = res.fetched ? I.rtl.run_fetched({I.cfg.fetch_desc_ptr, I.cfg.fetch_engine_index}, line_reader)
+                                        : I.rtl.run(d, line_reader);
+  if (res.fetched) res.rtl_fetch_error = r.submit_error;
   res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.rtl_finished = r.finished;
   res.rtl_status = r.status;
@@ -170,5 +187,6 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
 }
 
 const WrittenLines& EngineLockstep::rtl_written() const { return impl_->rtl.written(); }
+void EngineLockstep::set_fetch_engine_index(std::uint32_t index) { impl_->cfg.fetch_engine_index = index; }
 
 }  // namespace spartan::rtl

@@ -27,7 +27,7 @@ struct Driver {
   template <class Model>
   EngineRtlResult run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
                       std::uint64_t max_cycles, WrittenLines& written, const EngineRtl::LineFault& fault,
-                      const EngineRtl::WriteTap& tap);
+                      const EngineRtl::WriteTap& tap, const EngineRtl::Fetch* fetch = nullptr);
 };
 }  // namespace
 
@@ -54,10 +54,17 @@ EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader
                    : impl_->drv.run(*impl_->m2, d, read_line, max_cycles, written_, fault_, tap_);
 }
 
+EngineRtlResult EngineRtl::run_fetched(const Fetch& f, const LineReader& read_line, std::uint64_t max_cycles) {
+  written_.clear();
+  const hw::regmap::Descriptor unused;
+  return impl_->m1 ? impl_->drv.run(*impl_->m1, unused, read_line, max_cycles, written_, fault_, tap_, &f)
+                   : impl_->drv.run(*impl_->m2, unused, read_line, max_cycles, written_, fault_, tap_, &f);
+}
+
 template <class Model>
 EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
                             std::uint64_t max_cycles, WrittenLines& written, const EngineRtl::LineFault& fault,
-                            const EngineRtl::WriteTap& tap) {
+                            const EngineRtl::WriteTap& tap, const EngineRtl::Fetch* fetch) {
   auto& I = *this;
   auto& t = *m.top;
   EngineRtlResult res;
@@ -139,11 +146,26 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
     return t.mmio_rdata;
   };
   namespace e = hw::regmap::engine;
-  const auto w = d.to_words();
-  for (unsigned i = 0; i < e::kDescWords; ++i) mmio(true, e::DESC_BASE + 4 * i, w[i]);
-  const std::uint32_t done0 = mmio(false, e::DONE_COUNT, 0);
-  mmio(true, e::SUBMIT, 1);
-  res.submit_error = t.mmio_err;  // a refused descriptor never completes: do not wait for it
+  std::uint32_t done0 = 0;
+  if (!fetch) {
+    const auto w = d.to_words();
+    for (unsigned i = 0; i < e::kDescWords; ++i) mmio(true, e::DESC_BASE + 4 * i, w[i]);
+    done0 = mmio(false, e::DONE_COUNT, 0);
+    mmio(true, e::SUBMIT, 1);
+    res.submit_error = t.mmio_err;  // a refused descriptor never completes: do not wait for it
+  } else {
+    mmio(true, e::DESC_PTR_LO, static_cast<std::uint32_t>(fetch->desc_ptr));
+    mmio(true, e::DESC_PTR_HI, static_cast<std::uint32_t>(fetch->desc_ptr >> 32));
+    mmio(true, e::ENGINE_INDEX, fetch->engine_index);
+    mmio(true, e::ERR_CODE, 0);
+    done0 = mmio(false, e::DONE_COUNT, 0);
+    mmio(true, e::FETCH, fetch->engine_index + 1);
+    res.submit_error = t.mmio_err;
+    // the fetch's own errors are latched in ERR_CODE when its read completes
+    while (res.submit_error == 0 && (mmio(false, e::STATUS, 0) >> e::STATUS_FETCH_BUSY_BIT) & 1u)
+      if (I.cycle - c0 >= max_cycles) return res;
+    if (res.submit_error == 0) res.submit_error = mmio(false, e::ERR_CODE, 0) & 0xFFu;
+  }
   mmio(true, e::CTRL, 1);
   while (res.submit_error == 0 && I.cycle - c0 < max_cycles) {
     tick();

@@ -10,6 +10,8 @@
 // granules through a second compactor); each cycle's packed bytes (+ ELL row padding) go as one chunk of up
 // to 128 B into the output packer (spartan_line_writer), which writes a full line per cycle. Headers go
 // through a second packer. Timing rule: docs/hw-units.md "Calibration from the RTL" (the TLM engine's).
+// Descriptors come from the MMIO staging registers (SUBMIT) or from memory (FETCH: one line read at
+// DESC_PTR + 64 * ENGINE_INDEX while no job runs, loaded into the staging registers and submitted).
 // Functionally: ELL/BITMAP, DENSE in place, zero tiles, a count table of CT_PITCH entries per tile row,
 // D_CFG.SIZE_RULE (a fetched tile its sparse format
 // would not make smaller is written DENSE), sampling estimates, OutOverflow, bus errors.
@@ -53,12 +55,19 @@ module compaction_engine #(
 );
   localparam QAW = $clog2(QDEPTH);
   localparam [3:0] E_OK = 4'd0, E_UNMAPPED = 4'd1, E_MISALIGNED = 4'd2, E_READONLY = 4'd5,
-                   E_BADVALUE = 4'd6, E_QFULL = 4'd8;
+                   E_BADVALUE = 4'd6, E_BUSY = 4'd7, E_QFULL = 4'd8, E_DESCFETCH = 4'd9;
+  // descriptor fetch: F_REQ waits for the read port (no job running), F_WAIT for the line, F_SUB submits it
+  localparam [1:0] F_IDLE = 2'd0, F_REQ = 2'd1, F_WAIT = 2'd2, F_SUB = 2'd3;
 
   // ---------------- MMIO registers, staged descriptor, descriptor FIFO ----------------
   reg [31:0] desc [0:15];
   reg        enable, err_flag;
   reg [31:0] err_code, done_count, last_tag, last_cycles, last_out_bytes, last_status;
+  reg [63:0] dptr;      // DESC_PTR
+  reg [15:0] eidx;      // ENGINE_INDEX
+  reg [1:0]  f_st;      // descriptor fetch state
+  reg [63:6] f_addr;    // the descriptor being fetched (64-byte aligned)
+  wire       f_busy = f_st != F_IDLE;
   wire       q_in_ready, q_out_valid;
   // reserved descriptor bits (CFG[3:2], TILE dims above 256) are not used by the job FSM
   /* verilator lint_off UNUSEDSIGNAL */
@@ -100,7 +109,7 @@ module compaction_engine #(
                  ({12'd0, s_tile_bytes} <= READ_BUFFER_BYTES);
   wire [11:0] a = mmio_addr;
   wire is_desc = a[11:6] == 6'b000100;   // 0x100..0x13C
-  wire is_glob = a[11:6] == 6'd0 && a[5:2] <= 4'd10;
+  wire is_glob = a[11:6] == 6'd0 && a[5:2] <= 4'd14;
   reg  [3:0]  acc_err;
   reg  [31:0] acc_rdata;
   wire job_busy;
@@ -109,13 +118,16 @@ module compaction_engine #(
     acc_rdata = 32'd0;
     if (a[1:0] != 2'b00) acc_err = E_MISALIGNED;
     else if (!is_desc && !is_glob) acc_err = E_UNMAPPED;
-    else if (is_desc) acc_rdata = desc[a[5:2]];
+    else if (is_desc) begin
+      acc_rdata = desc[a[5:2]];
+      if (mmio_we && f_busy) acc_err = E_BUSY;   // the fetch loads these registers
+    end
     else begin
       case (a[5:2])
         4'd0: begin acc_rdata = 32'h53504331; if (mmio_we) acc_err = E_READONLY; end
         4'd1: acc_rdata = {31'd0, enable};
         4'd2: begin
-          acc_rdata = {16'd0, {(8-QAW-1){1'b0}}, q_level, 3'd0, last_status != 32'd0, err_flag,
+          acc_rdata = {16'd0, {(8-QAW-1){1'b0}}, q_level, 2'd0, f_busy, last_status != 32'd0, err_flag,
                        q_level == {(QAW+1){1'b0}}, !q_in_ready, job_busy};
           if (mmio_we) acc_err = E_READONLY;
         end
@@ -126,16 +138,41 @@ module compaction_engine #(
         4'd7: begin acc_rdata = last_cycles; if (mmio_we) acc_err = E_READONLY; end
         4'd8: begin acc_rdata = last_out_bytes; if (mmio_we) acc_err = E_READONLY; end
         4'd9: begin acc_rdata = last_status; if (mmio_we) acc_err = E_READONLY; end
-        default: begin  // 0x028 SUBMIT (write-only, reads 0)
-          if (mmio_we && !s_valid) acc_err = E_BADVALUE;
+        4'd10: begin  // 0x028 SUBMIT (write-only, reads 0)
+          if (mmio_we && f_busy) acc_err = E_BUSY;
+          else if (mmio_we && !s_valid) acc_err = E_BADVALUE;
           else if (mmio_we && !q_in_ready) acc_err = E_QFULL;
+        end
+        4'd11: acc_rdata = dptr[31:0];
+        4'd12: acc_rdata = dptr[63:32];
+        4'd13: acc_rdata = {16'd0, eidx};
+        default: begin  // 0x038 FETCH (write-only, reads 0); an engine not addressed ignores it
+          if (mmio_we && eidx < mmio_wdata[15:0]) begin
+            if (f_busy) acc_err = E_BUSY;
+            else if (dptr[5:0] != 6'd0) acc_err = E_BADVALUE;
+            else if (!q_in_ready) acc_err = E_QFULL;
+          end
         end
       endcase
     end
   end
   assign mmio_ready = 1'b1;
   wire acc   = mmio_valid;
-  wire q_push = acc && mmio_we && acc_err == E_OK && is_glob && a[5:2] == 4'd10;
+  wire wr_ok  = acc && mmio_we && acc_err == E_OK && is_glob;
+  // a fetched descriptor is submitted in F_SUB (DESC[] holds it; host writes to DESC[] and SUBMIT are Busy)
+  wire f_push = f_st == F_SUB && s_valid;
+  wire q_push = (wr_ok && a[5:2] == 4'd10) || f_push;
+  wire f_start = wr_ok && a[5:2] == 4'd14 && eidx < mmio_wdata[15:0];
+  // the fetch takes the read port while no job runs (and holds the next job back until it is done)
+  wire f_issue;       // assigned below the job FSM's state register
+  wire f_resp  = f_st == F_WAIT && rd_resp_valid;
+  wire [511:0] f_half = f_addr[6] ? rd_resp_data[1023:512] : rd_resp_data[511:0];   // the descriptor's half line
+  reg  [3:0] f_err;   // error of the fetch this cycle (latched in ERR_CODE unless an access error is)
+  always @* begin
+    f_err = E_OK;
+    if (f_resp && rd_resp_err) f_err = E_DESCFETCH;
+    else if (f_st == F_SUB && !s_valid) f_err = E_BADVALUE;
+  end
   // CTRL write with CLEAR_DONE (bit 1) set
   wire clear_done = acc && mmio_we && acc_err == E_OK && is_glob && a[5:2] == 4'd1 && mmio_wdata[1];
   spartan_sync_fifo #(.W(512), .DEPTH(QDEPTH)) u_queue (
@@ -151,6 +188,7 @@ module compaction_engine #(
       for (k = 0; k < 16; k = k + 1) desc[k] <= 32'd0;
       enable <= 1'b0; err_flag <= 1'b0; err_code <= 32'd0; done_count <= 32'd0; last_tag <= 32'd0;
       last_cycles <= 32'd0; last_out_bytes <= 32'd0; last_status <= 32'd0; mmio_rvalid <= 1'b0;
+      dptr <= 64'd0; eidx <= 16'd0; f_st <= F_IDLE; f_addr <= 58'd0;
     end else begin
       mmio_rvalid <= acc;
       mmio_rdata  <= (acc && !mmio_we && acc_err == E_OK) ? acc_rdata : 32'd0;
@@ -167,7 +205,28 @@ module compaction_engine #(
         end else if (a[5:2] == 4'd3) begin
           err_flag <= 1'b0;
           err_code <= 32'd0;
+        end else if (a[5:2] == 4'd11) dptr[31:0] <= mmio_wdata;
+        else if (a[5:2] == 4'd12) dptr[63:32] <= mmio_wdata;
+        else if (a[5:2] == 4'd13) eidx <= mmio_wdata[15:0];
+      end
+      // descriptor fetch
+      if (f_start) begin
+        f_st <= F_REQ;
+        f_addr <= dptr[63:6] + {42'd0, eidx};
+      end
+      if (f_issue) f_st <= F_WAIT;
+      if (f_resp) begin
+        if (rd_resp_err) f_st <= F_IDLE;
+        else begin
+          for (k = 0; k < 16; k = k + 1) desc[k] <= f_half[k*32 +: 32];
+          f_st <= F_SUB;
         end
+      end
+      if (f_st == F_SUB) f_st <= F_IDLE;
+      // a fetch error after an ERR_CODE clear of the same cycle is kept; an access error of the cycle wins
+      if (f_err != E_OK && !(acc && acc_err != E_OK) && (!err_flag || (wr_ok && a[5:2] == 4'd3))) begin
+        err_flag <= 1'b1;
+        err_code <= {1'b1, 3'd0, 12'h038, 8'd0, 4'd0, f_err};
       end
       if (job_done) begin
         // a CLEAR_DONE written in the completion cycle zeroes the count before this job is counted (it was lost:
@@ -207,6 +266,7 @@ module compaction_engine #(
   localparam [SW-1:0] SLAST = SLAST_I[SW-1:0];
   reg [3:0]  st;
   reg [1:0]  pass;
+  assign f_issue = f_st == F_REQ && st == S_IDLE && !rd_valid;
   // latched descriptor
   reg [63:0] j_hdr, j_out;
   reg [31:0] j_rows, j_cols, j_pitch, j_thr, j_cap;
@@ -471,9 +531,11 @@ module compaction_engine #(
   wire c_slot  = !c_valid || c_ready;
   wire h_slot  = !h_valid || h_ready;
   wire resp_fire = rd_resp_valid && rd_resp_ready;
-  assign rd_resp_ready = job_busy;
+  assign rd_resp_ready = job_busy || f_st == F_WAIT;
   assign job_busy = st != S_IDLE;
-  assign busy = job_busy;
+  assign busy = job_busy || f_busy;
+  // a read response of the job (the fetch's responses arrive while no job runs)
+  wire j_resp = resp_fire && job_busy;
   // M's step fires: decision popped from the queue, tile buffer released
   wire pass_fire = zrem == 12'd0 && c_slot && !(q_end && pass == P_VAL && !h_slot);
   wire m_dec  = st == S_TILE && c_hit && (!(dense || zero_t) || h_slot);
@@ -502,8 +564,8 @@ module compaction_engine #(
       if (rd_valid && rd_ready) rd_valid <= 1'b0;
       if (c_valid && c_ready) c_valid <= 1'b0;
       if (h_valid && h_ready) h_valid <= 1'b0;
-      rq_v <= resp_fire && !resp_is_ct;
-      if (resp_fire && !resp_is_ct) begin
+      rq_v <= j_resp && !resp_is_ct;
+      if (j_resp && !resp_is_ct) begin
         rq_data <= rd_resp_data; rq_err <= rd_resp_err; prt_cnt <= prt_cnt + 1'b1;
       end
       // pending zero bytes (ELL padding beyond one chunk), 128 per cycle; they hold the emit walker
@@ -569,7 +631,7 @@ module compaction_engine #(
                 ptj <= ptj + 32'd1; pc0 <= pc0 + {23'd0, j_tc};
               end
             end
-          PS_CRD: if (resp_fire && resp_is_ct) begin
+          PS_CRD: if (j_resp && resp_is_ct) begin
             if (rd_resp_err) begin p_err <= 1'b1; p_st <= PS_OFF; end
             else begin
               pcc_v <= 1'b1; pcc_line <= p_caddr[63:7]; pcc_data <= rd_resp_data;
@@ -580,7 +642,9 @@ module compaction_engine #(
         endcase
       end
       case (st)
-        S_IDLE: if (enable && q_out_valid && !q_pop) begin
+        S_IDLE: if (f_issue) begin   // the descriptor fetch's line read; the next job waits for the fetch
+          rd_valid <= 1'b1; rd_addr <= {f_addr[63:7], 7'd0};
+        end else if (enable && q_out_valid && !q_pop && !f_busy) begin
           q_pop <= 1'b1;
           j_rows <= q_out[95:64]; j_cols <= q_out[127:96];
           j_pitch <= q_out[159:128]; j_dt <= q_out[161:160]; j_bitmap <= q_out[167:164] == 4'd2;
@@ -620,7 +684,7 @@ module compaction_engine #(
           end
           st <= S_FETCH;
         end
-        S_CRD: if (resp_fire) begin
+        S_CRD: if (j_resp) begin
           if (rd_resp_err) begin ost <= 32'd2; st <= S_FIN; end
           else begin cc_v <= 1'b1; cc_line <= rd_addr[63:7]; cc_data <= rd_resp_data; st <= S_TILE; end
         end

@@ -6,6 +6,9 @@ usage: check_run_rtl.py STATS_JSON [LAYER ...]   (LAYERs: the only layer indices
           activation) and one engine record per engine's block, all clean, the blocks covering the layer's
           tiles once; some blocks narrower than the layer with several tile rows, i.e. read their counts
           with D_CFG.CT_PITCH across a tile-row wrap)
+       check_run_rtl.py --engines-fetched N STATS_JSON
+         (as --engines, for a run with --units host.engine_fetch: true as well: every engine record's descriptor
+          was fetched by both models of the lockstep, and the replay's engines read one descriptor per job)
        check_run_rtl.py --engine-fault payload|cycles STATS_JSON
          (a run under SPARTAN_RTL_TEST_FAULT=engine-payload / engine-cycles: the engine scoreboard must have
           failed every job the fault touches, and only those; the monitor's records must be clean)
@@ -43,9 +46,13 @@ def check_engine_fault(kind, path):
         raise SystemExit("unknown --engine-fault " + kind)
 
 
-def check_engines(n, path):
+def check_engines(n, path, fetched=False):
     doc = json.load(open(path))
     rtl = doc["rtl"]
+    eng_units = doc["units"]["engine"]
+    assert doc["options"]["units"]["host"]["engine_fetch"] == fetched, doc["options"]["units"]["host"]
+    assert eng_units["descriptor_fetches"] == (eng_units["jobs"] if fetched else 0), eng_units
+    assert eng_units["descriptor_fetch_errors"] == 0, eng_units
     assert rtl["mismatches"] == 0 and doc["checks"]["passed"], rtl["mismatches"]
     assert doc["units"]["engine"]["count"] == n, doc["units"]["engine"]["count"]
     several = pitched = 0
@@ -64,6 +71,8 @@ def check_engines(n, path):
         pitched += sum(b["tile_cols"] < tiles_c and b["tile_rows"] >= 2 for b in blocks)
         for j in mon + eng:
             assert j["mismatches"] == 0 and j["timing_within_tolerance"] and j["rtl_cycles"] > 0, j
+        for j in eng:
+            assert j.get("descriptor_fetched", False) == fetched, j
         for j, b in zip(eng, blocks):
             assert j["replay_job_cycles"] == b["cycles"] and j["payload_bytes"] == b["payload_bytes"], (j, b)
         several += len(blocks) > 1
@@ -78,11 +87,12 @@ def check_engines(n, path):
     want = "co-simulation of %d layer(s)" % len(doc["layers"])
     assert want in cyc["source"], (want, cyc["source"])
     print("engines:", several, "of", len(doc["layers"]), "layers cut into blocks,", pitched,
-          "blocks read their counts with a pitch, every region and block clean")
+          "blocks read their counts with a pitch, every region and block clean" +
+          (", every descriptor fetched (%d)" % eng_units["descriptor_fetches"] if fetched else ""))
 
 
-if sys.argv[1] == "--engines":
-    check_engines(int(sys.argv[2]), sys.argv[3])
+if sys.argv[1] in ("--engines", "--engines-fetched"):
+    check_engines(int(sys.argv[2]), sys.argv[3], fetched=sys.argv[1] == "--engines-fetched")
     sys.exit(0)
 
 if sys.argv[1] == "--engine-fault":

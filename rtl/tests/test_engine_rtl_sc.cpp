@@ -109,6 +109,15 @@ struct Host : sc_core::sc_module {
   // bad MMIO accesses: responses of the TLM model and of the RTL wrapper; ERR_CODE latched by each
   std::vector<std::pair<tlm::tlm_response_status, tlm::tlm_response_status>> bad;
   std::uint32_t tlm_err_code = 0, rtl_err_code = 0;
+  struct FetchAccess {
+    tlm::tlm_command cmd;
+    std::uint32_t off, v;
+  };
+  struct FetchResult {
+    tlm::tlm_response_status tlm, rtl;
+    std::uint32_t tlm_v, rtl_v;
+  };
+  std::vector<FetchResult> fetch_regs;
   sc_core::sc_time mmio_delay;
 
   SC_HAS_PROCESS(Host);
@@ -159,6 +168,27 @@ struct Host : sc_core::sc_module {
     rtl_err_code = rd(to_rtl, eng::ERR_CODE);
     wr(to_tlm, eng::ERR_CODE, 0);
     wr(to_rtl, eng::ERR_CODE, 0);
+    // The FETCH registers (regmap engine::FETCH), through both: read-back widths, a FETCH that does not address
+    // this engine (ENGINE_INDEX 1 >= N = 1: ignored, even with a misaligned DESC_PTR), one refused for the
+    // misaligned DESC_PTR (BadValue latched at FETCH), the unmapped word after FETCH, STATUS.
+    const FetchAccess seq[] = {{tlm::TLM_WRITE_COMMAND, eng::ENGINE_INDEX, 0x10001}, {tlm::TLM_READ_COMMAND, eng::ENGINE_INDEX, 0},
+                               {tlm::TLM_WRITE_COMMAND, eng::DESC_PTR_LO, 0x1020},   {tlm::TLM_WRITE_COMMAND, eng::DESC_PTR_HI, 7},
+                               {tlm::TLM_READ_COMMAND, eng::DESC_PTR_LO, 0},         {tlm::TLM_READ_COMMAND, eng::DESC_PTR_HI, 0},
+                               {tlm::TLM_WRITE_COMMAND, eng::FETCH, 1},              {tlm::TLM_READ_COMMAND, eng::STATUS, 0},
+                               {tlm::TLM_WRITE_COMMAND, eng::FETCH, 2},              {tlm::TLM_READ_COMMAND, eng::ERR_CODE, 0},
+                               {tlm::TLM_READ_COMMAND, eng::FETCH, 0},               {tlm::TLM_READ_COMMAND, 0x03C, 0}};
+    for (const FetchAccess& f : seq) {
+      std::uint32_t v1 = f.v, v2 = f.v;
+      const auto a = reg(to_tlm, f.cmd, f.off, v1);
+      const auto r = reg(to_rtl, f.cmd, f.off, v2);
+      fetch_regs.push_back({a, r, v1, v2});
+    }
+    for (auto* s : {&to_tlm, &to_rtl}) {
+      wr(*s, eng::ERR_CODE, 0);
+      wr(*s, eng::ENGINE_INDEX, 0);
+      wr(*s, eng::DESC_PTR_LO, 0);
+      wr(*s, eng::DESC_PTR_HI, 0);
+    }
   }
 
   void run() {
@@ -296,6 +326,21 @@ TEST(EngineRtlSc, TlmTransactorsMatchCompactAndTheTlmEngine) {
   EXPECT_EQ(host.rtl_err_code, host.tlm_err_code);
   EXPECT_EQ(host.tlm_err_code & 0xFFu, static_cast<std::uint32_t>(rm::MmioError::ReadOnly));
   EXPECT_EQ(host.mmio_delay, rtl_engine.period() * 2.0) << "MMIO = 2 unit cycles, as the TLM model";
+  ASSERT_EQ(host.fetch_regs.size(), 12u);
+  for (std::size_t i = 0; i < host.fetch_regs.size(); ++i) {
+    const auto& f = host.fetch_regs[i];
+    EXPECT_EQ(f.rtl, f.tlm) << "FETCH access " << i;
+    EXPECT_EQ(f.rtl_v, f.tlm_v) << "FETCH access " << i;
+    const bool refused = i == 8 || i == 11;
+    EXPECT_EQ(f.tlm, refused ? (i == 8 ? tlm::TLM_COMMAND_ERROR_RESPONSE : tlm::TLM_ADDRESS_ERROR_RESPONSE) : tlm::TLM_OK_RESPONSE)
+        << "FETCH access " << i;
+  }
+  EXPECT_EQ(host.fetch_regs[1].tlm_v, 1u);         // ENGINE_INDEX[15:0]
+  EXPECT_EQ(host.fetch_regs[4].tlm_v, 0x1020u);
+  EXPECT_EQ(host.fetch_regs[5].tlm_v, 7u);
+  EXPECT_EQ(host.fetch_regs[7].tlm_v, 0x4u);       // STATUS: queue empty, no fetch in flight
+  EXPECT_EQ(host.fetch_regs[9].tlm_v, static_cast<std::uint32_t>(rm::MmioError::BadValue) | (eng::FETCH << rm::kErrOffsetLsb) |
+                                          (1u << rm::kErrWriteBit));
 
   ASSERT_EQ(host.outcomes.size(), host.specs.size());
   for (std::size_t k = 0; k < host.outcomes.size(); ++k) {

@@ -507,6 +507,91 @@ TEST(EngineRtlVsTlm, ExactCountAboveTheElementsIsClampedInBoth) {
   }
 }
 
+// Descriptor fetch (regmap engine::FETCH): both models read the descriptor from memory at DESC_PTR + 64 x
+// ENGINE_INDEX (indices 0-3: either half of a 128 B line) and run it as if SUBMITted: every byte, the status and
+// the cycles as in the SUBMIT runs; a descriptor SUBMIT would refuse (ROWS 0) latches BadValue and a failing
+// descriptor line DescFetch in both, and no job runs. Both builds, read latency 20 and 300.
+struct FetchHost : sc_core::sc_module {
+  SC_HAS_PROCESS(FetchHost);
+  std::uint64_t fail_addr = ~0ull;
+  static constexpr std::uint64_t kDescPtr = 0x500000000ull;
+  rtl::EngineLockstepConfig cfg(unsigned rd_lat, unsigned wr_lat, unsigned tb) {
+    rtl::EngineLockstepConfig c = Host::cfg(rd_lat, wr_lat, tb);
+    c.fail_line = [this](std::uint64_t line, bool w) { return !w && line == fail_addr; };
+    c.fetch_desc_ptr = kDescPtr;
+    return c;
+  }
+  rtl::EngineLockstep e[4];
+  struct Run {
+    Job job;
+    std::uint32_t index = 0;
+    bool fail = false;  // the descriptor's line fails
+  };
+  std::vector<Run> runs;
+  struct Out {
+    std::size_t run;
+    unsigned engine;
+    rtl::EngineLockstepResult r;
+  };
+  std::vector<Out> out;
+  explicit FetchHost(sc_core::sc_module_name n)
+      : sc_module(n), e{{"f_fast1", cfg(20, 10, 1)}, {"f_slow1", cfg(300, 40, 1)},
+                        {"f_fast2", cfg(20, 10, Host::kTileBuffers[1])}, {"f_slow2", cfg(300, 40, Host::kTileBuffers[1])}} {
+    SC_THREAD(run);
+  }
+  void run() {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      const auto rd = r.job.reader();
+      fail_addr = r.fail ? (kDescPtr + rm::engine::kDescBytes * r.index) & ~std::uint64_t(127) : ~0ull;
+      for (unsigned k = 0; k < 4; ++k) {
+        // the lockstep's EngineLockstepConfig is fixed at elaboration: the index goes through a copy
+        e[k].set_fetch_engine_index(r.index);
+        out.push_back({i, k, e[k].run(r.job.d, rd)});
+      }
+    }
+  }
+};
+
+TEST(EngineRtlVsTlm, FetchedDescriptorsRunAsSubmittedOnes) {
+  FetchHost h("fetchhost");
+  for (std::uint64_t s = 1; s <= 8; ++s) h.runs.push_back({make_job(s), static_cast<std::uint32_t>(s % 4)});
+  FetchHost::Run bad{make_job(9), 1};
+  bad.job.d.rows = 0;
+  h.runs.push_back(bad);
+  h.runs.push_back({make_job(10), 2, true});
+  h.runs.push_back({make_job(11), 3, true});
+  sc_core::sc_start();
+  ASSERT_EQ(h.out.size(), h.runs.size() * 4);
+  const auto bad_value = static_cast<std::uint32_t>(rm::MmioError::BadValue);
+  const auto desc_fetch = static_cast<std::uint32_t>(rm::MmioError::DescFetch);
+  unsigned ok = 0, refused = 0;
+  for (const auto& o : h.out) {
+    const auto& run = h.runs[o.run];
+    const auto& r = o.r;
+    std::ostringstream what;
+    what << "run " << o.run + 1 << " (index " << run.index << "), engine " << o.engine << ": fetch error RTL "
+         << r.rtl_fetch_error << " TLM " << r.tlm_fetch_error << ", status RTL " << r.rtl_status << " TLM " << r.tlm_status
+         << ", cycles RTL " << r.rtl_cycles << " TLM " << r.tlm_cycles;
+    ASSERT_TRUE(r.fetched) << what.str();
+    EXPECT_EQ(r.rtl_fetch_error, r.tlm_fetch_error) << what.str();
+    EXPECT_EQ(r.stray_write_bytes, 0u) << what.str();
+    if (run.fail || run.job.d.rows == 0) {
+      EXPECT_EQ(r.tlm_fetch_error, run.fail ? desc_fetch : bad_value) << what.str();
+      EXPECT_FALSE(r.rtl_finished) << what.str();
+      ++refused;
+    } else {
+      EXPECT_EQ(r.tlm_fetch_error, 0u) << what.str();
+      EXPECT_EQ(r.mismatches(), 0u) << what.str();
+      EXPECT_GT(r.bytes_compared, 0u) << what.str();
+      EXPECT_TRUE(rtl::cycles_within_tolerance(double(r.tlm_cycles), double(r.rtl_cycles))) << what.str();
+      ok += r.mismatches() == 0;
+    }
+  }
+  std::printf("FETCH: %u of %zu fetched jobs agree exactly; %u refused runs latched the same error in both\n", ok,
+              (h.runs.size() - 3) * 4, refused);
+}
+
 TEST(EngineRtlVsTlm, OnlyTheBuiltTileBufferCountsExist) {
   EXPECT_THROW(rtl::EngineRtl(20, 10, 2), std::invalid_argument);  // the pre-2026-12-01 default: no longer built
   EXPECT_THROW(rtl::EngineRtl(20, 10, 3), std::invalid_argument);

@@ -70,11 +70,15 @@ struct RtlRunner : sc_core::sc_module {
   std::function<void()> task;
   bool done = false;
   SC_HAS_PROCESS(RtlRunner);
-  RtlRunner(sc_core::sc_module_name n, double mhz, double engine_mhz, unsigned engine_tile_buffers)
-      : sc_module(n), lockstep("rtl_monitor", mhz), engine("rtl_engine", [engine_mhz, engine_tile_buffers] {
+  /// Where the engine lockstep puts the descriptor when the replay's engines fetch theirs (--units
+  /// host.engine_fetch): in the lockstep's own memory, far above every address the replay uses.
+  static constexpr std::uint64_t kLockstepDescPtr = 0xF00000000000ull;
+  RtlRunner(sc_core::sc_module_name n, double mhz, double engine_mhz, unsigned engine_tile_buffers, bool fetch)
+      : sc_module(n), lockstep("rtl_monitor", mhz), engine("rtl_engine", [engine_mhz, engine_tile_buffers, fetch] {
           spartan::rtl::EngineLockstepConfig c;
           c.clock_mhz = engine_mhz;
           c.tile_buffers = engine_tile_buffers;
+          c.fetch_desc_ptr = fetch ? kLockstepDescPtr : 0;  // both models then FETCH the job's descriptor
           return c;
         }()) {
     SC_THREAD(loop);
@@ -194,7 +198,8 @@ class RtlExtension : public spartan::hw::RunExtension {
       throw spartan::InputError("--rtl: the replay's units are not the ones the RTL implements: " + differ +
                                 "; the lockstep would validate another model than the replay reports (drop these --units "
                                 "settings, use a preset with 128 B L2 lines, or run without --rtl)");
-    runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz, ctx.engine ? ctx.engine->config().clock_mhz : mhz, tile_buffers);
+    runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz, ctx.engine ? ctx.engine->config().clock_mhz : mhz, tile_buffers,
+                                          ctx.engine_fetch);
     if (opts_[2].given) runner_->lockstep.wave(opts_[2].value, from, to);
     // The write requests the replay's slices deliver to their monitors while counting: the lockstep replays the
     // ones into the checked region, in the order they arrived (thirty-eighth session; before, it streamed the
@@ -326,6 +331,7 @@ class RtlExtension : public spartan::hw::RunExtension {
     const auto& d = job.desc;
     auto& store = ctx_.gpu->backing_store();
     spartan::rtl::EngineLockstepResult r;
+    runner_->engine.set_fetch_engine_index(static_cast<std::uint32_t>(engine));  // used with host.engine_fetch
     runner_->run_now([&] {
       r = runner_->engine.run(d, [&](std::uint64_t a, std::uint8_t* dst, std::size_t n) { store.read(a, dst, n); });
     });
@@ -362,6 +368,7 @@ class RtlExtension : public spartan::hw::RunExtension {
                 {"bytes_compared", r.bytes_compared}, {"rtl_cycles_simulated", r.rtl_cycles_simulated},
                 {"wall_s", r.wall_seconds}, {"timing_within_tolerance", timing_ok}};
     if (ctx_.engines.size() > 1) rec["engine"] = engine;
+    if (r.fetched) rec["descriptor_fetched"] = true;  // both models read it from memory (FETCH)
     records_.push_back(rec);
     if (!ctx_.quiet)
       std::fprintf(stderr, "rtl: engine%s: %llu mismatches, RTL %llu vs TLM %llu cycles (%+.2f %%)\n",

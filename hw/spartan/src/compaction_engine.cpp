@@ -60,6 +60,7 @@ MmioError CompactionEngine::reg_read(std::uint32_t off, std::uint32_t& v) const 
       v = (busy_ ? 1u << STATUS_BUSY_BIT : 0u) | (queue_.size() >= cfg_.queue_depth ? 1u << STATUS_QUEUE_FULL_BIT : 0u) |
           (queue_.empty() ? 1u << STATUS_QUEUE_EMPTY_BIT : 0u) | (err_.pending() ? 1u << STATUS_ERR_BIT : 0u) |
           (last && last->status != JobStatus::Ok ? 1u << STATUS_JOB_ERR_BIT : 0u) |
+          (fetch_pending_ ? 1u << STATUS_FETCH_BUSY_BIT : 0u) |
           field_put(static_cast<std::uint32_t>(std::min<std::size_t>(queue_.size(), 255)), STATUS_QCOUNT_LSB,
                     STATUS_QCOUNT_WIDTH);
       return MmioError::None;
@@ -71,12 +72,35 @@ MmioError CompactionEngine::reg_read(std::uint32_t off, std::uint32_t& v) const 
     case LAST_OUT_BYTES: v = last ? static_cast<std::uint32_t>(last->payload_bytes) : 0; return MmioError::None;
     case LAST_STATUS: v = last ? static_cast<std::uint32_t>(last->status) : 0; return MmioError::None;
     case SUBMIT: v = 0; return MmioError::None;
+    case DESC_PTR_LO: v = static_cast<std::uint32_t>(desc_ptr_); return MmioError::None;
+    case DESC_PTR_HI: v = static_cast<std::uint32_t>(desc_ptr_ >> 32); return MmioError::None;
+    case ENGINE_INDEX: v = engine_index_; return MmioError::None;
+    case FETCH: v = 0; return MmioError::None;
     default: return MmioError::Unmapped;
   }
 }
 
+MmioError CompactionEngine::submit_check(const Descriptor& d) const {
+  if (!descriptor_valid(d)) return MmioError::BadValue;
+  if (std::uint64_t(d.tile_rows) * d.tile_cols * elem_bytes(d.dtype) > cfg_.read_buffer_bytes) return MmioError::BadValue;
+  if (d.src % elem_bytes(d.dtype) != 0) return MmioError::BadValue;  // lanes are element-aligned (RTL)
+  if (std::uint64_t(d.rows) * d.row_pitch_bytes > cfg_.max_job_bytes) return MmioError::BadValue;
+  if (queue_.size() >= cfg_.queue_depth) return MmioError::QueueFull;
+  return MmioError::None;
+}
+
+void CompactionEngine::queue_job(const Descriptor& d, const sc_time& when) {
+  EngineJob job;
+  job.desc = d;
+  job.submitted = when;
+  queue_.push_back(job);
+  for (auto& fn : observers_) fn(queue_.back(), false);
+  work_ev_.notify(when > sc_core::sc_time_stamp() ? when - sc_core::sc_time_stamp() : SC_ZERO_TIME);
+}
+
 MmioError CompactionEngine::reg_write(std::uint32_t off, std::uint32_t v, const sc_time& when) {
   if (off >= DESC_BASE && off < DESC_BASE + 4 * kDescWords) {
+    if (fetch_pending_) return MmioError::Busy;  // the fetch loads these registers
     staged_[(off - DESC_BASE) / 4] = v;
     return MmioError::None;
   }
@@ -96,18 +120,23 @@ MmioError CompactionEngine::reg_write(std::uint32_t off, std::uint32_t v, const 
       return MmioError::None;
     case ERR_CODE: err_.clear(); return MmioError::None;
     case SUBMIT: {
+      if (fetch_pending_) return MmioError::Busy;
       const Descriptor d = Descriptor::from_words(staged_);
-      if (!descriptor_valid(d)) return MmioError::BadValue;
-      if (std::uint64_t(d.tile_rows) * d.tile_cols * elem_bytes(d.dtype) > cfg_.read_buffer_bytes)
-        return MmioError::BadValue;
-      if (d.src % elem_bytes(d.dtype) != 0) return MmioError::BadValue;  // lanes are element-aligned (RTL)
-      if (std::uint64_t(d.rows) * d.row_pitch_bytes > cfg_.max_job_bytes) return MmioError::BadValue;
+      const MmioError e = submit_check(d);
+      if (e == MmioError::None) queue_job(d, when);
+      return e;
+    }
+    case DESC_PTR_LO: desc_ptr_ = (desc_ptr_ & ~std::uint64_t(0xFFFFFFFFu)) | v; return MmioError::None;
+    case DESC_PTR_HI: desc_ptr_ = (desc_ptr_ & 0xFFFFFFFFu) | (std::uint64_t(v) << 32); return MmioError::None;
+    case ENGINE_INDEX: engine_index_ = field_get(v, 0, ENGINE_INDEX_WIDTH); return MmioError::None;
+    case FETCH: {
+      if (engine_index_ >= field_get(v, 0, FETCH_COUNT_WIDTH)) return MmioError::None;  // not addressed
+      if (fetch_pending_) return MmioError::Busy;
+      if (desc_ptr_ % kDescBytes != 0) return MmioError::BadValue;
       if (queue_.size() >= cfg_.queue_depth) return MmioError::QueueFull;
-      EngineJob job;
-      job.desc = d;
-      job.submitted = when;
-      queue_.push_back(job);
-      for (auto& fn : observers_) fn(queue_.back(), false);
+      fetch_pending_ = true;
+      fetch_addr_ = desc_ptr_ + std::uint64_t(kDescBytes) * engine_index_;  // wraps at 2^64 as the RTL's adder
+      fetch_when_ = when;
       work_ev_.notify(when > sc_core::sc_time_stamp() ? when - sc_core::sc_time_stamp() : SC_ZERO_TIME);
       return MmioError::None;
     }
@@ -227,9 +256,45 @@ void drain(std::deque<PendingWrite>& q, Port& wr, sc_time until, std::vector<sc_
 
 }  // namespace
 
+void CompactionEngine::fetch_descriptor() {
+  // RTL: the read is issued the cycle after the FETCH write is taken while no job runs (after the running job
+  // otherwise), as one line read; the descriptor is loaded into DESC[] with the response and submitted one
+  // cycle later (F_SUB), when SUBMIT's checks decide it.
+  if (fetch_when_ > sc_core::sc_time_stamp()) sc_core::wait(fetch_when_ - sc_core::sc_time_stamp());
+  const std::uint32_t n = std::max<std::uint32_t>(cfg_.line_bytes, kDescBytes);  // the line holding it
+  const std::uint64_t line_addr = fetch_addr_ & ~std::uint64_t(n - 1);
+  std::vector<std::uint8_t> line(n);
+  tlm::tlm_generic_payload p;
+  spartan::hw::prepare_payload(p, tlm::TLM_READ_COMMAND, line_addr, line.data(), n);
+  sc_time d = clock_.cycles(1);
+  mem->b_transport(p, d);
+  ++stats_.descriptor_fetches;
+  sc_core::wait(d + clock_.cycles(1));
+  fetch_pending_ = false;
+  if (!p.is_response_ok()) {
+    ++stats_.descriptor_fetch_errors;
+    err_.latch(MmioError::DescFetch, FETCH, true);
+    return;
+  }
+  const std::size_t o = static_cast<std::size_t>(fetch_addr_ - line_addr);
+  for (unsigned i = 0; i < kDescWords; ++i) staged_[i] = mmio_load_u32(line.data() + o + 4 * i);
+  const Descriptor desc = Descriptor::from_words(staged_);
+  const MmioError e = submit_check(desc);
+  if (e != MmioError::None) {
+    ++stats_.descriptor_fetch_errors;
+    err_.latch(e, FETCH, true);
+    return;
+  }
+  queue_job(desc, sc_core::sc_time_stamp());
+}
+
 void CompactionEngine::job_thread() {
   for (;;) {
-    while (queue_.empty() || !(ctrl_ & (1u << CTRL_ENABLE_BIT))) sc_core::wait(work_ev_);
+    while (!fetch_pending_ && (queue_.empty() || !(ctrl_ & (1u << CTRL_ENABLE_BIT)))) sc_core::wait(work_ev_);
+    if (fetch_pending_) {  // before the next queued job, as the RTL
+      fetch_descriptor();
+      continue;
+    }
     EngineJob job = queue_.front();
     queue_.pop_front();
     busy_ = true;

@@ -194,6 +194,7 @@ class Replay {
   ReplayContext ctx_;
   std::uint32_t sms_ = 0, line_ = 128;
   bool all_passed_ = true;
+  bool engine_index_set_ = false;  ///< host_engine_fetch: ENGINE_INDEX programmed (once per run)
 };
 
 }  // namespace spartan::hw::replay_detail

@@ -325,7 +325,9 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // Posted writes charged to the conversion: CTRL enable, the descriptor words and SUBMIT, per engine; with
   // host_engine_broadcast and every engine in use, a value common to all engines counts once
   // (ReplayOptions::host_engine_broadcast).
-  const bool eng_bcast = opt_.host_engine_broadcast && nb == engines_.size();
+  const bool fetch = opt_.host_engine_fetch;
+  // with FETCH the writes are common to all engines whatever the blocks (an engine not addressed ignores FETCH)
+  const bool eng_bcast = opt_.host_engine_broadcast && (fetch || nb == engines_.size());
   unsigned engine_writes = 0;
   const auto eng_w = [&](std::size_t b, std::uint32_t off, std::uint32_t v, bool common, const char* what) {
     engine_writes += b == 0 || !(eng_bcast && common);
@@ -338,19 +340,47 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     jobs_before[b] = engines_[b]->jobs().size();
     compactor_busy0 += engines_[b]->stats().compactor_busy_ps;
   }
-  for (std::size_t b = 0; b < nb; ++b) {
-    eng_w(b, er::CTRL, 1u << er::CTRL_ENABLE_BIT, true, "engine CTRL");
-    for (unsigned i = 0; i < er::kDescWords; ++i) {
-      bool common = true;
-      for (std::size_t o = 0; o < nb; ++o) common = common && words[o][i] == words[b][i];
-      eng_w(b, er::DESC_BASE + 4 * i, words[b][i], common, "DESC");
+  // host_engine_fetch: the descriptors in device memory (one 64-byte descriptor per engine in use, block b at
+  // desc_base + 64 b), put there functionally: the driver wrote them when it prepared the run.
+  const std::uint64_t desc_base = align64k(hw_out.payload_base + hw_area);
+  // the engines the FETCH-mode writes go to: all of them through the broadcast window, else those in use
+  const std::size_t fetch_targets = eng_bcast ? engines_.size() : nb;
+  if (fetch) {
+    if (!engine_index_set_) {  // driver initialisation, once per run: not charged
+      for (std::size_t e = 0; e < engines_.size(); ++e)
+        mmio_w(S + e, er::ENGINE_INDEX, static_cast<std::uint32_t>(e), "engine ENGINE_INDEX");
+      engine_index_set_ = true;
+    }
+    for (std::size_t b = 0; b < nb; ++b) {
+      std::uint8_t bytes[er::kDescBytes];
+      for (unsigned i = 0; i < er::kDescWords; ++i) mmio_store_u32(bytes + 4 * i, words[b][i]);
+      gpu_->backing_store().write(desc_base + er::kDescBytes * b, bytes, er::kDescBytes);
+    }
+    for (std::size_t b = 0; b < fetch_targets; ++b) {
+      eng_w(b, er::CTRL, 1u << er::CTRL_ENABLE_BIT, true, "engine CTRL");
+      eng_w(b, er::DESC_PTR_LO, static_cast<std::uint32_t>(desc_base), true, "engine DESC_PTR_LO");
+      eng_w(b, er::DESC_PTR_HI, static_cast<std::uint32_t>(desc_base >> 32), true, "engine DESC_PTR_HI");
+    }
+  } else {
+    for (std::size_t b = 0; b < nb; ++b) {
+      eng_w(b, er::CTRL, 1u << er::CTRL_ENABLE_BIT, true, "engine CTRL");
+      for (unsigned i = 0; i < er::kDescWords; ++i) {
+        bool common = true;
+        for (std::size_t o = 0; o < nb; ++o) common = common && words[o][i] == words[b][i];
+        eng_w(b, er::DESC_BASE + 4 * i, words[b][i], common, "DESC");
+      }
     }
   }
-  // Timed from the SUBMIT writes, as the flush is from the FLUSH writes: both steps include the one register
-  // access latency (mmio_latency_cycles) of the write that starts the unit (job.submitted is after it). Host
-  // writes take no simulated time (their cost is the overhead charged below): every engine starts at t_submit.
+  // Timed from the SUBMIT (FETCH) writes, as the flush is from the FLUSH writes: both steps include the one
+  // register access latency (mmio_latency_cycles) of the write that starts the unit (job.submitted is after it;
+  // with FETCH also the descriptor's read). Host writes take no simulated time (their cost is the overhead
+  // charged below): every engine starts at t_submit.
   const sc_time t_submit = sc_core::sc_time_stamp();
-  for (std::size_t b = 0; b < nb; ++b) eng_w(b, er::SUBMIT, 1, true, "engine SUBMIT");
+  if (fetch)
+    for (std::size_t b = 0; b < fetch_targets; ++b)
+      eng_w(b, er::FETCH, static_cast<std::uint32_t>(nb), true, "engine FETCH");
+  else
+    for (std::size_t b = 0; b < nb; ++b) eng_w(b, er::SUBMIT, 1, true, "engine SUBMIT");
   gpu_->run_until_idle();
   std::vector<const EngineJob*> jobs(nb);
   sc_time conv_end = t_submit, conv_start = t_submit;

@@ -70,6 +70,9 @@ std::string replay_summary(const json& doc) {
                 " write when every engine has a block, else one per engine, and one aggregated status read (an"
                 " assumption: host.engine_broadcast)"
               : "; every engine's register writes and status read charged (host.engine_broadcast: false)");
+  if (opt.contains("units") && opt["units"].contains("host") && opt["units"]["host"].value("engine_fetch", false))
+    o << "; the engines fetch their descriptors from device memory, put there when the run was prepared (not"
+         " charged): per layer CTRL, DESC_PTR_LO/HI and FETCH (host.engine_fetch)";
   o << "; FLUSH and the engine's set-up follow the producer in stream order, no host round trip charged\n";
   if (opt.contains("units_file"))
     o << "units: " << (opt["units_file"].get<std::string>().empty() ? "defaults" : opt["units_file"].get<std::string>())

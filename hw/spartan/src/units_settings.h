@@ -62,6 +62,7 @@ void visit_units_settings(Opt& o, V& v) {
   v.ns("mmio_write_ns", o.host_mmio_write_ns);
   v.flag("monitor_broadcast", o.host_monitor_broadcast);
   v.flag("engine_broadcast", o.host_engine_broadcast);
+  v.flag("engine_fetch", o.host_engine_fetch);
 }
 
 }  // namespace spartan::hw::detail

@@ -83,7 +83,7 @@ TEST(Engine, RegistersAndBadMmio) {
       EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::ReadOnly));
       d.wr(0, ERR_CODE, 0);
       unsigned char buf[8] = {};
-      for (std::uint32_t off : {0x02Cu, 0x0FCu, 0x140u, 0xFFCu, 0x1000u}) {
+      for (std::uint32_t off : {0x03Cu, 0x0FCu, 0x140u, 0xFFCu, 0x1000u}) {
         EXPECT_EQ(d.access(*d.mmio[0], tlm::TLM_READ_COMMAND, off, buf, 4), tlm::TLM_ADDRESS_ERROR_RESPONSE) << off;
       }
       EXPECT_EQ(d.access(*d.mmio[0], tlm::TLM_WRITE_COMMAND, 0x101, buf, 4), tlm::TLM_ADDRESS_ERROR_RESPONSE);
@@ -277,6 +277,115 @@ TEST(Engine, BlockReadsItsCountsFromAWiderTableSequential) {
   block_of_a_wider_table(1, true);
   block_of_a_wider_table(1, false);
 }
+
+// FETCH (regmap engine::FETCH): the engine reads its descriptor at DESC_PTR + 64 * ENGINE_INDEX and runs it as
+// a SUBMITted one (same output bytes); the refusals at the write, in their order, and the two errors latched
+// when the read completes (BadValue for a descriptor SUBMIT would refuse, DescFetch for a bus error).
+void fetched_job(std::uint32_t tile_buffers) {
+  SC_SCENARIO([=] {
+    EngineConfig cfg;
+    cfg.tile_buffers = tile_buffers;
+    cfg.queue_depth = 1;
+    Bench b(cfg);
+    const RawMatrix m = make_matrix(ElemType::F32, 70, 100, 512, 0.3, 5);
+    const Descriptor ok = base_desc(m, kFormatEll, 16, 32);
+    const auto counts = reference_counts(m, 16, 32);
+    b.mem.write_bytes(ok.src, m.bytes.data(), m.bytes.size());
+    b.mem.write_bytes(ok.count_table, counts.data(), counts.size() * 4);
+    // descriptor array at 0x7000000: [0] = garbage (not this engine's), [1] = ok (upper half of its line),
+    // [2] = invalid (ROWS 0), at 0x7000100 [4] = ok in a line whose reads fail
+    const std::uint64_t arr = 0x7000000;
+    auto put = [&](unsigned i, const Descriptor& d) {
+      const auto w = d.to_words();
+      b.mem.write_bytes(arr + kDescBytes * i, w.data(), kDescBytes);
+    };
+    Descriptor junk = ok;
+    junk.rows = 3;
+    junk.tag = 1;
+    put(0, junk);
+    put(1, ok);
+    Descriptor inval = ok;
+    inval.rows = 0;
+    put(2, inval);
+    put(4, ok);
+    b.mem.set_error_hook([](std::uint64_t a, std::uint32_t, bool w) { return !w && a >= 0x7000100 && a < 0x7000180; });
+    b.run([&](Driver& d) {
+      const std::uint32_t fetch_off = static_cast<std::uint32_t>(FETCH) << kErrOffsetLsb;
+      EXPECT_EQ(d.wr(0, ENGINE_INDEX, 0x10001u), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, ENGINE_INDEX), 1u);  // [15:0]
+      EXPECT_EQ(d.wr(0, DESC_PTR_LO, static_cast<std::uint32_t>(arr) + 0x20), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.wr(0, DESC_PTR_HI, 0), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, DESC_PTR_LO), static_cast<std::uint32_t>(arr) + 0x20);
+      EXPECT_EQ(d.wr(0, FETCH, 1), tlm::TLM_OK_RESPONSE);  // N = 1: engine 1 is not addressed, even misaligned
+      EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT), 0u);
+      EXPECT_EQ(d.wr(0, FETCH, 2), tlm::TLM_COMMAND_ERROR_RESPONSE);  // DESC_PTR not 64-byte aligned
+      EXPECT_EQ(d.rd(0, ERR_CODE), static_cast<std::uint32_t>(MmioError::BadValue) | fetch_off | (1u << kErrWriteBit));
+      d.wr(0, ERR_CODE, 0);
+      d.wr(0, DESC_PTR_LO, static_cast<std::uint32_t>(arr));
+      EXPECT_EQ(d.rd(0, FETCH), 0u);
+      const sc_core::sc_time t_fetch = sc_core::sc_time_stamp();
+      EXPECT_EQ(d.wr(0, FETCH, 2), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT), 1u << STATUS_FETCH_BUSY_BIT);
+      EXPECT_EQ(d.wr(0, FETCH, 2), tlm::TLM_COMMAND_ERROR_RESPONSE);
+      EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::Busy));
+      d.wr(0, ERR_CODE, 0);
+      EXPECT_EQ(d.wr(0, DESC_BASE, 5), tlm::TLM_COMMAND_ERROR_RESPONSE);  // the fetch loads DESC[]
+      EXPECT_EQ(d.wr(0, SUBMIT, 1), tlm::TLM_COMMAND_ERROR_RESPONSE);
+      d.wr(0, ERR_CODE, 0);
+      for (int i = 0; i < 1000 && (d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT)); ++i)
+        sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+      // queued with CTRL.ENABLE = 0; DESC[] holds the fetched descriptor
+      EXPECT_EQ(d.rd(0, STATUS) & 0xFFFF, (1u << STATUS_QUEUE_FULL_BIT) | (1u << STATUS_QCOUNT_LSB));
+      const auto w = ok.to_words();
+      for (unsigned i = 0; i < kDescWords; ++i) EXPECT_EQ(d.rd(0, DESC_BASE + 4 * i), w[i]) << i;
+      EXPECT_EQ(d.wr(0, FETCH, 2), tlm::TLM_COMMAND_ERROR_RESPONSE);  // the queue is full
+      EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::QueueFull));
+      d.wr(0, ERR_CODE, 0);
+      d.wr(0, CTRL, 1);
+      wait_done(d, 1);
+      EXPECT_EQ(d.rd(0, LAST_TAG), ok.tag);
+      EXPECT_EQ(d.rd(0, LAST_STATUS), 0u);
+      ASSERT_EQ(b.eng.jobs().size(), 1u);
+      // the job entered the queue after the descriptor's line read (FlatMemory: 200 ns)
+      EXPECT_GE(b.eng.jobs()[0].submitted - t_fetch, sc_core::sc_time(200, sc_core::SC_NS));
+      EXPECT_EQ(b.eng.stats().descriptor_fetches, 1u);
+      // an invalid descriptor in memory: loaded into DESC[], not queued, BadValue latched at FETCH
+      d.wr(0, ENGINE_INDEX, 2);
+      EXPECT_EQ(d.wr(0, FETCH, 3), tlm::TLM_OK_RESPONSE);
+      for (int i = 0; i < 1000 && (d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT)); ++i)
+        sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+      EXPECT_EQ(d.rd(0, ERR_CODE), static_cast<std::uint32_t>(MmioError::BadValue) | fetch_off | (1u << kErrWriteBit));
+      EXPECT_EQ(d.rd(0, DESC_BASE + 4 * D_ROWS), 0u);
+      EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_QUEUE_EMPTY_BIT), 1u << STATUS_QUEUE_EMPTY_BIT);
+      d.wr(0, ERR_CODE, 0);
+      // a bus error on the descriptor's line: DescFetch latched, DESC[] unchanged, nothing queued
+      d.wr(0, ENGINE_INDEX, 4);
+      EXPECT_EQ(d.wr(0, FETCH, 5), tlm::TLM_OK_RESPONSE);
+      for (int i = 0; i < 1000 && (d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT)); ++i)
+        sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+      EXPECT_EQ(d.rd(0, ERR_CODE), static_cast<std::uint32_t>(MmioError::DescFetch) | fetch_off | (1u << kErrWriteBit));
+      EXPECT_EQ(d.rd(0, DESC_BASE + 4 * D_ROWS), 0u);
+      EXPECT_EQ(b.eng.stats().descriptor_fetch_errors, 2u);
+      sc_core::wait(sc_core::sc_time(1, sc_core::SC_US));
+      EXPECT_EQ(d.rd(0, DONE_COUNT), 1u);
+    });
+    // the fetched job's output is the reference compaction's
+    fmt::CompactOptions opt;
+    opt.tile_rows = 16;
+    opt.tile_cols = 32;
+    opt.threshold = ok.threshold_q16 / 65536.0;
+    opt.dense_if_not_smaller = ok.size_rule;
+    const fmt::TiledMatrix ref = fmt::compact(m.bytes.data(), m.rows, m.cols, m.pitch_bytes / 4, opt);
+    std::vector<std::uint8_t> hdr(ref.header_bytes().size()), pay(ref.payload.size());
+    b.mem.read_bytes(ok.header_base, hdr.data(), hdr.size());
+    b.mem.read_bytes(ok.out_base, pay.data(), pay.size());
+    EXPECT_EQ(hdr, ref.header_bytes());
+    EXPECT_EQ(pay, ref.payload);
+    EXPECT_GT(fmt::count_tiles(ref).sparse, 0u);
+  });
+}
+TEST(Engine, FetchesItsDescriptorFromMemory) { fetched_job(EngineConfig{}.tile_buffers); }
+TEST(Engine, FetchesItsDescriptorFromMemorySequential) { fetched_job(1); }
 
 TEST(Engine, EllF32) { functional(ElemType::F32, kFormatEll, 32, 32, 0.3); }
 TEST(Engine, BitmapF32) { functional(ElemType::F32, kFormatBitmap, 32, 32, 0.3); }

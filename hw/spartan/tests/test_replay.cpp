@@ -409,7 +409,7 @@ TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
         v = (key == "clock_mhz" ? 500.0 : v.get<double>()) + 1.5 * double(keys);
       }
     }
-  EXPECT_EQ(keys, 34u);  // 6 monitor, 13 engine, 11 baseline and 4 host settings (docs/hw-units.md)
+  EXPECT_EQ(keys, 35u);  // 6 monitor, 13 engine, 11 baseline and 5 host settings (docs/hw-units.md)
   const std::string units = dir + "/changed.yaml";
   std::ofstream(units) << changed.dump(2);  // JSON is YAML
   const nlohmann::json loaded = record(units, dir + "/out1");
@@ -749,6 +749,76 @@ TEST(Replay, SeveralEnginesEachCompactABlockSideBySide) {
     EXPECT_EQ(h4["profile"], h1["profile"]);
     EXPECT_EQ(h4["monitor_utilisation_max"], h1["monitor_utilisation_max"]);
   }
+}
+
+// host_engine_fetch: the engines read their descriptors from device memory (regmap engine::FETCH). Same
+// outputs, tiles and checks as with SUBMIT; per layer CTRL, DESC_PTR_LO/HI and FETCH: 4 charged writes with
+// the broadcast whatever the engines (also with fewer blocks than engines: an engine not addressed ignores
+// FETCH: the 16-engine case's 16 x 256 tiles leave fewer blocks than engines), 4 per engine in use without it;
+// each engine in use reads one descriptor per layer, and the conversion (timed from the FETCH writes) includes
+// that read, so it is longer than with SUBMIT. The jobs are the same; their cycles may differ by a few, as they
+// start at another time on the DRAM model (row state and refresh phase after the descriptor's read).
+TEST(Replay, EnginesFetchTheirDescriptorsFromMemory) {
+  const std::string dir = ::testing::TempDir() + "/replay_fetch";
+  std::filesystem::create_directories(dir);
+  struct Case {
+    std::uint32_t engines;
+    bool fetch, broadcast;
+  };
+  const Case cases[] = {{1, false, true}, {1, true, true}, {4, false, true}, {4, true, true}, {4, true, false}, {16, true, true}};
+  constexpr int n = sizeof(cases) / sizeof(cases[0]);
+  for (int i = 0; i < n; ++i)
+    SC_SCENARIO([&] {
+      auto opt = options(write_trace(dir, tr::DType::F32), dir + "/out" + std::to_string(i));
+      std::filesystem::create_directories(opt.out_dir);
+      opt.tile_rows = cases[i].engines > 4 ? 16 : 2;
+      opt.tile_cols = cases[i].engines > 4 ? 256 : 32;
+      opt.engine_count = std::min(cases[i].engines, ReplayOptions::kMaxEngineCount);
+      opt.host_engine_fetch = cases[i].fetch;
+      opt.host_engine_broadcast = cases[i].broadcast;
+      expect_passed(run_replay(opt, {}), 4);
+    });
+  nlohmann::json docs[n];
+  for (int i = 0; i < n; ++i) {
+    std::ifstream f(dir + "/out" + std::to_string(i) + "/stats.json");
+    docs[i] = nlohmann::json::parse(f);
+    EXPECT_EQ(docs[i]["options"]["units"]["host"]["engine_fetch"].get<bool>(), cases[i].fetch);
+  }
+  const ReplayOptions d;
+  EXPECT_EQ(docs[0]["units"]["engine"]["descriptor_fetches"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(docs[1]["units"]["engine"]["descriptor_fetches"].get<std::uint64_t>(), 4u);   // 4 layers
+  EXPECT_EQ(docs[3]["units"]["engine"]["descriptor_fetches"].get<std::uint64_t>(), 16u);  // 4 engines x 4 layers
+  for (int i = 0; i < n; ++i) EXPECT_EQ(docs[i]["units"]["engine"]["descriptor_fetch_errors"].get<std::uint64_t>(), 0u);
+  std::uint64_t fewer_blocks = 0;  // layers of the 16-engine run with fewer blocks than engines
+  for (std::size_t l = 0; l < 4; ++l) {
+    SCOPED_TRACE(docs[0]["layers"][l]["name"].get<std::string>());
+    for (int i = 0; i < n; ++i) {
+      const auto& h = docs[i]["layers"][l]["hardware"];
+      const auto& ref = docs[cases[i].engines == 1 ? 0 : 2]["layers"][l]["hardware"];
+      SCOPED_TRACE("case " + std::to_string(i));
+      if (cases[i].engines <= 4) {
+        EXPECT_EQ(h["engine_tiles"], docs[0]["layers"][l]["hardware"]["engine_tiles"]);
+        EXPECT_EQ(h["profile"], docs[0]["layers"][l]["hardware"]["profile"]);  // the monitors are not involved
+      }
+      if (!cases[i].fetch) continue;
+      const unsigned blocks = h.contains("engine_blocks") ? static_cast<unsigned>(h["engine_blocks"].size()) : 1u;
+      fewer_blocks += blocks < std::min(cases[i].engines, ReplayOptions::kMaxEngineCount);
+      EXPECT_EQ(h["engine_mmio_writes"].get<unsigned>(), cases[i].broadcast ? 4u : 4u * blocks);
+      EXPECT_EQ(h["engine_mmio_reads"].get<unsigned>(), cases[i].broadcast ? 1u : blocks);
+      EXPECT_NEAR(h["convert"]["overhead_ns"].get<double>(),
+                  h["engine_mmio_writes"].get<unsigned>() * d.host_mmio_write_ns +
+                      h["engine_mmio_reads"].get<unsigned>() * d.host_mmio_read_ns, 1e-6);
+      if (cases[i].engines <= 4) {
+        // the same jobs, started later: the conversion from the FETCH writes includes the descriptor's read
+        EXPECT_NEAR(h["engine_cycles"].get<double>(), ref["engine_cycles"].get<double>(),
+                    0.02 * ref["engine_cycles"].get<double>());
+        EXPECT_GT(h["convert"]["memory_ns"].get<double>(), ref["convert"]["memory_ns"].get<double>());
+        EXPECT_LT(h["convert"]["memory_ns"].get<double>(), ref["convert"]["memory_ns"].get<double>() + 5000.0);
+        EXPECT_LT(h["engine_mmio_writes"].get<unsigned>(), ref["engine_mmio_writes"].get<unsigned>());
+      }
+    }
+  }
+  EXPECT_GT(fewer_blocks, 0u) << "no layer had fewer blocks than engines: FETCH's N is not exercised";
 }
 
 // The RTL's CLEAR sweeps CAPACITY counters, one per cycle, with writes stalled; the TLM's is instantaneous.

@@ -30,6 +30,11 @@ struct EngineLockstepConfig {
   /// is_write)` returns true is answered with an error (TLM_ADDRESS_ERROR_RESPONSE / rd_resp_err, wr_resp_err)
   /// and moves no data. Empty: no faults.
   std::function<bool(std::uint64_t line_addr, bool is_write)> fail_line;
+  /// Nonzero: both models fetch the descriptor (regmap engine::FETCH) instead of taking it through SUBMIT; run()
+  /// puts its 64 bytes at fetch_desc_ptr + 64 * fetch_engine_index (fetch_desc_ptr 64-byte aligned, outside
+  /// the job's areas), programs DESC_PTR and ENGINE_INDEX and writes FETCH with N = fetch_engine_index + 1.
+  std::uint64_t fetch_desc_ptr = 0;
+  std::uint32_t fetch_engine_index = 0;
 };
 
 struct EngineLockstepResult {
@@ -55,10 +60,15 @@ struct EngineLockstepResult {
   std::uint64_t tiles = 0;                        ///< tiles of the job
   std::uint64_t rtl_tiles_compacted = 0, rtl_compacted_tile_cycles = 0;  ///< see EngineRtlResult
   std::uint64_t rtl_max_reads_in_flight = 0;      ///< EngineRtlResult::max_reads_in_flight
+  /// With fetch_desc_ptr: the FETCH write's error code, else the code the fetch latched in ERR_CODE (BadValue,
+  /// DescFetch), per model; 0 = the job was queued. Compared by mismatches() in that mode.
+  bool fetched = false;
+  std::uint32_t rtl_fetch_error = 0, tlm_fetch_error = 0;
   /// Mismatches of any kind: bytes, status, out bytes, RTL not finished.
   std::uint64_t mismatches() const {
     return byte_mismatches + stray_write_bytes + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) +
-           (rtl_out_bytes != tlm_out_bytes) + (rtl_headers_written != tlm_headers_written);
+           (rtl_out_bytes != tlm_out_bytes) + (rtl_headers_written != tlm_headers_written) +
+           (fetched && rtl_fetch_error != tlm_fetch_error);
   }
   double deviation_percent() const { return tlm_cycles ? 100.0 * (double(rtl_cycles) - double(tlm_cycles)) / double(tlm_cycles) : 0.0; }
 };
@@ -76,6 +86,8 @@ class EngineLockstep {
   static hw::EngineConfig tlm_config(const EngineLockstepConfig& cfg);
   /// Runs `d` on both (source matrix and count table copied from `read`); call from an SC_THREAD.
   EngineLockstepResult run(const hw::regmap::Descriptor& d, const Reader& read);
+  /// EngineLockstepConfig::fetch_engine_index of the next runs (the engine whose descriptor is fetched).
+  void set_fetch_engine_index(std::uint32_t index);
   /// Bytes the RTL wrote in the last run, by address.
   const WrittenLines& rtl_written() const;
 

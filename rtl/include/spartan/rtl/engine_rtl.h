@@ -93,6 +93,16 @@ class EngineRtl {
   /// Runs one job to completion (or `max_cycles`); the bytes it wrote are in written().
   EngineRtlResult run(const hw::regmap::Descriptor& d, const LineReader& read_line,
                       std::uint64_t max_cycles = 2000000000ull);
+  /// Descriptor fetch (regmap engine::FETCH): DESC_PTR and ENGINE_INDEX to program.
+  struct Fetch {
+    std::uint64_t desc_ptr = 0;
+    std::uint32_t engine_index = 0;
+  };
+  /// As run(), but the engine reads its descriptor from memory: DESC_PTR, ENGINE_INDEX, FETCH (N = index + 1),
+  /// then CTRL.ENABLE once the fetch is over. `read_line` must serve the descriptor's line too (`d` is not
+  /// written to the pins). EngineRtlResult::submit_error: the FETCH write's error, else ERR_CODE[7:0] latched
+  /// by the fetch (BadValue, DescFetch); no job ran when it is not 0.
+  EngineRtlResult run_fetched(const Fetch& f, const LineReader& read_line, std::uint64_t max_cycles = 2000000000ull);
   /// Bytes written by the last run, by line (128 B-aligned address).
   const WrittenLines& written() const { return written_; }
   /// Fault injection: a line read or write for which `f(line_addr, is_write)` returns true is answered with

@@ -1,5 +1,5 @@
 // CompactionEngine: converts a dense activation matrix in memory into the project's tile-sparse format,
-// near the L2, driven by descriptors pushed through MMIO.
+// near the L2, driven by descriptors pushed through MMIO (SUBMIT) or read from memory (FETCH).
 //
 // Per descriptor (docs/hw-units.md "CompactionEngine"): read the monitor's per-tile count table, keep
 // tiles at or above the density threshold as DENSE (not read), skip all-zero tiles (exact counts only),
@@ -84,6 +84,8 @@ struct EngineStats {
   /// (all tile_buffers held by fetched, not yet emitted tiles), ps summed over tiles; 0 when tile_buffers = 1.
   std::uint64_t buffer_stall_ps = 0;
   std::uint64_t mmio_reads = 0, mmio_writes = 0, mmio_errors = 0;
+  /// FETCH: descriptor line reads issued, and fetched descriptors refused (BadValue) or not read (DescFetch).
+  std::uint64_t descriptor_fetches = 0, descriptor_fetch_errors = 0;
 };
 
 /// One job as run (also what the co-simulation scoreboard compares).
@@ -117,8 +119,8 @@ class CompactionEngine : public sc_core::sc_module {
   const UnitClock& clock() const { return clock_; }
   /// Completed jobs, in completion order.
   const std::vector<EngineJob>& jobs() const { return done_; }
-  /// True when no job is queued or running.
-  bool idle() const { return queue_.empty() && !busy_; }
+  /// True when no job is queued or running and no descriptor fetch is in flight.
+  bool idle() const { return queue_.empty() && !busy_ && !fetch_pending_; }
   const sc_core::sc_event& job_done_event() const { return job_done_ev_; }
 
  private:
@@ -128,12 +130,22 @@ class CompactionEngine : public sc_core::sc_module {
   regmap::MmioError reg_write(std::uint32_t off, std::uint32_t v, const sc_core::sc_time& when);
   void job_thread();
   void run_job(EngineJob& job);
+  /// SUBMIT's descriptor checks (BadValue) and queue check (QueueFull); None when `d` may be queued.
+  regmap::MmioError submit_check(const regmap::Descriptor& d) const;
+  void queue_job(const regmap::Descriptor& d, const sc_core::sc_time& when);
+  /// FETCH: the line read of the descriptor at fetch_addr_, from max(now, fetch_when_), then its submission.
+  void fetch_descriptor();
 
   EngineConfig cfg_;
   UnitClock clock_;
   EngineStats stats_;
   std::uint32_t ctrl_ = 0, done_count_ = 0;
   std::array<std::uint32_t, regmap::engine::kDescWords> staged_{};
+  std::uint64_t desc_ptr_ = 0;          ///< DESC_PTR
+  std::uint32_t engine_index_ = 0;      ///< ENGINE_INDEX
+  bool fetch_pending_ = false;          ///< STATUS.FETCH_BUSY
+  std::uint64_t fetch_addr_ = 0;        ///< DESC_PTR + 64 * ENGINE_INDEX at the FETCH write
+  sc_core::sc_time fetch_when_;         ///< the FETCH write's completion
   MmioErrorLatch err_;
   std::deque<EngineJob> queue_;
   bool busy_ = false;

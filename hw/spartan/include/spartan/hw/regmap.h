@@ -41,6 +41,9 @@ enum class MmioError : std::uint32_t {
   BadValue = 6,       ///< invalid field value / invalid region or descriptor -> TLM_COMMAND_ERROR_RESPONSE
   Busy = 7,           ///< write not allowed in the current state   -> TLM_COMMAND_ERROR_RESPONSE
   QueueFull = 8,      ///< engine SUBMIT with a full queue          -> TLM_COMMAND_ERROR_RESPONSE
+  /// Engine descriptor fetch (FETCH): the descriptor line's read returned a bus error. Latched in ERR_CODE
+  /// (offset FETCH, write bit set) when the read completes; no MMIO access is answered with it.
+  DescFetch = 9,
 };
 
 /// Generic field helpers.
@@ -131,6 +134,22 @@ constexpr std::uint32_t LAST_CYCLES = 0x01C;     ///< RO engine cycles of the la
 constexpr std::uint32_t LAST_OUT_BYTES = 0x020;  ///< RO payload bytes written by the last job
 constexpr std::uint32_t LAST_STATUS = 0x024;     ///< RO JobStatus of the last completed job
 constexpr std::uint32_t SUBMIT = 0x028;          ///< WO (reads 0) any write pushes the staged descriptor
+// Descriptor fetch (this project's design, fifty-second session): descriptors kept in memory, as DMA engines'
+// descriptor rings, so that a driver that prepares them once pays a few register writes per job batch instead
+// of 17 per engine. Engine i's descriptor is the 64 bytes at DESC_PTR + 64 * ENGINE_INDEX.
+constexpr std::uint32_t DESC_PTR_LO = 0x02C;     ///< RW reset 0: byte address of descriptor 0, bits 31:0
+constexpr std::uint32_t DESC_PTR_HI = 0x030;     ///< RW reset 0: bits 63:32
+constexpr std::uint32_t ENGINE_INDEX = 0x034;    ///< RW reset 0: [15:0] this engine's index in the array
+/// WO (reads 0): [15:0] N. An engine with ENGINE_INDEX < N reads the line holding its descriptor (once no job
+/// runs; before the next queued job starts), loads the 64 bytes into DESC[0..15] and submits them as SUBMIT
+/// would; an engine with ENGINE_INDEX >= N ignores the write (a broadcast FETCH addresses the first N engines).
+/// Refused, in this order: a fetch in flight (Busy), DESC_PTR not 64-byte aligned (BadValue), a full queue
+/// (QueueFull). A fetched descriptor SUBMIT would refuse is not queued: ERR_CODE latches BadValue with offset
+/// FETCH; a bus error on the read latches DescFetch (DESC unchanged). While a fetch is in flight
+/// (STATUS.FETCH_BUSY), writes to DESC[] and SUBMIT answer Busy.
+constexpr std::uint32_t FETCH = 0x038;
+constexpr unsigned kDescBytes = 64;              ///< one descriptor in memory (kDescWords words, DescWord order)
+constexpr unsigned FETCH_COUNT_WIDTH = 16, ENGINE_INDEX_WIDTH = 16;
 constexpr std::uint32_t DESC_BASE = 0x100;       ///< RW 16 words: staged descriptor (DescWord), reset 0
 constexpr unsigned kDescWords = 16;
 
@@ -141,6 +160,7 @@ constexpr unsigned STATUS_QUEUE_FULL_BIT = 1;
 constexpr unsigned STATUS_QUEUE_EMPTY_BIT = 2;
 constexpr unsigned STATUS_ERR_BIT = 3;          ///< an MMIO error is latched in ERR_CODE
 constexpr unsigned STATUS_JOB_ERR_BIT = 4;      ///< LAST_STATUS != Ok
+constexpr unsigned STATUS_FETCH_BUSY_BIT = 5;   ///< a descriptor fetch (FETCH) is in flight
 constexpr unsigned STATUS_QCOUNT_LSB = 8, STATUS_QCOUNT_WIDTH = 8;  ///< queued (not started) jobs
 
 /// Job completion status (LAST_STATUS).

@@ -76,6 +76,15 @@ struct ReplayOptions {
   /// aggregated status. false (or fewer blocks than engines): every write per engine in use, one status
   /// read per engine in use. With one engine both rules charge the same.
   bool host_engine_broadcast = true;
+  /// false (default): the host writes each engine's descriptor into its staging registers and SUBMITs it
+  /// (CTRL, 16 words, SUBMIT per engine, common values once with host_engine_broadcast). true: the layer's
+  /// descriptors lie in device memory, written there by the driver when it prepared the run (not charged:
+  /// they do not depend on the layer's data), and the engines fetch them (regmap FETCH): per layer CTRL,
+  /// DESC_PTR_LO/HI and one FETCH, written once to every engine with host_engine_broadcast (4 writes
+  /// whatever the engine count), else to each engine in use; ENGINE_INDEX is programmed once per run (not
+  /// charged). The conversion then includes each engine's descriptor read (a cold L2 line: the L2 is
+  /// flushed before every layer's paths). This project's design, fifty-second session.
+  bool host_engine_fetch = false;
   /// The --units file applied to this run ("" = none); recorded in stats.json with the settings it gave.
   std::string units_file;
   std::vector<RunExtension*> extensions; ///< active extensions (run_hooks.h)

@@ -38,6 +38,8 @@ struct ReplayContext {
   std::string out_dir;                     ///< the run's --out directory (extensions may write files there)
   bool quiet = false;
   std::vector<std::int64_t> replayed_layers;  ///< layer indices the run replays (sorted, unique)
+  /// ReplayOptions::host_engine_fetch: the engines fetch their descriptors (regmap engine::FETCH)
+  bool engine_fetch = false;
 };
 
 /// One captured (iteration, layer) as replayed.
