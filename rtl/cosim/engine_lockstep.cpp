@@ -2,6 +2,7 @@
 #include "spartan/rtl/engine_lockstep.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <vector>
 
@@ -95,6 +96,7 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   const auto w = d.to_words();
   const std::size_t jobs0 = I.tlm.jobs().size();
   res.fetched = I.cfg.fetch_desc_ptr != 0;
+  sc_core::sc_time t_fetch = sc_core::SC_ZERO_TIME;
   const std::uint64_t desc_at = I.cfg.fetch_desc_ptr + std::uint64_t(eng::kDescBytes) * I.cfg.fetch_engine_index;
   if (!res.fetched) {
     for (unsigned i = 0; i < eng::kDescWords; ++i) I.host.access(true, eng::DESC_BASE + 4 * i, w[i]);
@@ -105,12 +107,14 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
     I.host.access(true, eng::DESC_PTR_HI, static_cast<std::uint32_t>(I.cfg.fetch_desc_ptr >> 32));
     I.host.access(true, eng::ENGINE_INDEX, I.cfg.fetch_engine_index);
     I.host.access(true, eng::ERR_CODE, 0);
+    I.host.access(true, eng::CTRL, 1);  // enabled first, as the RTL run: the fetched job starts on its own
+    t_fetch = sc_core::sc_time_stamp();
     I.host.access(true, eng::FETCH, I.cfg.fetch_engine_index + 1);
     while ((I.host.access(false, eng::STATUS, 0) >> eng::STATUS_FETCH_BUSY_BIT) & 1u)
       sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
     res.tlm_fetch_error = I.host.access(false, eng::ERR_CODE, 0) & 0xFFu;
   }
-  I.host.access(true, eng::CTRL, 1);
+  if (!res.fetched) I.host.access(true, eng::CTRL, 1);
   while (I.tlm.jobs().size() == jobs0) {
     if (I.tlm.idle()) break;  // refused at SUBMIT (or by the fetch)
     sc_core::wait(I.tlm.job_done_event());
@@ -125,6 +129,11 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
     res.tlm_cycles = j.cycles;
     res.tlm_out_bytes = j.payload_bytes;
     res.tlm_headers_written = j.headers_written;
+    if (res.fetched) {
+      const double period_ps = 1.0e6 / I.cfg.clock_mhz;
+      res.tlm_fetch_to_start_cycles =
+          static_cast<std::uint64_t>(std::llround((j.started - t_fetch).to_seconds() * 1e12 / period_ps));
+    }
     pay_bytes = j.payload_bytes;
     hdr_cmp = 16 * j.headers_written;
   }
@@ -138,7 +147,10 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   const auto line_reader = [&](std::uint64_t a, std::uint8_t* dst) { I.mem.read_bytes(a, dst, 128); };
   const EngineRtlResult r = res.fetched ? I.rtl.run_fetched({I.cfg.fetch_desc_ptr, I.cfg.fetch_engine_index}, line_reader)
                                         : I.rtl.run(d, line_reader);
-  if (res.fetched) res.rtl_fetch_error = r.submit_error;
+  if (res.fetched) {
+    res.rtl_fetch_error = r.submit_error;
+    res.rtl_fetch_to_start_cycles = r.fetch_to_start_cycles;
+  }
   res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.rtl_finished = r.finished;
   res.rtl_status = r.status;

@@ -78,6 +78,7 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
   std::uint8_t prev_st = m.job_state();
   int prev_slot = m.prefetch_slot();
   std::uint64_t fetch_start = 0;
+  std::uint64_t job_start = ~std::uint64_t(0);  // the cycle the job FSM first leaves IDLE in this run
   std::deque<std::uint64_t> prefetch_starts;
   auto tick = [&] {
     t.rd_ready = 1;
@@ -128,6 +129,7 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
       }
       res.compacted_tile_cycles += I.cycle - start;
     }
+    if (st != 0 && prev_st == 0 && job_start == ~std::uint64_t(0)) job_start = I.cycle;
     prev_st = st;
     if (resp_fire) I.reads.pop_front();
     if (rd_fire) {
@@ -153,20 +155,26 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
     done0 = mmio(false, e::DONE_COUNT, 0);
     mmio(true, e::SUBMIT, 1);
     res.submit_error = t.mmio_err;  // a refused descriptor never completes: do not wait for it
+    mmio(true, e::CTRL, 1);
   } else {
     mmio(true, e::DESC_PTR_LO, static_cast<std::uint32_t>(fetch->desc_ptr));
     mmio(true, e::DESC_PTR_HI, static_cast<std::uint32_t>(fetch->desc_ptr >> 32));
     mmio(true, e::ENGINE_INDEX, fetch->engine_index);
     mmio(true, e::ERR_CODE, 0);
+    mmio(true, e::CTRL, 1);  // enabled first: the fetched job starts on its own (fetch_to_start_cycles)
     done0 = mmio(false, e::DONE_COUNT, 0);
+    const std::uint64_t fetch_cycle = I.cycle;  // the cycle that takes the FETCH write
     mmio(true, e::FETCH, fetch->engine_index + 1);
     res.submit_error = t.mmio_err;
     // the fetch's own errors are latched in ERR_CODE when its read completes
     while (res.submit_error == 0 && (mmio(false, e::STATUS, 0) >> e::STATUS_FETCH_BUSY_BIT) & 1u)
       if (I.cycle - c0 >= max_cycles) return res;
     if (res.submit_error == 0) res.submit_error = mmio(false, e::ERR_CODE, 0) & 0xFFu;
+    if (res.submit_error == 0) {
+      while (job_start == ~std::uint64_t(0) && I.cycle - c0 < max_cycles) tick();
+      res.fetch_to_start_cycles = job_start - fetch_cycle;
+    }
   }
-  mmio(true, e::CTRL, 1);
   while (res.submit_error == 0 && I.cycle - c0 < max_cycles) {
     tick();
     if (!t.busy && (I.cycle & 63) == 0 && mmio(false, e::DONE_COUNT, 0) != done0) {

@@ -73,6 +73,9 @@ def check_engines(n, path, fetched=False):
             assert j["mismatches"] == 0 and j["timing_within_tolerance"] and j["rtl_cycles"] > 0, j
         for j in eng:
             assert j.get("descriptor_fetched", False) == fetched, j
+            if fetched:  # FETCH write to job start: the TLM rule within a cycle of the RTL's, at least the read
+                f = j["fetch_to_start_cycles"]
+                assert f["rtl"] > 4 and abs(f["rtl"] - f["tlm"]) <= 1, j
         for j, b in zip(eng, blocks):
             assert j["replay_job_cycles"] == b["cycles"] and j["payload_bytes"] == b["payload_bytes"], (j, b)
         several += len(blocks) > 1

@@ -566,6 +566,7 @@ TEST(EngineRtlVsTlm, FetchedDescriptorsRunAsSubmittedOnes) {
   const auto bad_value = static_cast<std::uint32_t>(rm::MmioError::BadValue);
   const auto desc_fetch = static_cast<std::uint32_t>(rm::MmioError::DescFetch);
   unsigned ok = 0, refused = 0;
+  std::pair<std::uint64_t, std::uint64_t> fetch_cycles[2] = {};  // RTL, TLM FETCH-to-start at latency 20 / 300
   for (const auto& o : h.out) {
     const auto& run = h.runs[o.run];
     const auto& r = o.r;
@@ -586,10 +587,19 @@ TEST(EngineRtlVsTlm, FetchedDescriptorsRunAsSubmittedOnes) {
       EXPECT_GT(r.bytes_compared, 0u) << what.str();
       EXPECT_TRUE(rtl::cycles_within_tolerance(double(r.tlm_cycles), double(r.rtl_cycles))) << what.str();
       ok += r.mismatches() == 0;
+      // the fetch itself: FETCH write to the job's start (memory latency + 4 cycles in the RTL), the TLM rule
+      // against the RTL: equal to the cycle with the lockstep's fixed-latency memory (24 / 304 when written)
+      const unsigned lat = o.engine % 2 ? 300 : 20;
+      EXPECT_GT(r.rtl_fetch_to_start_cycles, lat) << what.str();
+      EXPECT_LE(r.rtl_fetch_to_start_cycles, lat + 8u) << what.str();
+      EXPECT_NEAR(double(r.tlm_fetch_to_start_cycles), double(r.rtl_fetch_to_start_cycles), 1.0) << what.str();
+      fetch_cycles[o.engine % 2] = {r.rtl_fetch_to_start_cycles, r.tlm_fetch_to_start_cycles};
     }
   }
-  std::printf("FETCH: %u of %zu fetched jobs agree exactly; %u refused runs latched the same error in both\n", ok,
-              (h.runs.size() - 3) * 4, refused);
+  std::printf("FETCH: %u of %zu fetched jobs agree exactly; %u refused runs latched the same error in both; FETCH write to job "
+              "start RTL / TLM %llu / %llu cycles (read latency 20), %llu / %llu (300)\n", ok, (h.runs.size() - 3) * 4, refused,
+              static_cast<unsigned long long>(fetch_cycles[0].first), static_cast<unsigned long long>(fetch_cycles[0].second),
+              static_cast<unsigned long long>(fetch_cycles[1].first), static_cast<unsigned long long>(fetch_cycles[1].second));
 }
 
 TEST(EngineRtlVsTlm, OnlyTheBuiltTileBufferCountsExist) {

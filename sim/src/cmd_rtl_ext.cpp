@@ -368,7 +368,10 @@ class RtlExtension : public spartan::hw::RunExtension {
                 {"bytes_compared", r.bytes_compared}, {"rtl_cycles_simulated", r.rtl_cycles_simulated},
                 {"wall_s", r.wall_seconds}, {"timing_within_tolerance", timing_ok}};
     if (ctx_.engines.size() > 1) rec["engine"] = engine;
-    if (r.fetched) rec["descriptor_fetched"] = true;  // both models read it from memory (FETCH)
+    if (r.fetched) {  // both models read it from memory (FETCH): FETCH write to job start, each model
+      rec["descriptor_fetched"] = true;
+      rec["fetch_to_start_cycles"] = {{"rtl", r.rtl_fetch_to_start_cycles}, {"tlm", r.tlm_fetch_to_start_cycles}};
+    }
     records_.push_back(rec);
     if (!ctx_.quiet)
       std::fprintf(stderr, "rtl: engine%s: %llu mismatches, RTL %llu vs TLM %llu cycles (%+.2f %%)\n",

@@ -259,25 +259,34 @@ void drain(std::deque<PendingWrite>& q, Port& wr, sc_time until, std::vector<sc_
 void CompactionEngine::fetch_descriptor() {
   // RTL: the read is issued the cycle after the FETCH write is taken while no job runs (after the running job
   // otherwise), as one line read; the descriptor is loaded into DESC[] with the response and submitted one
-  // cycle later (F_SUB), when SUBMIT's checks decide it.
+  // cycle later (F_SUB), when SUBMIT's checks decide it. With L2 lines shorter than the 64-byte descriptor
+  // (the RTL's are 128 B; a preset may have 16-32 B lines) the TLM reads its lines one per cycle.
   if (fetch_when_ > sc_core::sc_time_stamp()) sc_core::wait(fetch_when_ - sc_core::sc_time_stamp());
-  const std::uint32_t n = std::max<std::uint32_t>(cfg_.line_bytes, kDescBytes);  // the line holding it
-  const std::uint64_t line_addr = fetch_addr_ & ~std::uint64_t(n - 1);
-  std::vector<std::uint8_t> line(n);
-  tlm::tlm_generic_payload p;
-  spartan::hw::prepare_payload(p, tlm::TLM_READ_COMMAND, line_addr, line.data(), n);
-  sc_time d = clock_.cycles(1);
-  mem->b_transport(p, d);
+  const std::uint32_t line = cfg_.line_bytes;
+  const std::uint32_t n = std::max<std::uint32_t>(line, kDescBytes);  // the line(s) holding it, from an n-aligned start
+  const std::uint64_t base = fetch_addr_ & ~std::uint64_t(n - 1);
+  std::vector<std::uint8_t> bytes(n);
+  bool ok = true;
+  sc_time done = SC_ZERO_TIME;
+  const std::uint32_t piece = std::min<std::uint32_t>(line, n);
+  for (std::uint32_t k = 0; k * piece < n; ++k) {
+    tlm::tlm_generic_payload p;
+    spartan::hw::prepare_payload(p, tlm::TLM_READ_COMMAND, base + k * piece, bytes.data() + k * piece, piece);
+    sc_time d = clock_.cycles(1 + k);
+    mem->b_transport(p, d);
+    ok = ok && p.is_response_ok();
+    done = std::max(done, d);
+  }
   ++stats_.descriptor_fetches;
-  sc_core::wait(d + clock_.cycles(1));
+  sc_core::wait(done + clock_.cycles(1));
   fetch_pending_ = false;
-  if (!p.is_response_ok()) {
+  if (!ok) {
     ++stats_.descriptor_fetch_errors;
     err_.latch(MmioError::DescFetch, FETCH, true);
     return;
   }
-  const std::size_t o = static_cast<std::size_t>(fetch_addr_ - line_addr);
-  for (unsigned i = 0; i < kDescWords; ++i) staged_[i] = mmio_load_u32(line.data() + o + 4 * i);
+  const std::size_t o = static_cast<std::size_t>(fetch_addr_ - base);
+  for (unsigned i = 0; i < kDescWords; ++i) staged_[i] = mmio_load_u32(bytes.data() + o + 4 * i);
   const Descriptor desc = Descriptor::from_words(staged_);
   const MmioError e = submit_check(desc);
   if (e != MmioError::None) {

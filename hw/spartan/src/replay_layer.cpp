@@ -341,7 +341,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     compactor_busy0 += engines_[b]->stats().compactor_busy_ps;
   }
   // host_engine_fetch: the descriptors in device memory (one 64-byte descriptor per engine in use, block b at
-  // desc_base + 64 b), put there functionally: the driver wrote them when it prepared the run.
+  // desc_base + 64 b), put there functionally: a driver writes them ahead of the layer (not charged).
   const std::uint64_t desc_base = align64k(hw_out.payload_base + hw_area);
   // the engines the FETCH-mode writes go to: all of them through the broadcast window, else those in use
   const std::size_t fetch_targets = eng_bcast ? engines_.size() : nb;

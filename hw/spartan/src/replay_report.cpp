@@ -64,15 +64,23 @@ std::string replay_summary(const json& doc) {
          " (an assumption: --units host.monitor_broadcast: false charges every monitor's writes and read)";
   else
     o << "; every monitor's register writes and status read charged (host.monitor_broadcast: false)";
-  if (engines > 1)
-    o << (opt["units"]["host"].value("engine_broadcast", true)
-              ? "; an engine register write (CTRL, descriptor word, SUBMIT) whose value all engines share is one broadcast"
-                " write when every engine has a block, else one per engine, and one aggregated status read (an"
-                " assumption: host.engine_broadcast)"
-              : "; every engine's register writes and status read charged (host.engine_broadcast: false)");
-  if (opt.contains("units") && opt["units"].contains("host") && opt["units"]["host"].value("engine_fetch", false))
-    o << "; the engines fetch their descriptors from device memory, put there when the run was prepared (not"
-         " charged): per layer CTRL, DESC_PTR_LO/HI and FETCH (host.engine_fetch)";
+  const bool fetch =
+      opt.contains("units") && opt["units"].contains("host") && opt["units"]["host"].value("engine_fetch", false);
+  const bool eng_bcast = !opt.contains("units") || !opt["units"].contains("host") ||
+                         opt["units"]["host"].value("engine_broadcast", true);
+  if (fetch)
+    o << "; the engines fetch their descriptors from device memory, written there ahead of the layer (not"
+         " charged): per layer CTRL, DESC_PTR_LO/HI and FETCH"
+      << (engines > 1 ? (eng_bcast ? ", each one broadcast write to all engines, and one aggregated status read (an"
+                                     " assumption: host.engine_broadcast)"
+                                   : ", to each engine in use, and a status read per engine (host.engine_broadcast: false)")
+                      : "")
+      << " (host.engine_fetch)";
+  else if (engines > 1)
+    o << (eng_bcast ? "; an engine register write (CTRL, descriptor word, SUBMIT) whose value all engines share is one broadcast"
+                      " write when every engine has a block, else one per engine, and one aggregated status read (an"
+                      " assumption: host.engine_broadcast)"
+                    : "; every engine's register writes and status read charged (host.engine_broadcast: false)");
   o << "; FLUSH and the engine's set-up follow the producer in stream order, no host round trip charged\n";
   if (opt.contains("units_file"))
     o << "units: " << (opt["units_file"].get<std::string>().empty() ? "defaults" : opt["units_file"].get<std::string>())

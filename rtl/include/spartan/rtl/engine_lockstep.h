@@ -64,6 +64,10 @@ struct EngineLockstepResult {
   /// DescFetch), per model; 0 = the job was queued. Compared by mismatches() in that mode.
   bool fetched = false;
   std::uint32_t rtl_fetch_error = 0, tlm_fetch_error = 0;
+  /// With fetch_desc_ptr and the job queued: engine cycles from the FETCH write to the job's start (descriptor
+  /// pop), per model (RTL: EngineRtlResult::fetch_to_start_cycles; TLM: EngineJob::started minus the time the
+  /// FETCH access began, in engine cycles, rounded). The TLM rule's fetch timing against the RTL's.
+  std::uint64_t rtl_fetch_to_start_cycles = 0, tlm_fetch_to_start_cycles = 0;
   /// Mismatches of any kind: bytes, status, out bytes, RTL not finished.
   std::uint64_t mismatches() const {
     return byte_mismatches + stray_write_bytes + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) +

@@ -31,6 +31,9 @@ struct EngineRtlResult {
   /// Most line reads issued on the rd_* pins and not yet answered at any time of the job (the RTL keeps at
   /// most EngineRtl::kReadsInFlight; a test can check that the bound is reached and holds).
   std::uint64_t max_reads_in_flight = 0;
+  /// run_fetched(): cycles from the cycle that takes the FETCH write to the job FSM leaving IDLE (CTRL.ENABLE is
+  /// set before the FETCH); 0 otherwise.
+  std::uint64_t fetch_to_start_cycles = 0;
 };
 
 /// The bytes a run wrote, kept per 128 B line (data + byte-written mask).
@@ -98,8 +101,8 @@ class EngineRtl {
     std::uint64_t desc_ptr = 0;
     std::uint32_t engine_index = 0;
   };
-  /// As run(), but the engine reads its descriptor from memory: DESC_PTR, ENGINE_INDEX, FETCH (N = index + 1),
-  /// then CTRL.ENABLE once the fetch is over. `read_line` must serve the descriptor's line too (`d` is not
+  /// As run(), but the engine reads its descriptor from memory: DESC_PTR, ENGINE_INDEX, CTRL.ENABLE, FETCH
+  /// (N = index + 1). `read_line` must serve the descriptor's line too (`d` is not
   /// written to the pins). EngineRtlResult::submit_error: the FETCH write's error, else ERR_CODE[7:0] latched
   /// by the fetch (BadValue, DescFetch); no job ran when it is not 0.
   EngineRtlResult run_fetched(const Fetch& f, const LineReader& read_line, std::uint64_t max_cycles = 2000000000ull);

@@ -78,8 +78,8 @@ struct ReplayOptions {
   bool host_engine_broadcast = true;
   /// false (default): the host writes each engine's descriptor into its staging registers and SUBMITs it
   /// (CTRL, 16 words, SUBMIT per engine, common values once with host_engine_broadcast). true: the layer's
-  /// descriptors lie in device memory, written there by the driver when it prepared the run (not charged:
-  /// they do not depend on the layer's data), and the engines fetch them (regmap FETCH): per layer CTRL,
+  /// descriptors lie in device memory, written there by the driver ahead of the layer (not charged: they do
+  /// not depend on the layer's data; the replay writes them functionally), and the engines fetch them (regmap FETCH): per layer CTRL,
   /// DESC_PTR_LO/HI and one FETCH, written once to every engine with host_engine_broadcast (4 writes
   /// whatever the engine count), else to each engine in use; ENGINE_INDEX is programmed once per run (not
   /// charged). The conversion then includes each engine's descriptor read (a cold L2 line: the L2 is
