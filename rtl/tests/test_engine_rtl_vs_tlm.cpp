@@ -535,8 +535,8 @@ struct FetchHost : sc_core::sc_module {
   };
   std::vector<Out> out;
   explicit FetchHost(sc_core::sc_module_name n)
-      : sc_module(n), e{{"f_fast1", cfg(20, 10, 1)}, {"f_slow1", cfg(300, 40, 1)},
-                        {"f_fast2", cfg(20, 10, Host::kTileBuffers[1])}, {"f_slow2", cfg(300, 40, Host::kTileBuffers[1])}} {
+      : sc_module(n), e{{"fe_fast1", cfg(20, 10, 1)}, {"fe_slow1", cfg(300, 40, 1)},
+                        {"fe_fast2", cfg(20, 10, Host::kTileBuffers[1])}, {"fe_slow2", cfg(300, 40, Host::kTileBuffers[1])}} {
     SC_THREAD(run);
   }
   void run() {

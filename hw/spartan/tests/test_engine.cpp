@@ -39,6 +39,13 @@ tlm::tlm_response_status submit(Driver& d, const Descriptor& desc) {
   return d.wr(0, SUBMIT, 1);
 }
 
+/// Polls STATUS until no descriptor fetch (FETCH) is in flight.
+void wait_fetch(Driver& d) {
+  for (int i = 0; i < 1000 && (d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT)); ++i)
+    sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+  EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT), 0u);
+}
+
 void wait_done(Driver& d, std::uint32_t n) {
   for (int i = 0; i < 1000000 && d.rd(0, DONE_COUNT) < n; ++i) sc_core::wait(sc_core::sc_time(50, sc_core::SC_NS));
   EXPECT_EQ(d.rd(0, DONE_COUNT), n);
@@ -332,8 +339,7 @@ void fetched_job(std::uint32_t tile_buffers) {
       EXPECT_EQ(d.wr(0, DESC_BASE, 5), tlm::TLM_COMMAND_ERROR_RESPONSE);  // the fetch loads DESC[]
       EXPECT_EQ(d.wr(0, SUBMIT, 1), tlm::TLM_COMMAND_ERROR_RESPONSE);
       d.wr(0, ERR_CODE, 0);
-      for (int i = 0; i < 1000 && (d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT)); ++i)
-        sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+      wait_fetch(d);
       // queued with CTRL.ENABLE = 0; DESC[] holds the fetched descriptor
       EXPECT_EQ(d.rd(0, STATUS) & 0xFFFF, (1u << STATUS_QUEUE_FULL_BIT) | (1u << STATUS_QCOUNT_LSB));
       const auto w = ok.to_words();
@@ -352,8 +358,7 @@ void fetched_job(std::uint32_t tile_buffers) {
       // an invalid descriptor in memory: loaded into DESC[], not queued, BadValue latched at FETCH
       d.wr(0, ENGINE_INDEX, 2);
       EXPECT_EQ(d.wr(0, FETCH, 3), tlm::TLM_OK_RESPONSE);
-      for (int i = 0; i < 1000 && (d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT)); ++i)
-        sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+      wait_fetch(d);
       EXPECT_EQ(d.rd(0, ERR_CODE), static_cast<std::uint32_t>(MmioError::BadValue) | fetch_off | (1u << kErrWriteBit));
       EXPECT_EQ(d.rd(0, DESC_BASE + 4 * D_ROWS), 0u);
       EXPECT_EQ(d.rd(0, STATUS) & (1u << STATUS_QUEUE_EMPTY_BIT), 1u << STATUS_QUEUE_EMPTY_BIT);
@@ -361,8 +366,7 @@ void fetched_job(std::uint32_t tile_buffers) {
       // a bus error on the descriptor's line: DescFetch latched, DESC[] unchanged, nothing queued
       d.wr(0, ENGINE_INDEX, 4);
       EXPECT_EQ(d.wr(0, FETCH, 5), tlm::TLM_OK_RESPONSE);
-      for (int i = 0; i < 1000 && (d.rd(0, STATUS) & (1u << STATUS_FETCH_BUSY_BIT)); ++i)
-        sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+      wait_fetch(d);
       EXPECT_EQ(d.rd(0, ERR_CODE), static_cast<std::uint32_t>(MmioError::DescFetch) | fetch_off | (1u << kErrWriteBit));
       EXPECT_EQ(d.rd(0, DESC_BASE + 4 * D_ROWS), 0u);
       EXPECT_EQ(b.eng.stats().descriptor_fetch_errors, 2u);
