@@ -97,11 +97,12 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   const std::size_t jobs0 = I.tlm.jobs().size();
   res.fetched = I.cfg.fetch_desc_ptr != 0;
   sc_core::sc_time t_fetch = sc_core::SC_ZERO_TIME;
-  const std::uint64_t desc_at = I.cfg.fetch_desc_ptr + std::uint64_t(eng::kDescBytes) * I.cfg.fetch_engine_index;
   if (!res.fetched) {
     for (unsigned i = 0; i < eng::kDescWords; ++i) I.host.access(true, eng::DESC_BASE + 4 * i, w[i]);
     I.host.access(true, eng::SUBMIT, 1);
+    I.host.access(true, eng::CTRL, 1);
   } else {
+    const std::uint64_t desc_at = I.cfg.fetch_desc_ptr + std::uint64_t(eng::kDescBytes) * I.cfg.fetch_engine_index;
     I.mem.write_bytes(desc_at, w.data(), eng::kDescBytes);
     I.host.access(true, eng::DESC_PTR_LO, static_cast<std::uint32_t>(I.cfg.fetch_desc_ptr));
     I.host.access(true, eng::DESC_PTR_HI, static_cast<std::uint32_t>(I.cfg.fetch_desc_ptr >> 32));
@@ -114,7 +115,6 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
       sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
     res.tlm_fetch_error = I.host.access(false, eng::ERR_CODE, 0) & 0xFFu;
   }
-  if (!res.fetched) I.host.access(true, eng::CTRL, 1);
   while (I.tlm.jobs().size() == jobs0) {
     if (I.tlm.idle()) break;  // refused at SUBMIT (or by the fetch)
     sc_core::wait(I.tlm.job_done_event());

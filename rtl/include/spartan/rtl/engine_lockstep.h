@@ -68,7 +68,8 @@ struct EngineLockstepResult {
   /// pop), per model (RTL: EngineRtlResult::fetch_to_start_cycles; TLM: EngineJob::started minus the time the
   /// FETCH access began, in engine cycles, rounded). The TLM rule's fetch timing against the RTL's.
   std::uint64_t rtl_fetch_to_start_cycles = 0, tlm_fetch_to_start_cycles = 0;
-  /// Mismatches of any kind: bytes, status, out bytes, RTL not finished.
+  /// Mismatches of any kind: bytes, status, out bytes, headers, RTL not finished, and (fetched) the fetch's error
+  /// codes.
   std::uint64_t mismatches() const {
     return byte_mismatches + stray_write_bytes + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) +
            (rtl_out_bytes != tlm_out_bytes) + (rtl_headers_written != tlm_headers_written) +
