@@ -97,6 +97,15 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   const std::size_t jobs0 = I.tlm.jobs().size();
   res.fetched = I.cfg.fetch_desc_ptr != 0;
   sc_core::sc_time t_fetch = sc_core::SC_ZERO_TIME;
+  // completion record: COMPL_PTR and (without a fetch, which programs its own) ENGINE_INDEX, ERR_CODE cleared
+  const std::uint64_t rec_at =
+      I.cfg.completion_ptr == 0 ? 0 : I.cfg.completion_ptr + std::uint64_t(eng::kComplRecordBytes) * I.cfg.fetch_engine_index;
+  I.host.access(true, eng::COMPL_PTR_LO, static_cast<std::uint32_t>(I.cfg.completion_ptr));
+  I.host.access(true, eng::COMPL_PTR_HI, static_cast<std::uint32_t>(I.cfg.completion_ptr >> 32));
+  if (rec_at != 0) {
+    I.host.access(true, eng::ERR_CODE, 0);
+    if (!res.fetched) I.host.access(true, eng::ENGINE_INDEX, I.cfg.fetch_engine_index);
+  }
   if (!res.fetched) {
     for (unsigned i = 0; i < eng::kDescWords; ++i) I.host.access(true, eng::DESC_BASE + 4 * i, w[i]);
     I.host.access(true, eng::SUBMIT, 1);
@@ -136,6 +145,13 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
     }
     pay_bytes = j.payload_bytes;
     hdr_cmp = 16 * j.headers_written;
+    const double period_ps = 1.0e6 / I.cfg.clock_mhz;
+    res.tlm_record_cycles =
+        static_cast<std::uint64_t>(std::llround((j.finished - j.started).to_seconds() * 1e12 / period_ps)) - j.cycles;
+    if (rec_at != 0) {
+      res.recorded = true;
+      res.tlm_completion_error = I.host.access(false, eng::ERR_CODE, 0) & 0xFFu;
+    }
   }
   // RTL: same descriptor, lines served from the same memory contents (source and count table).
   if (I.fault == TestFault::kEnginePayload)  // test hook: the RTL's first payload byte with bit 0 flipped
@@ -145,6 +161,7 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
     });
   const auto t0 = std::chrono::steady_clock::now();
   const auto line_reader = [&](std::uint64_t a, std::uint8_t* dst) { I.mem.read_bytes(a, dst, 128); };
+  I.rtl.set_completion(I.cfg.completion_ptr, I.cfg.fetch_engine_index);
   const EngineRtlResult r = res.fetched ? I.rtl.run_fetched({I.cfg.fetch_desc_ptr, I.cfg.fetch_engine_index}, line_reader)
                                         : I.rtl.run(d, line_reader);
   if (res.fetched) {
@@ -158,6 +175,8 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   res.rtl_cycles = r.job_cycles;
   if (I.fault == TestFault::kEngineCycles) res.rtl_cycles += r.job_cycles / 5 + 3;  // test hook: outside the tolerance
   res.rtl_cycles_simulated = r.rtl_cycles;
+  res.rtl_completion_error = r.completion_error;
+  res.rtl_record_cycles = r.record_cycles;
   res.tiles = tiles;
   res.rtl_tiles_compacted = r.tiles_compacted;
   res.rtl_max_reads_in_flight = r.max_reads_in_flight;
@@ -176,7 +195,8 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   wr.for_each_written([&](std::uint64_t a) {
     const bool in_headers = a >= d.header_base && a - d.header_base < hdr_bytes;
     const bool in_payload = a >= d.out_base && a - d.out_base < d.out_capacity_bytes;
-    res.stray_write_bytes += !in_headers && !in_payload;
+    const bool in_record = rec_at != 0 && a >= rec_at && a - rec_at < eng::kComplRecordBytes;
+    res.stray_write_bytes += !in_headers && !in_payload && !in_record;
     // inside the areas but beyond what the TLM engine wrote (a job that stopped earlier in the TLM model)
     if (tlm_ran) res.byte_mismatches += (in_headers && a - d.header_base >= hdr_cmp) || (in_payload && a - d.out_base >= pay_bytes);
   });
@@ -194,6 +214,22 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
     // the common prefix: a model that stopped later is caught by the header counts and LAST_OUT_BYTES
     cmp(d.header_base, 16 * std::min(res.tlm_headers_written, res.rtl_headers_written));
     cmp(d.out_base, std::min<std::uint64_t>(pay_bytes, res.rtl_out_bytes));
+    if (res.recorded && !write_fails(rec_at)) {
+      // the completion record: TAG, STATUS and OUT_BYTES alike in both; CYCLES each model's own LAST_CYCLES (the
+      // lockstep reports the cycles side by side rather than requiring them equal)
+      cmp(rec_at, 4 * eng::C_CYCLES);
+      cmp(rec_at + 4 * (eng::C_CYCLES + 1), eng::kComplRecordBytes - 4 * (eng::C_CYCLES + 1));  // reserved words
+      std::uint8_t tlm_rec[eng::kComplRecordBytes];
+      I.mem.read_bytes(rec_at, tlm_rec, sizeof tlm_rec);
+      std::uint32_t rtl_cyc = 0;
+      for (unsigned i = 0; i < 4; ++i) {
+        const int b = wr.at(rec_at + 4 * eng::C_CYCLES + i);
+        res.byte_mismatches += b < 0;
+        rtl_cyc |= std::uint32_t(b < 0 ? 0 : b) << (8 * i);
+      }
+      res.byte_mismatches += (rtl_cyc != r.job_cycles) + (hw::mmio_load_u32(tlm_rec + 4 * eng::C_CYCLES) != res.tlm_cycles);
+      res.bytes_compared += 4;
+    }
   }
   return res;
 }

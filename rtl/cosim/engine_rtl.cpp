@@ -28,6 +28,8 @@ struct Driver {
   EngineRtlResult run(Model& m, const hw::regmap::Descriptor& d, const EngineRtl::LineReader& read_line,
                       std::uint64_t max_cycles, WrittenLines& written, const EngineRtl::LineFault& fault,
                       const EngineRtl::WriteTap& tap, const EngineRtl::Fetch* fetch = nullptr);
+  std::uint64_t compl_ptr = 0;   // EngineRtl::set_completion
+  std::uint32_t compl_index = 0;
 };
 }  // namespace
 
@@ -50,12 +52,16 @@ EngineRtl::~EngineRtl() = default;
 
 EngineRtlResult EngineRtl::run(const hw::regmap::Descriptor& d, const LineReader& read_line, std::uint64_t max_cycles) {
   written_.clear();
+  impl_->drv.compl_ptr = compl_ptr_;
+  impl_->drv.compl_index = compl_index_;
   return impl_->m1 ? impl_->drv.run(*impl_->m1, d, read_line, max_cycles, written_, fault_, tap_)
                    : impl_->drv.run(*impl_->m2, d, read_line, max_cycles, written_, fault_, tap_);
 }
 
 EngineRtlResult EngineRtl::run_fetched(const Fetch& f, const LineReader& read_line, std::uint64_t max_cycles) {
   written_.clear();
+  impl_->drv.compl_ptr = compl_ptr_;
+  impl_->drv.compl_index = compl_index_;
   const hw::regmap::Descriptor unused;
   return impl_->m1 ? impl_->drv.run(*impl_->m1, unused, read_line, max_cycles, written_, fault_, tap_, &f)
                    : impl_->drv.run(*impl_->m2, unused, read_line, max_cycles, written_, fault_, tap_, &f);
@@ -79,6 +85,7 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
   int prev_slot = m.prefetch_slot();
   std::uint64_t fetch_start = 0;
   std::uint64_t job_start = ~std::uint64_t(0);  // the cycle the job FSM first leaves IDLE in this run
+  std::uint64_t job_end = ~std::uint64_t(0);    // the cycle it first returns to IDLE after that
   std::deque<std::uint64_t> prefetch_starts;
   auto tick = [&] {
     t.rd_ready = 1;
@@ -130,6 +137,7 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
       res.compacted_tile_cycles += I.cycle - start;
     }
     if (st != 0 && prev_st == 0 && job_start == ~std::uint64_t(0)) job_start = I.cycle;
+    if (st == 0 && prev_st != 0 && job_start != ~std::uint64_t(0) && job_end == ~std::uint64_t(0)) job_end = I.cycle;
     prev_st = st;
     if (resp_fire) I.reads.pop_front();
     if (rd_fire) {
@@ -149,6 +157,10 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
   };
   namespace e = hw::regmap::engine;
   std::uint32_t done0 = 0;
+  if (I.compl_ptr != 0 || fetch) mmio(true, e::ERR_CODE, 0);
+  mmio(true, e::COMPL_PTR_LO, static_cast<std::uint32_t>(I.compl_ptr));
+  mmio(true, e::COMPL_PTR_HI, static_cast<std::uint32_t>(I.compl_ptr >> 32));
+  if (I.compl_ptr != 0 && !fetch) mmio(true, e::ENGINE_INDEX, I.compl_index);
   if (!fetch) {
     const auto w = d.to_words();
     for (unsigned i = 0; i < e::kDescWords; ++i) mmio(true, e::DESC_BASE + 4 * i, w[i]);
@@ -160,7 +172,6 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
     mmio(true, e::DESC_PTR_LO, static_cast<std::uint32_t>(fetch->desc_ptr));
     mmio(true, e::DESC_PTR_HI, static_cast<std::uint32_t>(fetch->desc_ptr >> 32));
     mmio(true, e::ENGINE_INDEX, fetch->engine_index);
-    mmio(true, e::ERR_CODE, 0);
     mmio(true, e::CTRL, 1);  // enabled first: the fetched job starts on its own (fetch_to_start_cycles)
     done0 = mmio(false, e::DONE_COUNT, 0);
     const std::uint64_t fetch_cycle = I.cycle;  // the cycle that takes the FETCH write
@@ -186,6 +197,9 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
   res.status = mmio(false, e::LAST_STATUS, 0);
   res.out_bytes = mmio(false, e::LAST_OUT_BYTES, 0);
   res.job_cycles = mmio(false, e::LAST_CYCLES, 0);
+  // a job without a record returns to IDLE in the cycle LAST_CYCLES counts to (checked: 0 in every such run)
+  if (res.finished && job_end != ~std::uint64_t(0)) res.record_cycles = job_end - job_start - res.job_cycles;
+  if (I.compl_ptr != 0) res.completion_error = mmio(false, e::ERR_CODE, 0) & 0xFFu;
   res.rtl_cycles = I.cycle - c0;
   return res;
 }

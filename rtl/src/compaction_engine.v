@@ -12,6 +12,9 @@
 // through a second packer. Timing rule: docs/hw-units.md "Calibration from the RTL" (the TLM engine's).
 // Descriptors come from the MMIO staging registers (SUBMIT) or from memory (FETCH: one line read at
 // DESC_PTR + 64 * ENGINE_INDEX while no job runs, loaded into the staging registers and submitted).
+// Completion record: with COMPL_PTR != 0 at a job's start, the job ends with one 32-byte write of {TAG,
+// STATUS, OUT_BYTES, CYCLES, 4 x 0} at COMPL_PTR + 32 * ENGINE_INDEX, issued once every other write is answered;
+// DONE_COUNT and LAST_* change when that write is answered (a bus error on it latches ERR_CODE ComplWrite).
 // Functionally: ELL/BITMAP, DENSE in place, zero tiles, a count table of CT_PITCH entries per tile row,
 // D_CFG.SIZE_RULE (a fetched tile its sparse format
 // would not make smaller is written DENSE), sampling estimates, OutOverflow, bus errors.
@@ -55,7 +58,7 @@ module compaction_engine #(
 );
   localparam QAW = $clog2(QDEPTH);
   localparam [3:0] E_OK = 4'd0, E_UNMAPPED = 4'd1, E_MISALIGNED = 4'd2, E_READONLY = 4'd5,
-                   E_BADVALUE = 4'd6, E_BUSY = 4'd7, E_QFULL = 4'd8, E_DESCFETCH = 4'd9;
+                   E_BADVALUE = 4'd6, E_BUSY = 4'd7, E_QFULL = 4'd8, E_DESCFETCH = 4'd9, E_COMPL = 4'd10;
   // descriptor fetch: F_REQ waits for the read port (no job running), F_WAIT for the line, F_SUB submits it
   localparam [1:0] F_IDLE = 2'd0, F_REQ = 2'd1, F_WAIT = 2'd2, F_SUB = 2'd3;
 
@@ -65,6 +68,7 @@ module compaction_engine #(
   reg [31:0] err_code, done_count, last_tag, last_cycles, last_out_bytes, last_status;
   reg [63:0] dptr;      // DESC_PTR
   reg [15:0] eidx;      // ENGINE_INDEX
+  reg [63:0] cptr;      // COMPL_PTR (32-byte aligned; 0: no completion record)
   reg [1:0]  f_st;      // descriptor fetch state
   reg [63:6] f_addr;    // the descriptor being fetched (64-byte aligned)
   wire       f_busy = f_st != F_IDLE;
@@ -110,6 +114,7 @@ module compaction_engine #(
   wire [11:0] a = mmio_addr;
   wire is_desc = a[11:6] == 6'b000100;   // 0x100..0x13C
   wire is_glob = a[11:6] == 6'd0 && a[5:2] <= 4'd14;
+  wire is_cptr = a[11:3] == 9'h008;      // 0x040 COMPL_PTR_LO, 0x044 COMPL_PTR_HI
   reg  [3:0]  acc_err;
   reg  [31:0] acc_rdata;
   wire job_busy;
@@ -117,7 +122,11 @@ module compaction_engine #(
     acc_err = E_OK;
     acc_rdata = 32'd0;
     if (a[1:0] != 2'b00) acc_err = E_MISALIGNED;
-    else if (!is_desc && !is_glob) acc_err = E_UNMAPPED;
+    else if (!is_desc && !is_glob && !is_cptr) acc_err = E_UNMAPPED;
+    else if (is_cptr) begin
+      acc_rdata = a[2] ? cptr[63:32] : cptr[31:0];
+      if (mmio_we && !a[2] && mmio_wdata[4:0] != 5'd0) acc_err = E_BADVALUE;   // records are 32-byte aligned
+    end
     else if (is_desc) begin
       acc_rdata = desc[a[5:2]];
       if (mmio_we && f_busy) acc_err = E_BUSY;   // the fetch loads these registers
@@ -167,11 +176,15 @@ module compaction_engine #(
   wire f_issue;       // assigned below the job FSM's state register
   wire f_resp  = f_st == F_WAIT && rd_resp_valid;
   wire [511:0] f_half = f_addr[6] ? rd_resp_data[1023:512] : rd_resp_data[511:0];   // the descriptor's half line
-  reg  [3:0] f_err;   // error of the fetch this cycle (latched in ERR_CODE unless an access error is)
+  // error of the fetch or of a completion-record write this cycle (latched in ERR_CODE unless an access error
+  // is); the two never coincide: a fetch runs while no job does
+  reg  [3:0] f_err;
+  wire       cr_err;  // the completion record's write answered with an error (job FSM below)
   always @* begin
     f_err = E_OK;
     if (f_resp && rd_resp_err) f_err = E_DESCFETCH;
     else if (f_st == F_SUB && !s_valid) f_err = E_BADVALUE;
+    else if (cr_err) f_err = E_COMPL;
   end
   // CTRL write with CLEAR_DONE (bit 1) set
   wire clear_done = acc && mmio_we && acc_err == E_OK && is_glob && a[5:2] == 4'd1 && mmio_wdata[1];
@@ -188,7 +201,7 @@ module compaction_engine #(
       for (k = 0; k < 16; k = k + 1) desc[k] <= 32'd0;
       enable <= 1'b0; err_flag <= 1'b0; err_code <= 32'd0; done_count <= 32'd0; last_tag <= 32'd0;
       last_cycles <= 32'd0; last_out_bytes <= 32'd0; last_status <= 32'd0; mmio_rvalid <= 1'b0;
-      dptr <= 64'd0; eidx <= 16'd0; f_st <= F_IDLE; f_addr <= 58'd0;
+      dptr <= 64'd0; eidx <= 16'd0; f_st <= F_IDLE; f_addr <= 58'd0; cptr <= 64'd0;
     end else begin
       mmio_rvalid <= acc;
       mmio_rdata  <= (acc && !mmio_we && acc_err == E_OK) ? acc_rdata : 32'd0;
@@ -198,7 +211,11 @@ module compaction_engine #(
         err_code <= {mmio_we, 3'd0, a, 8'd0, 4'd0, acc_err};
       end
       if (acc && mmio_we && acc_err == E_OK) begin
-        if (is_desc) desc[a[5:2]] <= mmio_wdata;
+        if (is_cptr) begin
+          if (a[2]) cptr[63:32] <= mmio_wdata;
+          else cptr[31:0] <= mmio_wdata;
+        end
+        else if (is_desc) desc[a[5:2]] <= mmio_wdata;
         else if (a[5:2] == 4'd1) begin
           enable <= mmio_wdata[0];
           if (clear_done) done_count <= 32'd0;
@@ -226,7 +243,7 @@ module compaction_engine #(
       // a fetch error after an ERR_CODE clear of the same cycle is kept; an access error of the cycle wins
       if (f_err != E_OK && !(acc && acc_err != E_OK) && (!err_flag || (wr_ok && a[5:2] == 4'd3))) begin
         err_flag <= 1'b1;
-        err_code <= {1'b1, 3'd0, 12'h038, 8'd0, 4'd0, f_err};
+        err_code <= {1'b1, 3'd0, cr_err ? 12'h040 : 12'h038, 8'd0, 4'd0, f_err};
       end
       if (job_done) begin
         // a CLEAR_DONE written in the completion cycle zeroes the count before this job is counted (it was lost:
@@ -249,7 +266,7 @@ module compaction_engine #(
   // the fetch of the next tiles overlaps the emit passes of the current one. Between them: the read issuer
   // (one line read per cycle, <= RD_OUTS in flight) and the counter B (responses in order, per tile buffer).
   localparam [3:0] S_IDLE = 4'd0, S_TILE = 4'd1, S_CRD = 4'd2, S_FETCH = 4'd3, S_CNTD = 4'd4, S_PASS = 4'd5,
-                   S_NEXT = 4'd7, S_FIN = 4'd8, S_DONE = 4'd9;
+                   S_NEXT = 4'd7, S_FIN = 4'd8, S_DONE = 4'd9, S_CREC = 4'd10, S_CWAIT = 4'd11;
   localparam [1:0] P_IDX = 2'd1, P_BM = 2'd2, P_VAL = 2'd3;
   localparam [1:0] PS_OFF = 2'd0, PS_DEC = 2'd1, PS_CRD = 2'd2;
   localparam PIPE = TILE_BUFFERS > 1;
@@ -276,6 +293,7 @@ module compaction_engine #(
   reg [3:0]  j_s, j_trl, j_tcl;
   reg [8:0]  j_tr, j_tc;
   reg [18:0] j_ctp;     // D_CFG.CT_PITCH of the running job (0: its tiles per row)
+  reg [63:0] j_crec;    // the job's completion-record address (COMPL_PTR + 32 * ENGINE_INDEX at its start; 0: none)
   // tile walk (M)
   reg [31:0] t, r0, c0, tj;
   reg [63:0] trow_addr;
@@ -515,18 +533,25 @@ module compaction_engine #(
   wire [1023:0] pw_data, hw_data;
   wire [127:0] pw_strb, hw_strb;
   wire hw_sel = hw_valid;
-  wire pw_ready = wr_ready && !hw_sel;
-  wire hw_ready = wr_ready;
+  wire cr_sel = st == S_CREC;   // the completion record's write (below)
+  wire pw_ready = wr_ready && !hw_sel && !cr_sel;
+  wire hw_ready = wr_ready && !cr_sel;
   spartan_line_writer u_pay (.clk(clk), .rst(rst), .in_valid(c_valid), .in_ready(c_ready), .in_addr(c_addr),
     .in_n(c_n), .in_data(c_data), .flush(flush_w), .w_valid(pw_valid), .w_ready(pw_ready), .w_addr(pw_addr),
     .w_data(pw_data), .w_strb(pw_strb), .idle(pw_idle));
   spartan_line_writer u_hdr (.clk(clk), .rst(rst), .in_valid(h_valid), .in_ready(h_ready), .in_addr(h_addr),
     .in_n(8'd16), .in_data({896'd0, h_data}), .flush(flush_w), .w_valid(hw_valid), .w_ready(hw_ready),
     .w_addr(hw_addr), .w_data(hw_data), .w_strb(hw_strb), .idle(hw_idle));
-  assign wr_valid = hw_sel ? hw_valid : pw_valid;
-  assign wr_addr  = hw_sel ? hw_addr : pw_addr;
-  assign wr_data  = hw_sel ? hw_data : pw_data;
-  assign wr_strb  = hw_sel ? hw_strb : pw_strb;
+  // completion record {TAG, STATUS, OUT_BYTES, CYCLES, 4 x 0} (32 bytes, little-endian words) in its 32-byte slot
+  // of the line; the packers are idle in S_CREC, so it takes the port alone
+  wire [255:0] cr_rec = {128'd0, job_cycles, job_out_bytes, job_status, job_tag};
+  wire [1023:0] cr_data = {768'd0, cr_rec} << {j_crec[6:5], 8'd0};
+  wire [127:0] cr_strb = {96'd0, 32'hFFFFFFFF} << {j_crec[6:5], 5'd0};
+  assign cr_err = st == S_CWAIT && wr_resp_valid && wr_resp_err;
+  assign wr_valid = cr_sel || (hw_sel ? hw_valid : pw_valid);
+  assign wr_addr  = cr_sel ? {j_crec[63:7], 7'd0} : hw_sel ? hw_addr : pw_addr;
+  assign wr_data  = cr_sel ? cr_data : hw_sel ? hw_data : pw_data;
+  assign wr_strb  = cr_sel ? cr_strb : hw_sel ? hw_strb : pw_strb;
   wire wr_fire = wr_valid && wr_ready;
   wire c_slot  = !c_valid || c_ready;
   wire h_slot  = !h_valid || h_ready;
@@ -653,6 +678,7 @@ module compaction_engine #(
           j_trl <= lg(q_out[200:192]); j_tcl <= lg(q_out[216:208]);
           j_thr <= q_out[255:224]; j_hdr <= q_out[383:320]; j_out <= q_out[447:384];
           j_cap <= q_out[479:448]; job_tag <= q_out[511:480];
+          j_crec <= (cptr == 64'd0) ? 64'd0 : cptr + {43'd0, eidx, 5'd0};
           t <= 32'd0; r0 <= 32'd0; c0 <= 32'd0; tj <= 32'd0; off <= 32'd0; ost <= 32'd0; cycles <= 32'd1;
           trow_addr <= {q_out[63:32], q_out[31:0]}; ct_row <= q_out[319:256]; cc_v <= 1'b0;
           // tile buffers, counter and prefetcher start empty
@@ -746,12 +772,16 @@ module compaction_engine #(
           if (zrem == 12'd0 && !c_valid && !h_valid) begin
             flush_w <= 1'b1;
             if (flush_w && pw_idle && hw_idle && outstanding == 32'd0 && !wr_fire && rd_idle) begin
-              flush_w <= 1'b0; st <= S_DONE;
+              // the job's figures are final here (LAST_CYCLES counts to the cycle after, as without a record)
+              flush_w <= 1'b0; st <= (j_crec != 64'd0) ? S_CREC : S_DONE;
+              job_cycles <= cycles + 32'd1; job_out_bytes <= off; job_status <= ost;
             end
           end
         end
+        S_CREC: if (wr_ready) st <= S_CWAIT;   // the record's write (wr_* below) is taken
+        S_CWAIT: if (wr_resp_valid) st <= S_DONE;
         default: begin  // S_DONE
-          job_done <= 1'b1; job_cycles <= cycles; job_out_bytes <= off; job_status <= ost; st <= S_IDLE;
+          job_done <= 1'b1; st <= S_IDLE;
         end
       endcase
     end

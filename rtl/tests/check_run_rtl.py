@@ -9,6 +9,9 @@ usage: check_run_rtl.py STATS_JSON [LAYER ...]   (LAYERs: the only layer indices
        check_run_rtl.py --engines-fetched N STATS_JSON
          (as --engines, for a run with --units host.engine_fetch: true as well: every engine record's descriptor
           was fetched by both models of the lockstep, and the replay's engines read one descriptor per job)
+       check_run_rtl.py --engines-fetched-recorded N STATS_JSON
+         (as --engines-fetched, with host.engine_record: true too: both models of the lockstep wrote a completion
+          record per job, taking the same cycles for it, and the replay's engines one per job)
        check_run_rtl.py --engine-fault payload|cycles STATS_JSON
          (a run under SPARTAN_RTL_TEST_FAULT=engine-payload / engine-cycles: the engine scoreboard must have
           failed every job the fault touches, and only those; the monitor's records must be clean)
@@ -46,11 +49,14 @@ def check_engine_fault(kind, path):
         raise SystemExit("unknown --engine-fault " + kind)
 
 
-def check_engines(n, path, fetched=False):
+def check_engines(n, path, fetched=False, recorded=False):
     doc = json.load(open(path))
     rtl = doc["rtl"]
     eng_units = doc["units"]["engine"]
     assert doc["options"]["units"]["host"]["engine_fetch"] == fetched, doc["options"]["units"]["host"]
+    assert doc["options"]["units"]["host"]["engine_record"] == recorded, doc["options"]["units"]["host"]
+    assert eng_units["completion_records"] == (eng_units["jobs"] if recorded else 0), eng_units
+    assert eng_units["completion_record_errors"] == 0, eng_units
     assert eng_units["descriptor_fetches"] == (eng_units["jobs"] if fetched else 0), eng_units
     assert eng_units["descriptor_fetch_errors"] == 0, eng_units
     assert rtl["mismatches"] == 0 and doc["checks"]["passed"], rtl["mismatches"]
@@ -76,6 +82,12 @@ def check_engines(n, path, fetched=False):
             if fetched:  # FETCH write to job start: the TLM rule within a cycle of the RTL's, at least the read
                 f = j["fetch_to_start_cycles"]
                 assert f["rtl"] > 4 and abs(f["rtl"] - f["tlm"]) <= 1, j
+            assert j.get("completion_record", False) == recorded, j
+            if recorded:  # the cycles the record's write added to the job: equal in both models, at least a write
+                c = j["record_cycles"]
+                assert c["rtl"] > 1 and c["rtl"] == c["tlm"], j
+        if recorded:  # no status read charged; the poll of the records instead
+            assert L["hardware"]["engine_mmio_reads"] == 0 and L["hardware"]["engine_record_poll_ns"] > 0, key
         for j, b in zip(eng, blocks):
             assert j["replay_job_cycles"] == b["cycles"] and j["payload_bytes"] == b["payload_bytes"], (j, b)
         several += len(blocks) > 1
@@ -91,11 +103,13 @@ def check_engines(n, path, fetched=False):
     assert want in cyc["source"], (want, cyc["source"])
     print("engines:", several, "of", len(doc["layers"]), "layers cut into blocks,", pitched,
           "blocks read their counts with a pitch, every region and block clean" +
-          (", every descriptor fetched (%d)" % eng_units["descriptor_fetches"] if fetched else ""))
+          (", every descriptor fetched (%d)" % eng_units["descriptor_fetches"] if fetched else "") +
+          (", every job's completion record written (%d)" % eng_units["completion_records"] if recorded else ""))
 
 
-if sys.argv[1] in ("--engines", "--engines-fetched"):
-    check_engines(int(sys.argv[2]), sys.argv[3], fetched=sys.argv[1] == "--engines-fetched")
+if sys.argv[1] in ("--engines", "--engines-fetched", "--engines-fetched-recorded"):
+    check_engines(int(sys.argv[2]), sys.argv[3], fetched=sys.argv[1] != "--engines",
+                  recorded=sys.argv[1] == "--engines-fetched-recorded")
     sys.exit(0)
 
 if sys.argv[1] == "--engine-fault":

@@ -594,12 +594,128 @@ TEST(EngineRtlVsTlm, FetchedDescriptorsRunAsSubmittedOnes) {
       EXPECT_LE(r.rtl_fetch_to_start_cycles, lat + 8u) << what.str();
       EXPECT_NEAR(double(r.tlm_fetch_to_start_cycles), double(r.rtl_fetch_to_start_cycles), 1.0) << what.str();
       fetch_cycles[o.engine % 2] = {r.rtl_fetch_to_start_cycles, r.tlm_fetch_to_start_cycles};
+      // no completion record: the job is idle again in the cycle LAST_CYCLES counts to, in both models
+      EXPECT_FALSE(r.recorded) << what.str();
+      EXPECT_EQ(r.rtl_record_cycles, 0u) << what.str();
+      EXPECT_EQ(r.tlm_record_cycles, 0u) << what.str();
     }
   }
   std::printf("FETCH: %u of %zu fetched jobs agree exactly; %u refused runs latched the same error in both; FETCH write to job "
               "start RTL / TLM %llu / %llu cycles (read latency 20), %llu / %llu (300)\n", ok, (h.runs.size() - 3) * 4, refused,
               static_cast<unsigned long long>(fetch_cycles[0].first), static_cast<unsigned long long>(fetch_cycles[0].second),
               static_cast<unsigned long long>(fetch_cycles[1].first), static_cast<unsigned long long>(fetch_cycles[1].second));
+}
+
+// Completion record (regmap engine::COMPL_PTR): both models end each job with a 32-byte write of {TAG, STATUS,
+// OUT_BYTES, CYCLES, 4 x 0} at COMPL_PTR + 32 x ENGINE_INDEX (indices 0-9: every slot of two 128 B lines and
+// two of a third), through SUBMIT and through FETCH; the record's bytes, the cycles it adds to the job's busy time and,
+// when its line's writes fail, the ComplWrite code latched in ERR_CODE agree. Both builds, latencies 20/10 and
+// 300/40.
+struct RecordHost : sc_core::sc_module {
+  SC_HAS_PROCESS(RecordHost);
+  static constexpr std::uint64_t kComplPtr = 0x600000000ull, kDescPtr = 0x500000000ull;
+  std::uint64_t fail_addr = ~0ull;
+  rtl::EngineLockstepConfig cfg(unsigned rd_lat, unsigned wr_lat, unsigned tb, bool fetch) {
+    rtl::EngineLockstepConfig c = Host::cfg(rd_lat, wr_lat, tb);
+    c.fail_line = [this](std::uint64_t line, bool w) { return w && line == fail_addr; };
+    c.completion_ptr = kComplPtr;
+    if (fetch) c.fetch_desc_ptr = kDescPtr;
+    return c;
+  }
+  rtl::EngineLockstep e[4];
+  struct Run {
+    Job job;
+    std::uint32_t index = 0;
+    bool fail = false;  // the record's line fails
+  };
+  std::vector<Run> runs;
+  struct Out {
+    std::size_t run;
+    unsigned engine;
+    rtl::EngineLockstepResult r;
+    int rtl_record[3];  // TAG, STATUS, OUT_BYTES as the RTL wrote them (-1: a byte not written)
+  };
+  std::vector<Out> out;
+  explicit RecordHost(sc_core::sc_module_name n)
+      : sc_module(n), e{{"cr_fast1", cfg(20, 10, 1, false)}, {"cr_slow1", cfg(300, 40, 1, true)},
+                        {"cr_fast2", cfg(20, 10, Host::kTileBuffers[1], true)},
+                        {"cr_slow2", cfg(300, 40, Host::kTileBuffers[1], false)}} {
+    SC_THREAD(run);
+  }
+  void run() {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      const auto rd = r.job.reader();
+      const std::uint64_t at = kComplPtr + rm::engine::kComplRecordBytes * r.index;
+      fail_addr = r.fail ? at & ~std::uint64_t(127) : ~0ull;
+      for (unsigned k = 0; k < 4; ++k) {
+        e[k].set_fetch_engine_index(r.index);
+        Out o{i, k, e[k].run(r.job.d, rd), {}};
+        for (unsigned w = 0; w < 3; ++w) {
+          std::uint32_t v = 0;
+          bool all = true;
+          for (unsigned b = 0; b < 4; ++b) {
+            const int x = e[k].rtl_written().at(at + 4 * w + b);
+            all = all && x >= 0;
+            v |= std::uint32_t(x < 0 ? 0 : x) << (8 * b);
+          }
+          o.rtl_record[w] = all ? static_cast<int>(v) : -1;
+        }
+        out.push_back(o);
+      }
+    }
+  }
+};
+
+TEST(EngineRtlVsTlm, CompletionRecordsMatch) {
+  RecordHost h("recordhost");
+  for (std::uint64_t s = 1; s <= 10; ++s) h.runs.push_back({make_job(20 + s), static_cast<std::uint32_t>(s - 1)});
+  RecordHost::Run overflow{make_job(31), 3};
+  overflow.job.d.out_capacity_bytes = 16;  // stops at the first tile whose payload does not fit
+  h.runs.push_back(overflow);
+  h.runs.push_back({make_job(32), 5, true});
+  sc_core::sc_start();
+  ASSERT_EQ(h.out.size(), h.runs.size() * 4);
+  const auto compl_write = static_cast<std::uint32_t>(rm::MmioError::ComplWrite);
+  unsigned exact = 0, failed = 0, overflows = 0;
+  std::uint64_t rec_cycles[2] = {0, 0};  // at write latency 10 / 40
+  for (const auto& o : h.out) {
+    const auto& run = h.runs[o.run];
+    const auto& r = o.r;
+    std::ostringstream what;
+    what << "run " << o.run + 1 << " (index " << run.index << "), engine " << o.engine << ": record cycles RTL "
+         << r.rtl_record_cycles << " TLM " << r.tlm_record_cycles << ", error RTL " << r.rtl_completion_error << " TLM "
+         << r.tlm_completion_error << ", status RTL " << r.rtl_status << " TLM " << r.tlm_status << ", fetch error RTL "
+         << r.rtl_fetch_error << " TLM " << r.tlm_fetch_error << ", byte mismatches " << r.byte_mismatches;
+    ASSERT_TRUE(r.recorded) << what.str();
+    EXPECT_TRUE(r.rtl_finished) << what.str();
+    EXPECT_EQ(r.mismatches(), 0u) << what.str();
+    EXPECT_EQ(r.stray_write_bytes, 0u) << what.str();
+    EXPECT_EQ(r.rtl_record_cycles, r.tlm_record_cycles) << what.str();
+    const unsigned wlat = o.engine == 0 || o.engine == 2 ? 10 : 40;
+    EXPECT_GT(r.rtl_record_cycles, wlat) << what.str();
+    EXPECT_LE(r.rtl_record_cycles, wlat + 4u) << what.str();
+    rec_cycles[wlat == 40] = r.rtl_record_cycles;
+    if (run.fail) {
+      EXPECT_EQ(r.rtl_completion_error, compl_write) << what.str();
+      EXPECT_EQ(r.tlm_completion_error, compl_write) << what.str();
+      EXPECT_EQ(o.rtl_record[0], -1) << what.str();  // the failed write stored nothing
+      EXPECT_EQ(r.rtl_status, 0u) << what.str();      // the job itself is not failed by its record
+      ++failed;
+    } else {
+      EXPECT_EQ(r.rtl_completion_error, 0u) << what.str();
+      EXPECT_EQ(o.rtl_record[0], static_cast<int>(run.job.d.tag)) << what.str();
+      EXPECT_EQ(o.rtl_record[1], static_cast<int>(r.rtl_status)) << what.str();
+      EXPECT_EQ(o.rtl_record[2], static_cast<int>(r.rtl_out_bytes)) << what.str();
+      EXPECT_GE(r.bytes_compared, 16u) << what.str();
+      overflows += r.rtl_status == static_cast<std::uint32_t>(rm::engine::JobStatus::OutOverflow);
+      exact += r.mismatches() == 0 && r.rtl_record_cycles == r.tlm_record_cycles;
+    }
+  }
+  EXPECT_EQ(overflows, 4u);
+  std::printf("COMPL_PTR: %u of %zu records agree (bytes and the cycles they add: %llu at write latency 10, %llu at 40); "
+              "%u failing record writes latched ComplWrite in both\n", exact, (h.runs.size() - 1) * 4,
+              static_cast<unsigned long long>(rec_cycles[0]), static_cast<unsigned long long>(rec_cycles[1]), failed);
 }
 
 TEST(EngineRtlVsTlm, OnlyTheBuiltTileBufferCountsExist) {

@@ -73,12 +73,17 @@ struct RtlRunner : sc_core::sc_module {
   /// Where the engine lockstep puts the descriptor when the replay's engines fetch theirs (--units
   /// host.engine_fetch): in the lockstep's own memory, far above every address the replay uses.
   static constexpr std::uint64_t kLockstepDescPtr = 0xF00000000000ull;
-  RtlRunner(sc_core::sc_module_name n, double mhz, double engine_mhz, unsigned engine_tile_buffers, bool fetch)
-      : sc_module(n), lockstep("rtl_monitor", mhz), engine("rtl_engine", [engine_mhz, engine_tile_buffers, fetch] {
+  /// Where the engine lockstep's completion records go when the replay's engines write theirs (--units
+  /// host.engine_record): in the lockstep's own memory, beside the descriptors.
+  static constexpr std::uint64_t kLockstepComplPtr = 0xF10000000000ull;
+  RtlRunner(sc_core::sc_module_name n, double mhz, double engine_mhz, unsigned engine_tile_buffers, bool fetch,
+            bool record)
+      : sc_module(n), lockstep("rtl_monitor", mhz), engine("rtl_engine", [engine_mhz, engine_tile_buffers, fetch, record] {
           spartan::rtl::EngineLockstepConfig c;
           c.clock_mhz = engine_mhz;
           c.tile_buffers = engine_tile_buffers;
           c.fetch_desc_ptr = fetch ? kLockstepDescPtr : 0;  // both models then FETCH the job's descriptor
+          c.completion_ptr = record ? kLockstepComplPtr : 0;  // and write a completion record
           return c;
         }()) {
     SC_THREAD(loop);
@@ -199,7 +204,7 @@ class RtlExtension : public spartan::hw::RunExtension {
                                 "; the lockstep would validate another model than the replay reports (drop these --units "
                                 "settings, use a preset with 128 B L2 lines, or run without --rtl)");
     runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz, ctx.engine ? ctx.engine->config().clock_mhz : mhz, tile_buffers,
-                                          ctx.engine_fetch);
+                                          ctx.engine_fetch, ctx.engine_record);
     if (opts_[2].given) runner_->lockstep.wave(opts_[2].value, from, to);
     // The write requests the replay's slices deliver to their monitors while counting: the lockstep replays the
     // ones into the checked region, in the order they arrived (thirty-eighth session; before, it streamed the
@@ -331,7 +336,8 @@ class RtlExtension : public spartan::hw::RunExtension {
     const auto& d = job.desc;
     auto& store = ctx_.gpu->backing_store();
     spartan::rtl::EngineLockstepResult r;
-    runner_->engine.set_fetch_engine_index(static_cast<std::uint32_t>(engine));  // used with host.engine_fetch
+    // ENGINE_INDEX of both models: used with host.engine_fetch and host.engine_record
+    runner_->engine.set_fetch_engine_index(static_cast<std::uint32_t>(engine));
     runner_->run_now([&] {
       r = runner_->engine.run(d, [&](std::uint64_t a, std::uint8_t* dst, std::size_t n) { store.read(a, dst, n); });
     });
@@ -346,6 +352,15 @@ class RtlExtension : public spartan::hw::RunExtension {
       ref.assign(job.payload_bytes, 0);
       store.read(d.out_base, ref.data(), ref.size());
       for (std::uint64_t i = 0; i < ref.size(); ++i) bad_replay += w.at(d.out_base + i) != int(ref[i]);
+    }
+    if (r.recorded) {  // the RTL's record describes the replay's job: TAG, STATUS, OUT_BYTES
+      namespace er = spartan::hw::regmap::engine;
+      const auto& w = runner_->engine.rtl_written();
+      const std::uint64_t at = RtlRunner::kLockstepComplPtr + er::kComplRecordBytes * engine;
+      const std::uint32_t want[3] = {d.tag, static_cast<std::uint32_t>(job.status),
+                                     static_cast<std::uint32_t>(job.payload_bytes)};
+      for (unsigned k = 0; k < 12; ++k) bad_replay += w.at(at + k) != int((want[k / 4] >> (8 * (k % 4))) & 0xFFu);
+      bad += r.rtl_record_cycles != r.tlm_record_cycles;  // the TLM's record timing against the RTL's
     }
     bad += bad_replay;
     const bool timing_ok = spartan::rtl::cycles_within_tolerance(double(r.tlm_cycles), double(r.rtl_cycles));
@@ -371,6 +386,10 @@ class RtlExtension : public spartan::hw::RunExtension {
     if (r.fetched) {  // both models read it from memory (FETCH): FETCH write to job start, each model
       rec["descriptor_fetched"] = true;
       rec["fetch_to_start_cycles"] = {{"rtl", r.rtl_fetch_to_start_cycles}, {"tlm", r.tlm_fetch_to_start_cycles}};
+    }
+    if (r.recorded) {  // both models wrote a completion record: the cycles it added to the job, each model
+      rec["completion_record"] = true;
+      rec["record_cycles"] = {{"rtl", r.rtl_record_cycles}, {"tlm", r.tlm_record_cycles}};
     }
     records_.push_back(rec);
     if (!ctx_.quiet)

@@ -76,6 +76,8 @@ MmioError CompactionEngine::reg_read(std::uint32_t off, std::uint32_t& v) const 
     case DESC_PTR_HI: v = static_cast<std::uint32_t>(desc_ptr_ >> 32); return MmioError::None;
     case ENGINE_INDEX: v = engine_index_; return MmioError::None;
     case FETCH: v = 0; return MmioError::None;
+    case COMPL_PTR_LO: v = static_cast<std::uint32_t>(compl_ptr_); return MmioError::None;
+    case COMPL_PTR_HI: v = static_cast<std::uint32_t>(compl_ptr_ >> 32); return MmioError::None;
     default: return MmioError::Unmapped;
   }
 }
@@ -129,6 +131,11 @@ MmioError CompactionEngine::reg_write(std::uint32_t off, std::uint32_t v, const 
     case DESC_PTR_LO: desc_ptr_ = (desc_ptr_ & ~std::uint64_t(0xFFFFFFFFu)) | v; return MmioError::None;
     case DESC_PTR_HI: desc_ptr_ = (desc_ptr_ & 0xFFFFFFFFu) | (std::uint64_t(v) << 32); return MmioError::None;
     case ENGINE_INDEX: engine_index_ = field_get(v, 0, ENGINE_INDEX_WIDTH); return MmioError::None;
+    case COMPL_PTR_LO:
+      if (v % kComplRecordBytes != 0) return MmioError::BadValue;
+      compl_ptr_ = (compl_ptr_ & ~std::uint64_t(0xFFFFFFFFu)) | v;
+      return MmioError::None;
+    case COMPL_PTR_HI: compl_ptr_ = (compl_ptr_ & 0xFFFFFFFFu) | (std::uint64_t(v) << 32); return MmioError::None;
     case FETCH: {
       if (engine_index_ >= field_get(v, 0, FETCH_COUNT_WIDTH)) return MmioError::None;  // not addressed
       if (fetch_pending_) return MmioError::Busy;
@@ -308,6 +315,8 @@ void CompactionEngine::job_thread() {
     queue_.pop_front();
     busy_ = true;
     if (job.submitted > sc_core::sc_time_stamp()) sc_core::wait(job.submitted - sc_core::sc_time_stamp());
+    // the record's address as at the job's start (RTL: latched with the descriptor); wraps at 2^64 as the RTL's adder
+    job.completion_addr = compl_ptr_ == 0 ? 0 : compl_ptr_ + std::uint64_t(kComplRecordBytes) * engine_index_;
     run_job(job);
     busy_ = false;
     ++done_count_;
@@ -714,10 +723,36 @@ void CompactionEngine::run_job(EngineJob& job) {
   stats_.header_bytes_written += headers.bytes_written;
   // (sequential: every read has completed by `cur`; pipelined: the job also waits for reads fetched ahead)
   const sc_time end = std::max({wr.window.last_done(), cur, t0, last_resp}) + clock_.cycles(cfg_.job_tail_cycles);
-  if (end > sc_core::sc_time_stamp()) sc_core::wait(end - sc_core::sc_time_stamp());
+  job.cycles = clock_.whole_cycles(end - job.started);
+  // RTL: S_FIN hands over to S_CREC in the cycle `end` stands for (S_DONE without a record); S_DONE follows the
+  // record's write response by one cycle.
+  const sc_time fin = job.completion_addr ? write_completion_record(job, end) + clock_.cycles(1) : end;
+  if (fin > sc_core::sc_time_stamp()) sc_core::wait(fin - sc_core::sc_time_stamp());
   job.finished = sc_core::sc_time_stamp();
-  job.cycles = clock_.whole_cycles(job.finished - job.started);
   stats_.busy_ps += (job.finished - job.started).value();
+}
+
+sc_time CompactionEngine::write_completion_record(EngineJob& job, const sc_time& at) {
+  std::uint8_t rec[kComplRecordBytes] = {};  // the reserved words 0
+  mmio_store_u32(rec + 4 * C_TAG, job.desc.tag);
+  mmio_store_u32(rec + 4 * C_STATUS, static_cast<std::uint32_t>(job.status));
+  mmio_store_u32(rec + 4 * C_OUT_BYTES, static_cast<std::uint32_t>(job.payload_bytes));
+  mmio_store_u32(rec + 4 * C_CYCLES, static_cast<std::uint32_t>(std::min<std::uint64_t>(job.cycles, 0xFFFFFFFFu)));
+  // issued in simulated time (the job's other writes may run ahead of it), and its error latched when answered
+  if (at > sc_core::sc_time_stamp()) sc_core::wait(at - sc_core::sc_time_stamp());
+  tlm::tlm_generic_payload p;
+  spartan::hw::prepare_payload(p, tlm::TLM_WRITE_COMMAND, job.completion_addr, rec, kComplRecordBytes);
+  sc_time d = SC_ZERO_TIME;
+  mem->b_transport(p, d);
+  sc_core::wait(d);
+  ++stats_.completion_records;
+  ++stats_.writes;
+  if (!p.is_response_ok()) {
+    job.completion_error = true;
+    ++stats_.completion_record_errors;
+    err_.latch(MmioError::ComplWrite, COMPL_PTR_LO, true);
+  }
+  return sc_core::sc_time_stamp();
 }
 
 }  // namespace spartan::hw

@@ -15,7 +15,8 @@ tlm::tlm_response_status mmio_response_for(MmioError e) {
     case MmioError::BadValue:
     case MmioError::Busy:
     case MmioError::QueueFull: return tlm::TLM_COMMAND_ERROR_RESPONSE;
-    case MmioError::DescFetch: return tlm::TLM_GENERIC_ERROR_RESPONSE;  // latched only, never a response
+    case MmioError::DescFetch:
+    case MmioError::ComplWrite: return tlm::TLM_GENERIC_ERROR_RESPONSE;  // latched only, never a response
   }
   return tlm::TLM_GENERIC_ERROR_RESPONSE;
 }

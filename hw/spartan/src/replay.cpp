@@ -99,6 +99,7 @@ void Replay::build() {
   ctx_.out_dir = opt_.out_dir;
   ctx_.quiet = opt_.quiet;
   ctx_.engine_fetch = opt_.host_engine_fetch;
+  ctx_.engine_record = opt_.host_engine_record;
   for (RunExtension* e : opt_.extensions) e->attach(ctx_);
   // End of elaboration: socket bindings are complete before the first register access.
   if (sc_core::sc_get_status() == sc_core::SC_ELABORATION) sc_core::sc_start(sc_core::SC_ZERO_TIME);
@@ -335,7 +336,9 @@ json Replay::run() {
                   {"compactor_busy_ps", e.compactor_busy_ps}, {"buffer_stall_ps", e.buffer_stall_ps},
                   {"mmio_reads", e.mmio_reads}, {"mmio_writes", e.mmio_writes},
                   {"mmio_errors", e.mmio_errors}, {"descriptor_fetches", e.descriptor_fetches},
-                  {"descriptor_fetch_errors", e.descriptor_fetch_errors}};
+                  {"descriptor_fetch_errors", e.descriptor_fetch_errors},
+                  {"completion_records", e.completion_records},
+                  {"completion_record_errors", e.completion_record_errors}};
     };
     json sum = engine_json(engines_[0]->stats());
     for (std::size_t i = 1; i < engines_.size(); ++i) {

@@ -194,7 +194,8 @@ class Replay {
   ReplayContext ctx_;
   std::uint32_t sms_ = 0, line_ = 128;
   bool all_passed_ = true;
-  bool engine_index_set_ = false;  ///< host_engine_fetch: ENGINE_INDEX programmed (once per run)
+  /// host_engine_fetch / host_engine_record: ENGINE_INDEX (and with records COMPL_PTR) programmed, once per run
+  bool engine_index_set_ = false;
 };
 
 }  // namespace spartan::hw::replay_detail

@@ -45,6 +45,25 @@ std::pair<std::uint64_t, std::uint64_t> expand_check(fmt::TiledMatrix& tm, const
   return {bad, negz};
 }
 
+/// Reads [base, base + bytes) as one request per L2 line piece (independent), from one SM: a poller reading
+/// the engines' completion records (whole sectors, so that it hits where they were written whole).
+class RecordPoll : public gpu::RequestSource {
+ public:
+  RecordPoll(std::uint64_t base, std::uint64_t bytes, std::uint32_t line) : at_(base), end_(base + bytes), line_(line) {}
+  bool next(gpu::MemRequest& r) override {
+    if (at_ >= end_) return false;
+    r = gpu::MemRequest{};
+    r.addr = at_;
+    r.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(line_ - at_ % line_, end_ - at_));
+    at_ += r.bytes;
+    return true;
+  }
+
+ private:
+  std::uint64_t at_, end_;
+  std::uint32_t line_;
+};
+
 std::string fmt_us(double ns) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f us", ns * 1e-3);
@@ -326,6 +345,11 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // host_engine_broadcast and every engine in use, a value common to all engines counts once
   // (ReplayOptions::host_engine_broadcast).
   const bool fetch = opt_.host_engine_fetch;
+  const bool record = opt_.host_engine_record;
+  // host_engine_record: the engines' completion records, 32 bytes each at kRecordBase + 32 e (below the
+  // activation at A, which the layout starts at; run-constant, as COMPL_PTR is programmed once)
+  const std::uint64_t kRecordBase = A - 0x10000;
+  static_assert(ReplayOptions::kMaxEngineCount * er::kComplRecordBytes <= 0x10000, "records below the activation");
   // with FETCH the writes are common to all engines whatever the blocks (an engine not addressed ignores FETCH)
   const bool eng_bcast = opt_.host_engine_broadcast && (fetch || nb == engines_.size());
   unsigned engine_writes = 0;
@@ -345,12 +369,17 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   const std::uint64_t desc_base = align64k(hw_out.payload_base + hw_area);
   // the engines the FETCH-mode writes go to: all of them through the broadcast window, else those in use
   const std::size_t fetch_targets = eng_bcast ? engines_.size() : nb;
-  if (fetch) {
-    if (!engine_index_set_) {  // driver initialisation, once per run: not charged
-      for (std::size_t e = 0; e < engines_.size(); ++e)
-        mmio_w(S + e, er::ENGINE_INDEX, static_cast<std::uint32_t>(e), "engine ENGINE_INDEX");
-      engine_index_set_ = true;
+  if ((fetch || record) && !engine_index_set_) {  // driver initialisation, once per run: not charged
+    for (std::size_t e = 0; e < engines_.size(); ++e) {
+      mmio_w(S + e, er::ENGINE_INDEX, static_cast<std::uint32_t>(e), "engine ENGINE_INDEX");
+      if (record) {
+        mmio_w(S + e, er::COMPL_PTR_LO, static_cast<std::uint32_t>(kRecordBase), "engine COMPL_PTR_LO");
+        mmio_w(S + e, er::COMPL_PTR_HI, static_cast<std::uint32_t>(kRecordBase >> 32), "engine COMPL_PTR_HI");
+      }
     }
+    engine_index_set_ = true;
+  }
+  if (fetch) {
     for (std::size_t b = 0; b < nb; ++b) {
       std::uint8_t bytes[er::kDescBytes];
       for (unsigned i = 0; i < er::kDescWords; ++i) mmio_store_u32(bytes + 4 * i, words[b][i]);
@@ -402,10 +431,26 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     jobs_ok = jobs_ok && j.status == er::JobStatus::Ok;
   }
   compactor_busy -= compactor_busy0;
-  const std::uint32_t engine_reads = eng_bcast ? 1u : static_cast<std::uint32_t>(nb);  // completion status read(s)
+  // Completion: a status read over the host's MMIO path (one aggregated with the broadcast), or with records a
+  // GPU-side poll: SM 0 reads the records (their sectors) once every record is written (engine b's at kRecordBase + 32 b).
+  const std::uint32_t engine_reads = record ? 0u : eng_bcast ? 1u : static_cast<std::uint32_t>(nb);
+  double poll_ns = 0;
+  if (record) {
+    for (std::size_t b = 0; b < nb; ++b) {
+      const auto rec = read_u32s(*gpu_, kRecordBase + er::kComplRecordBytes * b, er::kComplRecordBytes / 4);
+      const EngineJob& j = *jobs[b];
+      if (j.completion_addr != kRecordBase + er::kComplRecordBytes * b || j.completion_error ||
+          rec[er::C_TAG] != j.desc.tag || rec[er::C_STATUS] != static_cast<std::uint32_t>(j.status) ||
+          rec[er::C_OUT_BYTES] != j.payload_bytes || rec[er::C_CYCLES] != j.cycles)
+        throw std::logic_error("engine " + std::to_string(b) + ": its completion record does not describe its job");
+    }
+    RecordPoll poll(kRecordBase, er::kComplRecordBytes * nb, line_);
+    const auto r = gpu_->run({&poll});
+    poll_ns = double(r.end_ps - r.start_ps) * 1e-3;
+  }
   const Traffic e1 = traffic(*gpu_);
   Step hw_conv{"convert", (conv_end - t_submit).to_seconds() * 1e9, 0,
-               engine_writes * opt_.host_mmio_write_ns + engine_reads * opt_.host_mmio_read_ns,
+               engine_writes * opt_.host_mmio_write_ns + engine_reads * opt_.host_mmio_read_ns + poll_ns,
                e1.l2_bytes - e0.l2_bytes, e1.dram_bytes - e0.dram_bytes, -1};
 
   // ---------------- consumer ----------------
@@ -519,7 +564,8 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   hwj["monitor_mmio_reads"] = monitor_reads;    // status reads charged to the profile (broadcast: one)
   hwj["monitor_clear_ns"] = clear_ns;  // CLEAR sweep (sampling only) charged to count_table_zero (max with the memset)
   hwj["engine_mmio_writes"] = engine_writes;    // posted writes charged to the conversion
-  hwj["engine_mmio_reads"] = engine_reads;      // status read(s) charged to the conversion
+  hwj["engine_mmio_reads"] = engine_reads;      // status read(s) charged to the conversion (0 with records)
+  hwj["engine_record_poll_ns"] = poll_ns;       // host_engine_record: the GPU-side poll of the records (else 0)
   hwj["engine_cycles"] = job_cycles_max;        // the longest block's LAST_CYCLES (one engine: its job's)
   hwj["monitor_utilisation_mean"] = busy_sum / (double(S) * prod_ps);
   hwj["monitor_utilisation_max"] = busy_max / prod_ps;

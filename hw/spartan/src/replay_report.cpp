@@ -64,23 +64,32 @@ std::string replay_summary(const json& doc) {
          " (an assumption: --units host.monitor_broadcast: false charges every monitor's writes and read)";
   else
     o << "; every monitor's register writes and status read charged (host.monitor_broadcast: false)";
-  const bool fetch =
-      opt.contains("units") && opt["units"].contains("host") && opt["units"]["host"].value("engine_fetch", false);
-  const bool eng_bcast = !opt.contains("units") || !opt["units"].contains("host") ||
-                         opt["units"]["host"].value("engine_broadcast", true);
+  const auto host_flag = [&](const char* key, bool dflt) {
+    return opt.contains("units") && opt["units"].contains("host") ? opt["units"]["host"].value(key, dflt) : dflt;
+  };
+  const bool fetch = host_flag("engine_fetch", false), record = host_flag("engine_record", false);
+  const bool eng_bcast = host_flag("engine_broadcast", true);
+  // the completion status read(s), when no completion record replaces them
+  const char* read_one = record ? "" : ", and one aggregated status read";
+  const char* read_each = record ? "" : ", and a status read per engine";
   if (fetch)
     o << "; the engines fetch their descriptors from device memory, written there ahead of the layer (not"
          " charged): per layer CTRL, DESC_PTR_LO/HI and FETCH"
-      << (engines > 1 ? (eng_bcast ? ", each one broadcast write to all engines, and one aggregated status read (an"
-                                     " assumption: host.engine_broadcast)"
-                                   : ", to each engine in use, and a status read per engine (host.engine_broadcast: false)")
-                      : "")
+      << (engines > 1 ? (eng_bcast ? std::string(", each one broadcast write to all engines") + read_one +
+                                         " (an assumption: host.engine_broadcast)"
+                                   : std::string(", to each engine in use") + read_each + " (host.engine_broadcast: false)")
+                      : std::string())
       << " (host.engine_fetch)";
   else if (engines > 1)
-    o << (eng_bcast ? "; an engine register write (CTRL, descriptor word, SUBMIT) whose value all engines share is one broadcast"
-                      " write when every engine has a block, else one per engine, and one aggregated status read (an"
-                      " assumption: host.engine_broadcast)"
-                    : "; every engine's register writes and status read charged (host.engine_broadcast: false)");
+    o << (eng_bcast ? std::string("; an engine register write (CTRL, descriptor word, SUBMIT) whose value all engines share"
+                                  " is one broadcast write when every engine has a block, else one per engine") +
+                          read_one + " (an assumption: host.engine_broadcast)"
+                    : std::string("; every engine's register writes") + (record ? "" : " and status read") +
+                          " charged (host.engine_broadcast: false)");
+  if (record)
+    o << "; the engines write completion records (COMPL_PTR, programmed once per run, not charged) and a GPU-side poll"
+         " of them, one read of their lines by one SM issued once they are written, replaces the status read"
+         " (a lower bound on a poller; host.engine_record)";
   o << "; FLUSH and the engine's set-up follow the producer in stream order, no host round trip charged\n";
   if (opt.contains("units_file"))
     o << "units: " << (opt["units_file"].get<std::string>().empty() ? "defaults" : opt["units_file"].get<std::string>())

@@ -63,6 +63,7 @@ void visit_units_settings(Opt& o, V& v) {
   v.flag("monitor_broadcast", o.host_monitor_broadcast);
   v.flag("engine_broadcast", o.host_engine_broadcast);
   v.flag("engine_fetch", o.host_engine_fetch);
+  v.flag("engine_record", o.host_engine_record);
 }
 
 }  // namespace spartan::hw::detail

@@ -421,6 +421,87 @@ TEST(Engine, FetchReadsADescriptorOverShortLines) {
 TEST(Engine, FetchesItsDescriptorFromMemory) { fetched_job(EngineConfig{}.tile_buffers); }
 TEST(Engine, FetchesItsDescriptorFromMemorySequential) { fetched_job(1); }
 
+// Completion record (regmap engine::COMPL_PTR): COMPL_PTR is RW, a low word not 32-byte aligned is refused
+// (BadValue, unchanged); a job that starts with COMPL_PTR != 0 ends with {TAG, STATUS, OUT_BYTES, CYCLES} at
+// COMPL_PTR + 32 * ENGINE_INDEX (the values as at its start), DONE_COUNT changing only after that write's
+// response; LAST_CYCLES is the job's cycles without the record; a failing record write latches ComplWrite and
+// leaves the job's status Ok; COMPL_PTR = 0 writes no record.
+TEST(Engine, WritesACompletionRecord) {
+  SC_SCENARIO([] {
+    Bench b;
+    const RawMatrix m = make_matrix(ElemType::F32, 70, 100, 512, 0.3, 7);
+    const Descriptor ok = base_desc(m, kFormatEll, 16, 32);
+    const auto counts = reference_counts(m, 16, 32);
+    b.mem.write_bytes(ok.src, m.bytes.data(), m.bytes.size());
+    b.mem.write_bytes(ok.count_table, counts.data(), counts.size() * 4);
+    const std::uint64_t recs = 0x7100000;
+    b.mem.set_error_hook([](std::uint64_t a, std::uint32_t, bool w) { return w && a >= 0x7200000 && a < 0x7200080; });
+    const auto record = [&](std::uint64_t at) {
+      std::array<std::uint32_t, kComplRecordBytes / 4> v{};
+      b.mem.read_bytes(at, v.data(), sizeof v);
+      return v;
+    };
+    std::uint64_t cycles_no_record = 0;
+    b.run([&](Driver& d) {
+      const std::uint32_t cp_off = static_cast<std::uint32_t>(COMPL_PTR_LO) << kErrOffsetLsb;
+      EXPECT_EQ(d.rd(0, COMPL_PTR_LO), 0u);
+      EXPECT_EQ(d.wr(0, COMPL_PTR_LO, static_cast<std::uint32_t>(recs) + 16), tlm::TLM_COMMAND_ERROR_RESPONSE);
+      EXPECT_EQ(d.rd(0, ERR_CODE), static_cast<std::uint32_t>(MmioError::BadValue) | cp_off | (1u << kErrWriteBit));
+      EXPECT_EQ(d.rd(0, COMPL_PTR_LO), 0u);
+      d.wr(0, ERR_CODE, 0);
+      d.wr(0, CTRL, 1);
+      // COMPL_PTR = 0: no record, the reference cycles
+      EXPECT_EQ(submit(d, ok), tlm::TLM_OK_RESPONSE);
+      wait_done(d, 1);
+      cycles_no_record = d.rd(0, LAST_CYCLES);
+      EXPECT_EQ(b.eng.stats().completion_records, 0u);
+      // engine index 3: the record at COMPL_PTR + 96
+      EXPECT_EQ(d.wr(0, COMPL_PTR_LO, static_cast<std::uint32_t>(recs)), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.wr(0, COMPL_PTR_HI, 0), tlm::TLM_OK_RESPONSE);
+      EXPECT_EQ(d.rd(0, COMPL_PTR_LO), static_cast<std::uint32_t>(recs));
+      d.wr(0, ENGINE_INDEX, 3);
+      Descriptor second = ok;
+      second.tag = 0xC0FFEE;
+      EXPECT_EQ(submit(d, second), tlm::TLM_OK_RESPONSE);
+      // the record is in memory before DONE_COUNT changes (FlatMemory stores a write when it is issued)
+      sc_core::sc_time t_rec = sc_core::SC_ZERO_TIME;
+      for (int i = 0; i < 100000 && d.rd(0, DONE_COUNT) < 2; ++i) {
+        if (t_rec == sc_core::SC_ZERO_TIME && record(recs + 96)[C_TAG] != 0) t_rec = sc_core::sc_time_stamp();
+        sc_core::wait(sc_core::sc_time(5, sc_core::SC_NS));
+      }
+      EXPECT_EQ(d.rd(0, DONE_COUNT), 2u);
+      EXPECT_GT(t_rec, sc_core::SC_ZERO_TIME);
+      EXPECT_GE(sc_core::sc_time_stamp() - t_rec, sc_core::sc_time(45, sc_core::SC_NS));  // the write's 50 ns
+      const auto r = record(recs + 96);
+      EXPECT_EQ(r[C_TAG], 0xC0FFEEu);
+      EXPECT_EQ(r[C_STATUS], 0u);
+      EXPECT_EQ(r[C_OUT_BYTES], d.rd(0, LAST_OUT_BYTES));
+      EXPECT_EQ(r[C_CYCLES], d.rd(0, LAST_CYCLES));
+      for (unsigned w = C_CYCLES + 1; w < kComplRecordBytes / 4; ++w) EXPECT_EQ(r[w], 0u) << w;  // reserved
+      EXPECT_EQ(d.rd(0, LAST_CYCLES), cycles_no_record);  // the record is not in LAST_CYCLES
+      EXPECT_EQ(record(recs)[C_TAG], 0u);                  // nothing at the other engines' slots
+      EXPECT_EQ(d.rd(0, ERR_CODE), 0u);
+      // a failing record write: ComplWrite latched at COMPL_PTR_LO, the job Ok
+      d.wr(0, COMPL_PTR_LO, 0x7200000);
+      EXPECT_EQ(submit(d, ok), tlm::TLM_OK_RESPONSE);
+      wait_done(d, 3);
+      EXPECT_EQ(d.rd(0, ERR_CODE), static_cast<std::uint32_t>(MmioError::ComplWrite) | cp_off | (1u << kErrWriteBit));
+      EXPECT_EQ(d.rd(0, LAST_STATUS), 0u);
+    });
+    ASSERT_EQ(b.eng.jobs().size(), 3u);
+    const EngineJob& j = b.eng.jobs()[1];
+    EXPECT_EQ(j.completion_addr, recs + 96);
+    EXPECT_FALSE(j.completion_error);
+    EXPECT_TRUE(b.eng.jobs()[2].completion_error);
+    EXPECT_EQ(b.eng.jobs()[0].completion_addr, 0u);
+    // the record's write (FlatMemory: 50 ns) and one cycle (1 ns) after its response are in the job's busy time
+    const sc_core::sc_time busy0 = b.eng.jobs()[0].finished - b.eng.jobs()[0].started;
+    EXPECT_EQ(j.finished - j.started, busy0 + sc_core::sc_time(51, sc_core::SC_NS));
+    EXPECT_EQ(b.eng.stats().completion_records, 2u);
+    EXPECT_EQ(b.eng.stats().completion_record_errors, 1u);
+  });
+}
+
 TEST(Engine, EllF32) { functional(ElemType::F32, kFormatEll, 32, 32, 0.3); }
 TEST(Engine, BitmapF32) { functional(ElemType::F32, kFormatBitmap, 32, 32, 0.3); }
 TEST(Engine, EllF16) { functional(ElemType::F16, kFormatEll, 32, 32, 0.4); }

@@ -186,6 +186,24 @@ void expect_passed(const nlohmann::json& doc, std::size_t layers) {
   }
 }
 
+/// Engine host-path cases: replay i of n writes the F32 test trace's stats under DIR/out<i> with the options
+/// `setup(opt, i)` gives (every check must pass, 4 layers); returns the n stats.json documents.
+std::vector<nlohmann::json> replay_cases(const std::string& dir, int n, const std::function<void(ReplayOptions&, int)>& setup) {
+  for (int i = 0; i < n; ++i)
+    SC_SCENARIO([&] {
+      auto opt = options(write_trace(dir, tr::DType::F32), dir + "/out" + std::to_string(i));
+      std::filesystem::create_directories(opt.out_dir);
+      setup(opt, i);
+      expect_passed(run_replay(opt, {}), 4);
+    });
+  std::vector<nlohmann::json> docs(n);
+  for (int i = 0; i < n; ++i) {
+    std::ifstream f(dir + "/out" + std::to_string(i) + "/stats.json");
+    docs[i] = nlohmann::json::parse(f);
+  }
+  return docs;
+}
+
 TEST(Replay, F32EllAllLayersAllChecks) {
   SC_SCENARIO([] {
     const std::string dir = ::testing::TempDir() + "/replay_f32";
@@ -409,7 +427,7 @@ TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
         v = (key == "clock_mhz" ? 500.0 : v.get<double>()) + 1.5 * double(keys);
       }
     }
-  EXPECT_EQ(keys, 35u);  // 6 monitor, 13 engine, 11 baseline and 5 host settings (docs/hw-units.md)
+  EXPECT_EQ(keys, 36u);  // 6 monitor, 13 engine, 11 baseline and 6 host settings (docs/hw-units.md)
   const std::string units = dir + "/changed.yaml";
   std::ofstream(units) << changed.dump(2);  // JSON is YAML
   const nlohmann::json loaded = record(units, dir + "/out1");
@@ -767,23 +785,14 @@ TEST(Replay, EnginesFetchTheirDescriptorsFromMemory) {
   };
   const Case cases[] = {{1, false, true}, {1, true, true}, {4, false, true}, {4, true, true}, {4, true, false}, {16, true, true}};
   constexpr int n = sizeof(cases) / sizeof(cases[0]);
-  for (int i = 0; i < n; ++i)
-    SC_SCENARIO([&] {
-      auto opt = options(write_trace(dir, tr::DType::F32), dir + "/out" + std::to_string(i));
-      std::filesystem::create_directories(opt.out_dir);
-      opt.tile_rows = cases[i].engines > 4 ? 16 : 2;
-      opt.tile_cols = cases[i].engines > 4 ? 256 : 32;
-      opt.engine_count = std::min(cases[i].engines, ReplayOptions::kMaxEngineCount);
-      opt.host_engine_fetch = cases[i].fetch;
-      opt.host_engine_broadcast = cases[i].broadcast;
-      expect_passed(run_replay(opt, {}), 4);
-    });
-  nlohmann::json docs[n];
-  for (int i = 0; i < n; ++i) {
-    std::ifstream f(dir + "/out" + std::to_string(i) + "/stats.json");
-    docs[i] = nlohmann::json::parse(f);
-    EXPECT_EQ(docs[i]["options"]["units"]["host"]["engine_fetch"].get<bool>(), cases[i].fetch);
-  }
+  const auto docs = replay_cases(dir, n, [&](ReplayOptions& opt, int i) {
+    opt.tile_rows = cases[i].engines > 4 ? 16 : 2;
+    opt.tile_cols = cases[i].engines > 4 ? 256 : 32;
+    opt.engine_count = std::min(cases[i].engines, ReplayOptions::kMaxEngineCount);
+    opt.host_engine_fetch = cases[i].fetch;
+    opt.host_engine_broadcast = cases[i].broadcast;
+  });
+  for (int i = 0; i < n; ++i) EXPECT_EQ(docs[i]["options"]["units"]["host"]["engine_fetch"].get<bool>(), cases[i].fetch);
   const ReplayOptions d;
   EXPECT_EQ(docs[0]["units"]["engine"]["descriptor_fetches"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(docs[1]["units"]["engine"]["descriptor_fetches"].get<std::uint64_t>(), 4u);   // 4 layers
@@ -819,6 +828,61 @@ TEST(Replay, EnginesFetchTheirDescriptorsFromMemory) {
     }
   }
   EXPECT_GT(fewer_blocks, 0u) << "no layer had fewer blocks than engines: FETCH's N is not exercised";
+}
+
+// host_engine_record: each engine in use writes a completion record per layer (the replay checks each record
+// against its job: tag, status, payload bytes, LAST_CYCLES), no status read is charged, and the wait is the
+// simulated poll of the records' lines (an L2 hit on the test GPU: well under host_mmio_read_ns). The jobs are
+// the same as without records; their busy time includes the record's write. With SUBMIT and with FETCH.
+TEST(Replay, EnginesWriteCompletionRecords) {
+  const std::string dir = ::testing::TempDir() + "/replay_record";
+  std::filesystem::create_directories(dir);
+  struct Case {
+    std::uint32_t engines;
+    bool fetch, record, broadcast;
+  };
+  // in pairs, without and with records
+  const Case cases[] = {{1, false, false, true}, {1, false, true, true},  {4, true, false, true},
+                        {4, true, true, true},   {4, false, false, false}, {4, false, true, false}};
+  constexpr int n = sizeof(cases) / sizeof(cases[0]);
+  const auto docs = replay_cases(dir, n, [&](ReplayOptions& opt, int i) {
+    opt.tile_rows = 2;
+    opt.tile_cols = 32;
+    opt.engine_count = cases[i].engines;
+    opt.host_engine_fetch = cases[i].fetch;
+    opt.host_engine_record = cases[i].record;
+    opt.host_engine_broadcast = cases[i].broadcast;
+  });
+  for (int i = 0; i < n; ++i) EXPECT_EQ(docs[i]["options"]["units"]["host"]["engine_record"].get<bool>(), cases[i].record);
+  const ReplayOptions d;
+  for (int i = 0; i < n; ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const auto& eng = docs[i]["units"]["engine"];
+    EXPECT_EQ(eng["completion_record_errors"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(eng["completion_records"].get<std::uint64_t>(), cases[i].record ? 4u * cases[i].engines : 0u);
+    for (std::size_t l = 0; l < 4; ++l) {
+      SCOPED_TRACE(docs[i]["layers"][l]["name"].get<std::string>());
+      const auto& h = docs[i]["layers"][l]["hardware"];
+      const auto& ref = docs[i - (cases[i].record ? 1 : 0)]["layers"][l]["hardware"];
+      const double poll = h["engine_record_poll_ns"].get<double>();
+      EXPECT_EQ(h["engine_mmio_reads"].get<unsigned>(), cases[i].record ? 0u : cases[i].broadcast ? 1u : cases[i].engines);
+      EXPECT_NEAR(h["convert"]["overhead_ns"].get<double>(),
+                  h["engine_mmio_writes"].get<unsigned>() * d.host_mmio_write_ns +
+                      h["engine_mmio_reads"].get<unsigned>() * d.host_mmio_read_ns + poll, 1e-6);
+      if (!cases[i].record) {
+        EXPECT_EQ(poll, 0.0);
+        continue;
+      }
+      EXPECT_GT(poll, 20.0);   // a round trip through the crossbar to an L2 slice
+      EXPECT_LT(poll, 500.0);  // an L2 hit, not a DRAM access or an MMIO read (1000 ns)
+      EXPECT_LT(h["convert"]["overhead_ns"].get<double>(), ref["convert"]["overhead_ns"].get<double>());
+      // the same jobs as in the case before (no records); the record's write lengthens them
+      EXPECT_EQ(h["engine_tiles"], ref["engine_tiles"]);
+      EXPECT_NEAR(h["engine_cycles"].get<double>(), ref["engine_cycles"].get<double>(),
+                  0.02 * ref["engine_cycles"].get<double>());
+      EXPECT_GT(h["convert"]["memory_ns"].get<double>(), ref["convert"]["memory_ns"].get<double>());
+    }
+  }
 }
 
 // The RTL's CLEAR sweeps CAPACITY counters, one per cycle, with writes stalled; the TLM's is instantaneous.

@@ -34,7 +34,11 @@ struct EngineLockstepConfig {
   /// puts its 64 bytes at fetch_desc_ptr + 64 * fetch_engine_index (fetch_desc_ptr 64-byte aligned, outside
   /// the job's areas), programs DESC_PTR and ENGINE_INDEX and writes FETCH with N = fetch_engine_index + 1.
   std::uint64_t fetch_desc_ptr = 0;
+  /// ENGINE_INDEX of both models: the engine whose descriptor is fetched and whose completion record is written.
   std::uint32_t fetch_engine_index = 0;
+  /// Nonzero: both models write a completion record (regmap engine::COMPL_PTR) at completion_ptr + 16 *
+  /// fetch_engine_index (32-byte aligned, outside the job's areas); its bytes are compared with the others.
+  std::uint64_t completion_ptr = 0;
 };
 
 struct EngineLockstepResult {
@@ -68,12 +72,19 @@ struct EngineLockstepResult {
   /// pop), per model (RTL: EngineRtlResult::fetch_to_start_cycles; TLM: EngineJob::started minus the time the
   /// FETCH access began, in engine cycles, rounded). The TLM rule's fetch timing against the RTL's.
   std::uint64_t rtl_fetch_to_start_cycles = 0, tlm_fetch_to_start_cycles = 0;
-  /// Mismatches of any kind: bytes, status, out bytes, headers, RTL not finished, and (fetched) the fetch's error
-  /// codes.
+  /// With completion_ptr and a job run: ERR_CODE[7:0] after the job per model (ComplWrite when the record's
+  /// write failed, else 0; compared by mismatches()). In every run that finished: the engine cycles the record
+  /// added to the job's busy time (0 without one; RTL: EngineRtlResult::record_cycles; TLM: EngineJob::finished
+  /// - started, in cycles, less LAST_CYCLES). The record's own bytes are in bytes_compared / byte_mismatches.
+  bool recorded = false;
+  std::uint32_t rtl_completion_error = 0, tlm_completion_error = 0;
+  std::uint64_t rtl_record_cycles = 0, tlm_record_cycles = 0;
+  /// Mismatches of any kind: bytes, status, out bytes, headers, RTL not finished, (fetched) the fetch's error
+  /// codes, and (recorded) the completion record's error codes.
   std::uint64_t mismatches() const {
     return byte_mismatches + stray_write_bytes + (rtl_finished ? 0 : 1) + (rtl_status != tlm_status) +
            (rtl_out_bytes != tlm_out_bytes) + (rtl_headers_written != tlm_headers_written) +
-           (fetched && rtl_fetch_error != tlm_fetch_error);
+           (fetched && rtl_fetch_error != tlm_fetch_error) + (recorded && rtl_completion_error != tlm_completion_error);
   }
   double deviation_percent() const { return tlm_cycles ? 100.0 * (double(rtl_cycles) - double(tlm_cycles)) / double(tlm_cycles) : 0.0; }
 };

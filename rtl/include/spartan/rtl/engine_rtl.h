@@ -34,6 +34,12 @@ struct EngineRtlResult {
   /// run_fetched(): cycles from the cycle that takes the FETCH write to the job FSM leaving IDLE (CTRL.ENABLE is
   /// set before the FETCH); 0 otherwise.
   std::uint64_t fetch_to_start_cycles = 0;
+  /// Cycles the completion record (set_completion) added to the job: from the cycle LAST_CYCLES counts to, to the
+  /// job FSM's return to IDLE (0 for a job without a record, which returns to IDLE in that cycle).
+  std::uint64_t record_cycles = 0;
+  /// ERR_CODE[7:0] after the job when a completion record was set (ComplWrite after a failed record write; the
+  /// register is cleared before the job), else 0.
+  std::uint32_t completion_error = 0;
 };
 
 /// The bytes a run wrote, kept per 128 B line (data + byte-written mask).
@@ -106,6 +112,13 @@ class EngineRtl {
   /// written to the pins). EngineRtlResult::submit_error: the FETCH write's error, else ERR_CODE[7:0] latched
   /// by the fetch (BadValue, DescFetch); no job ran when it is not 0.
   EngineRtlResult run_fetched(const Fetch& f, const LineReader& read_line, std::uint64_t max_cycles = 2000000000ull);
+  /// Completion record (regmap engine::COMPL_PTR) of the next runs: each run programs COMPL_PTR = `compl_ptr`
+  /// (32-byte aligned; 0: no record) and, for run(), ENGINE_INDEX = `engine_index` (run_fetched() programs its
+  /// own), and clears ERR_CODE. The record's 32 bytes are in written() with the job's other writes.
+  void set_completion(std::uint64_t compl_ptr, std::uint32_t engine_index) {
+    compl_ptr_ = compl_ptr;
+    compl_index_ = engine_index;
+  }
   /// Bytes written by the last run, by line (128 B-aligned address).
   const WrittenLines& written() const { return written_; }
   /// Fault injection: a line read or write for which `f(line_addr, is_write)` returns true is answered with
@@ -124,6 +137,8 @@ class EngineRtl {
   WrittenLines written_;
   LineFault fault_;
   WriteTap tap_;
+  std::uint64_t compl_ptr_ = 0;
+  std::uint32_t compl_index_ = 0;
 };
 
 }  // namespace spartan::rtl

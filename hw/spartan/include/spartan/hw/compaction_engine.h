@@ -86,14 +86,21 @@ struct EngineStats {
   std::uint64_t mmio_reads = 0, mmio_writes = 0, mmio_errors = 0;
   /// FETCH: descriptor line reads issued, and fetched descriptors refused (BadValue) or not read (DescFetch).
   std::uint64_t descriptor_fetches = 0, descriptor_fetch_errors = 0;
+  /// COMPL_PTR: completion records written, and those whose write returned a bus error (ERR_CODE ComplWrite).
+  std::uint64_t completion_records = 0, completion_record_errors = 0;
 };
 
 /// One job as run (also what the co-simulation scoreboard compares).
 struct EngineJob {
   regmap::Descriptor desc;
   regmap::engine::JobStatus status = regmap::engine::JobStatus::Ok;
+  /// `finished`: DONE_COUNT and LAST_* change (after the completion record's write response when there is one).
   sc_core::sc_time submitted, started, finished;
-  std::uint64_t cycles = 0;           ///< LAST_CYCLES
+  std::uint64_t cycles = 0;           ///< LAST_CYCLES (excludes the completion record's write)
+  /// The completion record's address (COMPL_PTR + 32 * ENGINE_INDEX at the job's start; 0: no record), and
+  /// whether its write returned a bus error.
+  std::uint64_t completion_addr = 0;
+  bool completion_error = false;
   std::uint64_t payload_bytes = 0;    ///< LAST_OUT_BYTES (payload area size, 16-byte aligned)
   std::uint64_t tiles_dense = 0, tiles_zero = 0, tiles_compacted = 0;
   std::uint64_t tiles_dense_by_size = 0;  ///< of tiles_compacted: written DENSE by SIZE_RULE
@@ -130,6 +137,8 @@ class CompactionEngine : public sc_core::sc_module {
   regmap::MmioError reg_write(std::uint32_t off, std::uint32_t v, const sc_core::sc_time& when);
   void job_thread();
   void run_job(EngineJob& job);
+  /// The completion record's write at `at` (RTL S_CREC) through `mem`; returns its response time.
+  sc_core::sc_time write_completion_record(EngineJob& job, const sc_core::sc_time& at);
   /// SUBMIT's descriptor checks (BadValue) and queue check (QueueFull); None when `d` may be queued.
   regmap::MmioError submit_check(const regmap::Descriptor& d) const;
   void queue_job(const regmap::Descriptor& d, const sc_core::sc_time& when);
@@ -146,6 +155,7 @@ class CompactionEngine : public sc_core::sc_module {
   bool fetch_pending_ = false;          ///< STATUS.FETCH_BUSY
   std::uint64_t fetch_addr_ = 0;        ///< DESC_PTR + 64 * ENGINE_INDEX at the FETCH write
   sc_core::sc_time fetch_when_;         ///< the FETCH write's completion
+  std::uint64_t compl_ptr_ = 0;         ///< COMPL_PTR
   MmioErrorLatch err_;
   std::deque<EngineJob> queue_;
   bool busy_ = false;

@@ -44,6 +44,9 @@ enum class MmioError : std::uint32_t {
   /// Engine descriptor fetch (FETCH): the descriptor line's read returned a bus error. Latched in ERR_CODE
   /// (offset FETCH, write bit set) when the read completes; no MMIO access is answered with it.
   DescFetch = 9,
+  /// Engine completion record (COMPL_PTR): the record's write returned a bus error. Latched in ERR_CODE (offset
+  /// COMPL_PTR_LO, write bit set) when the write is answered; no MMIO access is answered with it.
+  ComplWrite = 10,
 };
 
 /// Generic field helpers.
@@ -150,6 +153,24 @@ constexpr std::uint32_t ENGINE_INDEX = 0x034;    ///< RW reset 0: [15:0] this en
 constexpr std::uint32_t FETCH = 0x038;
 constexpr unsigned kDescBytes = 64;              ///< one descriptor in memory (kDescWords words, DescWord order)
 constexpr unsigned FETCH_COUNT_WIDTH = 16, ENGINE_INDEX_WIDTH = 16;
+// Completion record (this project's design, fifty-third session): the engine reports each job's end by a write
+// to memory, as DMA engines write completion records or release a semaphore, so that a waiter on the GPU side
+// polls memory (an L2 hit) instead of reading STATUS over the host's MMIO path. A record is one 32-byte L2
+// sector (the presets' sector size but r9nano's 64 B): its write allocates the sector whole, so the waiter's read
+// of it hits without a fill (a partial sector is fetched from DRAM on its first read: docs/gpu-model.md, L2Slice).
+/// RW reset 0: byte address of engine 0's completion record, bits 31:0; a value not 32-byte aligned is refused
+/// (BadValue, register unchanged). COMPL_PTR = 0: no record is written.
+constexpr std::uint32_t COMPL_PTR_LO = 0x040;
+constexpr std::uint32_t COMPL_PTR_HI = 0x044;    ///< RW reset 0: bits 63:32
+/// A job that starts while COMPL_PTR != 0 ends with one write of kComplRecordBytes at COMPL_PTR + 32 *
+/// ENGINE_INDEX (both as at the job's start), issued once every other write of the job is answered. DONE_COUNT,
+/// LAST_* and STATUS.BUSY change when that write is answered, so a waiter that sees the record also sees the
+/// job's output; a bus error on it latches ERR_CODE ComplWrite (offset COMPL_PTR_LO) and changes nothing else.
+/// Record words (u32, little-endian, ComplWord order): the job's TAG, LAST_STATUS, LAST_OUT_BYTES, LAST_CYCLES,
+/// then four reserved words written 0 (LAST_CYCLES does not include the record's write: a job has the same
+/// LAST_CYCLES with or without one).
+constexpr unsigned kComplRecordBytes = 32;
+enum ComplWord : unsigned { C_TAG = 0, C_STATUS = 1, C_OUT_BYTES = 2, C_CYCLES = 3 };
 constexpr std::uint32_t DESC_BASE = 0x100;       ///< RW 16 words: staged descriptor (DescWord), reset 0
 constexpr unsigned kDescWords = 16;
 

@@ -85,6 +85,14 @@ struct ReplayOptions {
   /// charged). The conversion then includes each engine's descriptor read (a cold L2 line: the L2 is
   /// flushed before every layer's paths). This project's design, fifty-second session.
   bool host_engine_fetch = false;
+  /// false (default): completion is observed by a status read over the host's MMIO path (host_mmio_read_ns,
+  /// one aggregated read with host_engine_broadcast, else one per engine in use). true: each engine writes a
+  /// completion record (regmap engine::COMPL_PTR; COMPL_PTR and ENGINE_INDEX programmed once per run, not
+  /// charged) and the wait is a GPU-side poll of the records: one read of the records' lines by one SM,
+  /// issued once every record is written, simulated on the GPU model (a lower bound on a poller: one that
+  /// issues its read right then; a real one adds up to its poll interval). The records' writes are in the
+  /// engines' jobs. This project's design, fifty-third session.
+  bool host_engine_record = false;
   /// The --units file applied to this run ("" = none); recorded in stats.json with the settings it gave.
   std::string units_file;
   std::vector<RunExtension*> extensions; ///< active extensions (run_hooks.h)

@@ -40,6 +40,8 @@ struct ReplayContext {
   std::vector<std::int64_t> replayed_layers;  ///< layer indices the run replays (sorted, unique)
   /// ReplayOptions::host_engine_fetch: the engines fetch their descriptors (regmap engine::FETCH)
   bool engine_fetch = false;
+  /// ReplayOptions::host_engine_record: the engines write completion records (regmap engine::COMPL_PTR)
+  bool engine_record = false;
 };
 
 /// One captured (iteration, layer) as replayed.
