@@ -10,7 +10,8 @@ device and activation densities in train.json and stats.json, the same GPU in st
 the simulation's own checks (checks.passed overall and per layer, RTL mismatches); the figures printed beside
 each other must agree (each layer's and the overall ratios with their times, the sums and means with the
 layers', RTL deviations with their cycles and the cycle tolerance), times must be positive and fractions in
-[0, 1]; the ImageNet-scale replays (DIR/scale/t32, t128, and t32e16 with several engines when present) are
+[0, 1]; the ImageNet-scale replays (DIR/scale/t32, t128, and when present t32e16 with several engines and
+t32e16mem with them fetching descriptors and writing completion records) are
 checked the same way and against the main replay's GPU. The GEMM times of the three passes, how each call ran (tiles or one sgemm) and the compaction times are
 read from the trace's header (DIR/run.sptrace) when it is there.
 Exit status: 0, or 2 with one line (and no report written) if an input is missing, malformed or inconsistent,
@@ -858,51 +859,68 @@ def scale_section(a, gpu, md, doc, model, sl):
             for part in ("profile", "convert"):
                 if not close(L[f"{part}_ratio"], L["software"][part]["time_ns"] / L["hardware"][part]["time_ns"]):
                     raise ReportError(f"{f}.layers[{i}].{part}_ratio: not its times' ratio: inconsistent")
-    # Optional (make run writes it since the fiftieth session): 32x32 tiles with several compaction engines.
-    multi_path = os.path.join(a.run, "scale", "t32e16", "stats.json")
-    multi, engines = None, None
-    if os.path.exists(multi_path):
-        multi = load_json(multi_path, "spartan-sim run, scale step")
-        f = multi_path
-        check_run(multi, f, "32x32")
-        engines = need(multi, f, ["units", "engine", "count"], "int")
-        if engines < 2:
-            raise ReportError(f"{f}: units.engine.count {engines}: not a run with several engines")
-        for i, _ in enumerate(need(multi, f, ["layers"], "nonempty list")):
-            need(multi, f, ["layers", i, "name"], "str")
-            need(multi, f, ["layers", i, "dense_bytes"], "num")
+    def load_multi(name):
+        """An optional several-engines run of 32x32 tiles (DIR/scale/NAME): checked, with its engine count."""
+        f = os.path.join(a.run, "scale", name, "stats.json")
+        if not os.path.exists(f):
+            return None, None
+        d = load_json(f, "spartan-sim run, scale step")
+        check_run(d, f, "32x32")
+        n = need(d, f, ["units", "engine", "count"], "int")
+        if n < 2:
+            raise ReportError(f"{f}: units.engine.count {n}: not a run with several engines")
+        for i, _ in enumerate(need(d, f, ["layers"], "nonempty list")):
+            need(d, f, ["layers", i, "name"], "str")
+            need(d, f, ["layers", i, "dense_bytes"], "num")
             for side in ("software", "hardware"):
-                if need(multi, f, ["layers", i, side, "convert", "time_ns"], "num") <= 0:
+                if need(d, f, ["layers", i, side, "convert", "time_ns"], "num") <= 0:
                     raise ReportError(f"{f}.layers[{i}].{side}.convert.time_ns: must be > 0")
-            if need(multi, f, ["layers", i, "hardware", "convert", "memory_ns"], "num") <= 0:
+            if need(d, f, ["layers", i, "hardware", "convert", "memory_ns"], "num") <= 0:
                 raise ReportError(f"{f}.layers[{i}].hardware.convert.memory_ns: must be > 0")
-            L = multi["layers"][i]
+            L = d["layers"][i]
             # the report prints the jobs (memory_ns) as a part of the conversion time
             if L["hardware"]["convert"]["memory_ns"] > L["hardware"]["convert"]["time_ns"] * (1 + 1e-6):
                 raise ReportError(f"{f}.layers[{i}].hardware.convert.memory_ns: more than its time_ns: inconsistent")
-            if not close(need(multi, f, ["layers", i, "convert_ratio"], "num"),
+            if not close(need(d, f, ["layers", i, "convert_ratio"], "num"),
                          L["software"]["convert"]["time_ns"] / L["hardware"]["convert"]["time_ns"]):
                 raise ReportError(f"{f}.layers[{i}].convert_ratio: not its times' ratio: inconsistent")
+        return d, n
+
+    # Optional (make run writes them): 32x32 tiles with several compaction engines, the host writing their
+    # descriptors (t32e16, since the fiftieth session), and with the descriptors fetched from memory and
+    # completion records polled from the GPU (t32e16mem, since the fifty-third session).
+    multi_path = os.path.join(a.run, "scale", "t32e16", "stats.json")
+    mem_path = os.path.join(a.run, "scale", "t32e16mem", "stats.json")
+    multi, engines = load_multi("t32e16")
+    mem, mem_engines = load_multi("t32e16mem")
+    if mem is not None:
+        host = get(mem, "options", "units", "host", default={})
+        if not (isinstance(host, dict) and host.get("engine_fetch") is True and host.get("engine_record") is True):
+            raise ReportError(f"{mem_path}: options.units.host: not a run with engine_fetch and engine_record true")
+        if multi is None or mem_engines != engines:
+            raise ReportError(f"{mem_path}: needs {multi_path} with the same engine count beside it")
     by = {t: {L["name"]: L for L in d["layers"]} for t, d in runs.items()}
     if set(by["t32"]) != set(by["t128"]):
         raise ReportError(f"{paths['t128']}: not the layers of {paths['t32']}")
-    if multi is not None:
-        by["multi"] = {L["name"]: L for L in multi["layers"]}
-        if set(by["multi"]) != set(by["t32"]) or len(multi["layers"]) != len(runs["t32"]["layers"]):
-            raise ReportError(f"{multi_path}: not the layers of {paths['t32']}")
+    for key, d, f in (("multi", multi, multi_path), ("mem", mem, mem_path)):
+        if d is None:
+            continue
+        by[key] = {L["name"]: L for L in d["layers"]}
+        if set(by[key]) != set(by["t32"]) or len(d["layers"]) != len(runs["t32"]["layers"]):
+            raise ReportError(f"{f}: not the layers of {paths['t32']}")
         for name in by["t32"]:
-            if not close(by["t32"][name]["dense_bytes"], by["multi"][name]["dense_bytes"]):
-                raise ReportError(f"{multi_path}: layer {name} has another size than in {paths['t32']}")
+            if not close(by["t32"][name]["dense_bytes"], by[key][name]["dense_bytes"]):
+                raise ReportError(f"{f}: layer {name} has another size than in {paths['t32']}")
             # the report sets the several engines' ratio beside the one-engine run's software time
             if not close(by["t32"][name]["software"]["convert"]["time_ns"],
-                         by["multi"][name]["software"]["convert"]["time_ns"]):
-                raise ReportError(f"{multi_path}: layer {name}: software conversion time not the one of "
+                         by[key][name]["software"]["convert"]["time_ns"]):
+                raise ReportError(f"{f}: layer {name}: software conversion time not the one of "
                                   f"{paths['t32']}: inconsistent")
             # the engines read their counts out of the one monitor region's table (D_CFG.CT_PITCH): the
             # hardware profile is the one-engine run's
             if not close(by["t32"][name]["hardware"]["profile"]["time_ns"],
-                         by["multi"][name]["hardware"]["profile"]["time_ns"]):
-                raise ReportError(f"{multi_path}: layer {name}: hardware profile time not the one of "
+                         by[key][name]["hardware"]["profile"]["time_ns"]):
+                raise ReportError(f"{f}: layer {name}: hardware profile time not the one of "
                                   f"{paths['t32']} (the engines do not change the monitors' profile): inconsistent")
     for name in by["t32"]:
         if not close(by["t32"][name]["dense_bytes"], by["t128"][name]["dense_bytes"]):
@@ -920,7 +938,8 @@ def scale_section(a, gpu, md, doc, model, sl):
         rows.append([L["name"] + ("" if L["relu_input"] else " (image)"), fmt(L["dense_bytes"] / 1e6, ".1f"),
                      f"{L['tiles']} / {o['tiles']}", fmt(L["profile_ratio"]), fmt(o["profile_ratio"]),
                      fmt(L["convert_ratio"], ".3f"), fmt(o["convert_ratio"], ".3f")]
-                    + ([fmt(by["multi"][L["name"]]["convert_ratio"], ".3f")] if multi is not None else []))
+                    + ([fmt(by["multi"][L["name"]]["convert_ratio"], ".3f")] if multi is not None else [])
+                    + ([fmt(by["mem"][L["name"]]["convert_ratio"], ".3f")] if mem is not None else []))
         out.append({"name": L["name"], "dense_bytes": L["dense_bytes"], "tiles_32": L["tiles"], "tiles_128": o["tiles"],
                     "profile_ratio_32": L["profile_ratio"], "profile_ratio_128": o["profile_ratio"],
                     "convert_ratio_32": L["convert_ratio"], "convert_ratio_128": o["convert_ratio"],
@@ -935,6 +954,11 @@ def scale_section(a, gpu, md, doc, model, sl):
                             "hw_convert_ns_32_engines": e["hardware"]["convert"]["time_ns"],
                             "hw_convert_jobs_ns_32_engines": e["hardware"]["convert"]["memory_ns"],
                             "sw_convert_ns_32": L["software"]["convert"]["time_ns"]})
+        if mem is not None:
+            e = by["mem"][L["name"]]
+            out[-1].update({"convert_ratio_32_engines_mem": e["convert_ratio"],
+                            "hw_convert_ns_32_engines_mem": e["hardware"]["convert"]["time_ns"],
+                            "hw_convert_jobs_ns_32_engines_mem": e["hardware"]["convert"]["memory_ns"]})
     mb = [L["dense_bytes"] / 1e6 for L in sl if is_num(L.get("dense_bytes"))]
     size = f" are {fmt(min(mb), '.2f')}-{fmt(max(mb), '.2f')} MB" if mb else ""
     md.append(f"The {model} layers above{size}: small activations, where both profiling paths cost a few "
@@ -944,7 +968,9 @@ def scale_section(a, gpu, md, doc, model, sl):
               f"{batch if batch is not None else 'not recorded'}; `sptrace_sample --imagenet`) with 32x32 and "
               "128x128 tiles. Ratios are software / hardware:\n")
     md.append(md_table(["layer", "MB", "tiles 32x32 / 128x128", "profile 32x32", "profile 128x128", "convert 32x32",
-                        "convert 128x128"] + ([f"convert 32x32, {engines} engines"] if multi is not None else []),
+                        "convert 128x128"] + ([f"convert 32x32, {engines} engines"] if multi is not None else [])
+                       + ([f"convert 32x32, {engines} engines, descriptors and completion in memory"]
+                          if mem is not None else []),
                        rows) + "\n")
     big = max(out, key=lambda r: r["dense_bytes"])
     sms = runs["t128"]["gpu"]["sms"]
@@ -972,11 +998,19 @@ def scale_section(a, gpu, md, doc, model, sl):
                  f"{fmt(big['sw_convert_ns_32'] / 1e3)} us in software: {fmt(big['convert_ratio_32_engines'], '.3f')}x "
                  "(docs/bench/units.md); the profile is the one-engine run's (the engines read their counts out of "
                  "the one monitor region's table).")
+    if mem is not None:
+        writes = get(by["mem"][big["name"]], "hardware", "engine_mmio_writes")
+        text += (f" With the engines fetching their descriptors from memory and writing completion records that an SM "
+                 f"polls (`--units host.engine_fetch, host.engine_record`; the last column: "
+                 f"{fmt(writes, 'd') if isinstance(writes, int) else '?'} register writes on that layer "
+                 f"and no status read over MMIO) it takes {fmt(big['hw_convert_ns_32_engines_mem'] / 1e3)} us "
+                 f"({fmt(big['hw_convert_jobs_ns_32_engines_mem'] / 1e3)} us of it the jobs): "
+                 f"{fmt(big['convert_ratio_32_engines_mem'], '.3f')}x.")
     text += (" Larger batches and the tables with batch 4 and 16: `scripts/imagenet-replay.sh` and "
              "docs/reproduce-paper.md.\n")
     md.append(text)
     doc["imagenet_scale"] = {"batch": batch, "density_relu_inputs": relu_dens, "sms": sms, "layers": out,
-                             "engines_multi": engines}
+                             "engines_multi": engines, "engines_multi_memory_interface": mem is not None}
 
 
 def area_section(area, sim, tmp, profile):

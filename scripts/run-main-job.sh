@@ -86,7 +86,9 @@ step simulate "$BIN/spartan-sim" run --trace "$RUN/run.sptrace" --gpu "$GPU" --o
 # The units at ImageNet scale (docs/reproduce-paper.md): synthetic ReLU-like activations of 13 ImageNet conv
 # layers at batch 1 (real sizes, up to 12.8 MB), replayed with the default 32x32 tiles and with 128x128 tiles
 # (whose 64 KiB must fit the engine's read buffer), and with 32x32 tiles and 16 compaction engines
-# (--units engine.count), for the report's section on how the ratios scale.
+# (--units engine.count), the host writing their descriptors and, again, the engines fetching them from memory
+# and writing completion records (host.engine_fetch, host.engine_record), for the report's section on how the
+# ratios scale.
 scale_step() {
   mkdir -p "$RUN/scale" &&
     printf 'engine:\n  read_buffer_bytes: 65536\n' > "$RUN/scale/units-128.yaml" &&
@@ -97,7 +99,11 @@ scale_step() {
     printf 'engine:\n  count: 16\n' > "$RUN/scale/units-e16.yaml" &&
     "$BIN/spartan-sim" run -q --trace "$RUN/scale/imagenet-b1.sptrace" --gpu "$GPU" --out "$RUN/scale/t32e16" \
       --units "$RUN/scale/units-e16.yaml" &&
-    echo "scale: $RUN/scale/t32/stats.json, $RUN/scale/t128/stats.json, $RUN/scale/t32e16/stats.json"
+    printf 'engine:\n  count: 16\nhost:\n  engine_fetch: true\n  engine_record: true\n' > "$RUN/scale/units-e16mem.yaml" &&
+    "$BIN/spartan-sim" run -q --trace "$RUN/scale/imagenet-b1.sptrace" --gpu "$GPU" --out "$RUN/scale/t32e16mem" \
+      --units "$RUN/scale/units-e16mem.yaml" &&
+    echo "scale: $RUN/scale/t32/stats.json, $RUN/scale/t128/stats.json, $RUN/scale/t32e16/stats.json," \
+      "$RUN/scale/t32e16mem/stats.json"
 }
 step scale scale_step
 # Latency/throughput in area.json from the RTL co-simulation's cycle counts (written by run --rtl).

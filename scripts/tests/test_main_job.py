@@ -2,7 +2,7 @@
 """End-to-end test of the main job: runs scripts/run-main-job.sh with the `tiny` profile (lenet5, 20 steps,
 RTL on one layer, area flow on small blocks) into a scratch directory and checks that report.json carries
 the same numbers as the step outputs it was built from (train.json, sim/stats.json with its rtl section,
-scale/t32, scale/t128 and scale/t32e16 stats.json, area.json),
+scale/t32, scale/t128, scale/t32e16 and scale/t32e16mem stats.json, area.json),
 that the functional checks passed, and that report.md/html and the plots exist.
 Usage: test_main_job.py SOURCE_DIR BUILD_BIN_DIR"""
 import json
@@ -94,6 +94,19 @@ def main():
             fail("scale/t32e16: not a passing run with 16 engines in the report")
         for a, b in zip(sc["layers"], s["layers"]):
             close(a["convert_ratio_32_engines"], b["convert_ratio"], f"scale t32e16 conversion ratio {b['name']}")
+        # ... and with them fetching their descriptors and writing completion records (host.engine_fetch, engine_record)
+        m = load(f"{run}/scale/t32e16mem/stats.json")
+        host = m["options"]["units"]["host"]
+        if (not m["checks"]["passed"] or m["units"]["engine"]["count"] != 16 or not host["engine_fetch"] or
+                not host["engine_record"] or not sc.get("engines_multi_memory_interface")):
+            fail("scale/t32e16mem: not a passing run with 16 engines, descriptors and completion in memory, in the report")
+        for a, b, c in zip(sc["layers"], m["layers"], s["layers"]):
+            close(a["convert_ratio_32_engines_mem"], b["convert_ratio"], f"scale t32e16mem conversion ratio {b['name']}")
+            if b["hardware"]["engine_mmio_reads"] != 0 or b["hardware"]["engine_record_poll_ns"] <= 0:
+                fail(f"scale/t32e16mem {b['name']}: a status read charged, or no poll of the completion records")
+            # the same jobs as with SUBMIT, and less host time: 4 writes and a poll instead of ~90 writes and a read
+            if not b["hardware"]["convert"]["overhead_ns"] < c["hardware"]["convert"]["overhead_ns"]:
+                fail(f"scale/t32e16mem {b['name']}: host overhead not below the SUBMIT run's")
         if "## 4b. The units at ImageNet scale" not in md:
             fail("report.md has no ImageNet-scale section")
         # the tiny profile synthesises test blocks: the report must not present them as the units

@@ -105,18 +105,21 @@ def gemm_times(dense_ms=1.0):
              "bwd_weight": pas("tiles")} for l in (0, 1)]
 
 
-def scale_run(tile, tiles, engines=1):
+def scale_run(tile, tiles, engines=1, memory_interface=False):
     """An ImageNet-scale replay's stats.json (make run's scale step) with two layers; with engines > 1 the
-    hardware conversion is that many times faster (its memory time: the jobs; 500 ns of host overhead)."""
+    hardware conversion is that many times faster (its memory time: the jobs; 500 ns of host overhead, 100 ns
+    with `memory_interface`: descriptors fetched and completion records, 4 register writes)."""
     def L(name, relu, mb, sw, hw):
         st = lambda t: {"time_ns": t, "overhead_ns": 0.0}
-        hc = hw / engines + (500.0 if engines > 1 else 0.0)
+        hc = hw / engines + ((100.0 if memory_interface else 500.0) if engines > 1 else 0.0)
         return {"name": name, "relu_input": relu, "tiles": tiles, "dense_bytes": mb * 1e6, "density": 0.3,
                 "software": {"profile": st(sw), "convert": st(2 * sw)},
                 "hardware": {"profile": st(hw), "convert": {"time_ns": hc, "overhead_ns": hc - hw / engines,
-                                                            "memory_ns": hw / engines}},
+                                                            "memory_ns": hw / engines},
+                             "engine_mmio_writes": 4 if memory_interface else 20},
                 "profile_ratio": sw / hw, "convert_ratio": 2 * sw / hc}
-    return {"checks": {"passed": True}, "gpu": {"preset": "v100", "sms": 2}, "options": {"tile": tile},
+    units = {"host": {"engine_fetch": True, "engine_record": True}} if memory_interface else {}
+    return {"checks": {"passed": True}, "gpu": {"preset": "v100", "sms": 2}, "options": {"tile": tile, "units": units},
             "units": {"engine": {"count": engines}}, "trace": {"path": "/elsewhere/imagenet-b1.sptrace"},
             "layers": [L("vgg16.conv1_1", False, 0.6, 4000.0, 4000.0), L("vgg16.conv1_2", True, 12.8, 28000.0, 6000.0)]}
 
@@ -279,6 +282,26 @@ def main():
                     fail(f"scale section with engines: report.md lacks {want!r}")
             if rep6["imagenet_scale"]["engines_multi"] != 16:
                 fail("scale section with engines: report.json imagenet_scale.engines_multi is not 16")
+            if "descriptors and completion in memory" in md6 or rep6["imagenet_scale"]["engines_multi_memory_interface"]:
+                fail("scale section with engines: a column on the memory interface without its run")
+        # ... and with the engines fetching descriptors and writing completion records (scale/t32e16mem)
+        os.makedirs(os.path.join(run6, "scale", "t32e16mem"))
+        with open(os.path.join(run6, "scale", "t32e16mem", "stats.json"), "w") as f:
+            json.dump(scale_run("32x32", 16, engines=16, memory_interface=True), f)
+        r = run_report(src, run6, out6)
+        if r.returncode != 0:
+            fail(f"scale section with the memory interface: status {r.returncode}: {r.stderr.strip()}")
+        else:
+            md6 = open(os.path.join(out6, "report.md")).read()
+            rep6 = json.load(open(os.path.join(out6, "report.json")))
+            # conv1_2: 56 us in software; 16 engines 6/16 + 0.1 = 0.475 us -> 117.9x
+            for want in ("| convert 32x32, 16 engines, descriptors and completion in memory |",
+                         "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 | 4.67 | 9.333 | 9.333 | 64.000 | 117.895 |",
+                         "4 register writes on that layer", "it takes 0.47 us (0.38 us of it the jobs): 117.895x"):
+                if want not in md6:
+                    fail(f"scale section with the memory interface: report.md lacks {want!r}")
+            if not rep6["imagenet_scale"]["engines_multi_memory_interface"]:
+                fail("scale section with the memory interface: report.json does not say it")
         with open(os.path.join(out, "SENTINEL"), "w") as f:
             f.write("previous report\n")
 
@@ -380,7 +403,8 @@ def main():
         ]
         def engines_case(mutate):
             def f(t, s, a):
-                runs = {"t32": scale_run("32x32", 16), "t128": scale_run("128x128", 1), "t32e16": scale_run("32x32", 16, 16)}
+                runs = {"t32": scale_run("32x32", 16), "t128": scale_run("128x128", 1), "t32e16": scale_run("32x32", 16, 16),
+                        "t32e16mem": scale_run("32x32", 16, 16, memory_interface=True)}
                 mutate(runs)
                 return {"scale/" + k + "/stats.json": json.dumps(v) for k, v in runs.items()}
             return f
@@ -388,6 +412,15 @@ def main():
         cases += [
             ("engines failed checks", engines_case(lambda r: r["t32e16"]["checks"].update(passed=False)),
              "t32e16/stats.json: the functional checks failed"),
+            ("memory interface failed checks", engines_case(lambda r: r["t32e16mem"]["checks"].update(passed=False)),
+             "t32e16mem/stats.json: the functional checks failed"),
+            ("memory interface not fetched", engines_case(lambda r: r["t32e16mem"]["options"]["units"]["host"].update(
+                engine_fetch=False)), "not a run with engine_fetch and engine_record true"),
+            ("memory interface without records", engines_case(lambda r: r["t32e16mem"]["options"]["units"].pop("host")),
+             "not a run with engine_fetch and engine_record true"),
+            ("memory interface other engine count", engines_case(lambda r: r["t32e16mem"]["units"]["engine"].update(count=8)),
+             "with the same engine count beside it"),
+            ("memory interface other layers", engines_case(lambda r: r["t32e16mem"]["layers"].pop()), "not the layers of"),
             ("engines only one", engines_case(lambda r: r["t32e16"]["units"]["engine"].update(count=1)),
              "not a run with several engines"),
             ("engines other layers", engines_case(lambda r: r["t32e16"]["layers"].pop()), "not the layers of"),
