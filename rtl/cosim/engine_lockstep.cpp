@@ -97,15 +97,14 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
   const std::size_t jobs0 = I.tlm.jobs().size();
   res.fetched = I.cfg.fetch_desc_ptr != 0;
   sc_core::sc_time t_fetch = sc_core::SC_ZERO_TIME;
-  // completion record: COMPL_PTR and (without a fetch, which programs its own) ENGINE_INDEX, ERR_CODE cleared
+  // completion record: ERR_CODE cleared, COMPL_PTR and (without a fetch, which programs its own) ENGINE_INDEX,
+  // in the order of the RTL driver (EngineRtl), so that a refused COMPL_PTR shows in both ERR_CODEs
   const std::uint64_t rec_at =
       I.cfg.completion_ptr == 0 ? 0 : I.cfg.completion_ptr + std::uint64_t(eng::kComplRecordBytes) * I.cfg.fetch_engine_index;
+  if (rec_at != 0) I.host.access(true, eng::ERR_CODE, 0);
   I.host.access(true, eng::COMPL_PTR_LO, static_cast<std::uint32_t>(I.cfg.completion_ptr));
   I.host.access(true, eng::COMPL_PTR_HI, static_cast<std::uint32_t>(I.cfg.completion_ptr >> 32));
-  if (rec_at != 0) {
-    I.host.access(true, eng::ERR_CODE, 0);
-    if (!res.fetched) I.host.access(true, eng::ENGINE_INDEX, I.cfg.fetch_engine_index);
-  }
+  if (rec_at != 0 && !res.fetched) I.host.access(true, eng::ENGINE_INDEX, I.cfg.fetch_engine_index);
   if (!res.fetched) {
     for (unsigned i = 0; i < eng::kDescWords; ++i) I.host.access(true, eng::DESC_BASE + 4 * i, w[i]);
     I.host.access(true, eng::SUBMIT, 1);
@@ -150,7 +149,7 @@ EngineLockstepResult EngineLockstep::run(const hw::regmap::Descriptor& d, const 
         static_cast<std::uint64_t>(std::llround((j.finished - j.started).to_seconds() * 1e12 / period_ps)) - j.cycles;
     if (rec_at != 0) {
       res.recorded = true;
-      res.tlm_completion_error = I.host.access(false, eng::ERR_CODE, 0) & 0xFFu;
+      res.tlm_completion_error = I.host.access(false, eng::ERR_CODE, 0);
     }
   }
   // RTL: same descriptor, lines served from the same memory contents (source and count table).

@@ -199,7 +199,7 @@ EngineRtlResult Driver::run(Model& m, const hw::regmap::Descriptor& d, const Eng
   res.job_cycles = mmio(false, e::LAST_CYCLES, 0);
   // a job without a record returns to IDLE in the cycle LAST_CYCLES counts to (checked: 0 in every such run)
   if (res.finished && job_end != ~std::uint64_t(0)) res.record_cycles = job_end - job_start - res.job_cycles;
-  if (I.compl_ptr != 0) res.completion_error = mmio(false, e::ERR_CODE, 0) & 0xFFu;
+  if (I.compl_ptr != 0) res.completion_error = mmio(false, e::ERR_CODE, 0);
   res.rtl_cycles = I.cycle - c0;
   return res;
 }

@@ -78,6 +78,7 @@ class Bench {
   std::uint64_t cycles = 0;
   std::uint64_t fail_read_line = ~0ull;  ///< a read of this line gets rd_resp_err
   unsigned fail_writes = 0;              ///< this many write responses get wr_resp_err
+  std::uint64_t fail_write_line = ~0ull; ///< a write to this line gets wr_resp_err (and stores nothing)
 
   void tick() {
     auto& t = *top_;
@@ -97,12 +98,13 @@ class Bench {
     }
     t.wr_resp_valid = 0;
     t.wr_resp_err = 0;
-    if (!wresp_.empty() && wresp_.front() <= cycles) {
+    if (!wresp_.empty() && wresp_.front().due <= cycles) {
       t.wr_resp_valid = 1;
       if (fail_writes > 0) {
         t.wr_resp_err = 1;
         --fail_writes;
       }
+      if (wresp_.front().err) t.wr_resp_err = 1;
       wresp_.pop_front();
     }
     t.eval();
@@ -113,12 +115,13 @@ class Bench {
     const bool wr_fire = t.wr_valid && t.wr_ready;
     if (wr_fire) {
       EXPECT_EQ(t.wr_addr % 128, 0u);
-      for (int i = 0; i < 128; ++i)
+      const bool err = t.wr_addr == fail_write_line;
+      for (int i = 0; i < 128 && !err; ++i)
         if ((t.wr_strb[i / 32] >> (i % 32)) & 1u) {
           const std::uint8_t v = static_cast<std::uint8_t>(t.wr_data[i / 4] >> (8 * (i % 4)));
           mem.b[t.wr_addr + i] = v;
         }
-      wresp_.push_back(cycles + 3 + rng_() % 20);
+      wresp_.push_back({cycles + 3 + rng_() % 20, err});
     }
     t.clk = 1;
     t.eval();
@@ -163,7 +166,11 @@ class Bench {
   std::mt19937_64 rng_;
   unsigned stall_;
   std::deque<Rd> reads_;
-  std::deque<std::uint64_t> wresp_;
+  struct Wr {
+    std::uint64_t due;
+    bool err;
+  };
+  std::deque<Wr> wresp_;
 };
 
 std::uint32_t elem_bits(std::mt19937_64& g, unsigned dt, int kind) {
@@ -352,6 +359,83 @@ TEST(ENGINE_SUITE, OverflowAndBusErrorsEndTheJob) {
   for (std::uint64_t s : {31u, 19u, 16u, 6u})
     for (int fault = 1; fault <= 3; ++fault) run_case(s, 0, 0, fault);
   for (int fault = 1; fault <= 3; ++fault) run_case(19, 40, 0, fault);  // with back-pressure
+}
+
+// Completion record (regmap engine::COMPL_PTR) on the RTL alone, with back-pressure: the registers (reset 0,
+// read-back of both halves, an unaligned low word refused as BadValue at offset COMPL_PTR_LO and not taken,
+// 0x03C unmapped); a job's 32-byte record at COMPL_PTR + 32 * ENGINE_INDEX (TAG, STATUS, OUT_BYTES, LAST_CYCLES,
+// zeros; nothing else of its line written); DONE_COUNT after it; a failing record write latches ComplWrite at
+// offset COMPL_PTR_LO with the write bit and leaves the job Ok.
+TEST(ENGINE_SUITE, CompletionRecord) {
+  namespace e = rm::engine;
+  Bench b(5, 30);
+  unsigned err = 0;
+  EXPECT_EQ(b.mmio(false, e::COMPL_PTR_LO, 0), 0u);
+  EXPECT_EQ(b.mmio(false, e::COMPL_PTR_HI, 0), 0u);
+  b.mmio(true, e::COMPL_PTR_LO, 0x7000010u, &err);
+  EXPECT_EQ(err, static_cast<unsigned>(rm::MmioError::BadValue));
+  EXPECT_EQ(b.mmio(false, e::ERR_CODE, 0), static_cast<std::uint32_t>(rm::MmioError::BadValue) |
+                                             (e::COMPL_PTR_LO << rm::kErrOffsetLsb) | (1u << rm::kErrWriteBit));
+  EXPECT_EQ(b.mmio(false, e::COMPL_PTR_LO, 0), 0u);
+  b.mmio(true, e::ERR_CODE, 0);
+  b.mmio(false, 0x03C, 0, &err);
+  EXPECT_EQ(err, static_cast<unsigned>(rm::MmioError::Unmapped));
+  b.mmio(true, e::ERR_CODE, 0);
+  b.mmio(true, e::COMPL_PTR_LO, 0x7000000u, &err);
+  EXPECT_EQ(err, 0u);
+  b.mmio(true, e::COMPL_PTR_HI, 1u);
+  EXPECT_EQ(b.mmio(false, e::COMPL_PTR_LO, 0), 0x7000000u);
+  EXPECT_EQ(b.mmio(false, e::COMPL_PTR_HI, 0), 1u);
+  b.mmio(true, e::ENGINE_INDEX, 5);  // slot 1 of the second line: 0x1_0700_00A0
+  const std::uint64_t rec = 0x107000000ull + 5 * e::kComplRecordBytes;
+  // an all-zero 64 x 64 F32 matrix, its count table all zero: four zero tiles, headers only
+  rm::Descriptor d;
+  d.src = 0x1000000;
+  d.rows = d.cols = 64;
+  d.row_pitch_bytes = 256;
+  d.format = e::kFormatEll;
+  d.tile_rows = d.tile_cols = 32;
+  d.threshold_q16 = 0x8000;
+  d.count_table = 0x2000000;
+  d.header_base = 0x3000000;
+  d.out_base = 0x4000000;
+  d.out_capacity_bytes = 4096;
+  const auto run = [&](std::uint32_t tag) {
+    d.tag = tag;
+    const auto w = d.to_words();
+    for (unsigned i = 0; i < e::kDescWords; ++i) b.mmio(true, e::DESC_BASE + 4 * i, w[i]);
+    const std::uint32_t done0 = b.mmio(false, e::DONE_COUNT, 0);
+    b.mmio(true, e::SUBMIT, 1, &err);
+    EXPECT_EQ(err, 0u);
+    b.mmio(true, e::CTRL, 1);
+    for (int i = 0; i < 20000 && b.mmio(false, e::DONE_COUNT, 0) == done0; ++i) b.tick();
+    EXPECT_EQ(b.mmio(false, e::DONE_COUNT, 0), done0 + 1);
+    EXPECT_FALSE(b.busy());
+  };
+  run(0xABCD0001u);
+  const auto word = [&](std::uint64_t a) {
+    std::uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) v |= std::uint32_t(b.mem.at(a + k)) << (8 * k);
+    return v;
+  };
+  EXPECT_EQ(word(rec + 4 * e::C_TAG), 0xABCD0001u);
+  EXPECT_EQ(word(rec + 4 * e::C_STATUS), 0u);
+  EXPECT_EQ(word(rec + 4 * e::C_OUT_BYTES), b.mmio(false, e::LAST_OUT_BYTES, 0));
+  EXPECT_EQ(word(rec + 4 * e::C_CYCLES), b.mmio(false, e::LAST_CYCLES, 0));
+  EXPECT_GT(word(rec + 4 * e::C_CYCLES), 0u);
+  for (unsigned i = 4 * (e::C_CYCLES + 1); i < e::kComplRecordBytes; ++i) EXPECT_TRUE(b.mem.written(rec + i)) << i;
+  for (unsigned i = 4 * (e::C_CYCLES + 1); i < e::kComplRecordBytes; ++i) EXPECT_EQ(b.mem.at(rec + i), 0u) << i;
+  for (std::uint64_t a = rec & ~std::uint64_t(127); a < (rec & ~std::uint64_t(127)) + 128; ++a)
+    EXPECT_EQ(b.mem.written(a), a >= rec && a < rec + e::kComplRecordBytes) << a;
+  EXPECT_EQ(b.mmio(false, e::ERR_CODE, 0), 0u);
+  // the record's line fails: ComplWrite latched, the job Ok, DONE_COUNT counted
+  b.fail_write_line = rec & ~std::uint64_t(127);
+  run(0xABCD0002u);
+  EXPECT_EQ(b.mmio(false, e::ERR_CODE, 0), static_cast<std::uint32_t>(rm::MmioError::ComplWrite) |
+                                             (e::COMPL_PTR_LO << rm::kErrOffsetLsb) | (1u << rm::kErrWriteBit));
+  EXPECT_EQ(b.mmio(false, e::LAST_STATUS, 0), 0u);
+  EXPECT_EQ(b.mmio(false, e::LAST_TAG, 0), 0xABCD0002u);
+  EXPECT_EQ(word(rec + 4 * e::C_TAG), 0xABCD0001u);  // the failed write stored nothing
 }
 
 TEST(ENGINE_SUITE, RegistersAndBadSubmit) {

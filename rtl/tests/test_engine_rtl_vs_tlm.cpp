@@ -607,17 +607,17 @@ TEST(EngineRtlVsTlm, FetchedDescriptorsRunAsSubmittedOnes) {
 }
 
 // Completion record (regmap engine::COMPL_PTR): both models end each job with a 32-byte write of {TAG, STATUS,
-// OUT_BYTES, CYCLES, 4 x 0} at COMPL_PTR + 32 x ENGINE_INDEX (indices 0-9: every slot of two 128 B lines and
-// two of a third), through SUBMIT and through FETCH; the record's bytes, the cycles it adds to the job's busy time and,
-// when its line's writes fail, the ComplWrite code latched in ERR_CODE agree. Both builds, latencies 20/10 and
-// 300/40.
+// OUT_BYTES, CYCLES, 4 x 0} at COMPL_PTR + 32 x ENGINE_INDEX (indices 0-9: every slot of two 128 B lines and two of
+// a third), through SUBMIT and through FETCH, for jobs that end Ok, OutOverflow and BusError (a source line whose
+// reads fail); the record's bytes, the cycles it adds to the job's busy time and, when the record's line fails,
+// ERR_CODE (ComplWrite, offset COMPL_PTR_LO, write bit) agree. Both builds, latencies 20/10 and 300/40.
 struct RecordHost : sc_core::sc_module {
   SC_HAS_PROCESS(RecordHost);
   static constexpr std::uint64_t kComplPtr = 0x600000000ull, kDescPtr = 0x500000000ull;
-  std::uint64_t fail_addr = ~0ull;
+  std::uint64_t fail_addr = ~0ull, read_fail_addr = ~0ull;
   rtl::EngineLockstepConfig cfg(unsigned rd_lat, unsigned wr_lat, unsigned tb, bool fetch) {
     rtl::EngineLockstepConfig c = Host::cfg(rd_lat, wr_lat, tb);
-    c.fail_line = [this](std::uint64_t line, bool w) { return w && line == fail_addr; };
+    c.fail_line = [this](std::uint64_t line, bool w) { return w ? line == fail_addr : line == read_fail_addr; };
     c.completion_ptr = kComplPtr;
     if (fetch) c.fetch_desc_ptr = kDescPtr;
     return c;
@@ -626,7 +626,8 @@ struct RecordHost : sc_core::sc_module {
   struct Run {
     Job job;
     std::uint32_t index = 0;
-    bool fail = false;  // the record's line fails
+    bool fail = false;       // the record's line fails
+    bool read_fail = false;  // the line at the middle row of the source fails (a BusError where it is read)
   };
   std::vector<Run> runs;
   struct Out {
@@ -648,6 +649,8 @@ struct RecordHost : sc_core::sc_module {
       const auto rd = r.job.reader();
       const std::uint64_t at = kComplPtr + rm::engine::kComplRecordBytes * r.index;
       fail_addr = r.fail ? at & ~std::uint64_t(127) : ~0ull;
+      read_fail_addr = r.read_fail ? (r.job.d.src + std::uint64_t(r.job.d.row_pitch_bytes) * (r.job.d.rows / 2)) & ~std::uint64_t(127)
+                                   : ~0ull;
       for (unsigned k = 0; k < 4; ++k) {
         e[k].set_fetch_engine_index(r.index);
         Out o{i, k, e[k].run(r.job.d, rd), {}};
@@ -673,11 +676,14 @@ TEST(EngineRtlVsTlm, CompletionRecordsMatch) {
   RecordHost::Run overflow{make_job(31), 3};
   overflow.job.d.out_capacity_bytes = 16;  // stops at the first tile whose payload does not fit
   h.runs.push_back(overflow);
+  for (std::uint64_t s = 33; s <= 36; ++s) h.runs.push_back({make_job(s), static_cast<std::uint32_t>(s % 4), false, true});
   h.runs.push_back({make_job(32), 5, true});
   sc_core::sc_start();
   ASSERT_EQ(h.out.size(), h.runs.size() * 4);
-  const auto compl_write = static_cast<std::uint32_t>(rm::MmioError::ComplWrite);
-  unsigned exact = 0, failed = 0, overflows = 0;
+  // ERR_CODE after a failed record write: code, offset COMPL_PTR_LO, write bit (regmap.h ERR_CODE layout)
+  const std::uint32_t compl_write = static_cast<std::uint32_t>(rm::MmioError::ComplWrite) |
+                                    (rm::engine::COMPL_PTR_LO << rm::kErrOffsetLsb) | (1u << rm::kErrWriteBit);
+  unsigned exact = 0, failed = 0, overflows = 0, bus_errors = 0;
   std::uint64_t rec_cycles[2] = {0, 0};  // at write latency 10 / 40
   for (const auto& o : h.out) {
     const auto& run = h.runs[o.run];
@@ -709,13 +715,17 @@ TEST(EngineRtlVsTlm, CompletionRecordsMatch) {
       EXPECT_EQ(o.rtl_record[2], static_cast<int>(r.rtl_out_bytes)) << what.str();
       EXPECT_GE(r.bytes_compared, 16u) << what.str();
       overflows += r.rtl_status == static_cast<std::uint32_t>(rm::engine::JobStatus::OutOverflow);
+      bus_errors += r.rtl_status == static_cast<std::uint32_t>(rm::engine::JobStatus::BusError);
       exact += r.mismatches() == 0 && r.rtl_record_cycles == r.tlm_record_cycles;
     }
   }
   EXPECT_EQ(overflows, 4u);
+  EXPECT_GE(bus_errors, 8u);  // at least two of the four jobs read their failing line
   std::printf("COMPL_PTR: %u of %zu records agree (bytes and the cycles they add: %llu at write latency 10, %llu at 40); "
-              "%u failing record writes latched ComplWrite in both\n", exact, (h.runs.size() - 1) * 4,
-              static_cast<unsigned long long>(rec_cycles[0]), static_cast<unsigned long long>(rec_cycles[1]), failed);
+              "%u failing record writes latched ComplWrite in both; %u BusError and %u OutOverflow jobs among them\n", exact,
+              (h.runs.size() - 1) * 4,
+              static_cast<unsigned long long>(rec_cycles[0]), static_cast<unsigned long long>(rec_cycles[1]), failed, bus_errors,
+              overflows);
 }
 
 TEST(EngineRtlVsTlm, OnlyTheBuiltTileBufferCountsExist) {

@@ -36,7 +36,7 @@ struct EngineLockstepConfig {
   std::uint64_t fetch_desc_ptr = 0;
   /// ENGINE_INDEX of both models: the engine whose descriptor is fetched and whose completion record is written.
   std::uint32_t fetch_engine_index = 0;
-  /// Nonzero: both models write a completion record (regmap engine::COMPL_PTR) at completion_ptr + 16 *
+  /// Nonzero: both models write a completion record (regmap engine::COMPL_PTR) at completion_ptr + 32 *
   /// fetch_engine_index (32-byte aligned, outside the job's areas); its bytes are compared with the others.
   std::uint64_t completion_ptr = 0;
 };
@@ -72,8 +72,8 @@ struct EngineLockstepResult {
   /// pop), per model (RTL: EngineRtlResult::fetch_to_start_cycles; TLM: EngineJob::started minus the time the
   /// FETCH access began, in engine cycles, rounded). The TLM rule's fetch timing against the RTL's.
   std::uint64_t rtl_fetch_to_start_cycles = 0, tlm_fetch_to_start_cycles = 0;
-  /// With completion_ptr and a job run: ERR_CODE[7:0] after the job per model (ComplWrite when the record's
-  /// write failed, else 0; compared by mismatches()). In every run that finished: the engine cycles the record
+  /// With completion_ptr and a job run: ERR_CODE after the job per model (code ComplWrite, offset COMPL_PTR_LO,
+  /// write bit when the record's write failed, else 0; the whole register compared by mismatches()). In every run that finished: the engine cycles the record
   /// added to the job's busy time (0 without one; RTL: EngineRtlResult::record_cycles; TLM: EngineJob::finished
   /// - started, in cycles, less LAST_CYCLES). The record's own bytes are in bytes_compared / byte_mismatches.
   bool recorded = false;

@@ -37,8 +37,8 @@ struct EngineRtlResult {
   /// Cycles the completion record (set_completion) added to the job: from the cycle LAST_CYCLES counts to, to the
   /// job FSM's return to IDLE (0 for a job without a record, which returns to IDLE in that cycle).
   std::uint64_t record_cycles = 0;
-  /// ERR_CODE[7:0] after the job when a completion record was set (ComplWrite after a failed record write; the
-  /// register is cleared before the job), else 0.
+  /// ERR_CODE after the job when a completion record was set (code ComplWrite, offset COMPL_PTR_LO and the write
+  /// bit after a failed record write; the register is cleared before COMPL_PTR is written), else 0.
   std::uint32_t completion_error = 0;
 };
 

@@ -157,9 +157,11 @@ constexpr unsigned FETCH_COUNT_WIDTH = 16, ENGINE_INDEX_WIDTH = 16;
 // to memory, as DMA engines write completion records or release a semaphore, so that a waiter on the GPU side
 // polls memory (an L2 hit) instead of reading STATUS over the host's MMIO path. A record is one 32-byte L2
 // sector (the presets' sector size but r9nano's 64 B): its write allocates the sector whole, so the waiter's read
-// of it hits without a fill (a partial sector is fetched from DRAM on its first read: docs/gpu-model.md, L2Slice).
+// of it hits without a fill (a partial sector is fetched from DRAM on its first read: docs/gpu-model.md, L2Slice;
+// on r9nano, with an odd number of engines, the poll does that).
 /// RW reset 0: byte address of engine 0's completion record, bits 31:0; a value not 32-byte aligned is refused
-/// (BadValue, register unchanged). COMPL_PTR = 0: no record is written.
+/// (BadValue, register unchanged; COMPL_PTR_HI is a separate register). COMPL_PTR = 0: no record is written.
+/// Change it only while the engine is idle (a job uses the value at its start).
 constexpr std::uint32_t COMPL_PTR_LO = 0x040;
 constexpr std::uint32_t COMPL_PTR_HI = 0x044;    ///< RW reset 0: bits 63:32
 /// A job that starts while COMPL_PTR != 0 ends with one write of kComplRecordBytes at COMPL_PTR + 32 *
