@@ -249,59 +249,51 @@ def main():
         t6, s6, a6 = inputs()
         run6, out6 = os.path.join(work, "scale"), os.path.join(work, "report-scale")
         write_run(run6, t6, s6, a6)
-        for t, tile, tiles in (("t32", "32x32", 16), ("t128", "128x128", 1)):
-            os.makedirs(os.path.join(run6, "scale", t))
-            with open(os.path.join(run6, "scale", t, "stats.json"), "w") as f:
-                json.dump(scale_run(tile, tiles), f)
+        def scale_report(runs, what, wants):
+            """Adds the scale runs {dir name: stats.json} to run6, writes the report and checks that report.md has
+            every string of `wants`; returns (report.md, report.json), or None after a failure."""
+            for t, doc in runs.items():
+                os.makedirs(os.path.join(run6, "scale", t), exist_ok=True)
+                with open(os.path.join(run6, "scale", t, "stats.json"), "w") as f:
+                    json.dump(doc, f)
+            r = run_report(src, run6, out6)
+            if r.returncode != 0:
+                fail(f"{what}: status {r.returncode}: {r.stderr.strip()}")
+                return None
+            md_ = open(os.path.join(out6, "report.md")).read()
+            for want in wants:
+                if want not in md_:
+                    fail(f"{what}: report.md lacks {want!r}")
+            return md_, json.load(open(os.path.join(out6, "report.json")))
+
+        os.makedirs(os.path.join(run6, "scale"))
         write_trace_header(os.path.join(run6, "scale", "imagenet-b1.sptrace"), {"batch": "1"})
-        r = run_report(src, run6, out6)
-        if r.returncode != 0:
-            fail(f"scale section: status {r.returncode}: {r.stderr.strip()}")
-        else:
-            md6 = open(os.path.join(out6, "report.md")).read()
-            for want in ("224x224, batch 1;", "density 0.30;", "2 of the 2 layers have fewer tiles than the 2 SMs",
-                         "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 |"):
-                if want not in md6:
-                    fail(f"scale section: report.md lacks {want!r}")
-            if "engines side by side" in md6 or "| convert 32x32," in md6:
-                fail("scale section: a column or sentence on several engines without their run")
+        got = scale_report({"t32": scale_run("32x32", 16), "t128": scale_run("128x128", 1)}, "scale section",
+                           ("224x224, batch 1;", "density 0.30;", "2 of the 2 layers have fewer tiles than the 2 SMs",
+                            "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 |"))
+        if got and ("engines side by side" in got[0] or "| convert 32x32," in got[0]):
+            fail("scale section: a column or sentence on several engines without their run")
         # ... and with the several-engines run (scale/t32e16): its column and sentence.
-        os.makedirs(os.path.join(run6, "scale", "t32e16"))
-        with open(os.path.join(run6, "scale", "t32e16", "stats.json"), "w") as f:
-            json.dump(scale_run("32x32", 16, engines=16), f)
-        r = run_report(src, run6, out6)
-        if r.returncode != 0:
-            fail(f"scale section with engines: status {r.returncode}: {r.stderr.strip()}")
-        else:
-            md6 = open(os.path.join(out6, "report.md")).read()
-            rep6 = json.load(open(os.path.join(out6, "report.json")))
-            # conv1_2: 56 us in software; one engine 6 us; 16 engines 6/16 + 0.5 = 0.875 us -> 64x
-            for want in ("| convert 32x32, 16 engines |", "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 | 4.67 | 9.333 | 9.333 | 64.000 |",
-                         "With 16 engines side by side", "takes 0.88 us instead of 6.00 us (0.38 us of it"):
-                if want not in md6:
-                    fail(f"scale section with engines: report.md lacks {want!r}")
+        # conv1_2: 56 us in software; one engine 6 us; 16 engines 6/16 + 0.5 = 0.875 us -> 64x
+        got = scale_report({"t32e16": scale_run("32x32", 16, engines=16)}, "scale section with engines",
+                           ("| convert 32x32, 16 engines |",
+                            "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 | 4.67 | 9.333 | 9.333 | 64.000 |",
+                            "With 16 engines side by side", "takes 0.88 us instead of 6.00 us (0.38 us of it"))
+        if got:
+            md6, rep6 = got
             if rep6["imagenet_scale"]["engines_multi"] != 16:
                 fail("scale section with engines: report.json imagenet_scale.engines_multi is not 16")
             if "descriptors and completion in memory" in md6 or rep6["imagenet_scale"]["engines_multi_memory_interface"]:
                 fail("scale section with engines: a column on the memory interface without its run")
         # ... and with the engines fetching descriptors and writing completion records (scale/t32e16mem)
-        os.makedirs(os.path.join(run6, "scale", "t32e16mem"))
-        with open(os.path.join(run6, "scale", "t32e16mem", "stats.json"), "w") as f:
-            json.dump(scale_run("32x32", 16, engines=16, memory_interface=True), f)
-        r = run_report(src, run6, out6)
-        if r.returncode != 0:
-            fail(f"scale section with the memory interface: status {r.returncode}: {r.stderr.strip()}")
-        else:
-            md6 = open(os.path.join(out6, "report.md")).read()
-            rep6 = json.load(open(os.path.join(out6, "report.json")))
-            # conv1_2: 56 us in software; 16 engines 6/16 + 0.1 = 0.475 us -> 117.9x
-            for want in ("| convert 32x32, 16 engines, descriptors and completion in memory |",
-                         "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 | 4.67 | 9.333 | 9.333 | 64.000 | 117.895 |",
-                         "4 register writes on that layer", "it takes 0.47 us (0.38 us of it the jobs): 117.895x"):
-                if want not in md6:
-                    fail(f"scale section with the memory interface: report.md lacks {want!r}")
-            if not rep6["imagenet_scale"]["engines_multi_memory_interface"]:
-                fail("scale section with the memory interface: report.json does not say it")
+        # conv1_2: 56 us in software; 16 engines 6/16 + 0.1 = 0.475 us -> 117.9x
+        got = scale_report({"t32e16mem": scale_run("32x32", 16, engines=16, memory_interface=True)},
+                           "scale section with the memory interface",
+                           ("| convert 32x32, 16 engines, descriptors and completion in memory |",
+                            "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 | 4.67 | 9.333 | 9.333 | 64.000 | 117.895 |",
+                            "4 register writes on that layer", "it takes 0.47 us (0.38 us of it the jobs): 117.895x"))
+        if got and not got[1]["imagenet_scale"]["engines_multi_memory_interface"]:
+            fail("scale section with the memory interface: report.json does not say it")
         with open(os.path.join(out, "SENTINEL"), "w") as f:
             f.write("previous report\n")
 
