@@ -56,6 +56,8 @@ struct MonitorLockstep::Impl {
   hw::FlatMemory tlm_mem, rtl_mem;
   Host host;
   std::uint64_t job = 0;
+  std::uint64_t compl_ptr = 0;  ///< set_completion()
+  bool compl_programmed = false;  ///< the models' COMPL_PTR is non-zero
   Impl(const std::string& name, double mhz)
       : clock_mhz(mhz),
         tlm((name + "_tlm").c_str(), MonitorLockstep::tlm_config(mhz)),
@@ -87,6 +89,11 @@ struct MonitorLockstep::Impl {
 MonitorLockstep::MonitorLockstep(const std::string& name, double clock_mhz)
     : impl_(std::make_unique<Impl>(name, clock_mhz)) {}
 MonitorLockstep::~MonitorLockstep() = default;
+
+void MonitorLockstep::set_completion(std::uint64_t ptr) {
+  if (ptr % 4 != 0) throw std::invalid_argument("monitor lockstep: COMPL_PTR must be 4-byte aligned");
+  impl_->compl_ptr = ptr;
+}
 
 void MonitorLockstep::wave(const std::string& path, std::uint64_t from, std::uint64_t to) {
   const std::uint64_t c0 = impl_->rtl.pins().cycle();
@@ -128,6 +135,16 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
     bad += !(tcfg & 1u) || !(rcfg & 1u);
   }
   bad += I.both(true, mon::SAMPLE_SHIFT, sample_shift);
+  if (I.compl_ptr != 0 || I.compl_programmed) {  // (never programmed: a run as before COMPL_PTR existed)
+    bad += I.both(true, mon::COMPL_PTR_LO, static_cast<std::uint32_t>(I.compl_ptr));
+    bad += I.both(true, mon::COMPL_PTR_HI, static_cast<std::uint32_t>(I.compl_ptr >> 32));
+    I.compl_programmed = I.compl_ptr != 0;
+  }
+  std::uint32_t counter0[2] = {0, 0};  // the completion counter before the flush (TLM, RTL)
+  if (I.compl_ptr != 0) {
+    I.tlm_mem.read_bytes(I.compl_ptr, &counter0[0], 4);
+    I.rtl_mem.read_bytes(I.compl_ptr, &counter0[1], 4);
+  }
   bad += I.both(true, mon::CTRL, 0x3);  // ENABLE + CLEAR
   // let the RTL finish its counter clear before the producer starts (the TLM clear is instantaneous)
   const sc_core::sc_time ready = I.rtl.drain(sc_core::sc_time_stamp());
@@ -180,8 +197,11 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
                                     ((std::uint64_t(m.cols) + m.tile_cols - 1) / m.tile_cols);
   // The atomic adds write whole 32 B groups of the table (byte-enabled): the table's groups are the bounds.
   const std::uint64_t lo = ct & ~std::uint64_t(31), hi = (ct + table_bytes + 31) & ~std::uint64_t(31);
-  auto stray = [&res, lo, hi](std::uint64_t a, const std::uint8_t*, std::uint32_t n, const sc_core::sc_time&) {
-    if (a < lo || a + n > hi) ++res.stray_writes;
+  // The completion counter's add writes into its own 32 B group (the RTL transactor writes the whole group back).
+  const std::uint64_t cg = I.compl_ptr & ~std::uint64_t(31);
+  auto stray = [&res, lo, hi, cg, &I](std::uint64_t a, const std::uint8_t*, std::uint32_t n, const sc_core::sc_time&) {
+    const bool in_counter = I.compl_ptr != 0 && a >= cg && a + n <= cg + 32;
+    if ((a < lo || a + n > hi) && !in_counter) ++res.stray_writes;
   };
   I.tlm_mem.set_write_hook(stray);
   I.rtl_mem.set_write_hook(stray);
@@ -208,6 +228,14 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
     res.count_mismatches += x != y;
   }
   if (I.fault == TestFault::kFlushCycles) res.rtl_flush_cycles += 100;  // test hook: the RTL's flush 100 cycles slower
+  if (I.compl_ptr != 0) {
+    res.counted = true;
+    I.tlm_mem.read_bytes(I.compl_ptr, &res.tlm_counter, 4);
+    I.rtl_mem.read_bytes(I.compl_ptr, &res.rtl_counter, 4);
+    if (I.fault == TestFault::kCount) res.rtl_counter += 1;  // test hook (as the counts above)
+    res.completion_mismatches = (res.tlm_counter != counter0[0] + 1) + (res.rtl_counter != counter0[1] + 1) +
+                                (res.tlm_counter != res.rtl_counter);
+  }
   res.register_mismatches = bad;
   I.tlm_mem.set_write_hook(nullptr);
   I.rtl_mem.set_write_hook(nullptr);

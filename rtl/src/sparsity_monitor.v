@@ -14,6 +14,8 @@
 //   mmio_*   register block (spartan_monitor_regs.v)
 //   m_*      flush requests: 32 B atomic add of up to 8 u32 words (m_wmask) at a 32 B-aligned address;
 //            posted, up to FLUSH_OUTSTANDING in flight, m_done pulses once per completed add
+// Completion counter: with COMPL_PTR != 0 a flush ends with one more atomic add, of 1 to the u32 at COMPL_PTR
+// (one word enabled), issued once every count-table add has completed; FLUSH_DONE follows its completion.
 module sparsity_monitor #(
   parameter LINE_BYTES = 128,
   parameter NREG       = 16,
@@ -60,6 +62,7 @@ module sparsity_monitor #(
   wire [3:0]         sample_shift;
   wire [NREG-1:0]    r_en, flush_mask;
   wire [NREG*64-1:0] r_base, r_ct_base;
+  wire [63:0]        compl_ptr;
   wire [NREG*32-1:0] r_size, r_cols, r_tpr, r_tiles;
   wire [NREG*24-1:0] r_pitch;
   wire [NREG*36-1:0] r_recip;
@@ -77,7 +80,7 @@ module sparsity_monitor #(
     .mmio_wdata(mmio_wdata), .mmio_rvalid(mmio_rvalid), .mmio_rdata(mmio_rdata), .mmio_err(mmio_err),
     .enable(enable), .sample_shift(sample_shift), .r_en(r_en), .r_base(r_base), .r_size(r_size),
     .r_pitch(r_pitch), .r_recip(r_recip), .r_cols(r_cols), .r_dtype(r_dtype), .r_trl(r_trl),
-    .r_tcl(r_tcl), .r_tpr(r_tpr), .r_tiles(r_tiles), .r_ctr_off(r_ctr_off), .r_ct_base(r_ct_base),
+    .r_tcl(r_tcl), .r_tpr(r_tpr), .r_tiles(r_tiles), .r_ctr_off(r_ctr_off), .r_ct_base(r_ct_base), .compl_ptr(compl_ptr),
     .flush_start(flush_start), .flush_mask(flush_mask), .clear_start(clear_start), .div_busy(div_busy),
     .flush_busy((state != S_RUN && state != S_CLEAR) || fl_queued || fl_done_pulse), .flush_done(fl_done_pulse), .flush_cycles(fl_cycles),
     .st_seen(st_seen), .st_matched(st_matched), .st_sampled(st_sampled), .st_region_hits(st_hits));
@@ -271,6 +274,7 @@ module sparsity_monitor #(
   reg             fl_has;         // group buffer holds words of fl_grp
   reg [58:0]      fl_grp;
   reg             fl_nz;
+  reg             fl_sem;         // the completion counter's add has been issued (S_FL_WRITE -> S_FL_WAIT)
   wire [63:0]     fl_a    = r_ct_base[fl_r*64 +: 64] + {30'd0, fl_t, 2'b00};
   wire [31:0]     fl_tiles = r_tiles[fl_r*32 +: 32];
   wire            fl_more = fl_t < fl_tiles;
@@ -310,7 +314,7 @@ module sparsity_monitor #(
     fl_done_pulse <= 1'b0;
     if (rst) begin
       state <= S_CLEAR; clr_i <= {(CAW+1){1'b0}}; clr_pending <= 1'b0; fl_rem <= {NREG{1'b0}}; fl_queued <= 1'b0;
-      d_valid <= 1'b0; lw_en <= 1'b0; fl_pend <= 1'b0; fl_has <= 1'b0; fl_out <= {OW{1'b0}};
+      d_valid <= 1'b0; lw_en <= 1'b0; fl_pend <= 1'b0; fl_has <= 1'b0; fl_out <= {OW{1'b0}}; fl_sem <= 1'b0;
       fl_cycles <= 32'd0;
     end else begin
       d_valid <= u_valid;
@@ -399,13 +403,22 @@ module sparsity_monitor #(
           fl_pend <= 1'b0;
           if (m_fire) begin
             fl_has <= 1'b0;
-            state  <= S_FL_SCAN;
+            state  <= fl_sem ? S_FL_WAIT : S_FL_SCAN;
           end
         end
         S_FL_WAIT: begin      // the flush ends when the last atomic add has completed
           if (fl_out == {OW{1'b0}} || (fl_out == {{(OW-1){1'b0}}, 1'b1} && m_done)) begin
-            state         <= S_RUN;
-            fl_done_pulse <= 1'b1;
+            if (compl_ptr != 64'd0 && !fl_sem) begin   // then the completion counter's add
+              fl_sem  <= 1'b1;
+              m_addr  <= {compl_ptr[63:5], 5'd0};
+              m_data  <= {224'd0, 32'd1} << {compl_ptr[4:2], 5'd0};
+              m_wmask <= 8'd1 << compl_ptr[4:2];
+              state   <= S_FL_WRITE;
+            end else begin
+              fl_sem        <= 1'b0;
+              state         <= S_RUN;
+              fl_done_pulse <= 1'b1;
+            end
           end
         end
         default: state <= S_RUN;

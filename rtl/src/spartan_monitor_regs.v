@@ -40,6 +40,7 @@ module spartan_monitor_regs #(
   output wire [NREG*32-1:0]   r_tiles,
   output wire [NREG*CAW-1:0]  r_ctr_off,
   output wire [NREG*64-1:0]   r_ct_base,
+  output reg  [63:0]          compl_ptr,      // COMPL_PTR: flush completion counter (0: none; 4-byte aligned)
   // commands and status
   output reg                  flush_start,
   output reg  [NREG-1:0]      flush_mask,
@@ -115,7 +116,7 @@ module spartan_monitor_regs #(
   wire [RW-1:0] ri      = rslot[RW-1:0];
   wire [3:0]  roff      = mmio_addr[5:2];
   wire        rmapped   = is_region && ({26'd0, rslot} < NREG) && roff <= 4'hD;
-  wire        gmapped   = !is_region && mmio_addr[7:0] <= 8'h2C;
+  wire        gmapped   = !is_region && mmio_addr[7:0] <= 8'h34;
 
   // ---- validation of CFG writes (uses the staged registers of region ri and the new CFG value) ----
   function is_pow2_256(input [15:0] v);
@@ -174,6 +175,9 @@ module spartan_monitor_regs #(
           8'h04:   acc_err = (mmio_wdata[1] && fbusy) ? E_BUSY : E_OK;   // CLEAR during a flush
           8'h0C, 8'h10: acc_err = E_OK;
           8'h14:   acc_err = fbusy ? E_BUSY : E_OK;
+          // COMPL_PTR_LO / HI: the flush uses the value at its end (regmap.h)
+          8'h30:   acc_err = (mmio_wdata[1:0] != 2'b00) ? E_BADVALUE : fbusy ? E_BUSY : E_OK;
+          8'h34:   acc_err = fbusy ? E_BUSY : E_OK;
           default: acc_err = E_READONLY;
         endcase
       end else begin
@@ -194,7 +198,7 @@ module spartan_monitor_regs #(
       enable <= 1'b0; sample_shift <= 4'd0; en <= {NREG{1'b0}};
       lines_seen <= 32'd0; lines_matched <= 32'd0; lines_sampled <= 32'd0; flush_cyc <= 32'd0;
       flush_done_flag <= 1'b0; err_flag <= 1'b0; err_code <= 32'd0;
-      flush_mask <= {NREG{1'b0}};
+      flush_mask <= {NREG{1'b0}}; compl_ptr <= 64'd0;
       dv_busy <= 1'b0; dv_i <= 6'd0; dv_rem <= 24'd0; dv_q <= 36'd0; dv_r <= {RW{1'b0}};
       mmio_rdata <= 32'd0; mmio_err <= 4'd0;
       for (k = 0; k < NREG; k = k + 1) begin
@@ -247,6 +251,8 @@ module spartan_monitor_regs #(
               end
               8'h0C: begin err_flag <= 1'b0; err_code <= 32'd0; end
               8'h10: sample_shift <= mmio_wdata[3:0];
+              8'h30: compl_ptr[31:0]  <= mmio_wdata;
+              8'h34: compl_ptr[63:32] <= mmio_wdata;
               8'h14: begin
                 flush_start <= 1'b1;
                 flush_mask  <= mmio_wdata[NREG-1:0] & en;
@@ -295,6 +301,8 @@ module spartan_monitor_regs #(
               8'h24: mmio_rdata <= CAPACITY;
               8'h28: mmio_rdata <= flush_cyc;
               8'h2C: mmio_rdata <= slice_id;
+              8'h30: mmio_rdata <= compl_ptr[31:0];
+              8'h34: mmio_rdata <= compl_ptr[63:32];
               default: ;
             endcase
           end else begin

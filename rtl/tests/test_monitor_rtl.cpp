@@ -24,6 +24,7 @@ struct Bench {
   std::map<std::uint64_t, std::uint32_t> mem;  // u32 words of the count tables
   std::uint32_t mem_latency = 3;
   std::uint64_t adds = 0;
+  std::vector<AtomicAdd32B> log;               // every atomic add, in issue order
   MonitorRtl rtl;
   RefMonitor ref;
   explicit Bench(MonitorRtlConfig cfg = {})
@@ -32,6 +33,7 @@ struct Bench {
           for (unsigned i = 0; i < 8; ++i)
             if (a.mask & (1u << i)) mem[a.addr + 4 * i] += a.words[i];
           ++adds;
+          log.push_back(a);
           return mem_latency;
         }) {}
 
@@ -119,7 +121,7 @@ TEST(MonitorRtl, RegisterMapAndErrors) {
   EXPECT_EQ(b.rtl.mmio_write(mon::ID, 1), static_cast<std::uint32_t>(rm::MmioError::ReadOnly));
   std::uint32_t v = 0;
   EXPECT_EQ(b.rtl.mmio_read(0x002, v), static_cast<std::uint32_t>(rm::MmioError::Misaligned));
-  EXPECT_EQ(b.rtl.mmio_read(0x030, v), static_cast<std::uint32_t>(rm::MmioError::Unmapped));
+  EXPECT_EQ(b.rtl.mmio_read(0x038, v), static_cast<std::uint32_t>(rm::MmioError::Unmapped));  // the first hole after COMPL_PTR_HI
   EXPECT_EQ(b.rtl.mmio_read(mon::region_reg(0, 0x38), v), static_cast<std::uint32_t>(rm::MmioError::Unmapped));
   EXPECT_EQ(b.rtl.mmio_read(mon::region_reg(16, 0), v), static_cast<std::uint32_t>(rm::MmioError::Unmapped));
   // first error wins: ReadOnly at 0x000 (write)
@@ -373,6 +375,73 @@ TEST(MonitorRtl, RegionAndClearWritesDuringAFlushAreBusy) {
   EXPECT_EQ(b.rd(mon::region_reg(7, mon::R_ROWS)), 0u);
   EXPECT_EQ(b.rd(mon::CTRL), 1u);
   b.expect_table(0);
+}
+
+// COMPL_PTR (regmap.h): a flush ends with one atomic add of 1 to the u32 at COMPL_PTR (one word enabled), after
+// every count-table add, and FLUSH_DONE waits for its completion (FLUSH_CYCLES grows with the memory latency by
+// that one round trip); refused when misaligned (BadValue) and during a flush (Busy); 0 turns it off.
+TEST(MonitorRtl, FlushCompletionCounter) {
+  const std::uint64_t cp = 0x1009000A4ull;  // word 1 of its 32 B group, above 4 GiB
+  const auto flush_cycles = [&](std::uint32_t latency, bool with_counter, std::uint32_t stall_pct) {
+    MonitorRtlConfig cfg;
+    cfg.flush_ready_stall_pct = stall_pct;
+    Bench b(cfg);
+    b.mem_latency = latency;
+    EXPECT_EQ(b.rd(mon::COMPL_PTR_LO), 0u);
+    EXPECT_EQ(b.rd(mon::COMPL_PTR_HI), 0u);
+    EXPECT_EQ(b.rtl.mmio_write(mon::COMPL_PTR_LO, static_cast<std::uint32_t>(cp) | 2u),
+              static_cast<std::uint32_t>(rm::MmioError::BadValue));
+    EXPECT_EQ(b.rd(mon::COMPL_PTR_LO), 0u);
+    EXPECT_EQ(b.rd(mon::ERR_CODE), (1u << 31) | (mon::COMPL_PTR_LO << 16) | static_cast<std::uint32_t>(rm::MmioError::BadValue));
+    b.ok(mon::ERR_CODE, 0);
+    if (with_counter) {
+      b.ok(mon::COMPL_PTR_LO, static_cast<std::uint32_t>(cp));
+      b.ok(mon::COMPL_PTR_HI, static_cast<std::uint32_t>(cp >> 32));
+      EXPECT_EQ(b.rd(mon::COMPL_PTR_LO), static_cast<std::uint32_t>(cp));
+      EXPECT_EQ(b.rd(mon::COMPL_PTR_HI), 1u);
+    }
+    std::mt19937_64 rng(41);
+    RefRegion g;
+    g.rows = 40; g.cols = 70; g.pitch = 280; g.tr = 8; g.tc = 16; g.base = 0x80000; g.ct_base = 0x100000;
+    program_and_write(b, g, rng, 0.3);
+    b.ok(mon::FLUSH, 1);
+    if (with_counter && latency >= 100) {  // the flush is still running: COMPL_PTR is Busy
+      const auto busy = static_cast<std::uint32_t>(rm::MmioError::Busy);
+      EXPECT_EQ(b.rtl.mmio_write(mon::COMPL_PTR_LO, 0), busy);
+      EXPECT_EQ(b.rtl.mmio_write(mon::COMPL_PTR_HI, 0), busy);
+      EXPECT_EQ(b.rd(mon::STATUS) & 1u, 1u) << "the flush ended before the checks";
+      b.ok(mon::ERR_CODE, 0);
+    }
+    b.rtl.run_until_idle();
+    b.expect_table(0);
+    const std::uint32_t cycles = b.rd(mon::FLUSH_CYCLES);
+    const std::uint64_t group = cp & ~31ull;
+    std::uint64_t counter_adds = 0;
+    for (std::size_t i = 0; i < b.log.size(); ++i) {
+      if (b.log[i].addr != group) continue;
+      ++counter_adds;
+      EXPECT_EQ(i + 1, b.log.size()) << "the counter's add is not the flush's last";
+      EXPECT_EQ(b.log[i].mask, 1u << 1);
+      EXPECT_EQ(b.log[i].words[1], 1u);
+    }
+    EXPECT_EQ(counter_adds, with_counter ? 1u : 0u);
+    EXPECT_EQ(b.mem[cp], with_counter ? 1u : 0u);
+    EXPECT_EQ(b.mem.count(cp - 4) + b.mem.count(cp + 4), 0u);  // no other word of the group touched
+    EXPECT_EQ(b.rd(mon::STATUS) & 3u, 2u);                       // FLUSH_DONE
+    if (with_counter) {  // a second flush adds again
+      b.ok(mon::FLUSH, 1);
+      b.rtl.run_until_idle();
+      EXPECT_EQ(b.mem[cp], 2u);
+    }
+    return cycles;
+  };
+  // Without back-pressure the counter adds one round trip: (latency + the issue cycle) more cycles.
+  const std::uint32_t d5 = flush_cycles(5, true, 0) - flush_cycles(5, false, 0);
+  const std::uint32_t d300 = flush_cycles(300, true, 0) - flush_cycles(300, false, 0);
+  EXPECT_GT(d5, 5u);
+  EXPECT_EQ(d300 - d5, 295u);
+  // With m_ready stalled 40 % of the cycles the counter still comes last, once.
+  flush_cycles(20, true, 40);
 }
 
 // Enabling a region whose counter range overlaps an enabled region's is BadValue; TILES reads 0 until both

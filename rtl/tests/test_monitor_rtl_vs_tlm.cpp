@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include <systemc>
@@ -19,6 +20,7 @@
 #include "spartan/hw/mmio.h"
 #include "spartan/hw/regmap.h"
 #include "spartan/hw/sparsity_monitor.h"
+#include "spartan/rtl/monitor_lockstep.h"
 #include "spartan/rtl/monitor_rtl_sc.h"
 #include "spartan/hw/payload.h"
 
@@ -211,6 +213,86 @@ TEST(MonitorRtlVsTlm, SameTrafficSameCountsAndStatistics) {
   // The flush window was reached (the 500-cycle latency) and never exceeded; the TLM default is the RTL's.
   EXPECT_EQ(rtl_mon.pins().max_adds_in_flight(), rtl::kMonitorFlushOutstanding);
   EXPECT_EQ(hw::MonitorConfig{}.flush_outstanding, rtl::kMonitorFlushOutstanding);
+}
+
+// COMPL_PTR (regmap.h) in the lockstep (MonitorLockstep::set_completion): each matrix is run once without and once
+// with the completion counter; both models must add 1 to it once per flush, and the cycles the add puts on the
+// flush (FLUSH_CYCLES with minus without) must be the same in both, on all-zero tables (the flush ends on the scan)
+// as on tables with adds in flight, with and without sampling, lines and shuffled sectors.
+struct CounterHost : sc_core::sc_module {
+  rtl::MonitorLockstep ls{"counter_ls", 1000.0};
+  struct Case {
+    std::uint32_t rows, cols, tr, tc;
+    unsigned dtype;
+    double density;
+    unsigned shift;
+    rtl::LockstepStimulus stimulus;
+  };
+  std::vector<Case> cases;
+  std::vector<std::pair<rtl::LockstepResult, rtl::LockstepResult>> out;  // (without, with)
+  SC_HAS_PROCESS(CounterHost);
+  explicit CounterHost(sc_core::sc_module_name n) : sc_module(n) { SC_THREAD(run); }
+  void run() {
+    std::mt19937_64 rng(77);
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      const unsigned eb = c.dtype == 0 ? 4 : 2;
+      std::vector<std::uint8_t> m(std::size_t(c.rows) * c.cols * eb, 0);
+      for (std::size_t o = 0; o < m.size(); o += eb)
+        if ((rng() % 1000) < c.density * 1000) {
+          const std::uint32_t x = static_cast<std::uint32_t>(rng()) | 1u;
+          std::memcpy(&m[o], &x, eb);
+        }
+      rtl::LockstepMatrix lm;
+      lm.data = m.data();
+      lm.rows = c.rows;
+      lm.cols = c.cols;
+      lm.row_pitch_bytes = c.cols * eb;
+      lm.dtype = c.dtype;
+      lm.tile_rows = c.tr;
+      lm.tile_cols = c.tc;
+      ls.set_completion(0);
+      const auto without = ls.run(lm, c.shift, c.stimulus, 5 + i);
+      ls.set_completion(0xA00000000ull + 0x40 * i + 4 * (i % 8));  // every word position of a 32 B group
+      const auto with = ls.run(lm, c.shift, c.stimulus, 5 + i);
+      out.emplace_back(without, with);
+    }
+    sc_core::sc_stop();
+  }
+};
+
+TEST(MonitorRtlVsTlm, CompletionCounterMatches) {
+  ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  CounterHost h("counterhost");
+  using S = rtl::LockstepStimulus;
+  h.cases = {{64, 96, 32, 32, 0, 0.4, 0, S::kLines},        {100, 100, 32, 32, 0, 0.0, 0, S::kLines},
+             {37, 250, 8, 64, 1, 0.7, 0, S::kShuffledSectors}, {120, 64, 16, 16, 2, 0.1, 1, S::kLines},
+             {200, 200, 4, 4, 0, 0.9, 0, S::kLines},          {9, 33, 1, 2, 1, 0.5, 0, S::kShuffledSectors}};
+  sc_core::sc_start();
+  ASSERT_EQ(h.out.size(), h.cases.size());
+  for (std::size_t i = 0; i < h.out.size(); ++i) {
+    const auto& [a, b] = h.out[i];
+    const long long d_rtl = static_cast<long long>(b.rtl_flush_cycles) - a.rtl_flush_cycles;
+    const long long d_tlm = static_cast<long long>(b.tlm_flush_cycles) - a.tlm_flush_cycles;
+    std::ostringstream what;
+    what << "case " << i << ": flush cycles without / with COMPL_PTR RTL " << a.rtl_flush_cycles << " / "
+         << b.rtl_flush_cycles << ", TLM " << a.tlm_flush_cycles << " / " << b.tlm_flush_cycles << "; counter RTL "
+         << b.rtl_counter << " TLM " << b.tlm_counter;
+    for (const auto* r : {&a, &b}) {
+      EXPECT_EQ(r->count_mismatches, 0u) << what.str();
+      EXPECT_EQ(r->register_mismatches, 0u) << what.str();
+      EXPECT_EQ(r->stray_writes, 0u) << what.str();
+    }
+    EXPECT_FALSE(a.counted) << what.str();
+    ASSERT_TRUE(b.counted) << what.str();
+    EXPECT_EQ(b.completion_mismatches, 0u) << what.str();
+    EXPECT_EQ(b.rtl_counter, 1u) << what.str();  // a fresh counter word per case (zero in both memories)
+    EXPECT_EQ(d_rtl, d_tlm) << what.str();
+    EXPECT_GT(d_rtl, 10) << what.str();  // at least the lockstep memory's 10-cycle write latency
+    std::printf("case %zu: %llu tiles; FLUSH_CYCLES without / with the counter: RTL %u / %u, TLM %u / %u\n", i,
+                static_cast<unsigned long long>(b.tiles), a.rtl_flush_cycles, b.rtl_flush_cycles, a.tlm_flush_cycles,
+                b.tlm_flush_cycles);
+  }
 }
 
 }  // namespace

@@ -200,6 +200,8 @@ MmioError SparsityMonitor::reg_read(std::uint32_t off, std::uint32_t& v) const {
     case CAPACITY: v = cfg_.counter_entries; return MmioError::None;
     case FLUSH_CYCLES: v = flush_cycles_; return MmioError::None;
     case SLICE_ID: v = cfg_.slice_id; return MmioError::None;
+    case COMPL_PTR_LO: v = static_cast<std::uint32_t>(compl_ptr_); return MmioError::None;
+    case COMPL_PTR_HI: v = static_cast<std::uint32_t>(compl_ptr_ >> 32); return MmioError::None;
     default: return MmioError::Unmapped;
   }
 }
@@ -227,6 +229,15 @@ MmioError SparsityMonitor::reg_write(std::uint32_t off, std::uint32_t v, const s
       return MmioError::None;
     case ERR_CODE: err_.clear(); return MmioError::None;
     case SAMPLE_SHIFT: sample_shift_ = v & ((1u << SAMPLE_SHIFT_WIDTH) - 1); return MmioError::None;
+    case COMPL_PTR_LO:
+      if (v % 4 != 0) return MmioError::BadValue;
+      if (flush_busy_) return MmioError::Busy;
+      compl_ptr_ = (compl_ptr_ & ~std::uint64_t(0xFFFFFFFFu)) | v;
+      return MmioError::None;
+    case COMPL_PTR_HI:
+      if (flush_busy_) return MmioError::Busy;
+      compl_ptr_ = (compl_ptr_ & 0xFFFFFFFFu) | (std::uint64_t(v) << 32);
+      return MmioError::None;
     case FLUSH:
       if (flush_busy_) return MmioError::Busy;
       flush_busy_ = true;
@@ -348,7 +359,7 @@ void SparsityMonitor::clear_all() {
 // Flush
 // ------------------------------------------------------------------------------------------------
 void SparsityMonitor::rmw_group(std::uint64_t addr, const std::uint32_t* add, unsigned words, sc_time issue,
-                                sc_time& done) {
+                                sc_time& done, bool count_table) {
   const std::uint64_t key = addr & ~std::uint64_t(31);
   while (rmw_locks().count(key)) sc_core::wait(clock_.cycles(1));
   rmw_locks().insert(key);
@@ -373,9 +384,13 @@ void SparsityMonitor::rmw_group(std::uint64_t addr, const std::uint32_t* add, un
     mem->b_transport(p, d);
   }
   rmw_locks().erase(key);
-  stats_.flush_bytes_read += len;
-  stats_.flush_bytes_written += read_ok ? len : 0;
-  ++stats_.flush_rmw_groups;
+  if (count_table) {
+    stats_.flush_bytes_read += len;
+    stats_.flush_bytes_written += read_ok ? len : 0;
+    ++stats_.flush_rmw_groups;
+  } else {
+    ++stats_.completion_adds;
+  }
   done = sc_core::sc_time_stamp() + d;
 }
 
@@ -441,6 +456,18 @@ void SparsityMonitor::flush_thread() {
       }
     }
     end = std::max(end, start + clock_.cycles(scan * scale + kFlushScanTailCycles));
+    if (compl_ptr_ != 0) {
+      // The completion counter's add (regmap COMPL_PTR): where the RTL would step to S_RUN it steps to S_FL_WRITE
+      // instead, and its add leaves when FLUSH_DONE would have been set (calibrated on the lockstep,
+      // MonitorRtlVsTlm.CompletionCounterMatches: the add puts write latency + 3 cycles on the flush); FLUSH_DONE
+      // then follows the add's completion as it follows a count-table add's (kFlushDoneCycles).
+      const sc_time issue = end;
+      if (issue > sc_core::sc_time_stamp()) sc_core::wait(issue - sc_core::sc_time_stamp());
+      const std::uint32_t one = kComplIncrement;
+      sc_time done;
+      rmw_group(compl_ptr_, &one, 1, issue, done, false);
+      end = done + clock_.cycles(kFlushDoneCycles);
+    }
     if (end > sc_core::sc_time_stamp()) sc_core::wait(end - sc_core::sc_time_stamp());
     const sc_time dur = sc_core::sc_time_stamp() - requested;
     flush_cycles_ = static_cast<std::uint32_t>(clock_.whole_cycles(dur));

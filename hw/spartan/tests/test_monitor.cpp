@@ -146,12 +146,12 @@ TEST(Monitor, BadMmioGivesErrorResponses) {
       auto& s = *d.mmio[0];
       unsigned char buf[8] = {};
       // Unmapped offsets: holes in the global block, region +0x38/+0x3C, past the regions, past the window.
-      for (std::uint32_t off : {0x030u, 0x0FCu, 0x138u, 0x13Cu, 0x500u, 0xFFCu, 0x1000u, 0x7FFFF000u}) {
+      for (std::uint32_t off : {0x038u, 0x0FCu, 0x138u, 0x13Cu, 0x500u, 0xFFCu, 0x1000u, 0x7FFFF000u}) {
         EXPECT_EQ(d.access(s, tlm::TLM_READ_COMMAND, off, buf, 4), tlm::TLM_ADDRESS_ERROR_RESPONSE) << off;
         EXPECT_EQ(d.access(s, tlm::TLM_WRITE_COMMAND, off, buf, 4), tlm::TLM_ADDRESS_ERROR_RESPONSE) << off;
       }
       EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::Unmapped));
-      EXPECT_EQ((d.rd(0, ERR_CODE) >> kErrOffsetLsb) & 0xFFF, 0x030u);  // first error wins
+      EXPECT_EQ((d.rd(0, ERR_CODE) >> kErrOffsetLsb) & 0xFFF, 0x038u);  // first error wins
       EXPECT_TRUE(d.rd(0, STATUS) & (1u << STATUS_ERR_BIT));
       EXPECT_EQ(d.wr(0, ERR_CODE, 0), tlm::TLM_OK_RESPONSE);
       EXPECT_EQ(d.rd(0, ERR_CODE), 0u);
@@ -388,6 +388,97 @@ TEST(Monitor, FlushWhileBusyIsRejectedAndClearZeroes) {
       EXPECT_EQ(d.rd(0, LINES_SEEN), 0u);
       EXPECT_EQ(d.rd(0, STATUS) & 2u, 0u);
     });
+  });
+}
+
+// COMPL_PTR (regmap.h): each flush ends with an atomic add of 1 to the u32 at COMPL_PTR, once every count-table
+// add is answered, and FLUSH_DONE follows it; the word's neighbours are untouched, 0 turns it off, a misaligned
+// value is refused and a write during a flush is Busy.
+TEST(Monitor, FlushCompletionCounter) {
+  SC_SCENARIO([] {
+    Bench b(4);
+    RegionSpec s;
+    const RawMatrix m = make_matrix(ElemType::F32, s.rows, s.cols, s.pitch, 0.4, 31);
+    const auto ref = reference_counts(m, s.tr, s.tc);
+    const std::uint64_t cp = 0x1009000A4ull;  // 4-byte aligned, word 1 of its 32 B group, above 4 GiB
+    const std::uint32_t init[3] = {0xAAAAAAAAu, 7u, 0x55555555u};
+    b.mem.write_bytes(cp - 4, init, sizeof init);
+    // When each flush ends (FLUSH_DONE), the counter already holds that monitor's add: the observers read memory.
+    std::vector<std::uint32_t> seen_at_done;
+    for (auto& mon : b.mons)
+      mon->add_flush_observer([&](std::uint32_t, std::uint64_t, const sc_core::sc_time&) {
+        std::uint32_t v = 0;
+        b.mem.read_bytes(cp, &v, 4);
+        seen_at_done.push_back(v);
+      });
+    std::uint32_t cycles_without = 0, cycles_with = 0;
+    b.run([&](Driver& d) {
+      EXPECT_EQ(d.rd(0, COMPL_PTR_LO), 0u);
+      EXPECT_EQ(d.rd(0, COMPL_PTR_HI), 0u);
+      // Unit 0 first flushes without COMPL_PTR: no add.
+      EXPECT_EQ(program_region(d, 0, 0, s), tlm::TLM_OK_RESPONSE);
+      d.wr(0, CTRL, 1u);
+      b.mons[0]->observe_write(s.base, m.bytes.data(), 128, sc_core::sc_time_stamp());
+      flush_and_wait(d, 0, 1u);
+      cycles_without = d.rd(0, FLUSH_CYCLES);
+      EXPECT_EQ(b.mons[0]->stats().completion_adds, 0u);
+      // Refused: a value not 4-byte aligned (BadValue, unchanged).
+      EXPECT_EQ(d.wr(0, COMPL_PTR_LO, static_cast<std::uint32_t>(cp) + 2), tlm::TLM_COMMAND_ERROR_RESPONSE);
+      EXPECT_EQ(d.rd(0, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::BadValue));
+      EXPECT_EQ((d.rd(0, ERR_CODE) >> kErrOffsetLsb) & 0xFFF, COMPL_PTR_LO);
+      EXPECT_EQ(d.rd(0, COMPL_PTR_LO), 0u);
+      d.wr(0, ERR_CODE, 0);
+      // The same single line again, with COMPL_PTR: the flush takes the counter's round trip longer.
+      for (unsigned u = 0; u < 4; ++u) {
+        EXPECT_EQ(d.wr(u, COMPL_PTR_LO, static_cast<std::uint32_t>(cp)), tlm::TLM_OK_RESPONSE);
+        EXPECT_EQ(d.wr(u, COMPL_PTR_HI, static_cast<std::uint32_t>(cp >> 32)), tlm::TLM_OK_RESPONSE);
+      }
+      EXPECT_EQ(d.rd(0, COMPL_PTR_LO), static_cast<std::uint32_t>(cp));
+      EXPECT_EQ(d.rd(0, COMPL_PTR_HI), 1u);
+      b.mons[0]->observe_write(s.base, m.bytes.data(), 128, sc_core::sc_time_stamp());
+      flush_and_wait(d, 0, 1u);
+      cycles_with = d.rd(0, FLUSH_CYCLES);
+      EXPECT_EQ(b.mons[0]->stats().completion_adds, 1u);
+      // Four monitors count one matrix and flush: the counter goes up by 4, one add each.
+      for (unsigned u = 0; u < 4; ++u) {
+        if (u > 0) {
+          EXPECT_EQ(program_region(d, u, 0, s), tlm::TLM_OK_RESPONSE);
+        }
+        d.wr(u, CTRL, 1u | (1u << CTRL_CLEAR_BIT));
+      }
+      const std::vector<std::uint32_t> zeros(ref.size(), 0);
+      b.mem.write_bytes(s.ct, zeros.data(), 4 * zeros.size());
+      write_matrix(d, m, s.base, s.tr, s.tc);
+      // One after the other (each waited for), so that the counter's value at each FLUSH_DONE is known.
+      for (unsigned u = 0; u < 4; ++u) {
+        EXPECT_EQ(d.wr(u, FLUSH, 1u), tlm::TLM_OK_RESPONSE);
+        if (u == 1) {  // Busy while the flush runs (its end uses the value)
+          EXPECT_EQ(d.wr(1, COMPL_PTR_LO, 0), tlm::TLM_COMMAND_ERROR_RESPONSE);
+          EXPECT_EQ(d.wr(1, COMPL_PTR_HI, 0), tlm::TLM_COMMAND_ERROR_RESPONSE);
+          EXPECT_EQ(d.rd(1, ERR_CODE) & 0xFF, static_cast<std::uint32_t>(MmioError::Busy));
+          EXPECT_TRUE(d.rd(1, STATUS) & (1u << STATUS_FLUSH_BUSY_BIT)) << "the flush ended before the checks";
+        }
+        for (int i = 0; i < 100000 && !(d.rd(u, STATUS) & (1u << STATUS_FLUSH_DONE_BIT)); ++i)
+          sc_core::wait(sc_core::sc_time(10, sc_core::SC_NS));
+      }
+      EXPECT_EQ(d.rd(1, COMPL_PTR_LO), static_cast<std::uint32_t>(cp));
+    });
+    EXPECT_EQ(b.table(s.ct, ref.size()), ref);
+    std::uint32_t after[3];
+    b.mem.read_bytes(cp - 4, after, sizeof after);
+    EXPECT_EQ(after[0], init[0]);
+    EXPECT_EQ(after[1], 7u + 1u + 4u);  // one add, then four
+    EXPECT_EQ(after[2], init[2]);
+    std::uint64_t adds = 0;
+    for (auto& mon : b.mons) adds += mon->stats().completion_adds;
+    EXPECT_EQ(adds, 1u + 4u);
+    // Every flush that ended with an add had made it when FLUSH_DONE was set: the values seen then, in order.
+    ASSERT_EQ(seen_at_done.size(), 6u);
+    EXPECT_EQ(seen_at_done[0], 7u);  // the flush without COMPL_PTR
+    EXPECT_EQ(seen_at_done[1], 8u);
+    for (std::size_t i = 2; i < seen_at_done.size(); ++i) EXPECT_EQ(seen_at_done[i], 7u + i);
+    // The add's round trip (FlatMemory's write latency and the issue cycle) lengthens the flush.
+    EXPECT_GT(cycles_with, cycles_without);
   });
 }
 

@@ -49,6 +49,11 @@ struct LockstepResult {
   std::uint64_t stray_writes = 0;         ///< memory writes of either model outside the job's count table (must be 0)
   double tlm_count_cycles = 0, rtl_count_cycles = 0;  ///< cycles to take the whole request stream
   std::uint32_t tlm_flush_cycles = 0, rtl_flush_cycles = 0;
+  /// With set_completion(): both flushes ended with the completion counter's add (COMPL_PTR); the counter
+  /// words after the flush (each model's memory; they must be equal and one more than before).
+  bool counted = false;
+  std::uint32_t tlm_counter = 0, rtl_counter = 0;
+  std::uint64_t completion_mismatches = 0;  ///< counter words that differ or did not go up by one (must be 0)
   std::uint64_t rtl_cycles_total = 0;     ///< RTL clock cycles simulated for this job (MMIO, counting, flush)
   double wall_seconds = 0;
 };
@@ -70,6 +75,10 @@ class MonitorLockstep {
   LockstepResult run(const LockstepMatrix& m, unsigned sample_shift = 0,
                      LockstepStimulus stimulus = LockstepStimulus::kLines, std::uint64_t seed = 1,
                      const std::vector<LockstepRequest>& given = {});
+  /// From the next run() on, both models' COMPL_PTR (regmap monitor) = `ptr` (4-byte aligned; 0: off, the
+  /// default): each flush then ends with the completion counter's add, compared in LockstepResult. `ptr` must lie
+  /// outside the count tables (the lockstep's memories are its own).
+  void set_completion(std::uint64_t ptr);
   /// VCD of RTL cycles [from, to) counted from the first run (call before the first run); a window past the last
   /// cycle run (up to 2^64 - 1) dumps to the end.
   void wave(const std::string& path, std::uint64_t from, std::uint64_t to);

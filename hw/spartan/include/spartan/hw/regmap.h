@@ -84,6 +84,21 @@ constexpr std::uint32_t LINES_SAMPLED = 0x020;  ///< RO  matched requests that w
 constexpr std::uint32_t CAPACITY = 0x024;       ///< RO  counter-memory entries (config counter_entries)
 constexpr std::uint32_t FLUSH_CYCLES = 0x028;   ///< RO  cycles of the last completed flush
 constexpr std::uint32_t SLICE_ID = 0x02C;       ///< RO  index of the L2 slice this monitor sits on
+// Flush completion counter (this project's design, fifty-fourth session): each monitor reports the end of its
+// flush by an atomic add of 1 to a u32 in memory, as a GPU front end releases a semaphore, so that a waiter on
+// the GPU polls one word (an L2 hit) for the count of monitors done instead of reading STATUS over the host's
+// MMIO path (one read per monitor without a broadcast window). The add is one more atomic message of the flush's
+// kind (the L2 ROP adds; the word's other bytes are untouched).
+/// RW reset 0: byte address of the completion counter, bits 31:0; a value not 4-byte aligned is refused
+/// (BadValue, register unchanged). COMPL_PTR = 0: no add. Writes to COMPL_PTR_LO/HI while a flush runs are Busy
+/// (the flush uses the value at its end).
+constexpr std::uint32_t COMPL_PTR_LO = 0x030;
+constexpr std::uint32_t COMPL_PTR_HI = 0x034;   ///< RW reset 0: bits 63:32
+/// A flush with COMPL_PTR != 0 issues, once every atomic add of the count table is answered, one atomic add of
+/// the u32 kComplIncrement at COMPL_PTR; FLUSH_DONE is set (and FLUSH_CYCLES, which includes it, latched) when
+/// that add is answered, so a waiter that reads the counter at S (the number of monitors) sees every count. The
+/// counter wraps at 2^32. The driver zeroes it with the count table.
+constexpr std::uint32_t kComplIncrement = 1;
 
 // CTRL fields.
 constexpr unsigned CTRL_ENABLE_BIT = 0;  ///< 1: count writes into enabled regions

@@ -60,6 +60,9 @@ struct MonitorStats {
   /// Count-table bytes the flush's atomics add to: read functionally (debug transport, no traffic) and
   /// written by the timed atomic message.
   std::uint64_t flush_bytes_read = 0, flush_bytes_written = 0;
+  /// Flushes that ended with the completion counter's atomic add (COMPL_PTR != 0; not in flush_rmw_groups or
+  /// flush_bytes_*).
+  std::uint64_t completion_adds = 0;
   std::uint64_t clears = 0;               ///< CTRL writes with CLEAR set (each sweeps the counter memory in the RTL)
   std::uint64_t flush_ps = 0;             ///< total flush duration (from the FLUSH write, drain wait included)
   std::uint64_t flush_drain_wait_ps = 0;  ///< time FLUSH waited for the input pipeline to drain (RTL S_DRAIN)
@@ -137,8 +140,11 @@ class SparsityMonitor : public sc_core::sc_module {
   void clear_all();
   void update_occupancy();
   void flush_thread();
+  /// One atomic add of `words` u32 addends at `addr` (inside one 32 B group), issued at `issue`; `done` = its
+  /// completion. `count_table`: a count-table group (counted in flush_rmw_groups / flush_bytes_*), else the
+  /// completion counter.
   void rmw_group(std::uint64_t addr, const std::uint32_t* add, unsigned words, sc_core::sc_time issue,
-                 sc_core::sc_time& done);
+                 sc_core::sc_time& done, bool count_table = true);
 
   MonitorConfig cfg_;
   UnitClock clock_;
@@ -148,6 +154,7 @@ class SparsityMonitor : public sc_core::sc_module {
   std::uint32_t ctrl_ = 0, sample_shift_ = 0, lines_seen_ = 0, lines_matched_ = 0, lines_sampled_ = 0,
                 flush_cycles_ = 0;
   std::uint64_t sample_ctr_ = 0;
+  std::uint64_t compl_ptr_ = 0;  ///< COMPL_PTR (regmap monitor::COMPL_PTR_LO/HI; 0: no completion add)
   MmioErrorLatch err_;
   bool flush_busy_ = false, flush_done_ = false;
   std::uint32_t flush_mask_ = 0;
