@@ -12,6 +12,10 @@ usage: check_run_rtl.py STATS_JSON [LAYER ...]   (LAYERs: the only layer indices
        check_run_rtl.py --engines-fetched-recorded N STATS_JSON
          (as --engines-fetched, with host.engine_record: true too: both models of the lockstep wrote a completion
           record per job, taking the same cycles for it, and the replay's engines one per job)
+       check_run_rtl.py --monitor-completion STATS_JSON
+         (a run with --units host.monitor_completion: true: in every layer's monitor lockstep both models added 1
+          to the completion counter (1, 2, 3, ... over the layers, equal in both), the replay's monitors one add
+          each per layer, no status read charged, the counter checked and polled in every layer)
        check_run_rtl.py --engine-fault payload|cycles STATS_JSON
          (a run under SPARTAN_RTL_TEST_FAULT=engine-payload / engine-cycles: the engine scoreboard must have
           failed every job the fault touches, and only those; the monitor's records must be clean)
@@ -110,6 +114,30 @@ def check_engines(n, path, fetched=False, recorded=False):
 if sys.argv[1] in ("--engines", "--engines-fetched", "--engines-fetched-recorded"):
     check_engines(int(sys.argv[2]), sys.argv[3], fetched=sys.argv[1] != "--engines",
                   recorded=sys.argv[1] == "--engines-fetched-recorded")
+    sys.exit(0)
+
+def check_monitor_completion(path):
+    doc = json.load(open(path))
+    rtl = doc["rtl"]
+    assert doc["options"]["units"]["host"]["monitor_completion"] is True, doc["options"]["units"]["host"]
+    assert rtl["mismatches"] == 0 and doc["checks"]["passed"], rtl["mismatches"]
+    mon = [j for j in rtl["layers"] if j["unit"] == "monitor"]
+    assert len(mon) == len(doc["layers"]) > 1, (len(mon), len(doc["layers"]))
+    for k, j in enumerate(mon, 1):
+        c = j["completion_counter"]
+        assert c["rtl"] == c["tlm"] == k and c["mismatches"] == 0 and j["mismatches"] == 0, j
+    for L in doc["layers"]:
+        h = L["hardware"]
+        assert L["checks"]["monitor_completion_count_correct"] is True, L["name"]
+        assert h["monitor_mmio_reads"] == 0 and h["monitor_completion_poll_ns"] > 0, L["name"]
+    layers = len(doc["layers"])
+    assert all(m["completion_adds"] == layers for m in doc["units"]["monitors"]), doc["units"]["monitors"]
+    print("monitor completion counter: %d layers, both models of the lockstep counted every flush (1..%d), "
+          "%d monitors added once per layer" % (layers, layers, len(doc["units"]["monitors"])))
+
+
+if sys.argv[1] == "--monitor-completion":
+    check_monitor_completion(sys.argv[2])
     sys.exit(0)
 
 if sys.argv[1] == "--engine-fault":

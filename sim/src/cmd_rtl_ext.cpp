@@ -76,8 +76,11 @@ struct RtlRunner : sc_core::sc_module {
   /// Where the engine lockstep's completion records go when the replay's engines write theirs (--units
   /// host.engine_record): in the lockstep's own memory, beside the descriptors.
   static constexpr std::uint64_t kLockstepComplPtr = 0xF10000000000ull;
+  /// Where the monitor lockstep's completion counter is when the replay's monitors add to theirs (--units
+  /// host.monitor_completion): in the lockstep's own memory (never zeroed: it goes up by one per layer).
+  static constexpr std::uint64_t kLockstepMonitorCounter = 0xF20000000000ull;
   RtlRunner(sc_core::sc_module_name n, double mhz, double engine_mhz, unsigned engine_tile_buffers, bool fetch,
-            bool record)
+            bool record, bool monitor_completion)
       : sc_module(n), lockstep("rtl_monitor", mhz), engine("rtl_engine", [engine_mhz, engine_tile_buffers, fetch, record] {
           spartan::rtl::EngineLockstepConfig c;
           c.clock_mhz = engine_mhz;
@@ -86,6 +89,7 @@ struct RtlRunner : sc_core::sc_module {
           c.completion_ptr = record ? kLockstepComplPtr : 0;  // and write a completion record
           return c;
         }()) {
+    if (monitor_completion) lockstep.set_completion(kLockstepMonitorCounter);  // both models then add to it
     SC_THREAD(loop);
   }
   void loop() {
@@ -204,7 +208,7 @@ class RtlExtension : public spartan::hw::RunExtension {
                                 "; the lockstep would validate another model than the replay reports (drop these --units "
                                 "settings, use a preset with 128 B L2 lines, or run without --rtl)");
     runner_ = std::make_unique<RtlRunner>("rtl_cosim", mhz, ctx.engine ? ctx.engine->config().clock_mhz : mhz, tile_buffers,
-                                          ctx.engine_fetch, ctx.engine_record);
+                                          ctx.engine_fetch, ctx.engine_record, ctx.monitor_completion);
     if (opts_[2].given) runner_->lockstep.wave(opts_[2].value, from, to);
     // The write requests the replay's slices deliver to their monitors while counting: the lockstep replays the
     // ones into the checked region, in the order they arrived (thirty-eighth session; before, it streamed the
@@ -295,7 +299,8 @@ class RtlExtension : public spartan::hw::RunExtension {
     // (thirty-seventh session's review: +66.67 % passed with exit 0 and "checks: all passed").
     const bool timing_ok = spartan::rtl::cycles_within_tolerance(r.tlm_count_cycles, r.rtl_count_cycles) &&
                            spartan::rtl::cycles_within_tolerance(r.tlm_flush_cycles, r.rtl_flush_cycles);
-    const std::uint64_t mism = r.count_mismatches + r.register_mismatches + r.stray_writes + (timing_ok ? 0 : 1);
+    const std::uint64_t mism =
+        r.count_mismatches + r.register_mismatches + r.stray_writes + r.completion_mismatches + (timing_ok ? 0 : 1);
     off_timing_ += !timing_ok;
     mismatches_ += mism;
     const double tlm = r.tlm_count_cycles + r.tlm_flush_cycles, rtl = r.rtl_count_cycles + r.rtl_flush_cycles;
@@ -314,6 +319,9 @@ class RtlExtension : public spartan::hw::RunExtension {
                 {"rtl_cycles_simulated", r.rtl_cycles_total}, {"wall_s", r.wall_seconds},
                 {"timing_within_tolerance", timing_ok}};
     if (region > 0 || ctx_.engines.size() > 1) rec["region"] = region;
+    if (r.counted)  // host.monitor_completion: the lockstep's counter after this layer's flush, in both models
+      rec["completion_counter"] = {{"rtl", r.rtl_counter}, {"tlm", r.tlm_counter},
+                                   {"mismatches", r.completion_mismatches}};
     records_.push_back(rec);
     mon_tiles_ += r.tiles;
     mon_cycles_ += rtl;

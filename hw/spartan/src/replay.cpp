@@ -100,6 +100,7 @@ void Replay::build() {
   ctx_.quiet = opt_.quiet;
   ctx_.engine_fetch = opt_.host_engine_fetch;
   ctx_.engine_record = opt_.host_engine_record;
+  ctx_.monitor_completion = opt_.host_monitor_completion;
   for (RunExtension* e : opt_.extensions) e->attach(ctx_);
   // End of elaboration: socket bindings are complete before the first register access.
   if (sc_core::sc_get_status() == sc_core::SC_ELABORATION) sc_core::sc_start(sc_core::SC_ZERO_TIME);
@@ -316,7 +317,7 @@ json Replay::run() {
                      {"flush_count", s.flush_count}, {"flush_rmw_groups", s.flush_rmw_groups},
                      {"flush_bytes_read", s.flush_bytes_read}, {"flush_bytes_written", s.flush_bytes_written},
                      {"flush_ps", s.flush_ps},
-                     {"clears", s.clears},
+                     {"clears", s.clears}, {"completion_adds", s.completion_adds},
                      {"busy_ps", s.busy_ps}, {"backpressure_ps", s.backpressure_ps},
                      {"arrivals_out_of_order", s.arrivals_out_of_order},
                      {"arrivals_out_of_order_ps", s.arrivals_out_of_order_ps},

@@ -196,6 +196,8 @@ class Replay {
   bool all_passed_ = true;
   /// host_engine_fetch / host_engine_record: ENGINE_INDEX (and with records COMPL_PTR) programmed, once per run
   bool engine_index_set_ = false;
+  /// host_monitor_completion: the monitors' COMPL_PTR programmed, once per run (not charged)
+  bool monitor_completion_set_ = false;
 };
 
 }  // namespace spartan::hw::replay_detail

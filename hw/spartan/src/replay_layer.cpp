@@ -170,6 +170,17 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // engine's block had a region of its own: 11 more writes per block and layer, and a line in the address
   // range of k column blocks' regions took the counting stage k cycles).
   const std::uint32_t et_cfg = 1u | (static_cast<std::uint32_t>(et) << mr::R_CFG_DTYPE_LSB);
+  // host_monitor_completion: the monitors' flush completion counter, one u32 in a 32 B sector of its own below
+  // the engines' records (run-constant, as COMPL_PTR is programmed once per run, not charged).
+  const bool mon_compl = opt_.host_monitor_completion;
+  const std::uint64_t kMonitorCounter = A - 0x20000;
+  if (mon_compl && !monitor_completion_set_) {
+    for (std::size_t u = 0; u < S; ++u) {
+      mmio_w(u, mr::COMPL_PTR_LO, static_cast<std::uint32_t>(kMonitorCounter), "monitor COMPL_PTR_LO");
+      mmio_w(u, mr::COMPL_PTR_HI, static_cast<std::uint32_t>(kMonitorCounter >> 32), "monitor COMPL_PTR_HI");
+    }
+    monitor_completion_set_ = true;
+  }
   for (std::size_t u = 0; u < S; ++u) {
     mon_w(u, mr::CTRL, 0, "monitor CTRL");
     mon_w(u, mr::region_reg(0, mr::R_CFG), 0, "region CFG");
@@ -253,7 +264,9 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // ---------------- B: hardware path ----------------
   gpu_->flush_l2();  // the same starting state as path A (see above)
   gpu_->align_to_refresh();
-  Kernel kz = make_memset(ct_hw, 4 * tiles, sms_, line_);
+  // with host_monitor_completion the same memset zeroes the completion counter's sector
+  Kernel kz = mon_compl ? make_memset({{ct_hw, 4 * tiles}, {kMonitorCounter, 32}}, sms_, line_)
+                        : make_memset(ct_hw, 4 * tiles, sms_, line_);
   Step s_zero = kernel(kz, false);  // memory time only: issued by the driver ahead of the producer
   // CLEAR: the flush reads and clears every counter it writes out (RTL and TLM) and the RTL's reset sweeps
   // the table, so without sampling the counters are zero at every layer start (checked here) and the
@@ -286,7 +299,8 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   }
   const double prod_ps = std::max(1.0, hp.mem_ns * 1e3);
   // Flush all monitors (one FLUSH write each; one charge with host_monitor_broadcast), wait, then read the
-  // status (one aggregated read with host_monitor_broadcast, else one per monitor).
+  // status (one aggregated read with host_monitor_broadcast, else one per monitor), or with
+  // host_monitor_completion poll the completion counter from the GPU.
   const Traffic f0 = traffic(*gpu_);
   const sc_time t_flush = sc_core::sc_time_stamp();
   for (std::size_t u = 0; u < S; ++u) {
@@ -300,15 +314,28 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     flush_end = std::max(flush_end, monitors_[u]->last_flush_done());
     flush_cycles_max = std::max<std::uint64_t>(flush_cycles_max, host_->must_read(MmioBus::window_base(u) + mr::FLUSH_CYCLES, "FLUSH_CYCLES"));
   }
+  // host_monitor_completion: the counter as in memory (every monitor's add: S expected), then SM 0's read of
+  // its sector, issued once the last flush has ended (RecordPoll: one request per line piece).
+  std::uint32_t mon_counter = 0;
+  double mon_poll_ns = 0;
+  std::uint64_t mon_poll_dram_bytes = 0;
+  if (mon_compl) {
+    mon_counter = read_u32s(*gpu_, kMonitorCounter, 1).at(0);
+    const Traffic p0 = traffic(*gpu_);
+    RecordPoll poll(kMonitorCounter, 32, line_);
+    const auto r = gpu_->run({&poll});
+    mon_poll_ns = double(r.end_ps - r.start_ps) * 1e-3;
+    mon_poll_dram_bytes = traffic(*gpu_).dram_bytes - p0.dram_bytes;
+  }
   const Traffic f1 = traffic(*gpu_);
   for (std::size_t u = 0; u < S; ++u) {
     mon_w(u, mr::CTRL, 0, "monitor CTRL");
   }
   // Overhead: every monitor register write of this layer (region set-up, CTRL enable, FLUSH, CTRL disable)
-  // and the status read(s) that observe completion.
-  const std::uint32_t monitor_reads = bcast ? 1u : std::uint32_t(S);  // the completion status read(s)
+  // and the status read(s) that observe completion, or the counter's poll.
+  const std::uint32_t monitor_reads = mon_compl ? 0u : bcast ? 1u : std::uint32_t(S);  // completion status read(s)
   Step h_flush{"flush", (flush_end - t_flush).to_seconds() * 1e9, 0,
-               monitor_writes * opt_.host_mmio_write_ns + monitor_reads * opt_.host_mmio_read_ns,
+               monitor_writes * opt_.host_mmio_write_ns + monitor_reads * opt_.host_mmio_read_ns + mon_poll_ns,
                f1.l2_bytes - f0.l2_bytes, f1.dram_bytes - f0.dram_bytes, -1};
   // Count-table zeroing then the flush, back to back: the sum of the two steps reported under "steps".
   const Step hw_prof = Step::sequence("profile", {&s_zero, &h_flush});
@@ -553,6 +580,11 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     C["engine_completion_records_correct"] = records_ok;
     ok = ok && records_ok;
   }
+  if (mon_compl) {  // every monitor added 1 to the zeroed counter, and each add was made before its FLUSH_DONE
+    const bool counter_ok = mon_counter == S;
+    C["monitor_completion_count_correct"] = counter_ok;
+    ok = ok && counter_ok;
+  }
   if (expand_ok) C["expand_mismatches"] = expand_bad;
   else C["expand_error"] = expand_error;
   expand_ok = expand_ok && expand_bad == 0;
@@ -575,6 +607,8 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   hwj["flush_cycles_max"] = flush_cycles_max;
   hwj["monitor_mmio_writes"] = monitor_writes;  // posted writes charged to the profile (broadcast: once each)
   hwj["monitor_mmio_reads"] = monitor_reads;    // status reads charged to the profile (broadcast: one)
+  hwj["monitor_completion_poll_ns"] = mon_poll_ns;  // host_monitor_completion: the GPU-side poll of the counter
+  hwj["monitor_completion_poll_dram_bytes"] = mon_poll_dram_bytes;  // DRAM traffic of that poll (0: an L2 hit)
   hwj["monitor_clear_ns"] = clear_ns;  // CLEAR sweep (sampling only) charged to count_table_zero (max with the memset)
   hwj["engine_mmio_writes"] = engine_writes;    // posted writes charged to the conversion
   hwj["engine_mmio_reads"] = engine_reads;      // status read(s) charged to the conversion (0 with records)

@@ -59,14 +59,22 @@ std::string replay_summary(const json& doc) {
   o << "assumed overheads: kernel launch " << opt["kernel_launch_ns"] << " ns (software kernels; not the count-table "
        "memset, issued ahead), host MMIO read "
     << opt["host_mmio_read_ns"] << " ns, posted MMIO write " << opt["host_mmio_write_ns"] << " ns";
-  if (opt.value("host_monitor_broadcast", true))
-    o << "; monitor register writes broadcast to all monitors and one aggregated status read per flush"
-         " (an assumption: --units host.monitor_broadcast: false charges every monitor's writes and read)";
-  else
-    o << "; every monitor's register writes and status read charged (host.monitor_broadcast: false)";
   const auto host_flag = [&](const char* key, bool dflt) {
     return opt.contains("units") && opt["units"].contains("host") ? opt["units"]["host"].value(key, dflt) : dflt;
   };
+  const bool mon_compl = host_flag("monitor_completion", false);
+  if (opt.value("host_monitor_broadcast", true))
+    o << "; monitor register writes broadcast to all monitors"
+      << (mon_compl ? "" : " and one aggregated status read per flush")
+      << " (an assumption: --units host.monitor_broadcast: false charges every monitor's writes"
+      << (mon_compl ? ")" : " and read)");
+  else
+    o << "; every monitor's register writes" << (mon_compl ? "" : " and status read")
+      << " charged (host.monitor_broadcast: false)";
+  if (mon_compl)
+    o << "; each monitor adds 1 to a completion counter at its flush's end (COMPL_PTR, programmed once per run, not"
+         " charged; the counter zeroed in the count-table memset) and a GPU-side poll of its sector by one SM, issued"
+         " once every flush has ended, replaces the status read (a lower bound on a poller; host.monitor_completion)";
   const bool fetch = host_flag("engine_fetch", false), record = host_flag("engine_record", false);
   const bool eng_bcast = host_flag("engine_broadcast", true);
   // the completion status read(s), when no completion record replaces them

@@ -280,16 +280,22 @@ Kernel make_producer(const DenseOperand& m, std::uint32_t sms, std::uint32_t lin
 }
 
 Kernel make_memset(std::uint64_t base, std::uint64_t bytes, std::uint32_t sms, std::uint32_t line) {
+  return make_memset(std::vector<std::pair<std::uint64_t, std::uint64_t>>{{base, bytes}}, sms, line);
+}
+
+Kernel make_memset(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges, std::uint32_t sms,
+                   std::uint32_t line) {
   Kernel k;
   k.name = "memset";
   std::vector<std::vector<ListSource::Req>> reqs(sms);
   std::uint64_t i = 0;
-  for (std::uint64_t o = 0; o < bytes; ++i) {
-    const std::uint64_t a = base + o;
-    const std::uint64_t n = std::min<std::uint64_t>(line - a % line, bytes - o);
-    reqs[i % sms].push_back({a, static_cast<std::uint32_t>(n), true, std::vector<std::uint8_t>(n, 0), false, false});
-    o += n;
-  }
+  for (const auto& [base, bytes] : ranges)
+    for (std::uint64_t o = 0; o < bytes; ++i) {
+      const std::uint64_t a = base + o;
+      const std::uint64_t n = std::min<std::uint64_t>(line - a % line, bytes - o);
+      reqs[i % sms].push_back({a, static_cast<std::uint32_t>(n), true, std::vector<std::uint8_t>(n, 0), false, false});
+      o += n;
+    }
   for (std::uint32_t s = 0; s < sms; ++s) {
     k.compute_cycles.push_back(0);
     k.per_sm.push_back(std::make_unique<ListSource>(std::move(reqs[s])));

@@ -64,6 +64,7 @@ void visit_units_settings(Opt& o, V& v) {
   v.flag("engine_broadcast", o.host_engine_broadcast);
   v.flag("engine_fetch", o.host_engine_fetch);
   v.flag("engine_record", o.host_engine_record);
+  v.flag("monitor_completion", o.host_monitor_completion);
 }
 
 }  // namespace spartan::hw::detail

@@ -427,7 +427,7 @@ TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
         v = (key == "clock_mhz" ? 500.0 : v.get<double>()) + 1.5 * double(keys);
       }
     }
-  EXPECT_EQ(keys, 36u);  // 6 monitor, 13 engine, 11 baseline and 6 host settings (docs/hw-units.md)
+  EXPECT_EQ(keys, 37u);  // 6 monitor, 13 engine, 11 baseline and 7 host settings (docs/hw-units.md)
   const std::string units = dir + "/changed.yaml";
   std::ofstream(units) << changed.dump(2);  // JSON is YAML
   const nlohmann::json loaded = record(units, dir + "/out1");
@@ -885,6 +885,61 @@ TEST(Replay, EnginesWriteCompletionRecords) {
       EXPECT_NEAR(h["engine_cycles"].get<double>(), ref["engine_cycles"].get<double>(),
                   0.02 * ref["engine_cycles"].get<double>());
       EXPECT_GT(h["convert"]["memory_ns"].get<double>(), ref["convert"]["memory_ns"].get<double>());
+    }
+  }
+}
+
+// host.monitor_completion: every monitor adds 1 to a counter at its flush's end and a GPU-side poll of the counter
+// replaces the status read(s): with and without the broadcast window, against the same runs without it.
+TEST(Replay, MonitorsCountTheirFlushesInMemory) {
+  const std::string dir = ::testing::TempDir() + "/replay_monitor_completion";
+  std::filesystem::create_directories(dir);
+  struct Case {
+    bool completion, broadcast;
+  };
+  const Case cases[] = {{false, true}, {true, true}, {false, false}, {true, false}};  // pairs: without, with
+  constexpr int n = sizeof(cases) / sizeof(cases[0]);
+  const auto docs = replay_cases(dir, n, [&](ReplayOptions& opt, int i) {
+    opt.tile_rows = 2;
+    opt.tile_cols = 32;
+    opt.host_monitor_completion = cases[i].completion;
+    opt.host_monitor_broadcast = cases[i].broadcast;
+  });
+  const ReplayOptions d;
+  for (int i = 0; i < n; ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    EXPECT_EQ(docs[i]["options"]["units"]["host"]["monitor_completion"].get<bool>(), cases[i].completion);
+    const auto& mons = docs[i]["units"]["monitors"];
+    ASSERT_GT(mons.size(), 1u);
+    for (const auto& m : mons) EXPECT_EQ(m["completion_adds"].get<std::uint64_t>(), cases[i].completion ? 4u : 0u);
+    for (std::size_t l = 0; l < 4; ++l) {
+      SCOPED_TRACE(docs[i]["layers"][l]["name"].get<std::string>());
+      const auto& h = docs[i]["layers"][l]["hardware"];
+      const auto& ref = docs[i - (cases[i].completion ? 1 : 0)]["layers"][l]["hardware"];
+      const double poll = h["monitor_completion_poll_ns"].get<double>();
+      EXPECT_EQ(h["monitor_mmio_reads"].get<std::size_t>(),
+                cases[i].completion ? 0u : cases[i].broadcast ? 1u : mons.size());
+      EXPECT_NEAR(h["steps"][1]["overhead_ns"].get<double>(),
+                  h["monitor_mmio_writes"].get<unsigned>() * d.host_mmio_write_ns +
+                      h["monitor_mmio_reads"].get<unsigned>() * d.host_mmio_read_ns + poll, 1e-6);
+      if (!cases[i].completion) {
+        EXPECT_EQ(poll, 0.0);
+        EXPECT_FALSE(docs[i]["layers"][l]["checks"].contains("monitor_completion_count_correct"));
+        continue;
+      }
+      EXPECT_TRUE(docs[i]["layers"][l]["checks"]["monitor_completion_count_correct"].get<bool>());
+      EXPECT_GT(poll, 20.0);   // a round trip through the crossbar to an L2 slice
+      EXPECT_LT(poll, 500.0);  // not an MMIO read (1000 ns)
+      // an L2 hit: the memset wrote the counter's sector whole and the adds hit it
+      EXPECT_EQ(h["monitor_completion_poll_dram_bytes"].get<std::uint64_t>(), 0u);
+      // the same register writes, the status read(s) replaced by the poll
+      EXPECT_EQ(h["monitor_mmio_writes"], ref["monitor_mmio_writes"]);
+      EXPECT_LT(h["profile"]["overhead_ns"].get<double>(), ref["profile"]["overhead_ns"].get<double>());
+      // the counter's sector is zeroed in the count-table memset (32 bytes more written) ...
+      EXPECT_EQ(h["steps"][0]["l2_bytes"].get<std::uint64_t>(), ref["steps"][0]["l2_bytes"].get<std::uint64_t>() + 32u);
+      // ... and the counter's add lengthens the flush
+      EXPECT_GT(h["steps"][1]["memory_ns"].get<double>(), ref["steps"][1]["memory_ns"].get<double>());
+      EXPECT_GT(h["flush_cycles_max"].get<std::uint64_t>(), ref["flush_cycles_max"].get<std::uint64_t>());
     }
   }
 }

@@ -93,6 +93,14 @@ struct ReplayOptions {
   /// issues its read right then; a real one adds up to its poll interval). The records' writes are in the
   /// engines' jobs. This project's design, fifty-third session.
   bool host_engine_record = false;
+  /// false (default): the profile observes the flushes' end by a status read over the host's MMIO path (one
+  /// aggregated read with host_monitor_broadcast, else one per monitor). true: the monitors add 1 to a
+  /// completion counter in memory at each flush's end (regmap monitor::COMPL_PTR, programmed once per run, not
+  /// charged); the driver zeroes the counter with the count table (one 32 B sector more in that memset) and the
+  /// wait is a GPU-side poll of the counter's sector by one SM, issued once every monitor's flush has ended,
+  /// simulated on the GPU model (a lower bound on a poller, as host_engine_record's). This project's design,
+  /// fifty-fourth session.
+  bool host_monitor_completion = false;
   /// The --units file applied to this run ("" = none); recorded in stats.json with the settings it gave.
   std::string units_file;
   std::vector<RunExtension*> extensions; ///< active extensions (run_hooks.h)

@@ -42,6 +42,8 @@ struct ReplayContext {
   bool engine_fetch = false;
   /// ReplayOptions::host_engine_record: the engines write completion records (regmap engine::COMPL_PTR)
   bool engine_record = false;
+  /// ReplayOptions::host_monitor_completion: the monitors add to a completion counter (regmap monitor::COMPL_PTR)
+  bool monitor_completion = false;
 };
 
 /// One captured (iteration, layer) as replayed.

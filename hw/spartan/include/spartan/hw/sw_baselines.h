@@ -26,6 +26,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "spartan/format/tile_format.h"
@@ -110,6 +111,9 @@ std::uint64_t tile_row_loads(const DenseOperand& m, std::uint32_t ti, std::uint3
 
 Kernel make_producer(const DenseOperand& m, std::uint32_t sms, std::uint32_t line);
 Kernel make_memset(std::uint64_t base, std::uint64_t bytes, std::uint32_t sms, std::uint32_t line);
+/// One memset kernel over several ranges {base, bytes} (line pieces dealt to the SMs in turn, range after range).
+Kernel make_memset(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges, std::uint32_t sms,
+                   std::uint32_t line);
 /// (a) profiling kernel; writes one u32 count per tile at `count_table` (what the BITMAP conversion needs).
 Kernel make_profile(const DenseOperand& m, std::uint64_t count_table, const BaselineConfig& c, std::uint32_t sms,
                     std::uint32_t line);
