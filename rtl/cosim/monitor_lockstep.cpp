@@ -50,7 +50,8 @@ using detail::TestFault;
 
 struct MonitorLockstep::Impl {
   double clock_mhz;  ///< the units' clock (first: initialised before the models)
-  TestFault fault = detail::test_fault_for("monitor", {TestFault::kCount, TestFault::kFlushCycles});
+  TestFault fault =
+      detail::test_fault_for("monitor", {TestFault::kCount, TestFault::kFlushCycles, TestFault::kMonitorCounter});
   hw::SparsityMonitor tlm;
   MonitorRtlSc rtl;
   hw::FlatMemory tlm_mem, rtl_mem;
@@ -211,7 +212,7 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
   if (rtl_done > sc_core::sc_time_stamp()) sc_core::wait(rtl_done - sc_core::sc_time_stamp());
   for (std::uint32_t reg : {mon::LINES_SEEN, mon::LINES_MATCHED, mon::LINES_SAMPLED, mon::STATUS,
                             mon::region_reg(0, mon::R_TILES), mon::region_reg(0, mon::R_MATCHED),
-                            mon::region_reg(0, mon::R_SIZE_LO)})
+                            mon::region_reg(0, mon::R_SIZE_LO), mon::COMPL_PTR_LO, mon::COMPL_PTR_HI})
     bad += I.both(false, reg, 0);
   std::uint32_t a = 0, b = 0;
   access(I.host.tlm_mmio, false, mon::FLUSH_CYCLES, a);
@@ -229,10 +230,10 @@ LockstepResult MonitorLockstep::run(const LockstepMatrix& m, unsigned sample_shi
   }
   if (I.fault == TestFault::kFlushCycles) res.rtl_flush_cycles += 100;  // test hook: the RTL's flush 100 cycles slower
   if (I.compl_ptr != 0) {
-    res.counted = true;
+    res.completion_counted = true;
     I.tlm_mem.read_bytes(I.compl_ptr, &res.tlm_counter, 4);
     I.rtl_mem.read_bytes(I.compl_ptr, &res.rtl_counter, 4);
-    if (I.fault == TestFault::kCount) res.rtl_counter += 1;  // test hook (as the counts above)
+    if (I.fault == TestFault::kMonitorCounter) res.rtl_counter += 1;  // test hook: the RTL's counter one too high
     res.completion_mismatches = (res.tlm_counter != counter0[0] + 1) + (res.rtl_counter != counter0[1] + 1) +
                                 (res.tlm_counter != res.rtl_counter);
   }

@@ -4,6 +4,7 @@
 // lockstep makes its RTL side wrong on purpose, so that every check built on it must fail:
 //   count           the monitor RTL's first count word read off by one
 //   flush-cycles    the monitor RTL's flush 100 cycles slower
+//   monitor-counter the monitor RTL's flush completion counter (COMPL_PTR) read one too high
 //   engine-payload  the engine RTL's first payload byte written with bit 0 flipped
 //   engine-cycles   the engine RTL's job cycles 20 % + 3 cycles more (outside the 5 % / 2-cycle tolerance)
 // Not part of the public API.
@@ -17,7 +18,7 @@
 
 namespace spartan::rtl::detail {
 
-enum class TestFault { kNone, kCount, kFlushCycles, kEnginePayload, kEngineCycles };
+enum class TestFault { kNone, kCount, kFlushCycles, kEnginePayload, kEngineCycles, kMonitorCounter };
 
 /// SPARTAN_RTL_TEST_FAULT parsed: unset or empty -> kNone; an unknown value throws std::invalid_argument.
 inline TestFault test_fault_from_env() {
@@ -27,11 +28,12 @@ inline TestFault test_fault_from_env() {
       {"count", TestFault::kCount},
       {"flush-cycles", TestFault::kFlushCycles},
       {"engine-payload", TestFault::kEnginePayload},
-      {"engine-cycles", TestFault::kEngineCycles}};
+      {"engine-cycles", TestFault::kEngineCycles},
+      {"monitor-counter", TestFault::kMonitorCounter}};
   for (const auto& k : kFaults)
     if (std::strcmp(f, k.name) == 0) return k.fault;
   throw std::invalid_argument(std::string("SPARTAN_RTL_TEST_FAULT: unknown fault '") + f +
-                              "' (expected count, flush-cycles, engine-payload or engine-cycles)");
+                              "' (expected count, flush-cycles, monitor-counter, engine-payload or engine-cycles)");
 }
 
 /// The fault for one lockstep (`unit` "monitor" or "engine"): the environment's if it is one of `mine` (with a

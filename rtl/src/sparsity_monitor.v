@@ -411,7 +411,7 @@ module sparsity_monitor #(
             if (compl_ptr != 64'd0 && !fl_sem) begin   // then the completion counter's add
               fl_sem  <= 1'b1;
               m_addr  <= {compl_ptr[63:5], 5'd0};
-              m_data  <= {224'd0, 32'd1} << {compl_ptr[4:2], 5'd0};
+              m_data  <= {224'd0, 32'd1} << {compl_ptr[4:2], 5'd0};   // regmap monitor::kComplIncrement
               m_wmask <= 8'd1 << compl_ptr[4:2];
               state   <= S_FL_WRITE;
             end else begin

@@ -16,6 +16,9 @@ usage: check_run_rtl.py STATS_JSON [LAYER ...]   (LAYERs: the only layer indices
          (a run with --units host.monitor_completion: true: in every layer's monitor lockstep both models added 1
           to the completion counter (1, 2, 3, ... over the layers, equal in both), the replay's monitors one add
           each per layer, no status read charged, the counter checked and polled in every layer)
+       check_run_rtl.py --monitor-counter-fault STATS_JSON
+         (that run under SPARTAN_RTL_TEST_FAULT=monitor-counter: every layer's monitor record failed on the counter
+          alone, one mismatch, counts and timing clean; the run failed)
        check_run_rtl.py --engine-fault payload|cycles STATS_JSON
          (a run under SPARTAN_RTL_TEST_FAULT=engine-payload / engine-cycles: the engine scoreboard must have
           failed every job the fault touches, and only those; the monitor's records must be clean)
@@ -136,8 +139,25 @@ def check_monitor_completion(path):
           "%d monitors added once per layer" % (layers, layers, len(doc["units"]["monitors"])))
 
 
+def check_monitor_counter_fault(path):
+    doc = json.load(open(path))
+    rtl = doc["rtl"]
+    mon = [j for j in rtl["layers"] if j["unit"] == "monitor"]
+    assert mon and not doc["checks"]["passed"], len(mon)
+    for k, j in enumerate(mon, 1):
+        c = j["completion_counter"]
+        assert c["tlm"] == k and c["rtl"] == k + 1 and c["mismatches"] == 2, j
+        assert j["mismatches"] == 2 and j["count_mismatches"] == 0 and j["timing_within_tolerance"], j
+    assert rtl["mismatches"] == 2 * len(mon), rtl["mismatches"]
+    print("monitor-counter fault caught in all", len(mon), "layers")
+
+
 if sys.argv[1] == "--monitor-completion":
     check_monitor_completion(sys.argv[2])
+    sys.exit(0)
+
+if sys.argv[1] == "--monitor-counter-fault":
+    check_monitor_counter_fault(sys.argv[2])
     sys.exit(0)
 
 if sys.argv[1] == "--engine-fault":

@@ -409,6 +409,8 @@ TEST(MonitorRtl, FlushCompletionCounter) {
       const auto busy = static_cast<std::uint32_t>(rm::MmioError::Busy);
       EXPECT_EQ(b.rtl.mmio_write(mon::COMPL_PTR_LO, 0), busy);
       EXPECT_EQ(b.rtl.mmio_write(mon::COMPL_PTR_HI, 0), busy);
+      // a misaligned value during a flush: BadValue (checked before Busy, the error table's order)
+      EXPECT_EQ(b.rtl.mmio_write(mon::COMPL_PTR_LO, 2), static_cast<std::uint32_t>(rm::MmioError::BadValue));
       EXPECT_EQ(b.rd(mon::STATUS) & 1u, 1u) << "the flush ended before the checks";
       b.ok(mon::ERR_CODE, 0);
     }

@@ -319,7 +319,7 @@ class RtlExtension : public spartan::hw::RunExtension {
                 {"rtl_cycles_simulated", r.rtl_cycles_total}, {"wall_s", r.wall_seconds},
                 {"timing_within_tolerance", timing_ok}};
     if (region > 0 || ctx_.engines.size() > 1) rec["region"] = region;
-    if (r.counted)  // host.monitor_completion: the lockstep's counter after this layer's flush, in both models
+    if (r.completion_counted)  // host.monitor_completion: the lockstep's counter after this layer's flush, in both models
       rec["completion_counter"] = {{"rtl", r.rtl_counter}, {"tlm", r.tlm_counter},
                                    {"mismatches", r.completion_mismatches}};
     records_.push_back(rec);

@@ -1,4 +1,5 @@
 // One captured (iteration, layer) of the trace replay: software path, hardware path, consumer, checks.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -46,7 +47,8 @@ std::pair<std::uint64_t, std::uint64_t> expand_check(fmt::TiledMatrix& tm, const
 }
 
 /// Reads [base, base + bytes) as one request per L2 line piece (independent), from one SM: a poller reading
-/// the engines' completion records (whole sectors, so that it hits where they were written whole).
+/// the engines' completion records or the monitors' completion counter (whole sectors, so that it hits where
+/// they were written whole).
 class RecordPoll : public gpu::RequestSource {
  public:
   RecordPoll(std::uint64_t base, std::uint64_t bytes, std::uint32_t line) : at_(base), end_(base + bytes), line_(line) {}
@@ -170,10 +172,12 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // engine's block had a region of its own: 11 more writes per block and layer, and a line in the address
   // range of k column blocks' regions took the counting stage k cycles).
   const std::uint32_t et_cfg = 1u | (static_cast<std::uint32_t>(et) << mr::R_CFG_DTYPE_LSB);
-  // host_monitor_completion: the monitors' flush completion counter, one u32 in a 32 B sector of its own below
-  // the engines' records (run-constant, as COMPL_PTR is programmed once per run, not charged).
+  // host_monitor_completion: the monitors' flush completion counter, one u32 in an L2 sector of its own (at
+  // least 32 B) below the engines' records (run-constant, as COMPL_PTR is programmed once per run, not charged).
+  // The memset zeroes and the poll reads the whole sector: a partly written sector is fetched on its first read.
   const bool mon_compl = opt_.host_monitor_completion;
   const std::uint64_t kMonitorCounter = A - 0x20000;
+  const std::uint32_t counter_sector = std::max<std::uint32_t>(32, gpu_->config().l2.slice.sector_bytes);
   if (mon_compl && !monitor_completion_set_) {
     for (std::size_t u = 0; u < S; ++u) {
       mmio_w(u, mr::COMPL_PTR_LO, static_cast<std::uint32_t>(kMonitorCounter), "monitor COMPL_PTR_LO");
@@ -265,7 +269,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   gpu_->flush_l2();  // the same starting state as path A (see above)
   gpu_->align_to_refresh();
   // with host_monitor_completion the same memset zeroes the completion counter's sector
-  Kernel kz = mon_compl ? make_memset({{ct_hw, 4 * tiles}, {kMonitorCounter, 32}}, sms_, line_)
+  Kernel kz = mon_compl ? make_memset({{ct_hw, 4 * tiles}, {kMonitorCounter, counter_sector}}, sms_, line_)
                         : make_memset(ct_hw, 4 * tiles, sms_, line_);
   Step s_zero = kernel(kz, false);  // memory time only: issued by the driver ahead of the producer
   // CLEAR: the flush reads and clears every counter it writes out (RTL and TLM) and the RTL's reset sweeps
@@ -322,7 +326,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   if (mon_compl) {
     mon_counter = read_u32s(*gpu_, kMonitorCounter, 1).at(0);
     const Traffic p0 = traffic(*gpu_);
-    RecordPoll poll(kMonitorCounter, 32, line_);
+    RecordPoll poll(kMonitorCounter, counter_sector, line_);
     const auto r = gpu_->run({&poll});
     mon_poll_ns = double(r.end_ps - r.start_ps) * 1e-3;
     mon_poll_dram_bytes = traffic(*gpu_).dram_bytes - p0.dram_bytes;
@@ -580,7 +584,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     C["engine_completion_records_correct"] = records_ok;
     ok = ok && records_ok;
   }
-  if (mon_compl) {  // every monitor added 1 to the zeroed counter, and each add was made before its FLUSH_DONE
+  if (mon_compl) {  // every monitor added 1 to the counter zeroed in this layer's memset
     const bool counter_ok = mon_counter == S;
     C["monitor_completion_count_correct"] = counter_ok;
     ok = ok && counter_ok;

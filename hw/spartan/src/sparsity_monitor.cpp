@@ -15,8 +15,9 @@ using sc_core::sc_time;
 using sc_core::SC_ZERO_TIME;
 
 namespace {
-/// Count-table groups being read-modify-written by some monitor (only matters if a target's b_transport
-/// yields between the read and the write: then other monitors must not interleave on the same group).
+/// Count-table groups (and completion counters' groups) being read-modify-written by some monitor (only matters
+/// if a target's b_transport yields between the read and the write: then other monitors must not interleave on
+/// the same group).
 std::set<std::uint64_t>& rmw_locks() {
   static std::set<std::uint64_t> s;
   return s;

@@ -937,6 +937,9 @@ TEST(Replay, MonitorsCountTheirFlushesInMemory) {
       EXPECT_LT(h["profile"]["overhead_ns"].get<double>(), ref["profile"]["overhead_ns"].get<double>());
       // the counter's sector is zeroed in the count-table memset (32 bytes more written) ...
       EXPECT_EQ(h["steps"][0]["l2_bytes"].get<std::uint64_t>(), ref["steps"][0]["l2_bytes"].get<std::uint64_t>() + 32u);
+      // the flush's traffic: the count-table adds as before, S adds of 4 bytes and the poll's read of the sector
+      EXPECT_EQ(h["steps"][1]["l2_bytes"].get<std::uint64_t>(),
+                ref["steps"][1]["l2_bytes"].get<std::uint64_t>() + 4u * mons.size() + 32u);
       // ... and the counter's add lengthens the flush
       EXPECT_GT(h["steps"][1]["memory_ns"].get<double>(), ref["steps"][1]["memory_ns"].get<double>());
       EXPECT_GT(h["flush_cycles_max"].get<std::uint64_t>(), ref["flush_cycles_max"].get<std::uint64_t>());

@@ -51,7 +51,7 @@ struct LockstepResult {
   std::uint32_t tlm_flush_cycles = 0, rtl_flush_cycles = 0;
   /// With set_completion(): both flushes ended with the completion counter's add (COMPL_PTR); the counter
   /// words after the flush (each model's memory; they must be equal and one more than before).
-  bool counted = false;
+  bool completion_counted = false;
   std::uint32_t tlm_counter = 0, rtl_counter = 0;
   std::uint64_t completion_mismatches = 0;  ///< counter words that differ or did not go up by one (must be 0)
   std::uint64_t rtl_cycles_total = 0;     ///< RTL clock cycles simulated for this job (MMIO, counting, flush)

@@ -8,7 +8,8 @@
 // Sockets:
 //   mmio (target):    4 KiB register window, window-relative addresses, 4-byte accesses only; bad accesses
 //                     get TLM error responses (never an exception or abort).
-//   mem  (initiator): flush traffic (read-modify-write of the count table) into the L2.
+//   mem  (initiator): flush traffic (atomic adds to the count table, and to the completion counter with
+//                     COMPL_PTR != 0) into the L2.
 #pragma once
 #include <array>
 #include <cstdint>
