@@ -10,8 +10,9 @@ device and activation densities in train.json and stats.json, the same GPU in st
 the simulation's own checks (checks.passed overall and per layer, RTL mismatches); the figures printed beside
 each other must agree (each layer's and the overall ratios with their times, the sums and means with the
 layers', RTL deviations with their cycles and the cycle tolerance), times must be positive and fractions in
-[0, 1]; the ImageNet-scale replays (DIR/scale/t32, t128, and when present t32e16 with several engines and
-t32e16mem with them fetching descriptors and writing completion records) are
+[0, 1]; the ImageNet-scale replays (DIR/scale/t32, t128, and when present t32e16 with several engines,
+t32e16mem with them fetching descriptors and writing completion records, and t32mc with the monitors' flush
+completion counter) are
 checked the same way and against the main replay's GPU. The GEMM times of the three passes, how each call ran (tiles or one sgemm) and the compaction times are
 read from the trace's header (DIR/run.sptrace) when it is there.
 Exit status: 0, or 2 with one line (and no report written) if an input is missing, malformed or inconsistent,
@@ -893,6 +894,28 @@ def scale_section(a, gpu, md, doc, model, sl):
     mem_path = os.path.join(a.run, "scale", "t32e16mem", "stats.json")
     multi, engines = load_multi("t32e16")
     mem, mem_engines = load_multi("t32e16mem")
+    # Optional: 32x32 tiles, one engine, the monitors adding to a completion counter in memory that an SM polls
+    # instead of the profile's status read (t32mc, since the fifty-fourth session).
+    mc_path = os.path.join(a.run, "scale", "t32mc", "stats.json")
+    mc = None
+    if os.path.exists(mc_path):
+        mc = load_json(mc_path, "spartan-sim run, scale step")
+        check_run(mc, mc_path, "32x32")
+        host = get(mc, "options", "units", "host", default={})
+        if not (isinstance(host, dict) and host.get("monitor_completion") is True):
+            raise ReportError(f"{mc_path}: options.units.host: not a run with monitor_completion true")
+        for i, _ in enumerate(need(mc, mc_path, ["layers"], "nonempty list")):
+            need(mc, mc_path, ["layers", i, "name"], "str")
+            need(mc, mc_path, ["layers", i, "dense_bytes"], "num")
+            for side in ("software", "hardware"):
+                if need(mc, mc_path, ["layers", i, side, "profile", "time_ns"], "num") <= 0:
+                    raise ReportError(f"{mc_path}.layers[{i}].{side}.profile.time_ns: must be > 0")
+            if not close(need(mc, mc_path, ["layers", i, "profile_ratio"], "num"),
+                         mc["layers"][i]["software"]["profile"]["time_ns"] / mc["layers"][i]["hardware"]["profile"]["time_ns"]):
+                raise ReportError(f"{mc_path}.layers[{i}].profile_ratio: not its times' ratio: inconsistent")
+            if need(mc, mc_path, ["layers", i, "hardware", "monitor_mmio_reads"], "int") != 0:
+                raise ReportError(f"{mc_path}.layers[{i}].hardware.monitor_mmio_reads: a status read charged with "
+                                  "the completion counter: inconsistent")
     if mem is not None:
         host = get(mem, "options", "units", "host", default={})
         if not (isinstance(host, dict) and host.get("engine_fetch") is True and host.get("engine_record") is True):
@@ -902,7 +925,7 @@ def scale_section(a, gpu, md, doc, model, sl):
     by = {t: {L["name"]: L for L in d["layers"]} for t, d in runs.items()}
     if set(by["t32"]) != set(by["t128"]):
         raise ReportError(f"{paths['t128']}: not the layers of {paths['t32']}")
-    for key, d, f in (("multi", multi, multi_path), ("mem", mem, mem_path)):
+    for key, d, f in (("multi", multi, multi_path), ("mem", mem, mem_path), ("mc", mc, mc_path)):
         if d is None:
             continue
         by[key] = {L["name"]: L for L in d["layers"]}
@@ -911,6 +934,13 @@ def scale_section(a, gpu, md, doc, model, sl):
         for name in by["t32"]:
             if not close(by["t32"][name]["dense_bytes"], by[key][name]["dense_bytes"]):
                 raise ReportError(f"{f}: layer {name} has another size than in {paths['t32']}")
+            if key == "mc":
+                # the same software profile: the report sets the two hardware profiles side by side
+                if not close(by["t32"][name]["software"]["profile"]["time_ns"],
+                             by[key][name]["software"]["profile"]["time_ns"]):
+                    raise ReportError(f"{f}: layer {name}: software profile time not the one of "
+                                      f"{paths['t32']}: inconsistent")
+                continue
             # the report sets the several engines' ratio beside the one-engine run's software time
             if not close(by["t32"][name]["software"]["convert"]["time_ns"],
                          by[key][name]["software"]["convert"]["time_ns"]):
@@ -936,8 +966,9 @@ def scale_section(a, gpu, md, doc, model, sl):
     for L in runs["t32"]["layers"]:
         o = by["t128"][L["name"]]
         rows.append([L["name"] + ("" if L["relu_input"] else " (image)"), fmt(L["dense_bytes"] / 1e6, ".1f"),
-                     f"{L['tiles']} / {o['tiles']}", fmt(L["profile_ratio"]), fmt(o["profile_ratio"]),
-                     fmt(L["convert_ratio"], ".3f"), fmt(o["convert_ratio"], ".3f")]
+                     f"{L['tiles']} / {o['tiles']}", fmt(L["profile_ratio"])]
+                    + ([fmt(by["mc"][L["name"]]["profile_ratio"])] if mc is not None else [])
+                    + [fmt(o["profile_ratio"]), fmt(L["convert_ratio"], ".3f"), fmt(o["convert_ratio"], ".3f")]
                     + ([fmt(by["multi"][L["name"]]["convert_ratio"], ".3f")] if multi is not None else [])
                     + ([fmt(by["mem"][L["name"]]["convert_ratio"], ".3f")] if mem is not None else []))
         out.append({"name": L["name"], "dense_bytes": L["dense_bytes"], "tiles_32": L["tiles"], "tiles_128": o["tiles"],
@@ -947,6 +978,10 @@ def scale_section(a, gpu, md, doc, model, sl):
                     "sw_profile_ns_128": o["software"]["profile"]["time_ns"],
                     "hw_profile_ns_32": L["hardware"]["profile"]["time_ns"],
                     "hw_profile_ns_128": o["hardware"]["profile"]["time_ns"]})
+        if mc is not None:
+            e = by["mc"][L["name"]]
+            out[-1].update({"profile_ratio_32_completion": e["profile_ratio"],
+                            "hw_profile_ns_32_completion": e["hardware"]["profile"]["time_ns"]})
         if multi is not None:
             e = by["multi"][L["name"]]
             out[-1].update({"convert_ratio_32_engines": e["convert_ratio"],
@@ -967,8 +1002,9 @@ def scale_section(a, gpu, md, doc, model, sl):
               f"**real ImageNet conv layer sizes** (AlexNet, VGG-16, ResNet-18 at 224x224, batch "
               f"{batch if batch is not None else 'not recorded'}; `sptrace_sample --imagenet`) with 32x32 and "
               "128x128 tiles. Ratios are software / hardware:\n")
-    md.append(md_table(["layer", "MB", "tiles 32x32 / 128x128", "profile 32x32", "profile 128x128", "convert 32x32",
-                        "convert 128x128"] + ([f"convert 32x32, {engines} engines"] if multi is not None else [])
+    md.append(md_table(["layer", "MB", "tiles 32x32 / 128x128", "profile 32x32"]
+                       + (["profile 32x32, completion counter in memory"] if mc is not None else [])
+                       + ["profile 128x128", "convert 32x32", "convert 128x128"] + ([f"convert 32x32, {engines} engines"] if multi is not None else [])
                        + ([f"convert 32x32, {engines} engines, descriptors and completion in memory"]
                           if mem is not None else []),
                        rows) + "\n")
@@ -988,6 +1024,11 @@ def scale_section(a, gpu, md, doc, model, sl):
                  f"{rng([r['sw_profile_ns_128'] for r in few])} us, while the monitors' goes from "
                  f"{rng([r['hw_profile_ns_32'] for r in few])} to {rng([r['hw_profile_ns_128'] for r in few])} us. "
                  "Part of their higher ratio at 128x128 is this slower baseline, not a faster monitor.")
+    if mc is not None:
+        text += (f" With the monitors adding 1 to a completion counter in memory at each flush's end, which an SM "
+                 f"polls instead of the status read over MMIO (`--units host.monitor_completion`; the column beside "
+                 f"it), the profile of {big['name']} takes {fmt(big['hw_profile_ns_32_completion'] / 1e3)} us instead "
+                 f"of {fmt(big['hw_profile_ns_32'] / 1e3)} us: {fmt(big['profile_ratio_32_completion'])}x.")
     text += (f" The one CompactionEngine (one line per cycle) is slower than the software conversion on large layers "
              f"({fmt(big['convert_ratio_32'], '.3f')}x on {big['name']}).")
     if multi is not None:
@@ -1010,7 +1051,8 @@ def scale_section(a, gpu, md, doc, model, sl):
              "docs/reproduce-paper.md.\n")
     md.append(text)
     doc["imagenet_scale"] = {"batch": batch, "density_relu_inputs": relu_dens, "sms": sms, "layers": out,
-                             "engines_multi": engines, "engines_multi_memory_interface": mem is not None}
+                             "engines_multi": engines, "engines_multi_memory_interface": mem is not None,
+                             "monitor_completion_counter": mc is not None}
 
 
 def area_section(area, sim, tmp, profile):

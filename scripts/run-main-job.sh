@@ -87,8 +87,8 @@ step simulate "$BIN/spartan-sim" run --trace "$RUN/run.sptrace" --gpu "$GPU" --o
 # layers at batch 1 (real sizes, up to 12.8 MB), replayed with the default 32x32 tiles and with 128x128 tiles
 # (whose 64 KiB must fit the engine's read buffer), and with 32x32 tiles and 16 compaction engines
 # (--units engine.count), the host writing their descriptors and, again, the engines fetching them from memory
-# and writing completion records (host.engine_fetch, host.engine_record), for the report's section on how the
-# ratios scale.
+# and writing completion records (host.engine_fetch, host.engine_record), and with one engine and the monitors'
+# flush completion counter (host.monitor_completion), for the report's section on how the ratios scale.
 scale_step() {
   mkdir -p "$RUN/scale" &&
     printf 'engine:\n  read_buffer_bytes: 65536\n' > "$RUN/scale/units-128.yaml" &&
@@ -102,8 +102,11 @@ scale_step() {
     printf 'engine:\n  count: 16\nhost:\n  engine_fetch: true\n  engine_record: true\n' > "$RUN/scale/units-e16mem.yaml" &&
     "$BIN/spartan-sim" run -q --trace "$RUN/scale/imagenet-b1.sptrace" --gpu "$GPU" --out "$RUN/scale/t32e16mem" \
       --units "$RUN/scale/units-e16mem.yaml" &&
+    printf 'host:\n  monitor_completion: true\n' > "$RUN/scale/units-mc.yaml" &&
+    "$BIN/spartan-sim" run -q --trace "$RUN/scale/imagenet-b1.sptrace" --gpu "$GPU" --out "$RUN/scale/t32mc" \
+      --units "$RUN/scale/units-mc.yaml" &&
     echo "scale: $RUN/scale/t32/stats.json, $RUN/scale/t128/stats.json, $RUN/scale/t32e16/stats.json," \
-      "$RUN/scale/t32e16mem/stats.json"
+      "$RUN/scale/t32e16mem/stats.json, $RUN/scale/t32mc/stats.json"
 }
 step scale scale_step
 # Latency/throughput in area.json from the RTL co-simulation's cycle counts (written by run --rtl).

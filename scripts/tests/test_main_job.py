@@ -107,6 +107,21 @@ def main():
             # the same jobs as with SUBMIT, and less host time: 4 writes and a poll instead of ~90 writes and a read
             if not b["hardware"]["convert"]["overhead_ns"] < c["hardware"]["convert"]["overhead_ns"]:
                 fail(f"scale/t32e16mem {b['name']}: host overhead not below the SUBMIT run's")
+        # ... and the monitors' flush completion counter polled from the GPU (host.monitor_completion, one engine)
+        c32 = load(f"{run}/scale/t32/stats.json")
+        q = load(f"{run}/scale/t32mc/stats.json")
+        if (not q["checks"]["passed"] or not q["options"]["units"]["host"]["monitor_completion"] or
+                not sc.get("monitor_completion_counter")):
+            fail("scale/t32mc: not a passing run with the monitors' completion counter, in the report")
+        for a, b, c in zip(sc["layers"], q["layers"], c32["layers"]):
+            close(a["profile_ratio_32_completion"], b["profile_ratio"], f"scale t32mc profiling ratio {b['name']}")
+            h = b["hardware"]
+            if (h["monitor_mmio_reads"] != 0 or h["monitor_completion_poll_ns"] <= 0 or
+                    not b["checks"]["monitor_completion_count_correct"]):
+                fail(f"scale/t32mc {b['name']}: a status read charged, no poll of the counter, or a wrong count")
+            # the same register writes, a poll of ~0.1-0.5 us instead of the 1 us read (the flush ~0.13 us longer)
+            if not h["profile"]["time_ns"] < c["hardware"]["profile"]["time_ns"]:
+                fail(f"scale/t32mc {b['name']}: hardware profile not shorter than with the status read")
         if "## 4b. The units at ImageNet scale" not in md:
             fail("report.md has no ImageNet-scale section")
         # the tiny profile synthesises test blocks: the report must not present them as the units

@@ -105,20 +105,25 @@ def gemm_times(dense_ms=1.0):
              "bwd_weight": pas("tiles")} for l in (0, 1)]
 
 
-def scale_run(tile, tiles, engines=1, memory_interface=False):
+def scale_run(tile, tiles, engines=1, memory_interface=False, monitor_completion=False):
     """An ImageNet-scale replay's stats.json (make run's scale step) with two layers; with engines > 1 the
     hardware conversion is that many times faster (its memory time: the jobs; 500 ns of host overhead, 100 ns
-    with `memory_interface`: descriptors fetched and completion records, 4 register writes)."""
+    with `memory_interface`: descriptors fetched and completion records, 4 register writes); with
+    `monitor_completion` the hardware profile is 1000 ns shorter (no status read) and no read is charged."""
     def L(name, relu, mb, sw, hw):
         st = lambda t: {"time_ns": t, "overhead_ns": 0.0}
         hc = hw / engines + ((100.0 if memory_interface else 500.0) if engines > 1 else 0.0)
+        hp = hw - (1000.0 if monitor_completion else 0.0)
         return {"name": name, "relu_input": relu, "tiles": tiles, "dense_bytes": mb * 1e6, "density": 0.3,
                 "software": {"profile": st(sw), "convert": st(2 * sw)},
-                "hardware": {"profile": st(hw), "convert": {"time_ns": hc, "overhead_ns": hc - hw / engines,
+                "hardware": {"profile": st(hp), "convert": {"time_ns": hc, "overhead_ns": hc - hw / engines,
                                                             "memory_ns": hw / engines},
-                             "engine_mmio_writes": 4 if memory_interface else 20},
-                "profile_ratio": sw / hw, "convert_ratio": 2 * sw / hc}
+                             "engine_mmio_writes": 4 if memory_interface else 20,
+                             "monitor_mmio_reads": 0 if monitor_completion else 1},
+                "profile_ratio": sw / hp, "convert_ratio": 2 * sw / hc}
     units = {"host": {"engine_fetch": True, "engine_record": True}} if memory_interface else {}
+    if monitor_completion:
+        units = {"host": {"monitor_completion": True}}
     return {"checks": {"passed": True}, "gpu": {"preset": "v100", "sms": 2}, "options": {"tile": tile, "units": units},
             "units": {"engine": {"count": engines}}, "trace": {"path": "/elsewhere/imagenet-b1.sptrace"},
             "layers": [L("vgg16.conv1_1", False, 0.6, 4000.0, 4000.0), L("vgg16.conv1_2", True, 12.8, 28000.0, 6000.0)]}
@@ -294,6 +299,18 @@ def main():
                             "4 register writes on that layer", "it takes 0.47 us (0.38 us of it the jobs): 117.895x"))
         if got and not got[1]["imagenet_scale"]["engines_multi_memory_interface"]:
             fail("scale section with the memory interface: report.json does not say it")
+        if got and ("completion counter in memory" in got[0] or got[1]["imagenet_scale"]["monitor_completion_counter"]):
+            fail("scale section: a column on the monitors' completion counter without its run")
+        # ... and with the monitors' flush completion counter (scale/t32mc): conv1_2's profile 6000 - 1000 ns -> 5.60x
+        got = scale_report({"t32mc": scale_run("32x32", 16, monitor_completion=True)},
+                           "scale section with the monitors' completion counter",
+                           ("| profile 32x32, completion counter in memory |",
+                            "| vgg16.conv1_2 | 12.8 | 16 / 1 | 4.67 | 5.60 | 4.67 | 9.333 | 9.333 | 64.000 | 117.895 |",
+                            "the profile of vgg16.conv1_2 takes 5.00 us instead of 6.00 us: 5.60x"))
+        if got and not got[1]["imagenet_scale"]["monitor_completion_counter"]:
+            fail("scale section with the monitors' completion counter: report.json does not say it")
+        if got and got[1]["imagenet_scale"]["layers"][1].get("profile_ratio_32_completion") != 28000.0 / 5000.0:
+            fail("scale section with the monitors' completion counter: report.json's profile_ratio_32_completion")
         with open(os.path.join(out, "SENTINEL"), "w") as f:
             f.write("previous report\n")
 
@@ -393,6 +410,14 @@ def main():
              "profile_ratio: not its times' ratio"),
             ("scale other layers", scale_case(lambda r: r["t128"]["layers"].pop()), "not the layers of"),
         ]
+        def mc_case(mutate):
+            def f(t, s, a):
+                runs = {"t32": scale_run("32x32", 16), "t128": scale_run("128x128", 1),
+                        "t32mc": scale_run("32x32", 16, monitor_completion=True)}
+                mutate(runs)
+                return {"scale/" + k + "/stats.json": json.dumps(v) for k, v in runs.items()}
+            return f
+
         def engines_case(mutate):
             def f(t, s, a):
                 runs = {"t32": scale_run("32x32", 16), "t128": scale_run("128x128", 1), "t32e16": scale_run("32x32", 16, 16),
@@ -413,6 +438,20 @@ def main():
             ("memory interface other engine count", engines_case(lambda r: r["t32e16mem"]["units"]["engine"].update(count=8)),
              "with the same engine count beside it"),
             ("memory interface other layers", engines_case(lambda r: r["t32e16mem"]["layers"].pop()), "not the layers of"),
+            ("completion counter not on", mc_case(lambda r: r["t32mc"]["options"]["units"].pop("host")),
+             "not a run with monitor_completion true"),
+            ("completion counter and a status read", mc_case(
+                lambda r: r["t32mc"]["layers"][1]["hardware"].update(monitor_mmio_reads=1)),
+             "a status read charged with the completion counter"),
+            ("completion counter ratio not its times'", mc_case(lambda r: r["t32mc"]["layers"][1].update(profile_ratio=9.0)),
+             "profile_ratio: not its times' ratio"),
+            ("completion counter other layers", mc_case(lambda r: r["t32mc"]["layers"].pop()), "not the layers of"),
+            ("completion counter software profile not t32's", mc_case(lambda r: (
+                r["t32mc"]["layers"][1]["software"]["profile"].update(time_ns=30000.0),
+                r["t32mc"]["layers"][1].update(profile_ratio=30000.0 / r["t32mc"]["layers"][1]["hardware"]["profile"]["time_ns"]))),
+             "software profile time not the one of"),
+            ("completion counter failed checks", mc_case(lambda r: r["t32mc"]["checks"].update(passed=False)),
+             "t32mc/stats.json: the functional checks failed"),
             ("engines only one", engines_case(lambda r: r["t32e16"]["units"]["engine"].update(count=1)),
              "not a run with several engines"),
             ("engines other layers", engines_case(lambda r: r["t32e16"]["layers"].pop()), "not the layers of"),
