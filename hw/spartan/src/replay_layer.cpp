@@ -46,6 +46,14 @@ std::pair<std::uint64_t, std::uint64_t> expand_check(fmt::TiledMatrix& tm, const
   return {bad, negz};
 }
 
+/// ReplayOptions::host_poll_interval_ns: a poller reading every `interval_ns` from `start` sees a completion at
+/// `done` with its first read issued at or after it; returns the wait from `done` to that read (0 with no interval).
+double poll_wait_ns(const sc_core::sc_time& start, const sc_core::sc_time& done, double interval_ns) {
+  if (interval_ns <= 0) return 0.0;
+  const double since = std::max(0.0, (done - start).to_seconds() * 1e9);
+  return std::ceil(since / interval_ns) * interval_ns - since;
+}
+
 /// Reads [base, base + bytes) as one request per L2 line piece (independent), from one SM: a poller reading
 /// the engines' completion records or the monitors' completion counter (whole sectors, so that it hits where
 /// they were written whole).
@@ -321,7 +329,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // host_monitor_completion: the counter as in memory (every monitor's add: S expected), then SM 0's read of
   // its sector, issued once the last flush has ended (RecordPoll: one request per line piece).
   std::uint32_t mon_counter = 0;
-  double mon_poll_ns = 0;
+  double mon_poll_ns = 0, mon_poll_wait_ns = 0;
   std::uint64_t mon_poll_dram_bytes = 0;
   if (mon_compl) {
     mon_counter = read_u32s(*gpu_, kMonitorCounter, 1).at(0);
@@ -330,6 +338,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     const auto r = gpu_->run({&poll});
     mon_poll_ns = double(r.end_ps - r.start_ps) * 1e-3;
     mon_poll_dram_bytes = traffic(*gpu_).dram_bytes - p0.dram_bytes;
+    mon_poll_wait_ns = poll_wait_ns(t_flush, flush_end, opt_.host_poll_interval_ns);
   }
   const Traffic f1 = traffic(*gpu_);
   for (std::size_t u = 0; u < S; ++u) {
@@ -339,7 +348,8 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // and the status read(s) that observe completion, or the counter's poll.
   const std::uint32_t monitor_reads = mon_compl ? 0u : bcast ? 1u : std::uint32_t(S);  // completion status read(s)
   Step h_flush{"flush", (flush_end - t_flush).to_seconds() * 1e9, 0,
-               monitor_writes * opt_.host_mmio_write_ns + monitor_reads * opt_.host_mmio_read_ns + mon_poll_ns,
+               monitor_writes * opt_.host_mmio_write_ns + monitor_reads * opt_.host_mmio_read_ns + mon_poll_ns +
+                   mon_poll_wait_ns,
                f1.l2_bytes - f0.l2_bytes, f1.dram_bytes - f0.dram_bytes, -1};
   // Count-table zeroing then the flush, back to back: the sum of the two steps reported under "steps".
   const Step hw_prof = Step::sequence("profile", {&s_zero, &h_flush});
@@ -465,7 +475,7 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   // Completion: a status read over the host's MMIO path (one aggregated with the broadcast), or with records a
   // GPU-side poll: SM 0 reads the records (their sectors) once every record is written (engine b's at kRecordBase + 32 b).
   const std::uint32_t engine_reads = record ? 0u : eng_bcast ? 1u : static_cast<std::uint32_t>(nb);
-  double poll_ns = 0;
+  double poll_ns = 0, poll_wait = 0;
   std::uint64_t poll_dram_bytes = 0;
   // each engine's record as in memory, and its LAST_CYCLES read over MMIO (not charged), checked below
   std::vector<std::vector<std::uint32_t>> recs(record ? nb : 0);
@@ -480,10 +490,11 @@ json Replay::replay_layer(const trace::TraceKey& key) {
     const auto r = gpu_->run({&poll});
     poll_ns = double(r.end_ps - r.start_ps) * 1e-3;
     poll_dram_bytes = traffic(*gpu_).dram_bytes - p0.dram_bytes;
+    poll_wait = poll_wait_ns(t_submit, conv_end, opt_.host_poll_interval_ns);
   }
   const Traffic e1 = traffic(*gpu_);
   Step hw_conv{"convert", (conv_end - t_submit).to_seconds() * 1e9, 0,
-               engine_writes * opt_.host_mmio_write_ns + engine_reads * opt_.host_mmio_read_ns + poll_ns,
+               engine_writes * opt_.host_mmio_write_ns + engine_reads * opt_.host_mmio_read_ns + poll_ns + poll_wait,
                e1.l2_bytes - e0.l2_bytes, e1.dram_bytes - e0.dram_bytes, -1};
 
   // ---------------- consumer ----------------
@@ -613,11 +624,13 @@ json Replay::replay_layer(const trace::TraceKey& key) {
   hwj["monitor_mmio_reads"] = monitor_reads;    // status reads charged to the profile (broadcast: one)
   hwj["monitor_completion_poll_ns"] = mon_poll_ns;  // host_monitor_completion: the GPU-side poll of the counter
   hwj["monitor_completion_poll_dram_bytes"] = mon_poll_dram_bytes;  // DRAM traffic of that poll (0: an L2 hit)
+  hwj["monitor_completion_poll_wait_ns"] = mon_poll_wait_ns;  // host_poll_interval_ns: wait for the poller's read
   hwj["monitor_clear_ns"] = clear_ns;  // CLEAR sweep (sampling only) charged to count_table_zero (max with the memset)
   hwj["engine_mmio_writes"] = engine_writes;    // posted writes charged to the conversion
   hwj["engine_mmio_reads"] = engine_reads;      // status read(s) charged to the conversion (0 with records)
   hwj["engine_record_poll_ns"] = poll_ns;       // host_engine_record: the GPU-side poll of the records (else 0)
   hwj["engine_record_poll_dram_bytes"] = poll_dram_bytes;  // DRAM traffic of that poll (0: it hit in the L2)
+  hwj["engine_record_poll_wait_ns"] = poll_wait;  // host_poll_interval_ns: wait for the poller's read (else 0)
   hwj["engine_cycles"] = job_cycles_max;        // the longest block's LAST_CYCLES (one engine: its job's)
   hwj["monitor_utilisation_mean"] = busy_sum / (double(S) * prod_ps);
   hwj["monitor_utilisation_max"] = busy_max / prod_ps;

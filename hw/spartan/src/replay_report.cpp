@@ -63,6 +63,15 @@ std::string replay_summary(const json& doc) {
     return opt.contains("units") && opt["units"].contains("host") ? opt["units"]["host"].value(key, dflt) : dflt;
   };
   const bool mon_compl = host_flag("monitor_completion", false);
+  const double poll_every =
+      opt.contains("units") && opt["units"].contains("host") ? opt["units"]["host"].value("poll_interval_ns", 0.0) : 0.0;
+  // the poller of the completion counter / records (ReplayOptions::host_poll_interval_ns)
+  char every[32];
+  std::snprintf(every, sizeof every, "%g", poll_every);
+  const std::string poller = poll_every > 0 ? std::string(" (a poller reading every ") + every +
+                                                  " ns from the start of the wait, the wait for its read charged:"
+                                                  " host.poll_interval_ns)"
+                                            : std::string(" (a lower bound on a poller)");
   if (opt.value("host_monitor_broadcast", true))
     o << "; monitor register writes broadcast to all monitors"
       << (mon_compl ? "" : " and one aggregated status read per flush")
@@ -74,7 +83,8 @@ std::string replay_summary(const json& doc) {
   if (mon_compl)
     o << "; each monitor adds 1 to a completion counter at its flush's end (COMPL_PTR, programmed once per run, not"
          " charged; the counter zeroed in the count-table memset) and a GPU-side poll of its sector by one SM, issued"
-         " once every flush has ended, replaces the status read (a lower bound on a poller; host.monitor_completion)";
+         " once every flush has ended, replaces the status read"
+      << poller << " (host.monitor_completion)";
   const bool fetch = host_flag("engine_fetch", false), record = host_flag("engine_record", false);
   const bool eng_bcast = host_flag("engine_broadcast", true);
   // the completion status read(s), when no completion record replaces them
@@ -97,7 +107,7 @@ std::string replay_summary(const json& doc) {
   if (record)
     o << "; the engines write completion records (COMPL_PTR, programmed once per run, not charged) and a GPU-side poll"
          " of them, one read of their lines by one SM issued once they are written, replaces the status read"
-         " (a lower bound on a poller; host.engine_record)";
+      << poller << " (host.engine_record)";
   o << "; FLUSH and the engine's set-up follow the producer in stream order, no host round trip charged\n";
   if (opt.contains("units_file"))
     o << "units: " << (opt["units_file"].get<std::string>().empty() ? "defaults" : opt["units_file"].get<std::string>())

@@ -65,6 +65,7 @@ void visit_units_settings(Opt& o, V& v) {
   v.flag("engine_fetch", o.host_engine_fetch);
   v.flag("engine_record", o.host_engine_record);
   v.flag("monitor_completion", o.host_monitor_completion);
+  v.ns("poll_interval_ns", o.host_poll_interval_ns);
 }
 
 }  // namespace spartan::hw::detail

@@ -427,7 +427,7 @@ TEST(Replay, UnitsRecordLoadsBackAsTheSameSettings) {
         v = (key == "clock_mhz" ? 500.0 : v.get<double>()) + 1.5 * double(keys);
       }
     }
-  EXPECT_EQ(keys, 37u);  // 6 monitor, 13 engine, 11 baseline and 7 host settings (docs/hw-units.md)
+  EXPECT_EQ(keys, 38u);  // 6 monitor, 13 engine, 11 baseline and 8 host settings (docs/hw-units.md)
   const std::string units = dir + "/changed.yaml";
   std::ofstream(units) << changed.dump(2);  // JSON is YAML
   const nlohmann::json loaded = record(units, dir + "/out1");
@@ -943,6 +943,51 @@ TEST(Replay, MonitorsCountTheirFlushesInMemory) {
       // ... and the counter's add lengthens the flush
       EXPECT_GT(h["steps"][1]["memory_ns"].get<double>(), ref["steps"][1]["memory_ns"].get<double>());
       EXPECT_GT(h["flush_cycles_max"].get<std::uint64_t>(), ref["flush_cycles_max"].get<std::uint64_t>());
+    }
+  }
+}
+
+// host.poll_interval_ns: a poller reading every P ns from the start of the wait sees the completion with its first
+// read at or after it; that wait is charged beside the read's round trip, for the engines' records and the monitors'
+// counter alike, and nothing else changes.
+TEST(Replay, PollIntervalChargesTheWaitForTheRead) {
+  const std::string dir = ::testing::TempDir() + "/replay_poll_interval";
+  std::filesystem::create_directories(dir);
+  const double intervals[] = {0.0, 1000.0, 333.0};
+  constexpr int n = sizeof(intervals) / sizeof(intervals[0]);
+  const auto docs = replay_cases(dir, n, [&](ReplayOptions& opt, int i) {
+    opt.tile_rows = 2;
+    opt.tile_cols = 32;
+    opt.host_engine_record = true;
+    opt.host_monitor_completion = true;
+    opt.host_poll_interval_ns = intervals[i];
+  });
+  for (int i = 0; i < n; ++i) {
+    SCOPED_TRACE("interval " + std::to_string(intervals[i]));
+    EXPECT_EQ(docs[i]["options"]["units"]["host"]["poll_interval_ns"].get<double>(), intervals[i]);
+    const double p = intervals[i];
+    for (std::size_t l = 0; l < 4; ++l) {
+      const auto& h = docs[i]["layers"][l]["hardware"];
+      const auto& h0 = docs[0]["layers"][l]["hardware"];
+      struct Wait {
+        const char* field;
+        int step;  // hardware.steps[] index: the flush, the conversion
+      };
+      for (const Wait w : {Wait{"monitor_completion_poll_wait_ns", 1}, Wait{"engine_record_poll_wait_ns", 2}}) {
+        const double wait = h[w.field].get<double>();
+        const double since = h["steps"][w.step]["memory_ns"].get<double>();  // start of the wait to completion
+        // the same simulation as without an interval: only the wait is added to the overhead
+        EXPECT_DOUBLE_EQ(since, h0["steps"][w.step]["memory_ns"].get<double>());
+        EXPECT_NEAR(h["steps"][w.step]["overhead_ns"].get<double>(), h0["steps"][w.step]["overhead_ns"].get<double>() + wait,
+                    1e-6) << w.field;
+        if (p == 0) {
+          EXPECT_EQ(wait, 0.0) << w.field;
+          continue;
+        }
+        EXPECT_GE(wait, 0.0) << w.field;
+        EXPECT_LT(wait, p) << w.field;
+        EXPECT_NEAR(std::fmod(since + wait, p), 0.0, 1e-6 * p) << w.field;  // the read is on the poller's grid
+      }
     }
   }
 }

@@ -634,6 +634,7 @@ def bad_input(r):
         ("wrong type", "units host.engine_fetch maybe", run + ["--units", "@D/units.yaml"], units("host: {engine_fetch: maybe}\n")),
         ("wrong type", "units host.engine_record 1", run + ["--units", "@D/units.yaml"], units("host: {engine_record: 1}\n")),
         ("wrong type", "units host.monitor_completion 1", run + ["--units", "@D/units.yaml"], units("host: {monitor_completion: 1}\n")),
+        ("negative or zero sizes", "units host.poll_interval_ns -5", run + ["--units", "@D/units.yaml"], units("host: {poll_interval_ns: -5}\n")),
         # fourteenth-session newcomer review: accepted and read by nothing
         ("unknown config keys", "units engine.elements_per_cycle (removed: changed nothing)", run + ["--units", "@D/units.yaml"],
          units("engine: {elements_per_cycle: 64}\n")),

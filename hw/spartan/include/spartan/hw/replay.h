@@ -101,6 +101,12 @@ struct ReplayOptions {
   /// simulated on the GPU model (a lower bound on a poller, as host_engine_record's). This project's design,
   /// fifty-fourth session.
   bool host_monitor_completion = false;
+  /// The GPU-side poller of host_engine_record / host_monitor_completion (ASSUMPTION). 0 (default): one read
+  /// issued the moment the last record or flush is done (the lower bound on any poller). P > 0: the poller reads
+  /// every P ns from the write that starts the wait (FLUSH, SUBMIT or FETCH) and sees completion with the first
+  /// read issued at or after it; the wait until that read is charged beside its simulated round trip (the earlier
+  /// reads' L2 traffic is not simulated). This project's model, fifty-fourth session.
+  double host_poll_interval_ns = 0;
   /// The --units file applied to this run ("" = none); recorded in stats.json with the settings it gave.
   std::string units_file;
   std::vector<RunExtension*> extensions; ///< active extensions (run_hooks.h)
