@@ -904,6 +904,24 @@ def scale_section(a, gpu, md, doc, model, sl):
         host = get(mc, "options", "units", "host", default={})
         if not (isinstance(host, dict) and host.get("monitor_completion") is True):
             raise ReportError(f"{mc_path}: options.units.host: not a run with monitor_completion true")
+
+        def without_counter(units):
+            """options.units without host.monitor_completion (a deep copy)."""
+            u = json.loads(json.dumps(units))
+            if isinstance(u, dict) and isinstance(u.get("host"), dict):
+                u["host"].pop("monitor_completion", None)
+                if not u["host"]:
+                    del u["host"]
+            return u if u else {}
+        # the report sets it beside t32 as "instead of the status read": t32 is the status-read run, and the two
+        # differ in nothing else (no other broadcast, MMIO cost, poll interval or engine count)
+        t32_units = get(runs["t32"], "options", "units", default={})
+        if get(t32_units, "host", "monitor_completion", default=False) is not False:
+            raise ReportError(f"{paths['t32']}: options.units.host.monitor_completion: the baseline beside {mc_path} "
+                              "must read the monitors' status")
+        if without_counter(get(mc, "options", "units", default={})) != without_counter(t32_units):
+            raise ReportError(f"{mc_path}: options.units differ from {paths['t32']}'s in more than "
+                              "host.monitor_completion")
         for i, _ in enumerate(need(mc, mc_path, ["layers"], "nonempty list")):
             need(mc, mc_path, ["layers", i, "name"], "str")
             need(mc, mc_path, ["layers", i, "dense_bytes"], "num")
@@ -916,6 +934,12 @@ def scale_section(a, gpu, md, doc, model, sl):
             if need(mc, mc_path, ["layers", i, "hardware", "monitor_mmio_reads"], "int") != 0:
                 raise ReportError(f"{mc_path}.layers[{i}].hardware.monitor_mmio_reads: a status read charged with "
                                   "the completion counter: inconsistent")
+            if need(mc, mc_path, ["layers", i, "hardware", "monitor_completion_poll_ns"], "num") <= 0:
+                raise ReportError(f"{mc_path}.layers[{i}].hardware.monitor_completion_poll_ns: must be > 0 (the poll "
+                                  "that replaces the status read)")
+            for k in ("passed", "monitor_completion_count_correct"):
+                if need(mc, mc_path, ["layers", i, "checks", k], "bool") is not True:
+                    raise ReportError(f"{mc_path}.layers[{i}].checks.{k}: false")
     if mem is not None:
         host = get(mem, "options", "units", "host", default={})
         if not (isinstance(host, dict) and host.get("engine_fetch") is True and host.get("engine_record") is True):

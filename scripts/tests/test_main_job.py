@@ -2,7 +2,7 @@
 """End-to-end test of the main job: runs scripts/run-main-job.sh with the `tiny` profile (lenet5, 20 steps,
 RTL on one layer, area flow on small blocks) into a scratch directory and checks that report.json carries
 the same numbers as the step outputs it was built from (train.json, sim/stats.json with its rtl section,
-scale/t32, scale/t128, scale/t32e16 and scale/t32e16mem stats.json, area.json),
+scale/t32, scale/t128, scale/t32e16, scale/t32e16mem and scale/t32mc stats.json, area.json),
 that the functional checks passed, and that report.md/html and the plots exist.
 Usage: test_main_job.py SOURCE_DIR BUILD_BIN_DIR"""
 import json
@@ -122,6 +122,8 @@ def main():
             # the same register writes, a poll of ~0.1-0.5 us instead of the 1 us read (the flush ~0.13 us longer)
             if not h["profile"]["time_ns"] < c["hardware"]["profile"]["time_ns"]:
                 fail(f"scale/t32mc {b['name']}: hardware profile not shorter than with the status read")
+        if "| profile 32x32, completion counter in memory |" not in md or "`--units host.monitor_completion`" not in md:
+            fail("report.md: no column or sentence on the monitors' completion counter")
         if "## 4b. The units at ImageNet scale" not in md:
             fail("report.md has no ImageNet-scale section")
         # the tiny profile synthesises test blocks: the report must not present them as the units

@@ -119,7 +119,9 @@ def scale_run(tile, tiles, engines=1, memory_interface=False, monitor_completion
                 "hardware": {"profile": st(hp), "convert": {"time_ns": hc, "overhead_ns": hc - hw / engines,
                                                             "memory_ns": hw / engines},
                              "engine_mmio_writes": 4 if memory_interface else 20,
-                             "monitor_mmio_reads": 0 if monitor_completion else 1},
+                             "monitor_mmio_reads": 0 if monitor_completion else 1,
+                             "monitor_completion_poll_ns": 125.0 if monitor_completion else 0.0},
+                "checks": {"passed": True, **({"monitor_completion_count_correct": True} if monitor_completion else {})},
                 "profile_ratio": sw / hp, "convert_ratio": 2 * sw / hc}
     units = {"host": {"engine_fetch": True, "engine_record": True}} if memory_interface else {}
     if monitor_completion:
@@ -452,6 +454,18 @@ def main():
              "software profile time not the one of"),
             ("completion counter failed checks", mc_case(lambda r: r["t32mc"]["checks"].update(passed=False)),
              "t32mc/stats.json: the functional checks failed"),
+            ("completion counter layer check failed", mc_case(
+                lambda r: r["t32mc"]["layers"][1]["checks"].update(monitor_completion_count_correct=False)),
+             "checks.monitor_completion_count_correct: false"),
+            ("completion counter no poll", mc_case(
+                lambda r: r["t32mc"]["layers"][0]["hardware"].update(monitor_completion_poll_ns=0.0)),
+             "monitor_completion_poll_ns: must be > 0"),
+            ("completion counter other units", mc_case(
+                lambda r: r["t32mc"]["options"]["units"]["host"].update(poll_interval_ns=2000.0)),
+             "differ from"),
+            ("completion counter baseline with the counter", mc_case(
+                lambda r: r["t32"]["options"]["units"].update(host={"monitor_completion": True})),
+             "the baseline beside"),
             ("engines only one", engines_case(lambda r: r["t32e16"]["units"]["engine"].update(count=1)),
              "not a run with several engines"),
             ("engines other layers", engines_case(lambda r: r["t32e16"]["layers"].pop()), "not the layers of"),

@@ -48,10 +48,13 @@ std::pair<std::uint64_t, std::uint64_t> expand_check(fmt::TiledMatrix& tm, const
 
 /// ReplayOptions::host_poll_interval_ns: a poller reading every `interval_ns` from `start` sees a completion at
 /// `done` with its first read issued at or after it; returns the wait from `done` to that read (0 with no interval).
+/// In whole picoseconds (the simulation's resolution; an interval above 0 is at least 1 ps), so that a completion
+/// on the poller's grid waits 0, not one interval by rounding.
 double poll_wait_ns(const sc_core::sc_time& start, const sc_core::sc_time& done, double interval_ns) {
   if (interval_ns <= 0) return 0.0;
-  const double since = std::max(0.0, (done - start).to_seconds() * 1e9);
-  return std::ceil(since / interval_ns) * interval_ns - since;
+  const auto p_ps = std::max<long long>(1, std::llround(interval_ns * 1e3));
+  const auto since_ps = done > start ? std::llround((done - start).to_seconds() * 1e12) : 0LL;
+  return double((p_ps - since_ps % p_ps) % p_ps) * 1e-3;
 }
 
 /// Reads [base, base + bytes) as one request per L2 line piece (independent), from one SM: a poller reading

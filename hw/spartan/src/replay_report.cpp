@@ -68,10 +68,11 @@ std::string replay_summary(const json& doc) {
   // the poller of the completion counter / records (ReplayOptions::host_poll_interval_ns)
   char every[32];
   std::snprintf(every, sizeof every, "%g", poll_every);
+  // "(...; host.KEY)": the poller, then the key that turned the memory interface on
   const std::string poller = poll_every > 0 ? std::string(" (a poller reading every ") + every +
-                                                  " ns from the start of the wait, the wait for its read charged:"
-                                                  " host.poll_interval_ns)"
-                                            : std::string(" (a lower bound on a poller)");
+                                                  " ns from the FLUSH / SUBMIT / FETCH write, the wait for its read"
+                                                  " charged: host.poll_interval_ns; "
+                                            : std::string(" (a lower bound on a poller; ");
   if (opt.value("host_monitor_broadcast", true))
     o << "; monitor register writes broadcast to all monitors"
       << (mon_compl ? "" : " and one aggregated status read per flush")
@@ -84,7 +85,7 @@ std::string replay_summary(const json& doc) {
     o << "; each monitor adds 1 to a completion counter at its flush's end (COMPL_PTR, programmed once per run, not"
          " charged; the counter zeroed in the count-table memset) and a GPU-side poll of its sector by one SM, issued"
          " once every flush has ended, replaces the status read"
-      << poller << " (host.monitor_completion)";
+      << poller << "host.monitor_completion)";
   const bool fetch = host_flag("engine_fetch", false), record = host_flag("engine_record", false);
   const bool eng_bcast = host_flag("engine_broadcast", true);
   // the completion status read(s), when no completion record replaces them
@@ -107,7 +108,7 @@ std::string replay_summary(const json& doc) {
   if (record)
     o << "; the engines write completion records (COMPL_PTR, programmed once per run, not charged) and a GPU-side poll"
          " of them, one read of their lines by one SM issued once they are written, replaces the status read"
-      << poller << " (host.engine_record)";
+      << poller << "host.engine_record)";
   o << "; FLUSH and the engine's set-up follow the producer in stream order, no host round trip charged\n";
   if (opt.contains("units_file"))
     o << "units: " << (opt["units_file"].get<std::string>().empty() ? "defaults" : opt["units_file"].get<std::string>())
@@ -175,7 +176,8 @@ std::string replay_summary(const json& doc) {
   const auto& ov = doc["overall"];
   o << "\noverall (" << ov["layers"] << " layers):\n";
   o << "  profiling:  software " << us(ov["profile"]["sw_ns"].get<double>())
-    << " us, hardware (count-table memset + flush + monitor MMIO writes + status read) "
+    << " us, hardware (count-table memset + flush + monitor MMIO writes + "
+    << (mon_compl ? "the completion counter's poll" : "status read") << ") "
     << us(ov["profile"]["hw_ns"].get<double>()) << " us -> " << f("%.1f", ov["profile"]["ratio"].get<double>())
     << "x of the total, " << f("%.1f", ov["profile"]["mean_layer_ratio"].get<double>()) << "x mean over layers, ";
   // null when no replayed layer's input is a ReLU output (e.g. only the first layer was replayed).

@@ -953,16 +953,24 @@ TEST(Replay, MonitorsCountTheirFlushesInMemory) {
 TEST(Replay, PollIntervalChargesTheWaitForTheRead) {
   const std::string dir = ::testing::TempDir() + "/replay_poll_interval";
   std::filesystem::create_directories(dir);
-  const double intervals[] = {0.0, 1000.0, 333.0};
+  const double intervals[] = {0.0, 1000.0, 333.0, 1000.0};  // the last without records and counter
   constexpr int n = sizeof(intervals) / sizeof(intervals[0]);
   const auto docs = replay_cases(dir, n, [&](ReplayOptions& opt, int i) {
     opt.tile_rows = 2;
     opt.tile_cols = 32;
-    opt.host_engine_record = true;
-    opt.host_monitor_completion = true;
+    opt.host_engine_record = i < 3;
+    opt.host_monitor_completion = i < 3;
     opt.host_poll_interval_ns = intervals[i];
   });
-  for (int i = 0; i < n; ++i) {
+  for (std::size_t l = 0; l < 4; ++l) {  // no poller without records and counter: the interval charges nothing
+    const auto& h = docs[3]["layers"][l]["hardware"];
+    EXPECT_EQ(h["monitor_completion_poll_wait_ns"].get<double>(), 0.0);
+    EXPECT_EQ(h["engine_record_poll_wait_ns"].get<double>(), 0.0);
+    EXPECT_NEAR(h["profile"]["overhead_ns"].get<double>(),
+                h["monitor_mmio_writes"].get<unsigned>() * ReplayOptions().host_mmio_write_ns +
+                    h["monitor_mmio_reads"].get<unsigned>() * ReplayOptions().host_mmio_read_ns, 1e-6);
+  }
+  for (int i = 0; i < 3; ++i) {
     SCOPED_TRACE("interval " + std::to_string(intervals[i]));
     EXPECT_EQ(docs[i]["options"]["units"]["host"]["poll_interval_ns"].get<double>(), intervals[i]);
     const double p = intervals[i];
