@@ -841,25 +841,30 @@ def scale_section(a, gpu, md, doc, model, sl):
         if need(d, f, ["options", "tile"], "str") != tile:
             raise ReportError(f"{f}: tile {d['options']['tile']}, not {tile} as its directory says")
 
+    def check_layer_part(d, f, i, part):
+        """Layer i of a scale-step run: its name and size, both paths' `part` ("profile" or "convert") time
+        positive and its `part`_ratio the ratio of those times."""
+        need(d, f, ["layers", i, "name"], "str")
+        need(d, f, ["layers", i, "dense_bytes"], "num")
+        for side in ("software", "hardware"):
+            if need(d, f, ["layers", i, side, part, "time_ns"], "num") <= 0:
+                raise ReportError(f"{f}.layers[{i}].{side}.{part}.time_ns: must be > 0")
+        L = d["layers"][i]
+        if not close(need(d, f, ["layers", i, f"{part}_ratio"], "num"),
+                     L["software"][part]["time_ns"] / L["hardware"][part]["time_ns"]):
+            raise ReportError(f"{f}.layers[{i}].{part}_ratio: not its times' ratio: inconsistent")
+
     runs = {t: load_json(p, "spartan-sim run, scale step") for t, p in paths.items()}
     for t, d in runs.items():
         f = paths[t]
         check_run(d, f, tiles_of[t])
         need(d, f, ["gpu", "sms"], "int")
         for i, _ in enumerate(need(d, f, ["layers"], "nonempty list")):
-            need(d, f, ["layers", i, "name"], "str")
             need(d, f, ["layers", i, "relu_input"], "bool")
             need(d, f, ["layers", i, "tiles"], "int")
-            for k in ("dense_bytes", "density", "profile_ratio", "convert_ratio"):
-                need(d, f, ["layers", i, k], "num")
-            for side in ("software", "hardware"):
-                for part in ("profile", "convert"):
-                    if need(d, f, ["layers", i, side, part, "time_ns"], "num") <= 0:
-                        raise ReportError(f"{f}.layers[{i}].{side}.{part}.time_ns: must be > 0")
-            L = d["layers"][i]
+            need(d, f, ["layers", i, "density"], "num")
             for part in ("profile", "convert"):
-                if not close(L[f"{part}_ratio"], L["software"][part]["time_ns"] / L["hardware"][part]["time_ns"]):
-                    raise ReportError(f"{f}.layers[{i}].{part}_ratio: not its times' ratio: inconsistent")
+                check_layer_part(d, f, i, part)
     def load_multi(name):
         """An optional several-engines run of 32x32 tiles (DIR/scale/NAME): checked, with its engine count."""
         f = os.path.join(a.run, "scale", name, "stats.json")
@@ -871,20 +876,13 @@ def scale_section(a, gpu, md, doc, model, sl):
         if n < 2:
             raise ReportError(f"{f}: units.engine.count {n}: not a run with several engines")
         for i, _ in enumerate(need(d, f, ["layers"], "nonempty list")):
-            need(d, f, ["layers", i, "name"], "str")
-            need(d, f, ["layers", i, "dense_bytes"], "num")
-            for side in ("software", "hardware"):
-                if need(d, f, ["layers", i, side, "convert", "time_ns"], "num") <= 0:
-                    raise ReportError(f"{f}.layers[{i}].{side}.convert.time_ns: must be > 0")
+            check_layer_part(d, f, i, "convert")
             if need(d, f, ["layers", i, "hardware", "convert", "memory_ns"], "num") <= 0:
                 raise ReportError(f"{f}.layers[{i}].hardware.convert.memory_ns: must be > 0")
             L = d["layers"][i]
             # the report prints the jobs (memory_ns) as a part of the conversion time
             if L["hardware"]["convert"]["memory_ns"] > L["hardware"]["convert"]["time_ns"] * (1 + 1e-6):
                 raise ReportError(f"{f}.layers[{i}].hardware.convert.memory_ns: more than its time_ns: inconsistent")
-            if not close(need(d, f, ["layers", i, "convert_ratio"], "num"),
-                         L["software"]["convert"]["time_ns"] / L["hardware"]["convert"]["time_ns"]):
-                raise ReportError(f"{f}.layers[{i}].convert_ratio: not its times' ratio: inconsistent")
         return d, n
 
     # Optional (make run writes them): 32x32 tiles with several compaction engines, the host writing their
@@ -923,14 +921,7 @@ def scale_section(a, gpu, md, doc, model, sl):
             raise ReportError(f"{mc_path}: options.units differ from {paths['t32']}'s in more than "
                               "host.monitor_completion")
         for i, _ in enumerate(need(mc, mc_path, ["layers"], "nonempty list")):
-            need(mc, mc_path, ["layers", i, "name"], "str")
-            need(mc, mc_path, ["layers", i, "dense_bytes"], "num")
-            for side in ("software", "hardware"):
-                if need(mc, mc_path, ["layers", i, side, "profile", "time_ns"], "num") <= 0:
-                    raise ReportError(f"{mc_path}.layers[{i}].{side}.profile.time_ns: must be > 0")
-            if not close(need(mc, mc_path, ["layers", i, "profile_ratio"], "num"),
-                         mc["layers"][i]["software"]["profile"]["time_ns"] / mc["layers"][i]["hardware"]["profile"]["time_ns"]):
-                raise ReportError(f"{mc_path}.layers[{i}].profile_ratio: not its times' ratio: inconsistent")
+            check_layer_part(mc, mc_path, i, "profile")
             if need(mc, mc_path, ["layers", i, "hardware", "monitor_mmio_reads"], "int") != 0:
                 raise ReportError(f"{mc_path}.layers[{i}].hardware.monitor_mmio_reads: a status read charged with "
                                   "the completion counter: inconsistent")
